@@ -1,0 +1,72 @@
+"""The Python names through which an op or a hand-written binding is reached.
+
+From the registry: ``variants: function`` gives ``torch.X`` (or the
+``python_module`` namespace: ``torch._C._nn.X``, ``torch.linalg.X`` for
+``linalg_X``...), ``variants: method`` gives ``Tensor.X``. From the C++ layer:
+``PyMethodDef`` tables and pybind11 ``.def``. From the Python layer:
+``torch.nn.functional`` names bound to ``torch._C._nn.X`` or ``torch.X``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from ..query.ops import PY_MODULES
+
+Row = tuple[str, str, str, str, int, int]  # name, kind, op, target, file_id, line
+
+
+def _op_rows(conn: sqlite3.Connection) -> list[Row]:
+    rows: list[Row] = []
+    for name, full, variants, module, file_id, line in conn.execute(
+            "SELECT name, full_name, variants, python_module, file_id, line FROM op"):
+        variants = {v.strip() for v in variants.split(",")}
+        if "function" in variants:
+            if module in PY_MODULES:
+                c_mod, public, prefix = PY_MODULES[module]
+                rows.append((f"{c_mod}.{name}", module, full, "", file_id, line))
+                if public and name.startswith(prefix):
+                    rows.append((f"{public}.{name[len(prefix):]}", module, full, "", file_id, line))
+            else:
+                rows.append((f"torch.{name}", "function", full, "", file_id, line))
+        if "method" in variants:
+            rows.append((f"Tensor.{name}", "method", full, "", file_id, line))
+    return rows
+
+
+def _functional_rows(conn: sqlite3.Connection, by_py: dict[str, list[str]]) -> list[Row]:
+    """``torch.nn.functional.X = _add_docstr(torch._C._nn.X, ...)`` and the like."""
+    rows: list[Row] = []
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'py_assign'").fetchone():
+        return rows
+    for name, value, file_id, line, path in conn.execute(
+            "SELECT a.name, a.value, a.file_id, a.line, f.path FROM py_assign a JOIN files f ON f.id = a.file_id "
+            "WHERE f.path = 'torch/nn/functional.py'"):
+        for full in by_py.get(value, ()):
+            rows.append((f"torch.nn.functional.{name}", "nn.functional", full, value, file_id, line))
+    return rows
+
+
+def _binding_rows(conn: sqlite3.Connection) -> list[Row]:
+    """Hand-written bindings: PyMethodDef entries and pybind11 .def."""
+    rows: list[Row] = []
+    for kind, name, target, key, file_id, line, path in conn.execute(
+            "SELECT r.kind, r.name, r.target, r.key, r.file_id, r.line, f.path FROM cpp_registration r "
+            "JOIN files f ON f.id = r.file_id WHERE r.kind IN ('pymethoddef', 'pybind_def')"):
+        if kind == "pymethoddef":
+            # Tables of torch/csrc/Module.cpp are torch._C's own methods; other tables keep their name.
+            owner = "torch._C" if path == "torch/csrc/Module.cpp" else key
+            rows.append((f"{owner}.{name}", "pymethoddef", "", target, file_id, line))
+        else:
+            rows.append((name, "pybind", "", target, file_id, line))
+    return rows
+
+
+def python_api_rows(conn: sqlite3.Connection) -> list[Row]:
+    rows = _op_rows(conn)
+    by_py: dict[str, list[str]] = {}
+    for name, _kind, op, *_ in rows:
+        by_py.setdefault(name, []).append(op)
+    rows += _functional_rows(conn, by_py)
+    rows += _binding_rows(conn)
+    return rows

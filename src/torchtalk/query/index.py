@@ -1,0 +1,103 @@
+"""Read access to a finished index, reopened transparently when a new build lands.
+
+The indexer publishes a new index by renaming a file over the old one; a
+reader holding the old file keeps a consistent (old) view, and the next query
+sees the new inode and reopens. So a server never answers from half an index.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from pathlib import Path
+
+from ..errors import IndexUnavailable
+from ..store.db import open_readonly, read_meta
+
+
+class Index:
+    """Thread-safe: each thread gets its own read-only connection (MCP runs tools in threads)."""
+
+    def __init__(self, path: Path, source_root: Path | None = None):
+        self.path = Path(path)
+        self.source_root = source_root
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._cache: dict = {}
+        self._cache_key: tuple[int, int] | None = None
+
+    # ------------------------------------------------------------ connection
+
+    def _stat_key(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return (st.st_ino, st.st_mtime_ns)
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        local = self._local
+        key = self._stat_key()
+        conn = getattr(local, "conn", None)
+        if conn is None or key != local.key:
+            if key is None and conn is not None:
+                return conn  # file briefly gone (rename in progress): keep the old view
+            new = open_readonly(self.path)
+            if conn is not None:
+                conn.close()
+            local.conn, local.key = new, key
+        with self._lock:
+            if self._cache_key != local.key:
+                self._cache, self._cache_key = {}, local.key
+        return local.conn
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def q(self, sql: str, params: tuple | list = ()) -> list[tuple]:
+        try:
+            return self.conn.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise IndexUnavailable(f"index {self.path} could not be read ({exc}); run `torchtalk index --force`") from None
+
+    def one(self, sql: str, params: tuple | list = ()):
+        rows = self.q(sql, params)
+        return rows[0] if rows else None
+
+    # ------------------------------------------------------------ cached lookups (per index version)
+
+    def cached(self, key: str, build):
+        self.conn  # noqa: B018 - reopen (and drop the cache) first if a new index landed
+        cache = self._cache
+        if key not in cache:
+            cache[key] = build()
+        return cache[key]
+
+    @property
+    def meta(self) -> dict[str, str]:
+        return self.cached("meta", lambda: read_meta(self.conn))
+
+    @property
+    def has_fts(self) -> bool:
+        return self.cached("has_fts", lambda: bool(self.one("SELECT 1 FROM sqlite_master WHERE name = 'names_fts'")))
+
+    def meta_json(self, key: str, default):
+        try:
+            return json.loads(self.meta.get(key, ""))
+        except ValueError:
+            return default
+
+    def paths(self) -> dict[int, str]:
+        return self.cached("paths", lambda: dict(self.q("SELECT id, path FROM files")))
+
+    def path_of(self, file_id: int) -> str:
+        return self.paths().get(file_id, "?")
+
+    def loc(self, file_id: int, line: int) -> str:
+        return f"{self.path_of(file_id)}:{line}"

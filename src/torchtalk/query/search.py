@@ -1,0 +1,125 @@
+"""search: ops, their kernels and Python bindings by name, ranked exact > prefix > substring."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import BadArgument
+from .args import check_int, clean_text
+from .cppdefs import CppDef, kernel_definitions
+from .index import Index
+from .model import Loc
+from .ops import DispatchEntry, OpRecord, registry
+
+MAX_LIMIT = 500
+
+
+@dataclass
+class KernelHit:
+    entry: DispatchEntry
+    defs: list[CppDef]
+
+
+@dataclass
+class SearchHit:
+    kind: str  # op | binding
+    name: str
+    loc: Loc
+    match: str  # exact | prefix | substring | kernel
+    detail: str = ""  # schema for ops, target for bindings
+    kernels: list[KernelHit] = field(default_factory=list)
+
+
+@dataclass
+class SearchResult:
+    query: str
+    backend: str | None
+    hits: list[SearchHit]
+    total: int
+    limit: int
+    notes: list[str] = field(default_factory=list)
+
+
+def _rank(query: str, name: str) -> int | None:
+    q, n = query.lower(), name.lower()
+    if n == q:
+        return 0
+    if n.startswith(q):
+        return 1
+    if q in n:
+        return 2
+    return None
+
+
+def backends(ix: Index) -> list[str]:
+    reg = registry(ix)
+    return ix.cached("backends", lambda: sorted({d.key for r in reg.by_id.values() for d in r.own_dispatch} |
+                                                {"CPU", "CUDA", "CompositeImplicitAutograd"}))
+
+
+def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -> SearchResult:
+    q = clean_text(query, "query", "conv")
+    limit = check_int(limit, "limit", 1, MAX_LIMIT)
+    key = None
+    if backend is not None and not (isinstance(backend, str) and not backend.strip()):
+        b = clean_text(backend, "backend", "CUDA", max_len=100)
+        valid = backends(ix)
+        match = [k for k in valid if k.lower() == b.lower()]
+        if not match:
+            raise BadArgument(f"backend {b!r} is not a dispatch key of any op; valid keys: {', '.join(valid)}")
+        key = match[0]
+    reg = registry(ix)
+    scored: list[tuple[tuple, SearchHit, OpRecord | None]] = []
+    for rec in reg.by_id.values():
+        rank = _rank(q, rec.full_name)
+        if rank is None:
+            rank = _rank(q, rec.name)
+        kernels = reg.dispatch(rec)
+        if rank is None:
+            # Found through a kernel name (search "index_select_cuda" finds index_select).
+            if any(_rank(q, d.kernel) is not None for d in kernels):
+                rank = 3
+        if rank is None:
+            continue
+        if key is not None:
+            kernels = [d for d in kernels if d.key == key]
+            if not kernels:
+                continue
+        hit = SearchHit("op", rec.full_name, rec.loc, ["exact", "prefix", "substring", "kernel"][rank], rec.schema,
+                        [KernelHit(d, []) for d in kernels])
+        scored.append(((rank, 0, len(rec.name), rec.full_name), hit, rec))
+    if key is None:
+        for name, entries in _bindings(ix).items():
+            rank = _rank(q, name)
+            if rank is None:
+                continue
+            kind, _target, loc = entries[0]
+            detail = ", ".join(sorted({t for _k, t, _l in entries if t}))[:200]
+            scored.append(((rank, 1, len(name), name), SearchHit("binding", name, loc,
+                                                                   ["exact", "prefix", "substring"][rank],
+                                                                   f"{kind} -> {detail}"), None))
+    scored.sort(key=lambda t: t[0])
+    hits = [h for _s, h, _r in scored[:limit]]
+    by_name = {h.name: r for _s, h, r in scored[:limit] if r is not None}
+    for h in hits:
+        rec = by_name.get(h.name)
+        if rec is None:
+            continue
+        structured = rec.structured or bool(rec.structured_delegate and
+                                            getattr(reg.by_full.get(rec.structured_delegate), "structured", False))
+        for kh in h.kernels:
+            kh.defs = kernel_definitions(ix, kh.entry.kernel, structured)
+    res = SearchResult(q, key, hits, len(scored), limit)
+    if key is not None:
+        res.notes.append(f"Only ops with a {key} kernel are shown, with their {key} entries; bindings are not filtered by backend.")
+    return res
+
+
+def _bindings(ix: Index) -> dict[str, list[tuple[str, str, Loc]]]:
+    """Python name -> [(kind, target or op, loc)] from the py_api table."""
+    def build():
+        out: dict[str, list[tuple[str, str, Loc]]] = {}
+        for name, kind, op, target, file_id, line in ix.q("SELECT name, kind, op, target, file_id, line FROM py_api"):
+            out.setdefault(name, []).append((kind, target or op, Loc(ix.path_of(file_id), line)))
+        return out
+    return ix.cached("bindings", build)

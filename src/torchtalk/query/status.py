@@ -1,0 +1,53 @@
+"""get_status: which tree, which index, how fresh, and what each layer holds."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from ..source.files import list_files
+from .index import Index
+
+
+@dataclass
+class StatusResult:
+    source_root: str
+    pytorch_version: str
+    index_path: str
+    built_at: str
+    fresh: bool | None
+    changed_files: list[str]
+    components: dict[str, dict[str, int]]
+    readiness: dict[str, str]
+    skipped_count: int
+    skipped: list[str]
+    last_build: str
+    notes: list[str] = field(default_factory=list)
+
+
+def status(ix: Index) -> StatusResult:
+    meta = ix.meta
+    counts = ix.meta_json("counts", {})
+    root = meta.get("source_root", "")
+    changed = []
+    fresh = None
+    if ix.source_root is not None:
+        indexed = {p: (s, m) for p, s, m in ix.q("SELECT path, size, mtime_ns FROM files WHERE generated = 0")}
+        entries = list_files(ix.source_root)
+        current = {e.relpath for e in entries}
+        changed = [e.relpath for e in entries if indexed.get(e.relpath) != (e.size, e.mtime_ns)]
+        changed += [p for p in indexed if p not in current]
+        fresh = not changed
+    readiness = {}
+    for comp, values in counts.items():
+        readiness[comp] = "ready" if any(values.values()) else "not indexed"
+    built = meta.get("built_at")
+    built_at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(built))) if built else "?"
+    skipped = ix.meta_json("skipped", [])
+    return StatusResult(
+        source_root=root, pytorch_version=meta.get("pytorch_version", "unknown"), index_path=str(ix.path),
+        built_at=built_at, fresh=fresh, changed_files=changed, components=counts, readiness=readiness,
+        skipped_count=int(meta.get("skipped_count", "0") or 0), skipped=skipped,
+        last_build=f"{meta.get('last_mode', '?')} build in {meta.get('last_seconds', '?')}s "
+                   f"{ix.meta_json('layer_seconds', {})}",
+    )

@@ -1,0 +1,56 @@
+"""Markdown for search and get_status."""
+
+from __future__ import annotations
+
+from ..query.search import SearchResult
+from ..query.status import StatusResult
+from .common import showing
+
+
+def render_search(r: SearchResult) -> str:
+    scope = f" (backend {r.backend})" if r.backend else ""
+    out = [f"# search {r.query}{scope}: {showing(len(r.hits), r.total)}"]
+    if not r.hits:
+        out.append("No op, kernel or binding name contains it.")
+    for h in r.hits:
+        if h.kind == "op":
+            out.append(f"- op {h.name}  {h.loc}  [{h.match}]")
+            out.append(f"    {h.detail}")
+            for kh in h.kernels[:12]:
+                where = "  ".join(f"{d.display} {d.loc}" for d in kh.defs[:2])
+                via = f" [{kh.entry.via}]" if kh.entry.via else ""
+                out.append(f"    {kh.entry.key}: {kh.entry.kernel}{via}" + (f"  -> {where}" if where else ""))
+            if len(h.kernels) > 12:
+                out.append(f"    ... {showing(12, len(h.kernels))} dispatch entries")
+        else:
+            out.append(f"- binding {h.name}  {h.loc}  [{h.match}]  {h.detail}")
+    for n in r.notes:
+        out.append(f"Note: {n}")
+    return "\n".join(out)
+
+
+def render_status(r: StatusResult) -> str:
+    fresh = {True: "fresh", False: f"stale ({len(r.changed_files)} files changed since the build)",
+             None: "unknown"}[r.fresh]
+    out = [
+        "# TorchTalk status",
+        f"- source: {r.source_root}",
+        f"- PyTorch version: {r.pytorch_version}",
+        f"- index: {r.index_path}",
+        f"- built: {r.built_at} ({r.last_build}); {fresh}",
+    ]
+    if r.changed_files:
+        out.append("  changed: " + ", ".join(r.changed_files[:10]) + (" ..." if len(r.changed_files) > 10 else ""))
+    for comp, values in r.components.items():
+        out.append(f"## {comp}: {r.readiness.get(comp, '?')}")
+        for label, n in values.items():
+            out.append(f"- {label}: {n:,}")
+    if r.skipped_count:
+        out.append(f"## skipped files: {r.skipped_count:,}")
+        for s in r.skipped[:20]:
+            out.append(f"- {s}")
+        if r.skipped_count > 20:
+            out.append(f"- ... {showing(20, r.skipped_count)}")
+    for n in r.notes:
+        out.append(f"Note: {n}")
+    return "\n".join(out)

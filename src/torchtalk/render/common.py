@@ -1,0 +1,33 @@
+"""Pieces every renderer uses."""
+
+from __future__ import annotations
+
+from ..query.model import Ambiguous, NotFound
+
+
+def not_found(r: NotFound) -> str:
+    lines = [f"No {r.what} named '{r.query}'."]
+    if r.suggestions:
+        lines[0] += " Close matches: " + ", ".join(r.suggestions) + "."
+    else:
+        lines[0] += " No close matches."
+    if r.hint:
+        lines.append(r.hint)
+    return "\n".join(lines)
+
+
+def ambiguous(r: Ambiguous) -> str:
+    lines = [f"'{r.query}' is ambiguous: {len(r.candidates)} {r.what}s match."]
+    for name, loc in r.candidates[:30]:
+        lines.append(f"- {name}" + (f"  {loc}" if loc else ""))
+    if len(r.candidates) > 30:
+        lines.append(f"- ... showing 30 of {len(r.candidates)}")
+    if r.chosen:
+        lines.append(f"Answering for {r.chosen} (give a qualified name to choose another).")
+    else:
+        lines.append("Give the qualified name (or Class::method) to choose one.")
+    return "\n".join(lines)
+
+
+def showing(n: int, total: int) -> str:
+    return f"showing {n} of {total}"

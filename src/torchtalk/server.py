@@ -1,0 +1,144 @@
+"""The MCP server: every tool of ``tools.py``, read-only, over stdio or streamable HTTP.
+
+Start-up builds an index only when there is none (the client waits for that
+in ``initialize``); with an index it answers at once, and a background
+``torchtalk index`` run keeps it fresh, the queries switching to the new file
+when it lands. Logs go to stderr, never to stdout (stdout is the protocol).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Optional
+
+from .errors import TorchTalkError
+from .query.index import Index
+from .source.tree import SourceTree, find_source
+from .store.db import check_file
+from .tools import Tool, all_tools, run
+
+log = logging.getLogger("torchtalk")
+
+INSTRUCTIONS = (
+    "TorchTalk answers questions about PyTorch's internals from its source tree, every answer with "
+    "path:line relative to the tree: Python entry points -> native_functions.yaml -> C++/CUDA kernels per "
+    "dispatch key -> DispatchStubs -> CUDA kernels -> autograd formulas -> tests. Start with `trace` for an op, "
+    "`search` when unsure of a name, `get_status` to see what is indexed."
+)
+REFRESH_EVERY_S = 30.0
+
+
+class Refresher:
+    """Keeps the index fresh by running ``torchtalk index`` in a child process, at most one at a time."""
+
+    def __init__(self, tree: SourceTree, codegen: bool):
+        self.tree = tree
+        self.codegen = codegen
+        self._proc: subprocess.Popen | None = None
+        self._last = 0.0
+        self._lock = threading.Lock()
+
+    def maybe_start(self) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if self._proc is not None and self._proc.poll() is None:
+                return
+            if now - self._last < REFRESH_EVERY_S:
+                return
+            self._last = now
+            cmd = [sys.executable, "-m", "torchtalk", "index", "--source", str(self.tree.root), "--progress", "never"]
+            if not self.codegen:
+                cmd.append("--no-codegen")
+            try:
+                self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                              stderr=sys.stderr, start_new_session=True)
+            except OSError as exc:
+                log.warning("could not start a background refresh: %s", exc)
+
+    def stop(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+
+
+def _handler(tool: Tool, ix: Index, refresher: Refresher | None):
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    def handler(**kwargs: Any) -> str:
+        if refresher is not None:
+            refresher.maybe_start()
+        try:
+            _result, text = run(tool, ix, **kwargs)
+        except TorchTalkError as exc:
+            raise ToolError(str(exc)) from None
+        except Exception as exc:  # a bug must still give the client a message it can read
+            log.exception("tool %s failed", tool.name)
+            raise ToolError(f"internal error in {tool.name}: {type(exc).__name__}: {exc}") from None
+        return text
+
+    params = []
+    for p in tool.params:
+        annotation = p.type if p.required or p.default is not None else Optional[p.type]
+        default = inspect.Parameter.empty if p.required else p.default
+        params.append(inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
+    handler.__signature__ = inspect.Signature(params, return_annotation=str)
+    handler.__annotations__ = {p.name: prm.annotation for p, prm in zip(tool.params, params)} | {"return": str}
+    handler.__name__ = tool.name
+    handler.__doc__ = tool.description
+    return handler
+
+
+def build_server(ix: Index, refresher: Refresher | None = None):
+    from mcp.server.mcpserver import MCPServer
+    from mcp.types import ToolAnnotations
+
+    from . import __version__
+
+    server = MCPServer(name="torchtalk", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    for tool in all_tools():
+        desc = tool.description
+        if tool.params:
+            desc += "\n\nArguments:\n" + "\n".join(f"- {p.name}: {p.help}" + ("" if p.required else f" (default {p.default!r})")
+                                                  for p in tool.params)
+        server.add_tool(_handler(tool, ix, refresher), name=tool.name, description=desc,
+                        annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False),
+                        structured_output=False)
+    return server
+
+
+def prepare(source: str | None, codegen: bool = True) -> tuple[SourceTree, Index]:
+    """Find the tree; build an index first if there is no usable one (progress on stderr)."""
+    from .index.indexer import INDEXER_VERSION, refresh
+
+    tree = find_source(source)
+    ix = Index(tree.index_path, tree.root)
+    try:
+        usable = check_file(tree.index_path) is None and ix.meta.get("indexer_version") == INDEXER_VERSION
+    except TorchTalkError:
+        usable = False
+    if not usable:
+        # Answers from an index of another format could be wrong: build before serving.
+        refresh(tree, codegen=codegen, log=lambda m: print(m, file=sys.stderr, flush=True))
+    return tree, ix
+
+
+def serve(source: str | None, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765,
+          codegen: bool = True) -> int:
+    logging.basicConfig(stream=sys.stderr, level=os.environ.get("TORCHTALK_LOG", "WARNING"))
+    tree, ix = prepare(source, codegen)
+    refresher = Refresher(tree, codegen)
+    refresher.maybe_start()
+    server = build_server(ix, refresher)
+    try:
+        if transport == "http":
+            server.run("streamable-http", host=host, port=port)
+        else:
+            server.run("stdio")
+    finally:
+        refresher.stop()
+    return 0

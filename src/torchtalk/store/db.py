@@ -1,0 +1,279 @@
+"""One SQLite file per source tree: open it safely, or build a new version atomically.
+
+Readers open the file read-only. The indexer never writes the live file: it
+copies it (or starts empty), applies changes to the copy and renames the copy
+into place, so a reader always sees a whole index and a killed build leaves the
+previous one in use. Journaling is off on the copy because a crash discards it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from ..errors import IndexUnavailable
+from .schema import (
+    LINK_DDL,
+    REFS,
+    ROW_TYPES,
+    SCHEMA_VERSION,
+    all_indexes_ddl,
+    all_tables_ddl,
+    columns,
+    table_name,
+)
+
+_MAGIC = b"SQLite format 3\x00"
+
+# Rows referenced by others go first so their ids exist when the referrers are mapped.
+INSERT_ORDER = sorted(ROW_TYPES, key=lambda rt: 1 if rt in REFS else 0)
+
+
+def check_file(path: Path) -> str | None:
+    """Why ``path`` is not a whole SQLite file, or None. Cheap: reads the 100-byte header."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            header = f.read(100)
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"unreadable ({exc.strerror})"
+    if len(header) < 100 or not header.startswith(_MAGIC):
+        return "not an SQLite database (bad header)"
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    valid_for = int.from_bytes(header[92:96], "big")
+    change_counter = int.from_bytes(header[24:28], "big")
+    if pages and valid_for == change_counter and size < pages * page_size:
+        return f"truncated ({size} of {pages * page_size} bytes)"
+    if size % max(page_size, 1):
+        return "truncated (size is not a whole number of pages)"
+    return None
+
+
+def run_script(conn: sqlite3.Connection, sql: str) -> None:
+    """Run ``;``-separated statements inside the current transaction (executescript would commit it)."""
+    stmt = ""
+    for line in sql.splitlines(keepends=True):
+        stmt += line
+        if sqlite3.complete_statement(stmt):
+            conn.execute(stmt)
+            stmt = ""
+    if stmt.strip():
+        conn.execute(stmt)
+
+
+def read_meta(conn: sqlite3.Connection) -> dict[str, str]:
+    return dict(conn.execute("SELECT key, value FROM meta"))
+
+
+def open_readonly(path: Path) -> sqlite3.Connection:
+    """Open a finished index for queries; IndexUnavailable says what is wrong with it."""
+    problem = check_file(path)
+    if problem:
+        raise IndexUnavailable(f"index {path} is {problem}")
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        meta = read_meta(conn)
+    except sqlite3.DatabaseError as exc:
+        raise IndexUnavailable(f"index {path} is corrupt ({exc})") from None
+    version = meta.get("schema_version")
+    if version != str(SCHEMA_VERSION):
+        conn.close()
+        raise IndexUnavailable(f"index {path} has schema version {version}, this TorchTalk needs {SCHEMA_VERSION}")
+    if meta.get("complete") != "1":
+        conn.close()
+        raise IndexUnavailable(f"index {path} is incomplete")
+    conn.execute("PRAGMA query_only = 1")
+    conn.execute("PRAGMA cache_size = -65536")  # 64 MiB: hot tables stay in memory
+    conn.execute("PRAGMA mmap_size = 1073741824")
+    return conn
+
+
+@contextlib.contextmanager
+def writer_lock(index_path: Path, wait: bool = True) -> Iterator[bool]:
+    """One indexer per index at a time; yields False if ``wait`` is off and it is taken."""
+    index_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(index_path.with_name(index_path.name + ".lock"), "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _remove_stale_temps(index_path: Path) -> None:
+    for p in index_path.parent.glob(f".{index_path.name}.tmp-*"):
+        pid = p.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                p.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class IndexWriter:
+    """A new version of the index, built in a temporary file and published by ``commit``.
+
+    ``base`` is the current index to start from (incremental) or None (full build).
+    Call under ``writer_lock``.
+    """
+
+    def __init__(self, index_path: Path, base_ok: bool):
+        self.index_path = index_path
+        _remove_stale_temps(index_path)
+        self.tmp_path = index_path.with_name(f".{index_path.name}.tmp-{os.getpid()}")
+        with contextlib.suppress(FileNotFoundError):
+            self.tmp_path.unlink()
+        self.incremental = base_ok
+        if base_ok:
+            shutil.copyfile(index_path, self.tmp_path)
+        self.conn = sqlite3.connect(self.tmp_path, isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode = OFF")
+        self.conn.execute("PRAGMA synchronous = OFF")
+        self.conn.execute("PRAGMA cache_size = -262144")
+        self.conn.execute("PRAGMA temp_store = MEMORY")
+        self.conn.execute("BEGIN")
+        if not base_ok:
+            run_script(self.conn, all_tables_ddl())
+            self.set_meta(schema_version=str(SCHEMA_VERSION), complete="0")
+        self._next_id = {
+            rt: (self.conn.execute(f"SELECT coalesce(max(id), 0) + 1 FROM {table_name(rt)}").fetchone()[0])
+            for rt in ROW_TYPES
+        }
+        self._sql = {
+            rt: f"INSERT INTO {table_name(rt)} (id, file_id, {', '.join(columns(rt))}) "
+            f"VALUES ({', '.join('?' * (len(columns(rt)) + 2))})"
+            for rt in ROW_TYPES
+        }
+        self._ref_pos = {rt: [(columns(rt).index(f) + 2, target) for f, target in REFS.get(rt, {}).items()]
+                         for rt in ROW_TYPES}
+        self._new_names: set[str] = set()
+
+    # ------------------------------------------------------------ files and facts
+
+    def files(self) -> dict[str, tuple[int, int, int, str, str]]:
+        """path -> (id, size, mtime_ns, hash, layer) of what the index holds now."""
+        return {r[0]: r[1:] for r in self.conn.execute("SELECT path, id, size, mtime_ns, hash, layer FROM files")}
+
+    def remove_file(self, file_id: int) -> None:
+        for rt in ROW_TYPES:
+            self.conn.execute(f"DELETE FROM {table_name(rt)} WHERE file_id = ?", (file_id,))
+        self.conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
+
+    def touch_file(self, file_id: int, size: int, mtime_ns: int) -> None:
+        """Same content, new stat: remember the stat so the next refresh skips the hash."""
+        self.conn.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, file_id))
+
+    def add_file(self, path: str, layer: str, size: int, mtime_ns: int, digest: str, status: str,
+                 facts: dict[str, list[tuple]] | None, generated: bool = False) -> int:
+        cur = self.conn.execute(
+            "INSERT INTO files (path, layer, size, mtime_ns, hash, status, generated) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (path, layer, size, mtime_ns, digest, status, int(generated)),
+        )
+        file_id = cur.lastrowid
+        if facts:
+            self._insert_facts(file_id, facts)
+        return file_id
+
+    def _insert_facts(self, file_id: int, facts: dict[str, list[tuple]]) -> None:
+        base: dict[str, int] = {}
+        for rt in INSERT_ORDER:
+            rows = facts.get(rt)
+            if not rows:
+                continue
+            start = base[rt] = self._next_id[rt]
+            self._next_id[rt] = start + len(rows)
+            refs = self._ref_pos[rt]
+            out = []
+            for i, row in enumerate(rows):
+                values = [start + i, file_id, *row]
+                for pos, target in refs:
+                    local = values[pos]
+                    values[pos] = base[target] + local if local is not None and local >= 0 and target in base else None
+                out.append(values)
+            self.conn.executemany(self._sql[rt], out)
+        self._collect_names(facts)
+
+    def _collect_names(self, facts: dict[str, list[tuple]]) -> None:
+        add = self._new_names.update
+        add(r.full_name for r in facts.get("Op", ()))
+        add(r.name for r in facts.get("Op", ()))
+        add(r.kernel for r in facts.get("OpDispatch", ()))
+        add(r.name for r in facts.get("CppSymbol", ()))
+        add(r.name for r in facts.get("CppRegistration", ()) if r.kind in ("pybind_def", "pymethoddef"))
+        add(r.name for r in facts.get("PyClass", ()))
+        add(r.name for r in facts.get("PyFunction", ()))
+
+    def add_names(self, names: Iterable[str]) -> None:
+        self._new_names.update(names)
+
+    # ------------------------------------------------------------ meta and publishing
+
+    def set_meta(self, **values: str) -> None:
+        self.conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                              [(k, str(v)) for k, v in values.items()])
+
+    def flush_names(self) -> None:
+        """Add the names seen since the last flush to the search tables; call once per build."""
+        names = sorted(n for n in self._new_names if n and len(n) <= 300)
+        if not self.incremental:
+            self.conn.executemany("INSERT OR IGNORE INTO names (name) VALUES (?)", ((n,) for n in names))
+            self.conn.execute("INSERT INTO names_fts(names_fts) VALUES ('rebuild')")
+            self._new_names.clear()
+            return
+        for n in names:
+            cur = self.conn.execute("INSERT OR IGNORE INTO names (name) VALUES (?)", (n,))
+            if cur.rowcount == 1:
+                self.conn.execute("INSERT INTO names_fts (rowid, name) VALUES (?, ?)", (cur.lastrowid, n))
+        self._new_names.clear()
+
+    def finish_facts(self) -> None:
+        """After all files: indexes (built once, after bulk inserts, which is faster)."""
+        if not self.incremental:
+            for stmt in all_indexes_ddl():
+                self.conn.execute(stmt)
+
+    def rebuild_link_tables(self) -> None:
+        run_script(self.conn, LINK_DDL)
+
+    def commit(self) -> None:
+        self.set_meta(complete="1", built_at=str(time.time()))
+        self.conn.execute("COMMIT")
+        if not self.incremental:
+            self.conn.execute("ANALYZE")
+        self.conn.close()
+        with open(self.tmp_path, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(self.tmp_path, self.index_path)
+        dir_fd = os.open(self.index_path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    def abort(self) -> None:
+        with contextlib.suppress(Exception):
+            self.conn.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.tmp_path.unlink()
