@@ -135,21 +135,28 @@ def extract_derivatives(relpath: str, data: bytes) -> FileFacts:
         if not isinstance(name, str):
             continue
         try:
-            full_name = parse_schema(name).full_name
+            schema = parse_schema(name)
         except SchemaError as exc:
             errors.append(f"{relpath}:{line_of(node)}: {exc}")
             continue
         index = len(derivs)
         items = mapping_items(node)
+        outputs = {r.name for r in schema.returns if r.name}
+
+        def kind_of(key: str, outputs=outputs) -> str:
+            # Keys naming outputs ("result", "values") are forward-mode formulas; the rest are inputs'.
+            names = {v.strip() for v in key.split(",")}
+            return "result" if all(n.startswith("result") or n in outputs for n in names) else "input"
+
         derivs.append(Derivative(
-            op_full_name=full_name,
+            op_full_name=schema.full_name,
             schema=name,
             line=line_of(node),
             output_differentiability=_json_or_empty(entry.get("output_differentiability")),
             dispatch=_json_or_empty(entry.get("dispatch")),
             extra=_json_or_empty({k: v for k, v in entry.items() if k in ("result",) or k.startswith("result")}),
         ))
-        formulas.extend(_formula_rows(index, items, lambda k: "result" if k.startswith("result") else "input"))
+        formulas.extend(_formula_rows(index, items, kind_of))
         for key, disp_node in items:
             if key == "dispatch":
                 for dkey, sub in mapping_items(disp_node):

@@ -1,0 +1,74 @@
+"""Shared fixtures: a small tree in PyTorch's layout, and (when configured) the real one.
+
+Every test gets its own cache dir so indexes never leak between tests or into
+the user's cache. The real tree comes from $TORCHTALK_TEST_SOURCE (.ci/run sets it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+FIXTURE_TREE = Path(__file__).parent / "fixtures" / "tree"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCHTALK_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("TORCHTALK_SOURCE", raising=False)
+
+
+@pytest.fixture
+def tree(tmp_path) -> Path:
+    """A private copy of the fixture tree (tests may edit it)."""
+    dest = tmp_path / "pytorch"
+    shutil.copytree(FIXTURE_TREE, dest)
+    return dest
+
+
+@pytest.fixture
+def indexed(tree):
+    """(tree path, Index) after a full build of the fixture tree."""
+    from torchtalk.index.indexer import refresh
+    from torchtalk.query.index import Index
+    from torchtalk.source.tree import find_source
+
+    st = find_source(tree)
+    refresh(st, workers=1, codegen=False)
+    ix = Index(st.index_path, st.root)
+    yield tree, ix
+    ix.close()
+
+
+def real_source() -> Path | None:
+    value = os.environ.get("TORCHTALK_TEST_SOURCE")
+    return Path(value) if value and (Path(value) / "aten/src/ATen/native/native_functions.yaml").is_file() else None
+
+
+@pytest.fixture(scope="session")
+def real_index(tmp_path_factory):
+    """The real tree, indexed once per test session (skips when not configured)."""
+    src = real_source()
+    if src is None:
+        pytest.skip("set TORCHTALK_TEST_SOURCE to a PyTorch 2.6.0 source tree to run integration tests")
+    cache = Path(os.environ.get("TORCHTALK_TEST_CACHE") or tmp_path_factory.mktemp("real-cache"))
+    old = os.environ.get("TORCHTALK_CACHE_DIR")
+    os.environ["TORCHTALK_CACHE_DIR"] = str(cache)
+    try:
+        from torchtalk.index.indexer import refresh
+        from torchtalk.query.index import Index
+        from torchtalk.source.tree import find_source
+
+        st = find_source(src)
+        refresh(st)
+        ix = Index(st.index_path, st.root)
+    finally:
+        if old is None:
+            os.environ.pop("TORCHTALK_CACHE_DIR", None)
+        else:
+            os.environ["TORCHTALK_CACHE_DIR"] = old
+    return ix

@@ -1,0 +1,143 @@
+"""trace / search / get_status on the fixture registry, through the same path the front-ends use."""
+
+import re
+
+import pytest
+
+from torchtalk.errors import BadArgument
+from torchtalk.tools import get_tool, run
+
+
+def call(ix, tool, **kw):
+    return run(get_tool(tool), ix, **kw)
+
+
+def test_trace_yaml_lists_every_overload_with_its_func_line(indexed):
+    tree, ix = indexed
+    _, text = call(ix, "trace", function_name="cumsum", focus="yaml")
+    lines = (tree / "aten/src/ATen/native/native_functions.yaml").read_text().splitlines()
+    for full in ("cumsum", "cumsum.out"):
+        m = re.search(rf"^## {re.escape(full)}  aten/src/ATen/native/native_functions.yaml:(\d+)$", text, re.M)
+        assert m, full
+        assert lines[int(m.group(1)) - 1].startswith(f"- func: {full}(")
+    assert re.search(r"^- CPU, CUDA: cumsum_out ", text, re.M)
+    assert "structured_delegate cumsum.out" in text
+    assert "cumprod" not in text  # another op, even though it shares the prefix
+
+
+def test_trace_one_overload_by_full_name(indexed):
+    _, ix = indexed
+    res, text = call(ix, "trace", function_name="add.Tensor", focus="yaml")
+    assert [t.op.full_name for t in res.ops] == ["add.Tensor"]
+
+
+def test_dispatch_follows_structured_delegate_and_ufunc(indexed):
+    _, ix = indexed
+    res, text = call(ix, "trace", function_name="add.Tensor", focus="dispatch")
+    keys = {k.entry.key: k.entry for k in res.ops[0].kernels}
+    assert keys["SparseCPU"].kernel == "add_sparse" and keys["SparseCPU"].via == ""
+    assert keys["CPU"].kernel == "ufunc::add" and "structured_delegate add.out" in keys["CPU"].via
+    assert "ufunc_inner_loop" in keys["CUDA"].via
+
+
+def test_dispatch_without_entry_is_implicit_composite_with_explanation(indexed):
+    _, ix = indexed
+    res, text = call(ix, "trace", function_name="softmax.int", focus="dispatch")
+    entry = res.ops[0].kernels[0].entry
+    assert (entry.key, entry.kernel) == ("CompositeImplicitAutograd", "softmax")
+    assert "CompositeImplicitAutograd: one kernel for every backend" in text
+
+
+def test_full_trace_has_python_and_autograd_layers(indexed):
+    _, ix = indexed
+    _, text = call(ix, "trace", function_name="atan2")
+    assert "- torch.atan2  (function)" in text and "- Tensor.atan2  (method)" in text
+    assert re.search(r"Autograd: tools/autograd/derivatives.yaml:\d+", text)
+    assert "atan2_backward(grad, self, other, grad_input_mask)" in text
+
+
+def test_python_names_resolve_to_ops(indexed):
+    _, ix = indexed
+    for name, expected in (("torch.relu", "relu"), ("Tensor.index_select", "index_select"),
+                           ("torch.linalg.solve", "linalg_solve"), ("torch._C._nn.linear", "linear"),
+                           ("aten::add.Tensor", "add.Tensor"), ("torch.ops.aten.relu.default", "relu")):
+        res, _ = call(ix, "trace", function_name=name, focus="yaml")
+        assert [t.op.full_name for t in res.ops][:1] == [expected], name
+
+
+def test_misspelt_name_is_not_found_with_suggestions_never_another_op(indexed):
+    _, ix = indexed
+    _, text = call(ix, "trace", function_name="sofmax")
+    assert text.startswith("No op named 'sofmax'. Close matches: ")
+    assert "_softmax" in text and "## " not in text
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"function_name": ""}, "function_name is empty"),
+    ({"function_name": "   "}, "function_name is empty"),
+    ({"function_name": "x" * 10_000}, "the limit is 500"),
+    ({"function_name": "relu\x00"}, "control characters"),
+    ({"function_name": "relu", "focus": "everything"}, "choose one of: yaml, dispatch, full"),
+])
+def test_trace_bad_arguments_name_the_valid_values(indexed, kwargs, message):
+    _, ix = indexed
+    with pytest.raises(BadArgument, match=re.escape(message)):
+        call(ix, "trace", **kwargs)
+
+
+def test_search_ranks_exact_prefix_substring_and_counts(indexed):
+    _, ix = indexed
+    res, text = call(ix, "search", query="relu")
+    names = [h.name for h in res.hits]
+    assert names[0] == "relu" and names.index("relu_") < len(names)
+    assert text.splitlines()[0] == f"# search relu: showing {len(res.hits)} of {res.total}"
+    assert all(h.match in ("exact", "prefix", "substring", "kernel") for h in res.hits)
+    res, _ = call(ix, "search", query="cum", limit=1)
+    assert len(res.hits) == 1 and res.total >= 4
+
+
+def test_search_backend_filter_is_case_insensitive_and_filters_entries(indexed):
+    _, ix = indexed
+    res, text = call(ix, "search", query="cumsum", backend="mps")
+    assert {h.name for h in res.hits} == {"cumsum", "cumsum.out"}
+    assert all(k.entry.key == "MPS" for h in res.hits for k in h.kernels)
+    assert "cumsum_out_mps" in text and "CUDA" not in text.split("Note:")[0]
+
+
+def test_search_finds_ops_by_kernel_name(indexed):
+    _, ix = indexed
+    res, _ = call(ix, "search", query="index_select_cuda")
+    assert res.hits[0].name == "index_select" and res.hits[0].match == "kernel"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"query": "relu", "limit": 0}, "from 1 to 500"),
+    ({"query": "relu", "limit": 501}, "from 1 to 500"),
+    ({"query": "relu", "limit": -3}, "from 1 to 500"),
+    ({"query": "relu", "backend": "TPU"}, "valid keys: "),
+    ({"query": ""}, "query is empty"),
+])
+def test_search_bad_arguments(indexed, kwargs, message):
+    _, ix = indexed
+    with pytest.raises(BadArgument, match=re.escape(message)):
+        call(ix, "search", **kwargs)
+
+
+@pytest.mark.parametrize("q", ["%", "_", "'; DROP TABLE op; --", "(a|b)*", '"', "\\", "ü", "*"])
+def test_search_metacharacters_are_plain_text(indexed, q):
+    _, ix = indexed
+    res, _ = call(ix, "search", query=q)
+    for h in res.hits:
+        assert q.lower() in h.name.lower() or h.match == "kernel"
+    assert ix.one("SELECT count(*) FROM op")[0] > 0
+
+
+def test_status_reports_version_counts_and_freshness(indexed):
+    tree, ix = indexed
+    res, text = call(ix, "get_status")
+    assert res.pytorch_version == "9.9.0a0" and res.fresh is True
+    assert res.components["op registry"]["ops (overloads)"] == 18
+    assert "PyTorch version: 9.9.0a0" in text and "; fresh" in text
+    (tree / "aten/src/ATen/native/tags.yaml").write_text("- tag: core\n  desc: changed\n")
+    res, text = call(ix, "get_status")
+    assert res.fresh is False and "aten/src/ATen/native/tags.yaml" in res.changed_files
