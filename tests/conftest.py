@@ -44,8 +44,18 @@ def indexed(tree):
     ix.close()
 
 
+def _configured_source() -> str | None:
+    """The tree `torchtalk quickstart` / `fetch-source` recorded (read before tests isolate the config)."""
+    from torchtalk.source.tree import read_config
+    value = read_config().get("source")
+    return value if isinstance(value, str) else None
+
+
+_CONFIGURED = _configured_source()
+
+
 def real_source() -> Path | None:
-    value = os.environ.get("TORCHTALK_TEST_SOURCE")
+    value = os.environ.get("TORCHTALK_TEST_SOURCE") or _CONFIGURED
     return Path(value) if value and (Path(value) / "aten/src/ATen/native/native_functions.yaml").is_file() else None
 
 
@@ -54,7 +64,8 @@ def real_index(tmp_path_factory):
     """The real tree, indexed once per test session (skips when not configured)."""
     src = real_source()
     if src is None:
-        pytest.skip("set TORCHTALK_TEST_SOURCE to a PyTorch 2.6.0 source tree to run integration tests")
+        pytest.skip("set TORCHTALK_TEST_SOURCE to a PyTorch 2.6.0 source tree (or run `torchtalk quickstart`) "
+                    "to run integration tests")
     cache = Path(os.environ.get("TORCHTALK_TEST_CACHE") or tmp_path_factory.mktemp("real-cache"))
     old = os.environ.get("TORCHTALK_CACHE_DIR")
     os.environ["TORCHTALK_CACHE_DIR"] = str(cache)
