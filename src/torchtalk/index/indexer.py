@@ -111,7 +111,7 @@ def refresh(tree: SourceTree, *, force: bool = False, workers: int | None = None
         log(f"torchtalk: {mode} index of {tree.root} ({reason})")
         writer = IndexWriter(tree.index_path, base_ok=existing is not None)
         try:
-            report = _apply(writer, tree, todo, removed, existing or {}, mode, reason, workers, show_progress)
+            report = _apply(writer, tree, todo, removed, existing or {}, mode, reason, workers, show_progress, t0)
             writer.commit()
         except BaseException:
             writer.abort()
@@ -122,7 +122,7 @@ def refresh(tree: SourceTree, *, force: bool = False, workers: int | None = None
 
 def _apply(writer: IndexWriter, tree: SourceTree, todo: list[FileEntry], removed: list[str],
            existing: dict, mode: str, reason: str, workers: int | None,
-           show_progress: bool | None) -> IndexReport:
+           show_progress: bool | None, t0: float) -> IndexReport:
     report = IndexReport(mode, reason, 0.0)
     ids = {p: v[0] for p, v in writer.files().items()}
     for path in removed:
@@ -167,6 +167,7 @@ def _apply(writer: IndexWriter, tree: SourceTree, todo: list[FileEntry], removed
     build_links(writer)
     writer.flush_names()
     report.layer_seconds["link"] = time.perf_counter() - t_link
+    report.seconds = time.perf_counter() - t0
     _write_meta(writer, tree, report)
     return report
 

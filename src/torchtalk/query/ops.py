@@ -109,10 +109,12 @@ class OpRegistry:
             if op:
                 self.py_by_name[name].append(op)
                 self.py_by_op[op].append((name, kind, Loc(ix.path_of(file_id), line)))
-        self.kernel_ops: dict[str, list[tuple[OpRecord, str]]] = defaultdict(list)
+        # kernel as the YAML writes it -> [(op, key, structured?)]: which ops a C++ function is a kernel of.
+        self.kernel_ops: dict[str, list[tuple[OpRecord, str, bool]]] = defaultdict(list)
         for rec in self.by_id.values():
             for d in self.dispatch(rec):
-                self.kernel_ops[d.kernel.split("::")[-1]].append((rec, d.key))
+                structured = rec.structured or d.via.startswith("structured_delegate")
+                self.kernel_ops[d.kernel].append((rec, d.key, structured))
 
     # ------------------------------------------------------------ lookup
 

@@ -91,6 +91,9 @@ def _lookup(ix: Index, qualnames: list[str]) -> dict[str, list[CppDef]]:
 
 
 def _prefer(defs: list[CppDef], near_path: str) -> Resolution:
+    # An anonymous namespace in another .cpp/.cu file is out of reach (headers may be included).
+    defs = [d for d in defs if "(anonymous)" not in d.qualname or d.loc.path == near_path
+            or d.loc.path.endswith((".h", ".cuh", ".hpp"))] or defs
     real = [d for d in defs if d.is_definition]
     if real:
         # Same-file definitions first: static helpers and anonymous namespaces are file-local.
@@ -143,16 +146,14 @@ def _resolve(ix: Index, call: Call, caller: CppDef) -> Resolution:
         return Resolution("stub", stub=name)
     chain = scope_chain(caller.qualname)
     usings = _usings(ix, _file_id(ix, caller.loc.path))
-    if qual in _OP_NAMESPACES or qual == "":
-        # at::X and unqualified X seen from namespace at reach the op X, unless a function shadows it.
-        pass
     candidates: list[str] = []
-    if qual:
-        candidates += [f"{s}::{qual}::{name}" if s else f"{qual}::{name}" for s in chain]
-        candidates += [f"{u}::{qual}::{name}" for u in usings]
-    else:
-        candidates += [f"{s}::{name}" if s else name for s in chain]
-        candidates += [f"{u}::{name}" for u in usings]
+    target = f"{qual}::{name}" if qual else name
+    for s in chain:
+        candidates.append(f"{s}::{target}" if s else target)
+        if not qual:
+            # Names of an anonymous namespace are visible in the enclosing one.
+            candidates.append(f"{s}::(anonymous)::{name}" if s else f"(anonymous)::{name}")
+    candidates += [f"{u}::{target}" for u in usings]
     found = _lookup(ix, candidates)
     for cand in candidates:
         hits = found.get(cand)
@@ -160,7 +161,12 @@ def _resolve(ix: Index, call: Call, caller: CppDef) -> Resolution:
             if qual in _OP_NAMESPACES and name in reg.by_name and not any(h.is_definition for h in hits):
                 break  # only a declaration of at::X: the dispatcher's op is the real target
             return _prefer(hits, caller.loc.path)
-    if name in reg.by_name and (qual in _OP_NAMESPACES or (not qual and any(s in ("at", "at::native") or
-                                                                           s.startswith("at::") for s in chain))):
+    in_at = qual in _OP_NAMESPACES or (not qual and any(s == "at" or s.startswith("at::") for s in chain))
+    if in_at and name in reg.by_name:
         return Resolution("op", ops=[name])
+    if in_at and name.endswith(("_out", "_outf")):
+        # at::X_out / at::X_outf: the C++ API of the out= overloads of X.
+        outs = [r.full_name for r in reg.by_name.get(name.rsplit("_out", 1)[0], []) if r.is_out]
+        if outs:
+            return Resolution("op", ops=outs)
     return Resolution("unresolved")
