@@ -4,8 +4,10 @@ from __future__ import annotations
 
 
 def extra_tools() -> list:
-    from .query import callgraph, cuda
+    from .query import callgraph, cuda, modules, tests
     from .render import callgraph as r_cg
+    from .render import modules as r_mod
+    from .render import tests as r_tests
     from .tools import REQUIRED, Param, Tool
 
     fn = Param("function_name", str, REQUIRED,
@@ -32,4 +34,35 @@ def extra_tools() -> list:
              "summary of the tree's GPU kernels.",
              (Param("function_name", str, None, "op or C++ function (omit for a summary)"),),
              cuda.cuda_kernels, r_cg.render_cuda),
+        Tool("trace_module",
+             "An nn.Module, optimizer or LR scheduler from its class down to native ops: class file:line, resolved "
+             "bases, constructor and forward (or step) signatures, what forward/step calls (self methods, "
+             "torch.nn.functional, module functions) and the ops reached with their YAML file:line and kernels. "
+             "Accepts 'Linear', 'nn.Linear', 'torch.nn.Linear', 'torch.optim.Adam', 'torch.nn.modules.linear.Linear'.",
+             (Param("module_name", str, REQUIRED, "class: Linear, nn.Conv2d, torch.optim.Adam"),),
+             modules.trace_module, r_mod.render_trace_module),
+        Tool("list_modules",
+             "List PyTorch's Python building blocks with file:line: category 'nn' (nn.Module subclasses under "
+             "torch.nn, grouped: activations, losses, normalization, containers, ...), 'optim' (Optimizer "
+             "subclasses, and LR schedulers separately), 'all' (both); any other value searches class names.",
+             (Param("category", str, "nn", "nn | optim | all | a name to search"),),
+             modules.list_modules, r_mod.render_list_modules),
+        Tool("find_similar_tests",
+             "Tests for an op, function or concept, ranked: test names first, then the OpInfo entries that the "
+             "generic op tests use, then test bodies that call it; each with file:line and a runnable command "
+             "(and the names PyTorch's device/dtype generators give it). Use it to know what to run after a change.",
+             (Param("query", str, REQUIRED, "op, function or concept: cumsum, softmax, torch.nn.Linear"),
+              Param("limit", int, 20, "how many tests, 1..500")),
+             tests.find_similar_tests, r_tests.render_similar_tests),
+        Tool("list_test_utils",
+             "Helpers in torch/testing/_internal, derived from the source, with file:line and a line on each: "
+             "category 'fixtures', 'assertions', 'decorators', ... or 'all'.",
+             (Param("category", str, "all", "all | fixtures | assertions | decorators | ..."),),
+             tests.list_test_utils, r_tests.render_test_utils),
+        Tool("test_file_info",
+             "One test file: its classes with test counts, device-type and parametrized instantiation, the "
+             "decorators and torch.testing._internal utilities it uses, and the ops it exercises. Accepts "
+             "'test_torch', 'test_nn.py' or 'test/test_nn.py'; paths outside the source tree are refused.",
+             (Param("file_path", str, REQUIRED, "test file: test_torch, test_nn.py, test/test_nn.py"),),
+             tests.test_file_info, r_tests.render_test_file),
     ]

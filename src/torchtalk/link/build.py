@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..store.db import IndexWriter
 from .pyapi import python_api_rows
+from .pyclasses import class_rows
 
 
 def build_links(writer: IndexWriter) -> None:
@@ -17,3 +18,5 @@ def build_links(writer: IndexWriter) -> None:
     rows = python_api_rows(conn)
     conn.executemany("INSERT INTO py_api (name, kind, op, target, file_id, line) VALUES (?, ?, ?, ?, ?, ?)", rows)
     writer.add_names(r[0] for r in rows)
+    conn.executemany("INSERT INTO py_class_fq (source, ref, fq, module, name, file_id, line, bases, roots) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", class_rows(conn))

@@ -79,6 +79,22 @@ CREATE TABLE py_api (
 );
 CREATE INDEX py_api_name ON py_api(name);
 CREATE INDEX py_api_op ON py_api(op);
+
+DROP TABLE IF EXISTS py_class_fq;
+CREATE TABLE py_class_fq (
+    id INTEGER PRIMARY KEY,
+    source TEXT NOT NULL,      -- py (torch/**) | test (test/**)
+    ref INTEGER NOT NULL,      -- py_class.id or test_class.id
+    fq TEXT NOT NULL,          -- "torch.nn.modules.linear.Linear", "test.test_nn.TestNN"
+    module TEXT NOT NULL,
+    name TEXT NOT NULL,
+    file_id INTEGER NOT NULL,
+    line INTEGER NOT NULL,
+    bases TEXT NOT NULL,       -- JSON list of resolved base names (as written when unresolvable)
+    roots TEXT NOT NULL        -- space-separated: module optimizer lr_scheduler testcase
+);
+CREATE INDEX py_class_fq_fq ON py_class_fq(fq);
+CREATE INDEX py_class_fq_name ON py_class_fq(name);
 """
 
 

@@ -1,0 +1,126 @@
+"""Python classes with their bases resolved to full names, and the roots they descend from.
+
+``class Linear(Module)`` in torch/nn/modules/linear.py means
+``torch.nn.modules.module.Module`` through its imports; ``nn.Module`` means the
+same through ``import torch.nn as nn`` and the package's re-exports (``from
+.modules import *``). Resolved once per refresh, over every class, so that
+"is an nn.Module" is a transitive fact, not a guess from the base's spelling.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+
+ROOTS = {
+    "module": ("torch.nn.modules.module.Module",),
+    "optimizer": ("torch.optim.optimizer.Optimizer",),
+    "lr_scheduler": ("torch.optim.lr_scheduler.LRScheduler", "torch.optim.lr_scheduler._LRScheduler",
+                     "torch.optim.lr_scheduler.ReduceLROnPlateau"),
+    "testcase": ("torch.testing._internal.common_utils.TestCase", "unittest.TestCase", "unittest.case.TestCase"),
+}
+
+
+def module_of(path: str) -> str:
+    mod = path[:-3] if path.endswith(".py") else path
+    if mod.endswith("/__init__"):
+        mod = mod[: -len("/__init__")]
+    return mod.replace("/", ".")
+
+
+def follow_reexports(dotted: str, is_defined: Callable[[str], bool], imports_of: Callable[[str], dict],
+                     stars_of: Callable[[str], Iterable[str]], depth: int = 0) -> str | None:
+    """A dotted name as defined: follow package re-exports (imports, ``import *``) to its own module."""
+    if is_defined(dotted):
+        return dotted
+    if depth > 8 or "." not in dotted:
+        return None
+    pkg, _, attr = dotted.rpartition(".")
+    target = imports_of(pkg).get(attr)
+    if target and target != dotted:
+        found = follow_reexports(target, is_defined, imports_of, stars_of, depth + 1)
+        if found:
+            return found
+    for star in stars_of(pkg):
+        found = follow_reexports(f"{star}.{attr}", is_defined, imports_of, stars_of, depth + 1)
+        if found:
+            return found
+    return None
+
+
+class Resolver:
+    def __init__(self, conn: sqlite3.Connection):
+        self.paths = dict(conn.execute("SELECT id, path FROM files"))
+        self.imports: dict[str, dict[str, str]] = defaultdict(dict)
+        self.stars: dict[str, list[str]] = defaultdict(list)
+        for file_id, alias, target in conn.execute("SELECT file_id, alias, target FROM py_import"):
+            mod = module_of(self.paths.get(file_id, ""))
+            if alias == "*":
+                self.stars[mod].append(target)
+            else:
+                self.imports[mod].setdefault(alias, target)
+        self.classes: dict[str, tuple] = {}  # fq -> (source, ref, module, name, file_id, line, bases)
+        for cid, module, qualname, name, bases, file_id, line in conn.execute(
+                "SELECT id, module, qualname, name, bases, file_id, line FROM py_class"):
+            self.classes[f"{module}.{qualname}"] = ("py", cid, module, name, file_id, line, json.loads(bases or "[]"))
+        for cid, name, bases, file_id, line in conn.execute("SELECT id, name, bases, file_id, line FROM test_class"):
+            module = module_of(self.paths.get(file_id, ""))
+            fq = f"{module}.{name}"
+            if fq not in self.classes:  # torch/testing/_internal classes are already Python-layer classes
+                self.classes[fq] = ("test", cid, module, name, file_id, line, json.loads(bases or "[]"))
+        self.modules = {c[2] for c in self.classes.values()} | set(self.imports) | set(self.stars)
+        self._memo: dict[tuple[str, str], str | None] = {}
+
+    def canonical(self, dotted: str) -> str | None:
+        return follow_reexports(dotted, self.classes.__contains__, lambda m: self.imports.get(m, {}),
+                                lambda m: self.stars.get(m, ()))
+
+    def resolve(self, module: str, written: str) -> str:
+        """The full name that ``written`` (a base as written in ``module``) denotes, or ``written``."""
+        key = (module, written)
+        if key in self._memo:
+            return self._memo[key] or written
+        first, _, rest = written.partition(".")
+        found = None
+        local = f"{module}.{written}"
+        if local in self.classes:
+            found = local
+        elif first in self.imports.get(module, {}):
+            target = self.imports[module][first]
+            found = self.canonical(f"{target}.{rest}" if rest else target) or (f"{target}.{rest}" if rest else target)
+        else:
+            for star in self.stars.get(module, ()):
+                found = self.canonical(f"{star}.{written}")
+                if found:
+                    break
+            if found is None:
+                found = self.canonical(written)
+        self._memo[key] = found
+        return found or written
+
+
+def class_rows(conn: sqlite3.Connection) -> list[tuple]:
+    r = Resolver(conn)
+    bases_fq = {fq: [r.resolve(c[2], b) for b in c[6]] for fq, c in r.classes.items()}
+    root_of = {name: kind for kind, names in ROOTS.items() for name in names}
+    memo: dict[str, frozenset[str]] = {}
+
+    def roots(fq: str, stack: frozenset = frozenset()) -> frozenset[str]:
+        if fq in memo:
+            return memo[fq]
+        found = {root_of[fq]} if fq in root_of else set()
+        if fq not in stack:
+            for b in bases_fq.get(fq, ()):
+                if b in root_of:
+                    found.add(root_of[b])
+                found |= roots(b, stack | {fq})
+        memo[fq] = frozenset(found)
+        return memo[fq]
+
+    rows = []
+    for fq, (source, ref, module, name, file_id, line, _bases) in r.classes.items():
+        rows.append((source, ref, fq, module, name, file_id, line, json.dumps(bases_fq[fq]),
+                     " ".join(sorted(roots(fq)))))
+    return rows

@@ -1,0 +1,122 @@
+"""Python names as the interpreter would bind them, from the index's imports and definitions.
+
+``F.linear`` inside torch/nn/modules/linear.py is ``torch.nn.functional.linear``
+(``import torch.nn.functional as F``), which is bound to ``torch._C._nn.linear``
+(``linear = _add_docstr(torch._C._nn.linear, ...)``), which is the op ``linear``.
+Lookups are made on demand and memoised per index version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..link.pyclasses import follow_reexports
+from .index import Index
+from .model import Loc
+
+
+@dataclass(frozen=True)
+class PyDef:
+    kind: str  # class | function | assign
+    fq: str  # canonical dotted name
+    module: str
+    qualname: str
+    loc: Loc
+    row_id: int  # py_function.id / py_class_fq.id / 0
+    signature: str = ""
+    value: str = ""  # for assign: the dotted name it is bound to
+    cls: str = ""  # for methods: class qualname
+
+
+class PyNames:
+    def __init__(self, ix: Index):
+        self.ix = ix
+        self._imports: dict[str, tuple[dict[str, str], list[str]]] = {}
+        self._defs: dict[str, PyDef | None] = {}
+        self.module_files = ix.cached("py_module_files", self._module_files)
+
+    def _module_files(self) -> dict[str, int]:
+        out = {}
+        for fid, path in self.ix.paths().items():
+            if path.endswith(".py") and not path.startswith("<"):
+                mod = path[:-3]
+                mod = mod[: -len("/__init__")] if mod.endswith("/__init__") else mod
+                out[mod.replace("/", ".")] = fid
+        return out
+
+    def imports(self, module: str) -> tuple[dict[str, str], list[str]]:
+        if module not in self._imports:
+            fid = self.module_files.get(module)
+            names: dict[str, str] = {}
+            stars: list[str] = []
+            if fid is not None:
+                for alias, target in self.ix.q("SELECT alias, target FROM py_import WHERE file_id = ? ORDER BY id",
+                                               (fid,)):
+                    if alias == "*":
+                        stars.append(target)
+                    else:
+                        names.setdefault(alias, target)
+            self._imports[module] = (names, stars)
+        return self._imports[module]
+
+    def _split(self, dotted: str) -> tuple[str, str] | None:
+        """('torch.nn.modules.linear', 'Linear.forward') for the longest module prefix."""
+        parts = dotted.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            mod = ".".join(parts[:i])
+            if mod in self.module_files:
+                return mod, ".".join(parts[i:])
+        return None
+
+    def definition(self, dotted: str) -> PyDef | None:
+        """What ``dotted`` is defined as in its own module (no re-export following)."""
+        if dotted in self._defs:
+            return self._defs[dotted]
+        found = None
+        split = self._split(dotted)
+        if split:
+            mod, qual = split
+            fid = self.module_files[mod]
+            row = self.ix.one("SELECT id, file_id, line FROM py_class_fq WHERE fq = ?", (dotted,))
+            if row:
+                found = PyDef("class", dotted, mod, qual, Loc(self.ix.path_of(row[1]), row[2]), row[0])
+            else:
+                row = self.ix.one("SELECT id, line, signature, cls FROM py_function WHERE file_id = ? AND qualname = ?",
+                                  (fid, qual))
+                if row:
+                    found = PyDef("function", dotted, mod, qual, Loc(self.ix.path_of(fid), row[1]), row[0],
+                                  signature=row[2], cls=row[3])
+                elif "." not in qual:
+                    row = self.ix.one("SELECT value, line FROM py_assign WHERE file_id = ? AND name = ?", (fid, qual))
+                    if row:
+                        found = PyDef("assign", dotted, mod, qual, Loc(self.ix.path_of(fid), row[1]), 0, value=row[0])
+        self._defs[dotted] = found
+        return found
+
+    def canonical(self, dotted: str) -> str | None:
+        return follow_reexports(dotted, lambda d: self.definition(d) is not None,
+                                lambda m: self.imports(m)[0], lambda m: self.imports(m)[1])
+
+    def resolve_in(self, module: str, written: str) -> str:
+        """The full dotted name that ``written`` denotes inside ``module`` (best effort)."""
+        first, _, rest = written.partition(".")
+        names, stars = self.imports(module)
+        if self.definition(f"{module}.{first}") is not None:
+            base = f"{module}.{first}"
+        elif first in names:
+            base = names[first]
+        else:
+            base = None
+            for star in stars:
+                if self.canonical(f"{star}.{first}"):
+                    base = f"{star}.{first}"
+                    break
+            if base is None:
+                base = first
+        full = f"{base}.{rest}" if rest else base
+        return self.canonical(full) or full
+
+
+def pynames(ix: Index) -> PyNames:
+    # One per index version: memoised imports and definitions stay valid until a new index lands.
+    return ix.cached("pynames", lambda: PyNames(ix))

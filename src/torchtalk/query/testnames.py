@@ -1,0 +1,79 @@
+"""The names PyTorch's test generators give a test, so users can run the real thing.
+
+``instantiate_device_type_tests(TestFoo, globals())`` turns ``TestFoo.test_bar``
+into ``TestFooCPU.test_bar_cpu`` (and CUDA, MPS when allowed), ``@dtypes``
+appends a dtype (``test_bar_cpu_float32``), ``@ops(op_db)`` inserts the OpInfo
+name (``test_bar_cumsum_cpu_float32``), ``@parametrize`` the parameters.
+Mirrors common_device_type.py / common_utils.py naming, from decorator text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+DTYPE_NAMES = {
+    "float": "float32", "float32": "float32", "double": "float64", "float64": "float64", "half": "float16",
+    "float16": "float16", "bfloat16": "bfloat16", "cfloat": "complex64", "complex64": "complex64",
+    "cdouble": "complex128", "complex128": "complex128", "chalf": "complex32", "complex32": "complex32",
+    "long": "int64", "int64": "int64", "int": "int32", "int32": "int32", "short": "int16", "int16": "int16",
+    "int8": "int8", "uint8": "uint8", "bool": "bool", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
+}
+# Device types instantiated by default, and the keyword that admits the others.
+DEFAULT_DEVICES = ("cpu", "cuda")
+OPTIONAL_DEVICES = {"mps": "allow_mps", "xpu": "allow_xpu"}
+ONLY_DECORATORS = {"onlyCPU": "cpu", "onlyCUDA": "cuda", "onlyMPS": "mps", "onlyXPU": "xpu"}
+
+
+def _dtypes(decorators: list[str]) -> list[str]:
+    for d in decorators:
+        m = re.match(r"dtypes\((.*)\)$", d, re.S)
+        if m:
+            names = re.findall(r"torch\.(\w+)", m.group(1))
+            if names and not m.group(1).lstrip().startswith("*"):
+                return [DTYPE_NAMES.get(n, n) for n in names]
+            return ["<dtype>"]
+    return []
+
+
+def devices_for(options_json: str, decorators: list[str]) -> list[str]:
+    try:
+        options = json.loads(options_json or "{}")
+    except ValueError:
+        options = {}
+    devices = list(DEFAULT_DEVICES) + [d for d, flag in OPTIONAL_DEVICES.items() if options.get(flag)]
+    only = options.get("only_for")
+    if only:
+        only = [only] if isinstance(only, str) else list(only)
+        devices = [d for d in devices if d in [str(o).lower() for o in only]] or [str(o).lower() for o in only]
+    except_for = options.get("except_for")
+    if except_for:
+        except_for = [except_for] if isinstance(except_for, str) else list(except_for)
+        devices = [d for d in devices if d not in [str(o).lower() for o in except_for]]
+    for dec, device in ONLY_DECORATORS.items():
+        if any(d == dec or d.startswith(dec + "(") for d in decorators):
+            devices = [d for d in devices if d == device]
+    return devices
+
+
+def generated_names(cls: str, method: str, decorators: list[str], instantiation: str | None,
+                    opinfo: str | None = None) -> list[str]:
+    """Example runnable names (``Class.method``) the generators make; at most a few."""
+    ops = any(d.startswith("ops(") for d in decorators)
+    params = any(d.startswith("parametrize(") for d in decorators)
+    base = method
+    if ops:
+        base = f"{method}_{opinfo or '<op>'}"
+    if params:
+        base = f"{base}_<params>"
+    if instantiation is None:
+        return [f"{cls}.{base}" if cls else base]
+    out = []
+    dtypes = _dtypes(decorators) or (["<dtype>"] if ops else [])
+    for device in devices_for(instantiation, decorators):
+        dev_cls = f"{cls}{device.upper()}"
+        if dtypes:
+            out += [f"{dev_cls}.{base}_{device}_{dt}" for dt in dtypes[:2]]
+        else:
+            out.append(f"{dev_cls}.{base}_{device}")
+    return out[:6]

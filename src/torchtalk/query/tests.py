@@ -1,0 +1,269 @@
+"""find_similar_tests, list_test_utils, test_file_info: from an op or concept to the tests to run."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from ..errors import BadArgument
+from .args import check_int, clean_text
+from .index import Index
+from .model import Loc, NotFound
+from .ops import registry
+from .testnames import generated_names
+
+MAX_LIMIT = 500
+
+
+@dataclass
+class FoundTest:
+    name: str
+    cls: str
+    loc: Loc
+    why: str  # "name", "OpInfo", "calls torch.cumsum"
+    command: str
+    decorators: list[str]
+    generated: list[str] = field(default_factory=list)
+
+
+@dataclass
+class OpInfoHit:
+    name: str
+    ctor: str
+    variant: str
+    loc: Loc
+    consumers: list[tuple[str, int]]  # test files with @ops tests, and how many
+    command: str
+
+
+@dataclass
+class SimilarTestsResult:
+    query: str
+    tests: list[FoundTest]
+    total: int
+    opinfos: list[OpInfoHit]
+
+
+def _like(text: str) -> str:
+    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def _instantiations(ix: Index) -> dict[tuple[int, str], str]:
+    """(file_id, generic class) -> options JSON, for classes passed to instantiate_device_type_tests."""
+    return ix.cached("device_type_classes", lambda: {
+        (fid, cls): opts for fid, cls, opts in ix.q(
+            "SELECT file_id, cls, options FROM test_instantiation WHERE kind = 'device_type'")})
+
+
+def _command(path: str, cls: str, name: str) -> str:
+    if path.startswith("test/"):
+        sel = f"{cls} and {name}" if cls else name
+        return f'pytest {path} -k "{sel}"'
+    return f"python -m pytest {path} -k {name}"
+
+
+def _terms(q: str) -> tuple[str, list[str]]:
+    """Search stem and the spellings a test body would use for it."""
+    stem = q
+    for prefix in ("torch.nn.functional.", "torch.nn.", "torch.", "F.", "nn.", "Tensor.", "aten::", "test_"):
+        if stem.startswith(prefix):
+            stem = stem[len(prefix):]
+    return stem, [f"torch.{stem}", f".{stem}", f"F.{stem}", f"nn.{stem}", f"torch.nn.functional.{stem}"]
+
+
+def find_similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsResult:
+    q = clean_text(query, "query", "softmax")
+    limit = check_int(limit, "limit", 1, MAX_LIMIT)
+    stem, spellings = _terms(q)
+    key = stem.lower()
+    inst = _instantiations(ix)
+    scored: dict[int, tuple[tuple, FoundTest]] = {}
+
+    def add(row, rank: int, why: str) -> None:
+        mid, fid, cls, name, line, decos, _touches = row
+        if mid in scored and scored[mid][0][0] <= rank:
+            return
+        decorators = json.loads(decos or "[]")
+        path = ix.path_of(fid)
+        opts = inst.get((fid, cls))
+        # Top-level test files (test/test_torch.py) before subsystem suites (test/inductor/...).
+        scored[mid] = ((rank, path.count("/"), path, line), FoundTest(
+            name, cls, Loc(path, line), why, _command(path, cls, name), decorators,
+            generated_names(cls, name, decorators, opts, stem if any(d.startswith("ops(") for d in decorators) else None)))
+
+    base_sql = ("SELECT m.id, m.file_id, coalesce(c.name, ''), m.name, m.line, m.decorators, m.touches "
+                "FROM test_method m LEFT JOIN test_class c ON c.id = m.cls ")
+    for row in ix.q(base_sql + "WHERE m.name LIKE ? ESCAPE '\\' LIMIT 5000", (_like(key),)):
+        n = row[3].lower()
+        rank = 0 if n == f"test_{key}" else 1 if n.startswith(f"test_{key}_") or n.startswith(f"test_{key}") else 2
+        add(row, rank, "name")
+    # Bodies that use the op: torch.X / F.X / nn.X first, then .X() on any receiver.
+    for rank, group in ((3, spellings[:1] + spellings[2:]), (4, spellings[1:2])):
+        if rank == 4 and len(scored) >= limit:
+            break
+        for spelling in group:
+            for row in ix.q(base_sql + "WHERE m.touches LIKE ? ESCAPE '\\' LIMIT 2000", (_like(spelling),)):
+                if spelling in row[6].split():
+                    add(row, rank, f"calls {spelling}" + ("()" if rank == 4 else ""))
+    ranked = [t for _s, t in sorted(scored.values(), key=lambda x: x[0])]
+    return SimilarTestsResult(q, ranked[:limit], len(ranked), _opinfos(ix, key))
+
+
+def _opinfos(ix: Index, key: str) -> list[OpInfoHit]:
+    rows = ix.q("SELECT name, ctor, variant_test_name, file_id, line FROM op_info_entry WHERE lower(name) = ? "
+                "OR lower(aten_name) = ? OR (' ' || lower(aliases) || ' ') LIKE ? ESCAPE '\\' ORDER BY file_id, line",
+                (key, key, "% " + key.replace("_", "\\_") + " %"))
+    if not rows:
+        return []
+    consumers = ix.cached("opinfo_consumers", lambda: Counter(ix.path_of(fid) for (fid,) in ix.q(
+        "SELECT file_id FROM test_method WHERE decorators LIKE '%\"ops(%'")).most_common(8))
+    out = []
+    for name, ctor, variant, fid, line in rows[:10]:
+        sel = name.replace(".", "_") + (f"_{variant}" if variant else "")
+        out.append(OpInfoHit(name, ctor, variant, Loc(ix.path_of(fid), line), consumers,
+                             f'pytest test/test_ops.py -k "{sel}"'))
+    return out
+
+
+# ------------------------------------------------------------------ list_test_utils
+
+@dataclass
+class TestUtilsResult:
+    __test__ = False
+    category: str
+    groups: dict[str, list[tuple[str, str, Loc, str]]]  # category -> [(name, kind, loc, doc)]
+    counts: dict[str, int]
+    hidden: dict[str, int] = field(default_factory=dict)
+
+
+def util_categories(ix: Index) -> list[str]:
+    return ix.cached("util_categories", lambda: sorted(r[0] for r in ix.q("SELECT DISTINCT category FROM test_util")))
+
+
+def list_test_utils(ix: Index, category: str = "all") -> TestUtilsResult:
+    cat = clean_text(category, "category", "all", max_len=100).lower()
+    cats = util_categories(ix)
+    if cat != "all" and cat not in cats:
+        raise BadArgument(f"category {category!r} is not valid; choose one of: all, {', '.join(cats)}")
+    counts = dict(ix.q("SELECT category, count(*) FROM test_util GROUP BY category"))
+    # "all" lists the categories a test author reaches for; the long tail stays countable.
+    chosen = [c for c in cats if c != "other"] if cat == "all" else [cat]
+    groups: dict[str, list[tuple[str, str, Loc, str]]] = {}
+    for c in chosen:
+        groups[c] = [(name, kind, Loc(ix.path_of(fid), line), doc) for name, kind, fid, line, doc in ix.q(
+            "SELECT name, kind, file_id, line, doc FROM test_util WHERE category = ? ORDER BY file_id, line", (c,))]
+    hidden = {c: counts[c] for c in cats if c not in chosen}
+    return TestUtilsResult(cat, groups, counts, hidden)
+
+
+# ------------------------------------------------------------------ test_file_info
+
+@dataclass
+class TestClassInfo:
+    __test__ = False
+    name: str
+    loc: Loc
+    bases: list[str]
+    tests: int
+    device_type: str  # options JSON when instantiated per device, else ""
+    generated_classes: list[str]
+    parametrized: bool
+
+
+@dataclass
+class TestFileInfo:
+    __test__ = False
+    path: str
+    classes: list[TestClassInfo]
+    functions: list[tuple[str, Loc]]
+    instantiations: list[tuple[str, str, Loc, str]]  # kind, class, loc, options
+    decorators: list[tuple[str, int]]
+    utilities: list[tuple[str, str]]  # imported name, from module
+    ops: list[tuple[str, int]]
+    total_tests: int
+    command: str
+
+
+def _safe_relpath(ix: Index, text: str) -> list[str]:
+    """Candidate relpaths for ``text``, refusing anything that leaves the source tree."""
+    root = ix.source_root
+    p = text.replace("\\", "/")
+    if p.startswith("~") or p.startswith("/") or (len(p) > 1 and p[1] == ":"):
+        if root is None:
+            raise BadArgument("file_path must be relative to the source tree, e.g. 'test/test_nn.py'")
+        real = os.path.realpath(os.path.expanduser(p))
+        if not (real + os.sep).startswith(str(root) + os.sep):
+            raise BadArgument(f"file_path {text!r} is outside the source tree {root}; give a path inside it, "
+                              "e.g. 'test/test_nn.py' or 'test_nn'")
+        p = os.path.relpath(real, root)
+    norm = os.path.normpath(p)
+    if norm == ".." or norm.startswith("../") or ".." in PurePosixPath(p).parts:
+        raise BadArgument(f"file_path {text!r} leaves the source tree ('..' is not allowed); give a path such as "
+                          "'test/test_nn.py' or 'test_nn'")
+    cands = []
+    for c in (norm, f"test/{norm}"):
+        cands += [c, c + ".py"] if not c.endswith(".py") else [c]
+    if root is not None:
+        for c in cands:
+            full = os.path.join(root, c)
+            if os.path.lexists(full) and not (os.path.realpath(full) + os.sep).startswith(str(root) + os.sep):
+                raise BadArgument(f"file_path {text!r} is a link that leads outside the source tree; refused")
+    return cands
+
+
+def test_file_info(ix: Index, file_path: str) -> TestFileInfo | NotFound:
+    text = clean_text(file_path, "file_path", "test_nn")
+    cands = _safe_relpath(ix, text)
+    inv = {p: fid for fid, p in ix.paths().items()}
+    fid = next((inv[c] for c in cands if c in inv and (c.startswith("test/") or c.startswith("torch/testing/"))), None)
+    if fid is None:
+        names = sorted(p for p in inv if p.startswith("test/") and p.endswith(".py"))
+        stem = PurePosixPath(text).name
+        close = difflib.get_close_matches(stem if stem.endswith(".py") else stem + ".py",
+                                          [PurePosixPath(n).name for n in names], n=8, cutoff=0.6)
+        full = [n for n in names if PurePosixPath(n).name in close][:8]
+        return NotFound("test file", text, full, "Give a file under test/, e.g. 'test_torch', 'test_nn.py', "
+                                                 "'test/distributed/test_c10d.py'.")
+    path = ix.path_of(fid)
+    insts = ix.q("SELECT kind, cls, line, options FROM test_instantiation WHERE file_id = ? ORDER BY line", (fid,))
+    device = {cls: opts for kind, cls, _l, opts in insts if kind == "device_type"}
+    param = {cls for kind, cls, _l, _o in insts if kind == "parametrized"}
+    classes = []
+    counts = dict(ix.q("SELECT cls, count(*) FROM test_method WHERE file_id = ? GROUP BY cls", (fid,)))
+    for cid, name, bases, line in ix.q("SELECT id, name, bases, line FROM test_class WHERE file_id = ? ORDER BY line",
+                                       (fid,)):
+        n = counts.get(cid, 0)
+        if not n and name not in device:
+            continue  # helpers and fixtures classes without tests
+        gen = [g.split(".")[0] for g in generated_names(name, "x", [], device[name])] if name in device else []
+        classes.append(TestClassInfo(name, Loc(path, line), json.loads(bases or "[]"), n, device.get(name, ""),
+                                     list(dict.fromkeys(gen)), name in param))
+    functions = [(name, Loc(path, line)) for name, line in ix.q(
+        "SELECT name, line FROM test_method WHERE file_id = ? AND cls IS NULL ORDER BY line", (fid,))]
+    decos: Counter = Counter()
+    touched: Counter = Counter()
+    for decorators, touches in ix.q("SELECT decorators, touches FROM test_method WHERE file_id = ?", (fid,)):
+        for d in json.loads(decorators or "[]"):
+            decos[d.split("(")[0]] += 1
+        touched.update(touches.split())
+    utilities = [(alias, target.rsplit(".", 1)[0]) for alias, target in ix.q(
+        "SELECT alias, target FROM py_import WHERE file_id = ? AND target LIKE 'torch.testing._internal.%' "
+        "ORDER BY id", (fid,))]
+    reg = registry(ix)
+    ops: Counter = Counter()
+    for tok, n in touched.items():
+        name = tok.lstrip(".")
+        if tok.startswith("torch.") and tok in reg.py_by_name:
+            ops[tok] += n
+        elif tok.startswith(".") and f"Tensor.{name}" in reg.py_by_name:
+            ops[f"Tensor.{name}"] += n
+        elif tok.startswith("F.") and f"torch.nn.functional.{tok[2:]}" in reg.py_by_name:
+            ops[f"torch.nn.functional.{tok[2:]}"] += n
+    total = sum(counts.values())
+    return TestFileInfo(path, classes, functions, [(k, c, Loc(path, l), o) for k, c, l, o in insts],
+                        decos.most_common(20), utilities, ops.most_common(40), total,
+                        f"python {path}" if path.startswith("test/") else f"python -m pytest {path}")

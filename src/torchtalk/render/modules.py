@@ -1,0 +1,65 @@
+"""Markdown for trace_module and list_modules."""
+
+from __future__ import annotations
+
+from ..query.modules import CallNode, ListModulesResult, TraceModuleResult
+from .common import showing
+
+
+def _calls(nodes: list[CallNode], out: list[str], indent: int) -> None:
+    pad = "  " * indent
+    for n in nodes:
+        where = f"  {n.target_loc}" if n.target_loc else ""
+        target = f" -> {n.target}" if n.target and n.target != n.written else ""
+        ops = f" -> op {', '.join(o.full_name for o in n.ops[:3])}" if n.ops else ""
+        note = f"  ({n.note})" if n.note else ""
+        out.append(f"{pad}- {n.written}{target}{where}{ops}  [at {n.site}]{note}")
+        _calls(n.children, out, indent + 1)
+
+
+def render_trace_module(r: TraceModuleResult) -> str:
+    c = r.cls
+    kind = ", ".join(c.roots) or "class"
+    out = [f"# {c.fq}  {c.loc}  ({kind})"]
+    if c.doc:
+        out.append(f"    {c.doc}")
+    if r.base_chain:
+        out.append("Bases: " + " -> ".join(f"{fq} ({loc})" if loc else fq for fq, loc in r.base_chain))
+    if r.init:
+        owner = "" if r.init.owner == c.fq else f"  (inherited from {r.init.owner})"
+        out.append(f"Constructor: __init__{r.init.signature}  {r.init.loc}{owner}")
+    if r.entry:
+        owner = "" if r.entry.owner == c.fq else f"  (inherited from {r.entry.owner})"
+        out.append(f"{r.entry.name}{r.entry.signature}  {r.entry.loc}{owner}")
+        if r.entry.calls:
+            out.append(f"\n{r.entry.name} calls:")
+            _calls(r.entry.calls, out, 0)
+        else:
+            out.append(f"\n{r.entry.name} makes no call TorchTalk could resolve.")
+    else:
+        out.append("No forward/step method found on the class or its bases.")
+    if r.ops:
+        out.append(f"\nNative ops reached ({len(r.ops)}):")
+        for full, (op, paths) in list(r.ops.items())[:40]:
+            out.append(f"- {full}  {op.loc}  [{r.op_kernels.get(full, '')}]")
+            out.append(f"    via {paths[0]}")
+        if len(r.ops) > 40:
+            out.append(f"- ... {showing(40, len(r.ops))}")
+    if r.others:
+        out.append("\nOther classes with this name: " + "; ".join(f"{fq} ({loc})" for fq, loc in r.others))
+    return "\n".join(out)
+
+
+def render_list_modules(r: ListModulesResult) -> str:
+    out = [f"# list_modules {r.category}: {r.total} classes"]
+    for n in r.notes:
+        out.append(f"Note: {n}")
+    for group, classes in r.groups.items():
+        out.append(f"\n## {group} ({len(classes)})")
+        for c in classes[:300]:
+            out.append(f"- {c.name}  {c.loc}")
+        if len(classes) > 300:
+            out.append(f"- ... {showing(300, len(classes))}")
+    if not r.total:
+        out.append("No class matches.")
+    return "\n".join(out)

@@ -1,0 +1,76 @@
+"""Markdown for find_similar_tests, list_test_utils and test_file_info."""
+
+from __future__ import annotations
+
+import json
+
+from ..query.tests import SimilarTestsResult, TestFileInfo, TestUtilsResult
+from .common import showing
+
+
+def render_similar_tests(r: SimilarTestsResult) -> str:
+    out = [f"# tests for {r.query}: {showing(len(r.tests), r.total)}"]
+    for t in r.tests:
+        where = f"{t.cls}.{t.name}" if t.cls else t.name
+        decos = f"  @{' @'.join(d[:60] for d in t.decorators[:4])}" if t.decorators else ""
+        out.append(f"- {where}  {t.loc}  [{t.why}]{decos}")
+        out.append(f"    run: {t.command}")
+        if t.generated and t.generated != [where]:
+            out.append(f"    generated as: {', '.join(t.generated[:4])}")
+    if not r.tests:
+        out.append("No test names or test bodies mention it.")
+    if r.opinfos:
+        out.append(f"\nOpInfo entries ({len(r.opinfos)}): the generic op tests (@ops(op_db)) cover it:")
+        for o in r.opinfos:
+            variant = f" variant {o.variant!r}" if o.variant else ""
+            out.append(f"- {o.ctor}('{o.name}'){variant}  {o.loc}")
+            out.append(f"    run: {o.command}")
+        if r.opinfos[0].consumers:
+            out.append("  @ops tests live in: " + ", ".join(f"{p} ({n})" for p, n in r.opinfos[0].consumers))
+    return "\n".join(out)
+
+
+def render_test_utils(r: TestUtilsResult) -> str:
+    total = sum(len(v) for v in r.groups.values())
+    out = [f"# test utilities ({r.category}): {total} from torch/testing/_internal"]
+    for cat, items in r.groups.items():
+        out.append(f"\n## {cat} ({len(items)})")
+        for name, kind, loc, doc in items:
+            out.append(f"- {name} ({kind})  {loc}" + (f"  — {doc[:100]}" if doc else ""))
+    if r.hidden:
+        out.append("\nNot listed here: " + ", ".join(f"{c} ({n}; category='{c}' lists them)"
+                                                     for c, n in r.hidden.items()))
+    return "\n".join(out)
+
+
+def render_test_file(r: TestFileInfo) -> str:
+    out = [f"# {r.path}: {r.total_tests} tests in {len(r.classes)} classes and {len(r.functions)} functions",
+           f"run: {r.command}"]
+    for c in r.classes:
+        extra = []
+        if c.device_type:
+            extra.append("instantiate_device_type_tests -> " + ", ".join(c.generated_classes))
+        if c.parametrized:
+            extra.append("instantiate_parametrized_tests")
+        out.append(f"- {c.name}  {c.loc}  {c.tests} tests; bases {', '.join(c.bases) or '-'}"
+                   + (f"; {'; '.join(extra)}" if extra else ""))
+    if r.functions:
+        out.append(f"Module-level tests: " + ", ".join(f"{n} ({loc})" for n, loc in r.functions[:20]))
+    if r.instantiations:
+        out.append("\nTest generation:")
+        for kind, cls, loc, opts in r.instantiations:
+            fn = "instantiate_device_type_tests" if kind == "device_type" else "instantiate_parametrized_tests"
+            shown = json.loads(opts or "{}")
+            out.append(f"- {fn}({cls}{', ' + ', '.join(f'{k}={v!r}' for k, v in shown.items()) if shown else ''})  {loc}")
+    if r.decorators:
+        out.append("\nDecorators: " + ", ".join(f"{d} ({n})" for d, n in r.decorators))
+    if r.utilities:
+        by_mod: dict[str, list[str]] = {}
+        for name, mod in r.utilities:
+            by_mod.setdefault(mod, []).append(name)
+        out.append("\nUtilities from torch.testing._internal:")
+        for mod, names in by_mod.items():
+            out.append(f"- {mod}: {', '.join(names[:25])}" + (" ..." if len(names) > 25 else ""))
+    if r.ops:
+        out.append("\nOps it exercises (by uses in test bodies): " + ", ".join(f"{o} ({n})" for o, n in r.ops))
+    return "\n".join(out)
