@@ -94,7 +94,9 @@ class CppSymbol(NamedTuple):
     #                TORCH_IMPL_FUNC(x) -> "at::native::structured_x::impl"
     params: str  # normalised parameter list "(const Tensor& self, int64_t dim)": keeps overloads apart
     kind: str  # function | method | constructor | impl_func | meta_func | precompute_meta_func
-    #            | global_kernel | device_function
+    #            | global_kernel | device_function (__device__/C10_HOST_DEVICE free functions)
+    #            | library_block (TORCH_LIBRARY*(...) { ... }, name "TORCH_LIBRARY_IMPL(aten, CPU)")
+    #            | macro_block (other NAME(args) { ... } at namespace scope: TEST(Suite, Case))
     line: int  # line of the name (TORCH_IMPL_FUNC(...) line; for macro expansions, the invocation)
     end_line: int
     is_definition: bool
@@ -104,9 +106,10 @@ class CppSymbol(NamedTuple):
 class CppCall(NamedTuple):
     """A call site inside a function body. Never from comments or string literals."""
 
-    caller: int  # local ref -> CppSymbol (the enclosing definition)
+    caller: int  # local ref -> CppSymbol (the enclosing definition), -1 outside any (static initialisers)
     callee: str  # last identifier: "empty", "add_", "call" (for at::_ops::X::call)
-    qualifier: str  # scope as written: "at", "at::_ops::add_Tensor", "" ; receiver text for methods
+    qualifier: str  # scope as written minus template args: "at", "at::_ops::add_Tensor", "";
+    #                 receiver text for methods (first 80 chars)
     line: int
     kind: str  # call | method | launch (<<<>>>) | gpu_launch (gpu_kernel & kin) | construct
     detail: str  # launch: "grid, block[, smem, stream]"; gpu_launch: functor name or "lambda@LINE"
@@ -118,10 +121,13 @@ class CppRegistration(NamedTuple):
     kind: str  # declare_dispatch | define_dispatch | register_dispatch | impl_func | meta_func
     #            | library_def | library_impl | library_fallback | pybind_def | pymethoddef
     name: str  # stub ("add_stub"), op ("add.Tensor" without "aten::"), or Python name
-    target: str  # kernel/function as written, minus "&": "CPU_CAPABILITY::sign_kernel", "THPModule_setNumThreads"
-    key: str  # backend / dispatch key / namespace: "CPU", "CUDA", "AVX512", "MPS", "aten", table name, pybind receiver
+    target: str  # kernel/function as written, minus "&": "CPU_CAPABILITY::sign_kernel", "THPModule_setNumThreads";
+    #              "lambda@LINE" for lambdas; declare_dispatch: the function-pointer type
+    key: str  # backend / dispatch key / namespace: "CPU", "CUDA", "MPS", "aten", table name,
+    #           pybind: receiver at the root of the .def chain ("m", 'py::class_<X>(m, "X")')
     line: int
-    detail: str  # the macro or call as written (REGISTER_DISPATCH, m.impl, PyMethodDef table name, schema string)
+    detail: str  # the macro or call as written (REGISTER_DISPATCH, m.impl, PyMethodDef table name, schema string,
+    #              ".def"/".def_static"/... for pybind)
     scope: int  # local ref -> CppSymbol enclosing it, or -1
 
 
@@ -149,9 +155,9 @@ class PyClass(NamedTuple):
 
 class PyFunction(NamedTuple):
     module: str
-    qualname: str  # "Linear.forward", "linear"
+    qualname: str  # "Linear.forward", "linear"; nested defs: "outer.<locals>.inner"
     name: str
-    cls: str  # enclosing class qualname or ""
+    cls: str  # enclosing class qualname or "" (also "" for defs nested in a def)
     signature: str  # "(self, input: Tensor) -> Tensor" with defaults, X | None, *args, kw-only
     line: int  # the "def" line
     end_line: int
@@ -162,13 +168,15 @@ class PyFunction(NamedTuple):
 
 class PyCall(NamedTuple):
     func: int  # local ref -> PyFunction, -1 for module level
-    callee: str  # dotted as written: "F.linear", "torch._C._nn.linear", "self._conv_forward"
+    callee: str  # dotted as written: "F.linear", "torch._C._nn.linear", "self._conv_forward";
+    #              a call through a local alias (func = _single_tensor_sgd; func()) names the target
     line: int
 
 
 class PyImport(NamedTuple):
-    alias: str  # local name bound: "F", "torch", "linear"
-    target: str  # absolute dotted target (relative imports resolved): "torch.nn.functional"
+    alias: str  # local name bound: "F", "torch", "linear"; "*" for a star import
+    target: str  # absolute dotted target (relative imports resolved): "torch.nn.functional";
+    #              for "*", the module star-imported
     line: int
 
 
@@ -183,8 +191,9 @@ class PyAssign(NamedTuple):
 class PyOpRef(NamedTuple):
     """Where an op is given Python meaning: decompositions, refs, meta, Inductor lowerings."""
 
-    kind: str  # decomposition | ref | meta | lowering | python_impl | fallback
-    op: str  # "aten.linear", "aten.add.Tensor", "aten.add"
+    kind: str  # decomposition | ref | meta | lowering | python_impl | fallback | fake (register_op_impl)
+    op: str  # "aten.linear", "aten.add.Tensor", "aten.add"; other torch.ops namespaces as
+    #          "prims.xor_sum"; Python callables lowered by path as "torch.as_tensor"
     func: int  # local ref -> PyFunction, -1 if not attached to a function
     line: int
 
@@ -235,7 +244,7 @@ class TestUtil(NamedTuple):
     __test__ = False  # not a pytest class
     name: str  # "instantiate_device_type_tests", "TestCase.assertEqual"
     kind: str  # function | class | method
-    category: str  # fixtures | assertions | decorators | (other categories as derived)
+    category: str  # fixtures | assertions | decorators | opinfo | other (rules: extract/testutils.py)
     line: int
     doc: str  # one line
 

@@ -1,0 +1,101 @@
+"""Recognising where Python code gives an op meaning (decompositions, metas, lowerings...).
+
+Forms seen in PyTorch 2.6 and handled here:
+
+- ``@register_decomposition(aten.X)``, ``@register_decomposition([aten.X.default, aten.X.out])``
+  (torch/_decomp, torch/_refs, torch/_inductor/decomposition.py)
+- ``@register_meta(...)`` (torch/_meta_registrations.py), ``@register_op_impl(...)``
+  (fake tensor impls)
+- ``@register_lowering(aten.X)``, ``register_lowering(aten.X)(fn)``, ``make_fallback(aten.X)``,
+  ``register_pointwise(aten.X)``, ``register_inplace(aten.X_, X)`` (torch/_inductor)
+- ``@aten.X.default.py_impl(DispatchKey.Autograd)`` -> python_impl
+- public functions of torch/_refs/** -> ref (done by the module extractor)
+
+Ops are normalised to "ns.name[.overload]": module aliases are expanded
+(``aten = torch._ops.ops.aten``), ``torch.ops.``/``torch._ops.ops.`` dropped, ".default" dropped.
+"""
+
+from __future__ import annotations
+
+from ast import AST, List, Set, Tuple
+
+from .pyast import dotted
+
+# callee's last name -> PyOpRef.kind
+REGISTRARS = {
+    "register_decomposition": "decomposition",
+    "_register_jit_decomposition_for_jvp": "decomposition",
+    "register_meta": "meta",
+    "register_op_impl": "fake",
+    "register_lowering": "lowering",
+    "register_pointwise": "lowering",
+    "register_pointwise_numeric": "lowering",
+    "register_pointwise_numeric_ldf64": "lowering",
+    "register_foreach_pointwise": "lowering",
+    "make_fallback": "fallback",
+    "register_inplace": "decomposition",  # "lowering" under torch/_inductor, see kind_for
+}
+
+_OPS_PREFIXES = ("torch.ops.", "torch._ops.ops.")
+
+
+def kind_for(callee_last: str, relpath: str) -> str | None:
+    kind = REGISTRARS.get(callee_last)
+    if kind is not None and callee_last == "register_inplace" and relpath.startswith("torch/_inductor/"):
+        return "lowering"
+    return kind
+
+
+def op_name(expr: AST, aliases: dict[str, str], local: dict[str, list[str]] | None = None) -> str | None:
+    """``aten.add.Tensor`` -> "aten.add.Tensor"; ``torch.ops.aten.relu.default`` -> "aten.relu".
+
+    None when the expression is not a dotted name with at least one dot after alias
+    expansion (a bare variable such as ``op`` says nothing about which op it is), or
+    is neither under ``torch.ops`` nor an ``aten.``/``prims.``/``torch.`` name.
+    """
+    d = dotted(expr)
+    if d is None:
+        return None
+    head, dot, rest = d.partition(".")
+    target = None
+    if local and head in local and len(local[head]) == 1:
+        target = local[head][0]
+    elif head in aliases:
+        target = aliases[head]
+    if target is not None and target != head:
+        d = target + dot + rest
+    for p in _OPS_PREFIXES:
+        if d.startswith(p):
+            d = d[len(p):]
+            break
+    else:
+        # not under torch.ops: keep only aten/prims written bare and Python callables
+        # registered by path (``torch.as_tensor``); skip predicates such as
+        # ``op_implementations_dict.__contains__``
+        if not d.startswith(("aten.", "prims.", "torch.")):
+            return None
+    if "." not in d:
+        return None
+    if d.endswith(".default"):
+        d = d[:-8]
+    return d
+
+
+def op_names(expr: AST, aliases: dict[str, str], local: dict[str, list[str]] | None = None) -> list[str]:
+    """Like op_name, also for a list/tuple/set of ops."""
+    if expr.__class__ in (List, Tuple, Set):
+        out = []
+        for e in expr.elts:
+            n = op_name(e, aliases, local)
+            if n is not None and n not in out:
+                out.append(n)
+        return out
+    n = op_name(expr, aliases, local)
+    return [n] if n is not None else []
+
+
+def ref_op(module: str, name: str) -> str:
+    """Op a public torch._refs function stands for: torch._refs.special.zeta -> aten.special_zeta."""
+    sub = module[len("torch._refs"):].lstrip(".")
+    prefix = {"special": "special_", "linalg": "linalg_", "fft": "fft_"}.get(sub, "")
+    return f"aten.{prefix}{name}"

@@ -1,0 +1,321 @@
+"""Facts from PyTorch's Python modules (torch/**/*.py): classes, defs, calls, imports,
+module-level aliases, and where ops get Python meaning.
+
+One pass per file: a LIFO walk per scope (module, class body, function body) that
+recurses only into defs and classes; Attribute chains and names are read once and
+never descended into.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from ast import Attribute, Call, Constant, Name
+
+from .facts import FileFacts, PyAssign, PyCall, PyClass, PyFunction, PyImport, PyOpRef
+from .opregs import kind_for, op_name, op_names, ref_op
+from .pyast import (
+    DEFS, block_statements, decorator_texts, doc_assigned, dotted, first_doc_line, import_rows, last_part, module_name,
+    parse, push_children, signature, text,
+)
+
+_FuncDef, _AsyncDef, _ClassDef = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef
+_Import, _ImportFrom, _Assign, _Lambda = ast.Import, ast.ImportFrom, ast.Assign, ast.Lambda
+_PROPERTY = {"property", "cached_property", "setter", "getter", "deleter", "abstractproperty"}
+
+
+def extract_python(relpath: str, data: bytes, tree: ast.Module | None = None) -> FileFacts:
+    """Facts of one torch/** module. Never raises: problems come back as {"errors": [...]}."""
+    tree, err = parse(data, tree)
+    if tree is None:
+        return {"errors": [err]}
+    try:
+        return _Extractor(relpath, tree).run()
+    except RecursionError:
+        return {"errors": ["RecursionError while extracting"]}
+    except Exception as e:  # a bug here must not kill the indexer's worker
+        return {"errors": [f"internal: {type(e).__name__}: {e}"]}
+
+
+def _literal_strs(node) -> list[str]:
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [e.value for e in node.elts if e.__class__ is Constant and isinstance(e.value, str)]
+    return []
+
+
+class _Extractor:
+    def __init__(self, relpath: str, tree: ast.Module):
+        self.relpath = relpath
+        self.tree = tree
+        self.module, self.is_pkg = module_name(relpath)
+        self.classes: list[PyClass] = []
+        self.funcs: list[PyFunction] = []
+        self.calls: list[PyCall] = []
+        self.imports: list[PyImport] = []
+        self.assigns: list[PyAssign] = []
+        self.oprefs: list[PyOpRef] = []
+        self.aliases: dict[str, str] = {}  # module-level name -> dotted target
+        self.module_funcs: dict[str, int] = {}  # module-level def name -> index
+        self.is_refs = relpath.startswith("torch/_refs/")
+        self.refs_all: set[str] | None = None
+        self.pending: list[tuple[list[int], dict[str, list[str]]]] = []
+
+    def run(self) -> FileFacts:
+        self._module_prepass()
+        self._scope(self.tree.body, -1, "", "")
+        self._resolve_pending()
+        if self.is_refs:
+            self._assigned_refs()
+        return {
+            "PyClass": self.classes,
+            "PyFunction": self.funcs,
+            "PyCall": self.calls,
+            "PyImport": self.imports,
+            "PyAssign": self.assigns,
+            "PyOpRef": _dedupe(self.oprefs),
+        }
+
+    # ------------------------------------------------------------ module level
+
+    def _module_prepass(self) -> None:
+        """Aliases (for op names) and PyAssign rows, before the walk needs them."""
+        stmts = block_statements(self.tree.body)
+        known: set[str] = set()
+        for s in stmts:
+            cls = s.__class__
+            if cls is _Import or cls is _ImportFrom:
+                for alias, target, _ in import_rows(s, self.module, self.is_pkg):
+                    if alias != "*":
+                        self.aliases[alias] = target
+                        known.add(alias)
+            elif cls in DEFS or cls is _ClassDef:
+                known.add(s.name)
+        for s in stmts:
+            cls = s.__class__
+            if cls is _Assign:
+                targets, value = s.targets, s.value
+            elif cls is ast.AnnAssign and s.value is not None:
+                targets, value = [s.target], s.value
+            elif cls is ast.AugAssign and self.is_refs:
+                if s.target.__class__ is Name and s.target.id == "__all__":
+                    self.refs_all = (self.refs_all or set()) | set(_literal_strs(s.value))
+                continue
+            else:
+                continue
+            if self.is_refs and len(targets) == 1 and targets[0].__class__ is Name and targets[0].id == "__all__":
+                self.refs_all = (self.refs_all or set()) | set(_literal_strs(value))
+                continue
+            ref = self._assigned_value(value, known)
+            for t in targets:
+                name = dotted(t)
+                if name is None:
+                    continue
+                known.add(name)
+                if ref is not None:
+                    self.assigns.append(PyAssign(name, ref, s.lineno))
+                    if t.__class__ is Name and ref.startswith(("torch.ops.", "torch._ops.ops.")):
+                        self.aliases[name] = ref
+
+    @staticmethod
+    def _assigned_value(value, known: set[str]) -> str | None:
+        """``torch.foo`` or ``wrapper(torch.foo, ...)`` -> "torch.foo" when it names something
+        (has a dot, or is a def/class/import/alias of this module)."""
+        if value.__class__ is Call:
+            if not value.args:
+                return None
+            value = value.args[0]
+        d = dotted(value)
+        if d is None or d.startswith("super()"):
+            return None
+        if "." in d or d in known:
+            return d
+        return None
+
+    def _assigned_refs(self) -> None:
+        """Refs made by assignment: a name listed in torch/_refs ``__all__`` (``swap_axes =
+        transpose``), or a public name built from a ref of this module (``abs_ =
+        _make_inplace(abs)``: in-place refs are not listed in ``__all__``)."""
+        ref_funcs = {self.funcs[r.func].name for r in self.oprefs if r.kind == "ref" and r.func >= 0}
+        for a in self.assigns:
+            if a.name in self.module_funcs or a.name.startswith("_") or "." in a.name:
+                continue
+            if (self.refs_all and a.name in self.refs_all) or a.value in ref_funcs:
+                self.oprefs.append(PyOpRef("ref", ref_op(self.module, a.name), -1, a.line))
+
+    # ------------------------------------------------------------ scopes
+
+    def _scope(self, body: list, func: int, qual: str, cls: str) -> None:
+        """Walk one scope's statements. ``func``: enclosing PyFunction index (-1 at module
+        level); ``qual``: qualname prefix for defs here; ``cls``: class qualname if a class body."""
+        calls, append_call = self.calls, self.calls.append
+        local: dict[str, list[str]] = {}  # func = _multi_tensor_sgd: callee aliases in a def
+        pending: list[int] = []  # calls through a bare local name, resolved at scope end
+        stack = list(reversed(body))
+        pop = stack.pop
+        while stack:
+            n = pop()
+            t = n.__class__
+            if t is Name or t is Constant:
+                continue
+            if t is Call:
+                f = n.func
+                name = dotted(f)
+                if name is not None:
+                    if func >= 0 and f.__class__ is Name:
+                        pending.append(len(calls))
+                    append_call(PyCall(func, name, n.lineno))
+                    if n.args:
+                        kind = kind_for(last_part(name), self.relpath)
+                        if kind is not None:
+                            self._register(kind, n, -1, local)
+                elif f.__class__ is Call and self._call_of_registrar(n, f, func, local):
+                    # the inner registrar call is handled: walk only its arguments
+                    for k in reversed(f.keywords):
+                        stack.append(k.value)
+                    stack.extend(reversed(f.args))
+                else:
+                    stack.append(f)
+                for k in reversed(n.keywords):
+                    stack.append(k.value)
+                stack.extend(reversed(n.args))
+            elif t is Attribute:
+                if dotted(n) is None:
+                    stack.append(n.value)
+            elif t is _FuncDef or t is _AsyncDef:
+                self._def(n, func, qual, cls, stack, local)
+            elif t is _ClassDef:
+                self._class(n, func, qual, stack, local)
+            elif t is _Import or t is _ImportFrom:
+                for row in import_rows(n, self.module, self.is_pkg):
+                    self.imports.append(PyImport(*row))
+            else:
+                if t is _Assign and func >= 0 and len(n.targets) == 1 and n.targets[0].__class__ is Name:
+                    d = dotted(n.value)
+                    if d is not None:
+                        vals = local.setdefault(n.targets[0].id, [])
+                        if d not in vals:
+                            vals.append(d)
+                push_children(n, stack)
+        if pending and local:
+            self.pending.append((pending, local))
+
+    def _resolve_pending(self) -> None:
+        """A call through a local alias (``func = _single_tensor_sgd; func(...)``) is
+        recorded as a call of what the alias names (one row per assigned value)."""
+        for idxs, local in self.pending:
+            for i in idxs:
+                c = self.calls[i]
+                vals = [v for v in local.get(c.callee, ()) if v != c.callee]
+                if not vals:
+                    continue
+                self.calls[i] = c._replace(callee=vals[0])
+                for v in vals[1:]:
+                    self.calls.append(PyCall(c.func, v, c.line))
+
+    def _decorators(self, node, func: int, stack: list) -> None:
+        """Decorator expressions run in the enclosing scope: their calls belong there."""
+        for d in node.decorator_list:
+            if d.__class__ is Call:
+                name = dotted(d.func)
+                if name is not None:
+                    self.calls.append(PyCall(func, name, d.lineno))
+                else:
+                    stack.append(d.func)
+                for k in d.keywords:
+                    stack.append(k.value)
+                stack.extend(d.args)
+            elif d.__class__ is not Name and dotted(d) is None:
+                stack.append(d)
+
+    def _def(self, n, func: int, qual: str, cls: str, stack: list, local) -> None:
+        idx = len(self.funcs)
+        decos = decorator_texts(n)
+        kind = "async" if n.__class__ is _AsyncDef else ("method" if cls else "function")
+        for d in n.decorator_list:
+            dn = dotted(d.func if d.__class__ is Call else d) or ""
+            last = last_part(dn)
+            if last == "staticmethod":
+                kind = "staticmethod"
+            elif last == "classmethod":
+                kind = "classmethod"
+            elif last in _PROPERTY:
+                kind = "property"
+            if d.__class__ is Call and d.args:
+                k = kind_for(last, self.relpath)
+                if k is not None:
+                    self._register(k, d, idx, local)
+                elif last == "py_impl" and d.func.__class__ is Attribute:
+                    op = op_name(d.func.value, self.aliases, local)
+                    if op is not None:
+                        self.oprefs.append(PyOpRef("python_impl", op, idx, d.lineno))
+        qualname = qual + n.name
+        self.funcs.append(PyFunction(
+            self.module, qualname, n.name, cls, signature(n), n.lineno, n.end_lineno or n.lineno,
+            first_doc_line(n), json.dumps(decos), kind,
+        ))
+        self._decorators(n, func, stack)
+        a = n.args
+        stack.extend(x for x in a.kw_defaults if x is not None)
+        stack.extend(a.defaults)
+        if func < 0 and not cls and not qual:
+            self.module_funcs[n.name] = idx
+            if self.is_refs and self._is_ref(n.name, decos):
+                self.oprefs.append(PyOpRef("ref", ref_op(self.module, n.name), idx, n.lineno))
+        self._scope(n.body, idx, qualname + ".<locals>.", "")
+
+    def _is_ref(self, name: str, decos: list[str]) -> bool:
+        if any(d.startswith("out_wrapper") for d in decos):
+            return True
+        if self.refs_all is not None:
+            return name in self.refs_all
+        return not name.startswith("_")
+
+    def _class(self, n, func: int, qual: str, stack: list, local) -> None:
+        qualname = qual + n.name
+        bases = [text(b) for b in n.bases]
+        bases += [f"{k.arg}={text(k.value)}" if k.arg else f"**{text(k.value)}" for k in n.keywords]
+        self.classes.append(PyClass(
+            self.module, qualname, n.name, json.dumps(bases), n.lineno, n.end_lineno or n.lineno,
+            first_doc_line(n) or doc_assigned(n.body), json.dumps(decorator_texts(n)),
+        ))
+        self._decorators(n, func, stack)
+        for b in n.bases:
+            if b.__class__ is not Name and dotted(b) is None:
+                stack.append(b)
+        self._scope(n.body, func, qualname + ".", qualname)
+
+    # ------------------------------------------------------------ op registrations
+
+    def _register(self, kind: str, call: Call, func: int, local) -> None:
+        """``registrar(op_or_ops, ...)``; ``register_inplace(aten.X_, impl)`` names its impl."""
+        if func < 0 and kind in ("decomposition", "lowering") and len(call.args) > 1:
+            impl = call.args[1]
+            if impl.__class__ is Name and last_part(dotted(call.func) or "") == "register_inplace":
+                func = self.module_funcs.get(impl.id, -1)
+        for op in op_names(call.args[0], self.aliases, local):
+            self.oprefs.append(PyOpRef(kind, op, func, call.lineno))
+
+    def _call_of_registrar(self, outer: Call, inner: Call, func: int, local) -> bool:
+        """``register_lowering(aten.X)(fn)``: the inner call registers ``fn``. True if handled."""
+        name = dotted(inner.func)
+        if name is None or not inner.args:
+            return False
+        kind = kind_for(last_part(name), self.relpath)
+        if kind is None:
+            return False
+        target = -1
+        if outer.args and outer.args[0].__class__ is Name:
+            target = self.module_funcs.get(outer.args[0].id, -1)
+        self.calls.append(PyCall(func, name, inner.lineno))
+        self._register(kind, inner, target, local)
+        return True
+
+
+def _dedupe(rows: list) -> list:
+    seen, out = set(), []
+    for r in rows:
+        key = (r.kind, r.op, r.func, r.line)
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out

@@ -1,0 +1,219 @@
+"""Facts from PyTorch's tests (test/**/*.py) and test helpers (torch/testing/_internal/**).
+
+Test files are walked statement by statement (module, class bodies, helper function
+bodies, if/try blocks); expressions are only walked inside ``test*`` bodies, to
+collect the names they touch. Files under torch/testing/_internal also yield
+OpInfo entries and classified helpers (see testutils.py).
+
+PyImport rows are emitted here only for files outside torch/: for
+torch/testing/_internal the module extractor (extract_python) already emits them.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from ast import Attribute, Call, Constant, Name
+
+from .facts import FileFacts, PyImport, TestClass, TestInstantiation, TestMethod
+from .pyast import (
+    DEFS, block_statements, decorator_texts, dotted, import_rows, last_part, module_name, parse, push_children, text,
+)
+from .testutils import INTERNAL, classify_helpers, opinfo_entries
+
+MAX_TOUCHES = 200
+_INSTANTIATORS = {
+    "instantiate_device_type_tests": "device_type",
+    "instantiate_parametrized_tests": "parametrized",
+}
+# positional parameters of instantiate_device_type_tests after (generic_test_class, scope)
+_DEVICE_TYPE_POSITIONAL = ("except_for", "only_for", "include_lazy", "allow_mps", "allow_xpu")
+# ``torch.float32`` & co. name dtypes/layouts, not ops: kept out of touches
+_NOT_OPS = frozenset(
+    "float double half bfloat16 float16 float32 float64 int int8 int16 int32 int64 uint8 uint16 "
+    "uint32 uint64 bool long short cfloat cdouble chalf complex32 complex64 complex128 strided "
+    "sparse_coo sparse_csr sparse_csc sparse_bsr sparse_bsc contiguous_format channels_last "
+    "channels_last_3d preserve_format float8_e4m3fn float8_e5m2 float8_e4m3fnuz float8_e5m2fnuz "
+    "qint8 quint8 qint32 quint4x2 inf nan pi e".split()
+)
+_BLOCK_FIELDS = ("body", "orelse", "finalbody")
+
+
+def extract_tests(relpath: str, data: bytes, tree: ast.Module | None = None) -> FileFacts:
+    """Test facts of one file. Never raises: problems come back as {"errors": [...]}."""
+    tree, err = parse(data, tree)
+    if tree is None:
+        return {"errors": [err]}
+    try:
+        return _TestExtractor(relpath, tree).run()
+    except RecursionError:
+        return {"errors": ["RecursionError while extracting"]}
+    except Exception as e:  # a bug here must not kill the indexer's worker
+        return {"errors": [f"internal: {type(e).__name__}: {e}"]}
+
+
+class _TestExtractor:
+    def __init__(self, relpath: str, tree: ast.Module):
+        self.relpath = relpath
+        self.tree = tree
+        self.module, self.is_pkg = module_name(relpath)
+        self.internal = relpath.startswith(INTERNAL)
+        self.classes: list[TestClass] = []
+        self.methods: list[TestMethod] = []
+        self.insts: list[TestInstantiation] = []
+        self.imports: list[PyImport] = []
+        self.imported: set[str] = set()  # names bound by module-level imports
+
+    def run(self) -> FileFacts:
+        for s in _module_imports(self.tree.body):
+            for alias, target, line in import_rows(s, self.module, self.is_pkg):
+                if alias != "*":
+                    self.imported.add(alias)
+                if not self.relpath.startswith("torch/"):
+                    self.imports.append(PyImport(alias, target, line))
+        self._stmts(self.tree.body, -1, top=True)
+        facts: FileFacts = {
+            "TestClass": self.classes,
+            "TestMethod": self.methods,
+            "TestInstantiation": self.insts,
+        }
+        if not self.relpath.startswith("torch/"):
+            facts["PyImport"] = self.imports
+        if self.internal:
+            facts["OpInfoEntry"] = opinfo_entries(self.tree)
+            facts["TestUtil"] = classify_helpers(self.tree)
+        return facts
+
+    def _stmts(self, body: list, cls: int, top: bool) -> None:
+        """Statements only. ``cls``: index of the class whose body this is (-1 if none);
+        ``top``: module level (module-level ``test*`` functions count as tests)."""
+        for s in body:
+            t = s.__class__
+            if t is ast.ClassDef:
+                self._class(s)
+            elif t in DEFS:
+                if s.name.startswith("test") and (cls >= 0 or top):
+                    self._test(s, cls)
+                else:
+                    self._stmts(s.body, -1, False)
+            elif t is ast.Expr:
+                if s.value.__class__ is Call:
+                    self._instantiation(s.value)
+            elif t is ast.Assign and s.value.__class__ is Call:
+                self._instantiation(s.value)
+            else:
+                for f in _BLOCK_FIELDS:
+                    sub = getattr(s, f, None)
+                    if sub and sub.__class__ is list:
+                        self._stmts(sub, cls, top)
+                for h in getattr(s, "handlers", ()):
+                    self._stmts(h.body, cls, top)
+                for c in getattr(s, "cases", ()):  # match statements
+                    self._stmts(c.body, cls, top)
+
+    def _class(self, s: ast.ClassDef) -> None:
+        idx = len(self.classes)
+        bases = [text(b) for b in s.bases] + [f"{k.arg}={text(k.value)}" for k in s.keywords if k.arg]
+        self.classes.append(TestClass(
+            s.name, json.dumps(bases), s.lineno, s.end_lineno or s.lineno, json.dumps(decorator_texts(s)),
+        ))
+        for d in s.decorator_list:
+            name = dotted(d.func if d.__class__ is Call else d)
+            kind = _INSTANTIATORS.get(last_part(name or ""))
+            if kind is not None:
+                self.insts.append(TestInstantiation(kind, s.name, d.lineno, "{}"))
+        self._stmts(s.body, idx, False)
+
+    def _test(self, s, cls: int) -> None:
+        self.methods.append(TestMethod(
+            cls, s.name, s.lineno, s.end_lineno or s.lineno, json.dumps(decorator_texts(s)),
+            " ".join(touches(s.body, self.imported)),
+        ))
+
+    def _instantiation(self, call: Call) -> None:
+        name = dotted(call.func)
+        if name is None:
+            return
+        kind = _INSTANTIATORS.get(last_part(name))
+        if kind is None or not call.args:
+            return
+        opts: dict = {}
+        if kind == "device_type":
+            for pname, a in zip(_DEVICE_TYPE_POSITIONAL, call.args[2:]):
+                opts[pname] = _option(a)
+        for k in call.keywords:
+            opts[k.arg if k.arg else "**"] = _option(k.value)
+        cls = dotted(call.args[0]) or text(call.args[0])
+        self.insts.append(TestInstantiation(kind, cls, call.lineno, json.dumps(opts)))
+
+
+def _module_imports(body: list) -> list:
+    """Imports that run at module level (inside if/try blocks too, not inside defs)."""
+    return [s for s in block_statements(body) if s.__class__ in (ast.Import, ast.ImportFrom)]
+
+
+def _option(node) -> object:
+    """A keyword's value as JSON: the literal if it is one, else its source text."""
+    if node.__class__ is Constant and isinstance(node.value, (str, int, float, bool, type(None))):
+        return node.value
+    if node.__class__ in (ast.List, ast.Tuple, ast.Set):
+        try:
+            v = ast.literal_eval(node)
+            return sorted(v, key=str) if isinstance(v, (set, frozenset)) else list(v)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            pass
+    return text(node)
+
+
+def touches(body: list, imported: set[str]) -> list[str]:
+    """Names a test body uses that may denote ops or modules, first seen first.
+
+    ``torch.cumsum(...)``/``F.softmax``/``nn.Linear`` (chains rooted at an imported
+    name, called or not), ``.cumsum_`` (a method called on anything else), and bare
+    calls of imported names. ``self.assertX(...)`` and dtype attributes are left out.
+    """
+    seen: dict[str, None] = {}
+    stack = list(reversed(body))
+    pop, push = stack.pop, stack.append
+    while stack and len(seen) < MAX_TOUCHES:
+        n = pop()
+        t = n.__class__
+        if t is Name or t is Constant:
+            continue
+        if t is Call:
+            f = n.func
+            fc = f.__class__
+            if fc is Attribute:
+                d = dotted(f)
+                if d is None:
+                    seen["." + f.attr] = None
+                    push(f.value)
+                else:
+                    root, _, rest = d.partition(".")
+                    if root in imported:
+                        seen[d] = None
+                    elif root == "self" or root == "cls":
+                        if "." in rest:  # self.linear.forward(...): a method call
+                            seen["." + f.attr] = None
+                    else:
+                        seen["." + f.attr] = None
+            elif fc is Name:
+                if f.id in imported:
+                    seen[f.id] = None
+            else:
+                push(f)
+            for k in reversed(n.keywords):
+                push(k.value)
+            for a in reversed(n.args):
+                push(a)
+        elif t is Attribute:
+            d = dotted(n)
+            if d is None:
+                push(n.value)
+            else:
+                root, _, rest = d.partition(".")
+                if root in imported and not (rest in _NOT_OPS and "." not in rest):
+                    seen[d] = None
+        else:
+            push_children(n, stack)
+    return list(seen)[:MAX_TOUCHES]

@@ -1,0 +1,327 @@
+"""extract_tests: test classes/methods, instantiations, OpInfos and helpers of torch/testing/_internal."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from multiprocessing import Pool
+from pathlib import Path
+
+import pytest
+
+from torchtalk.extract.facts import REFS, ROW_TYPES
+from torchtalk.extract.pyast import parse
+from torchtalk.extract.pymodules import extract_python
+from torchtalk.extract.pytests import MAX_TOUCHES, extract_tests
+
+from ..conftest import real_source
+
+FIX = Path(__file__).parents[1] / "fixtures" / "py"
+NN_TESTS = "test/test_nn_fixture.py"  # relpath the fixture test/nn_device_tests.py stands for
+
+
+def nn_facts() -> dict:
+    return extract_tests(NN_TESTS, (FIX / "test/nn_device_tests.py").read_bytes())
+
+
+def internal(name: str) -> dict:
+    rel = f"torch/testing/_internal/{name}"
+    return extract_tests(rel, (FIX / rel).read_bytes())
+
+
+def methods(facts: dict) -> dict:
+    classes = facts["TestClass"]
+    return {(classes[m.cls].name if m.cls >= 0 else "", m.name): m for m in facts["TestMethod"]}
+
+
+def utils(facts: dict) -> dict:
+    return {(u.name, u.line): u for u in facts["TestUtil"]}
+
+
+def categories(facts: dict) -> dict[str, str]:
+    return {u.name: u.category for u in facts["TestUtil"]}
+
+
+def assert_well_formed(facts: dict) -> None:
+    for key, rows in facts.items():
+        assert key in ROW_TYPES, key
+        for r in rows:
+            assert type(r) is ROW_TYPES[key]
+            for field, target in REFS.get(key, {}).items():
+                ref = getattr(r, field)
+                assert ref == -1 or 0 <= ref < len(facts[target])
+
+
+# ---------------------------------------------------------------- test files
+
+
+def test_every_class_is_recorded_with_bases_as_written():
+    facts = nn_facts()
+    assert_well_formed(facts)
+    src = (FIX / "test/nn_device_tests.py").read_text().splitlines()
+    classes = {c.name: c for c in facts["TestClass"]}
+    assert json.loads(classes["TestNNDeviceType"].bases) == ["NNTestCase"]
+    assert json.loads(classes["TestParam"].bases) == ["TestCase"]
+    assert json.loads(classes["TestParam"].decorators) == ["instantiate_parametrized_tests"]
+    # classes nested in helpers are classes too (the lead filters by TestCase ancestry)
+    assert json.loads(classes["Inner"].bases) == ["nn.Module"]
+    assert "TestGenerated" in classes
+    for c in classes.values():
+        assert src[c.line - 1].lstrip().startswith(f"class {c.name}")
+
+
+def test_test_methods_with_decorators_as_source_text():
+    ms = methods(nn_facts())
+    assert set(ms) == {
+        ("TestNNDeviceType", "test_softmax"),
+        ("TestNNDeviceType", "test_linear_cuda"),
+        ("TestNNDeviceType", "test_ops_run"),
+        ("TestParam", "test_param"),
+        ("TestParam", "test_only_with_cuda"),  # defined under an `if` in the class body
+        ("TestPlain", "test_plain"),
+        ("", "test_module_level"),
+    }
+    assert json.loads(ms["TestNNDeviceType", "test_softmax"].decorators) == ["dtypes(torch.float, torch.double)"]
+    assert json.loads(ms["TestNNDeviceType", "test_linear_cuda"].decorators) == [
+        "onlyCUDA", "unittest.skipIf(scipy is None, 'no scipy')"]
+    assert json.loads(ms["TestNNDeviceType", "test_ops_run"].decorators) == [
+        "ops(op_db, allowed_dtypes=(torch.float,))"]
+    assert json.loads(ms["TestParam", "test_param"].decorators) == ["parametrize('x', [1, 2])"]
+    src = (FIX / "test/nn_device_tests.py").read_text().splitlines()
+    for (_, name), m in ms.items():
+        assert src[m.line - 1].lstrip().startswith(f"def {name}(")
+        assert m.end_line > m.line
+
+
+def test_touches_name_ops_and_modules_not_asserts_or_dtypes():
+    ms = methods(nn_facts())
+    softmax = ms["TestNNDeviceType", "test_softmax"].touches.split()
+    assert softmax == ["torch.randn", "F.softmax", "torch.nn.functional.softmax", ".sum", ".cumsum", "torch.cumsum"]
+    linear = ms["TestNNDeviceType", "test_linear_cuda"].touches.split()
+    assert set(linear) == {"nn.Linear", ".to", "torch.ones", "torch.add"}  # fn = torch.add: a reference
+    assert "torch.ops.aten.add.Tensor" in ms["TestPlain", "test_plain"].touches.split()
+    assert ".item" in ms["TestPlain", "test_plain"].touches.split()  # method on a subscript
+
+
+def test_touches_are_bounded():
+    body = "\n".join(f"    torch.op{i}(x)" for i in range(MAX_TOUCHES + 50))
+    facts = extract_tests("test/test_big.py", f"import torch\ndef test_big():\n{body}\n".encode())
+    names = facts["TestMethod"][0].touches.split()
+    assert len(names) == MAX_TOUCHES and names[0] == "torch.op0"
+
+
+def test_instantiations_with_keyword_and_positional_options():
+    insts = [(i.kind, i.cls, json.loads(i.options)) for i in nn_facts()["TestInstantiation"]]
+    assert insts == [
+        ("parametrized", "TestParam", {}),  # @instantiate_parametrized_tests on the class
+        ("device_type", "TestGenerated", {"only_for": "cpu"}),  # inside a helper function
+        ("device_type", "TestNNDeviceType", {"only_for": ["cpu", "cuda"], "allow_mps": True}),
+        ("device_type", "TestPlain", {"except_for": None, "only_for": "devices"}),
+        ("parametrized", "TestPlain", {}),
+    ]
+    src = (FIX / "test/nn_device_tests.py").read_text().splitlines()
+    for i in nn_facts()["TestInstantiation"]:
+        assert "instantiate_" in src[i.line - 1]
+
+
+def test_imports_are_recorded_for_test_files_only_outside_torch():
+    imports = {(i.alias, i.target) for i in nn_facts()["PyImport"]}
+    assert ("instantiate_device_type_tests",
+            "torch.testing._internal.common_device_type.instantiate_device_type_tests") in imports
+    assert ("F", "torch.nn.functional") in imports
+    assert ("NNTestCase", "test.common_nn.NNTestCase") in imports  # relative to the test package
+    assert ("scipy", "scipy") in imports  # inside try/except at module level
+    # extract_python already records them for torch/testing/_internal: no duplicates
+    assert "PyImport" not in internal("common_fixture_utils.py")
+
+
+def test_errors_are_reported_not_raised():
+    bad = extract_tests("test/test_bad.py", (FIX / "bad/syntax_error.py").read_bytes())
+    assert list(bad) == ["errors"]
+    assert list(extract_tests("test/test_bad.py", (FIX / "bad/not_utf8.py").read_bytes())) == ["errors"]
+    assert list(extract_tests("test/test_bad.py", b"\x00\x00")) == ["errors"]
+
+
+def test_one_parse_serves_both_extractors():
+    rel = "torch/testing/_internal/common_methods_invocations.py"
+    data = (FIX / rel).read_bytes()
+    tree, err = parse(data)
+    assert err == ""
+    assert extract_tests(rel, data, tree) == extract_tests(rel, data)
+    assert extract_python(rel, data, tree) == extract_python(rel, data)
+
+
+# ---------------------------------------------------------------- OpInfo entries
+
+
+def test_opinfo_entries_with_names_variants_aliases_and_db():
+    facts = internal("common_methods_invocations.py")
+    assert_well_formed(facts)
+    rows = [(e.name, e.ctor, e.aten_name, e.variant_test_name, e.aliases, e.db) for e in facts["OpInfoEntry"]]
+    assert rows == [
+        ("mvlgamma", "UnaryUfuncInfo", "", "", "special.multigammaln", ""),  # built in a helper
+        ("cumsum", "OpInfo", "", "", "", "op_db"),
+        ("abs", "UnaryUfuncInfo", "abs", "", "absolute", "op_db"),
+        ("add", "BinaryUfuncInfo", "", "", "plus addition", "op_db"),
+        ("norm", "OpInfo", "linalg_vector_norm", "fro", "", "op_db"),
+        ("extra_op", "OpInfo", "", "", "", "op_db"),  # op_db += [...]
+        ("_refs.abs", "PythonRefInfo", "", "", "", "python_ref_db"),
+    ]  # DecorateInfo(...) and OpInfo(f"...") are not entries
+    src = (FIX / "torch/testing/_internal/common_methods_invocations.py").read_text().splitlines()
+    for e in facts["OpInfoEntry"]:
+        assert e.ctor in src[e.line - 1] and e.name in src[e.line - 1] + src[e.line]
+
+
+def test_info_calls_count_only_where_opinfo_is_in_scope():
+    code = b"from torch.distributed.rpc import WorkerInfo\nw = [WorkerInfo('abc', 1)]\n"
+    assert extract_tests("torch/testing/_internal/distributed/rpc/rpc_test.py", code)["OpInfoEntry"] == []
+
+
+# ---------------------------------------------------------------- helpers (TestUtil)
+
+
+def test_helpers_are_classified_from_their_source():
+    cats = categories(internal("common_fixture_utils.py"))
+    assert cats == {
+        "slowTest": "decorators",  # @wraps wrapper
+        "skipIfTorchDynamo": "decorators",  # factory returning a decorator
+        "xfailIfLinux": "decorators",  # returns unittest.expectedFailure(func) or func
+        "onlyCPU": "decorators",  # applies onlyOn("cpu") to fn
+        "skipIfNoLapack": "decorators",  # returns unittest.skipIf(...)
+        "slowTestIf": "decorators",  # returns a decorator or `lambda fn: fn`
+        "markStrict": "decorators",  # class decorator
+        "onlyIfCuda": "decorators",  # defined under `if` at module level
+        "gradcheck": "other",  # takes fn but also required inputs, returns a result
+        "get_function_arglist": "other",
+        "assert_allclose_ish": "assertions",
+        "TestCase.assertEqual": "assertions",
+        "TestCase.assertNotWarn": "assertions",
+        "freeze_rng_state": "fixtures",  # @contextmanager
+        "make_symmetric_matrices": "fixtures",
+        "sample_inputs_thing": "fixtures",
+        "random_pairs": "fixtures",  # generator of test data
+        "instantiate_parametrized_tests": "fixtures",
+        "run_tests": "other",
+        "parametrize": "decorators",  # subclasses a decorator class of the file
+        "subtest": "other",
+        "DeterministicGuard": "fixtures",  # context manager class
+        "TestCase": "fixtures",
+        "NNTestCase": "fixtures",
+        "TestEnvironment": "other",
+    }  # _TestParametrizer is private: not listed
+
+
+def test_device_type_helpers():
+    facts = internal("common_fixture_device_type.py")
+    cats = categories(facts)
+    assert cats["DeviceTypeTestBase"] == cats["CPUTestBase"] == "fixtures"
+    assert cats["instantiate_device_type_tests"] == "fixtures"
+    for name in ("ops", "skipIf", "skipCUDAIf", "dtypes", "dtypesIfCUDA", "onlyCUDA", "skipCUDAIfNoMagma",
+                 "largeTensorTest"):
+        assert cats[name] == "decorators", name
+    assert cats["get_all_device_types"] == "other"
+    kinds = {u.name: u.kind for u in facts["TestUtil"]}
+    assert kinds["ops"] == "class" and kinds["onlyCUDA"] == "function"
+
+
+def test_helper_lines_and_docs():
+    facts = internal("common_fixture_utils.py")
+    src = (FIX / "torch/testing/_internal/common_fixture_utils.py").read_text().splitlines()
+    by_name = {u.name: u for u in facts["TestUtil"]}
+    assert by_name["skipIfTorchDynamo"].doc == "Usage: @skipIfTorchDynamo(msg)"
+    assert by_name["parametrize"].doc == "Decorator for applying generic test parametrizations."
+    assert by_name["onlyCPU"].doc == "onlyCPU(fn)"  # no docstring: the signature
+    assert by_name["TestCase"].doc == "class TestCase(expecttest.TestCase)"
+    assert by_name["TestCase.assertEqual"].doc == "Asserts that x and y are close."
+    for u in facts["TestUtil"]:
+        line = src[u.line - 1].lstrip()
+        assert line.startswith(("def ", "class ")) and u.name.split(".")[-1] in line
+
+
+# ---------------------------------------------------------------- the real tree (2.6.0)
+
+REAL = real_source()
+needs_real = pytest.mark.skipif(REAL is None, reason="set TORCHTALK_TEST_SOURCE to a PyTorch 2.6.0 tree")
+
+
+def real(rel: str) -> dict:
+    facts = extract_tests(rel, (REAL / rel).read_bytes())
+    assert "errors" not in facts
+    return facts
+
+
+@pytest.mark.integration
+@needs_real
+def test_real_opinfo_db():
+    entries = real("torch/testing/_internal/common_methods_invocations.py")["OpInfoEntry"]
+    assert len(entries) >= 390
+    cumsum = [e for e in entries if e.name == "cumsum"]
+    assert len(cumsum) == 1 and cumsum[0].db == "op_db" and cumsum[0].ctor == "OpInfo"
+    dbs = Counter(e.db for e in entries)
+    assert dbs["op_db"] > 500 and dbs["python_ref_db"] > 250
+    linalg = real("torch/testing/_internal/opinfo/definitions/linalg.py")["OpInfoEntry"]
+    assert any(e.name == "linalg.svd" for e in linalg)
+
+
+@pytest.mark.integration
+@needs_real
+def test_real_test_utils():
+    dt = {u.name: u for u in real("torch/testing/_internal/common_device_type.py")["TestUtil"]}
+    assert (dt["instantiate_device_type_tests"].line, dt["instantiate_device_type_tests"].category) == (888, "fixtures")
+    for name in ("dtypes", "onlyCUDA", "ops", "skipCUDAIfNoMagma", "largeTensorTest", "toleranceOverride"):
+        assert dt[name].category == "decorators", name
+    assert dt["DeviceTypeTestBase"].category == "fixtures"
+    cu = {u.name: u for u in real("torch/testing/_internal/common_utils.py")["TestUtil"]}
+    assert (cu["parametrize"].line, cu["parametrize"].category, cu["parametrize"].kind) == (594, "decorators", "class")
+    assert (cu["skipIfTorchDynamo"].line, cu["skipIfTorchDynamo"].category) == (1605, "decorators")
+    assert cu["TestCase"].category == "fixtures" and cu["TestCase.assertEqual"].category == "assertions"
+    assert cu["instantiate_parametrized_tests"].category == "fixtures"
+
+
+@pytest.mark.integration
+@needs_real
+def test_real_test_nn_and_test_torch():
+    nn = real("test/test_nn.py")
+    insts = {(i.kind, i.cls): (i.line, json.loads(i.options)) for i in nn["TestInstantiation"]}
+    assert insts["device_type", "TestNNDeviceType"] == (13080, {"allow_mps": True})
+    assert ("parametrized", "TestNN") in insts
+    ms = methods(nn)
+    assert len(ms) > 450
+    assert any(name.startswith("test_softmax") for _, name in ms)
+    tt = methods(real("test/test_torch.py"))
+    cumsum = tt["TestTorchDeviceType", "test_cumsum"]
+    assert cumsum.line == 2610
+    assert {"torch.cumsum", ".cumsum_"} <= set(cumsum.touches.split())
+
+
+def _whole_file(rel: str) -> tuple[str, list[str], dict[str, int]]:
+    data = (REAL / rel).read_bytes()
+    tree, err = parse(data)
+    if tree is None:
+        return rel, [err], {}
+    out = []
+    if rel.startswith("torch/"):
+        out.append(extract_python(rel, data, tree))
+    if rel.startswith(("test/", "torch/testing/_internal/")):
+        out.append(extract_tests(rel, data, tree))
+    errors, counts = [], Counter()
+    for f in out:
+        errors += f.pop("errors", [])
+        counts.update({k: len(v) for k, v in f.items()})
+    return rel, errors, dict(counts)
+
+
+@pytest.mark.integration
+@needs_real
+def test_real_tree_extracts_without_errors():
+    files = [p.relative_to(REAL).as_posix() for top in ("torch", "test") for p in (REAL / top).rglob("*.py")]
+    assert len(files) > 3000
+    totals: Counter = Counter()
+    with Pool(min(2, os.cpu_count() or 1)) as pool:
+        for rel, errors, counts in pool.imap_unordered(_whole_file, files, 16):
+            assert errors == [], rel
+            totals.update(counts)
+    assert totals["TestMethod"] > 20000 and totals["TestClass"] > 3000
+    assert totals["PyFunction"] > 30000 and totals["PyOpRef"] > 1500
+    assert totals["OpInfoEntry"] > 1000 and totals["TestInstantiation"] > 400
