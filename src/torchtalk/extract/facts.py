@@ -139,6 +139,16 @@ class CppUsing(NamedTuple):
     scope: str  # qualname of the namespace/function it appears in, "" at file level
 
 
+class GeneratedFact(NamedTuple):
+    """What generated code says in strings and comments, which C++ facts do not carry."""
+
+    kind: str  # parser_signature (THPVariable_x's PythonArgParser strings) | binds_op ("// aten::x.out(...)")
+    #            | grad_fn (a VariableType kernel creating XBackward0)
+    value: str  # the signature ("atan2(Tensor input, ...)|deprecated"), the op ("atan2.out"), the node class
+    line: int
+    scope: int  # local ref -> CppSymbol of the enclosing function, -1 if none
+
+
 # ---------------------------------------------------------------- Python modules (torch/**)
 
 
@@ -255,7 +265,7 @@ ROW_TYPES: dict[str, type] = {
     t.__name__: t
     for t in (
         Op, OpDispatch, Tag, Derivative, DerivativeFormula,
-        CppSymbol, CppCall, CppRegistration, CppUsing,
+        CppSymbol, CppCall, CppRegistration, CppUsing, GeneratedFact,
         PyClass, PyFunction, PyCall, PyImport, PyAssign, PyOpRef,
         TestClass, TestMethod, TestInstantiation, OpInfoEntry, TestUtil,
     )
@@ -267,6 +277,7 @@ REFS: dict[str, dict[str, str]] = {
     "DerivativeFormula": {"derivative": "Derivative"},
     "CppCall": {"caller": "CppSymbol"},
     "CppRegistration": {"scope": "CppSymbol"},
+    "GeneratedFact": {"scope": "CppSymbol"},
     "PyCall": {"func": "PyFunction"},
     "PyOpRef": {"func": "PyFunction"},
     "TestMethod": {"cls": "TestClass"},

@@ -41,7 +41,10 @@ def _extract(relpath: str, layer: str, data: bytes) -> FileFacts:
         if name.endswith("tags.yaml"):
             return y.extract_tags(relpath, data)
         return y.extract_derivatives(relpath, data)
-    if layer in ("cpp", "generated"):
+    if layer == "generated":
+        from .generated import extract_generated
+        return extract_generated(relpath, data)
+    if layer == "cpp":
         if name.endswith(".metal"):
             from .metal import extract_metal
             return extract_metal(relpath, data)

@@ -13,8 +13,7 @@ import multiprocessing
 import os
 import sys
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from .. import __version__
@@ -24,6 +23,7 @@ from ..source.files import FileEntry, list_files
 from ..source.tree import SourceTree
 from ..store.db import IndexWriter, check_file, open_readonly, read_meta, writer_lock
 from ..store.schema import SCHEMA_VERSION
+from . import generated
 from . import progress as progress_mod
 
 # Bump when extractors change what they produce: an index from another version is rebuilt.
@@ -49,40 +49,45 @@ class IndexReport:
                 f"in {self.seconds:.1f}s ({self.reason})")
 
 
-def _existing_state(tree: SourceTree) -> tuple[dict[str, tuple[int, int, str, str]] | None, str]:
-    """Files in the current index, or None and why a full build is needed."""
+def _existing_state(tree: SourceTree) -> tuple[dict[str, tuple] | None, str, dict[str, str]]:
+    """Files in the current index (path -> size, mtime_ns, hash, layer) and its meta, or None and why."""
     path = tree.index_path
     problem = check_file(path)
     if problem == "missing":
-        return None, "no index yet"
+        return None, "no index yet", {}
     if problem:
-        return None, f"index was {problem}; rebuilding"
+        return None, f"index was {problem}; rebuilding", {}
     try:
         conn = open_readonly(path)
     except IndexUnavailable as exc:
-        return None, f"{exc}; rebuilding"
+        return None, f"{exc}; rebuilding", {}
     try:
         meta = read_meta(conn)
         if meta.get("indexer_version") != INDEXER_VERSION:
-            return None, f"index made by indexer {meta.get('indexer_version')}, now {INDEXER_VERSION}; rebuilding"
+            return None, f"index made by indexer {meta.get('indexer_version')}, now {INDEXER_VERSION}; rebuilding", {}
         if meta.get("source_root") != str(tree.root):
-            return None, "index belongs to another tree; rebuilding"
+            return None, "index belongs to another tree; rebuilding", {}
         files = {r[0]: tuple(r[1:]) for r in conn.execute("SELECT path, size, mtime_ns, hash, layer FROM files")}
-        return files, "refresh"
+        return files, "refresh", meta
     except Exception as exc:  # corrupt pages surface only when read
-        return None, f"index unreadable ({exc}); rebuilding"
+        return None, f"index unreadable ({exc}); rebuilding", {}
     finally:
         conn.close()
 
 
-def plan(tree: SourceTree, entries: list[FileEntry], existing: dict | None) -> tuple[list[FileEntry], list[str]]:
-    """(files to (re)read, paths to drop) relative to the existing index."""
+def plan(entries: list[FileEntry], existing: dict | None, keep_prefix: str | None = None
+         ) -> tuple[list[FileEntry], list[str]]:
+    """(files to (re)read, paths to drop) relative to the existing index.
+
+    Paths starting with ``keep_prefix`` are not dropped even if absent (their set is
+    not known yet: the generators are still running).
+    """
     if existing is None:
         return entries, []
     current = {e.relpath for e in entries}
     changed = [e for e in entries
                if (old := existing.get(e.relpath)) is None or old[0] != e.size or old[1] != e.mtime_ns]
-    removed = [p for p in existing if p not in current and not p.startswith("<generated>/")]
+    removed = [p for p in existing if p not in current and not (keep_prefix and p.startswith(keep_prefix))]
     return changed, removed
 
 
@@ -102,51 +107,65 @@ def refresh(tree: SourceTree, *, force: bool = False, workers: int | None = None
     t0 = time.perf_counter()
     log = log or (lambda msg: None)
     with writer_lock(tree.index_path):
-        existing, reason = (None, "--force") if force else _existing_state(tree)
-        entries = list_files(tree.root)
-        todo, removed = plan(tree, entries, existing)
-        if existing is not None and not todo and not removed:
-            return IndexReport("up-to-date", reason, time.perf_counter() - t0)
-        mode = "incremental" if existing is not None else "full"
-        log(f"torchtalk: {mode} index of {tree.root} ({reason})")
-        writer = IndexWriter(tree.index_path, base_ok=existing is not None)
+        existing, reason, meta = (None, "--force", {}) if force else _existing_state(tree)
+        gen = generated.begin(tree, codegen, meta)
         try:
-            report = _apply(writer, tree, todo, removed, existing or {}, mode, reason, workers, show_progress, t0)
-            writer.commit()
-        except BaseException:
-            writer.abort()
-            raise
+            entries = list_files(tree.root)
+            if gen.state == "reuse":
+                entries += generated.finish(tree, gen)
+            todo, removed = plan(entries, existing, generated.PREFIX if gen.state == "running" else None)
+            if (existing is not None and not todo and not removed and gen.state != "running"
+                    and meta.get("codegen_status") == gen.status):
+                return IndexReport("up-to-date", reason, time.perf_counter() - t0)
+            mode = "incremental" if existing is not None else "full"
+            log(f"torchtalk: {mode} index of {tree.root} ({reason})")
+            writer = IndexWriter(tree.index_path, base_ok=existing is not None)
+            try:
+                report = IndexReport(mode, reason, 0.0)
+                _apply(writer, report, todo, removed, existing or {}, workers, show_progress, "indexing")
+                if gen.state == "running":
+                    gen_entries = generated.finish(tree, gen)
+                    old = {p: v for p, v in (existing or {}).items() if p.startswith(generated.PREFIX)}
+                    gen_todo, gen_removed = plan(gen_entries, old if existing is not None else None)
+                    _apply(writer, report, gen_todo, gen_removed, old, workers, show_progress, "generated code")
+                _link(writer, tree, report, gen, t0)
+                writer.commit()
+            except BaseException:
+                writer.abort()
+                raise
+        finally:
+            if gen.job is not None:
+                gen.job.cancel()  # a no-op when it finished; never leave generators running
         report.seconds = time.perf_counter() - t0
         return report
 
 
-def _apply(writer: IndexWriter, tree: SourceTree, todo: list[FileEntry], removed: list[str],
-           existing: dict, mode: str, reason: str, workers: int | None,
-           show_progress: bool | None, t0: float) -> IndexReport:
-    report = IndexReport(mode, reason, 0.0)
+def _apply(writer: IndexWriter, report: IndexReport, todo: list[FileEntry], removed: list[str],
+           existing: dict, workers: int | None, show_progress: bool | None, label: str) -> None:
+    """Drop ``removed``, (re)extract ``todo`` in the pool and write the facts (this process only)."""
     ids = {p: v[0] for p, v in writer.files().items()}
     for path in removed:
-        writer.remove_file(ids[path])
-    report.removed = len(removed)
+        if path in ids:
+            writer.remove_file(ids.pop(path))
+    report.removed += len(removed)
 
-    tasks, skipped_entries = [], []
+    tasks = []
     # Largest first so that the long files do not end up alone at the tail of the pool.
     for e in sorted(todo, key=lambda e: -e.size):
         if e.skip:
-            skipped_entries.append(e)
+            if e.relpath in ids:
+                writer.remove_file(ids.pop(e.relpath))
+            writer.add_file(e.relpath, e.layer, e.size, e.mtime_ns, "", f"skipped: {e.skip}", None)
+            report.skipped.append(f"{e.relpath}: {e.skip}")
         else:
             old = existing.get(e.relpath)
             tasks.append(Task(e.relpath, e.abspath, e.layer, old[2] if old else ""))
-    for e in skipped_entries:
-        if e.relpath in ids:
-            writer.remove_file(ids.pop(e.relpath))
-        writer.add_file(e.relpath, e.layer, e.size, e.mtime_ns, "", f"skipped: {e.skip}", None)
-        report.skipped.append(f"{e.relpath}: {e.skip}")
 
-    layer_bytes = Counter()
     t_parse = time.perf_counter()
-    with progress_mod.bar(len(tasks), "indexing", enabled=show_progress) as advance:
+    t_insert = 0.0
+    with progress_mod.bar(len(tasks), label, enabled=show_progress) as advance:
         for res in _pool_map(tasks, workers or os.cpu_count() or 1):
+            t_in = time.perf_counter()
             advance(res.relpath)
             if res.status == "unchanged":
                 writer.touch_file(ids[res.relpath], res.size, res.mtime_ns)
@@ -154,25 +173,29 @@ def _apply(writer: IndexWriter, tree: SourceTree, todo: list[FileEntry], removed
                 continue
             if res.relpath in ids:
                 writer.remove_file(ids.pop(res.relpath))
-            writer.add_file(res.relpath, res.layer, res.size, res.mtime_ns, res.hash, res.status, res.facts)
+            writer.add_file(res.relpath, res.layer, res.size, res.mtime_ns, res.hash, res.status, res.facts,
+                            generated=res.layer == "generated")
             report.parsed += 1
-            layer_bytes[res.layer] += res.size
             if res.status != "ok":
                 report.skipped.append(f"{res.relpath}: {res.status}")
-    report.layer_seconds["extract"] = time.perf_counter() - t_parse
+            t_insert += time.perf_counter() - t_in
+    report.layer_seconds[f"extract {label}"] = time.perf_counter() - t_parse
+    report.layer_seconds[f"insert {label} (parent, overlapped)"] = t_insert
 
-    t_link = time.perf_counter()
+
+def _link(writer: IndexWriter, tree: SourceTree, report: IndexReport, gen: generated.GeneratedPlan,
+          t0: float) -> None:
+    t = time.perf_counter()
     writer.finish_facts()
+    report.layer_seconds["indexes"] = time.perf_counter() - t
+    t = time.perf_counter()
     from ..link.build import build_links
     build_links(writer)
     writer.flush_names()
-    report.layer_seconds["link"] = time.perf_counter() - t_link
+    report.layer_seconds["link"] = time.perf_counter() - t
+    if gen.state == "running":
+        report.layer_seconds["codegen (child, overlapped)"] = gen.seconds
     report.seconds = time.perf_counter() - t0
-    _write_meta(writer, tree, report)
-    return report
-
-
-def _write_meta(writer: IndexWriter, tree: SourceTree, report: IndexReport) -> None:
     from ..link.counts import layer_counts
     counts = layer_counts(writer.conn)
     skipped = [r[0] for r in writer.conn.execute("SELECT path || ': ' || status FROM files WHERE status != 'ok'")]
@@ -187,8 +210,7 @@ def _write_meta(writer: IndexWriter, tree: SourceTree, report: IndexReport) -> N
         skipped=json.dumps(skipped[:200]),
         skipped_count=str(len(skipped)),
         layer_seconds=json.dumps({k: round(v, 2) for k, v in report.layer_seconds.items()}),
+        codegen_status=gen.status,
+        codegen_hash=gen.inputs_hash,
+        codegen_cpu_seconds=f"{gen.cpu_seconds:.1f}",
     )
-
-
-def entries_by_layer(entries: Iterable[FileEntry]) -> Counter:
-    return Counter(e.layer for e in entries)

@@ -15,7 +15,8 @@ COMPONENTS: dict[str, dict[str, str]] = {
         "tags": "SELECT count(*) FROM tag",
     },
     "bindings": {
-        "Python names of ops": "SELECT count(*) FROM py_api WHERE op != ''",
+        "Python names of ops": "SELECT count(*) FROM py_api WHERE op != '' AND kind != 'generated binding'",
+        "generated bindings (THPVariable_*)": "SELECT count(DISTINCT target) FROM py_api WHERE kind = 'generated binding'",
         "PyMethodDef entries": "SELECT count(*) FROM py_api WHERE kind = 'pymethoddef'",
         "pybind11 defs": "SELECT count(*) FROM py_api WHERE kind = 'pybind'",
     },
@@ -30,6 +31,14 @@ COMPONENTS: dict[str, dict[str, str]] = {
         "GPU kernels (__global__)": "SELECT count(*) FROM cpp_symbol WHERE kind = 'global_kernel'",
         "kernel launch sites": "SELECT count(*) FROM cpp_call WHERE kind IN ('launch', 'gpu_launch')",
         "Metal kernels": "SELECT count(*) FROM cpp_symbol WHERE kind = 'metal_kernel'",
+    },
+    "generated code": {
+        "generated files": "SELECT count(*) FROM files WHERE generated = 1",
+        "generated functions": "SELECT count(*) FROM cpp_symbol WHERE is_definition AND file_id IN "
+                               "(SELECT id FROM files WHERE generated = 1)",
+        "dispatcher registrations (m.impl)": "SELECT count(*) FROM cpp_registration WHERE kind = 'library_impl' "
+                                             "AND file_id IN (SELECT id FROM files WHERE generated = 1)",
+        "autograd nodes created": "SELECT count(DISTINCT value) FROM generated_fact WHERE kind = 'grad_fn'",
     },
     "Python modules": {
         "Python files": "SELECT count(*) FROM files WHERE layer = 'python'",

@@ -47,12 +47,48 @@ def _functional_rows(conn: sqlite3.Connection, by_py: dict[str, list[str]]) -> l
     return rows
 
 
+# Generated binding files -> the Python namespace their method table fills.
+GENERATED_NAMESPACES = (
+    ("python_torch_functions", "torch"),
+    ("python_variable_methods", "Tensor"),
+    ("python_nn_functions", "torch._C._nn"),
+    ("python_linalg_functions", "torch._C._linalg"),
+    ("python_fft_functions", "torch._C._fft"),
+    ("python_special_functions", "torch._C._special"),
+    ("python_sparse_functions", "torch._C._sparse"),
+    ("python_nested_functions", "torch._C._nested"),
+)
+
+
+def _generated_namespace(path: str) -> str | None:
+    name = path.rsplit("/", 1)[-1]
+    return next((ns for prefix, ns in GENERATED_NAMESPACES if name.startswith(prefix)), None)
+
+
+def _generated_binding_rows(conn: sqlite3.Connection) -> list[Row]:
+    """THPVariable_* bindings: one row per (Python name, op the binding calls), at the binding's definition."""
+    binds: dict[int, list[str]] = {}
+    for scope, value in conn.execute("SELECT scope, value FROM generated_fact WHERE kind = 'binds_op'"):
+        binds.setdefault(scope, []).append(value)
+    rows: list[Row] = []
+    for name, target, file_id, line, path, sym_id, sym_line in conn.execute(
+            "SELECT r.name, r.target, r.file_id, r.line, f.path, s.id, s.line FROM cpp_registration r "
+            "JOIN files f ON f.id = r.file_id LEFT JOIN cpp_symbol s ON s.file_id = r.file_id "
+            "AND s.name = r.target AND s.is_definition WHERE r.kind = 'pymethoddef' AND f.generated = 1"):
+        ns = _generated_namespace(path)
+        if ns is None:
+            continue
+        for op in dict.fromkeys(binds.get(sym_id, [""])):
+            rows.append((f"{ns}.{name}", "generated binding", op, target, file_id, sym_line or line))
+    return rows
+
+
 def _binding_rows(conn: sqlite3.Connection) -> list[Row]:
     """Hand-written bindings: PyMethodDef entries and pybind11 .def."""
     rows: list[Row] = []
     for kind, name, target, key, file_id, line, path in conn.execute(
             "SELECT r.kind, r.name, r.target, r.key, r.file_id, r.line, f.path FROM cpp_registration r "
-            "JOIN files f ON f.id = r.file_id WHERE r.kind IN ('pymethoddef', 'pybind_def')"):
+            "JOIN files f ON f.id = r.file_id WHERE r.kind IN ('pymethoddef', 'pybind_def') AND f.generated = 0"):
         if kind == "pymethoddef":
             # Tables of torch/csrc/Module.cpp are torch._C's own methods; other tables keep their name.
             owner = "torch._C" if path == "torch/csrc/Module.cpp" else key
@@ -69,4 +105,5 @@ def python_api_rows(conn: sqlite3.Connection) -> list[Row]:
         by_py.setdefault(name, []).append(op)
     rows += _functional_rows(conn, by_py)
     rows += _binding_rows(conn)
+    rows += _generated_binding_rows(conn)
     return rows

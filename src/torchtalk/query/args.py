@@ -26,16 +26,21 @@ def clean_text(value: object, arg: str, example: str, max_len: int = MAX_NAME) -
     return text
 
 
+def shown(value: object, limit: int = 60) -> str:
+    """An argument as an error message may quote it: repr'd and cut short."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 4] + "...'"
+
+
 def check_choice(value: object, arg: str, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value.strip().lower() not in choices:
-        shown = value if isinstance(value, str) and len(value) <= 40 else (value[:40] + "...") if isinstance(value, str) else value
-        raise BadArgument(f"{arg} {shown!r} is not valid; choose one of: {', '.join(choices)}")
+        raise BadArgument(f"{arg} {shown(value)} is not valid; choose one of: {', '.join(choices)}")
     return value.strip().lower()
 
 
 def check_int(value: object, arg: str, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise BadArgument(f"{arg} must be an integer from {lo} to {hi}, not {value!r}"[:200])
+        raise BadArgument(f"{arg} must be an integer from {lo} to {hi}, not {shown(value)}")
     if not lo <= value <= hi:
         raise BadArgument(f"{arg} {value} is out of range; give an integer from {lo} to {hi}")
     return value

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .args import check_int
-from .cppdefs import CppDef, symbol
+from .cppdefs import SYMBOL_COLS, CppDef, symbol, to_def
 from .functions import ambiguity_note, find_function
 from .index import Index
 from .model import Ambiguous, Loc, NotFound
@@ -217,13 +217,30 @@ def stub_callers(ix: Index, stub: str) -> list[Caller]:
 
 
 def python_entry_points(ix: Index, op: OpRecord) -> list[tuple[str, str, Loc]]:
-    """Python names of an op, including those of the ops that delegate to it (cumsum -> cumsum.out)."""
+    """Python names of an op (and of the ops that delegate to it: cumsum -> cumsum.out), each at its
+    generated binding (THPVariable_*) when the generated layer is indexed, else at the YAML entry."""
     reg = registry(ix)
-    names = list(reg.python_names(op))
+    rows = list(reg.python_names(op))
     for other in reg.by_id.values():
         if other.structured_delegate == op.full_name:
-            names += reg.python_names(other)
-    return names
+            rows += reg.python_names(other)
+    best: dict[str, tuple[str, str, Loc]] = {}
+    for name, kind, loc in rows:
+        if name not in best or kind == "generated binding":
+            best[name] = (name, kind, loc)
+    return list(best.values())
+
+
+def generated_wrappers(ix: Index, op: OpRecord, key: str) -> list[Caller]:
+    """The generated Register<Key>.cpp wrapper that the dispatcher calls for (op, key)."""
+    out = []
+    for target, file_id, line in ix.q(
+            "SELECT r.target, r.file_id, r.line FROM cpp_registration r JOIN files f ON f.id = r.file_id "
+            "WHERE r.kind = 'library_impl' AND r.name = ? AND r.key = ? AND f.generated = 1", (op.full_name, key)):
+        for row in ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE file_id = ? AND name = ? AND is_definition",
+                        (file_id, target.split("::")[-1])):
+            out.append(Caller(to_def(ix, row), Loc(ix.path_of(file_id), line), f"m.impl({op.full_name!r}) for {key}"))
+    return out
 
 
 def impact(ix: Index, function_name: str, depth: int = 3) -> ImpactResult | NotFound:
@@ -247,11 +264,13 @@ def impact(ix: Index, function_name: str, depth: int = 3) -> ImpactResult | NotF
         for node in frontier:
             found_here += [c for c in direct_callers(ix, node)]
             for op, key in ops_implemented_by(ix, node):
+                found_here += generated_wrappers(ix, op, key)
                 if op.full_name not in seen_ops:
                     seen_ops.add(op.full_name)
                     ops.append((op, f"{node.display} is its {key} kernel", str(level)))
                     for name, kind, loc in python_entry_points(ix, op):
-                        python.setdefault(name, (name, f"op {op.full_name}", loc))
+                        python.setdefault(name, (name, f"op {op.full_name}" + (
+                            f", binding {loc}" if kind == "generated binding" else ""), loc))
                     caller_key = f"callers:{op.full_name if op.is_out else op.name}"
                     if caller_key not in seen_ops:
                         seen_ops.add(caller_key)
@@ -282,7 +301,8 @@ def impact(ix: Index, function_name: str, depth: int = 3) -> ImpactResult | NotF
                 seen_ops.add(op.full_name)
                 ops.append((op, f"{c.caller.display} is its {key} kernel", "last"))
                 for name, kind, loc in python_entry_points(ix, op):
-                    python.setdefault(name, (name, f"op {op.full_name}", loc))
+                    python.setdefault(name, (name, f"op {op.full_name}" + (
+                        f", binding {loc}" if kind == "generated binding" else ""), loc))
     return ImpactResult(fn, ambiguity_note(fn, others), depth, levels, ops, list(python.values()),
                         stopped or 0, truncated)
 

@@ -72,6 +72,8 @@ def _walk(ix: Index, roots: list[int], depth: int):
                 continue
             for call in calls_from(ix, sid):
                 yield caller, call
+                if call.kind in ("launch", "gpu_launch"):
+                    continue  # the launch is the answer; the helper's insides are not this kernel's
                 res = resolve(ix, call, caller)
                 if res.kind == "defs":
                     for d in res.defs[:2]:

@@ -10,6 +10,7 @@ DispatchStub reaches the stub and, from it, the kernels registered for it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from .cppdefs import SYMBOL_COLS, CppDef, symbol, to_def
@@ -17,7 +18,27 @@ from .index import Index
 from .model import Loc
 from .ops import registry
 
-_OP_NAMESPACES = {"at", "torch", "at::_ops"}
+_OP_NAMESPACES = {"at", "torch", "at::_ops", "at::redispatch"}
+# Receivers that are Tensors in ATen code by convention, when the parameter list does not say.
+_TENSOR_NAMES = {"self", "other", "result", "out", "output", "input", "grad", "grad_output", "grad_input",
+                 "tensor", "weight", "bias", "src", "source", "index", "indices", "values", "mask", "t"}
+_TENSOR_PARAM = re.compile(r"\b(?:at::)?(?:Tensor|TensorBase)\s*(?:const\s*)?&{0,2}\s*(\w+)\s*(?:[,)=])")
+
+
+def _tensor_params(params: str) -> set[str]:
+    return set(_TENSOR_PARAM.findall(params or ""))
+
+
+def _receiver_is_tensor(receiver: str, caller: CppDef) -> bool:
+    """Whether ``receiver.X()`` is a Tensor method call, from the caller's parameters and naming.
+
+    Without types we cannot know; ``a.atan2(b)`` on a Vectorized in a CPU kernel is not the op.
+    """
+    r = receiver.strip()
+    if r.endswith(")"):
+        return r.startswith(("at::", "self.", "result.")) or ".to(" in r or ".contiguous(" in r
+    name = r.lstrip("*&(").split(".")[0].split("->")[0]
+    return name in _tensor_params(caller.params) or name in _TENSOR_NAMES
 
 
 @dataclass
@@ -136,7 +157,8 @@ def _resolve(ix: Index, call: Call, caller: CppDef) -> Resolution:
             found = _lookup(ix, [f"{cls}::{name}"]).get(f"{cls}::{name}")
             if found:
                 return _prefer(found, caller.loc.path)
-        if name in reg.by_name and any("method" in r.variants for r in reg.by_name[name]):
+        if (name in reg.by_name and any("method" in r.variants for r in reg.by_name[name])
+                and _receiver_is_tensor(call.qualifier, caller)):
             return Resolution("op", ops=[name])
         return Resolution("unresolved")
     if qual.startswith("at::_ops::") or qual.startswith("_ops::"):
@@ -161,7 +183,9 @@ def _resolve(ix: Index, call: Call, caller: CppDef) -> Resolution:
             if qual in _OP_NAMESPACES and name in reg.by_name and not any(h.is_definition for h in hits):
                 break  # only a declaration of at::X: the dispatcher's op is the real target
             return _prefer(hits, caller.loc.path)
-    in_at = qual in _OP_NAMESPACES or (not qual and any(s == "at" or s.startswith("at::") for s in chain))
+    # Unqualified X in ATen's own namespaces finds at::X; at::vec and friends call math, not ops.
+    in_at = qual in _OP_NAMESPACES or (not qual and (caller.qualname.startswith(("at::native::", "at::meta::"))
+                                                     or chain[0] == "at"))
     if in_at and name in reg.by_name:
         return Resolution("op", ops=[name])
     if in_at and name.endswith(("_out", "_outf")):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import BadArgument
-from .args import check_int, clean_text
+from .args import check_int, clean_text, shown
 from .cppdefs import CppDef, kernel_definitions
 from .index import Index
 from .model import Loc
@@ -66,7 +66,7 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
         valid = backends(ix)
         match = [k for k in valid if k.lower() == b.lower()]
         if not match:
-            raise BadArgument(f"backend {b!r} is not a dispatch key of any op; valid keys: {', '.join(valid)}")
+            raise BadArgument(f"backend {shown(b)} is not a dispatch key of any op; valid keys: {', '.join(valid)}")
         key = match[0]
     reg = registry(ix)
     scored: list[tuple[tuple, SearchHit, OpRecord | None]] = []

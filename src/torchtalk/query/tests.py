@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from ..errors import BadArgument
-from .args import check_int, clean_text
+from .args import check_int, clean_text, shown
 from .index import Index
 from .model import Loc, NotFound
 from .ops import registry
@@ -148,7 +148,7 @@ def list_test_utils(ix: Index, category: str = "all") -> TestUtilsResult:
     cat = clean_text(category, "category", "all", max_len=100).lower()
     cats = util_categories(ix)
     if cat != "all" and cat not in cats:
-        raise BadArgument(f"category {category!r} is not valid; choose one of: all, {', '.join(cats)}")
+        raise BadArgument(f"category {shown(cat)} is not valid; choose one of: all, {', '.join(cats)}")
     counts = dict(ix.q("SELECT category, count(*) FROM test_util GROUP BY category"))
     # "all" lists the categories a test author reaches for; the long tail stays countable.
     chosen = [c for c in cats if c != "other"] if cat == "all" else [cat]
@@ -197,12 +197,12 @@ def _safe_relpath(ix: Index, text: str) -> list[str]:
             raise BadArgument("file_path must be relative to the source tree, e.g. 'test/test_nn.py'")
         real = os.path.realpath(os.path.expanduser(p))
         if not (real + os.sep).startswith(str(root) + os.sep):
-            raise BadArgument(f"file_path {text!r} is outside the source tree {root}; give a path inside it, "
+            raise BadArgument(f"file_path {shown(text)} is outside the source tree {root}; give a path inside it, "
                               "e.g. 'test/test_nn.py' or 'test_nn'")
         p = os.path.relpath(real, root)
     norm = os.path.normpath(p)
     if norm == ".." or norm.startswith("../") or ".." in PurePosixPath(p).parts:
-        raise BadArgument(f"file_path {text!r} leaves the source tree ('..' is not allowed); give a path such as "
+        raise BadArgument(f"file_path {shown(text)} leaves the source tree ('..' is not allowed); give a path such as "
                           "'test/test_nn.py' or 'test_nn'")
     cands = []
     for c in (norm, f"test/{norm}"):
@@ -211,7 +211,7 @@ def _safe_relpath(ix: Index, text: str) -> list[str]:
         for c in cands:
             full = os.path.join(root, c)
             if os.path.lexists(full) and not (os.path.realpath(full) + os.sep).startswith(str(root) + os.sep):
-                raise BadArgument(f"file_path {text!r} is a link that leads outside the source tree; refused")
+                raise BadArgument(f"file_path {shown(text)} is a link that leads outside the source tree; refused")
     return cands
 
 

@@ -9,6 +9,7 @@ from .cppdefs import CppDef, has_cpp, kernel_definitions
 from .index import Index
 from .model import Loc, NotFound
 from .ops import COMPOSITE_KEYS, DispatchEntry, OpRecord, registry
+from . import generated as gen_q
 from . import reach
 
 FOCUS = ("yaml", "dispatch", "full")
@@ -38,7 +39,7 @@ class OpTrace:
     python: list[tuple[str, str, Loc]]
     derivatives: list[DerivInfo]
     py_refs: list[tuple[str, str, Loc]] = field(default_factory=list)  # (kind, function, loc)
-    generated: list[tuple[str, Loc]] = field(default_factory=list)
+    generated: gen_q.GeneratedInfo | None = None
 
 
 @dataclass
@@ -76,10 +77,11 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
                 cache[key] = info
             base = cache.get(key)
             kernels.append(KernelInfo(entry, base.defs, base.stubs, base.gpu) if base else KernelInfo(entry))
-        python = list(reg.python_names(op))
+        python = [p for p in reg.python_names(op) if p[1] != "generated binding"]
         derivs = _derivatives(ix, op) if focus == "full" else []
         refs = reach.python_op_refs(ix, op) if focus == "full" else []
-        traces.append(OpTrace(op, kernels, python, derivs, refs))
+        generated = gen_q.for_op(ix, op) if focus != "yaml" else None
+        traces.append(OpTrace(op, kernels, python, derivs, refs, generated))
     related = _related(reg, name, ops)
     keys = {k.entry.key for t in traces for k in t.kernels}
     notes = {k: v for k, v in COMPOSITE_KEYS.items() if k in keys}

@@ -56,6 +56,31 @@ def _render_kernels(t: OpTrace, focus: str, shown: set, out: list[str], cpp: boo
             out.append(f"    CUDA: ... showing 12 of {len(info.gpu)} launches")
 
 
+def _render_generated(g, out: list[str]) -> None:
+    if not g.available:
+        out.append(f"Generated code: not indexed ({g.status}).")
+        return
+    if not (g.bindings or g.ops_entry or g.wrappers or g.autograd):
+        return
+    out.append("Generated code (TorchTalk ran the tree's generators; <generated>/ paths are in its cache):")
+    for b in g.bindings:
+        made = f"  [{b.template}]" if b.template else ""
+        out.append(f"- Python {b.python_name}: {b.function.name}  {b.function.loc}{made}")
+        for sig in b.signatures[:6]:
+            out.append(f"    parser: {sig}")
+    if g.ops_entry is not None:
+        out.append(f"- {g.ops_entry.qualname}  {g.ops_entry.loc}")
+    for w in g.wrappers:
+        where = f"{w.function.name}  {w.function.loc}" if w.function else w.target
+        out.append(f"- {w.key}: {where}  (m.impl at {w.registered})")
+    for a in g.autograd:
+        fn = f"{a.function.qualname}  {a.function.loc}" if a.function else "?"
+        out.append(f"- {a.key}: {fn}  (m.impl at {a.registered})")
+        for node, apply in a.nodes:
+            where = f"  {apply.qualname} {apply.loc}" if apply else ""
+            out.append(f"    grad_fn {node}{where}")
+
+
 def render_trace(r: TraceResult) -> str:
     out = [f"# trace {r.query} (focus: {r.focus}) — {len(r.ops)} overload{'s' if len(r.ops) != 1 else ''}"]
     shown: set[str] = set()
@@ -97,6 +122,8 @@ def render_trace(r: TraceResult) -> str:
             else:
                 out.append("Dispatch: no dispatch: entry, so CompositeImplicitAutograd (kernel "
                            f"at::native::{op.cpp_name})")
+        if t.generated is not None:
+            _render_generated(t.generated, out)
         if r.focus == "full":
             for d in t.derivatives:
                 out.append(f"Autograd: {d.loc}  {d.schema}")

@@ -13,7 +13,7 @@ import typing
 
 from ..extract.facts import REFS, ROW_TYPES
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def table_name(row_type: str) -> str:
@@ -37,6 +37,7 @@ INDEXES: dict[str, list[str]] = {
     "CppSymbol": ["name", "qualname"],
     "CppCall": ["caller", "callee"],
     "CppRegistration": ["name", "target"],
+    "GeneratedFact": ["scope", "value"],
     "PyClass": ["name", "module"],
     "PyFunction": ["name", "module"],
     "PyCall": ["func"],

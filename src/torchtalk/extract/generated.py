@@ -1,0 +1,72 @@
+"""Generated code (the output of torchgen and tools/autograd): C++ facts plus what lives in strings.
+
+The binding ``THPVariable_atan2`` names its Python signatures only in
+``PythonArgParser`` strings and the ops it calls only in ``// aten::atan2.out(...)``
+comments; a VariableType kernel names its backward node only as a template
+argument (``std::shared_ptr<Atan2Backward0>``). These are regular, so a line scan
+finds them; each is attached to the enclosing function.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+from .cpp import extract_cpp
+from .facts import FileFacts, GeneratedFact
+
+_PARSER_START = re.compile(rb"static PythonArgParser parser\(\{")
+_STRING = re.compile(rb'"((?:[^"\\]|\\.)*)"')
+_BINDS = re.compile(rb"^\s*// aten::([\w.]+)\(", re.M)
+_GRAD_FN = re.compile(rb"std::shared_ptr<(\w+Backward\d+)>\(new ")
+
+
+def _enclosing(symbols, line: int) -> int:
+    """Index of the innermost definition spanning ``line``, or -1."""
+    best, best_span = -1, None
+    for i, s in enumerate(symbols):
+        if s.is_definition and s.line <= line <= s.end_line:
+            span = s.end_line - s.line
+            if best_span is None or span < best_span:
+                best, best_span = i, span
+    return best
+
+
+def extract_generated(relpath: str, data: bytes) -> FileFacts:
+    facts = extract_cpp(relpath, data)
+    symbols = facts.get("CppSymbol", [])
+    name = relpath.rsplit("/", 1)[-1]
+    starts = [0]
+    starts += [m.end() for m in re.finditer(rb"\n", data)]
+
+    def line_at(offset: int) -> int:
+        return bisect.bisect_right(starts, offset)
+
+    rows: list[GeneratedFact] = []
+    if name.startswith("python_") and b"PythonArgParser" in data:
+        for m in _PARSER_START.finditer(data):
+            # The initializer list: string literals separated by commas and blanks, then "}".
+            pos = m.end()
+            while True:
+                while pos < len(data) and data[pos] in b" \t\r\n,":
+                    pos += 1
+                s = _STRING.match(data, pos)
+                if s is None:
+                    break
+                line = line_at(s.start())
+                rows.append(GeneratedFact("parser_signature", s.group(1).decode("utf-8", "replace"), line,
+                                          _enclosing(symbols, line)))
+                pos = s.end()
+        for m in _BINDS.finditer(data):
+            line = line_at(m.start(1))
+            rows.append(GeneratedFact("binds_op", m.group(1).decode(), line, _enclosing(symbols, line)))
+    if name.startswith("VariableType"):
+        seen = set()
+        for m in _GRAD_FN.finditer(data):
+            line = line_at(m.start())
+            scope = _enclosing(symbols, line)
+            if (scope, m.group(1)) not in seen:
+                seen.add((scope, m.group(1)))
+                rows.append(GeneratedFact("grad_fn", m.group(1).decode(), line, scope))
+    facts["GeneratedFact"] = rows
+    return facts
