@@ -1,0 +1,212 @@
+"""A light preprocessor for function-like macros defined in the same file.
+
+PyTorch writes many kernels and launches through local helper macros::
+
+    #define CREATE_UNARY_TORCH_IMPL_FUNC(func_out, func_stub) \\
+    TORCH_IMPL_FUNC(func_out) (const Tensor& self, const Tensor& result) { ... }
+    CREATE_UNARY_TORCH_IMPL_FUNC(tanh_out, tanh_stub)
+
+Without expansion ``tanh_out`` has no definition anywhere, and invocations such as
+``SMALL_INDEX(scalar_t, index_t, unsigned int, 1, 1, -2);`` (type arguments) make
+tree-sitter lose the whole enclosing function. So every invocation of a same-file
+function-like macro is replaced in place by its expansion (``#``, ``##``,
+``__VA_ARGS__``, nested same-file macros; ``#define``/``#undef`` order respected,
+conditional compilation ignored). The expansion is written on one line and the
+invocation's newlines follow it, so every later line keeps its number and facts from
+the expansion land on the invocation's line.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from .cpp_text import call_args, strip_comments
+
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(\w*)(?:[^\n]*\\\r?\n)*[^\n]*", re.M)
+_DEFINE = re.compile(r"#[ \t]*define[ \t]+(\w+)(\()?([^)]*\))?(.*)", re.S)
+_UNDEF = re.compile(r"#[ \t]*undef[ \t]+(\w+)")
+_CONT = re.compile(r"\\\r?\n")
+_TOKEN = re.compile(
+    r'(?P<str>"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\')'
+    r"|(?P<paste>\s*##\s*)|#\s*(?P<hash>[A-Za-z_]\w*)|(?P<id>[A-Za-z_]\w*)|(?P<other>.)",
+    re.S,
+)
+_NEWLINES = re.compile(r"[\r\n]")
+_PASTE = "\x00"
+_MAX_DEPTH = 8
+_MAX_SIZE = 100_000  # one expansion
+_MAX_TOTAL = 1_000_000  # all expansions of a file (PyTorch's largest: 160 kB): stops exponential macros
+_BUDGET = "\x00budget"
+
+
+class Macro(NamedTuple):
+    params: tuple[str, ...]
+    variadic: str  # "" or the name standing for the variadic tail ("__VA_ARGS__")
+    body: str
+
+
+class Span(NamedTuple):
+    start: int  # in the expanded text
+    end: int
+    macro: str
+    lines: int  # newlines the invocation spanned (they follow the expansion)
+
+
+def expand_same_file(text: str) -> tuple[str, list[Span]]:
+    """Text with same-file macro invocations expanded, and where the expansions sit."""
+    events: list[tuple[int, int, str, Macro | None]] = []  # (start, end, name, macro|None=undef)
+    names: set[str] = set()
+    for m in _DIRECTIVE.finditer(text):
+        kind = m.group(1)
+        if kind == "define":
+            d = _DEFINE.match(m.group(0).lstrip())
+            if d:
+                mac = _parse_define(d) if d.group(2) else None  # object-like: shadows
+                events.append((m.start(), m.end(), d.group(1), mac))
+                if mac is not None:
+                    names.add(d.group(1))
+                continue
+        elif kind == "undef":
+            d = _UNDEF.match(m.group(0).lstrip())
+            if d:
+                events.append((m.start(), m.end(), d.group(1), None))
+                continue
+        events.append((m.start(), m.end(), "", None))  # other directive: never expand in it
+    if not names:
+        return text, []
+    pat = _names_re(names)
+    memo: dict = {_BUDGET: _MAX_TOTAL}  # body tokens by body, and the characters left to expand
+    active: dict[str, Macro] = {}
+    out: list[str] = []
+    spans: list[Span] = []
+    out_len = 0
+    pos = 0
+    ei = 0
+    for m in pat.finditer(text):
+        start = m.start()
+        if start < pos:
+            continue
+        while ei < len(events) and events[ei][1] <= start:
+            _, _, name, mac = events[ei]
+            if name:
+                if mac is None:
+                    active.pop(name, None)
+                else:
+                    active[name] = mac
+            ei += 1
+        if ei < len(events) and events[ei][0] <= start:
+            continue  # inside a directive
+        name = m.group(1)
+        if name not in active or _in_comment_or_string(text, start):
+            continue
+        if memo[_BUDGET] < 0:
+            break
+        args, end = call_args(text, m.end() - 1)
+        args = [strip_comments(a) for a in args]  # the expansion goes on one line
+        try:
+            expansion = _expand(name, args, active, pat, memo, frozenset(), 0)
+        except RecursionError:
+            continue
+        expansion = _NEWLINES.sub(" ", expansion)
+        piece = text[pos:start]
+        out.append(piece)
+        out_len += len(piece)
+        out.append(expansion)
+        nl = "\n" * text.count("\n", start, end)
+        spans.append(Span(out_len, out_len + len(expansion), name, len(nl)))
+        out_len += len(expansion)
+        out.append(nl)
+        out_len += len(nl)
+        pos = end
+    if not spans:
+        return text, []
+    out.append(text[pos:])
+    return "".join(out), spans
+
+
+def _parse_define(d: re.Match) -> Macro:
+    lines = [strip_comments(ln) for ln in _CONT.split(d.group(4))]  # "//" ends at the physical line
+    body = strip_comments(" ".join(lines)).strip()
+    params = [p.strip() for p in (d.group(3) or ")")[:-1].split(",") if p.strip()]
+    variadic = ""
+    if params and params[-1].endswith("..."):
+        last = params.pop()[:-3].strip()
+        variadic = last or "__VA_ARGS__"
+    return Macro(tuple(params), variadic, body)
+
+
+def _in_comment_or_string(text: str, pos: int) -> bool:
+    line_start = text.rfind("\n", 0, pos) + 1
+    prefix = text[line_start:pos]
+    return "//" in prefix or prefix.count('"') % 2 == 1 or prefix.lstrip().startswith("*")
+
+
+def _names_re(names: set[str]) -> re.Pattern:
+    alts = "|".join(sorted((re.escape(n) for n in names), key=len, reverse=True))
+    return re.compile(r"\b(" + alts + r")\s*\(")
+
+
+def _tokens(mac: Macro, memo: dict) -> list[tuple[str, str]]:
+    """The macro body as (kind, text) tokens, tokenized once per file."""
+    toks = memo.get(mac.body)
+    if toks is None:
+        toks = []
+        for t in _TOKEN.finditer(mac.body):
+            kind = t.lastgroup
+            toks.append((kind, t.group("hash") if kind == "hash" else t.group(0)))
+        memo[mac.body] = toks
+    return toks
+
+
+def _expand(name: str, args: list[str], macros: dict[str, Macro], pat: re.Pattern, memo: dict,
+            active: frozenset, depth: int) -> str:
+    mac = macros[name]
+    if len(args) == 1 and not args[0] and not mac.params:
+        args = []
+    binding = dict(zip(mac.params, args))
+    for p in mac.params[len(args):]:
+        binding[p] = ""
+    if mac.variadic:
+        binding[mac.variadic] = ", ".join(args[len(mac.params):])
+    pieces: list[str] = []
+    for kind, tok in _tokens(mac, memo):
+        if kind == "id":
+            pieces.append(binding.get(tok, tok))
+        elif kind == "hash":
+            if tok in binding:
+                pieces.append('"' + binding[tok].replace("\\", "\\\\").replace('"', '\\"') + '"')
+            else:
+                pieces.append("#" + tok)
+        elif kind == "paste":
+            pieces.append(_PASTE)
+        else:
+            pieces.append(tok)
+    out = "".join(pieces)
+    if _PASTE in out:
+        out = re.sub(r"\s*\x00\s*", "", out)
+    memo[_BUDGET] -= len(out)
+    if memo[_BUDGET] < 0:
+        return out
+    return _rescan(out, macros, pat, memo, active | {name}, depth + 1)
+
+
+def _rescan(text: str, macros: dict[str, Macro], pat: re.Pattern, memo: dict, active: frozenset,
+            depth: int) -> str:
+    """Expand the macros an expansion invokes (not those being expanded: no recursion)."""
+    if depth > _MAX_DEPTH or len(text) > _MAX_SIZE:
+        return text
+    parts: list[str] = []
+    pos = 0
+    for m in pat.finditer(text):
+        name = m.group(1)
+        if m.start() < pos or name in active or name not in macros:
+            continue
+        args, end = call_args(text, m.end() - 1)
+        parts.append(text[pos : m.start()])
+        parts.append(" " + _expand(name, args, macros, pat, memo, active, depth) + " ")
+        pos = end
+    if not parts:
+        return text
+    parts.append(text[pos:])
+    return "".join(parts)

@@ -1,0 +1,205 @@
+"""Source clean-up before parsing: blank macros that tree-sitter cannot parse.
+
+Export/attribute macros (``TORCH_API``, ``C10_HOST_DEVICE``, ``C10_LAUNCH_BOUNDS_1(128)``)
+make tree-sitter produce ERROR nodes that can swallow a definition's name. They are
+replaced by spaces of the same length, so byte offsets and line numbers stay valid.
+The CUDA qualifiers among them are remembered by position, since they decide whether a
+definition is a ``__global__`` kernel or a device function.
+
+Objective-C++ gets a line-preserving rewrite (``@autoreleasepool`` blanked, blocks
+``^(args){`` turned into lambdas, message sends into comma expressions) so the C++
+around it parses. ``resolve_conditionals`` keeps one branch of ``#if`` groups that
+split a brace pair, for files that tree-sitter otherwise loses.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .cpp_text import match_close, skip_quoted
+
+_ARGS = r"\s*\([^()]*(?:\([^()]*\)[^()]*)*\)"  # one level of nested parentheses
+_BLANK = re.compile(
+    rb"\b(?=[A-Z_])(?:"  # the lookahead only makes the scan faster
+    rb"(?P<glob>__global__)"
+    rb"|(?P<dev>__device__|C10_DEVICE|C10_HOST_DEVICE)"
+    rb"|[A-Z][A-Z0-9_]*_API|[A-Z][A-Z0-9]*_(?:EXPORT|IMPORT|HIDDEN)"
+    rb"|C10_HOST|__host__|__forceinline__|__inline__|__noinline__"
+    rb"|C10_ALWAYS_INLINE(?:_ATTRIBUTE)?|C10_NOINLINE|C10_UNUSED|C10_NODISCARD|C10_DEPRECATED"
+    rb"|C10_HOST_CONSTEXPR(?:_EXCEPT_WIN_CUDA)?|C10_CONSTEXPR_EXCEPT_WIN_CUDA|GPU_LAMBDA"
+    rb"|C10_LAUNCH_BOUNDS_0|__ubsan_ignore_\w+__|C10_NOSANITIZE\w*|C10_EXPORT"
+    rb"|(?:C10_LAUNCH_BOUNDS_[12]|__launch_bounds__|C10_DEPRECATED_MESSAGE|C10_ALIGN"
+    rb"|C10_(?:CLANG|GCC)?_?DIAGNOSTIC_\w+)" + _ARGS.encode() +
+    rb"|C10_(?:CLANG|GCC)?_?DIAGNOSTIC_\w+"
+    rb")(?![\w])"
+)
+_NL = re.compile(rb"[^\n]")
+
+# Objective-C++ only.
+_OBJC = re.compile(rb"@autoreleasepool\b|@available" + _ARGS.encode() + rb"|@(?=[\"{(0-9])")
+# A block literal "^{", "^(args) {", "^RetType*(args) {" (return type often from a macro).
+_BLOCK = re.compile(rb"\^(?=\s*(?:[A-Za-z_][\w:]*\s*\**\s*)?(?:\([^()]*\)\s*)?\{)")
+_BLOCK_TYPE = re.compile(rb"\(\s*\^(?=\s*\w+\s*\))")  # typedef R (^Name)(args)
+_BLOCK_RET = re.compile(r"\[&\](\s*[A-Za-z_][\w:]*\s*\**\s*)(?=\()")
+
+
+def blank_macros(data: bytes) -> tuple[bytes, list[int], list[int]]:
+    """Return (blanked source, positions of ``__global__``, positions of device qualifiers)."""
+    glob: list[int] = []
+    dev: list[int] = []
+
+    def repl(m: re.Match) -> bytes:
+        line_start = data.rfind(b"\n", 0, m.start()) + 1
+        if data[line_start:m.start()].lstrip()[:1] == b"#":  # "#ifdef USE_VULKAN_API", "#define X_API"
+            return m.group(0)
+        if m.lastgroup == "glob":
+            glob.append(m.start())
+        elif m.lastgroup == "dev":
+            dev.append(m.start())
+        return _NL.sub(b" ", m.group(0))
+
+    return _BLANK.sub(repl, data), glob, dev
+
+
+def _objc_repl(m: re.Match) -> bytes:
+    text = m.group(0)
+    if text.startswith(b"@available"):  # "if (@available(macOS 13, *))" -> "if (1 ...)"
+        return b"1" + _NL.sub(b" ", text[1:])
+    return _NL.sub(b" ", text)
+
+
+def prepare_objc(data: bytes) -> bytes:
+    """Make Objective-C++ look enough like C++: lines are kept, columns may shift.
+
+    Blocks become lambdas (``^(args) {`` -> ``[&](args) {``), block typedefs become
+    function-pointer typedefs; ``@`` literals and ``@autoreleasepool`` lose the ``@``.
+    Message sends (``[obj msg:arg]``) are left alone: tree-sitter recovers locally.
+    """
+    data = _BLOCK_TYPE.sub(b"(*", _OBJC.sub(_objc_repl, data))
+    return _BLOCK.sub(b"[&]", data)
+
+
+def finish_objc(text: str) -> str:
+    """After macro expansion (so macro-made block signatures are visible): drop block
+    return types (``[&]RetType*(args)`` -> ``[&](args)``) and rewrite message sends."""
+    text = _BLOCK_RET.sub(lambda m: "[&]" + " " * len(m.group(1)), text)
+    return _rewrite_messages(_array_literals(text))
+
+
+def _array_literals(text: str) -> str:
+    """``@[a, b]`` -> `` {a, b}``: an initializer list C++ accepts as an argument."""
+    if "@[" not in text:
+        return text
+    chars = list(text)
+    i = text.find("@[")
+    while i >= 0:
+        end = match_close(text, i + 1)
+        if text[end - 1 : end] == "]":
+            chars[i], chars[i + 1], chars[end - 1] = " ", "{", "}"
+        i = text.find("@[", i + 2)
+    return "".join(chars)
+
+
+# "[recv sel" followed by ":" or "]": a message send, not a subscript, lambda or attribute.
+_MESSAGE = re.compile(
+    r"\[(?=\s*(?:\[\s*[A-Za-z_]\w*\s+[A-Za-z_]\w*\s*[:\]]"  # [[Cls alloc] init]
+    r"|[A-Za-z_][\w.]*(?:->\w+)*(?:\([^()]*\))?(?:<[^<>]*>)?"  # receiver: a.b, p->q, f(), T<U*>
+    r"\s+[A-Za-z_]\w*\s*[:\]]))"
+)
+_SELECTOR = re.compile(r"\s[A-Za-z_]\w*\s*:(?!:)|\s[A-Za-z_]\w*\s*$")
+
+
+def _rewrite_messages(text: str) -> str:
+    """``[obj msg:a with:b]`` -> ``(obj ,   a,     b)``: same length, a C++ comma expression,
+    so calls in the arguments stay visible and the statement parses."""
+    if "[" not in text:
+        return text
+    chars = None
+    for m in _MESSAGE.finditer(text):
+        start = m.start()
+        end = match_close(text, start)
+        if end > len(text) or text[end - 1] != "]":
+            continue
+        if chars is None:
+            chars = list(text)
+        chars[start] = "("
+        chars[end - 1] = ")"
+        body = start + 1
+        i = body
+        ternary = 0  # "?" seen in the current argument: its ":" is not a selector
+        receiver_done = False
+        while i < end - 1:  # top-level selector keywords become commas
+            ch = text[i]
+            if ch in "([{":
+                i = match_close(text, i)
+                continue
+            if ch == "?":
+                ternary += 1
+            elif ch.isspace():
+                sel = _SELECTOR.match(text, i, end - 1)
+                if sel and ternary and text[sel.end() - 1] == ":":
+                    ternary -= 1
+                    i = sel.end()
+                    continue
+                if sel and text[sel.end() - 1] != ":" and receiver_done:
+                    sel = None  # a trailing word after arguments is not a unary selector
+                if sel and (receiver_done or text[body:i].strip()):
+                    receiver_done = True
+                    a, b = sel.start() + 1, sel.end()
+                    chars[a:b] = ("," if text[b - 1] == ":" else " ") + " " * (b - a - 1)
+                    i = b
+                    continue
+            elif ch == '"':
+                i = skip_quoted(text, i)
+                continue
+            i += 1
+    return "".join(chars) if chars is not None else text
+
+
+_COND = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b(?:[^\n]*\\\r?\n)*[^\n]*", re.M)
+_IF0 = re.compile(rb"#[ \t]*if[ \t]+0\b")
+
+
+def resolve_conditionals(data: bytes) -> bytes:
+    """Keep one branch of each ``#if``/``#elif``/``#else`` group whose branches are not
+    balanced, and blank the rest.
+
+    Used when tree-sitter loses much of a file to conditionals that split a statement
+    or a brace pair (``#if A`` ``void f(int a) {`` ``#else`` ``void f() {`` ``#endif``).
+    Groups whose branches each balance their braces and parentheses parse well as they
+    are and are left alone, so alternative definitions survive. Of an unbalanced group
+    the longest branch is kept (real code tends to be longer than the stub in the other
+    branch); ``#if 0`` branches never are. Newlines stay, so line numbers do not move.
+    """
+    groups: list[list] = []  # open groups: [branches [(start, end, is_if0)], branch start, if0, directives]
+    spans: list[tuple[int, int]] = []  # byte ranges to blank
+    for m in _COND.finditer(data):
+        kind = m.group(1)
+        if kind in (b"if", b"ifdef", b"ifndef"):
+            groups.append([[], m.end(), bool(_IF0.match(m.group(0).lstrip())), [(m.start(), m.end())]])
+            continue
+        if not groups:
+            continue
+        g = groups[-1]
+        g[0].append((g[1], m.start(), g[2]))
+        g[1], g[2] = m.end(), False
+        g[3].append((m.start(), m.end()))
+        if kind != b"endif":
+            continue
+        groups.pop()
+        branches = g[0]
+        if all(_balanced(data[s:e]) for s, e, _ in branches):
+            continue
+        keep = max((b for b in branches if not b[2]), key=lambda b: b[1] - b[0], default=None)
+        spans.extend(g[3])
+        spans.extend((s, e) for s, e, if0 in branches if (s, e, if0) != keep)
+    if not spans:
+        return data
+    out = bytearray(data)
+    for s, e in spans:
+        out[s:e] = _NL.sub(b" ", data[s:e])
+    return bytes(out)
+
+
+def _balanced(branch: bytes) -> bool:
+    return branch.count(b"{") == branch.count(b"}") and branch.count(b"(") == branch.count(b")")

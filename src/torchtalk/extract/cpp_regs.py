@@ -1,0 +1,148 @@
+"""Registrations found by pattern: DispatchStub macros and PyMethodDef tables.
+
+Both are found in the text (the macros often parse as junk at namespace scope, tables
+hold ``#ifdef`` lines that break initializer parsing) and then checked against the tree
+so that hits inside comments, strings and ``#define`` bodies are dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from typing import TYPE_CHECKING
+
+from .cpp_text import call_args, clean_target, collapse, match_close, skip_quoted, split_args, string_value
+from .facts import CppRegistration
+
+if TYPE_CHECKING:
+    from .cpp_walk import Walker
+
+_DISPATCH = re.compile(r"\b((?:ALSO_)?REGISTER_(?:\w+_)?DISPATCH|DECLARE_DISPATCH|DEFINE_DISPATCH)\s*\(")
+_ARCH_KEY = {
+    "REGISTER_CUDA_DISPATCH": "CUDA", "REGISTER_HIP_DISPATCH": "HIP", "REGISTER_MPS_DISPATCH": "MPS",
+    "REGISTER_XPU_DISPATCH": "XPU", "REGISTER_MTIA_DISPATCH": "MTIA",
+    "REGISTER_PRIVATEUSE1_DISPATCH": "PrivateUse1",
+}
+_TABLE = re.compile(r"\bPyMethodDef\s*>?\s*(\w+)\s*(?:\[\s*\w*\s*\])?\s*=\s*\{")
+_NOT_CODE = frozenset({
+    "comment", "string_literal", "string_content", "raw_string_literal", "raw_string_content",
+    "char_literal", "preproc_arg", "system_lib_string", "escape_sequence",
+})
+_NOT_CODE_PARENT = frozenset({"preproc_def", "preproc_function_def", "preproc_call", "string_literal"})
+
+
+def backend_for_path(relpath: str) -> str:
+    """Backend a plain REGISTER_DISPATCH registers for, from where the file is compiled."""
+    p = relpath.replace("\\", "/").lower()
+    if p.endswith((".cu", ".cuh")) or "/cuda/" in p or "/cudnn/" in p:
+        return "CUDA"
+    if p.endswith(".mm") or "/mps/" in p:
+        return "MPS"
+    if "/hip/" in p or "/miopen/" in p:
+        return "HIP"
+    if "/xpu/" in p:
+        return "XPU"
+    return "CPU"
+
+
+class Regs:
+    MACROS = frozenset({
+        "DECLARE_DISPATCH", "DEFINE_DISPATCH", "REGISTER_DISPATCH", "REGISTER_ARCH_DISPATCH",
+        "REGISTER_AVX512_DISPATCH", "REGISTER_AVX2_DISPATCH", "REGISTER_VSX_DISPATCH",
+        "REGISTER_ZVECTOR_DISPATCH", "REGISTER_SVE256_DISPATCH", "REGISTER_ALL_CPU_DISPATCH",
+        "REGISTER_NO_CPU_DISPATCH", "REGISTER_CUDA_DISPATCH", "REGISTER_XPU_DISPATCH",
+        "REGISTER_HIP_DISPATCH", "REGISTER_MPS_DISPATCH", "REGISTER_MTIA_DISPATCH",
+        "REGISTER_PRIVATEUSE1_DISPATCH", "ALSO_REGISTER_AVX512_DISPATCH",
+        "ALSO_REGISTER_SVE256_DISPATCH", "REGISTER_NO_AVX512_DISPATCH",
+    })
+
+    def __init__(self, w: Walker) -> None:
+        self.w = w
+        self.text = w.text
+        self._nl: list[int] | None = None
+
+    def run(self) -> None:
+        if "DISPATCH" in self.text:
+            self.dispatch()
+        if "PyMethodDef" in self.text:
+            self.tables()
+
+    def line_at(self, pos: int) -> int:
+        if self._nl is None:
+            self._nl = [m.start() for m in re.finditer("\n", self.text)]
+        return bisect_right(self._nl, pos - 1) + 1 + self.w.line_base
+
+    def is_code(self, start: int, end: int) -> bool:
+        node = self.w.root.descendant_for_byte_range(start, end)
+        if node is None:
+            return True
+        if node.type in _NOT_CODE:
+            return False
+        parent = node.parent
+        return parent is None or parent.type not in _NOT_CODE_PARENT
+
+    def dispatch(self) -> None:
+        text = self.text
+        path_key = backend_for_path(self.w.relpath)
+        for m in _DISPATCH.finditer(text):
+            macro = m.group(1)
+            if not self.is_code(m.start(), m.start(1) + len(macro)):
+                continue
+            args, _ = call_args(text, m.end() - 1)
+            args = [collapse(a) for a in args]
+            if not args or not args[0] and len(args) == 1:
+                continue
+            line = self.line_at(m.start())
+            scope = self.w.enclosing_def(m.start())
+            if macro == "DECLARE_DISPATCH":
+                if len(args) < 2:
+                    continue
+                reg = ("declare_dispatch", args[-1], args[0], "")
+            elif macro == "DEFINE_DISPATCH":
+                reg = ("define_dispatch", args[0], "", "")
+            else:
+                if macro == "REGISTER_ARCH_DISPATCH":
+                    fn = args[2] if len(args) > 2 else ""
+                elif macro == "REGISTER_NO_CPU_DISPATCH":
+                    fn = ""
+                else:
+                    fn = args[1] if len(args) > 1 else ""
+                key = path_key if macro == "REGISTER_DISPATCH" else _ARCH_KEY.get(macro, "CPU")
+                reg = ("register_dispatch", args[0], clean_target(fn, line), key)
+            kind, name, target, key = reg
+            self.w.regs.append(CppRegistration(kind, name, target, key, line, macro, scope))
+
+    def tables(self) -> None:
+        text = self.text
+        for m in _TABLE.finditer(text):
+            if not self.is_code(m.start(), m.start() + 11):
+                continue
+            table = m.group(1)
+            open_idx = m.end() - 1
+            end = match_close(text, open_idx)
+            scope = self.w.enclosing_def(m.start())
+            for start, stop in _braced_items(text, open_idx + 1, end - 1):
+                fields = split_args(text[start + 1 : stop - 1])
+                name = string_value(fields[0]) if fields else None
+                if not name:
+                    continue
+                line = self.line_at(start)
+                target = clean_target(fields[1], line) if len(fields) > 1 else ""
+                self.w.regs.append(CppRegistration("pymethoddef", name, target, table, line, table, scope))
+
+
+def _braced_items(text: str, i: int, end: int):
+    """(start, end) of each ``{...}`` directly inside text[i:end], skipping strings/comments."""
+    while i < end:
+        ch = text[i]
+        if ch == "{":
+            j = match_close(text, i)
+            yield i, j
+            i = j
+        elif ch == '"' or ch == "'":
+            i = skip_quoted(text, i)
+        elif ch == "/" and text.startswith(("//", "/*"), i):
+            stop = text.find("\n" if text[i + 1] == "/" else "*/", i + 2)
+            i = end if stop < 0 else stop + 1
+        else:
+            i += 1

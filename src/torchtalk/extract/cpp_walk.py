@@ -1,0 +1,436 @@
+"""Tree -> facts for one parsed C++/CUDA buffer.
+
+One query collects the nodes that matter (definitions, declarations, calls, scopes);
+they are visited in source order with a stack of open scopes, so each node costs a few
+C calls and nothing walks the whole tree in Python. Node text is sliced from a latin-1
+decoding of the buffer (offsets = byte offsets); ``u()`` repairs the rare non-ASCII
+string afterwards.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+
+from .cpp_bindings import BINDING_METHODS, record_binding, u
+from .cpp_regs import Regs
+from .cpp_text import Scopes, collapse, norm_params, split_scope, strip_templates
+from .facts import CppCall, CppRegistration, CppSymbol, CppUsing
+
+QUERY = """
+(namespace_definition) @ns
+(class_specifier body: (_)) @cls
+(struct_specifier body: (_)) @cls
+(union_specifier body: (_)) @cls
+(function_definition) @def
+(declaration) @decl
+(field_declaration) @decl
+(call_expression) @call
+(new_expression) @new
+(using_declaration) @using
+(ERROR) @e
+(MISSING) @m
+"""
+_ORDER = {"ns": 0, "cls": 1, "def": 2, "decl": 3, "using": 4, "call": 5, "new": 6}
+
+_STRUCTURED = {
+    "TORCH_IMPL_FUNC": ("impl_func", "impl"),
+    "TORCH_META_FUNC": ("meta_func", "meta"),
+    "TORCH_META_FUNC2": ("meta_func", "meta"),
+    "TORCH_PRECOMPUTE_META_FUNC": ("precompute_meta_func", "meta"),
+    "TORCH_PRECOMPUTE_META_FUNC2": ("precompute_meta_func", "meta"),
+}
+_LIBRARY = {"TORCH_LIBRARY", "TORCH_LIBRARY_FRAGMENT", "TORCH_LIBRARY_IMPL"}
+GPU_HELPERS = frozenset({
+    "gpu_kernel", "gpu_kernel_with_scalars", "gpu_kernel_nocast", "gpu_kernel_multiple_outputs",
+    "gpu_kernel_with_index", "opmath_gpu_kernel_with_scalars",
+    "opmath_symmetric_gpu_kernel_with_scalars", "jitted_gpu_kernel",
+    "opmath_jitted_gpu_kernel_with_scalars", "jitted_gpu_reduce_kernel", "gpu_reduce_kernel",
+    "gpu_index_kernel", "launch_kernel", "launch_vectorized_kernel", "launch_legacy_kernel",
+    "launch_unrolled_kernel", "launch_jitted_unrolled_kernel", "launch_jitted_vectorized_kernel",
+})
+_MACRO_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_COMMON_NS = frozenset({
+    "at", "c10", "torch", "native", "std", "detail", "impl", "jit", "autograd", "cuda", "meta",
+    "mps", "cpu", "internal", "utils", "functorch", "dynamo", "inductor", "profiler", "api",
+    "distributed", "c10d", "nn", "python", "ops", "_ops", "vec", "CPU_CAPABILITY", "sparse",
+    "quantized", "xpu", "hip", "lazy", "tensorexpr", "fuser", "mobile", "aoti", "functional",
+})
+_CASTS = frozenset({"static_cast", "reinterpret_cast", "const_cast", "dynamic_cast", "bit_cast"})
+_RECV_MAX = 80
+_FUNCTOR_NAME = re.compile(r"[\w:]+")
+
+
+class Walker:
+    """Extracts facts from one parsed buffer into syms/calls/regs/usings."""
+
+    def __init__(self, text: str, root, caps: dict, *, relpath: str, is_cuda: bool,
+                 glob_pos: list[int], dev_pos: list[int], macro_spans: list = (),
+                 scopes: Scopes | None = None, byte_base: int = 0, line_base: int = 0) -> None:
+        # text/root/caps may cover one chunk of the file, starting at byte_base on line
+        # line_base + 1; glob_pos, dev_pos, macro_spans and scopes use whole-file offsets.
+        self.text = text
+        self.root = root
+        self.caps = caps  # QUERY captures of root
+        self.relpath = relpath
+        self.is_cuda = is_cuda
+        self.glob_pos = glob_pos
+        self.dev_pos = dev_pos
+        self.spans = macro_spans  # Span(start, end, macro) of same-file macro expansions
+        self.span_starts = [sp.start for sp in macro_spans]
+        self.scopes = scopes  # namespaces by brace matching, used when the tree is damaged
+        self.base = byte_base
+        self.line_base = line_base
+        self.syms: list[CppSymbol] = []
+        self.calls: list[CppCall] = []
+        self.regs: list[CppRegistration] = []
+        self.usings: list[CppUsing] = []
+        self.defs: list[tuple[int, int, int]] = []  # (start, end, symbol index) of definitions
+        self.namespaces: set[str] = set(_COMMON_NS)
+        if scopes is not None:
+            self.namespaces.update(p for chain in scopes.chains for p in chain)
+        self.pybind_roots: dict[int, tuple[str, str]] = {}  # .def chain call id -> (key, class)
+        self.class_vars: list[tuple[int, str, str]] | None = None  # (pos, variable, python class)
+
+    # ------------------------------------------------------------------ driver
+
+    def run(self) -> None:
+        items = []
+        for tag, nodes in self.caps.items():
+            o = _ORDER.get(tag)
+            if o is None:
+                continue
+            for n in nodes:
+                items.append((n.start_byte, -n.end_byte, o, n))
+        items.sort(key=lambda it: it[:3])
+        for n in self.caps.get("ns", ()):  # to tell "ns::f" (function) from "Class::f" (method)
+            nm = n.child_by_field_name("name")
+            if nm is not None:
+                self.namespaces.update(self.text[nm.start_byte:nm.end_byte].replace(" ", "").split("::"))
+        # Stack entries: (end byte, namespaces, inner scope (classes, functions), function
+        # symbol index, TORCH_LIBRARY context, class name if the innermost scope is a class).
+        stack: list[tuple] = []
+        top = (1 << 62, (), (), -1, None, None)
+        text = self.text
+        for start, negend, o, n in items:
+            while stack and stack[-1][0] <= start:
+                stack.pop()
+            cur = stack[-1] if stack else top
+            if o == 5:
+                self._call(n, cur[3], cur[4])
+            elif o == 3:
+                if cur[3] < 0:
+                    self._decl(n, cur)
+            elif o == 2:
+                entry = self._def(n, cur)
+                stack.append(entry)
+            elif o == 0:
+                nm = n.child_by_field_name("name")
+                parts = (text[nm.start_byte:nm.end_byte].replace(" ", "").split("::")
+                         if nm is not None else ["(anonymous)"])
+                stack.append((-negend, cur[1] + tuple(parts), cur[2], cur[3], cur[4], None))
+            elif o == 1:
+                nm = n.child_by_field_name("name")
+                name = (strip_templates(text[nm.start_byte:nm.end_byte]).replace(" ", "").rsplit("::", 1)[-1]
+                        if nm is not None else "(anonymous)")
+                stack.append((-negend, cur[1], cur[2] + (name,), cur[3], cur[4], name))
+            elif o == 6:
+                self._new(n, cur[3])
+            elif o == 4:
+                self._using(n, cur)
+        Regs(self).run()
+
+    # ------------------------------------------------------------------ helpers
+
+    def t(self, n) -> str:
+        return self.text[n.start_byte:n.end_byte]
+
+    def line(self, n) -> int:
+        return n.start_point[0] + 1 + self.line_base
+
+    def scope(self, cur, pos: int) -> tuple[str, ...]:
+        """Qualified scope at ``pos``: namespaces from the text when the tree is damaged."""
+        if self.scopes is None:
+            return cur[1] + cur[2]
+        i = bisect_right(self.scopes.starts, pos + self.base) - 1
+        return (self.scopes.chains[i] if i >= 0 else ()) + cur[2]
+
+    def span_at(self, pos: int):
+        """The same-file macro expansion (Span) that holds ``pos``, or None."""
+        pos += self.base
+        i = bisect_right(self.span_starts, pos) - 1
+        if i >= 0 and pos < self.spans[i].end:
+            return self.spans[i]
+        return None
+
+    def enclosing_def(self, pos: int) -> int:
+        best = -1
+        for s, e, i in self.defs:
+            if s <= pos < e:
+                best = i
+        return best
+
+    def _cuda_kind(self, def_start: int, name_start: int) -> str:
+        lo = max(self.text.rfind(";", 0, def_start), self.text.rfind("{", 0, def_start),
+                 self.text.rfind("}", 0, def_start)) + self.base
+        for positions, kind in ((self.glob_pos, "global_kernel"), (self.dev_pos, "device_function")):
+            if positions:
+                i = bisect_left(positions, lo + 1)
+                if i < len(positions) and positions[i] < name_start + self.base:
+                    return kind
+        return ""
+
+    def _fn_declarator(self, d):
+        """(function_declarator or None, name node, params node) below a declarator."""
+        for _ in range(8):
+            if d is None:
+                return None, None, None
+            ty = d.type
+            if ty == "function_declarator":
+                return d, d.child_by_field_name("declarator"), d.child_by_field_name("parameters")
+            if ty in ("pointer_declarator", "reference_declarator", "attributed_declarator"):
+                d = d.child_by_field_name("declarator") or d.named_child(d.named_child_count - 1)
+                continue
+            if ty == "operator_cast" or (ty == "qualified_identifier" and "operator" in self.t(d)):
+                params = _find_params(d)
+                return None, d, params
+            return None, None, None
+        return None, None, None
+
+    # ------------------------------------------------------------------ definitions
+
+    def _def(self, n, cur) -> tuple:
+        end = n.end_byte
+        fd, name_node, params = self._fn_declarator(n.child_by_field_name("declarator"))
+        keep = (end, cur[1], cur[2], cur[3], cur[4], None)  # a scope that adds nothing
+        if name_node is None:
+            return keep
+        lib = cur[4]
+        kind = ""
+        nt = name_node.type
+        in_body = cur[3] >= 0 and cur[5] is None  # directly inside a function body
+        if fd is None:  # conversion operator: name runs up to the parameter list
+            raw = self.text[name_node.start_byte:params.start_byte] if params is not None else self.t(name_node)
+            parts, name = split_scope(raw)
+        elif nt == "function_declarator":  # MACRO(args)(params) { ... }
+            mname = self.t(name_node.child_by_field_name("declarator") or name_node)
+            margs = _macro_args(self, name_node.child_by_field_name("parameters"))
+            scope = self.scope(cur, n.start_byte)
+            ptext = norm_params(self.t(params)) if params is not None else "()"
+            if mname in _STRUCTURED and margs:
+                kind, suffix = _STRUCTURED[mname]
+                name = "_".join(margs[:2]) if mname.endswith("2") else margs[0]
+                inner = (f"structured_{name}", suffix)
+                idx = self._symbol(name, scope + inner, ptext, kind, n, name_node, True)
+                reg_kind = "impl_func" if kind == "impl_func" else "meta_func"
+                self.regs.append(CppRegistration(reg_kind, name, "::".join(scope + inner), "",
+                                                 self.line(name_node), mname, idx))
+                return (end, cur[1], cur[2] + inner, idx, lib, None)
+            name, parts = f"{mname}({', '.join(margs)})", []
+            if in_body or _garbled(name):
+                return keep
+            kind = "macro_block"
+        elif nt == "parenthesized_declarator":
+            return keep
+        else:
+            parts, name = split_scope(self.t(name_node))
+            if not name:
+                return keep
+            if (nt == "identifier" and not cur[5] and n.child_by_field_name("type") is None
+                    and _MACRO_NAME.match(name)):
+                if in_body and name not in _LIBRARY:  # CUDA_KERNEL_LOOP(i, n) { ... }: a statement
+                    return keep
+                margs = _macro_args(self, params)
+                label = f"{name}({', '.join(margs)})"
+                if name in _LIBRARY:
+                    margs = margs + ["", "", ""]
+                    ns = margs[0]
+                    key = margs[1] if name == "TORCH_LIBRARY_IMPL" else ""
+                    label = f"{name}({ns}, {key})" if key else f"{name}({ns})"
+                    lib = (ns, key)
+                    kind = "library_block"
+                elif _garbled(label):  # "FOO(int, x); } void g()": error recovery, not a block
+                    return keep
+                else:
+                    kind = "macro_block"
+                idx = self._symbol(label, self.scope(cur, n.start_byte) + (label,), "", kind, n, name_node, True)
+                return (end, cur[1], cur[2] + (label,), idx, lib, None)
+        inner = tuple(parts) + (name,)
+        if not kind:
+            kind = self._kind(n, name_node, name, parts, cur[5])
+        ptext = norm_params(self.t(params)) if params is not None else "()"
+        idx = self._symbol(name, self.scope(cur, n.start_byte) + inner, ptext, kind, n, name_node,
+                           n.child_by_field_name("body") is not None)
+        return (end, cur[1], cur[2] + inner, idx, lib, None)
+
+    def _kind(self, n, name_node, name: str, parts, cls) -> str:
+        if self.glob_pos or self.dev_pos:
+            p = n.parent
+            start = p.start_byte if p is not None and p.type == "template_declaration" else n.start_byte
+            ck = self._cuda_kind(start, name_node.start_byte)
+            if ck == "global_kernel" or (ck and not cls and not parts):
+                return ck
+        if parts:
+            owner = parts[-1]
+            if owner == name:
+                return "constructor"
+            return "function" if owner in self.namespaces else "method"
+        if cls:
+            return "constructor" if name == cls else "method"
+        return "function"
+
+    def _symbol(self, name, qual, params, kind, n, name_node, is_def) -> int:
+        line = name_node.start_point[0] + 1 + self.line_base
+        end_line = n.end_point[0] + 1 + self.line_base
+        span = self.span_at(name_node.start_byte) if self.spans else None
+        if span is not None and n.end_byte + self.base <= span.end:  # wholly inside: end at the invocation's ")"
+            end_line = line + span.lines
+        idx = len(self.syms)
+        self.syms.append(CppSymbol(name, "::".join(qual), u(params), kind, line, end_line, is_def,
+                                   span.macro if span is not None else ""))
+        if is_def:
+            self.defs.append((n.start_byte, n.end_byte, idx))
+        return idx
+
+    def _decl(self, n, cur) -> None:
+        fd, name_node, params = self._fn_declarator(n.child_by_field_name("declarator"))
+        if fd is None or name_node is None:
+            return
+        nt = name_node.type
+        if nt not in ("identifier", "field_identifier", "qualified_identifier", "destructor_name",
+                      "operator_name", "template_function"):
+            return
+        parts, name = split_scope(self.t(name_node))
+        cls = cur[5]
+        if not name or _MACRO_NAME.match(name) or name.startswith(("C10_", "TORCH_", "AT_")):
+            return
+        if n.child_by_field_name("type") is None and not cls and not parts:
+            return  # "FOO(x);" at namespace scope: a macro invocation
+        if "constexpr" in self.text[n.start_byte:fd.start_byte]:
+            return  # "constexpr Symbol x(static_cast<T>(k));": a variable, not a prototype
+        qual = self.scope(cur, n.start_byte) + tuple(parts) + (name,)
+        kind = self._kind(n, name_node, name, parts, cls)
+        ptext = norm_params(self.t(params)) if params is not None else "()"
+        self._symbol(name, qual, ptext, kind, n, name_node, False)
+
+    # ------------------------------------------------------------------ calls
+
+    def _call(self, n, caller: int, lib) -> None:
+        f = n.child_by_field_name("function")
+        if f is None:
+            return
+        ty = f.type
+        qual = ""
+        kind = "call"
+        detail = ""
+        if ty == "identifier":
+            callee = self.t(f)
+        elif ty == "qualified_identifier":
+            parts, callee = split_scope(self.t(f).replace("template ", ""))
+            qual = "::".join(parts)
+        elif ty == "template_function":
+            nm = f.child_by_field_name("name")
+            callee = self.t(nm) if nm is not None else ""
+        elif ty == "field_expression":
+            fld = f.child_by_field_name("field")
+            if fld is None:
+                return
+            callee = self.t(fld)
+            if fld.type != "field_identifier":
+                callee = split_scope(strip_templates(callee).replace("template ", ""))[1]
+            if callee in BINDING_METHODS and record_binding(self, n, f, callee, caller, lib):
+                return
+            recv = f.child_by_field_name("argument")
+            qual = collapse(self.t(recv)) if recv is not None else ""
+            if len(qual) > _RECV_MAX:
+                qual = qual[:_RECV_MAX]
+            kind = "method"
+        else:
+            return
+        if not callee or callee in _CASTS:
+            return
+        if self.is_cuda and n.child_count > 2 and n.child(1).type == "kernel_call_syntax":
+            kind = "launch"
+            detail = collapse(self.t(n.child(1)).strip("<> \n"))
+        elif callee in GPU_HELPERS:
+            kind = "gpu_launch"
+            detail = self._functor(n, f)
+        elif callee in Regs.MACROS:
+            return  # handled as a registration
+        self.calls.append(CppCall(caller, callee, u(qual), self.line(n), kind, u(detail)))
+
+    def _functor(self, n, f) -> str:
+        args = n.child_by_field_name("arguments")
+        if args is None:
+            return ""
+        vals = [c for c in args.named_children if c.type != "comment"]
+        for a in vals:
+            lam = a if a.type == "lambda_expression" else _lambda_in(a)
+            if lam is not None:
+                return f"lambda@{self.line(lam)}"
+        if f.type == "template_function" and "jit" in self.t(f.child_by_field_name("name") or f):
+            targs = f.child_by_field_name("arguments")
+            if targs is not None:
+                for c in targs.named_children:
+                    if c.type != "comment":
+                        return collapse(self.t(c))
+        if not vals:
+            return ""
+        text = strip_templates(self.t(vals[1] if len(vals) > 1 else vals[0])).lstrip("&* ")
+        if text.startswith("func_wrapper("):  # func_wrapper<T>(MaxNanFunctor<T>()): the functor inside
+            text = text[len("func_wrapper("):].lstrip("&* ")
+        m = _FUNCTOR_NAME.match(text)
+        return m.group(0) if m else collapse(text)[:_RECV_MAX]
+
+    def _new(self, n, caller: int) -> None:
+        ty = n.child_by_field_name("type")
+        if ty is None:
+            return
+        parts, callee = split_scope(strip_templates(self.t(ty)))
+        if callee:
+            self.calls.append(CppCall(caller, callee, "::".join(parts), self.line(n), "construct", ""))
+
+    def _using(self, n, cur) -> None:
+        if n.child_count < 3 or n.child(1).type != "namespace":
+            return
+        target = n.named_child(0)
+        if target is None:
+            return
+        self.usings.append(CppUsing(self.t(target).replace(" ", ""), self.line(n),
+                                    "::".join(self.scope(cur, n.start_byte))))
+
+
+def _garbled(label: str) -> bool:
+    return len(label) > 200 or ";" in label or "{" in label or "}" in label
+
+
+def _find_params(d):
+    """The parameter_list under a conversion-operator declarator."""
+    stack = [d]
+    for _ in range(64):
+        if not stack:
+            return None
+        x = stack.pop()
+        if x.type == "parameter_list":
+            return x
+        stack.extend(reversed(x.named_children))
+    return None
+
+
+def _macro_args(w: Walker, params) -> list[str]:
+    if params is None:
+        return []
+    return [collapse(w.t(c)) for c in params.named_children if c.type != "comment"]
+
+
+def _lambda_in(a):
+    """A lambda passed through one wrapper call: func_wrapper<T>([] (...) {...})."""
+    if a.type != "call_expression":
+        return None
+    args = a.child_by_field_name("arguments")
+    if args is None:
+        return None
+    for c in args.named_children:
+        if c.type == "lambda_expression":
+            return c
+    return None

@@ -1,0 +1,507 @@
+"""extract_cpp on small hand-written fixtures (tests/fixtures/cpp) and on the real tree."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from torchtalk.extract.cpp import _extract, extract_cpp
+from torchtalk.extract.facts import CppCall, CppRegistration, CppSymbol, CppUsing
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cpp"
+
+
+def facts(name: str, relpath: str) -> dict:
+    return extract_cpp(relpath, (FIXTURES / name).read_bytes())
+
+
+def sym(f: dict, name: str, **where) -> CppSymbol:
+    found = [s for s in f["CppSymbol"] if s.name == name and all(getattr(s, k) == v for k, v in where.items())]
+    assert len(found) == 1, (name, where, found)
+    return found[0]
+
+
+def calls_of(f: dict, symbol: CppSymbol) -> list[CppCall]:
+    idx = f["CppSymbol"].index(symbol)
+    return [c for c in f["CppCall"] if c.caller == idx]
+
+
+def regs(f: dict, kind: str) -> list[CppRegistration]:
+    return [r for r in f["CppRegistration"] if r.kind == kind]
+
+
+def check_refs(f: dict) -> None:
+    n = len(f["CppSymbol"])
+    assert all(-1 <= c.caller < n for c in f["CppCall"])
+    assert all(-1 <= r.scope < n for r in f["CppRegistration"])
+    assert all(isinstance(s, CppSymbol) for s in f["CppSymbol"])
+    assert all(isinstance(u, CppUsing) for u in f["CppUsing"])
+
+
+# ---------------------------------------------------------------- dispatch stubs
+
+
+def test_dispatch_stub_macros_cpu_file():
+    f = facts("dispatch.cpp", "aten/src/ATen/native/cpu/FooKernel.cpp")
+    check_refs(f)
+    got = {(r.kind, r.name, r.target, r.key, r.line, r.detail) for r in f["CppRegistration"]}
+    assert got == {
+        ("declare_dispatch", "atan2_stub", "atan2_fn", "", 7, "DECLARE_DISPATCH"),
+        ("declare_dispatch", "fill_stub", "void(*)(TensorIterator&, const Scalar&)", "", 8, "DECLARE_DISPATCH"),
+        ("define_dispatch", "atan2_stub", "", "", 9, "DEFINE_DISPATCH"),
+        ("register_dispatch", "atan2_stub", "atan2_kernel", "CPU", 22, "ALSO_REGISTER_AVX512_DISPATCH"),
+        ("register_dispatch", "sign_stub", "CPU_CAPABILITY::sign_kernel", "CPU", 23, "REGISTER_DISPATCH"),
+        ("register_dispatch", "flatten_stub", "flatten_cpu_kernel", "CPU", 24, "REGISTER_ARCH_DISPATCH"),
+        ("register_dispatch", "cuda_only_stub", "", "CPU", 25, "REGISTER_NO_CPU_DISPATCH"),
+        ("register_dispatch", "explicit_cuda_stub", "explicit_cuda_kernel", "CUDA", 26, "REGISTER_CUDA_DISPATCH"),
+        ("register_dispatch", "avx2_stub", "avx2_kernel", "CPU", 27, "REGISTER_AVX2_DISPATCH"),
+        ("register_dispatch", "long_stub", "long_kernel_name", "CPU", 28, "REGISTER_DISPATCH"),
+    }
+    # Mentions in a comment, a string and an unused #define are not registrations.
+    names = {r.name for r in f["CppRegistration"]}
+    assert not names & {"commented_stub", "string_stub", "op_stub"}
+    # Registration macros are not reported as calls.
+    assert not [c for c in f["CppCall"] if "DISPATCH" in c.callee]
+
+
+@pytest.mark.parametrize(
+    "relpath, key",
+    [
+        ("aten/src/ATen/native/cuda/FooKernel.cu", "CUDA"),
+        ("aten/src/ATen/native/mps/operations/Foo.mm", "MPS"),
+        ("aten/src/ATen/native/cpu/FooKernel.cpp", "CPU"),
+        ("aten/src/ATen/native/quantized/cpu/kernels/Foo.cpp", "CPU"),
+    ],
+)
+def test_register_dispatch_key_follows_path(relpath, key):
+    f = extract_cpp(relpath, b"namespace at::native {\nREGISTER_DISPATCH(x_stub, &x_kernel);\n}\n")
+    [r] = f["CppRegistration"]
+    assert (r.name, r.target, r.key, r.line) == ("x_stub", "x_kernel", key, 2)
+
+
+# ---------------------------------------------------------------- structured kernels and macros
+
+
+def test_structured_kernel_macros():
+    f = facts("structured.cpp", "aten/src/ATen/native/UnaryOps.cpp")
+    check_refs(f)
+    tanh = sym(f, "tanh")
+    assert (tanh.qualname, tanh.kind, tanh.line, tanh.end_line) == ("at::meta::structured_tanh::meta", "meta_func", 4, 6)
+    add = sym(f, "add_Tensor")
+    assert (add.qualname, add.kind) == ("at::meta::structured_add_Tensor::meta", "meta_func")
+    pool = sym(f, "avg_pool2d")
+    assert (pool.qualname, pool.kind, pool.line) == (
+        "at::meta::structured_avg_pool2d::meta", "precompute_meta_func", 12)
+    rd = sym(f, "round_decimals_out")
+    assert (rd.qualname, rd.kind, rd.line, rd.macro) == (
+        "at::native::structured_round_decimals_out::impl", "impl_func", 30, "")
+    assert rd.params == "(const Tensor& self, int64_t decimals, const Tensor& result)"
+    assert {c.callee for c in calls_of(f, rd)} == {"round_decimals_stub", "device_type"}
+    impl = {(r.name, r.target, r.line, r.detail) for r in regs(f, "impl_func")}
+    assert ("round_decimals_out", "at::native::structured_round_decimals_out::impl", 30, "TORCH_IMPL_FUNC") in impl
+    meta = {(r.name, r.detail) for r in regs(f, "meta_func")}
+    assert meta == {("tanh", "TORCH_META_FUNC"), ("add_Tensor", "TORCH_META_FUNC2"),
+                    ("avg_pool2d", "TORCH_PRECOMPUTE_META_FUNC")}
+
+
+def test_same_file_macro_expansion_defines_functions_at_the_invocation():
+    f = facts("structured.cpp", "aten/src/ATen/native/UnaryOps.cpp")
+    acos = sym(f, "acos_out")
+    assert (acos.qualname, acos.kind, acos.line, acos.macro) == (
+        "at::native::structured_acos_out::impl", "impl_func", 26, "CREATE_UNARY_TORCH_IMPL_FUNC")
+    tanh = sym(f, "tanh_out")  # invocation spread over two lines
+    assert (tanh.line, tanh.end_line) == (27, 28)
+    assert [(c.callee, c.line) for c in calls_of(f, tanh) if c.callee.endswith("_stub")] == [("tanh_stub", 27)]
+    assert ("tanh_out", 27) in {(r.name, r.line) for r in regs(f, "impl_func")}
+    # Nested macros, ## and #: a kernel in an inline namespace and its registration.
+    exp = sym(f, "exp_kernel")
+    assert (exp.qualname, exp.line, exp.macro) == (
+        "at::native::CPU_CAPABILITY::exp_kernel", 46, "IMPLEMENT_KERNEL_AND_REGISTER")
+    [reg] = [r for r in regs(f, "register_dispatch")]
+    assert (reg.name, reg.target, reg.key, reg.line) == ("exp_stub", "CPU_CAPABILITY::exp_kernel", "CPU", 46)
+    # #undef then #define: the later definition is used after it.
+    assert sym(f, "log_other").qualname == "at::native::log_other"
+    # Line numbers after the expansions are unchanged.
+    assert sym(f, "after_macros").line == 52
+
+
+# ---------------------------------------------------------------- definitions and declarations
+
+
+def test_scopes_overloads_and_declarations():
+    f = facts("symbols.h", "c10/core/Device.h")
+    check_refs(f)
+    ctor = sym(f, "Device")
+    assert (ctor.qualname, ctor.kind, ctor.is_definition) == ("c10::Device::Device", "constructor", True)
+    assert sym(f, "index").kind == "method"  # C10_HOST_DEVICE blanked, still a method
+    assert sym(f, "operator==").qualname == "c10::Device::operator=="
+    # Declaration in the class and out-of-line definition at global scope.
+    decl = sym(f, "cpu", is_definition=False)
+    defn = sym(f, "cpu", is_definition=True)
+    assert decl.qualname == defn.qualname == "c10::Device::cpu"
+    assert (decl.line, defn.line, defn.kind) == (11, 42, "method")
+    assert sym(f, "~Device", is_definition=True).qualname == "c10::Device::~Device"
+    # TORCH_API prototypes: overloads stay distinct through their parameters.
+    adds = [s for s in f["CppSymbol"] if s.name == "add"]
+    assert {s.params for s in adds} == {
+        "(const Tensor& self, const Tensor& other, const Scalar& alpha = 1)",
+        "(const Tensor& self, const Scalar& other)",
+    }
+    assert all(s.qualname == "at::native::add" and not s.is_definition for s in adds)
+    out = sym(f, "add_out")
+    assert out.params == "(const Tensor& self, const Tensor& other, Tensor& out)"  # comment gone
+    assert (out.line, out.end_line) == (21, 23)
+    assert sym(f, "fast_helper").is_definition  # C10_ALWAYS_INLINE blanked
+    assert sym(f, "clamp_value").qualname == "at::native::clamp_value"
+    assert sym(f, "hidden").qualname == "at::(anonymous)::hidden"
+    assert not [s for s in f["CppSymbol"] if s.name == "function_pointer"]
+    assert f["CppUsing"] == [CppUsing("at::native", 45, "")]
+
+
+# ---------------------------------------------------------------- calls
+
+
+def test_calls_kinds_and_no_calls_from_comments_or_strings():
+    f = facts("calls.cpp", "aten/src/ATen/native/Calls.cpp")
+    check_refs(f)
+    fn = sym(f, "index_select_cpu")
+    got = {(c.callee, c.qualifier, c.kind) for c in calls_of(f, fn)}
+    assert ("empty", "at", "call") in got
+    assert ("call", "at::_ops::add_Tensor", "call") in got
+    assert ("index_select_out_cpu_", "", "call") in got
+    assert ("view", "self.contiguous()", "method") in got
+    assert ("set_sizes_contiguous", "impl", "method") in got
+    assert ("convert", "", "call") in got  # template call convert<float>(v)
+    assert ("OptionalDeviceGuard", "", "construct") in got
+    assert ("fill_values", "", "call") in got  # inside the AT_DISPATCH lambda
+    assert ("compute_one", "", "call") in got  # inside a local lambda
+    assert ("add_stub", "", "call") in got
+    assert not [c for c in f["CppCall"] if c.callee == "index_select_out_cpu_impl"]
+    lines = {c.callee: c.line for c in calls_of(f, fn)}
+    assert (lines["empty"], lines["call"], lines["fill_values"]) == (8, 11, 18)
+
+
+def test_overloads_methods_and_namespace_scope_calls():
+    f = facts("calls.cpp", "aten/src/ATen/native/Calls.cpp")
+    two = sym(f, "overloaded", params="(int x, int y)")
+    sym(f, "overloaded", params="(int x)")
+    assert [(c.callee, c.line) for c in calls_of(f, two)] == [("overloaded", 26)]
+    run = sym(f, "run")
+    assert run.qualname == "at::native::Helper::run"
+    assert {(c.callee, c.qualifier, c.kind) for c in calls_of(f, run)} == {
+        ("step", "", "call"), ("finish", "this", "method")}
+    step = sym(f, "step", is_definition=True)
+    assert (step.qualname, step.kind, step.line) == ("at::native::Helper::step", "method", 34)
+    # A static initialiser's call has no enclosing function.
+    assert [(c.caller, c.line) for c in f["CppCall"] if c.callee == "make_registry"] == [(-1, 36)]
+
+
+# ---------------------------------------------------------------- CUDA
+
+
+def test_cuda_kernels_launches_and_helpers():
+    f = facts("kernels.cu", "aten/src/ATen/native/cuda/FooKernels.cu")
+    check_refs(f)
+    k = sym(f, "avg_pool_frame")
+    assert (k.kind, k.line, k.end_line, k.qualname) == (
+        "global_kernel", 9, 13, "at::native::(anonymous)::avg_pool_frame")
+    # CUDA_KERNEL_LOOP(i, n) { ... } is a loop macro: its calls belong to the kernel.
+    assert ("accumulate", 11) in {(c.callee, c.line) for c in calls_of(f, k)}
+    assert not [s for s in f["CppSymbol"] if "CUDA_KERNEL_LOOP" in s.name]
+    assert sym(f, "accumulate").kind == "device_function"
+    assert sym(f, "plain_kernel").kind == "global_kernel"
+    assert sym(f, "operator()").kind == "method"
+    host = sym(f, "avg_pool_out_cuda")
+    launches = [(c.callee, c.line, c.detail) for c in calls_of(f, host) if c.kind == "launch"]
+    assert launches[0] == ("avg_pool_frame", 34, "ceil_div(count, 1024), 1024, 0, at::cuda::getCurrentCUDAStream()")
+    # Launches hidden in a same-file macro with type arguments, inside if/else blocks.
+    assert [(c, ln) for c, ln, _ in launches[1:]] == [("plain_kernel", 39), ("plain_kernel", 41)]
+    absk = sym(f, "abs_kernel_cuda")
+    assert [(c.callee, c.detail, c.line) for c in calls_of(f, absk) if c.kind == "gpu_launch"] == [
+        ("gpu_kernel", "AbsFunctor", 47)]
+    neg = sym(f, "neg_kernel_cuda")
+    assert [(c.callee, c.detail) for c in calls_of(f, neg) if c.kind == "gpu_launch"] == [("gpu_kernel", "lambda@53")]
+    assert ("negate_value", 54) in {(c.callee, c.line) for c in calls_of(f, neg)}
+    tan = sym(f, "tan_kernel_cuda")
+    assert [(c.callee, c.detail) for c in calls_of(f, tan)] == [("jitted_gpu_kernel", "tan_name")]
+    assert {(r.name, r.target, r.key) for r in regs(f, "register_dispatch")} == {
+        ("abs_stub", "abs_kernel_cuda", "CUDA"), ("neg_stub", "neg_kernel_cuda", "CUDA")}
+
+
+def test_header_with_launch_uses_cuda_grammar():
+    src = b"namespace at {\nvoid go(float* p) {\n  fill_kernel<<<1, 32, 0, s>>>(p);\n}\n}\n"
+    f = extract_cpp("aten/src/ATen/native/cuda/Helpers.h", src)
+    [c] = [c for c in f["CppCall"] if c.kind == "launch"]
+    assert (c.callee, c.line, c.detail, f["CppSymbol"][c.caller].name) == ("fill_kernel", 3, "1, 32, 0, s", "go")
+
+
+# ---------------------------------------------------------------- bindings and library blocks
+
+
+def test_pymethoddef_tables_both_forms():
+    f = facts("bindings.cpp", "torch/csrc/Module.cpp")
+    check_refs(f)
+    got = {(r.name, r.target, r.key, r.line) for r in regs(f, "pymethoddef")}
+    assert got == {
+        ("set_num_threads", "THPModule_setNumThreads", "TorchMethods", 10),
+        ("get_num_threads", "THPModule_getNumThreads", "TorchMethods", 11),
+        ("_cuda_init", "THPModule_cudaInit", "TorchMethods", 16),
+        ("__add__", "THPVariable_add", "variable_methods", 22),
+        ("detach", "THPVariable_detach", "variable_methods", 24),
+    }
+
+
+def test_pybind_defs_on_any_receiver():
+    f = facts("bindings.cpp", "torch/csrc/Module.cpp")
+    got = {(r.name, r.target, r.key, r.line, r.detail) for r in regs(f, "pybind_def")}
+    graph = 'py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph")'
+    assert got == {
+        ("_jit_pass_inline", "Inline", "m", 29, ".def"),
+        ("_get_tracing_state", "lambda@30", "m", 30, ".def"),
+        ("Graph.__init__", "py::init<>()", graph, 32, ".def"),
+        ("Graph.nodes", "Graph::nodes", graph, 33, ".def"),
+        ("Graph.global_graph", "Graph::global", graph, 34, ".def_static"),
+        ("Graph.name", "lambda@35", graph, 35, ".def_property_readonly"),
+        ("Node.kind", "Node::kind", "node_class", 37, ".def"),
+        ("_set_backcompat", "setBackcompat", "py_module", 39, ".def"),
+        ("Holder.get", "Holder::get", 'm.class_<Holder>("Holder")', 46, ".def"),
+    }
+    init = sym(f, "initModule")
+    assert all(r.scope == f["CppSymbol"].index(init) for r in regs(f, "pybind_def") if r.line < 40)
+
+
+def test_torch_library_blocks():
+    f = facts("bindings.cpp", "torch/csrc/Module.cpp")
+    blocks = [s.name for s in f["CppSymbol"] if s.kind == "library_block"]
+    assert blocks == ["TORCH_LIBRARY(myops)", "TORCH_LIBRARY_FRAGMENT(aten)", "TORCH_LIBRARY_IMPL(aten, CPU)",
+                      "TORCH_LIBRARY_IMPL(_, AutogradCPU)"]
+    defs = {(r.name, r.target, r.key, r.line) for r in regs(f, "library_def")}
+    assert defs == {("myadd", "", "myops", 43), ("mymul.out", "", "myops", 44), ("with_tags", "", "myops", 45),
+                    ("extra_op", "extra_op_impl", "aten", 50)}
+    schema = [r.detail for r in regs(f, "library_def") if r.name == "myadd"]
+    assert schema == ["myadd(Tensor self, Tensor other) -> Tensor"]
+    impls = {(r.name, r.target, r.key, r.line) for r in regs(f, "library_impl")}
+    assert impls == {("add.Tensor", "wrapper_CPU_add", "CPU", 54), ("relu", "relu_cpu", "CPU", 55),
+                     ("sum", "sum_impl", "CompositeExplicitAutograd", 56)}
+    [fb] = regs(f, "library_fallback")
+    assert (fb.target, fb.key, fb.line) == ("autograd_fallback", "AutogradCPU", 60)
+    block = f["CppSymbol"][fb.scope]
+    assert block.name == "TORCH_LIBRARY_IMPL(_, AutogradCPU)"
+
+
+# ---------------------------------------------------------------- Objective-C++ and conditionals
+
+
+def test_objective_cpp_definitions_survive_objc_syntax():
+    f = facts("objc.mm", "aten/src/ATen/native/mps/operations/Foo.mm")
+    check_refs(f)
+    relu = sym(f, "relu_mps")
+    assert (relu.qualname, relu.line, relu.end_line) == ("at::native::relu_mps", 20, 32)
+    assert ("runMPSGraph", 29) in {(c.callee, c.line) for c in calls_of(f, relu)}
+    op = sym(f, "unary_op")
+    assert op.qualname == "at::native::mps::unary_op"
+    got = {(c.callee, c.line) for c in calls_of(f, op)}
+    assert ("runMPSGraph", 14) in got  # inside a ^() block
+    assert ("getMPSDataType", 11) in got  # an argument of a message send
+    cs = sym(f, "cumsum_out_mps")
+    assert (cs.qualname, cs.kind, cs.line) == ("at::native::structured_cumsum_out_mps::impl", "impl_func", 34)
+    assert [(r.name, r.key) for r in regs(f, "register_dispatch")] == [("cross_stub", "MPS")]
+
+
+def test_damage_at_namespace_scope_is_confined_to_one_item():
+    f = facts("damaged.cpp", "aten/src/ATen/native/Damaged.cpp")
+    check_refs(f)
+    assert sym(f, "broken").qualname == "at::native::(anonymous)::broken"
+    after = sym(f, "after_damage")
+    assert (after.qualname, after.line, after.end_line) == ("at::native::after_damage", 18, 20)
+    assert [(c.callee, c.line) for c in calls_of(f, after)] == [("helper_after", 19)]
+    assert not [s for s in f["CppSymbol"] if s.kind == "macro_block"]
+
+
+def test_conditionals_that_split_a_signature_do_not_swallow_the_file():
+    f = facts("conditionals.cpp", "aten/src/ATen/native/Cond.cpp")
+    # "#ifdef USE_VULKAN_API" must keep its name (it ends in _API like export macros).
+    assert sym(f, "vulkan_only").qualname == "at::native::vulkan_only"
+    assert [s.qualname for s in f["CppSymbol"] if s.name == "split_signature"] == ["at::native::split_signature"]
+    after = sym(f, "after_split")
+    assert (after.qualname, after.line) == ("at::native::after_split", 18)
+    assert [c.callee for c in calls_of(f, after)] == ["after_helper"]
+
+
+# ---------------------------------------------------------------- robustness
+
+
+@pytest.mark.parametrize("relpath", ["a.cpp", "a.cu", "a.mm", "a.h"])
+def test_empty_and_odd_input(relpath):
+    assert all(v == [] for v in walk_facts(relpath, b"").values())
+    f = walk_facts(relpath, b"\xff\xfe\x00 void f() { g(); } \x80\x81 /* unterminated")
+    check_refs(f)
+    assert [c.callee for c in f["CppCall"]] == ["g"]
+
+
+def test_non_utf8_text_is_kept_readable():
+    f = extract_cpp("a.cpp", 'void caf\u00e9_user() {\n  run("\u00e9t\u00e9");\n}\n'.encode() + b"\xff\n")
+    assert [c.callee for c in f["CppCall"]] == ["run"]
+
+
+def test_deep_nesting_and_huge_input():
+    deep = b"void f() { int x = " + b"(" * 3000 + b"1" + b")" * 3000 + b"; g(); }\n"
+    f = walk_facts("deep.cpp", deep)
+    assert [c.callee for c in f["CppCall"]] == ["g"]
+    blocks = b"void h() {" + b"{" * 2000 + b"k();" + b"}" * 2000 + b"}\n"
+    assert [c.callee for c in walk_facts("b.cpp", blocks)["CppCall"]] == ["k"]
+    many = b"".join(b"int f%d(int x) { return g%d(x); }\n" % (i, i) for i in range(20000))
+    f = extract_cpp("big.cpp", many)
+    assert len(f["CppSymbol"]) == 20000 and len(f["CppCall"]) == 20000
+    assert f["CppSymbol"][19999] == CppSymbol("f19999", "f19999", "(int x)", "function", 20000, 20000, True, "")
+
+
+def test_recursive_and_self_referencing_macros_terminate():
+    src = (b"#define A(x) B(x) void x##_a() {}\n#define B(x) A(x) void x##_b() {}\nA(foo)\n"
+           b"#define SELF(x) SELF(x) int x() { return 1; }\nSELF(bar)\n")
+    f = walk_facts("m.cpp", src)
+    check_refs(f)
+    assert "bar" in {s.name for s in f["CppSymbol"]}
+
+
+def walk_facts(relpath: str, data: bytes) -> dict:
+    """Like extract_cpp but without its safety net, so internal errors fail the test."""
+    return _extract(relpath, data)
+
+
+def test_comments_in_macro_arguments_do_not_swallow_the_expansion():
+    src = (b"#define DISPATCH(NAME, ...) AT_DISPATCH_ALL_TYPES(t, NAME, __VA_ARGS__)\n"
+           b"namespace at {\nvoid f(Tensor t) {\n  DISPATCH(\"f\", [&] {\n    // step 1: a comment\n"
+           b"    first_step(t);\n    second_step(t); // trailing\n  });\n}\n}\nvoid after() { tail_call(); }\n")
+    f = walk_facts("c.cpp", src)
+    fn = sym(f, "f")
+    assert {c.callee for c in calls_of(f, fn)} >= {"first_step", "second_step"}
+    after = sym(f, "after")
+    assert (after.qualname, after.line, [c.callee for c in calls_of(f, after)]) == ("after", 11, ["tail_call"])
+
+
+def test_macro_fan_out_expands_and_exponential_macros_are_cut_off():
+    fan = b"#define A0(x) void x##_f() { g(); }\n" + b"".join(
+        b"#define A%d(x) A%d(x##a) A%d(x##b)\n" % (i, i - 1, i - 1) for i in range(1, 7)) + b"A6(z)\n"
+    f = walk_facts("fan.cpp", fan)
+    assert len([s for s in f["CppSymbol"] if s.macro == "A6" and s.line == 8]) == 64
+    assert "zabbaba_f" in {s.name for s in f["CppSymbol"]}
+    bomb = b"#define A0(x) void x##_f() { g(); }\n" + b"".join(
+        b"#define A%d(x) A%d(x##a) A%d(x##b) A%d(x##c) A%d(x##d)\n" % ((i,) + (i - 1,) * 4) for i in range(1, 12))
+    f = walk_facts("bomb.cpp", bomb + b"A11(z)\nint tail() { return 1; }\n")
+    assert ("tail", 14) in {(s.name, s.line) for s in f["CppSymbol"]}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=400), st.sampled_from(["x.cpp", "x.cu", "x.mm", "x.h"]))
+def test_never_raises_on_random_bytes(data, relpath):
+    check_refs(walk_facts(relpath, data))
+
+
+_CPPISH = st.lists(st.sampled_from([
+    "namespace a {", "}", "{", "(", ")", "void f()", "int g(int x)", "#define M(x) void x() {}", "M(y)",
+    "#if X", "#else", "#endif", "TORCH_IMPL_FUNC(z)(const Tensor& t)", "REGISTER_DISPATCH(s, &k);",
+    "m.def(\"n\", &f);", "[obj msg:1]", "^{", "k<<<1, 2>>>(p);", ";", "\"str", "/*", "*/", "// c\n", "\n",
+    "@autoreleasepool", "TORCH_API", "template <typename T>", "x = f(y);", "#define R(a, ...) R(__VA_ARGS__)",
+    "R(1, 2)", "static PyMethodDef t[] = {{\"a\", b, 0, nullptr},",
+]), max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_CPPISH, st.sampled_from(["x.cpp", "x.cu", "x.mm"]))
+def test_never_raises_on_cpp_like_soup(tokens, relpath):
+    f = walk_facts(relpath, " ".join(tokens).encode())
+    check_refs(f)
+    assert all(s.line >= 1 and s.end_line >= s.line for s in f["CppSymbol"])
+
+
+# ---------------------------------------------------------------- the real tree
+
+SOURCE = os.environ.get("TORCHTALK_TEST_SOURCE", "")
+real = pytest.mark.skipif(not SOURCE or not os.path.isdir(SOURCE), reason="TORCHTALK_TEST_SOURCE not set")
+
+
+def real_facts(relpath: str) -> dict:
+    return extract_cpp(relpath, (Path(SOURCE) / relpath).read_bytes())
+
+
+@pytest.mark.integration
+@real
+def test_real_atan2_stub_registrations():
+    found = set()
+    for rel in ("aten/src/ATen/native/BinaryOps.h", "aten/src/ATen/native/BinaryOps.cpp",
+                "aten/src/ATen/native/cpu/BinaryOpsKernel.cpp", "aten/src/ATen/native/cuda/BinaryGeometricKernels.cu"):
+        for r in real_facts(rel)["CppRegistration"]:
+            if r.name == "atan2_stub":
+                found.add((rel.rsplit("/", 1)[-1], r.kind, r.target, r.key, r.line))
+    assert found == {
+        ("BinaryOps.h", "declare_dispatch", "structured_binary_fn", "", 64),
+        ("BinaryOps.cpp", "define_dispatch", "", "", 384),
+        ("BinaryOpsKernel.cpp", "register_dispatch", "atan2_kernel", "CPU", 1427),
+        ("BinaryGeometricKernels.cu", "register_dispatch", "atan2_kernel_cuda", "CUDA", 36),
+    }
+
+
+@pytest.mark.integration
+@real
+def test_real_tanh_out_from_macro_and_its_stub():
+    f = real_facts("aten/src/ATen/native/UnaryOps.cpp")
+    s = sym(f, "tanh_out")
+    assert (s.qualname, s.kind, s.line, s.macro) == (
+        "at::native::structured_tanh_out::impl", "impl_func", 361, "CREATE_UNARY_TORCH_IMPL_FUNC")
+    assert ("tanh_stub", 361) in {(c.callee, c.line) for c in calls_of(f, s)}
+    cu = real_facts("aten/src/ATen/native/cuda/UnaryGeometricTanhKernel.cu")
+    assert ("tanh_stub", "tanh_kernel_cuda", "CUDA", 56) in {
+        (r.name, r.target, r.key, r.line) for r in regs(cu, "register_dispatch")}
+
+
+@pytest.mark.integration
+@real
+def test_real_index_select_cuda():
+    f = real_facts("aten/src/ATen/native/cuda/Indexing.cu")
+    s = sym(f, "index_select_cuda")
+    assert (s.qualname, s.line) == ("at::native::index_select_cuda", 1641)
+    callees = {(c.callee, c.qualifier) for c in calls_of(f, s)}
+    assert ("empty", "at") in callees and ("index_select_out_cuda", "at::native") in callees
+    assert not [c for c in calls_of(f, s) if c.callee == "index_select_out_cuda_impl"]
+    k = sym(f, "indexSelectLargeIndex")
+    assert (k.kind, k.line) == ("global_kernel", 1397)
+    # The launches sit in a function-local macro (LARGE_INDEX) invoked with type arguments.
+    impl = sym(f, "index_select_out_cuda_impl")
+    assert "indexSelectLargeIndex" in {c.callee for c in calls_of(f, impl) if c.kind == "launch"}
+
+
+@pytest.mark.integration
+@real
+def test_real_avg_pool2d_kernel_and_launch():
+    f = real_facts("aten/src/ATen/native/cuda/AveragePool2d.cu")
+    k = sym(f, "avg_pool2d_out_cuda_frame")
+    assert (k.kind, k.line) == ("global_kernel", 33)
+    launches = [c for c in f["CppCall"] if c.kind == "launch" and c.callee == "avg_pool2d_out_cuda_frame"]
+    assert [c.line for c in launches] == [325]
+    caller = f["CppSymbol"][launches[0].caller]
+    assert (caller.name, caller.kind, caller.line) == ("avg_pool2d_out_cuda", "impl_func", 243)
+
+
+@pytest.mark.integration
+@real
+def test_real_torch_methods_table():
+    f = real_facts("torch/csrc/Module.cpp")
+    assert ("set_num_threads", "THPModule_setNumThreads", "TorchMethods") in {
+        (r.name, r.target, r.key) for r in regs(f, "pymethoddef")}
+    assert len([r for r in regs(f, "pymethoddef") if r.key == "TorchMethods"]) > 100
+
+
+@pytest.mark.integration
+@real
+def test_real_mps_objective_cpp():
+    relu = sym(real_facts("aten/src/ATen/native/mps/operations/Activation.mm"), "relu_mps")
+    assert (relu.qualname, relu.line) == ("at::native::relu_mps", 48)
+    cs = sym(real_facts("aten/src/ATen/native/mps/operations/UnaryOps.mm"), "cumsum_out_mps")
+    assert (cs.qualname, cs.kind, cs.line) == ("at::native::structured_cumsum_out_mps::impl", "impl_func", 478)
+    pool = sym(real_facts("aten/src/ATen/native/mps/operations/Pooling.mm"), "avg_pool2d_out_mps")
+    assert (pool.qualname, pool.line) == ("at::native::structured_avg_pool2d_out_mps::impl", 496)
