@@ -326,8 +326,10 @@ class Walker:
         if ty == "identifier":
             callee = self.t(f)
         elif ty == "qualified_identifier":
-            parts, callee = split_scope(self.t(f).replace("template ", ""))
-            qual = "::".join(parts)
+            raw = self.t(f).replace("template ", "")
+            parts, callee = split_scope(raw)
+            # "::atan2(a, b)" names the global (C library) function: keep that apart from "atan2".
+            qual = "::".join(parts) if parts else ("::" if raw.lstrip().startswith("::") else "")
         elif ty == "template_function":
             nm = f.child_by_field_name("name")
             callee = self.t(nm) if nm is not None else ""

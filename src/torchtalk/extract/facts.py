@@ -108,7 +108,7 @@ class CppCall(NamedTuple):
 
     caller: int  # local ref -> CppSymbol (the enclosing definition), -1 outside any (static initialisers)
     callee: str  # last identifier: "empty", "add_", "call" (for at::_ops::X::call)
-    qualifier: str  # scope as written minus template args: "at", "at::_ops::add_Tensor", "";
+    qualifier: str  # scope as written minus template args: "at", "at::_ops::add_Tensor", "", "::" (global);
     #                 receiver text for methods (first 80 chars)
     line: int
     kind: str  # call | method | launch (<<<>>>) | gpu_launch (gpu_kernel & kin) | construct

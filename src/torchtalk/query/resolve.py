@@ -54,6 +54,8 @@ class Call:
     def written(self) -> str:
         if self.kind == "method":
             return f"{self.qualifier}.{self.callee}" if self.qualifier else f".{self.callee}"
+        if self.qualifier == "::":
+            return f"::{self.callee}"
         return f"{self.qualifier}::{self.callee}" if self.qualifier else self.callee
 
 
@@ -147,6 +149,10 @@ def resolve(ix: Index, call: Call, caller: CppDef | None = None) -> Resolution:
 def _resolve(ix: Index, call: Call, caller: CppDef) -> Resolution:
     reg = registry(ix)
     name, qual = call.callee, call.qualifier.strip(":")
+    if call.qualifier == "::":
+        # ::f is the global f (usually the C library's): never an op, never a namespace-local f.
+        found = _lookup(ix, [name]).get(name)
+        return _prefer(found, caller.loc.path) if found else Resolution("unresolved")
     if call.kind in ("launch",):
         defs = [to_def(ix, r) for r in ix.q(
             f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE name = ? AND kind = 'global_kernel'", (name,))]
