@@ -149,10 +149,20 @@ def ops_implemented_by(ix: Index, fn: CppDef) -> list[tuple[OpRecord, str]]:
             if structured == (fn.kind == "impl_func") or written.startswith("ufunc::")]
 
 
+def _registrations_by_target(ix: Index) -> dict[str, list[tuple]]:
+    """Registration rows keyed by the short name of their target (loaded once per index)."""
+    def build():
+        out: dict[str, list[tuple]] = {}
+        for row in ix.q("SELECT kind, name, key, file_id, line, target FROM cpp_registration WHERE kind IN "
+                        "('register_dispatch', 'library_impl', 'pybind_def', 'pymethoddef')"):
+            out.setdefault(row[5].split("::")[-1], []).append(row)
+        return out
+    return ix.cached("registrations_by_target", build)
+
+
 def _stubs_registering(ix: Index, fn: CppDef) -> list[tuple[str, str, Loc]]:
-    rows = ix.q("SELECT name, key, file_id, line, target FROM cpp_registration WHERE kind = 'register_dispatch' "
-                "AND (target = ? OR target LIKE ?)", (fn.name, f"%::{fn.name}"))
-    return [(name, key, Loc(ix.path_of(fid), line)) for name, key, fid, line, _t in rows
+    rows = [r for r in _registrations_by_target(ix).get(fn.name, []) if r[0] == "register_dispatch"]
+    return [(name, key, Loc(ix.path_of(fid), line)) for _kind, name, key, fid, line, _t in rows
             if ix.path_of(fid) == fn.loc.path or "(anonymous)" not in fn.qualname]
 
 
@@ -164,10 +174,9 @@ def registrations(ix: Index, fn: CppDef) -> list[Registration]:
         out.append(Registration("yaml", f"{op.full_name} dispatch {key}: {fn.name}", entry.loc if entry else op.loc))
     for stub, key, loc in _stubs_registering(ix, fn):
         out.append(Registration("dispatch_stub", f"REGISTER_DISPATCH({stub}, {fn.name}) for {key}", loc))
-    for kind, name, key, fid, line in ix.q(
-            "SELECT kind, name, key, file_id, line FROM cpp_registration WHERE kind IN "
-            "('library_impl', 'pybind_def', 'pymethoddef') AND (target = ? OR target LIKE ?)",
-            (fn.name, f"%::{fn.name}")):
+    for kind, name, key, fid, line, _t in _registrations_by_target(ix).get(fn.name, []):
+        if kind == "register_dispatch":
+            continue
         label = {"library_impl": f"TORCH_LIBRARY_IMPL {key}: m.impl(\"{name}\")",
                  "pybind_def": f"pybind11 .def(\"{name}\") on {key}",
                  "pymethoddef": f"PyMethodDef {key}: \"{name}\""}[kind]

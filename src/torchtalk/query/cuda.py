@@ -108,7 +108,7 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
     if not has_cpp(ix):
         return NotFound("GPU kernel", function_name or "", [], "The C++ layer is not indexed (see get_status).")
     if function_name is None or (isinstance(function_name, str) and not function_name.strip()):
-        return _summary(ix)
+        return ix.cached("cuda_summary", lambda: _summary(ix))
     name = clean_text(function_name, "function_name", "index_select")
     reg = registry(ix)
     roots: list[tuple[CppDef, str]] = []

@@ -39,6 +39,7 @@ class AutogradKernel:
     key: str
     function: CppDef | None
     registered: Loc
+    target: str
     nodes: list[tuple[str, CppDef | None]]  # (XBackward0, its apply())
 
 
@@ -112,7 +113,7 @@ def for_op(ix: Index, op: OpRecord) -> GeneratedInfo:
                     apply = ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE name = 'apply' AND qualname LIKE ? "
                                  "AND is_definition", (f"%::{node}::apply",))
                     nodes.append((node, to_def(ix, apply[0]) if apply else None))
-            info.autograd.append(AutogradKernel(key, fn, registered, nodes))
+            info.autograd.append(AutogradKernel(key, fn, registered, target, nodes))
         else:
             info.wrappers.append(Wrapper(key, fn, registered, target))
     return info

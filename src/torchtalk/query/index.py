@@ -11,10 +11,15 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 from ..errors import IndexUnavailable
 from ..store.db import open_readonly, read_meta
+
+
+# How often a reader looks whether a new index file has been published.
+RECHECK_S = 0.5
 
 
 class Index:
@@ -40,8 +45,12 @@ class Index:
     @property
     def conn(self) -> sqlite3.Connection:
         local = self._local
-        key = self._stat_key()
         conn = getattr(local, "conn", None)
+        now = time.monotonic()
+        if conn is not None and now - local.checked < RECHECK_S:
+            return conn  # a query makes hundreds of lookups: stat the file once in a while, not each time
+        local.checked = now
+        key = self._stat_key()
         if conn is None or key != local.key:
             if key is None and conn is not None:
                 return conn  # file briefly gone (rename in progress): keep the old view

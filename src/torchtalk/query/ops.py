@@ -65,10 +65,22 @@ class OpRecord:
     cpp_no_default_args: str
     is_inplace: bool
     is_out: bool
-    arguments: list = field(default_factory=list)
-    returns: list = field(default_factory=list)
-    extra: dict = field(default_factory=dict)
+    arguments_json: str = "[]"  # parsed on demand: few answers need them
+    returns_json: str = "[]"
+    extra_json: str = ""
     own_dispatch: list[DispatchEntry] = field(default_factory=list)
+
+    @property
+    def arguments(self) -> list:
+        return json.loads(self.arguments_json or "[]")
+
+    @property
+    def returns(self) -> list:
+        return json.loads(self.returns_json or "[]")
+
+    @property
+    def extra(self) -> dict:
+        return json.loads(self.extra_json or "{}")
 
     @property
     def cpp_name(self) -> str:
@@ -94,8 +106,8 @@ class OpRegistry:
                 tags=r["tags"], device_check=r["device_check"], device_guard=r["device_guard"],
                 manual_cpp_binding=bool(r["manual_cpp_binding"]), category_override=r["category_override"],
                 cpp_no_default_args=r["cpp_no_default_args"], is_inplace=bool(r["is_inplace"]),
-                is_out=bool(r["is_out"]), arguments=json.loads(r["arguments"] or "[]"),
-                returns=json.loads(r["returns"] or "[]"), extra=json.loads(r["extra"] or "{}"),
+                is_out=bool(r["is_out"]), arguments_json=r["arguments"], returns_json=r["returns"],
+                extra_json=r["extra"],
             )
             self.by_id[rec.id] = rec
             self.by_full[rec.full_name] = rec

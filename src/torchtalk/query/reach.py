@@ -121,6 +121,21 @@ def _display(d: CppDef) -> str:
     return d.display
 
 
+def ops_called(ix: Index, roots: list[int]) -> list[str]:
+    """Ops the given functions call through the dispatcher, in call order (composite kernels' next hop)."""
+    out: dict[str, None] = {}
+    for sid in roots:
+        caller = symbol(ix, sid)
+        if caller is None:
+            continue
+        for call in calls_from(ix, sid):
+            res = resolve(ix, call, caller)
+            if res.kind == "op":
+                for name in res.ops:
+                    out.setdefault(name)
+    return list(out)
+
+
 def python_op_refs(ix: Index, op) -> list[tuple[str, str, Loc]]:
     """Decompositions, refs, meta functions and Inductor lowerings registered for the op in Python."""
     names = {f"aten.{op.name}", f"aten.{op.full_name}"}

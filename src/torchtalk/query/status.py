@@ -25,6 +25,26 @@ class StatusResult:
     notes: list[str] = field(default_factory=list)
 
 
+# A freshness check walks the tree (~0.1 s); agents poll get_status, so reuse a recent answer.
+FRESHNESS_TTL_S = 2.0
+_freshness: dict[str, tuple[float, list[str]]] = {}
+
+
+def changed_files(ix: Index) -> list[str]:
+    """Indexed files whose size or mtime differ on disk, plus new and deleted ones."""
+    key = f"{ix.path}:{ix.meta.get('built_at')}"
+    hit = _freshness.get(key)
+    if hit and time.monotonic() - hit[0] < FRESHNESS_TTL_S:
+        return hit[1]
+    indexed = {p: (s, m) for p, s, m in ix.q("SELECT path, size, mtime_ns FROM files WHERE generated = 0")}
+    entries = list_files(ix.source_root)
+    current = {e.relpath for e in entries}
+    changed = [e.relpath for e in entries if indexed.get(e.relpath) != (e.size, e.mtime_ns)]
+    changed += [p for p in indexed if p not in current]
+    _freshness[key] = (time.monotonic(), changed)
+    return changed
+
+
 def status(ix: Index) -> StatusResult:
     meta = ix.meta
     counts = ix.meta_json("counts", {})
@@ -32,11 +52,7 @@ def status(ix: Index) -> StatusResult:
     changed = []
     fresh = None
     if ix.source_root is not None:
-        indexed = {p: (s, m) for p, s, m in ix.q("SELECT path, size, mtime_ns FROM files WHERE generated = 0")}
-        entries = list_files(ix.source_root)
-        current = {e.relpath for e in entries}
-        changed = [e.relpath for e in entries if indexed.get(e.relpath) != (e.size, e.mtime_ns)]
-        changed += [p for p in indexed if p not in current]
+        changed = changed_files(ix)
         fresh = not changed
     readiness = {}
     for comp, values in counts.items():

@@ -21,7 +21,7 @@ class KernelInfo:
     defs: list[CppDef] = field(default_factory=list)
     stubs: list[reach.StubUse] = field(default_factory=list)
     gpu: list[reach.Launch] = field(default_factory=list)
-    generated: list[tuple[str, Loc]] = field(default_factory=list)  # (what, where) in generated code
+    op_calls: list[str] = field(default_factory=list)  # ops a composite kernel calls (where to trace next)
 
 
 @dataclass
@@ -74,9 +74,12 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
                 if focus == "full":
                     info.stubs = reach.stubs_called(ix, [d.id for d in info.defs])
                     info.gpu = reach.gpu_launches(ix, [d.id for d in info.defs], info.stubs)
+                if entry.key.startswith("Composite"):
+                    info.op_calls = reach.ops_called(ix, [d.id for d in info.defs])
                 cache[key] = info
             base = cache.get(key)
-            kernels.append(KernelInfo(entry, base.defs, base.stubs, base.gpu) if base else KernelInfo(entry))
+            kernels.append(KernelInfo(entry, base.defs, base.stubs, base.gpu, base.op_calls) if base
+                           else KernelInfo(entry))
         python = [p for p in reg.python_names(op) if p[1] != "generated binding"]
         derivs = _derivatives(ix, op) if focus == "full" else []
         refs = reach.python_op_refs(ix, op) if focus == "full" else []

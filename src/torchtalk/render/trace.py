@@ -46,6 +46,8 @@ def _render_kernels(t: OpTrace, focus: str, shown: set, out: list[str], cpp: boo
             for r in s.registrations:
                 where = f"defined {r.defs[0].loc}, " if r.defs else ""
                 out.append(f"      {r.key}: {r.kernel}  ({where}registered {r.loc} {r.macro})")
+        if info.op_calls:
+            out.append(f"    calls ops: {', '.join(info.op_calls[:15])}" + (" ..." if len(info.op_calls) > 15 else ""))
         for g in info.gpu[:12]:
             if g.kind == "launch":
                 where = f"__global__ at {g.defs[0].loc}, " if g.defs else ""
@@ -74,7 +76,7 @@ def _render_generated(g, out: list[str]) -> None:
         where = f"{w.function.name}  {w.function.loc}" if w.function else w.target
         out.append(f"- {w.key}: {where}  (m.impl at {w.registered})")
     for a in g.autograd:
-        fn = f"{a.function.qualname}  {a.function.loc}" if a.function else "?"
+        fn = f"{a.function.qualname}  {a.function.loc}" if a.function else a.target
         out.append(f"- {a.key}: {fn}  (m.impl at {a.registered})")
         for node, apply in a.nodes:
             where = f"  {apply.qualname} {apply.loc}" if apply else ""
