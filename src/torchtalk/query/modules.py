@@ -22,6 +22,12 @@ from .pynames import PyDef, pynames
 
 MAX_DEPTH = 3
 MAX_CALLS_PER_FUNCTION = 30
+# Plumbing every nn function goes through (__torch_function__ overrides, scripting checks):
+# shown nowhere, it would bury the path to the op.
+HIDDEN_PREFIXES = ("torch.overrides.", "torch._jit_internal.", "torch.jit.", "torch.compiler.", "torch._C._log_api",
+                   "torch._dynamo.", "warnings.", "typing.")
+# Followed into their bodies: the module families a trace is about. Other callees are shown, not expanded.
+EXPANDED_PREFIXES = ("torch.nn.", "torch.optim.", "torch._refs.", "torch.functional.")
 KINDS = ("module", "optimizer", "lr_scheduler")
 
 
@@ -206,6 +212,8 @@ class _Tracer:
         if head in ("self", "super()"):
             return None
         full = self.names.resolve_in(fn.module, written)
+        if full.startswith(HIDDEN_PREFIXES):
+            return None
         d = self.names.definition(full)
         if d is not None and d.kind == "assign":
             ops = _ops_of(self.ix, d.value) or _ops_of(self.ix, self.names.resolve_in(d.module, d.value))
@@ -214,7 +222,8 @@ class _Tracer:
             return node
         if d is not None and d.kind == "function":
             node = CallNode(written, site, d.fq, d.loc)
-            node.children = self.expand(d, depth + 1, f"{path} -> {written}")
+            if d.fq.startswith(EXPANDED_PREFIXES):
+                node.children = self.expand(d, depth + 1, f"{path} -> {written}")
             return node
         ops = _ops_of(self.ix, full)
         if ops:

@@ -81,8 +81,9 @@ class PyNames:
             if row:
                 found = PyDef("class", dotted, mod, qual, Loc(self.ix.path_of(row[1]), row[2]), row[0])
             else:
-                row = self.ix.one("SELECT id, line, signature, cls FROM py_function WHERE file_id = ? AND qualname = ?",
-                                  (fid, qual))
+                # The last def binds the name (earlier ones are often @overload stubs).
+                row = self.ix.one("SELECT id, line, signature, cls FROM py_function WHERE file_id = ? AND qualname = ? "
+                                  "ORDER BY line DESC LIMIT 1", (fid, qual))
                 if row:
                     found = PyDef("function", dotted, mod, qual, Loc(self.ix.path_of(fid), row[1]), row[0],
                                   signature=row[2], cls=row[3])
