@@ -36,6 +36,13 @@ def _tools(is_cuda: bool) -> tuple:
     return tools
 
 
+# A parse with more top-level nodes than this (a badly damaged file) is re-parsed in slices:
+# tree-sitter's query matching is quadratic in the number of sibling nodes it keeps open
+# (20k unclosed "template<" took 1.6 s; an 8 MB file would take most of an hour).
+_MAX_SIBLINGS = 4096
+_SIBLINGS_PER_SLICE = 512
+
+
 def empty_facts() -> FileFacts:
     return {"CppSymbol": [], "CppCall": [], "CppRegistration": [], "CppUsing": []}
 
@@ -65,7 +72,14 @@ def _extract(relpath: str, data: bytes) -> FileFacts:
     is_cuda = low.endswith(_CUDA_EXT) or b"<<<" in buf
     parser, captures = _tools(is_cuda)
     tree = parser.parse(buf)
-    caps = captures(tree.root_node)
+    root = tree.root_node
+    if root.has_error and root.child_count > _MAX_SIBLINGS:
+        cuts = [root.child(i).start_byte for i in range(_SIBLINGS_PER_SLICE, root.child_count, _SIBLINGS_PER_SLICE)]
+        slices = list(zip([0, *cuts], [*cuts, len(buf)]))
+        common = dict(relpath=relpath, is_cuda=is_cuda, glob_pos=glob_pos, dev_pos=dev_pos,
+                      macro_spans=spans, scopes=scan_scopes(buf.decode("latin-1")))
+        return _by_slices(buf, slices, parser, captures, common)
+    caps = captures(root)
     scopes = None
     top = 0
     if tree.root_node.has_error:
@@ -89,10 +103,15 @@ def _extract(relpath: str, data: bytes) -> FileFacts:
         return {"CppSymbol": w.syms, "CppCall": w.calls, "CppRegistration": w.regs, "CppUsing": w.usings}
     # Damage reaches namespace scope: parse each top-level item on its own, so one bad
     # statement costs at most the function or class that holds it.
+    return _by_slices(buf, _merge_small(buf, scopes.chunks), parser, captures, common)
+
+
+def _by_slices(buf: bytes, slices: list[tuple[int, int]], parser, captures, common: dict) -> FileFacts:
+    """Parse and walk each byte slice on its own, keeping file offsets and lines."""
     out = empty_facts()
     line = 0
     prev = 0
-    for start, end in _merge_small(buf, scopes.chunks):
+    for start, end in slices:
         line += buf.count(b"\n", prev, start)
         prev = start
         chunk = buf[start:end]
