@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -20,7 +21,7 @@ from typing import Any, Optional
 from .errors import TorchTalkError
 from .query.index import Index
 from .source.tree import SourceTree, find_source
-from .store.db import check_file
+from .store.db import check_file, corrupt_marker, probe
 from .tools import Tool, all_tools, run
 
 log = logging.getLogger("torchtalk")
@@ -44,12 +45,12 @@ class Refresher:
         self._last = 0.0
         self._lock = threading.Lock()
 
-    def maybe_start(self) -> None:
+    def maybe_start(self, urgent: bool = False) -> None:
         with self._lock:
             now = time.monotonic()
             if self._proc is not None and self._proc.poll() is None:
                 return
-            if now - self._last < REFRESH_EVERY_S:
+            if now - self._last < REFRESH_EVERY_S and not urgent:
                 return
             self._last = now
             cmd = [sys.executable, "-m", "torchtalk", "index", "--source", str(self.tree.root), "--progress", "never"]
@@ -75,6 +76,8 @@ def _handler(tool: Tool, ix: Index, refresher: Refresher | None):
         try:
             _result, text = run(tool, ix, **kwargs)
         except TorchTalkError as exc:
+            if refresher is not None and corrupt_marker(ix.path).exists():
+                refresher.maybe_start(urgent=True)  # rebuild now; answers resume when it lands
             raise ToolError(str(exc)) from None
         except Exception as exc:  # a bug must still give the client a message it can read
             log.exception("tool %s failed", tool.name)
@@ -118,12 +121,17 @@ def prepare(source: str | None, codegen: bool = True) -> tuple[SourceTree, Index
     tree = find_source(source)
     ix = Index(tree.index_path, tree.root)
     try:
-        usable = check_file(tree.index_path) is None and ix.meta.get("indexer_version") == INDEXER_VERSION
-    except TorchTalkError:
+        usable = (check_file(tree.index_path) is None and not corrupt_marker(tree.index_path).exists()
+                  and ix.meta.get("indexer_version") == INDEXER_VERSION)
+        if usable:
+            probe(ix.conn)
+    except (TorchTalkError, sqlite3.DatabaseError):
         usable = False
     if not usable:
         # Answers from an index of another format could be wrong: build before serving.
+        ix.close()
         refresh(tree, codegen=codegen, log=lambda m: print(m, file=sys.stderr, flush=True))
+        ix = Index(tree.index_path, tree.root)  # a fresh reader: the old one may hold the replaced file
     return tree, ix
 
 

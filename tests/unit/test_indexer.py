@@ -56,7 +56,9 @@ def test_yaml_syntax_error_is_reported_and_the_rest_indexed(tree):
     assert ix.one("SELECT count(*) FROM derivative")[0] == 5
 
 
-def test_open_index_keeps_answering_across_a_rebuild(tree):
+def test_open_index_keeps_answering_across_a_rebuild(tree, monkeypatch):
+    from torchtalk.query import index as index_mod
+    monkeypatch.setattr(index_mod, "RECHECK_S", 0.0)  # readers look for a new file at most every 0.5 s
     st = find_source(tree)
     refresh(st, workers=1, codegen=False)
     ix = Index(st.index_path, st.root)

@@ -22,6 +22,8 @@ def load_with_nodes(relpath: str, data: bytes) -> tuple[Any, Any]:
     loader = Loader(data)
     try:
         node = loader.get_single_node()
+        if node is not None:
+            _refuse_aliases(relpath, node)
         value = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -32,6 +34,24 @@ def load_with_nodes(relpath: str, data: bytes) -> tuple[Any, Any]:
     finally:
         loader.dispose()
     return value, node
+
+
+def _refuse_aliases(relpath: str, root: Any) -> None:
+    """PyTorch's YAML files never use anchors/aliases; refusing them stops "billion laughs" input,
+    whose expansion (when facts are serialised) would take hours and gigabytes."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            raise YamlError(f"{relpath}:{line_of(node)}: YAML aliases (*anchor) are not supported here")
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                stack.append(k)
+                stack.append(v)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
 
 
 def line_of(node: Any) -> int:

@@ -21,7 +21,7 @@ from ..errors import IndexUnavailable
 from ..extract.worker import Result, Task, run_task
 from ..source.files import FileEntry, list_files
 from ..source.tree import SourceTree
-from ..store.db import IndexWriter, check_file, open_readonly, read_meta, writer_lock
+from ..store.db import IndexWriter, check_file, corrupt_marker, open_readonly, probe, read_meta, writer_lock
 from ..store.schema import SCHEMA_VERSION
 from . import generated
 from . import progress as progress_mod
@@ -62,6 +62,10 @@ def _existing_state(tree: SourceTree) -> tuple[dict[str, tuple] | None, str, dic
     except IndexUnavailable as exc:
         return None, f"{exc}; rebuilding", {}
     try:
+        marker = corrupt_marker(path)
+        if marker.exists():
+            return None, f"index was found corrupt ({marker.read_text(errors='replace').strip()[:200]}); rebuilding", {}
+        probe(conn)
         meta = read_meta(conn)
         if meta.get("indexer_version") != INDEXER_VERSION:
             return None, f"index made by indexer {meta.get('indexer_version')}, now {INDEXER_VERSION}; rebuilding", {}
@@ -106,6 +110,20 @@ def refresh(tree: SourceTree, *, force: bool = False, workers: int | None = None
     """Bring the index of ``tree`` up to date. Safe to kill at any moment."""
     t0 = time.perf_counter()
     log = log or (lambda msg: None)
+    try:
+        tree.index_path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise IndexUnavailable(f"cannot create the index directory {tree.index_path.parent}: "
+                               f"{exc.strerror or exc}. Set TORCHTALK_CACHE_DIR to a writable directory.") from None
+    try:
+        return _refresh(tree, force, workers, show_progress, codegen, log, t0)
+    except OSError as exc:
+        raise IndexUnavailable(f"could not write the index under {tree.index_path.parent} ({exc.strerror or exc}); "
+                               "the previous index, if any, is unchanged") from None
+
+
+def _refresh(tree: SourceTree, force: bool, workers: int | None, show_progress: bool | None, codegen: bool,
+             log: Callable[[str], None], t0: float) -> IndexReport:
     with writer_lock(tree.index_path):
         existing, reason, meta = (None, "--force", {}) if force else _existing_state(tree)
         gen = generated.begin(tree, codegen, meta)

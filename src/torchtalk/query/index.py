@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from ..errors import IndexUnavailable
-from ..store.db import open_readonly, read_meta
+from ..store.db import mark_corrupt, open_readonly, read_meta
 
 
 # How often a reader looks whether a new index file has been published.
@@ -72,8 +72,15 @@ class Index:
     def q(self, sql: str, params: tuple | list = ()) -> list[tuple]:
         try:
             return self.conn.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc) or "no such column" in str(exc):
+                raise IndexUnavailable(f"index {self.path} lacks a table this TorchTalk needs ({exc}); "
+                                       "run `torchtalk index --force`") from None
+            raise
         except sqlite3.DatabaseError as exc:
-            raise IndexUnavailable(f"index {self.path} could not be read ({exc}); run `torchtalk index --force`") from None
+            mark_corrupt(self.path, str(exc))
+            raise IndexUnavailable(f"index {self.path} is corrupt ({exc}); run `torchtalk index --force` to "
+                                   "rebuild it now (a running server starts that by itself)") from None
 
     def one(self, sql: str, params: tuple | list = ()):
         rows = self.q(sql, params)
@@ -90,7 +97,7 @@ class Index:
 
     @property
     def meta(self) -> dict[str, str]:
-        return self.cached("meta", lambda: read_meta(self.conn))
+        return self.cached("meta", lambda: dict(self.q("SELECT key, value FROM meta")))
 
     @property
     def has_fts(self) -> bool:

@@ -90,12 +90,11 @@ class OpRecord:
 
 class OpRegistry:
     def __init__(self, ix: Index):
-        cur = ix.conn.execute("SELECT * FROM op ORDER BY id")
-        cols = [d[0] for d in cur.description]
+        cols = [r[1] for r in ix.q("PRAGMA table_info(op)")]
         self.by_id: dict[int, OpRecord] = {}
         self.by_full: dict[str, OpRecord] = {}
         self.by_name: dict[str, list[OpRecord]] = defaultdict(list)
-        for row in cur.fetchall():
+        for row in ix.q("SELECT * FROM op ORDER BY id"):
             r = dict(zip(cols, row))
             rec = OpRecord(
                 id=r["id"], name=r["name"], overload=r["overload"], full_name=r["full_name"], schema=r["schema"],

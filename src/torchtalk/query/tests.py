@@ -80,6 +80,9 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsRe
     limit = check_int(limit, "limit", 1, MAX_LIMIT)
     stem, spellings = _terms(q)
     key = stem.lower()
+    if not key.strip(" ._"):
+        raise BadArgument(f"query {shown(q)} is only a prefix; give an op, function or concept such as "
+                          "'softmax', 'torch.cumsum' or 'nn.Linear'")
     inst = _instantiations(ix)
     scored: dict[int, tuple[tuple, FoundTest]] = {}
 
@@ -114,9 +117,11 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsRe
 
 
 def _opinfos(ix: Index, key: str) -> list[OpInfoHit]:
-    rows = ix.q("SELECT name, ctor, variant_test_name, file_id, line FROM op_info_entry WHERE lower(name) = ? "
-                "OR lower(aten_name) = ? OR (' ' || lower(aliases) || ' ') LIKE ? ESCAPE '\\' ORDER BY file_id, line",
-                (key, key, "% " + key.replace("_", "\\_") + " %"))
+    rows = ix.q("SELECT name, ctor, variant_test_name, file_id, line, aten_name, aliases FROM op_info_entry "
+                "WHERE lower(name) = ? OR lower(aten_name) = ? OR lower(aliases) LIKE ? ESCAPE '\\' "
+                "ORDER BY file_id, line", (key, key, _like(key)))
+    # Aliases are space-separated: a substring hit counts only when it is a whole alias.
+    rows = [r[:5] for r in rows if key in (r[0].lower(), r[5].lower()) or key in r[6].lower().split()]
     if not rows:
         return []
     consumers = ix.cached("opinfo_consumers", lambda: Counter(ix.path_of(fid) for (fid,) in ix.q(
@@ -148,6 +153,9 @@ def list_test_utils(ix: Index, category: str = "all") -> TestUtilsResult:
     cat = clean_text(category, "category", "all", max_len=100).lower()
     cats = util_categories(ix)
     if cat != "all" and cat not in cats:
+        if not cats:
+            raise BadArgument(f"category {shown(cat)}: no test utilities are indexed (torch/testing/_internal is "
+                              "missing from this tree); the only valid category is 'all'")
         raise BadArgument(f"category {shown(cat)} is not valid; choose one of: all, {', '.join(cats)}")
     counts = dict(ix.q("SELECT category, count(*) FROM test_util GROUP BY category"))
     # "all" lists the categories a test author reaches for; the long tail stays countable.
@@ -229,6 +237,9 @@ def test_file_info(ix: Index, file_path: str) -> TestFileInfo | NotFound:
         return NotFound("test file", text, full, "Give a file under test/, e.g. 'test_torch', 'test_nn.py', "
                                                  "'test/distributed/test_c10d.py'.")
     path = ix.path_of(fid)
+    status = ix.one("SELECT status FROM files WHERE id = ?", (fid,))
+    if status and status[0] != "ok":
+        return NotFound("indexed test file", text, [], f"{path} is in the tree but was not indexed: {status[0]}.")
     insts = ix.q("SELECT kind, cls, line, options FROM test_instantiation WHERE file_id = ? ORDER BY line", (fid,))
     device = {cls: opts for kind, cls, _l, opts in insts if kind == "device_type"}
     param = {cls for kind, cls, _l, _o in insts if kind == "parametrized"}

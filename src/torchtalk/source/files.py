@@ -50,6 +50,20 @@ def layer_of(relpath: str) -> str | None:
     return None
 
 
+def _inside(path: str, real_root: str) -> bool:
+    target = os.path.realpath(path)
+    return target == real_root or target.startswith(real_root + os.sep)
+
+
+def _printable(rel: str) -> str | None:
+    """None when the name is valid UTF-8; else a printable stand-in (the file cannot be indexed)."""
+    try:
+        rel.encode("utf-8")
+        return None
+    except UnicodeEncodeError:
+        return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _walk(root: Path, top: str, out: list[FileEntry], real_root: str) -> None:
     stack = [top]
     while stack:
@@ -61,10 +75,15 @@ def _walk(root: Path, top: str, out: list[FileEntry], real_root: str) -> None:
         with it:
             for entry in it:
                 rel = f"{rel_dir}/{entry.name}"
+                odd = _printable(rel)
+                if odd is not None:
+                    if layer_of(odd):
+                        out.append(FileEntry(odd, entry.path, layer_of(odd), 0, 0, "file name is not valid UTF-8"))
+                    continue
                 try:
                     if entry.is_symlink():
                         target = os.path.realpath(entry.path)
-                        if not (target == real_root or target.startswith(real_root + os.sep)):
+                        if not _inside(entry.path, real_root):
                             if layer_of(rel):
                                 out.append(FileEntry(rel, entry.path, layer_of(rel), 0, 0, "symlink leads outside the tree"))
                             continue
@@ -104,9 +123,18 @@ def list_files(root: Path) -> list[FileEntry]:
             st = p.stat()
         except OSError:
             continue
-        out.append(FileEntry(rel, str(p), "ops", st.st_size, st.st_mtime_ns))
+        skip = ""
+        if not _inside(str(p), real_root):
+            skip = "symlink leads outside the tree"
+        elif not stat.S_ISREG(st.st_mode):
+            skip = "not a regular file"  # a FIFO or device would block or never end
+        elif st.st_size > MAX_FILE_BYTES:
+            skip = f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB"
+        out.append(FileEntry(rel, str(p), "ops", st.st_size if not skip else 0, st.st_mtime_ns if not skip else 0,
+                             skip))
     for top in CPP_ROOTS + PY_ROOTS:
-        if (root / top).is_dir():
+        # A top-level directory that is a link out of the tree is not part of it.
+        if (root / top).is_dir() and _inside(str(root / top), real_root):
             _walk(root, top, out, real_root)
     # torch/csrc is under both roots' reach: keep one entry per path.
     seen: dict[str, FileEntry] = {}

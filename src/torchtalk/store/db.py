@@ -71,6 +71,26 @@ def run_script(conn: sqlite3.Connection, sql: str) -> None:
         conn.execute(stmt)
 
 
+def corrupt_marker(index_path: Path) -> Path:
+    return index_path.with_name(index_path.name + ".corrupt")
+
+
+def mark_corrupt(index_path: Path, reason: str) -> None:
+    """Remember that reads failed, so the next refresh rebuilds instead of trusting the file."""
+    with contextlib.suppress(OSError):
+        corrupt_marker(index_path).write_text(reason + "\n", encoding="utf-8")
+
+
+def probe(conn: sqlite3.Connection) -> None:
+    """Touch the first and last page of every table: cheap (ms), catches damaged roots.
+    A full integrity check costs seconds on a real index, too much for every refresh."""
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                         "AND sql NOT LIKE 'CREATE VIRTUAL%' AND name NOT LIKE 'names_fts_%'")]
+    for t in tables:
+        conn.execute(f"SELECT * FROM \"{t}\" LIMIT 1").fetchall()
+        conn.execute(f"SELECT max(rowid) FROM \"{t}\"").fetchall()
+
+
 def read_meta(conn: sqlite3.Connection) -> dict[str, str]:
     return dict(conn.execute("SELECT key, value FROM meta"))
 
@@ -259,6 +279,8 @@ class IndexWriter:
 
     def commit(self) -> None:
         self.set_meta(complete="1", built_at=str(time.time()))
+        with contextlib.suppress(FileNotFoundError):
+            corrupt_marker(self.index_path).unlink()
         self.conn.execute("COMMIT")
         if not self.incremental:
             self.conn.execute("ANALYZE")
