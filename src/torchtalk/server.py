@@ -114,6 +114,19 @@ def build_server(ix: Index, refresher: Refresher | None = None):
     return server
 
 
+def _warm_up(ix: Index) -> None:
+    """Load what first calls would otherwise pay for (the op registry, stub names), off the request path."""
+    try:
+        from .query.ops import registry
+        from .query.resolve import stub_names
+        from .query.status import changed_files
+        registry(ix)
+        stub_names(ix)
+        changed_files(ix)
+    except Exception:  # warm-up is an optimisation; the first query reports any real problem
+        log.debug("warm-up failed", exc_info=True)
+
+
 def prepare(source: str | None, codegen: bool = True) -> tuple[SourceTree, Index]:
     """Find the tree; build an index first if there is no usable one (progress on stderr)."""
     from .index.indexer import INDEXER_VERSION, refresh
@@ -141,6 +154,7 @@ def serve(source: str | None, transport: str = "stdio", host: str = "127.0.0.1",
     tree, ix = prepare(source, codegen)
     refresher = Refresher(tree, codegen)
     refresher.maybe_start()
+    threading.Thread(target=_warm_up, args=(ix,), daemon=True).start()
     server = build_server(ix, refresher)
     try:
         if transport == "http":

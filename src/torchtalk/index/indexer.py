@@ -137,25 +137,46 @@ def _refresh(tree: SourceTree, force: bool, workers: int | None, show_progress: 
                 return IndexReport("up-to-date", reason, time.perf_counter() - t0)
             mode = "incremental" if existing is not None else "full"
             log(f"torchtalk: {mode} index of {tree.root} ({reason})")
-            writer = IndexWriter(tree.index_path, base_ok=existing is not None)
-            try:
-                report = IndexReport(mode, reason, 0.0)
-                _apply(writer, report, todo, removed, existing or {}, workers, show_progress, "indexing")
-                if gen.state == "running":
-                    gen_entries = generated.finish(tree, gen)
-                    old = {p: v for p, v in (existing or {}).items() if p.startswith(generated.PREFIX)}
-                    gen_todo, gen_removed = plan(gen_entries, old if existing is not None else None)
-                    _apply(writer, report, gen_todo, gen_removed, old, workers, show_progress, "generated code")
-                _link(writer, tree, report, gen, t0)
-                writer.commit()
-            except BaseException:
-                writer.abort()
-                raise
+            report = IndexReport(mode, reason, 0.0)
+            if gen.state == "running" and existing is not None:
+                # The generators take seconds: publish the hand-written changes first (answers about
+                # the edited file are right at once), then the regenerated code in a second version.
+                pending = generated.GeneratedPlan("pending", gen.inputs_hash,
+                                                  status="updating: the generators are re-running for changed inputs")
+                _publish(tree, report, todo, removed, existing, workers, show_progress, "indexing", pending, t0)
+                report.layer_seconds["first version published"] = time.perf_counter() - t0
+                existing, _reason, _meta = _existing_state(tree)
+                todo, removed = [], []
+            gen_todo, gen_removed = [], []
+            if gen.state == "running":
+                gen_entries = generated.finish(tree, gen)
+                old = {p: v for p, v in (existing or {}).items() if p.startswith(generated.PREFIX)}
+                gen_todo, gen_removed = plan(gen_entries, old if existing is not None else None)
+            _publish(tree, report, todo, removed, existing, workers, show_progress, "indexing", gen, t0,
+                     gen_todo, gen_removed)
         finally:
             if gen.job is not None:
                 gen.job.cancel()  # a no-op when it finished; never leave generators running
         report.seconds = time.perf_counter() - t0
         return report
+
+
+def _publish(tree: SourceTree, report: IndexReport, todo: list[FileEntry], removed: list[str],
+             existing: dict | None, workers: int | None, show_progress: bool | None, label: str,
+             gen: generated.GeneratedPlan, t0: float, gen_todo: list[FileEntry] = (),
+             gen_removed: list[str] = ()) -> None:
+    """Write one new version of the index (a copy of the current one, or a new file) and rename it in."""
+    writer = IndexWriter(tree.index_path, base_ok=existing is not None)
+    try:
+        _apply(writer, report, todo, removed, existing or {}, workers, show_progress, label)
+        if gen_todo or gen_removed:
+            old = {p: v for p, v in (existing or {}).items() if p.startswith(generated.PREFIX)}
+            _apply(writer, report, list(gen_todo), list(gen_removed), old, workers, show_progress, "generated code")
+        _link(writer, tree, report, gen, t0)
+        writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
 
 
 def _apply(writer: IndexWriter, report: IndexReport, todo: list[FileEntry], removed: list[str],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -22,27 +23,44 @@ class StatusResult:
     skipped_count: int
     skipped: list[str]
     last_build: str
+    checked_seconds_ago: float = 0.0
     notes: list[str] = field(default_factory=list)
 
 
-# A freshness check walks the tree (~0.1 s); agents poll get_status, so reuse a recent answer.
+# A freshness check walks the tree (~0.15 s). Agents poll get_status, so a recent answer is reused,
+# and an older one is answered at once while a thread checks again (stale-while-revalidate).
 FRESHNESS_TTL_S = 2.0
+FRESHNESS_MAX_STALE_S = 30.0  # older than this, an answer is not trusted: check before answering
 _freshness: dict[str, tuple[float, list[str]]] = {}
+_checking: set[str] = set()
+_lock = threading.Lock()
 
 
-def changed_files(ix: Index) -> list[str]:
-    """Indexed files whose size or mtime differ on disk, plus new and deleted ones."""
-    key = f"{ix.path}:{ix.meta.get('built_at')}"
-    hit = _freshness.get(key)
-    if hit and time.monotonic() - hit[0] < FRESHNESS_TTL_S:
-        return hit[1]
+def _check(ix: Index, key: str) -> list[str]:
     indexed = {p: (s, m) for p, s, m in ix.q("SELECT path, size, mtime_ns FROM files WHERE generated = 0")}
     entries = list_files(ix.source_root)
     current = {e.relpath for e in entries}
     changed = [e.relpath for e in entries if indexed.get(e.relpath) != (e.size, e.mtime_ns)]
     changed += [p for p in indexed if p not in current]
-    _freshness[key] = (time.monotonic(), changed)
+    with _lock:
+        _freshness[key] = (time.monotonic(), changed)
+        _checking.discard(key)
     return changed
+
+
+def changed_files(ix: Index) -> tuple[list[str], float]:
+    """Indexed files whose size or mtime differ on disk (plus new and deleted ones), and the age of that answer."""
+    key = f"{ix.path}:{ix.meta.get('built_at')}"
+    with _lock:
+        hit = _freshness.get(key)
+        start_thread = hit is not None and time.monotonic() - hit[0] >= FRESHNESS_TTL_S and key not in _checking
+        if start_thread:
+            _checking.add(key)
+    if hit is None or time.monotonic() - hit[0] >= FRESHNESS_MAX_STALE_S:
+        return _check(ix, key), 0.0
+    if start_thread:
+        threading.Thread(target=_check, args=(ix, key), daemon=True).start()
+    return hit[1], time.monotonic() - hit[0]
 
 
 def status(ix: Index) -> StatusResult:
@@ -51,8 +69,9 @@ def status(ix: Index) -> StatusResult:
     root = meta.get("source_root", "")
     changed = []
     fresh = None
+    age = 0.0
     if ix.source_root is not None:
-        changed = changed_files(ix)
+        changed, age = changed_files(ix)
         fresh = not changed
     readiness = {}
     for comp, values in counts.items():
@@ -71,4 +90,5 @@ def status(ix: Index) -> StatusResult:
         skipped_count=int(meta.get("skipped_count", "0") or 0), skipped=skipped,
         last_build=f"{meta.get('last_mode', '?')} build in {meta.get('last_seconds', '?')}s "
                    f"{ix.meta_json('layer_seconds', {})}",
+        checked_seconds_ago=round(age, 1),
     )

@@ -32,6 +32,8 @@ def render_search(r: SearchResult) -> str:
 def render_status(r: StatusResult) -> str:
     fresh = {True: "fresh", False: f"stale ({len(r.changed_files)} files changed since the build)",
              None: "unknown"}[r.fresh]
+    if r.fresh is not None and r.checked_seconds_ago >= 1:
+        fresh += f" (checked {r.checked_seconds_ago:.0f}s ago)"
     out = [
         "# TorchTalk status",
         f"- source: {r.source_root}",

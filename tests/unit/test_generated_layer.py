@@ -1,0 +1,133 @@
+"""The generated layer end to end, with small stand-in generators in a fixture tree.
+
+The stand-ins write code in the shape torchgen and tools/autograd write it
+(RegisterCPU.cpp wrappers with m.impl, THPVariable_* with PythonArgParser
+strings and "// aten::" comments, a PyMethodDef table), from the tree's YAML, so
+a YAML edit changes their output.
+"""
+
+import textwrap
+
+from torchtalk.index.indexer import refresh
+from torchtalk.query.index import Index
+from torchtalk.source.tree import find_source
+from torchtalk.tools import get_tool, run
+
+TORCHGEN = '''
+import os, re, sys
+def main():
+    out = sys.argv[sys.argv.index("-d") + 1]
+    os.makedirs(out, exist_ok=True)
+    text = open("aten/src/ATen/native/native_functions.yaml").read()
+    wrappers, impls = [], []
+    for name, kernel in re.findall(r"- func: (\\w+)\\(.*\\n(?:  .*\\n)*?    CPU(?:, CUDA)?: (\\w+)", text):
+        wrappers.append("at::Tensor wrapper_CPU_%s(const at::Tensor & self) {\\n  return at::native::%s(self);\\n}\\n"
+                        % (name, kernel))
+        impls.append('m.impl("%s", TORCH_FN(wrapper_CPU_%s));' % (name, name))
+    with open(os.path.join(out, "RegisterCPU.cpp"), "w") as f:
+        f.write("namespace at {\\nnamespace {\\n" + "".join(wrappers) + "} // namespace\\n"
+                "TORCH_LIBRARY_IMPL(aten, CPU, m) {\\n" + "\\n".join(impls) + "\\n}\\n} // namespace at\\n")
+'''
+
+AUTOGRAD = '''
+import os
+def generate_code(gen_dir, native_functions_path=None, tags_path=None, install_dir=None, subset=None, **kw):
+    d = os.path.join(str(gen_dir), "torch/csrc/autograd/generated")
+    os.makedirs(d, exist_ok=True)
+    if subset != "pybindings":
+        return
+    body = """namespace torch::autograd {
+static PyObject * THPVariable_relu(PyObject* self_, PyObject* args, PyObject* kwargs)
+{
+  static PythonArgParser parser({
+    "relu(Tensor input)",
+  }, /*traceable=*/true);
+  // aten::relu(Tensor self) -> Tensor
+  auto dispatch_relu = [](const at::Tensor & self) -> at::Tensor {
+    return self.relu();
+  };
+  return wrap(dispatch_relu(_r.tensor(0)));
+}
+static PyMethodDef torch_functions_shard[] = {
+  {"relu", castPyCFunctionWithKeywords(THPVariable_relu), METH_VARARGS | METH_KEYWORDS | METH_STATIC, nullptr},
+  {nullptr, nullptr, 0, nullptr}
+};
+}
+"""
+    with open(os.path.join(d, "python_torch_functions_0.cpp"), "w") as f:
+        f.write(body)
+'''
+
+
+def _add_generators(tree, torchgen=TORCHGEN, autograd=AUTOGRAD):
+    (tree / "torchgen").mkdir()
+    (tree / "torchgen/__init__.py").write_text("")
+    (tree / "torchgen/gen.py").write_text(textwrap.dedent(torchgen))
+    (tree / "tools/__init__.py").write_text("")
+    (tree / "tools/autograd/__init__.py").write_text("")
+    (tree / "tools/setup_helpers").mkdir(parents=True)
+    (tree / "tools/setup_helpers/__init__.py").write_text("")
+    (tree / "tools/setup_helpers/generate_code.py").write_text(textwrap.dedent(autograd))
+
+
+def test_generated_code_is_indexed_linked_and_shown(tree):
+    _add_generators(tree)
+    st = find_source(tree)
+    rep = refresh(st, workers=1)
+    ix = Index(st.index_path, st.root)
+    paths = [r[0] for r in ix.q("SELECT path FROM files WHERE generated = 1 ORDER BY path")]
+    assert paths == ["<generated>/aten/src/ATen/RegisterCPU.cpp",
+                     "<generated>/torch/csrc/autograd/generated/python_torch_functions_0.cpp"]
+    assert "generated code" in " ".join(rep.layer_seconds)
+    _, text = run(get_tool("trace"), ix, function_name="relu", focus="dispatch")
+    assert "- Python torch.relu: THPVariable_relu  <generated>/torch/csrc/autograd/generated/python_torch_functions_0.cpp:2" in text
+    assert "    parser: relu(Tensor input)" in text
+    assert "- CPU: wrapper_CPU_relu  <generated>/aten/src/ATen/RegisterCPU.cpp:" in text
+    res, text = run(get_tool("impact"), ix, function_name="relu", depth=2)
+    callers = {c.caller.name for lv in res.levels for c in lv.callers}
+    assert {"wrapper_CPU_relu", "THPVariable_relu"} <= callers
+    assert "binding <generated>/torch/csrc/autograd/generated/python_torch_functions_0.cpp:2" in text
+    res, _ = run(get_tool("get_status"), ix)
+    assert res.readiness["generated code"].startswith("ready (generators: ok")
+    res, text = run(get_tool("search"), ix, query="relu")
+    assert "binding torch.relu" in text
+
+
+def test_yaml_edit_publishes_first_then_regenerates(tree):
+    _add_generators(tree)
+    st = find_source(tree)
+    refresh(st, workers=1)
+    nf = tree / "aten/src/ATen/native/native_functions.yaml"
+    nf.write_text(nf.read_text().replace("CPU, CUDA: relu\n", "CPU, CUDA: relu_v2\n"))
+    rep = refresh(st, workers=1)
+    assert "first version published" in rep.layer_seconds
+    ix = Index(st.index_path, st.root)
+    text = ix.one("SELECT count(*) FROM cpp_call WHERE callee = 'relu_v2'")[0]
+    assert text == 1  # the wrapper was regenerated from the edited YAML and re-indexed
+    assert ix.meta["codegen_status"] == "ok"
+    assert refresh(st, workers=1).mode == "up-to-date"
+
+
+def test_failing_generator_leaves_an_index_without_the_layer_and_says_why(tree):
+    _add_generators(tree, torchgen="def main():\n    raise RuntimeError('boom in torchgen')\n",
+                    autograd="def generate_code(**kw):\n    raise ImportError('no module named typing_extensions')\n")
+    st = find_source(tree)
+    refresh(st, workers=1)
+    ix = Index(st.index_path, st.root)
+    assert ix.one("SELECT count(*) FROM files WHERE generated = 1")[0] == 0
+    res, text = run(get_tool("get_status"), ix)
+    assert res.readiness["generated code"].startswith("unavailable")
+    assert "boom in torchgen" in text
+    _, text = run(get_tool("trace"), ix, function_name="relu", focus="dispatch")
+    assert "Generated code: not indexed (unavailable:" in text
+    assert "C++: at::native::relu" in text  # the rest of the index is there
+
+
+def test_no_codegen_removes_the_layer(tree):
+    _add_generators(tree)
+    st = find_source(tree)
+    refresh(st, workers=1)
+    refresh(st, workers=1, codegen=False)
+    ix = Index(st.index_path, st.root)
+    assert ix.one("SELECT count(*) FROM files WHERE generated = 1")[0] == 0
+    assert ix.meta["codegen_status"] == "disabled (--no-codegen)"
