@@ -194,8 +194,11 @@ def in_process_latency(tree: Path, cache: Path, calls: int) -> dict[str, list[fl
     from torchtalk.source.tree import find_source
     from torchtalk.tools import get_tool, run
 
+    from torchtalk.server import _warm_up
+
     st = find_source(tree)
     ix = Index(st.index_path, st.root)
+    _warm_up(ix)  # what a server does in the background after it starts
     lat: dict[str, list[float]] = {}
     for i in range(calls):
         name, args = MIX[i % len(MIX)]

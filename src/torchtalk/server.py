@@ -33,6 +33,7 @@ INSTRUCTIONS = (
     "`search` when unsure of a name, `get_status` to see what is indexed."
 )
 REFRESH_EVERY_S = 30.0
+WARM_UP_DELAY_S = 1.0
 
 
 class Refresher:
@@ -152,9 +153,12 @@ def serve(source: str | None, transport: str = "stdio", host: str = "127.0.0.1",
           codegen: bool = True) -> int:
     logging.basicConfig(stream=sys.stderr, level=os.environ.get("TORCHTALK_LOG", "WARNING"))
     tree, ix = prepare(source, codegen)
+    # The first freshness check runs with the first tool call, and the warm-up a moment after start:
+    # on two cores, either would otherwise compete with answering `initialize`.
     refresher = Refresher(tree, codegen)
-    refresher.maybe_start()
-    threading.Thread(target=_warm_up, args=(ix,), daemon=True).start()
+    warm = threading.Timer(WARM_UP_DELAY_S, _warm_up, args=(ix,))
+    warm.daemon = True
+    warm.start()
     server = build_server(ix, refresher)
     try:
         if transport == "http":

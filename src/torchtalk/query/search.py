@@ -75,18 +75,20 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
         if rank is None:
             rank = _rank(q, rec.name)
         kernels = reg.dispatch(rec)
+        match = None
         if rank is None:
-            # Found through a kernel name (search "index_select_cuda" finds index_select).
-            if any(_rank(q, d.kernel) is not None for d in kernels):
-                rank = 3
+            # Found through a kernel name (search "index_select_cuda" finds index_select first).
+            kernel_ranks = [r for d in kernels if (r := _rank(q, d.kernel)) is not None]
+            if kernel_ranks:
+                rank, match = (0 if min(kernel_ranks) == 0 else 3), "kernel"
         if rank is None:
             continue
         if key is not None:
             kernels = [d for d in kernels if d.key == key]
             if not kernels:
                 continue
-        hit = SearchHit("op", rec.full_name, rec.loc, ["exact", "prefix", "substring", "kernel"][rank], rec.schema,
-                        [KernelHit(d, []) for d in kernels])
+        hit = SearchHit("op", rec.full_name, rec.loc, match or ["exact", "prefix", "substring", "kernel"][rank],
+                        rec.schema, [KernelHit(d, []) for d in kernels])
         scored.append(((rank, 0, len(rec.name), rec.full_name), hit, rec))
     if key is None:
         for name, entries in _bindings(ix).items():
@@ -98,6 +100,8 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
             scored.append(((rank, 1, len(name), name), SearchHit("binding", name, loc,
                                                                    ["exact", "prefix", "substring"][rank],
                                                                    f"{kind} -> {detail}"), None))
+    if key is None:
+        scored += _function_hits(ix, q, {h.name for _s, h, _r in scored})
     scored.sort(key=lambda t: t[0])
     hits = [h for _s, h, _r in scored[:limit]]
     by_name = {h.name: r for _s, h, r in scored[:limit] if r is not None}
@@ -113,6 +117,33 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
     if key is not None:
         res.notes.append(f"Only ops with a {key} kernel are shown, with their {key} entries; bindings are not filtered by backend.")
     return res
+
+
+MAX_NAME_CANDIDATES = 400
+_FUNCTION_KINDS = ("function", "method", "impl_func", "global_kernel", "device_function", "metal_kernel")
+
+
+def _function_hits(ix: Index, q: str, taken: set[str]) -> list[tuple[tuple, SearchHit, None]]:
+    """C++ functions and GPU kernels by name, through the trigram index (ranked after ops and bindings)."""
+    if len(q) >= 3:
+        phrase = '"' + q.replace('"', '""') + '"'
+        names = [r[0] for r in ix.q("SELECT name FROM names WHERE id IN (SELECT rowid FROM names_fts WHERE "
+                                    "names_fts MATCH ? LIMIT ?)", (phrase, MAX_NAME_CANDIDATES))]
+    else:
+        esc = q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        names = [r[0] for r in ix.q("SELECT name FROM names WHERE name LIKE ? ESCAPE '\\' LIMIT ?",
+                                    (esc + "%", MAX_NAME_CANDIDATES))]
+    ranked = sorted((r, len(n), n) for n in names if n not in taken and (r := _rank(q, n)) is not None)
+    out = []
+    marks = ",".join("?" * len(_FUNCTION_KINDS))
+    for rank, _length, name in ranked[:60]:
+        rows = ix.q(f"SELECT kind, qualname, file_id, line FROM cpp_symbol WHERE name = ? AND is_definition "
+                    f"AND kind IN ({marks}) ORDER BY file_id, line LIMIT 3", (name, *_FUNCTION_KINDS))
+        for kind, qualname, file_id, line in rows:
+            label = "GPU kernel" if kind in ("global_kernel", "metal_kernel") else "C++ function"
+            out.append(((rank, 2, len(name), qualname), SearchHit(label, qualname, Loc(ix.path_of(file_id), line),
+                                                                  ["exact", "prefix", "substring"][rank], kind), None))
+    return out
 
 
 def _bindings(ix: Index) -> dict[str, list[tuple[str, str, Loc]]]:

@@ -11,7 +11,7 @@ def render_search(r: SearchResult) -> str:
     scope = f" (backend {r.backend})" if r.backend else ""
     out = [f"# search {r.query}{scope}: {showing(len(r.hits), r.total)}"]
     if not r.hits:
-        out.append("No op, kernel or binding name contains it.")
+        out.append("No op, kernel, binding or C++ function name contains it.")
     for h in r.hits:
         if h.kind == "op":
             out.append(f"- op {h.name}  {h.loc}  [{h.match}]")
@@ -22,8 +22,10 @@ def render_search(r: SearchResult) -> str:
                 out.append(f"    {kh.entry.key}: {kh.entry.kernel}{via}" + (f"  -> {where}" if where else ""))
             if len(h.kernels) > 12:
                 out.append(f"    ... {showing(12, len(h.kernels))} dispatch entries")
-        else:
+        elif h.kind == "binding":
             out.append(f"- binding {h.name}  {h.loc}  [{h.match}]  {h.detail}")
+        else:
+            out.append(f"- {h.kind} {h.name}  {h.loc}  [{h.match}]")
     for n in r.notes:
         out.append(f"Note: {n}")
     return "\n".join(out)
