@@ -73,7 +73,8 @@ def _symbol_in_file(ix: Index, file_id: int, name: str) -> CppDef | None:
     rows = ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE file_id = ? AND name = ? AND is_definition "
                 "ORDER BY line", (file_id, short))
     defs = [to_def(ix, r) for r in rows]
-    exact = [d for d in defs if d.qualname.endswith(name)]
+    # VariableType::atan2 is defined inside an anonymous namespace: compare without it.
+    exact = [d for d in defs if d.qualname.replace("(anonymous)::", "").endswith(name)]
     return (exact or defs or [None])[0]
 
 
