@@ -19,6 +19,20 @@ _MAX_LINES = 60  # nodes spanning more lines are elided, not unparsed
 DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
+def run_extractor(extractor, relpath: str, data: bytes, tree: ast.Module | None):
+    """Parse (unless given a tree) and run ``extractor(relpath, tree).run()``. Never raises:
+    problems come back as {"errors": [...]}, since a bug must not kill the indexer's worker."""
+    tree, err = parse(data, tree)
+    if tree is None:
+        return {"errors": [err]}
+    try:
+        return extractor(relpath, tree).run()
+    except RecursionError:
+        return {"errors": ["RecursionError while extracting"]}
+    except Exception as e:  # noqa: BLE001
+        return {"errors": [f"internal: {type(e).__name__}: {e}"]}
+
+
 def parse(data: bytes, tree: ast.Module | None = None) -> tuple[ast.Module | None, str]:
     """Return ``(tree, "")`` or ``(None, error)``; never raises."""
     if tree is not None:

@@ -16,7 +16,7 @@ from .facts import FileFacts, PyAssign, PyCall, PyClass, PyFunction, PyImport, P
 from .opregs import kind_for, op_name, op_names, ref_op
 from .pyast import (
     DEFS, block_statements, decorator_texts, doc_assigned, dotted, first_doc_line, import_rows, last_part, module_name,
-    parse, push_children, signature, text,
+    push_children, run_extractor, signature, text,
 )
 
 _FuncDef, _AsyncDef, _ClassDef = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef
@@ -26,15 +26,7 @@ _PROPERTY = {"property", "cached_property", "setter", "getter", "deleter", "abst
 
 def extract_python(relpath: str, data: bytes, tree: ast.Module | None = None) -> FileFacts:
     """Facts of one torch/** module. Never raises: problems come back as {"errors": [...]}."""
-    tree, err = parse(data, tree)
-    if tree is None:
-        return {"errors": [err]}
-    try:
-        return _Extractor(relpath, tree).run()
-    except RecursionError:
-        return {"errors": ["RecursionError while extracting"]}
-    except Exception as e:  # a bug here must not kill the indexer's worker
-        return {"errors": [f"internal: {type(e).__name__}: {e}"]}
+    return run_extractor(_Extractor, relpath, data, tree)
 
 
 def _literal_strs(node) -> list[str]:

@@ -17,7 +17,8 @@ from ast import Attribute, Call, Constant, Name
 
 from .facts import FileFacts, PyImport, TestClass, TestInstantiation, TestMethod
 from .pyast import (
-    DEFS, block_statements, decorator_texts, dotted, import_rows, last_part, module_name, parse, push_children, text,
+    DEFS, block_statements, decorator_texts, dotted, import_rows, last_part, module_name, push_children,
+    run_extractor, text,
 )
 from .testutils import INTERNAL, classify_helpers, opinfo_entries
 
@@ -41,15 +42,7 @@ _BLOCK_FIELDS = ("body", "orelse", "finalbody")
 
 def extract_tests(relpath: str, data: bytes, tree: ast.Module | None = None) -> FileFacts:
     """Test facts of one file. Never raises: problems come back as {"errors": [...]}."""
-    tree, err = parse(data, tree)
-    if tree is None:
-        return {"errors": [err]}
-    try:
-        return _TestExtractor(relpath, tree).run()
-    except RecursionError:
-        return {"errors": ["RecursionError while extracting"]}
-    except Exception as e:  # a bug here must not kill the indexer's worker
-        return {"errors": [f"internal: {type(e).__name__}: {e}"]}
+    return run_extractor(_TestExtractor, relpath, data, tree)
 
 
 class _TestExtractor:

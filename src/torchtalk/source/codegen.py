@@ -77,6 +77,8 @@ import time
 import weakref
 from pathlib import Path
 
+from ..procs import pid_alive
+
 __all__ = [
     "AOTI_DIR",
     "ATEN_DIR",
@@ -519,16 +521,6 @@ def _cancel_live_jobs() -> None:  # never leave generator processes behind
             pass
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _remove_stale_tmp(out_dir: Path) -> None:
     """Remove temporary directories that killed runs left beside out_dir."""
     parent = out_dir.parent
@@ -541,7 +533,7 @@ def _remove_stale_tmp(out_dir: Path) -> None:
             pid = int((d / "pid").read_text().strip())
         except (OSError, ValueError):
             pid = 0
-        if pid and pid != os.getpid() and _pid_alive(pid):
+        if pid and pid != os.getpid() and pid_alive(pid):
             continue
         if pid == os.getpid() and any(j._tmp == d for j in _LIVE_JOBS):
             continue

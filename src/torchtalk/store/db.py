@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..errors import IndexUnavailable
+from ..procs import pid_alive
 from .schema import (
     LINK_DDL,
     REFS,
@@ -137,19 +138,9 @@ def writer_lock(index_path: Path, wait: bool = True) -> Iterator[bool]:
 def _remove_stale_temps(index_path: Path) -> None:
     for p in index_path.parent.glob(f".{index_path.name}.tmp-*"):
         pid = p.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             with contextlib.suppress(OSError):
                 p.unlink()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class IndexWriter:
