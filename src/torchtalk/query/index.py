@@ -12,6 +12,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 
 from ..errors import IndexUnavailable
@@ -30,8 +31,9 @@ class Index:
         self.source_root = source_root
         self._lock = threading.Lock()
         self._local = threading.local()
-        self._cache: dict = {}
-        self._cache_key: tuple[int, int] | None = None
+        # Cached lookups per index version (file identity): a thread still reading the previous
+        # version must never fill the cache of the new one, nor read from it.
+        self._caches: OrderedDict[tuple[int, int] | None, dict] = OrderedDict()
 
     # ------------------------------------------------------------ connection
 
@@ -58,9 +60,6 @@ class Index:
             if conn is not None:
                 conn.close()
             local.conn, local.key = new, key
-        with self._lock:
-            if self._cache_key != local.key:
-                self._cache, self._cache_key = {}, local.key
         return local.conn
 
     def close(self) -> None:
@@ -89,8 +88,14 @@ class Index:
     # ------------------------------------------------------------ cached lookups (per index version)
 
     def cached(self, key: str, build):
-        self.conn  # noqa: B018 - reopen (and drop the cache) first if a new index landed
-        cache = self._cache
+        self.conn  # noqa: B018 - reopen first if a new index landed
+        version = self._local.key
+        with self._lock:
+            cache = self._caches.get(version)
+            if cache is None:
+                cache = self._caches[version] = {}
+                while len(self._caches) > 2:  # the current version, and one a slow reader may still use
+                    self._caches.popitem(last=False)
         if key not in cache:
             cache[key] = build()
         return cache[key]
