@@ -147,13 +147,13 @@ def _refresh(tree: SourceTree, force: bool, workers: int | None, show_progress: 
                 report.layer_seconds["first version published"] = time.perf_counter() - t0
                 existing, _reason, _meta = _existing_state(tree)
                 todo, removed = [], []
-            gen_todo, gen_removed = [], []
+            gen_plan = None
             if gen.state == "running":
-                gen_entries = generated.finish(tree, gen)
-                old = {p: v for p, v in (existing or {}).items() if p.startswith(generated.PREFIX)}
-                gen_todo, gen_removed = plan(gen_entries, old if existing is not None else None)
-            _publish(tree, report, todo, removed, existing, workers, show_progress, "indexing", gen, t0,
-                     gen_todo, gen_removed)
+                def gen_plan(existing=existing):
+                    # Called once the hand-written files are parsed: the generators ran meanwhile.
+                    old = {p: v for p, v in (existing or {}).items() if p.startswith(generated.PREFIX)}
+                    return plan(generated.finish(tree, gen), old if existing is not None else None)
+            _publish(tree, report, todo, removed, existing, workers, show_progress, "indexing", gen, t0, gen_plan)
         finally:
             if gen.job is not None:
                 gen.job.cancel()  # a no-op when it finished; never leave generators running
@@ -163,15 +163,20 @@ def _refresh(tree: SourceTree, force: bool, workers: int | None, show_progress: 
 
 def _publish(tree: SourceTree, report: IndexReport, todo: list[FileEntry], removed: list[str],
              existing: dict | None, workers: int | None, show_progress: bool | None, label: str,
-             gen: generated.GeneratedPlan, t0: float, gen_todo: list[FileEntry] = (),
-             gen_removed: list[str] = ()) -> None:
-    """Write one new version of the index (a copy of the current one, or a new file) and rename it in."""
+             gen: generated.GeneratedPlan, t0: float,
+             gen_plan: Callable[[], tuple[list[FileEntry], list[str]]] | None = None) -> None:
+    """Write one new version of the index (a copy of the current one, or a new file) and rename it in.
+
+    ``gen_plan`` gives the generated files to (re)index; it is asked only after the
+    hand-written files are done, so the generators run while those are parsed.
+    """
     writer = IndexWriter(tree.index_path, base_ok=existing is not None)
     try:
         _apply(writer, report, todo, removed, existing or {}, workers, show_progress, label)
-        if gen_todo or gen_removed:
+        if gen_plan is not None:
+            gen_todo, gen_removed = gen_plan()
             old = {p: v for p, v in (existing or {}).items() if p.startswith(generated.PREFIX)}
-            _apply(writer, report, list(gen_todo), list(gen_removed), old, workers, show_progress, "generated code")
+            _apply(writer, report, gen_todo, gen_removed, old, workers, show_progress, "generated code")
         _link(writer, tree, report, gen, t0)
         writer.commit()
     except BaseException:

@@ -216,13 +216,18 @@ class IndexWriter:
             start = base[rt] = self._next_id[rt]
             self._next_id[rt] = start + len(rows)
             refs = self._ref_pos[rt]
+            if not refs:
+                self.conn.executemany(self._sql[rt], [(start + i, file_id, *row) for i, row in enumerate(rows)])
+                continue
+            # Local indexes become ids of this file's rows: -1 (or a table the file has no rows of) is NULL.
+            fixes = [(pos - 2, base.get(target)) for pos, target in refs]
             out = []
             for i, row in enumerate(rows):
-                values = [start + i, file_id, *row]
-                for pos, target in refs:
+                values = list(row)
+                for pos, offset in fixes:
                     local = values[pos]
-                    values[pos] = base[target] + local if local is not None and local >= 0 and target in base else None
-                out.append(values)
+                    values[pos] = offset + local if offset is not None and local is not None and local >= 0 else None
+                out.append((start + i, file_id, *values))
             self.conn.executemany(self._sql[rt], out)
         self._collect_names(facts)
 
