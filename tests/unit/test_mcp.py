@@ -4,7 +4,6 @@ import asyncio
 import os
 import sys
 
-import pytest
 from mcp import Client, StdioServerParameters
 
 from torchtalk.server import build_server

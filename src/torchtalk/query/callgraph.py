@@ -258,7 +258,7 @@ def impact(ix: Index, function_name: str, depth: int = 3) -> ImpactResult | NotF
     if isinstance(found, NotFound):
         return found
     fn, others = found
-    reg = registry(ix)
+    registry(ix)
     seen = {fn.id}
     seen_ops: set[str] = set()
     seen_stubs: set[str] = set()

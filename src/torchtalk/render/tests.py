@@ -55,7 +55,7 @@ def render_test_file(r: TestFileInfo) -> str:
         out.append(f"- {c.name}  {c.loc}  {c.tests} tests; bases {', '.join(c.bases) or '-'}"
                    + (f"; {'; '.join(extra)}" if extra else ""))
     if r.functions:
-        out.append(f"Module-level tests: " + ", ".join(f"{n} ({loc})" for n, loc in r.functions[:20]))
+        out.append("Module-level tests: " + ", ".join(f"{n} ({loc})" for n, loc in r.functions[:20]))
     if r.instantiations:
         out.append("\nTest generation:")
         for kind, cls, loc, opts in r.instantiations:
