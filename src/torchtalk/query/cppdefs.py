@@ -73,6 +73,14 @@ def kernel_definitions(ix: Index, kernel: str, structured: bool) -> list[CppDef]
     """Where the kernel a dispatch table names is defined (hand-written code first)."""
     if not has_cpp(ix):
         return []
+    memo = ix.cached("kernel_definitions", dict)  # search and trace ask for the same kernels again and again
+    key = (kernel, structured)
+    if key not in memo:
+        memo[key] = _kernel_definitions(ix, kernel, structured)
+    return list(memo[key])
+
+
+def _kernel_definitions(ix: Index, kernel: str, structured: bool) -> list[CppDef]:
     short = kernel.split("::")[-1]
     if kernel.startswith("ufunc::"):
         return defs_by_qualname(ix, f"at::native::{kernel}")

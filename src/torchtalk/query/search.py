@@ -41,7 +41,11 @@ class SearchResult:
 
 
 def _rank(query: str, name: str) -> int | None:
-    q, n = query.lower(), name.lower()
+    return _rank_l(query.lower(), name.lower())
+
+
+def _rank_l(q: str, n: str) -> int | None:
+    """exact 0, prefix 1, substring 2, else None; both already lower-case."""
     if n == q:
         return 0
     if n.startswith(q):
@@ -69,20 +73,21 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
             raise BadArgument(f"backend {shown(b)} is not a dispatch key of any op; valid keys: {', '.join(valid)}")
         key = match[0]
     reg = registry(ix)
+    ql = q.lower()
     scored: list[tuple[tuple, SearchHit, OpRecord | None]] = []
-    for rec in reg.by_id.values():
-        rank = _rank(q, rec.full_name)
+    for rec, full_l, name_l, entries, kernels_l in _op_table(ix):
+        rank = _rank_l(ql, full_l)
         if rank is None:
-            rank = _rank(q, rec.name)
-        kernels = reg.dispatch(rec)
+            rank = _rank_l(ql, name_l)
         match = None
         if rank is None:
             # Found through a kernel name (search "index_select_cuda" finds index_select first).
-            kernel_ranks = [r for d in kernels if (r := _rank(q, d.kernel)) is not None]
+            kernel_ranks = [r for k in kernels_l if (r := _rank_l(ql, k)) is not None]
             if kernel_ranks:
                 rank, match = (0 if min(kernel_ranks) == 0 else 3), "kernel"
         if rank is None:
             continue
+        kernels = entries
         if key is not None:
             kernels = [d for d in kernels if d.key == key]
             if not kernels:
@@ -91,8 +96,8 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
                         rec.schema, [KernelHit(d, []) for d in kernels])
         scored.append(((rank, 0, len(rec.name), rec.full_name), hit, rec))
     if key is None:
-        for name, entries in _bindings(ix).items():
-            rank = _rank(q, name)
+        for name, name_l, entries in _binding_table(ix):
+            rank = _rank_l(ql, name_l)
             if rank is None:
                 continue
             kind, _target, loc = entries[0]
@@ -133,17 +138,40 @@ def _function_hits(ix: Index, q: str, taken: set[str]) -> list[tuple[tuple, Sear
         esc = q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         names = [r[0] for r in ix.q("SELECT name FROM names WHERE name LIKE ? ESCAPE '\\' LIMIT ?",
                                     (esc + "%", MAX_NAME_CANDIDATES))]
-    ranked = sorted((r, len(n), n) for n in names if n not in taken and (r := _rank(q, n)) is not None)
-    out = []
-    marks = ",".join("?" * len(_FUNCTION_KINDS))
-    for rank, _length, name in ranked[:60]:
-        rows = ix.q(f"SELECT kind, qualname, file_id, line FROM cpp_symbol WHERE name = ? AND is_definition "
-                    f"AND kind IN ({marks}) ORDER BY file_id, line LIMIT 3", (name, *_FUNCTION_KINDS))
-        for kind, qualname, file_id, line in rows:
-            label = "GPU kernel" if kind in ("global_kernel", "metal_kernel") else "C++ function"
-            out.append(((rank, 2, len(name), qualname), SearchHit(label, qualname, Loc(ix.path_of(file_id), line),
-                                                                  ["exact", "prefix", "substring"][rank], kind), None))
+    ranked = sorted((r, len(n), n) for n in names if n not in taken and (r := _rank(q, n)) is not None)[:60]
+    if not ranked:
+        return []
+    rank_of = {n: r for r, _length, n in ranked}
+    rows = ix.q(f"SELECT name, kind, qualname, file_id, line FROM cpp_symbol WHERE is_definition "
+                f"AND kind IN ({','.join('?' * len(_FUNCTION_KINDS))}) "
+                f"AND name IN ({','.join('?' * len(rank_of))}) ORDER BY file_id, line",
+                (*_FUNCTION_KINDS, *rank_of))
+    out, per_name = [], {}
+    for name, kind, qualname, file_id, line in rows:
+        if per_name.setdefault(name, 0) >= 3:
+            continue
+        per_name[name] += 1
+        label = "GPU kernel" if kind in ("global_kernel", "metal_kernel") else "C++ function"
+        rank = rank_of[name]
+        out.append(((rank, 2, len(name), qualname), SearchHit(label, qualname, Loc(ix.path_of(file_id), line),
+                                                              ["exact", "prefix", "substring"][rank], kind), None))
     return out
+
+
+def _op_table(ix: Index) -> list[tuple]:
+    """Per op, once per index version: (op, names lower-cased, dispatch entries, kernel names lower-cased)."""
+    def build():
+        reg = registry(ix)
+        out = []
+        for rec in reg.by_id.values():
+            entries = reg.dispatch(rec)
+            out.append((rec, rec.full_name.lower(), rec.name.lower(), entries, [d.kernel.lower() for d in entries]))
+        return out
+    return ix.cached("search_ops", build)
+
+
+def _binding_table(ix: Index) -> list[tuple[str, str, list]]:
+    return ix.cached("search_bindings", lambda: [(n, n.lower(), e) for n, e in _bindings(ix).items()])
 
 
 def _bindings(ix: Index) -> dict[str, list[tuple[str, str, Loc]]]:
