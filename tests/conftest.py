@@ -83,3 +83,20 @@ def real_index(tmp_path_factory):
         else:
             os.environ["TORCHTALK_CACHE_DIR"] = old
     return ix
+
+
+@pytest.fixture
+def py_indexed(tmp_path):
+    """(tree, Index): the fixture tree plus a sliver of torch/ and test/ (tests/fixtures/tree_py)."""
+    from torchtalk.index.indexer import refresh
+    from torchtalk.query.index import Index
+    from torchtalk.source.tree import find_source
+
+    dest = tmp_path / "pytorch"
+    shutil.copytree(FIXTURE_TREE, dest)
+    shutil.copytree(FIXTURE_TREE.parent / "tree_py", dest, dirs_exist_ok=True)
+    st = find_source(dest)
+    refresh(st, workers=1, codegen=False)
+    ix = Index(st.index_path, st.root)
+    yield dest, ix
+    ix.close()

@@ -48,7 +48,7 @@ def rich(tmp_path_factory):
     tree = base / "pytorch"
     shutil.copytree(FIXTURES / "tree", tree)
     shutil.copytree(FIXTURES / "py" / "torch", tree / "torch", dirs_exist_ok=True)
-    (tree / "test").mkdir()
+    (tree / "test").mkdir(exist_ok=True)
     shutil.copy(FIXTURES / "py" / "test" / "nn_device_tests.py", tree / "test" / "test_nn_device.py")
     old = os.environ.get("TORCHTALK_CACHE_DIR")
     os.environ["TORCHTALK_CACHE_DIR"] = str(base / "cache")

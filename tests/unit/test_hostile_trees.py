@@ -80,7 +80,7 @@ def hostile(tree, tmp_path):
     (n / "Latin1.cpp").write_bytes(b"// caf\xe9 \xff\nint latin_fn(int x) { return x; }\n")
     (tree / "torch" / "nn").mkdir(parents=True)
     (tree / "torch/nn/latin1_mod.py").write_bytes(b"# caf\xe9\ndef latin_py():\n    return 1\n")
-    (tree / "test").mkdir()
+    (tree / "test").mkdir(exist_ok=True)
     (tree / "test/test_latin1.py").write_bytes(b"# \xff\xfe\nclass TestLatin:\n    def test_x(self):\n        pass\n")
     # Empty and blank files.
     for rel in (f"{NATIVE}/Empty.cpp", f"{NATIVE}/Empty.h", f"{NATIVE}/cuda/Empty.cu", "torch/nn/empty_mod.py",

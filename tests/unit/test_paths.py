@@ -322,7 +322,7 @@ def test_unreadable_test_file_inside_the_tree(tree, tmp_path):
     from torchtalk.query.index import Index
     from torchtalk.source.tree import find_source
 
-    (tree / "test").mkdir()
+    (tree / "test").mkdir(exist_ok=True)
     locked = tree / "test" / "test_locked.py"
     locked.write_text(SAMPLE_TEST)
     os.chmod(locked, 0)

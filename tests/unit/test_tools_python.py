@@ -1,0 +1,103 @@
+"""trace_module / list_modules / find_similar_tests / list_test_utils / test_file_info on a fixture tree."""
+
+import re
+
+import pytest
+
+from torchtalk.errors import BadArgument
+from torchtalk.tools import get_tool, run
+
+
+def call(ix, tool, **kw):
+    return run(get_tool(tool), ix, **kw)
+
+
+def test_bases_resolve_transitively_through_imports_and_reexports(py_indexed):
+    _, ix = py_indexed
+    rows = dict(ix.q("SELECT fq, roots FROM py_class_fq"))
+    assert rows["torch.nn.modules.linear.LazyLinear"] == "module"  # Linear -> Module, via .module import
+    assert rows["torch.nn.modules.lazy.LazyModuleMixin"] == ""  # a mixin is not a module
+    assert rows["torch.optim.sgd.SGD"] == "optimizer"
+    assert rows["torch.optim.lr_scheduler.StepLR"] == "lr_scheduler"
+    assert rows["test.test_nn.TestNNDeviceType"] == "testcase"  # TestCase of torch.testing._internal
+
+
+def test_list_modules_by_category(py_indexed):
+    _, ix = py_indexed
+    res, text = call(ix, "list_modules", category="nn")
+    names = {c.name for group in res.groups.values() for c in group}
+    assert names == {"Identity", "Linear", "LazyLinear", "ReLU"}  # not Module itself, not the mixin
+    assert "torch/nn/modules/linear.py:16" in text and "torch/optim" not in text
+    assert [c.name for c in res.groups["activations"]] == ["ReLU"]
+    res, _ = call(ix, "list_modules", category="optim")
+    assert [c.name for c in res.groups["optimizers"]] == ["SGD"]
+    assert [c.name for c in res.groups["learning-rate schedulers"]] == ["StepLR"]
+    res, text = call(ix, "list_modules", category="lin")
+    assert "is not a category" in text and {c.name for g in res.groups.values() for c in g} >= {"Linear", "LazyLinear"}
+
+
+@pytest.mark.parametrize("name", ["Linear", "nn.Linear", "torch.nn.Linear", "torch.nn.modules.linear.Linear"])
+def test_trace_module_spellings_reach_the_op(py_indexed, name):
+    _, ix = py_indexed
+    res, text = call(ix, "trace_module", module_name=name)
+    assert res.cls.fq == "torch.nn.modules.linear.Linear"
+    assert "torch/nn/modules/linear.py:16" in text and "forward(self, input: Tensor) -> Tensor" in text
+    assert "F.linear -> torch.nn.functional.linear = torch._C._nn.linear" in text
+    assert re.search(r"- linear  aten/src/ATen/native/native_functions.yaml:78  \[CompositeImplicitAutograd: linear", text)
+
+
+def test_trace_module_optimizer_follows_function_aliases(py_indexed):
+    _, ix = py_indexed
+    res, text = call(ix, "trace_module", module_name="torch.optim.SGD")
+    assert res.entry.name == "step"
+    assert "_single_tensor_sgd" in text and "_multi_tensor_sgd" in text
+
+
+def test_trace_module_inherited_forward_and_unknown_names(py_indexed):
+    _, ix = py_indexed
+    res, text = call(ix, "trace_module", module_name="LazyLinear")
+    assert "(inherited from torch.nn.modules.linear.Linear)" in text
+    _, text = call(ix, "trace_module", module_name="Lienar")
+    assert text.startswith("No module or optimizer named 'Lienar'. Close matches: Linear")
+
+
+def test_find_similar_tests_names_generated_tests_and_commands(py_indexed):
+    _, ix = py_indexed
+    res, text = call(ix, "find_similar_tests", query="relu")
+    first = res.tests[0]
+    assert (first.cls, first.name) == ("TestNNDeviceType", "test_relu")
+    assert first.command == 'pytest test/test_nn.py -k "TestNNDeviceType and test_relu"'
+    assert first.generated[:2] == ["TestNNDeviceTypeCPU.test_relu_cpu_float32", "TestNNDeviceTypeCPU.test_relu_cpu_float64"]
+    assert "TestNNDeviceTypeMPS.test_relu_mps_float32" in first.generated  # allow_mps=True
+    assert any(t.name == "test_relu_functional" for t in res.tests)
+    assert "UnaryUfuncInfo('relu')" in text
+    res, _ = call(ix, "find_similar_tests", query="cumsum")
+    cuda_only = next(t for t in res.tests if t.name == "test_cumsum_cuda")
+    assert cuda_only.generated == ["TestNNDeviceTypeCUDA.test_cumsum_cuda_cuda"]  # @onlyCUDA
+
+
+def test_list_test_utils_is_derived_from_the_source(py_indexed):
+    _, ix = py_indexed
+    res, text = call(ix, "list_test_utils", category="decorators")
+    names = {n for n, *_ in res.groups["decorators"]}
+    assert {"parametrize", "skipIfTorchDynamo", "dtypes", "onlyCUDA"} <= names
+    res, _ = call(ix, "list_test_utils", category="all")
+    assert "TestCase.assertEqual" in {n for n, *_ in res.groups["assertions"]}
+    assert "instantiate_device_type_tests" in {n for n, *_ in res.groups["fixtures"]}
+    with pytest.raises(BadArgument, match="choose one of: all, "):
+        call(ix, "list_test_utils", category="helpers")
+
+
+def test_test_file_info(py_indexed):
+    _, ix = py_indexed
+    for spelling in ("test_nn", "test_nn.py", "test/test_nn.py"):
+        res, text = call(ix, "test_file_info", file_path=spelling)
+        assert res.path == "test/test_nn.py"
+    assert {c.name: c.tests for c in res.classes} == {"TestNN": 2, "TestNNDeviceType": 2}
+    device = next(c for c in res.classes if c.name == "TestNNDeviceType")
+    assert device.generated_classes == ["TestNNDeviceTypeCPU", "TestNNDeviceTypeCUDA", "TestNNDeviceTypeMPS"]
+    assert "instantiate_device_type_tests(TestNNDeviceType, allow_mps=True)" in text
+    assert "torch.testing._internal.common_device_type: dtypes, instantiate_device_type_tests, onlyCUDA" in text
+    assert "torch.relu" in text
+    with pytest.raises(BadArgument, match="leaves the source tree"):
+        call(ix, "test_file_info", file_path="../../etc/passwd")
