@@ -1,0 +1,60 @@
+"""The whole pipeline on PyTorch 1.13.1 (set TORCHTALK_TEST_SOURCE_1131; .ci/run does).
+
+Older trees differ where it matters: torchgen's options, wrapper names
+(wrapper_atan2, not wrapper_CPU_atan2), fewer layers of Python. One index of
+the real 1.13.1 tree checks that every layer still comes out.
+"""
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from torchtalk.tools import get_tool, run
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def index_1131(tmp_path_factory):
+    src = os.environ.get("TORCHTALK_TEST_SOURCE_1131")
+    if not src or not (Path(src) / "aten/src/ATen/native/native_functions.yaml").is_file():
+        pytest.skip("set TORCHTALK_TEST_SOURCE_1131 to a PyTorch 1.13.1 source tree")
+    cache = tmp_path_factory.mktemp("cache-1131")
+    old = os.environ.get("TORCHTALK_CACHE_DIR")
+    os.environ["TORCHTALK_CACHE_DIR"] = str(cache)
+    try:
+        from torchtalk.index.indexer import refresh
+        from torchtalk.query.index import Index
+        from torchtalk.source.tree import find_source
+
+        st = find_source(src)
+        refresh(st)
+        return Index(st.index_path, st.root)
+    finally:
+        if old is None:
+            os.environ.pop("TORCHTALK_CACHE_DIR", None)
+        else:
+            os.environ["TORCHTALK_CACHE_DIR"] = old
+
+
+def test_every_layer_is_there(index_1131):
+    res, _ = run(get_tool("get_status"), index_1131)
+    assert res.pytorch_version.startswith("1.13")
+    assert all(v.startswith("ready") for v in res.readiness.values()), res.readiness
+
+
+def test_generated_layer_with_old_wrapper_names(index_1131):
+    _, text = run(get_tool("trace"), index_1131, function_name="atan2", focus="dispatch")
+    assert re.search(r"Python torch\.atan2: THPVariable_atan2  <generated>/torch/csrc/autograd/generated/"
+                     r"python_torch_functions_\d\.cpp:\d+", text)
+    assert "parser: atan2(Tensor input, Tensor other, *, Tensor out=None)" in text
+    assert re.search(r"- CPU: wrapper_atan2  <generated>/aten/src/ATen/RegisterCPU\.cpp:\d+", text)
+    assert "grad_fn Atan2Backward0" in text
+    assert re.search(r"C\+\+: TORCH_IMPL_FUNC\(atan2_out\)  aten/src/ATen/native/BinaryOps\.cpp:\d+", text)
+
+
+def test_python_layer(index_1131):
+    _, text = run(get_tool("trace_module"), index_1131, module_name="Linear")
+    assert "torch/nn/modules/linear.py:" in text and "F.linear" in text
