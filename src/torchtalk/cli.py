@@ -101,8 +101,7 @@ def cmd_tool(args) -> int:
         if value is None and prm.required:
             print(f"error: {tool.name} needs {prm.name} ({prm.help})", file=sys.stderr)
             return 2
-        if value is not None or not prm.required:
-            kwargs[prm.name] = value
+        kwargs[prm.name] = prm.default if value is None else value
     ix = ensure_index(_tree(args))
     result, text = run(tool, ix, **kwargs)
     print(to_json(result) if args.json else text)

@@ -49,3 +49,13 @@ def test_source_from_env_and_current_directory(tree, tmp_path):
     assert r.returncode == 0 and "## relu" in r.stdout
     r = tt("trace", "relu", cwd=tmp_path)
     assert r.returncode == 2 and "No PyTorch source tree configured" in r.stderr
+
+
+def test_optional_first_arguments_take_their_defaults(tree):
+    r = tt("list-modules", "--source", str(tree))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("# list_modules nn:")
+    r = tt("cuda-kernels", "--source", str(tree))
+    assert r.returncode == 0 and "__global__" in r.stdout, r.stderr
+    r = tt("list_test_utils", "--source", str(tree))  # the underscore spelling works too
+    assert r.returncode == 0 and r.stdout.startswith("# test utilities (all)"), r.stderr
