@@ -115,7 +115,7 @@ def calls(ix: Index, function_name: str) -> CallsResult | NotFound:
 
 # ------------------------------------------------------------------ upward edges
 
-def _resolves_to(res: Resolution, fn: CppDef, site: Loc) -> bool:
+def _resolves_to(res: Resolution, fn: CppDef) -> bool:
     for d in res.defs:
         if d.id == fn.id:
             return True
@@ -131,7 +131,7 @@ def direct_callers(ix: Index, fn: CppDef) -> list[Caller]:
         caller = symbol(ix, call.caller_id)
         if caller is None or caller.id == fn.id:
             continue
-        if _resolves_to(resolve(ix, call, caller), fn, call.loc):
+        if _resolves_to(resolve(ix, call, caller), fn):
             out.append(Caller(caller, call.loc))
     return out
 
@@ -258,7 +258,6 @@ def impact(ix: Index, function_name: str, depth: int = 3) -> ImpactResult | NotF
     if isinstance(found, NotFound):
         return found
     fn, others = found
-    registry(ix)
     seen = {fn.id}
     seen_ops: set[str] = set()
     seen_stubs: set[str] = set()
@@ -268,18 +267,25 @@ def impact(ix: Index, function_name: str, depth: int = 3) -> ImpactResult | NotF
     frontier = [fn]
     truncated = False
     stopped = 0
+
+    def reached(op: OpRecord, kernel: CppDef, key: str, level: str) -> bool:
+        """Note an op (and its Python entry points) the first time a kernel of it is met."""
+        if op.full_name in seen_ops:
+            return False
+        seen_ops.add(op.full_name)
+        ops.append((op, f"{kernel.display} is its {key} kernel", level))
+        for name, kind, loc in python_entry_points(ix, op):
+            binding = f", binding {loc}" if kind == "generated binding" else ""
+            python.setdefault(name, (name, f"op {op.full_name}{binding}", loc))
+        return True
+
     for level in range(1, depth + 1):
         found_here: list[Caller] = []
         for node in frontier:
-            found_here += [c for c in direct_callers(ix, node)]
+            found_here += direct_callers(ix, node)
             for op, key in ops_implemented_by(ix, node):
                 found_here += generated_wrappers(ix, op, key)
-                if op.full_name not in seen_ops:
-                    seen_ops.add(op.full_name)
-                    ops.append((op, f"{node.display} is its {key} kernel", str(level)))
-                    for name, kind, loc in python_entry_points(ix, op):
-                        python.setdefault(name, (name, f"op {op.full_name}" + (
-                            f", binding {loc}" if kind == "generated binding" else ""), loc))
+                if reached(op, node, key, str(level)):
                     caller_key = f"callers:{op.full_name if op.is_out else op.name}"
                     if caller_key not in seen_ops:
                         seen_ops.add(caller_key)
@@ -306,12 +312,7 @@ def impact(ix: Index, function_name: str, depth: int = 3) -> ImpactResult | NotF
     # Ops reached by the last level's callers are reported too (without walking further up).
     for c in (levels[-1].callers if levels else []):
         for op, key in ops_implemented_by(ix, c.caller):
-            if op.full_name not in seen_ops:
-                seen_ops.add(op.full_name)
-                ops.append((op, f"{c.caller.display} is its {key} kernel", "last"))
-                for name, kind, loc in python_entry_points(ix, op):
-                    python.setdefault(name, (name, f"op {op.full_name}" + (
-                        f", binding {loc}" if kind == "generated binding" else ""), loc))
+            reached(op, c.caller, key, "last")
     return ImpactResult(fn, ambiguity_note(fn, others), depth, levels, ops, list(python.values()),
                         stopped or 0, truncated)
 

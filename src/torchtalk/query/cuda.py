@@ -121,8 +121,7 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
             for entry in reg.dispatch(op):
                 if "CUDA" not in entry.key:
                     continue
-                structured = op.structured or entry.via.startswith("structured_delegate")
-                for d in kernel_definitions(ix, entry.kernel, structured)[:2]:
+                for d in kernel_definitions(ix, entry.kernel, reg.structured_entry(op, entry))[:2]:
                     roots.append((d, f"{op.full_name} [{entry.key}] -> {d.display}"))
         matched = f"op {base}" + (f" and {', '.join(sorted({o.name for o in related}))}" if related else "")
     if not roots:

@@ -124,8 +124,7 @@ class OpRegistry:
         self.kernel_ops: dict[str, list[tuple[OpRecord, str, bool]]] = defaultdict(list)
         for rec in self.by_id.values():
             for d in self.dispatch(rec):
-                structured = rec.structured or d.via.startswith("structured_delegate")
-                self.kernel_ops[d.kernel].append((rec, d.key, structured))
+                self.kernel_ops[d.kernel].append((rec, d.key, self.structured_entry(rec, d)))
 
     # ------------------------------------------------------------ lookup
 
@@ -191,6 +190,16 @@ class OpRegistry:
             entries.append(DispatchEntry("CompositeImplicitAutograd", rec.cpp_name, rec.loc,
                                          "no dispatch: entry (implicit default)"))
         return entries
+
+    def structured_entry(self, rec: OpRecord, entry: DispatchEntry) -> bool:
+        """Whether the entry's kernel is a TORCH_IMPL_FUNC: the op is structured, or the entry
+        comes from the structured op it delegates to."""
+        if rec.structured:
+            return True
+        if entry.via.startswith("structured_delegate"):
+            target = self.by_full.get(rec.structured_delegate)
+            return bool(target and target.structured)
+        return False
 
     def python_names(self, rec: OpRecord) -> list[tuple[str, str, Loc]]:
         return self.py_by_op.get(rec.full_name, [])

@@ -114,10 +114,8 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
         rec = by_name.get(h.name)
         if rec is None:
             continue
-        structured = rec.structured or bool(rec.structured_delegate and
-                                            getattr(reg.by_full.get(rec.structured_delegate), "structured", False))
         for kh in h.kernels:
-            kh.defs = kernel_definitions(ix, kh.entry.kernel, structured)
+            kh.defs = kernel_definitions(ix, kh.entry.kernel, reg.structured_entry(rec, kh.entry))
     res = SearchResult(q, key, hits, len(scored), limit)
     if key is not None:
         res.notes.append(f"Only ops with a {key} kernel are shown, with their {key} entries; bindings are not filtered by backend.")

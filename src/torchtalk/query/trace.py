@@ -67,7 +67,7 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
         kernels = []
         entries = op.own_dispatch if focus == "yaml" else reg.dispatch(op)
         for entry in entries:
-            structured = _is_structured_kernel(reg, op, entry)
+            structured = reg.structured_entry(op, entry)
             key = (entry.kernel, structured)
             if cpp and key not in cache:
                 info = KernelInfo(entry, kernel_definitions(ix, entry.kernel, structured))
@@ -92,15 +92,6 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
     if focus != "yaml" and not has_cpp(ix):
         result.notes.append("The C++ layer is not indexed yet, so kernels are shown by name only.")
     return result
-
-
-def _is_structured_kernel(reg, op: OpRecord, entry: DispatchEntry) -> bool:
-    if op.structured:
-        return True
-    if entry.via.startswith("structured_delegate"):
-        target = reg.by_full.get(op.structured_delegate)
-        return bool(target and target.structured)
-    return False
 
 
 def _derivatives(ix: Index, op: OpRecord) -> list[DerivInfo]:
