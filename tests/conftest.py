@@ -59,6 +59,26 @@ def real_source() -> Path | None:
     return Path(value) if value and (Path(value) / "aten/src/ATen/native/native_functions.yaml").is_file() else None
 
 
+def build_index(tree: Path, cache: Path, **refresh_kw):
+    """(SourceTree, Index, report) for ``tree`` indexed into ``cache``: for fixtures wider than one
+    test, which cannot use monkeypatch; the environment is restored afterwards."""
+    from torchtalk.index.indexer import refresh
+    from torchtalk.query.index import Index
+    from torchtalk.source.tree import find_source
+
+    old = os.environ.get("TORCHTALK_CACHE_DIR")
+    os.environ["TORCHTALK_CACHE_DIR"] = str(cache)
+    try:
+        st = find_source(tree)
+        report = refresh(st, **refresh_kw)
+        return st, Index(st.index_path, st.root), report
+    finally:
+        if old is None:
+            os.environ.pop("TORCHTALK_CACHE_DIR", None)
+        else:
+            os.environ["TORCHTALK_CACHE_DIR"] = old
+
+
 @pytest.fixture(scope="session")
 def real_index(tmp_path_factory):
     """The real tree, indexed once per test session (skips when not configured)."""
@@ -67,22 +87,7 @@ def real_index(tmp_path_factory):
         pytest.skip("set TORCHTALK_TEST_SOURCE to a PyTorch 2.6.0 source tree (or run `torchtalk quickstart`) "
                     "to run integration tests")
     cache = Path(os.environ.get("TORCHTALK_TEST_CACHE") or tmp_path_factory.mktemp("real-cache"))
-    old = os.environ.get("TORCHTALK_CACHE_DIR")
-    os.environ["TORCHTALK_CACHE_DIR"] = str(cache)
-    try:
-        from torchtalk.index.indexer import refresh
-        from torchtalk.query.index import Index
-        from torchtalk.source.tree import find_source
-
-        st = find_source(src)
-        refresh(st)
-        ix = Index(st.index_path, st.root)
-    finally:
-        if old is None:
-            os.environ.pop("TORCHTALK_CACHE_DIR", None)
-        else:
-            os.environ["TORCHTALK_CACHE_DIR"] = old
-    return ix
+    return build_index(src, cache)[1]
 
 
 @pytest.fixture

@@ -13,6 +13,8 @@ import pytest
 
 from torchtalk.tools import get_tool, run
 
+from ..conftest import build_index
+
 pytestmark = pytest.mark.integration
 
 
@@ -21,22 +23,7 @@ def index_1131(tmp_path_factory):
     src = os.environ.get("TORCHTALK_TEST_SOURCE_1131")
     if not src or not (Path(src) / "aten/src/ATen/native/native_functions.yaml").is_file():
         pytest.skip("set TORCHTALK_TEST_SOURCE_1131 to a PyTorch 1.13.1 source tree")
-    cache = tmp_path_factory.mktemp("cache-1131")
-    old = os.environ.get("TORCHTALK_CACHE_DIR")
-    os.environ["TORCHTALK_CACHE_DIR"] = str(cache)
-    try:
-        from torchtalk.index.indexer import refresh
-        from torchtalk.query.index import Index
-        from torchtalk.source.tree import find_source
-
-        st = find_source(src)
-        refresh(st)
-        return Index(st.index_path, st.root)
-    finally:
-        if old is None:
-            os.environ.pop("TORCHTALK_CACHE_DIR", None)
-        else:
-            os.environ["TORCHTALK_CACHE_DIR"] = old
+    return build_index(Path(src), tmp_path_factory.mktemp("cache-1131"))[1]
 
 
 def test_every_layer_is_there(index_1131):

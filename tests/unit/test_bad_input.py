@@ -12,7 +12,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import io
-import os
 import shutil
 import threading
 import time
@@ -27,6 +26,8 @@ from torchtalk.errors import TorchTalkError
 from torchtalk.server import build_server
 from torchtalk.tools import all_tools, get_tool, run
 
+from ..conftest import build_index
+
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 BOUND_S = 10.0  # every single call answers within this
 
@@ -40,27 +41,13 @@ SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, database=N
 @pytest.fixture(scope="module")
 def rich(tmp_path_factory):
     """(tree, Index) over the fixture tree + torch/** and test/** Python fixtures, indexed once."""
-    from torchtalk.index.indexer import refresh
-    from torchtalk.query.index import Index
-    from torchtalk.source.tree import find_source
-
     base = tmp_path_factory.mktemp("bad-input")
     tree = base / "pytorch"
     shutil.copytree(FIXTURES / "tree", tree)
     shutil.copytree(FIXTURES / "py" / "torch", tree / "torch", dirs_exist_ok=True)
     (tree / "test").mkdir(exist_ok=True)
     shutil.copy(FIXTURES / "py" / "test" / "nn_device_tests.py", tree / "test" / "test_nn_device.py")
-    old = os.environ.get("TORCHTALK_CACHE_DIR")
-    os.environ["TORCHTALK_CACHE_DIR"] = str(base / "cache")
-    try:
-        st_ = find_source(tree)
-        refresh(st_, workers=1, codegen=False)
-        ix = Index(st_.index_path, st_.root)
-    finally:
-        if old is None:
-            os.environ.pop("TORCHTALK_CACHE_DIR", None)
-        else:
-            os.environ["TORCHTALK_CACHE_DIR"] = old
+    _st, ix, _report = build_index(tree, base / "cache", workers=1, codegen=False)
     # Sanity: every layer the tools read has data, so the properties exercise real code paths.
     assert ix.one("SELECT count(*) FROM op")[0] > 10
     assert ix.one("SELECT count(*) FROM test_method")[0] > 0

@@ -22,6 +22,8 @@ from torchtalk.errors import BadArgument, TorchTalkError
 from torchtalk.server import build_server
 from torchtalk.tools import all_tools, get_tool, run
 
+from ..conftest import build_index
+
 FIXTURE_TREE = Path(__file__).parents[1] / "fixtures" / "tree"
 SECRET = "TT_SECRET_7f3a9c_DO_NOT_LEAK"
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -82,10 +84,6 @@ sys.addaudithook(_audit)
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
     """A copy of the fixture tree with test files, and links in test/ that lead outside it."""
-    from torchtalk.index.indexer import refresh
-    from torchtalk.query.index import Index
-    from torchtalk.source.tree import find_source
-
     base = tmp_path_factory.mktemp("paths")
     outside = base / "outside"
     outside.mkdir()
@@ -113,17 +111,8 @@ def hostile(tmp_path_factory):
     # The tree's test/ dir is watched too, as a canary: the hook must see the indexer read test_sample.py.
     _WATCHED[:] = [os.path.realpath(outside), os.path.realpath(test)]
     _OPENED.clear()
-    old = os.environ.get("TORCHTALK_CACHE_DIR")
-    os.environ["TORCHTALK_CACHE_DIR"] = str(base / "cache")
-    try:
-        st = find_source(tree)
-        report = refresh(st, workers=1, codegen=False)  # in this process: the audit hook sees every read
-        ix = Index(st.index_path, st.root)
-    finally:
-        if old is None:
-            os.environ.pop("TORCHTALK_CACHE_DIR", None)
-        else:
-            os.environ["TORCHTALK_CACHE_DIR"] = old
+    # In this process: the audit hook sees every read.
+    st, ix, report = build_index(tree, base / "cache", workers=1, codegen=False)
     assert os.path.realpath(test / "test_sample.py") in _OPENED, "the audit hook saw no read by the indexer"
     yield {"tree": tree, "root": st.root, "outside": outside, "ix": ix, "report": report, "base": base}
     ix.close()
