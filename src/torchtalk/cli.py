@@ -34,8 +34,12 @@ def _build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="run the MCP server (stdio by default)")
     _add_source(p)
     p.add_argument("--transport", choices=("stdio", "http"), default="stdio")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to bind for --transport http (default 127.0.0.1, this machine only)")
+    p.add_argument("--allow-remote", action="store_true",
+                   help="needed to bind a --host other than loopback: the server then answers anyone who can reach "
+                        "that address, with no authentication")
+    p.add_argument("--port", type=int, default=8765, help="port for --transport http (1..65535)")
     p.add_argument("--no-codegen", action="store_true", help="index without running the tree's code generators")
 
     p = sub.add_parser("fetch-source", help="download a PyTorch release tree into the user cache and use it")
@@ -139,8 +143,25 @@ def cmd_quickstart(args) -> int:
     return 0
 
 
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def cmd_serve(args) -> int:
+    from .errors import BadArgument
     from .server import serve
+    if args.transport == "http":
+        if not 1 <= args.port <= 65535:
+            raise BadArgument(f"--port must be from 1 to 65535, not {args.port}")
+        if not _is_loopback(args.host) and not args.allow_remote:
+            raise BadArgument(f"--host {args.host} would expose the server beyond this machine, without "
+                             "authentication; add --allow-remote to do that deliberately, or use 127.0.0.1")
     return serve(args.source, transport=args.transport, host=args.host, port=args.port, codegen=not args.no_codegen)
 
 

@@ -59,3 +59,11 @@ def test_optional_first_arguments_take_their_defaults(tree):
     assert r.returncode == 0 and "__global__" in r.stdout, r.stderr
     r = tt("list_test_utils", "--source", str(tree))  # the underscore spelling works too
     assert r.returncode == 0 and r.stdout.startswith("# test utilities (all)"), r.stderr
+
+
+def test_http_refuses_a_non_loopback_host_without_allow_remote(tmp_path):
+    # Refused before any source lookup or bind: nothing listens on 0.0.0.0 by accident.
+    r = tt("serve", "--transport", "http", "--host", "0.0.0.0", cwd=tmp_path)
+    assert r.returncode == 2 and "--allow-remote" in r.stderr and "Traceback" not in r.stderr
+    r = tt("serve", "--transport", "http", "--port", "70000", cwd=tmp_path)
+    assert r.returncode == 2 and "1 to 65535" in r.stderr
