@@ -108,7 +108,7 @@ def cmd_tool(args) -> int:
         kwargs[prm.name] = prm.default if value is None else value
     ix = ensure_index(_tree(args))
     result, text = run(tool, ix, **kwargs)
-    print(to_json(result) if args.json else text)
+    print(to_json(tool, result) if args.json else text)
     return 0
 
 

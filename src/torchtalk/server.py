@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Optional
+from typing import Annotated, Any
 
 from .errors import TorchTalkError
 from .query.index import Index
@@ -70,12 +70,16 @@ class Refresher:
 
 def _handler(tool: Tool, ix: Index, refresher: Refresher | None):
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import CallToolResult, TextContent
 
-    def handler(**kwargs: Any) -> str:
+    from .structured import output_model, structured
+
+    def handler(**kwargs: Any) -> CallToolResult:
         if refresher is not None:
             refresher.maybe_start()
         try:
-            _result, text = run(tool, ix, **kwargs)
+            result, text = run(tool, ix, **kwargs)
+            payload = structured(tool, result)
         except TorchTalkError as exc:
             if refresher is not None and corrupt_marker(ix.path).exists():
                 refresher.maybe_start(urgent=True)  # rebuild now; answers resume when it lands
@@ -83,15 +87,18 @@ def _handler(tool: Tool, ix: Index, refresher: Refresher | None):
         except Exception as exc:  # a bug must still give the client a message it can read
             log.exception("tool %s failed", tool.name)
             raise ToolError(f"internal error in {tool.name}: {type(exc).__name__}: {exc}") from None
-        return text
+        # The Markdown is what a model reads; the same answer as typed data is for programs.
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=payload)
 
     params = []
     for p in tool.params:
-        annotation = p.type if p.required or p.default is not None else Optional[p.type]
+        annotation = p.type if p.required or p.default is not None else p.type | None
         default = inspect.Parameter.empty if p.required else p.default
         params.append(inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
-    handler.__signature__ = inspect.Signature(params, return_annotation=str)
-    handler.__annotations__ = {p.name: prm.annotation for p, prm in zip(tool.params, params)} | {"return": str}
+    # Annotated[CallToolResult, Model]: the SDK publishes Model's schema as outputSchema and checks each answer.
+    returns = Annotated[CallToolResult, output_model(tool)]
+    handler.__signature__ = inspect.Signature(params, return_annotation=returns)
+    handler.__annotations__ = {p.name: prm.annotation for p, prm in zip(tool.params, params)} | {"return": returns}
     handler.__name__ = tool.name
     handler.__doc__ = tool.description
     return handler
@@ -111,7 +118,7 @@ def build_server(ix: Index, refresher: Refresher | None = None):
                                                   for p in tool.params)
         server.add_tool(_handler(tool, ix, refresher), name=tool.name, description=desc,
                         annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False),
-                        structured_output=False)
+                        structured_output=True)
     return server
 
 

@@ -43,24 +43,21 @@ REQUIRED = dataclasses.MISSING
 
 
 def render_any(tool: Tool, result: Any) -> str:
+    from .render.next import next_calls, next_line
     if isinstance(result, NotFound):
-        return not_found(result)
-    if isinstance(result, Ambiguous):
-        return ambiguous(result)
-    return tool.render(result)
+        text = not_found(result)
+    elif isinstance(result, Ambiguous):
+        text = ambiguous(result)
+    else:
+        text = tool.render(result)
+    follow = next_line(next_calls(tool.name, result))
+    return f"{text}\n\n{follow}" if follow else text
 
 
-def to_json(result: Any) -> str:
-    def default(o):
-        if dataclasses.is_dataclass(o):
-            return dataclasses.asdict(o)
-        if isinstance(o, (set, frozenset)):
-            return sorted(o)
-        return str(o)
-    payload = dataclasses.asdict(result) if dataclasses.is_dataclass(result) else result
-    if isinstance(result, (NotFound, Ambiguous)):
-        payload = {"result": type(result).__name__, **payload}
-    return json.dumps(payload, indent=2, default=default)
+def to_json(tool: Tool, result: Any) -> str:
+    """The same object MCP clients get as structuredContent."""
+    from .structured import structured
+    return json.dumps(structured(tool, result), indent=2)
 
 
 def run(tool: Tool, ix: Index, **kwargs) -> tuple[Any, str]:
@@ -72,14 +69,15 @@ def _tools() -> list[Tool]:
     from .query import search as q_search
     from .query import status as q_status
     from .query import trace as q_trace
-    from .render import basic, trace as r_trace
+    from .render import basic
+    from .render import trace as r_trace
 
     tools = [
         Tool("get_status",
              "Where TorchTalk's answers come from: the PyTorch source tree and version, the index file, when it was "
              "built and whether it is fresh, and per layer (op registry, bindings, C++ call graph, Python modules, "
              "tests) its counts and readiness. Use it first, or when answers look incomplete.",
-             (), lambda ix: q_status.status(ix), basic.render_status),
+             (), q_status.status, basic.render_status),
         Tool("trace",
              "Follow one op from Python to kernels: its native_functions.yaml entries (every overload, or the one "
              "named like 'add.Tensor'), the kernel per dispatch key (following structured_delegate), the C++ "

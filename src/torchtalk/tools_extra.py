@@ -57,7 +57,8 @@ def extra_tools() -> list:
         Tool("list_test_utils",
              "Helpers in torch/testing/_internal, derived from the source, with file:line and a line on each: "
              "category 'fixtures', 'assertions', 'decorators', ... or 'all'.",
-             (Param("category", str, "all", "all | fixtures | assertions | decorators | ..."),),
+             (Param("category", str, "all", "all | fixtures | assertions | decorators | ..."),
+              Param("limit", int, 25, "how many per category, most imported first, 1..500")),
              tests.list_test_utils, r_tests.render_test_utils),
         Tool("test_file_info",
              "One test file: its classes with test counts, device-type and parametrized instantiation, the "

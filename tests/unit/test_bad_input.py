@@ -187,7 +187,8 @@ ALL_PARAMS = [(t.name, p.name) for t in all_tools() for p in t.params]
 REQUIRED_PARAMS = [(t.name, p.name) for t in all_tools() for p in t.params if p.required]
 # A valid value for each required argument, used while another argument is the one under test.
 VALID = {"function_name": "relu", "query": "relu", "module_name": "Linear", "file_path": "test_nn_device"}
-RANGES = {("search", "limit"): (1, 500), ("find_similar_tests", "limit"): (1, 500), ("impact", "depth"): (1, 5)}
+RANGES = {("search", "limit"): (1, 500), ("find_similar_tests", "limit"): (1, 500), ("impact", "depth"): (1, 5),
+          ("list_test_utils", "limit"): (1, 500)}
 
 
 def _args(tool_name: str, param: str, value) -> dict:

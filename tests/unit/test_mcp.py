@@ -52,3 +52,58 @@ def test_stdio_server_builds_index_then_answers(tree, tmp_path):
             assert "cumsum.out" in _text(r)
 
     asyncio.run(asyncio.wait_for(go(), 180))
+
+
+# One call per tool on the fixture tree (py_indexed holds ops, C++, nn modules and tests).
+SAMPLE_CALLS = [("get_status", {}), ("trace", {"function_name": "cumsum"}), ("trace", {"function_name": "cumsun"}),
+                ("search", {"query": "index", "limit": 1}), ("calls", {"function_name": "index_select_out_cpu_"}),
+                ("called_by", {"function_name": "index_select_out_cpu_"}),
+                ("impact", {"function_name": "index_select_out_cpu_", "depth": 2}),
+                ("cuda_kernels", {"function_name": "index_select"}), ("cuda_kernels", {}),
+                ("trace_module", {"module_name": "nn.Linear"}), ("list_modules", {"category": "all"}),
+                ("find_similar_tests", {"query": "cumsum", "limit": 1}), ("list_test_utils", {"limit": 1}),
+                ("test_file_info", {"file_path": "test_nn"})]
+
+
+def _parse_call(text: str) -> tuple[str, dict]:
+    """'trace("x", focus="dispatch")' -> ("trace", {...}), positional arguments in the tool's order."""
+    import ast
+
+    from torchtalk.tools import get_tool
+    node = ast.parse(text, mode="eval").body
+    assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name), text
+    names = [p.name for p in get_tool(node.func.id).params]
+    args = {names[i]: ast.literal_eval(a) for i, a in enumerate(node.args)}
+    args.update({k.arg: ast.literal_eval(k.value) for k in node.keywords})
+    return node.func.id, args
+
+
+def test_every_tool_gives_structured_content_that_matches_its_output_schema(py_indexed):
+    import jsonschema
+    _, ix = py_indexed
+
+    async def go():
+        async with Client(build_server(ix)) as c:
+            schemas = {t.name: t.output_schema for t in (await c.list_tools()).tools}
+            assert set(schemas) == {name for name, _ in SAMPLE_CALLS}
+            followed = 0
+            for name, args in SAMPLE_CALLS:
+                schema = schemas[name]
+                assert schema["type"] == "object" and set(schema["required"]) == {"kind", "result", "next"}, name
+                r = await c.call_tool(name, args)
+                assert not r.is_error, (name, _text(r))
+                data = r.structured_content
+                jsonschema.validate(data, schema)
+                assert data["kind"] == ("not_found" if args.get("function_name") == "cumsun" else "result"), name
+                if data["next"]:  # the text ends with the same calls
+                    assert _text(r).rstrip().endswith("next: " + " · ".join(data["next"])), name
+                # Every suggested call names a real tool, parses, and answers (no guessed names).
+                for suggestion in data["next"]:
+                    tool, call_args = _parse_call(suggestion)
+                    follow = await c.call_tool(tool, call_args)
+                    assert not follow.is_error, (suggestion, _text(follow))
+                    assert follow.structured_content["kind"] == "result", (suggestion, _text(follow)[:300])
+                    followed += 1
+            assert followed >= 10
+
+    asyncio.run(go())

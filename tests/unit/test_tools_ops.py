@@ -51,7 +51,7 @@ def test_dispatch_without_entry_is_implicit_composite_with_explanation(indexed):
 def test_full_trace_has_python_and_autograd_layers(indexed):
     _, ix = indexed
     _, text = call(ix, "trace", function_name="atan2")
-    assert "- torch.atan2  (function)" in text and "- Tensor.atan2  (method)" in text
+    assert "Python: torch.atan2 (function), Tensor.atan2 (method)" in text
     assert re.search(r"Autograd: tools/autograd/derivatives.yaml:\d+", text)
     assert "atan2_backward(grad, self, other, grad_input_mask)" in text
 

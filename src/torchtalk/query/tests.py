@@ -140,17 +140,32 @@ def _opinfos(ix: Index, key: str) -> list[OpInfoHit]:
 class TestUtilsResult:
     __test__ = False
     category: str
-    groups: dict[str, list[tuple[str, str, Loc, str]]]  # category -> [(name, kind, loc, doc)]
+    groups: dict[str, list[tuple[str, str, Loc, str, int]]]  # category -> [(name, kind, loc, doc, used_by)]
     counts: dict[str, int]
     hidden: dict[str, int] = field(default_factory=dict)
+    limit: int = 0  # per category; counts says how many there are
 
 
 def util_categories(ix: Index) -> list[str]:
     return ix.cached("util_categories", lambda: sorted(r[0] for r in ix.q("SELECT DISTINCT category FROM test_util")))
 
 
-def list_test_utils(ix: Index, category: str = "all") -> TestUtilsResult:
+def util_usage(ix: Index) -> dict[str, int]:
+    """How many test files import each name from torch.testing._internal (the signal for what matters)."""
+    def load() -> dict[str, int]:
+        rows = ix.q("SELECT i.target, count(DISTINCT i.file_id) FROM py_import i JOIN files f ON f.id = i.file_id "
+                    "WHERE f.path LIKE 'test/%' AND i.target LIKE 'torch.testing._internal.%' GROUP BY i.target")
+        usage: dict[str, int] = {}
+        for target, n in rows:
+            name = target.rsplit(".", 1)[-1]
+            usage[name] = usage.get(name, 0) + n
+        return usage
+    return ix.cached("util_usage", load)
+
+
+def list_test_utils(ix: Index, category: str = "all", limit: int = 25) -> TestUtilsResult:
     cat = clean_text(category, "category", "all", max_len=100).lower()
+    limit = check_int(limit, "limit", 1, MAX_LIMIT)
     cats = util_categories(ix)
     if cat != "all" and cat not in cats:
         if not cats:
@@ -158,14 +173,20 @@ def list_test_utils(ix: Index, category: str = "all") -> TestUtilsResult:
                               "missing from this tree); the only valid category is 'all'")
         raise BadArgument(f"category {shown(cat)} is not valid; choose one of: all, {', '.join(cats)}")
     counts = dict(ix.q("SELECT category, count(*) FROM test_util GROUP BY category"))
+    usage = util_usage(ix)
     # "all" lists the categories a test author reaches for; the long tail stays countable.
     chosen = [c for c in cats if c != "other"] if cat == "all" else [cat]
-    groups: dict[str, list[tuple[str, str, Loc, str]]] = {}
+    groups: dict[str, list[tuple[str, str, Loc, str, int]]] = {}
     for c in chosen:
-        groups[c] = [(name, kind, Loc(ix.path_of(fid), line), doc) for name, kind, fid, line, doc in ix.q(
-            "SELECT name, kind, file_id, line, doc FROM test_util WHERE category = ? ORDER BY file_id, line", (c,))]
+        rows = ix.q("SELECT name, kind, file_id, line, doc FROM test_util WHERE category = ? ORDER BY file_id, line",
+                    (c,))
+        # Most-imported first (a method counts its class's imports), then source order.
+        items = [(name, kind, Loc(ix.path_of(fid), line), doc, usage.get(name.split(".")[0], 0))
+                 for name, kind, fid, line, doc in rows]
+        items.sort(key=lambda it: -it[4])
+        groups[c] = items[:limit]
     hidden = {c: counts[c] for c in cats if c not in chosen}
-    return TestUtilsResult(cat, groups, counts, hidden)
+    return TestUtilsResult(cat, groups, counts, hidden, limit)
 
 
 # ------------------------------------------------------------------ test_file_info

@@ -31,12 +31,19 @@ def render_similar_tests(r: SimilarTestsResult) -> str:
 
 
 def render_test_utils(r: TestUtilsResult) -> str:
-    total = sum(len(v) for v in r.groups.values())
-    out = [f"# test utilities ({r.category}): {total} from torch/testing/_internal"]
+    total = sum(r.counts.get(c, 0) for c in r.groups)
+    shown_n = sum(len(v) for v in r.groups.values())
+    out = [f"# test utilities ({r.category}): {showing(shown_n, total)} from torch/testing/_internal, "
+           "most used by test files first"]
     for cat, items in r.groups.items():
-        out.append(f"\n## {cat} ({len(items)})")
-        for name, kind, loc, doc in items:
-            out.append(f"- {name} ({kind})  {loc}" + (f"  — {doc[:100]}" if doc else ""))
+        count = r.counts.get(cat, len(items))
+        more = ""
+        if count > len(items):
+            more = f"; limit={min(count, 500)} shows {'all' if count <= 500 else 'the first 500'}"
+        out.append(f"\n## {cat} ({showing(len(items), count)}{more})")
+        for name, kind, loc, doc, used_by in items:
+            used = f", imported by {used_by} test files" if used_by and kind != "method" else ""
+            out.append(f"- {name} ({kind}{used})  {loc}" + (f"  — {doc[:100]}" if doc else ""))
     if r.hidden:
         out.append("\nNot listed here: " + ", ".join(f"{c} ({n}; category='{c}' lists them)"
                                                      for c, n in r.hidden.items()))

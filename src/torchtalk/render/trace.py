@@ -58,14 +58,21 @@ def _render_kernels(t: OpTrace, focus: str, shown: set, out: list[str], cpp: boo
             out.append(f"    CUDA: ... showing 12 of {len(info.gpu)} launches")
 
 
-def _render_generated(g, out: list[str]) -> None:
+def _render_generated(g, out: list[str], shown: set) -> None:
     if not g.available:
         out.append(f"Generated code: not indexed ({g.status}).")
         return
     if not (g.bindings or g.ops_entry or g.wrappers or g.autograd):
         return
-    out.append("Generated code (TorchTalk ran the tree's generators; <generated>/ paths are in its cache):")
+    head = "Generated code (TorchTalk ran the tree's generators; <generated>/ paths are in its cache):"
+    out.append(head if head not in shown else "Generated code:")
+    shown.add(head)
     for b in g.bindings:
+        key = ("binding", b.python_name, str(b.function.loc))
+        if key in shown:
+            out.append(f"- Python {b.python_name}: {b.function.name}  {b.function.loc} (parsers above)")
+            continue
+        shown.add(key)
         made = f"  [{b.template}]" if b.template else ""
         out.append(f"- Python {b.python_name}: {b.function.name}  {b.function.loc}{made}")
         for sig in b.signatures[:6]:
@@ -83,9 +90,36 @@ def _render_generated(g, out: list[str]) -> None:
             out.append(f"    grad_fn {node}{where}")
 
 
+STRUCTURED_WHY = ("structured kernel: the out= overload's meta function (TORCH_META_FUNC) checks the inputs and "
+                  "sets the output's shape and dtype once; each backend's TORCH_IMPL_FUNC only computes into it, "
+                  "and the functional and in-place overloads reuse both through structured_delegate")
+STUB_WHY = ("DispatchStub: the kernel calls a stub that picks the implementation at run time, per device and CPU "
+            "capability (AVX2/AVX512); each backend registers its own with REGISTER_DISPATCH, so a change to the "
+            "arithmetic goes in the registered kernel, not in the caller")
+
+
+def _context(r: TraceResult) -> list[str]:
+    out = []
+    if any(t.op.structured or t.op.structured_delegate for t in r.ops):
+        out.append(STRUCTURED_WHY)
+    if r.focus != "yaml" and any(k.stubs for t in r.ops for k in t.kernels):
+        out.append(STUB_WHY)
+    return out
+
+
+def _same_as(seen: dict, key: str, value: list, op_name: str) -> str | None:
+    """The overload already shown with an identical ``key`` section, else None (and remember this one)."""
+    marker = (key, tuple(map(str, value)))
+    if marker in seen:
+        return seen[marker]
+    seen[marker] = op_name
+    return None
+
+
 def render_trace(r: TraceResult) -> str:
     out = [f"# trace {r.query} (focus: {r.focus}) — {len(r.ops)} overload{'s' if len(r.ops) != 1 else ''}"]
-    shown: set[str] = set()
+    shown: set = set()
+    sections: dict = {}
     for t in r.ops:
         op = t.op
         out.append("")
@@ -105,10 +139,13 @@ def render_trace(r: TraceResult) -> str:
                 facts.append(f"{label}: {value}")
         out.append("    " + " | ".join(facts))
         if r.focus == "full" and t.python:
-            out.append("Python:")
-            for name, kind, loc in t.python:
-                out.append(f"- {name}  ({kind})")
-        if r.focus == "full" and t.py_refs:
+            if same := _same_as(sections, "python", t.python, op.full_name):
+                out.append(f"Python: as {same}")
+            else:
+                out.append("Python: " + ", ".join(f"{name} ({kind})" for name, kind, _loc in t.python))
+        if r.focus == "full" and t.py_refs and (same := _same_as(sections, "refs", t.py_refs, op.full_name)):
+            out.append(f"Python decompositions / refs / lowerings: as {same}")
+        elif r.focus == "full" and t.py_refs:
             out.append("Python decompositions / refs / lowerings:")
             for kind, func, loc in t.py_refs[:12]:
                 out.append(f"- {kind}: {func or '(registration)'}  {loc}")
@@ -125,7 +162,7 @@ def render_trace(r: TraceResult) -> str:
                 out.append("Dispatch: no dispatch: entry, so CompositeImplicitAutograd (kernel "
                            f"at::native::{op.cpp_name})")
         if t.generated is not None:
-            _render_generated(t.generated, out)
+            _render_generated(t.generated, out, shown)
         if r.focus == "full":
             for d in t.derivatives:
                 out.append(f"Autograd: {d.loc}  {d.schema}")
@@ -141,6 +178,10 @@ def render_trace(r: TraceResult) -> str:
         out.append("Composite keys:")
         for key, text in r.composite_notes.items():
             out.append(f"- {key}: {text}")
+    context = _context(r)
+    if context:
+        out.append("")
+        out += [f"Why: {line}" for line in context]
     if r.related:
         out.append("")
         out.append("Related ops: " + ", ".join(r.related))

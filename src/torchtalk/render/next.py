@@ -1,0 +1,161 @@
+"""The one to three calls worth making after an answer, named from that answer.
+
+An agent that reads `trace("softmax")` should not have to guess the kernel's C++
+name to go deeper: these are built from names the answer itself holds, so each
+one resolves. Shown as a ``next:`` line in the text and as ``next`` in the
+structured answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ..query.model import NotFound
+
+MAX_NEXT = 3
+
+
+def call(tool: str, *args: Any, **kwargs: Any) -> str:
+    parts = [json.dumps(a) for a in args] + [f"{k}={json.dumps(v)}" for k, v in kwargs.items()]
+    return f"{tool}({', '.join(parts)})"
+
+
+def _first(items, pred=lambda _x: True):
+    return next((x for x in items if pred(x)), None)
+
+
+def _not_found(r: NotFound, tool: str) -> list[str]:
+    out = []
+    if r.suggestions:
+        arg = r.suggestions[0].split()[0]
+        out.append(call("test_file_info" if tool == "test_file_info" else tool, arg))
+    if tool in ("trace", "calls", "called_by", "impact", "cuda_kernels"):
+        out.append(call("search", r.query))
+    elif tool == "trace_module":
+        out.append(call("list_modules", r.query))
+    return out
+
+
+def _trace(r) -> list[str]:
+    out: list[str] = []
+    kernels = [k for t in r.ops for k in t.kernels]
+    native = _first(kernels, lambda k: k.defs and k.entry.key in ("CPU", "CUDA", "CompositeExplicitAutograd",
+                                                                  "CompositeImplicitAutograd"))
+    if native is not None:
+        out.append(call("calls", native.defs[0].qualname))
+    base = r.ops[0].op.name if r.ops else r.query
+    if any(k.gpu or k.entry.key == "CUDA" for k in kernels):
+        out.append(call("cuda_kernels", base))
+    elif r.related:
+        out.append(call("trace", r.related[0]))
+    out.append(call("find_similar_tests", base))
+    return out
+
+
+def _search(r) -> list[str]:
+    top = _first(r.hits, lambda h: h.kind == "op")
+    out = [call("trace", top.name)] if top else []
+    if r.total > len(r.hits):
+        out.append(call("search", r.query, **({"backend": r.backend} if r.backend else {}),
+                        limit=min(500, r.total)))
+    return out
+
+
+def _calls(r) -> list[str]:
+    out = []
+    callee = _first(r.resolved, lambda c: c[1])
+    if callee:
+        out.append(call("calls", callee[1][0].qualname))
+    stub = _first(r.stubs, lambda s: s[1])
+    if stub:
+        out.append(call("calls", stub[1][0].kernel))
+    out.append(call("called_by", r.function.qualname))
+    return out
+
+
+def _called_by(r) -> list[str]:
+    out = [call("impact", r.function.qualname, depth=2)]
+    op = _first(r.registrations, lambda g: g.kind == "yaml")
+    if op:
+        out.append(call("trace", op.text.split()[0]))
+    return out
+
+
+def _impact(r) -> list[str]:
+    out = []
+    if r.ops:
+        out.append(call("find_similar_tests", r.ops[0][0].name))
+        out.append(call("trace", r.ops[0][0].full_name))
+    if r.truncated and r.depth < 5:
+        out.append(call("impact", r.function.qualname, depth=r.depth + 1))
+    return out
+
+
+def _cuda(r) -> list[str]:
+    if r.query is None:
+        return [call("cuda_kernels", "softmax"), call("search", "conv", backend="CUDA")]
+    k = _first(r.kernels, lambda k: k.launches)
+    out = [call("calls", k.launches[0].launcher)] if k else [call("trace", r.query, focus="dispatch")]
+    out.append(call("find_similar_tests", r.query))
+    return out
+
+
+def _trace_module(r) -> list[str]:
+    out = [call("trace", name) for name in list(r.ops)[:2]]
+    out.append(call("find_similar_tests", r.query))
+    return out
+
+
+def _list_modules(r) -> list[str]:
+    first = _first(c for classes in r.groups.values() for c in classes)
+    return [call("trace_module", first.fq)] if first else []
+
+
+def _similar_tests(r) -> list[str]:
+    out = []
+    if r.tests:
+        out.append(call("test_file_info", r.tests[0].loc.path))
+    if r.total > len(r.tests):
+        out.append(call("find_similar_tests", r.query, limit=min(500, r.total)))
+    return out
+
+
+def _test_utils(r) -> list[str]:
+    cuts = [c for c in r.groups if r.counts.get(c, 0) > len(r.groups[c])]
+    return [call("list_test_utils", c, limit=min(500, r.counts[c])) for c in cuts]
+
+
+# Ops nearly every test calls to build inputs: tests "for" them would be noise.
+_SETUP_OPS = {"randn", "rand", "randint", "zeros", "ones", "empty", "full", "tensor", "arange", "to", "device",
+              "size", "item", "clone", "detach", "cpu", "cuda", "float", "double", "view", "reshape", "manual_seed"}
+
+
+def _test_file(r) -> list[str]:
+    ops = [op for op, _n in r.ops if op.rsplit(".", 1)[-1] not in _SETUP_OPS]
+    return [call("find_similar_tests", op) for op in ops[:2]]
+
+
+_BY_TOOL: dict[str, Callable[[Any], list[str]]] = {
+    "trace": _trace, "search": _search, "calls": _calls, "called_by": _called_by, "impact": _impact,
+    "cuda_kernels": _cuda, "trace_module": _trace_module, "list_modules": _list_modules,
+    "find_similar_tests": _similar_tests, "list_test_utils": _test_utils, "test_file_info": _test_file,
+}
+
+
+def next_calls(tool: str, result: Any) -> list[str]:
+    if isinstance(result, NotFound):
+        calls = _not_found(result, tool)
+    elif tool in _BY_TOOL:
+        calls = _BY_TOOL[tool](result)
+    else:
+        return []
+    seen: dict[str, None] = {}
+    for c in calls:
+        seen.setdefault(c, None)
+    return list(seen)[:MAX_NEXT]
+
+
+def next_line(calls: list[str]) -> str:
+    return "next: " + " · ".join(calls) if calls else ""

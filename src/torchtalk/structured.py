@@ -1,0 +1,58 @@
+"""The structured form of every tool's answer: one JSON shape per tool, with its JSON Schema.
+
+MCP clients get it as ``structuredContent`` (the schema as the tool's ``outputSchema``)
+next to the Markdown text, and ``torchtalk <tool> --json`` prints the same object, so a
+script and an agent read one format. The shape is an envelope,
+``{"kind": "result" | "not_found", "result": {...}, "next": [...]}``: MCP wants an object at the root,
+and ``kind`` tells a consumer which of the two result types follows without guessing
+from its fields. The models are derived from the query dataclasses' type hints, so the
+schema cannot drift from what the queries return.
+"""
+
+from __future__ import annotations
+
+import functools
+import typing
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from .query.model import NotFound
+from .tools import Tool
+
+KIND_HELP = ("'result' when the question was answered; 'not_found' when the name is not in the index "
+             "(then result.suggestions holds close matches, never a different symbol's answer)")
+
+
+def result_type(tool: Tool) -> Any:
+    """What the tool's query returns (a dataclass, or a union with NotFound), from its annotations."""
+    try:
+        return typing.get_type_hints(tool.query)["return"]
+    except (KeyError, NameError, TypeError) as exc:
+        raise TypeError(f"tool {tool.name}: its query needs a resolvable return annotation ({exc})") from None
+
+
+@functools.cache
+def output_model(tool: Tool) -> type[BaseModel]:
+    camel = "".join(part.title() for part in tool.name.split("_"))
+    return create_model(
+        f"{camel}Output",
+        __config__=ConfigDict(frozen=True),
+        __doc__=f"Structured answer of the {tool.name} tool.",
+        kind=(Literal["result", "not_found"], Field(description=KIND_HELP)),
+        result=(result_type(tool), Field(description="the typed answer; its fields are in the schema's $defs")),
+        next=(list[str], Field(description="up to three calls worth making next, with names taken from this "
+                                           "answer, e.g. 'cuda_kernels(\"softmax\")'")),
+    )
+
+
+def output_schema(tool: Tool) -> dict[str, Any]:
+    return output_model(tool).model_json_schema(mode="serialization")
+
+
+def structured(tool: Tool, result: Any) -> dict[str, Any]:
+    """The JSON-ready envelope for one answer (validated against the tool's model on the way)."""
+    from .render.next import next_calls
+    kind = "not_found" if isinstance(result, NotFound) else "result"
+    model = output_model(tool)(kind=kind, result=result, next=next_calls(tool.name, result))
+    return model.model_dump(mode="json")
