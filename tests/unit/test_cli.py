@@ -14,8 +14,13 @@ def test_trace_positional_and_json(tree):
     assert r.returncode == 0, r.stderr
     assert "## relu  aten/src/ATen/native/native_functions.yaml:" in r.stdout
     r = tt("trace", "relu", "--focus", "yaml", "--source", str(tree), "--json")
+    data = json.loads(r.stdout)  # the same envelope MCP clients get as structuredContent
+    assert data["kind"] == "result" and data["result"]["ops"][0]["op"]["full_name"] == "relu"
+    assert data["next"] and all(c.split("(")[0] in {"trace", "calls", "cuda_kernels", "find_similar_tests"}
+                                for c in data["next"])
+    r = tt("trace", "rleu", "--source", str(tree), "--json")
     data = json.loads(r.stdout)
-    assert data["ops"][0]["op"]["full_name"] == "relu"
+    assert data["kind"] == "not_found" and "relu" in data["result"]["suggestions"]
 
 
 def test_search_backend_flag(tree):
