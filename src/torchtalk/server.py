@@ -27,10 +27,14 @@ from .tools import Tool, all_tools, run
 log = logging.getLogger("torchtalk")
 
 INSTRUCTIONS = (
-    "TorchTalk answers questions about PyTorch's internals from its source tree, every answer with "
-    "path:line relative to the tree: Python entry points -> native_functions.yaml -> C++/CUDA kernels per "
-    "dispatch key -> DispatchStubs -> CUDA kernels -> autograd formulas -> tests. Start with `trace` for an op, "
-    "`search` when unsure of a name, `get_status` to see what is indexed."
+    "TorchTalk answers questions about PyTorch's internals from its source tree, every location as path:line "
+    "relative to the tree (<generated>/ paths: code a build would generate).\n"
+    "Layers: Python API -> native_functions.yaml op -> C++ kernel per dispatch key -> DispatchStub -> CUDA kernel "
+    "-> autograd formula (derivatives.yaml) -> tests.\n"
+    "Start with trace(op) for an op, search(text) when unsure of a name, trace_module for nn.Modules and "
+    "optimizers, calls/called_by/impact for C++ functions, find_similar_tests for what to run.\n"
+    "A 'No ... named X. Close matches: ...' answer means the name is wrong: retry with a match, never assume.\n"
+    "Each answer ends with 'next:' calls built from its own names; get_status tells what is indexed and how fresh."
 )
 REFRESH_EVERY_S = 30.0
 WARM_UP_DELAY_S = 1.0

@@ -74,22 +74,25 @@ def _tools() -> list[Tool]:
 
     tools = [
         Tool("get_status",
-             "Where TorchTalk's answers come from: the PyTorch source tree and version, the index file, when it was "
-             "built and whether it is fresh, and per layer (op registry, bindings, C++ call graph, Python modules, "
-             "tests) its counts and readiness. Use it first, or when answers look incomplete.",
+             "What is indexed, from which tree, and is it fresh? The PyTorch source tree and version, the index file, "
+             "when it was built and whether it is fresh, and per layer (op registry, bindings, C++ call graph, "
+             "Python modules, tests) its counts and readiness. Use it first, or when answers look incomplete. "
+             "Example: get_status()",
              (), q_status.status, basic.render_status),
         Tool("trace",
-             "Follow one op from Python to kernels: its native_functions.yaml entries (every overload, or the one "
+             "Where and how is this op implemented? Follows one op from Python to kernels: its native_functions.yaml "
+             "entries (every overload, or the one "
              "named like 'add.Tensor'), the kernel per dispatch key (following structured_delegate), the C++ "
              "definitions with file:line, the DispatchStubs and CUDA kernels they reach, and the autograd formulas. "
-             "focus='yaml' shows only the registry entries, 'dispatch' the kernels per key, 'full' everything.",
+             "focus='yaml' shows only the registry entries, 'dispatch' the kernels per key, 'full' everything. "
+             "Example: trace(\"softmax\", focus=\"dispatch\")",
              (Param("function_name", str, REQUIRED, "op name: softmax, add.Tensor, aten::add, torch.add, F.relu"),
               Param("focus", str, "full", "yaml | dispatch | full", q_trace.FOCUS)),
              q_trace.trace, r_trace.render_trace),
         Tool("search",
-             "Find ops, their kernels and Python bindings by name (exact, then prefix, then substring), optionally "
+             "What is the exact name of the op or kernel I mean? Finds ops, their kernels and Python bindings by name (exact, then prefix, then substring), optionally "
              "only ops with a kernel for one dispatch key (backend='CUDA', 'MPS', 'QuantizedCPU'...). Use it when you "
-             "do not know the exact op name.",
+             "do not know the exact op name. Example: search(\"conv\", backend=\"CUDA\")",
              (Param("query", str, REQUIRED, "name or part of a name"),
               Param("backend", str, None, "dispatch key to filter on, case-insensitive (CPU, CUDA, MPS, ...)"),
               Param("limit", int, 20, "how many results, 1..500")),

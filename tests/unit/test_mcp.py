@@ -107,3 +107,23 @@ def test_every_tool_gives_structured_content_that_matches_its_output_schema(py_i
             assert followed >= 10
 
     asyncio.run(go())
+
+
+def test_descriptions_say_the_question_and_give_an_example_that_runs(py_indexed):
+    from torchtalk.server import INSTRUCTIONS
+    _, ix = py_indexed
+    assert len(INSTRUCTIONS.splitlines()) <= 5
+
+    async def go():
+        async with Client(build_server(ix)) as c:
+            init_tools = (await c.list_tools()).tools
+            for t in init_tools:
+                question = t.description.split("? ")[0]
+                assert "\n" not in question and len(question) < 90, (t.name, question)
+                example = t.description.split("Example: ")[1].split("\n")[0]
+                tool, args = _parse_call(example)
+                assert tool == t.name
+                r = await c.call_tool(tool, args)
+                assert not r.is_error, (example, _text(r))
+
+    asyncio.run(go())
