@@ -1,4 +1,4 @@
-"""The ``torchtalk`` command: index, serve, fetch-source, quickstart, and one subcommand per tool."""
+"""The ``torchtalk`` command: setup, status, doctor, index, serve, fetch-source, quickstart, and one per tool."""
 
 from __future__ import annotations
 
@@ -49,9 +49,30 @@ def _build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("quickstart", help="find or fetch a tree, index it with progress, and trace softmax")
     _add_source(p)
 
+    p = sub.add_parser("setup", help="find or fetch a tree, index it, check it answers, and register the server "
+                                     "with Claude Code (safe to re-run)")
+    _add_source(p)
+    p.add_argument("--fetch", nargs="?", const="2.6.0", default=None, metavar="VERSION",
+                   help="download PyTorch VERSION's source (default 2.6.0) into the user cache and use it")
+    p.add_argument("--yes", "-y", action="store_true", help="fetch PyTorch 2.6.0 without asking when no tree is found")
+    p.add_argument("--scope", choices=("user", "project", "local"), default="user",
+                   help="Claude Code scope: user (every project, default), local (this project, private), "
+                        "project (.mcp.json in the current directory)")
+    p.add_argument("--no-register", action="store_true",
+                   help="do not register with Claude Code (the Claude Code plugin defines the server itself)")
+    p.add_argument("--no-codegen", action="store_true", help="index without running the tree's code generators")
+    p.add_argument("--check", action="store_true", help="only check the setup, like `torchtalk doctor`")
+
+    p = sub.add_parser("status", help="what get_status reports, without building or refreshing the index")
+    _add_source(p)
+    p.add_argument("--json", action="store_true", help="print the structured result as JSON")
+
+    p = sub.add_parser("doctor", help="check Python, libraries, source tree, index and Claude Code registration")
+    _add_source(p)
+
     for tool in all_tools():
         p = sub.add_parser(tool.name.replace("_", "-"), aliases=[tool.name] if "_" in tool.name else [],
-                           help=tool.description.split(". ")[0])
+                           help=tool.description.split("? ")[0] + "?")
         _add_source(p)
         p.add_argument("--json", action="store_true", help="print the structured result as JSON")
         for i, prm in enumerate(tool.params):
@@ -143,6 +164,24 @@ def cmd_quickstart(args) -> int:
     return 0
 
 
+def cmd_setup(args) -> int:
+    from .setup_flow import doctor, setup
+    if args.check:
+        return doctor(args.source)
+    return setup(args.source, fetch=args.fetch, yes=args.yes, scope=args.scope, do_register=not args.no_register,
+                 codegen=not args.no_codegen)
+
+
+def cmd_status(args) -> int:
+    from .setup_flow import status
+    return status(args.source, as_json=args.json)
+
+
+def cmd_doctor(args) -> int:
+    from .setup_flow import doctor
+    return doctor(args.source)
+
+
 def _is_loopback(host: str) -> bool:
     import ipaddress
     if host == "localhost":
@@ -171,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return 2
-    handlers = {"index": cmd_index, "serve": cmd_serve, "fetch-source": cmd_fetch, "quickstart": cmd_quickstart}
+    handlers = {"index": cmd_index, "serve": cmd_serve, "fetch-source": cmd_fetch, "quickstart": cmd_quickstart,
+                "setup": cmd_setup, "status": cmd_status, "doctor": cmd_doctor}
     try:
         return handlers.get(args.command, cmd_tool)(args)
     except TorchTalkError as exc:
