@@ -448,6 +448,8 @@ def test_many_concurrent_http_clients(tree, tmp_path):
                     r = await c.call_tool(tool, args)
                     text = _text(r)
                     assert expect in text, (i, tool, args, text[:300])
+                    # Answers carry their typed form; errors carry none.
+                    assert (r.structured_content is None) == r.is_error, (i, tool, args)
                     out.append(tool)
             return out
 
