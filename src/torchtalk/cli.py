@@ -165,7 +165,8 @@ def cmd_quickstart(args) -> int:
 
 
 def cmd_setup(args) -> int:
-    from .setup_flow import doctor, setup
+    from .onboard.doctor import doctor
+    from .onboard.flow import setup
     if args.check:
         return doctor(args.source)
     return setup(args.source, fetch=args.fetch, yes=args.yes, scope=args.scope, do_register=not args.no_register,
@@ -173,12 +174,12 @@ def cmd_setup(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from .setup_flow import status
+    from .onboard.flow import status
     return status(args.source, as_json=args.json)
 
 
 def cmd_doctor(args) -> int:
-    from .setup_flow import doctor
+    from .onboard.doctor import doctor
     return doctor(args.source)
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from torchtalk import setup_flow
-from torchtalk.setup_flow import server_base_command
+from torchtalk.onboard import claude as onboard_claude
+from torchtalk.onboard.claude import server_base_command
 from torchtalk.source.tree import find_source, read_config
 
 FAKE_CLAUDE = textwrap.dedent('''\
@@ -178,9 +178,9 @@ def test_a_claude_that_hangs_times_out(tmp_path, fake_claude, monkeypatch, capsy
     for k in ("PATH", "FAKE_CLAUDE_LOG", "FAKE_CLAUDE_STATE"):
         monkeypatch.setenv(k, env[k])
     monkeypatch.setenv("FAKE_CLAUDE_SLEEP", "20")
-    monkeypatch.setattr(setup_flow, "CLAUDE_TIMEOUT_S", 1.0)
-    cmd = setup_flow.server_command(tmp_path)
-    assert setup_flow.register(cmd, "user") is False
+    monkeypatch.setattr(onboard_claude, "CLAUDE_TIMEOUT_S", 1.0)
+    cmd = onboard_claude.server_command(tmp_path)
+    assert onboard_claude.register(cmd, "user") is False
     shown = capsys.readouterr().out
     assert "`claude mcp get torchtalk` failed (no answer in 1 s)" in shown
     assert pasted_json(shown)["mcpServers"]["torchtalk"]["command"] == cmd[0]
@@ -292,8 +292,8 @@ def test_doctor_counts_an_installed_plugin_as_registered(tree, workdir, fake_cla
     # Claude Code's copy of the plugin: a directory whose .claude-plugin/plugin.json names torchtalk.
     plugin = home / ".claude" / "plugins" / "cache" / "torchtalk" / "torchtalk" / "0.1.0"
     shutil.copytree(Path(__file__).parents[2] / ".claude-plugin", plugin / ".claude-plugin")
-    assert setup_flow.installed_plugin(home) == plugin
+    assert onboard_claude.installed_plugin(home) == plugin
     r = tt("doctor", cwd=workdir, env={**env, "HOME": str(home)})
     assert r.returncode == 0 and f"ok: the torchtalk Claude Code plugin is installed ({plugin})" in r.stdout, r.stdout
     (plugin / ".claude-plugin" / "plugin.json").write_text('{"name": "another"}')
-    assert setup_flow.installed_plugin(home) is None
+    assert onboard_claude.installed_plugin(home) is None

@@ -1,0 +1,226 @@
+"""``torchtalk setup`` and ``status``: from no tree to a server Claude Code starts, and what the index holds.
+
+Setup is safe to re-run: the index refresh is incremental, and a registration that
+already matches is left alone. Status changes nothing (no index build). Registering
+with Claude Code lives in ``claude``, the checks of ``torchtalk doctor`` in ``doctor``.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sqlite3
+import sys
+from pathlib import Path
+
+from ..errors import BadArgument, SourceError, TorchTalkError
+from ..source.tree import (
+    SourceTree,
+    config_path,
+    find_source,
+    read_config,
+    save_source_in_config,
+)
+from .claude import MCP_JSON, load_mcp_json, out, register, server_command
+
+FETCH_SIZE_MB = 160  # a 2.6.0 tree as fetched (no third_party/), on disk
+FIX_SOURCE = "`torchtalk setup --source /path/to/pytorch` or `torchtalk setup --fetch`"
+FIX_INDEX = "`torchtalk setup` (or `torchtalk index`)"
+# What setup asks the fresh index before calling it usable: the two answers a new user tries first.
+VERIFY_QUERIES: tuple[tuple[str, str, dict], ...] = (
+    ("get_status", "get_status", {}),
+    ("trace softmax", "trace", {"function_name": "softmax", "focus": "yaml"}),
+)
+
+
+def err(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- the source tree
+
+
+def source_rule(explicit: str | None) -> str:
+    """Which of find_source's rules picks the tree (same order), for messages."""
+    if explicit:
+        return "--source"
+    if os.environ.get("TORCHTALK_SOURCE"):
+        return "$TORCHTALK_SOURCE"
+    cfg = read_config().get("source")
+    if isinstance(cfg, str) and cfg:
+        return f"the config file {config_path()}"
+    return "the current directory"
+
+
+def _first_sentence(exc: Exception) -> str:
+    return str(exc).split(". ")[0].rstrip(".")
+
+
+def _fetch(version: str) -> SourceTree:
+    from ..source.fetch import fetch_source
+    return find_source(fetch_source(version, progress=err))
+
+
+def _ask_fetch(version: str) -> bool:
+    from ..source.fetch import default_dest
+    sys.stderr.write(f"No PyTorch source tree found. Fetch PyTorch {version}'s source (~{FETCH_SIZE_MB} MB) "
+                     f"into {default_dest(version).parent}? [Y/n] ")
+    sys.stderr.flush()
+    line = sys.stdin.readline()
+    if not line:  # EOF is not consent
+        return False
+    return line.strip().lower() in ("", "y", "yes")
+
+
+def _stdin_is_tty() -> bool:
+    return sys.stdin is not None and sys.stdin.isatty()
+
+
+def resolve_tree(source: str | None, fetch: str | None, yes: bool) -> tuple[SourceTree, str]:
+    """(tree, how it was found): --source, an explicit --fetch, the normal rules, else a fetch the user agreed to."""
+    from ..source.fetch import DEFAULT_VERSION
+    if source and fetch:
+        raise BadArgument("give --source (a tree you have) or --fetch (download one), not both")
+    if fetch:
+        return _fetch(fetch), "--fetch"  # reuses an already fetched tree without network access
+    try:
+        return find_source(source), source_rule(source)
+    except SourceError as exc:
+        if source:
+            raise  # a path the user typed: fetching something else would hide the typo
+        rule = source_rule(None)
+        reason = "" if rule == "the current directory" else f" ({_first_sentence(exc)})"
+    if yes or (_stdin_is_tty() and _ask_fetch(DEFAULT_VERSION)):
+        return _fetch(DEFAULT_VERSION), "a fetch"
+    raise SourceError(f"No PyTorch source tree found{reason}. Run `torchtalk setup --source /path/to/pytorch` to use "
+                      f"a checkout you have, or `torchtalk setup --fetch` to download PyTorch {DEFAULT_VERSION}'s "
+                      f"source (~{FETCH_SIZE_MB} MB).")
+
+
+def record_source(tree: SourceTree) -> bool:
+    """Put the tree in the config file (so a bare `torchtalk serve` finds it); False when already there."""
+    if read_config().get("source") == str(tree.root):
+        return False
+    save_source_in_config(tree.root)
+    return True
+
+
+# --------------------------------------------------------------------------- the index
+
+
+def index_problem(tree: SourceTree) -> str | None:
+    """Why the index cannot be served as it is (the checks of server.prepare), or None. Builds nothing."""
+    from ..index.indexer import INDEXER_VERSION
+    from ..store.db import check_file, corrupt_marker, open_readonly, probe, read_meta
+    path = tree.index_path
+    problem = check_file(path)
+    if problem == "missing":
+        return "no index yet"
+    if problem:
+        return f"the index file is {problem}"
+    marker = corrupt_marker(path)
+    if marker.exists():
+        return f"the index was found corrupt ({marker.read_text(errors='replace').strip()[:200]})"
+    try:
+        conn = open_readonly(path)
+        try:
+            probe(conn)
+            meta = read_meta(conn)
+        finally:
+            conn.close()
+    except (TorchTalkError, sqlite3.DatabaseError) as exc:
+        return f"the index is unreadable ({exc})"
+    if meta.get("indexer_version") != INDEXER_VERSION:
+        return f"the index was made by indexer {meta.get('indexer_version')}, this TorchTalk needs {INDEXER_VERSION}"
+    if meta.get("source_root") != str(tree.root):
+        return f"the index belongs to another tree ({meta.get('source_root')})"
+    return None
+
+
+def verify(tree: SourceTree) -> tuple[list[str], list[str]]:
+    """Ask the index what a new user asks first, in-process: (answered, problems)."""
+    from ..query.index import Index
+    from ..query.model import NotFound
+    from ..tools import get_tool, run
+    ok: list[str] = []
+    problems: list[str] = []
+    ix = Index(tree.index_path, tree.root)
+    try:
+        for label, name, kwargs in VERIFY_QUERIES:
+            try:
+                result, _text = run(get_tool(name), ix, **kwargs)
+            except TorchTalkError as exc:
+                problems.append(f"{label}: {exc}")
+                continue
+            except Exception as exc:  # noqa: BLE001 - a bug: report it, setup goes on to say what else is wrong
+                problems.append(f"{label}: internal error {type(exc).__name__}: {exc}")
+                continue
+            if isinstance(result, NotFound):
+                problems.append(f"{label}: answered 'not found'")
+            else:
+                ok.append(label)
+    finally:
+        ix.close()
+    return ok, problems
+
+
+# --------------------------------------------------------------------------- setup
+
+
+def setup(source: str | None, fetch: str | None, yes: bool, scope: str, do_register: bool, codegen: bool) -> int:
+    from ..index.indexer import refresh
+    if do_register and scope == "project":
+        load_mcp_json(Path.cwd() / MCP_JSON)  # a broken file stops setup before the long build, not after
+    tree, how = resolve_tree(source, fetch, yes)
+    recorded = record_source(tree)
+    out(f"source: {tree.root} (PyTorch {tree.version}), from {how}"
+        + (f"; recorded in {config_path()}" if recorded else ""))
+
+    report = refresh(tree, codegen=codegen, show_progress=None, log=err)  # a bar only on a terminal
+    out(f"index: {report.summary()}")
+
+    ok, problems = verify(tree)
+    if problems:
+        out("verify: problem: " + "; ".join(problems) + f" -> fix: `torchtalk index --force --source {tree.root}`, "
+            "then `torchtalk doctor`")
+    else:
+        out("verify: " + ", ".join(f"{label} ok" for label in ok))
+
+    cmd = server_command(tree.root, codegen)
+    registered = True
+    if do_register:
+        registered = register(cmd, scope)
+    else:
+        out(f"Claude Code: not registered (--no-register); the server command is: {shlex.join(cmd)}")
+
+    out()
+    out("Next: restart Claude Code (or run /mcp in a session) so it starts torchtalk, then ask it to use "
+        "`get_status` or to `trace softmax`.")
+    out("Check at any time with `torchtalk doctor`; `torchtalk status` shows what is indexed.")
+    return 0 if registered and not problems else 1
+
+
+# --------------------------------------------------------------------------- status
+
+
+def status(source: str | None, as_json: bool) -> int:
+    """What get_status reports, from the index as it is (nothing is built)."""
+    from ..query.index import Index
+    from ..tools import get_tool, run, to_json
+    tool = get_tool("get_status")
+    try:
+        tree = find_source(source)
+    except SourceError as exc:
+        err(f"torchtalk: no index to report on: {_first_sentence(exc)}; set one up with {FIX_SOURCE}.")
+        return 1
+    problem = index_problem(tree)
+    if problem:
+        err(f"torchtalk: no usable index for {tree.root} ({problem}); build it with {FIX_INDEX}.")
+        return 1
+    ix = Index(tree.index_path, tree.root)
+    try:
+        result, text = run(tool, ix)
+    finally:
+        ix.close()
+    out(to_json(tool, result) if as_json else text)
+    return 0
