@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from ..query.search import SearchResult
 from ..query.status import StatusResult
-from .common import showing
+from .common import IN_STRUCTURED, showing
 
 
 def render_search(r: SearchResult) -> str:
     scope = f" (backend {r.backend})" if r.backend else ""
-    out = [f"# search {r.query}{scope}: {showing(len(r.hits), r.total)}"]
+    out = [f"# search {r.query}{scope}: {showing(len(r.hits), r.total, f'limit={min(r.total, 500)} shows more')}"]
     if not r.hits:
         out.append("No op, kernel, binding or C++ function name contains it.")
     for h in r.hits:
@@ -21,7 +21,7 @@ def render_search(r: SearchResult) -> str:
                 via = f" [{kh.entry.via}]" if kh.entry.via else ""
                 out.append(f"    {kh.entry.key}: {kh.entry.kernel}{via}" + (f"  -> {where}" if where else ""))
             if len(h.kernels) > 12:
-                out.append(f"    ... {showing(12, len(h.kernels))} dispatch entries")
+                out.append(f"    ... {showing(12, len(h.kernels), IN_STRUCTURED)} dispatch entries")
         elif h.kind == "binding":
             out.append(f"- binding {h.name}  {h.loc}  [{h.match}]  {h.detail}")
         else:

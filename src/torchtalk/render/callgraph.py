@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..query.callgraph import CalledByResult, CallsResult, ImpactResult
 from ..query.cuda import CudaKernelsResult
-from .common import ambiguous, showing
+from .common import IN_STRUCTURED, ambiguous, showing
 
 
 def _head(title: str, fn, amb) -> list[str]:
@@ -55,7 +55,7 @@ def render_calls(r: CallsResult) -> str:
         for call in r.unresolved[:40]:
             out.append(f"- {call.written}  [at {call.loc}]")
         if len(r.unresolved) > 40:
-            out.append(f"- ... {showing(40, len(r.unresolved))}")
+            out.append(f"- ... {showing(40, len(r.unresolved), IN_STRUCTURED)}")
     if r.macros:
         out.append("\nMacros used: " + ", ".join(r.macros[:30]))
     if not (r.resolved or r.ops or r.stubs or r.launches or r.unresolved):
@@ -69,7 +69,7 @@ def render_called_by(r: CalledByResult) -> str:
     for c in r.callers[:100]:
         out.append(f"- {c.caller.display}  {c.caller.loc}  [call at {c.site}]")
     if r.total_callers > 100:
-        out.append(f"- ... {showing(100, r.total_callers)}")
+        out.append(f"- ... {showing(100, r.total_callers, IN_STRUCTURED)}")
     if not r.callers:
         out.append("- none found in the indexed C++ (it may be reached only through a registration below)")
     if r.registrations:
@@ -98,7 +98,7 @@ def render_impact(r: ImpactResult) -> str:
         for name, through, loc in r.python[:60]:
             out.append(f"- {name}  (via {through})")
         if len(r.python) > 60:
-            out.append(f"- ... {showing(60, len(r.python))}")
+            out.append(f"- ... {showing(60, len(r.python), IN_STRUCTURED)}")
     stop = f"stopped at depth {r.stopped_at}" + (" (no further callers)" if r.stopped_at < r.depth else "")
     out.append(f"\n{total} callers in all, {stop}" + ("; levels were capped" if r.truncated else ""))
     return "\n".join(out)
@@ -124,13 +124,13 @@ def render_cuda(r: CudaKernelsResult) -> str:
             chain = f"  via {launch.chain}" if launch.chain else ""
             out.append(f"- launched at {launch.site} by {launch.launcher}{chain}")
         if len(k.launches) > 10:
-            out.append(f"- ... {showing(10, len(k.launches))} launch sites")
+            out.append(f"- ... {showing(10, len(k.launches), IN_STRUCTURED)} launch sites")
     if r.helpers:
         out.append("\n## Launch helpers (TensorIterator kernels: gpu_kernel & kin)")
         for h in r.helpers[:30]:
             out.append(f"- {h.helper}({h.functor}) at {h.site} in {h.launcher}  via {h.chain}")
         if len(r.helpers) > 30:
-            out.append(f"- ... {showing(30, len(r.helpers))}")
+            out.append(f"- ... {showing(30, len(r.helpers), IN_STRUCTURED)}")
     for n in r.notes:
         out.append(f"\nNote: {n}")
     return "\n".join(out)

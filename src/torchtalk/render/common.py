@@ -29,5 +29,10 @@ def ambiguous(r: Ambiguous) -> str:
     return "\n".join(lines)
 
 
-def showing(n: int, total: int) -> str:
-    return f"showing {n} of {total}"
+# For lists the text cuts short but the typed answer holds whole: where the rest is.
+IN_STRUCTURED = "the structured answer (MCP structuredContent, CLI --json) holds all"
+
+
+def showing(n: int, total: int, more: str = "") -> str:
+    """'showing N of M', and when N < M how to see the rest (a limit= to raise, or where the rest is)."""
+    return f"showing {n} of {total}" + (f"; {more}" if more and n < total else "")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..query.modules import CallNode, ListModulesResult, TraceModuleResult
-from .common import showing
+from .common import IN_STRUCTURED, showing
 
 
 def _calls(nodes: list[CallNode], out: list[str], indent: int) -> None:
@@ -44,7 +44,7 @@ def render_trace_module(r: TraceModuleResult) -> str:
             out.append(f"- {full}  {op.loc}  [{r.op_kernels.get(full, '')}]")
             out.append(f"    via {paths[0]}")
         if len(r.ops) > 40:
-            out.append(f"- ... {showing(40, len(r.ops))}")
+            out.append(f"- ... {showing(40, len(r.ops), IN_STRUCTURED)}")
     if r.others:
         out.append("\nOther classes with this name: " + "; ".join(f"{fq} ({loc})" for fq, loc in r.others))
     return "\n".join(out)
@@ -59,7 +59,7 @@ def render_list_modules(r: ListModulesResult) -> str:
         for c in classes[:300]:
             out.append(f"- {c.name}  {c.loc}")
         if len(classes) > 300:
-            out.append(f"- ... {showing(300, len(classes))}")
+            out.append(f"- ... {showing(300, len(classes), IN_STRUCTURED)}")
     if not r.total:
         out.append("No class matches.")
     return "\n".join(out)

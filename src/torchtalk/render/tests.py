@@ -9,7 +9,7 @@ from .common import showing
 
 
 def render_similar_tests(r: SimilarTestsResult) -> str:
-    out = [f"# tests for {r.query}: {showing(len(r.tests), r.total)}"]
+    out = [f"# tests for {r.query}: {showing(len(r.tests), r.total, f'limit={min(r.total, 500)} shows more')}"]
     for t in r.tests:
         where = f"{t.cls}.{t.name}" if t.cls else t.name
         decos = f"  @{' @'.join(d[:60] for d in t.decorators[:4])}" if t.decorators else ""
