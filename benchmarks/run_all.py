@@ -13,7 +13,7 @@ is touched. Measures, on this machine:
 - no-op refresh; refresh after editing one .cpp, one .cu, one .py, one YAML line;
 - server start-to-ready on an existing index (MCP stdio initialize);
 - per-tool latency p50/p95/max over a fixed mix of calls, in-process and over
-  stdio, and the server's RSS after the mix;
+  stdio (through the SDK client, and as plain JSON-RPC lines), and the server's RSS after the mix;
 - baselines in the same run: universal-ctags over the same C++ files (index
   time) and ripgrep for the grep-equivalent of a few questions (answer time).
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shutil
 import statistics
@@ -195,6 +196,7 @@ def in_process_latency(tree: Path, cache: Path, calls: int) -> dict[str, list[fl
     from torchtalk.tools import get_tool, run
 
     from torchtalk.server import _warm_up
+    from torchtalk.structured import structured
 
     st = find_source(tree)
     ix = Index(st.index_path, st.root)
@@ -203,7 +205,9 @@ def in_process_latency(tree: Path, cache: Path, calls: int) -> dict[str, list[fl
     for i in range(calls):
         name, args = MIX[i % len(MIX)]
         t0 = time.perf_counter()
-        run(get_tool(name), ix, **args)
+        tool = get_tool(name)
+        result, _text = run(tool, ix, **args)
+        structured(tool, result)  # the server also sends the typed answer
         lat.setdefault(name, []).append(time.perf_counter() - t0)
     return lat
 
@@ -228,6 +232,50 @@ async def stdio_latency(tree: Path, env: dict, calls: int) -> tuple[float, dict[
                   if "serve" in " ".join(p.cmdline())]
         rss = sum(p.memory_info().rss for p in server) / 2**20
     return ready, lat, rss
+
+
+def stdio_raw_latency(tree: Path, env: dict, calls: int) -> list[float]:
+    """Round trips of plain JSON-RPC lines over the server's stdio: what the server costs, without the
+    Python SDK client's own work (it re-validates every structuredContent against the outputSchema with
+    jsonschema, 5-45 ms for the larger answers; other clients do this differently or not at all)."""
+    from mcp.types import LATEST_PROTOCOL_VERSION
+
+    proc = subprocess.Popen([sys.executable, "-m", "torchtalk", "serve", "--source", str(tree)], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+    def send(msg: dict) -> None:
+        proc.stdin.write(json.dumps(msg) + "\n")
+        proc.stdin.flush()
+
+    def answer(msg_id: int) -> dict:
+        while True:
+            line = proc.stdout.readline()
+            if not line:
+                raise SystemExit("the server closed its stdout")
+            msg = json.loads(line)
+            if msg.get("id") == msg_id:
+                return msg
+
+    try:
+        send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+              "params": {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+                         "clientInfo": {"name": "bench", "version": "0"}}})
+        answer(0)
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        lat = []
+        for i in range(calls):
+            name, args = MIX[i % len(MIX)]
+            t0 = time.perf_counter()
+            send({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": {"name": name, "arguments": args}})
+            msg = answer(i + 1)
+            lat.append(time.perf_counter() - t0)
+            if "error" in msg or msg["result"].get("isError"):
+                raise SystemExit(f"{name}({args}) failed over raw stdio: {msg}")
+        return lat
+    finally:
+        proc.stdin.close()
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 def baseline_ctags(tree: Path, tmp: Path) -> float | None:
@@ -344,8 +392,13 @@ def main() -> int:
                 f"p50 {statistics.median(v) * 1e3:.1f}  p95 {p95:.1f}  max {max(v) * 1e3:.1f}",
                 f"target p95 < 50: {'met' if p95 < 50 else 'MISSED'}")
         allv = [v for vs in stdio.values() for v in vs]
-        add(f"stdio latency, all {len(allv)} calls (ms)",
-            f"p50 {statistics.median(allv) * 1e3:.1f}  p95 {pct(allv, 95) * 1e3:.1f}  max {max(allv) * 1e3:.1f}")
+        add(f"stdio latency, SDK client, all {len(allv)} calls (ms)",
+            f"p50 {statistics.median(allv) * 1e3:.1f}  p95 {pct(allv, 95) * 1e3:.1f}  max {max(allv) * 1e3:.1f}",
+            "includes the client's jsonschema check of each structuredContent")
+        raw = stdio_raw_latency(tree, env, args.calls)
+        add(f"stdio latency, plain JSON-RPC, all {len(raw)} calls (ms)",
+            f"p50 {statistics.median(raw) * 1e3:.1f}  p95 {pct(raw, 95) * 1e3:.1f}  max {max(raw) * 1e3:.1f}",
+            "the server's cost: query, Markdown, typed answer, framing")
 
         for question, dt, n in baseline_rg(tree):
             add(f"ripgrep: {question} (ms)", f"{dt * 1e3:.0f}", f"{n} raw lines to read")

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Annotated, Any
+from typing import Any
 
 from .errors import TorchTalkError
 from .query.index import Index
@@ -76,7 +76,7 @@ def _handler(tool: Tool, ix: Index, refresher: Refresher | None):
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import CallToolResult, TextContent
 
-    from .structured import output_model, structured
+    from .structured import structured
 
     def handler(**kwargs: Any) -> CallToolResult:
         if refresher is not None:
@@ -99,10 +99,8 @@ def _handler(tool: Tool, ix: Index, refresher: Refresher | None):
         annotation = p.type if p.required or p.default is not None else p.type | None
         default = inspect.Parameter.empty if p.required else p.default
         params.append(inspect.Parameter(p.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
-    # Annotated[CallToolResult, Model]: the SDK publishes Model's schema as outputSchema and checks each answer.
-    returns = Annotated[CallToolResult, output_model(tool)]
-    handler.__signature__ = inspect.Signature(params, return_annotation=returns)
-    handler.__annotations__ = {p.name: prm.annotation for p, prm in zip(tool.params, params)} | {"return": returns}
+    handler.__signature__ = inspect.Signature(params, return_annotation=CallToolResult)
+    handler.__annotations__ = {p.name: prm.annotation for p, prm in zip(tool.params, params)} | {"return": CallToolResult}
     handler.__name__ = tool.name
     handler.__doc__ = tool.description
     return handler
@@ -110,20 +108,30 @@ def _handler(tool: Tool, ix: Index, refresher: Refresher | None):
 
 def build_server(ix: Index, refresher: Refresher | None = None):
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.tools.base import Tool as MCPTool
+    from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
     from mcp.types import ToolAnnotations
 
     from . import __version__
+    from .structured import output_schemas
 
-    server = MCPServer(name="torchtalk", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
-    for tool in all_tools():
+    tools = all_tools()
+    schemas = output_schemas(tools)
+    registered = []
+    for tool in tools:
         desc = tool.description
         if tool.params:
             desc += "\n\nArguments:\n" + "\n".join(f"- {p.name}: {p.help}" + ("" if p.required else f" (default {p.default!r})")
                                                   for p in tool.params)
-        server.add_tool(_handler(tool, ix, refresher), name=tool.name, description=desc,
-                        annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False),
-                        structured_output=True)
-    return server
+        t = MCPTool.from_function(_handler(tool, ix, refresher), name=tool.name, description=desc,
+                                  annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=True,
+                                                              openWorldHint=False))
+        # The handler returns CallToolResult with structuredContent; the schema it follows is published as
+        # outputSchema (hand-built metadata: the SDK advertises it; tests check answers against it).
+        t.fn_metadata = FuncMetadata(arg_model=t.fn_metadata.arg_model, output_schema=schemas[tool.name])
+        registered.append(t)
+    return MCPServer(name="torchtalk", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING",
+                     tools=registered)
 
 
 def _warm_up(ix: Index) -> None:
@@ -132,9 +140,12 @@ def _warm_up(ix: Index) -> None:
         from .query.ops import registry
         from .query.resolve import stub_names
         from .query.status import changed_files
+        from .structured import output_model
         registry(ix)
         stub_names(ix)
         changed_files(ix)
+        for tool in all_tools():
+            output_model(tool)  # the pydantic models that serialise answers
     except Exception:  # warm-up is an optimisation; the first query reports any real problem
         log.debug("warm-up failed", exc_info=True)
 

@@ -12,7 +12,12 @@ schema cannot drift from what the queries return.
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import os
+import tempfile
 import typing
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -48,6 +53,42 @@ def output_model(tool: Tool) -> type[BaseModel]:
 
 def output_schema(tool: Tool) -> dict[str, Any]:
     return output_model(tool).model_json_schema(mode="serialization")
+
+
+def _code_key() -> str:
+    """A digest of the code the schemas derive from (this package and pydantic): a new version or an edit
+    gives a new key, so a cached schema can never describe other code than the running one."""
+    import pydantic
+
+    from . import __version__
+    h = hashlib.sha256(f"{__version__} {pydantic.VERSION}".encode())
+    pkg = Path(__file__).parent
+    for path in sorted(pkg.rglob("*.py")):
+        h.update(str(path.relative_to(pkg)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def output_schemas(tools: list[Tool]) -> dict[str, dict[str, Any]]:
+    """Every tool's output schema, cached on disk: deriving them takes pydantic ~0.2 s, which a server
+    would otherwise spend before it can answer ``initialize``."""
+    from .source.tree import cache_root
+    path = cache_root() / "schemas" / f"output-{_code_key()}.json"
+    try:
+        cached = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(cached, dict) and set(cached) == {t.name for t in tools}:
+            return cached
+    except (OSError, ValueError):
+        pass
+    schemas = {t.name: output_schema(t) for t in tools}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".output-", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(schemas, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only cache costs time at start-up, not correctness
+    return schemas
 
 
 def structured(tool: Tool, result: Any) -> dict[str, Any]:

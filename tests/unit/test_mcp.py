@@ -1,6 +1,7 @@
 """The MCP server through real clients: the SDK's in-process client and a stdio subprocess."""
 
 import asyncio
+import json
 import os
 import sys
 
@@ -127,3 +128,19 @@ def test_descriptions_say_the_question_and_give_an_example_that_runs(py_indexed)
                 assert not r.is_error, (example, _text(r))
 
     asyncio.run(go())
+
+
+def test_output_schemas_are_cached_on_disk_and_a_bad_cache_is_recomputed(tmp_path):
+    from torchtalk.structured import output_schema, output_schemas
+    tools = all_tools()
+    fresh = output_schemas(tools)
+    assert fresh == {t.name: output_schema(t) for t in tools}
+    (cached,) = (tmp_path / "cache" / "schemas").glob("output-*.json")  # TORCHTALK_CACHE_DIR is per test
+    # The file is what a server start reads: change it and the change is served.
+    marked = {**fresh, "trace": {"type": "object", "marker": True}}
+    cached.write_text(json.dumps(marked))
+    assert output_schemas(tools)["trace"] == {"type": "object", "marker": True}
+    for bad in ("{not json", json.dumps({"trace": {}})):  # garbage, or another tool set
+        cached.write_text(bad)
+        assert output_schemas(tools) == fresh
+        assert json.loads(cached.read_text()) == fresh
