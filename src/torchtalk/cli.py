@@ -161,6 +161,7 @@ def cmd_quickstart(args) -> int:
     ix = ensure_index(tree)
     _result, text = run(get_tool("trace"), ix, function_name="softmax", focus="full")
     print(text)
+    print("\ntorchtalk: next, `torchtalk setup` registers the server with Claude Code.", file=sys.stderr)
     return 0
 
 
