@@ -25,6 +25,7 @@ class StatusResult:
     last_build: str
     checked_seconds_ago: float = 0.0
     notes: list[str] = field(default_factory=list)
+    stage_seconds: dict[str, float] = field(default_factory=dict)  # where the last build's time went
 
 
 # A freshness check walks the tree (~0.15 s). Agents poll get_status, so a recent answer is reused,
@@ -88,7 +89,7 @@ def status(ix: Index) -> StatusResult:
         source_root=root, pytorch_version=meta.get("pytorch_version", "unknown"), index_path=str(ix.path),
         built_at=built_at, fresh=fresh, changed_files=changed, components=counts, readiness=readiness,
         skipped_count=int(meta.get("skipped_count", "0") or 0), skipped=skipped,
-        last_build=f"{meta.get('last_mode', '?')} build in {meta.get('last_seconds', '?')}s "
-                   f"{ix.meta_json('layer_seconds', {})}",
+        last_build=f"{meta.get('last_mode', '?')} build in {meta.get('last_seconds', '?')}s",
         checked_seconds_ago=round(age, 1),
+        stage_seconds=ix.meta_json("layer_seconds", {}),
     )
