@@ -192,11 +192,10 @@ def pct(values: list[float], q: float) -> float:
 def in_process_latency(tree: Path, cache: Path, calls: int) -> dict[str, list[float]]:
     os.environ["TORCHTALK_CACHE_DIR"] = str(cache)
     from torchtalk.query.index import Index
-    from torchtalk.source.tree import find_source
-    from torchtalk.tools import get_tool, run
-
     from torchtalk.server import _warm_up
+    from torchtalk.source.tree import find_source
     from torchtalk.structured import structured
+    from torchtalk.tools import answer, get_tool
 
     st = find_source(tree)
     ix = Index(st.index_path, st.root)
@@ -206,8 +205,8 @@ def in_process_latency(tree: Path, cache: Path, calls: int) -> dict[str, list[fl
         name, args = MIX[i % len(MIX)]
         t0 = time.perf_counter()
         tool = get_tool(name)
-        result, _text = run(tool, ix, **args)
-        structured(tool, result)  # the server also sends the typed answer
+        a = answer(tool, ix, **args)
+        structured(tool, a.result, a.next)  # the server also sends the typed answer
         lat.setdefault(name, []).append(time.perf_counter() - t0)
     return lat
 

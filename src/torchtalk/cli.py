@@ -116,7 +116,7 @@ def ensure_index(tree, quiet: bool = False, codegen: bool = True):
 
 
 def cmd_tool(args) -> int:
-    from .tools import get_tool, run, to_json
+    from .tools import answer, get_tool, to_json
     tool = get_tool(args.tool)
     kwargs = {}
     for i, prm in enumerate(tool.params):
@@ -128,8 +128,8 @@ def cmd_tool(args) -> int:
             return 2
         kwargs[prm.name] = prm.default if value is None else value
     ix = ensure_index(_tree(args))
-    result, text = run(tool, ix, **kwargs)
-    print(to_json(tool, result) if args.json else text)
+    a = answer(tool, ix, **kwargs)
+    print(to_json(tool, a) if args.json else a.text)
     return 0
 
 

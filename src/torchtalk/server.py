@@ -22,7 +22,7 @@ from .errors import TorchTalkError
 from .query.index import Index
 from .source.tree import SourceTree, find_source
 from .store.db import check_file, corrupt_marker, probe
-from .tools import Tool, all_tools, run
+from .tools import Tool, all_tools, answer
 
 log = logging.getLogger("torchtalk")
 
@@ -82,8 +82,8 @@ def _handler(tool: Tool, ix: Index, refresher: Refresher | None):
         if refresher is not None:
             refresher.maybe_start()
         try:
-            result, text = run(tool, ix, **kwargs)
-            payload = structured(tool, result)
+            a = answer(tool, ix, **kwargs)
+            payload = structured(tool, a.result, a.next)
         except TorchTalkError as exc:
             if refresher is not None and corrupt_marker(ix.path).exists():
                 refresher.maybe_start(urgent=True)  # rebuild now; answers resume when it lands
@@ -92,7 +92,7 @@ def _handler(tool: Tool, ix: Index, refresher: Refresher | None):
             log.exception("tool %s failed", tool.name)
             raise ToolError(f"internal error in {tool.name}: {type(exc).__name__}: {exc}") from None
         # The Markdown is what a model reads; the same answer as typed data is for programs.
-        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=payload)
+        return CallToolResult(content=[TextContent(type="text", text=a.text)], structured_content=payload)
 
     params = []
     for p in tool.params:

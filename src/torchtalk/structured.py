@@ -91,9 +91,7 @@ def output_schemas(tools: list[Tool]) -> dict[str, dict[str, Any]]:
     return schemas
 
 
-def structured(tool: Tool, result: Any) -> dict[str, Any]:
-    """The JSON-ready envelope for one answer (validated against the tool's model on the way)."""
-    from .render.next import next_calls
+def structured(tool: Tool, result: Any, follow: list[str]) -> dict[str, Any]:
+    """The JSON-ready envelope for one answer and its next calls (validated against the tool's model)."""
     kind = "not_found" if isinstance(result, NotFound) else "result"
-    model = output_model(tool)(kind=kind, result=result, next=next_calls(tool.name, result))
-    return model.model_dump(mode="json")
+    return output_model(tool)(kind=kind, result=result, next=follow).model_dump(mode="json")

@@ -10,7 +10,7 @@ import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .query.index import Index
 from .query.model import Ambiguous, NotFound
@@ -42,27 +42,42 @@ class Tool:
 REQUIRED = dataclasses.MISSING
 
 
-def render_any(tool: Tool, result: Any) -> str:
-    from .render.next import next_calls, next_line
+class Answer(NamedTuple):
+    """One tool call's answer in every form a front-end sends: typed result, Markdown, next calls."""
+
+    result: Any
+    text: str
+    next: list[str]
+
+
+def render_any(tool: Tool, result: Any, follow: list[str]) -> str:
+    from .render.next import next_line
     if isinstance(result, NotFound):
         text = not_found(result)
     elif isinstance(result, Ambiguous):
         text = ambiguous(result)
     else:
         text = tool.render(result)
-    follow = next_line(next_calls(tool.name, result))
-    return f"{text}\n\n{follow}" if follow else text
+    line = next_line(follow)
+    return f"{text}\n\n{line}" if line else text
 
 
-def to_json(tool: Tool, result: Any) -> str:
+def to_json(tool: Tool, a: Answer) -> str:
     """The same object MCP clients get as structuredContent."""
     from .structured import structured
-    return json.dumps(structured(tool, result), indent=2)
+    return json.dumps(structured(tool, a.result, a.next), indent=2)
+
+
+def answer(tool: Tool, ix: Index, **kwargs) -> Answer:
+    from .render.next import next_calls
+    result = tool.query(ix, **kwargs)
+    follow = next_calls(tool.name, result)  # once: the text and the typed answer both carry it
+    return Answer(result, render_any(tool, result, follow), follow)
 
 
 def run(tool: Tool, ix: Index, **kwargs) -> tuple[Any, str]:
-    result = tool.query(ix, **kwargs)
-    return result, render_any(tool, result)
+    a = answer(tool, ix, **kwargs)
+    return a.result, a.text
 
 
 def _tools() -> list[Tool]:

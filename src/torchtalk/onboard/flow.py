@@ -206,7 +206,7 @@ def setup(source: str | None, fetch: str | None, yes: bool, scope: str, do_regis
 def status(source: str | None, as_json: bool) -> int:
     """What get_status reports, from the index as it is (nothing is built)."""
     from ..query.index import Index
-    from ..tools import get_tool, run, to_json
+    from ..tools import answer, get_tool, to_json
     tool = get_tool("get_status")
     try:
         tree = find_source(source)
@@ -219,8 +219,8 @@ def status(source: str | None, as_json: bool) -> int:
         return 1
     ix = Index(tree.index_path, tree.root)
     try:
-        result, text = run(tool, ix)
+        a = answer(tool, ix)
     finally:
         ix.close()
-    out(to_json(tool, result) if as_json else text)
+    out(to_json(tool, a) if as_json else a.text)
     return 0

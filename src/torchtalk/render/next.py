@@ -30,7 +30,7 @@ def _not_found(r: NotFound, tool: str) -> list[str]:
     out = []
     if r.suggestions:
         arg = r.suggestions[0].split()[0]
-        out.append(call("test_file_info" if tool == "test_file_info" else tool, arg))
+        out.append(call(tool, arg))
     if tool in ("trace", "calls", "called_by", "impact", "cuda_kernels"):
         out.append(call("search", r.query))
     elif tool == "trace_module":
