@@ -11,7 +11,6 @@ from __future__ import annotations
 import inspect
 import logging
 import os
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -21,7 +20,7 @@ from typing import Any
 from .errors import TorchTalkError
 from .query.index import Index
 from .source.tree import SourceTree, find_source
-from .store.db import check_file, corrupt_marker, probe
+from .store.db import corrupt_marker
 from .tools import Tool, all_tools, answer
 
 log = logging.getLogger("torchtalk")
@@ -152,23 +151,14 @@ def _warm_up(ix: Index) -> None:
 
 def prepare(source: str | None, codegen: bool = True) -> tuple[SourceTree, Index]:
     """Find the tree; build an index first if there is no usable one (progress on stderr)."""
-    from .index.indexer import INDEXER_VERSION, refresh
+    from .index.indexer import refresh
+    from .index.usable import index_problem
 
     tree = find_source(source)
-    ix = Index(tree.index_path, tree.root)
-    try:
-        usable = (check_file(tree.index_path) is None and not corrupt_marker(tree.index_path).exists()
-                  and ix.meta.get("indexer_version") == INDEXER_VERSION)
-        if usable:
-            probe(ix.conn)
-    except (TorchTalkError, sqlite3.DatabaseError):
-        usable = False
-    if not usable:
-        # Answers from an index of another format could be wrong: build before serving.
-        ix.close()
+    if index_problem(tree) is not None:
+        # Answers from a missing, corrupt or other-format index could be wrong: build before serving.
         refresh(tree, codegen=codegen, log=lambda m: print(m, file=sys.stderr, flush=True))
-        ix = Index(tree.index_path, tree.root)  # a fresh reader: the old one may hold the replaced file
-    return tree, ix
+    return tree, Index(tree.index_path, tree.root)
 
 
 def serve(source: str | None, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765,

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SourceError, TorchTalkError
+from ..index.usable import index_problem
 from ..source.tree import SourceTree, find_source
 from .claude import (
     CLAUDE_TIMEOUT_S,
@@ -36,7 +37,7 @@ from .claude import (
     server_base_command,
     server_command,
 )
-from .flow import FIX_INDEX, FIX_SOURCE, _first_sentence, index_problem, source_rule
+from .flow import FIX_INDEX, FIX_SOURCE, _first_sentence, source_rule
 
 MIN_PYTHON = (3, 10)
 

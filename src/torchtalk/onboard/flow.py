@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 import shlex
-import sqlite3
 import sys
 from pathlib import Path
 
 from ..errors import BadArgument, SourceError, TorchTalkError
+from ..index.usable import index_problem
 from ..source.tree import (
     SourceTree,
     config_path,
@@ -106,35 +106,6 @@ def record_source(tree: SourceTree) -> bool:
 
 
 # --------------------------------------------------------------------------- the index
-
-
-def index_problem(tree: SourceTree) -> str | None:
-    """Why the index cannot be served as it is (the checks of server.prepare), or None. Builds nothing."""
-    from ..index.indexer import INDEXER_VERSION
-    from ..store.db import check_file, corrupt_marker, open_readonly, probe, read_meta
-    path = tree.index_path
-    problem = check_file(path)
-    if problem == "missing":
-        return "no index yet"
-    if problem:
-        return f"the index file is {problem}"
-    marker = corrupt_marker(path)
-    if marker.exists():
-        return f"the index was found corrupt ({marker.read_text(errors='replace').strip()[:200]})"
-    try:
-        conn = open_readonly(path)
-        try:
-            probe(conn)
-            meta = read_meta(conn)
-        finally:
-            conn.close()
-    except (TorchTalkError, sqlite3.DatabaseError) as exc:
-        return f"the index is unreadable ({exc})"
-    if meta.get("indexer_version") != INDEXER_VERSION:
-        return f"the index was made by indexer {meta.get('indexer_version')}, this TorchTalk needs {INDEXER_VERSION}"
-    if meta.get("source_root") != str(tree.root):
-        return f"the index belongs to another tree ({meta.get('source_root')})"
-    return None
 
 
 def verify(tree: SourceTree) -> tuple[list[str], list[str]]:
