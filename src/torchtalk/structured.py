@@ -14,14 +14,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
-import tempfile
 import typing
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from .atomic import write_text_atomic
 from .query.model import NotFound
 from .tools import Tool
 
@@ -81,11 +80,7 @@ def output_schemas(tools: list[Tool]) -> dict[str, dict[str, Any]]:
         pass
     schemas = {t.name: output_schema(t) for t in tools}
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".output-", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(schemas, f)
-        os.replace(tmp, path)
+        write_text_atomic(path, json.dumps(schemas))
     except OSError:
         pass  # a read-only cache costs time at start-up, not correctness
     return schemas

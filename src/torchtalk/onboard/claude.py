@@ -12,9 +12,9 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
+from ..atomic import write_text_atomic
 from ..errors import TorchTalkError
 
 SERVER_NAME = "torchtalk"
@@ -84,24 +84,6 @@ def load_mcp_json(path: Path) -> dict:
     return data
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    # A killed setup leaves either the old file or the new one, never half of one.
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        if path.exists():
-            shutil.copymode(path, tmp)
-        else:
-            os.chmod(tmp, 0o644)  # mkstemp makes 0600; .mcp.json is meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_mcp_json(path: Path, cmd: list[str]) -> bool:
     """Add or update torchtalk in ``path``, keeping other servers and keys; False when it already matched."""
     data = load_mcp_json(path)
@@ -113,7 +95,7 @@ def write_mcp_json(path: Path, cmd: list[str]) -> bool:
     if old == entry:
         return False
     servers[SERVER_NAME] = entry
-    _atomic_write(path, json.dumps(data, indent=2) + "\n")
+    write_text_atomic(path, json.dumps(data, indent=2) + "\n")  # a killed setup leaves the old file
     return True
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import platformdirs
 
+from ..atomic import write_text_atomic
 from ..errors import SourceError
 
 MARKER = "aten/src/ATen/native/native_functions.yaml"
@@ -41,8 +42,7 @@ def read_config() -> dict:
 def save_source_in_config(path: Path) -> None:
     cfg = read_config()
     cfg["source"] = str(path)
-    config_path().parent.mkdir(parents=True, exist_ok=True)
-    config_path().write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")
+    write_text_atomic(config_path(), json.dumps(cfg, indent=2) + "\n")
 
 
 @dataclass(frozen=True)
