@@ -8,6 +8,7 @@ import unicodedata
 from ..errors import BadArgument
 
 MAX_NAME = 500
+MAX_LIMIT = 500  # the most rows any limit= may ask for
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 

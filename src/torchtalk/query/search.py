@@ -5,13 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import BadArgument
-from .args import check_int, clean_text, shown
+from .args import MAX_LIMIT, check_int, clean_text, shown
 from .cppdefs import CppDef, kernel_definitions
 from .index import Index
 from .model import Loc
 from .ops import DispatchEntry, OpRecord, registry
-
-MAX_LIMIT = 500
 
 
 @dataclass

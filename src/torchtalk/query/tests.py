@@ -10,13 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from ..errors import BadArgument
-from .args import check_int, clean_text, shown
+from .args import MAX_LIMIT, check_int, clean_text, shown
 from .index import Index
 from .model import Loc, NotFound
 from .ops import registry
 from .testnames import generated_names
-
-MAX_LIMIT = 500
 
 
 @dataclass

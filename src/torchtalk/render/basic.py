@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from ..query.search import SearchResult
 from ..query.status import StatusResult
-from .common import IN_STRUCTURED, showing
+from .common import IN_STRUCTURED, raise_limit, showing
 
 
 def render_search(r: SearchResult) -> str:
     scope = f" (backend {r.backend})" if r.backend else ""
-    out = [f"# search {r.query}{scope}: {showing(len(r.hits), r.total, f'limit={min(r.total, 500)} shows more')}"]
+    out = [f"# search {r.query}{scope}: {showing(len(r.hits), r.total, raise_limit(r.total))}"]
     if not r.hits:
         out.append("No op, kernel, binding or C++ function name contains it.")
     for h in r.hits:

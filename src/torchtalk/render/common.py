@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..query.args import MAX_LIMIT
 from ..query.model import Ambiguous, NotFound
 
 
@@ -31,6 +32,16 @@ def ambiguous(r: Ambiguous) -> str:
 
 # For lists the text cuts short but the typed answer holds whole: where the rest is.
 IN_STRUCTURED = "the structured answer (MCP structuredContent, CLI --json) holds all"
+
+
+def full_limit(total: int) -> int:
+    """The limit= that shows a whole list of ``total`` (as much of it as a limit may ask for)."""
+    return min(total, MAX_LIMIT)
+
+
+def raise_limit(total: int) -> str:
+    n = full_limit(total)
+    return f"limit={n} shows {'all' if n == total else f'the first {n}'}"
 
 
 def showing(n: int, total: int, more: str = "") -> str:

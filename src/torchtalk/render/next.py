@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..query.model import NotFound
+from .common import full_limit
 
 MAX_NEXT = 3
 
@@ -59,7 +60,7 @@ def _search(r) -> list[str]:
     out = [call("trace", top.name)] if top else []
     if r.total > len(r.hits):
         out.append(call("search", r.query, **({"backend": r.backend} if r.backend else {}),
-                        limit=min(500, r.total)))
+                        limit=full_limit(r.total)))
     return out
 
 
@@ -118,13 +119,13 @@ def _similar_tests(r) -> list[str]:
     if r.tests:
         out.append(call("test_file_info", r.tests[0].loc.path))
     if r.total > len(r.tests):
-        out.append(call("find_similar_tests", r.query, limit=min(500, r.total)))
+        out.append(call("find_similar_tests", r.query, limit=full_limit(r.total)))
     return out
 
 
 def _test_utils(r) -> list[str]:
     cuts = [c for c in r.groups if r.counts.get(c, 0) > len(r.groups[c])]
-    return [call("list_test_utils", c, limit=min(500, r.counts[c])) for c in cuts]
+    return [call("list_test_utils", c, limit=full_limit(r.counts[c])) for c in cuts]
 
 
 # Ops nearly every test calls to build inputs: tests "for" them would be noise.

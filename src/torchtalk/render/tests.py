@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 from ..query.tests import SimilarTestsResult, TestFileInfo, TestUtilsResult
-from .common import showing
+from .common import raise_limit, showing
 
 
 def render_similar_tests(r: SimilarTestsResult) -> str:
-    out = [f"# tests for {r.query}: {showing(len(r.tests), r.total, f'limit={min(r.total, 500)} shows more')}"]
+    out = [f"# tests for {r.query}: {showing(len(r.tests), r.total, raise_limit(r.total))}"]
     for t in r.tests:
         where = f"{t.cls}.{t.name}" if t.cls else t.name
         decos = f"  @{' @'.join(d[:60] for d in t.decorators[:4])}" if t.decorators else ""
@@ -37,10 +37,7 @@ def render_test_utils(r: TestUtilsResult) -> str:
            "most used by test files first"]
     for cat, items in r.groups.items():
         count = r.counts.get(cat, len(items))
-        more = ""
-        if count > len(items):
-            more = f"; limit={min(count, 500)} shows {'all' if count <= 500 else 'the first 500'}"
-        out.append(f"\n## {cat} ({showing(len(items), count)}{more})")
+        out.append(f"\n## {cat} ({showing(len(items), count, raise_limit(count))})")
         for name, kind, loc, doc, used_by in items:
             used = f", imported by {used_by} test files" if used_by and kind != "method" else ""
             out.append(f"- {name} ({kind}{used})  {loc}" + (f"  — {doc[:100]}" if doc else ""))
