@@ -95,10 +95,12 @@ def _tree(args):
 
 def cmd_index(args) -> int:
     from .index.indexer import refresh
+    from .structured import warm_server_start
     tree = _tree(args)
     show = {"auto": None, "always": True, "never": False}[args.progress]
     report = refresh(tree, force=args.force, workers=args.workers, show_progress=show,
                      codegen=not args.no_codegen, log=lambda m: print(m, file=sys.stderr))
+    warm_server_start()
     print(report.summary())
     for s in report.skipped[:10]:
         print(f"  skipped {s}")

@@ -90,3 +90,10 @@ def structured(tool: Tool, result: Any, follow: list[str]) -> dict[str, Any]:
     """The JSON-ready envelope for one answer and its next calls (validated against the tool's model)."""
     kind = "not_found" if isinstance(result, NotFound) else "result"
     return output_model(tool)(kind=kind, result=result, next=follow).model_dump(mode="json")
+
+
+def warm_server_start() -> None:
+    """Leave the output schemas in the cache after an index run, so the next `torchtalk serve` reads them
+    instead of deriving them before it can answer `initialize`."""
+    from .tools import all_tools
+    output_schemas(all_tools())

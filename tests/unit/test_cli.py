@@ -2,6 +2,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 
 def tt(*args, cwd=None):
@@ -32,6 +33,9 @@ def test_index_is_quiet_when_piped_and_then_up_to_date(tree):
     r = tt("index", "--source", str(tree), "--no-codegen")
     assert r.returncode == 0 and "full index" in r.stdout
     assert "\x1b[" not in r.stderr  # no progress bar escape codes into a pipe
+    # An index run leaves the tools' output schemas for the next server start to read.
+    cache = os.environ["TORCHTALK_CACHE_DIR"]
+    assert len(list((Path(cache) / "schemas").glob("output-*.json"))) == 1
     r = tt("index", "--source", str(tree), "--no-codegen")
     assert r.stdout.startswith("index is up to date")
 

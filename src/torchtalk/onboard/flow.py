@@ -140,6 +140,7 @@ def verify(tree: SourceTree) -> tuple[list[str], list[str]]:
 
 def setup(source: str | None, fetch: str | None, yes: bool, scope: str, do_register: bool, codegen: bool) -> int:
     from ..index.indexer import refresh
+    from ..structured import warm_server_start
     if do_register and scope == "project":
         load_mcp_json(Path.cwd() / MCP_JSON)  # a broken file stops setup before the long build, not after
     tree, how = resolve_tree(source, fetch, yes)
@@ -148,6 +149,7 @@ def setup(source: str | None, fetch: str | None, yes: bool, scope: str, do_regis
         + (f"; recorded in {config_path()}" if recorded else ""))
 
     report = refresh(tree, codegen=codegen, show_progress=None, log=err)  # a bar only on a terminal
+    warm_server_start()
     out(f"index: {report.summary()}")
 
     ok, problems = verify(tree)
