@@ -1,0 +1,72 @@
+"""TorchTalk's shared vocabulary: enums and frozen dataclasses every layer speaks.
+
+Imports nothing else of the package. Extractors emit these facts, the store maps
+them to rows (one table per fact type, ``FACT_TABLES``), the graph links them, the
+queries return them inside their results.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .cpp import CallSite, CppSymbol, GeneratedFact, Registration, Using
+from .dispatch import COMPOSITE_KEYS, DispatchKey, is_composite, parse_key, runs_on
+from .facts import NO_REF
+from .graph import Edge, Node
+from .kinds import (
+    CallKind,
+    EdgeKind,
+    FileStatus,
+    FormulaKind,
+    GeneratedKind,
+    InstantiationKind,
+    Layer,
+    NodeKind,
+    PyApiKind,
+    PyFunctionKind,
+    PyOpRefKind,
+    RegistrationKind,
+    StrEnum,
+    SymbolKind,
+    UsingKind,
+    UtilKind,
+    Variant,
+)
+from .loc import GENERATED_PREFIX, Loc
+from .ops import PY_MODULES, Derivative, DerivativeFormula, DispatchEntry, EntryOrigin, Op, OpDispatch, Tag
+from .python import PyAssign, PyCall, PyClass, PyFunction, PyImport, PyOpRef
+from .schema import Argument, FunctionSchema, Return, SchemaError
+from .tests import OpInfoEntry, TestClass, TestInstantiation, TestMethod, TestUtil
+
+# One table per fact type, named as the index has always named them. Facts other rows
+# point at (``ref``) come first, so their ids exist when the referrers are written.
+FACT_TABLES: dict[str, type] = {
+    "op": Op, "op_dispatch": OpDispatch, "tag": Tag, "derivative": Derivative,
+    "derivative_formula": DerivativeFormula,
+    "cpp_symbol": CppSymbol, "cpp_call": CallSite, "cpp_registration": Registration, "cpp_using": Using,
+    "generated_fact": GeneratedFact,
+    "py_class": PyClass, "py_function": PyFunction, "py_call": PyCall, "py_import": PyImport,
+    "py_assign": PyAssign, "py_op_ref": PyOpRef,
+    "test_class": TestClass, "test_method": TestMethod, "test_instantiation": TestInstantiation,
+    "op_info_entry": OpInfoEntry, "test_util": TestUtil,
+}
+TABLE_OF: dict[type, str] = {cls: table for table, cls in FACT_TABLES.items()}
+
+# What an extractor returns for one file: facts by type, and under FileProblems the problems it met
+# (strings "path:line: what"), which the index keeps with the file's status.
+FileFacts = dict[type, list[Any]]
+
+
+class FileProblems:
+    """The key of ``FileFacts`` under which an extractor lists what it could not read in a file."""
+
+__all__ = [
+    "Argument", "COMPOSITE_KEYS", "CallKind", "CallSite", "CppSymbol", "Derivative", "DerivativeFormula",
+    "DispatchEntry", "DispatchKey", "Edge", "EdgeKind", "EntryOrigin", "FACT_TABLES", "FileFacts", "FileProblems", "FileStatus",
+    "FormulaKind", "FunctionSchema", "GENERATED_PREFIX", "GeneratedFact", "GeneratedKind", "InstantiationKind",
+    "Layer", "Loc", "NO_REF", "Node", "NodeKind", "Op", "OpDispatch", "OpInfoEntry", "PY_MODULES", "PyApiKind",
+    "PyAssign", "PyCall", "PyClass", "PyFunction", "PyFunctionKind", "PyImport", "PyOpRef", "PyOpRefKind",
+    "Registration", "RegistrationKind", "Return", "SchemaError", "StrEnum", "SymbolKind", "TABLE_OF", "Tag",
+    "TestClass", "TestInstantiation", "TestMethod", "TestUtil", "Using", "UsingKind", "UtilKind", "Variant",
+    "is_composite", "parse_key", "runs_on",
+]

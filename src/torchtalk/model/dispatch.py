@@ -1,0 +1,203 @@
+"""Dispatch keys as native_functions.yaml and the DispatchStub macros write them.
+
+Mirrors ``torchgen.model.DispatchKey`` (the per-backend keys are the product of
+functionalities and backend components, as torchgen generates them). A key that
+is not here is an error with the valid keys named, as in torchgen: the extractor
+records it against the YAML line and keeps the rest of the file.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from .kinds import StrEnum
+
+BACKEND_COMPONENTS = ("CPU", "CUDA", "HIP", "XLA", "MTIA", "MPS", "IPU", "XPU", "HPU", "VE", "Lazy", "Meta",
+                      "PrivateUse1", "PrivateUse2", "PrivateUse3")
+FUNCTIONALITIES = ("", "Quantized", "Sparse", "SparseCsr", "NestedTensor", "Autograd")
+
+
+class DispatchKey(StrEnum):
+    """A dispatch key, spelled as in native_functions.yaml (CPU, QuantizedCUDA, CompositeImplicitAutograd).
+
+    The keys are torchgen's (2.6.0 and 1.13.1), plus ``Default`` which derivatives.yaml's
+    per-key formulas use. The per-backend keys are FUNCTIONALITIES x BACKEND_COMPONENTS.
+    """
+
+    Undefined = "Undefined"
+    CatchAll = "CatchAll"
+    FPGA = "FPGA"
+    MAIA = "MAIA"
+    Vulkan = "Vulkan"
+    Metal = "Metal"
+    MKLDNN = "MKLDNN"
+    OpenGL = "OpenGL"
+    OpenCL = "OpenCL"
+    IDEEP = "IDEEP"
+    CustomRNGKeyId = "CustomRNGKeyId"
+    MkldnnCPU = "MkldnnCPU"
+    Sparse = "Sparse"
+    SparseCsr = "SparseCsr"
+    NestedTensor = "NestedTensor"
+    Dense = "Dense"
+    PythonTLSSnapshot = "PythonTLSSnapshot"
+    PreDispatch = "PreDispatch"
+    PythonDispatcher = "PythonDispatcher"
+    Python = "Python"
+    FuncTorchDynamicLayerBackMode = "FuncTorchDynamicLayerBackMode"
+    ZeroTensor = "ZeroTensor"
+    Conjugate = "Conjugate"
+    Negative = "Negative"
+    BackendSelect = "BackendSelect"
+    Named = "Named"
+    AutogradOther = "AutogradOther"
+    AutogradFunctionality = "AutogradFunctionality"
+    AutogradNestedTensor = "AutogradNestedTensor"
+    Tracer = "Tracer"
+    Autocast = "Autocast"
+    AutocastCPU = "AutocastCPU"
+    AutocastCUDA = "AutocastCUDA"
+    Batched = "Batched"
+    VmapMode = "VmapMode"
+    FuncTorchGradWrapper = "FuncTorchGradWrapper"
+    FuncTorchBatched = "FuncTorchBatched"
+    BatchedNestedTensor = "BatchedNestedTensor"
+    FuncTorchVmapMode = "FuncTorchVmapMode"
+    FuncTorchDynamicLayerFrontMode = "FuncTorchDynamicLayerFrontMode"
+    Functionalize = "Functionalize"
+    TESTING_ONLY_GenericWrapper = "TESTING_ONLY_GenericWrapper"
+    TESTING_ONLY_GenericMode = "TESTING_ONLY_GenericMode"
+    ADInplaceOrView = "ADInplaceOrView"
+    Autograd = "Autograd"
+    CompositeImplicitAutograd = "CompositeImplicitAutograd"
+    CompositeImplicitAutogradNestedTensor = "CompositeImplicitAutogradNestedTensor"
+    CompositeExplicitAutograd = "CompositeExplicitAutograd"
+    CompositeExplicitAutogradNonFunctional = "CompositeExplicitAutogradNonFunctional"
+    FuncTorchBatchedDecomposition = "FuncTorchBatchedDecomposition"
+    Default = "Default"
+    CPU = "CPU"
+    CUDA = "CUDA"
+    HIP = "HIP"
+    XLA = "XLA"
+    MTIA = "MTIA"
+    MPS = "MPS"
+    IPU = "IPU"
+    XPU = "XPU"
+    HPU = "HPU"
+    VE = "VE"
+    Lazy = "Lazy"
+    Meta = "Meta"
+    PrivateUse1 = "PrivateUse1"
+    PrivateUse2 = "PrivateUse2"
+    PrivateUse3 = "PrivateUse3"
+    QuantizedCPU = "QuantizedCPU"
+    QuantizedCUDA = "QuantizedCUDA"
+    QuantizedHIP = "QuantizedHIP"
+    QuantizedXLA = "QuantizedXLA"
+    QuantizedMTIA = "QuantizedMTIA"
+    QuantizedMPS = "QuantizedMPS"
+    QuantizedIPU = "QuantizedIPU"
+    QuantizedXPU = "QuantizedXPU"
+    QuantizedHPU = "QuantizedHPU"
+    QuantizedVE = "QuantizedVE"
+    QuantizedLazy = "QuantizedLazy"
+    QuantizedMeta = "QuantizedMeta"
+    QuantizedPrivateUse1 = "QuantizedPrivateUse1"
+    QuantizedPrivateUse2 = "QuantizedPrivateUse2"
+    QuantizedPrivateUse3 = "QuantizedPrivateUse3"
+    SparseCPU = "SparseCPU"
+    SparseCUDA = "SparseCUDA"
+    SparseHIP = "SparseHIP"
+    SparseXLA = "SparseXLA"
+    SparseMTIA = "SparseMTIA"
+    SparseMPS = "SparseMPS"
+    SparseIPU = "SparseIPU"
+    SparseXPU = "SparseXPU"
+    SparseHPU = "SparseHPU"
+    SparseVE = "SparseVE"
+    SparseLazy = "SparseLazy"
+    SparseMeta = "SparseMeta"
+    SparsePrivateUse1 = "SparsePrivateUse1"
+    SparsePrivateUse2 = "SparsePrivateUse2"
+    SparsePrivateUse3 = "SparsePrivateUse3"
+    SparseCsrCPU = "SparseCsrCPU"
+    SparseCsrCUDA = "SparseCsrCUDA"
+    SparseCsrHIP = "SparseCsrHIP"
+    SparseCsrXLA = "SparseCsrXLA"
+    SparseCsrMTIA = "SparseCsrMTIA"
+    SparseCsrMPS = "SparseCsrMPS"
+    SparseCsrIPU = "SparseCsrIPU"
+    SparseCsrXPU = "SparseCsrXPU"
+    SparseCsrHPU = "SparseCsrHPU"
+    SparseCsrVE = "SparseCsrVE"
+    SparseCsrLazy = "SparseCsrLazy"
+    SparseCsrMeta = "SparseCsrMeta"
+    SparseCsrPrivateUse1 = "SparseCsrPrivateUse1"
+    SparseCsrPrivateUse2 = "SparseCsrPrivateUse2"
+    SparseCsrPrivateUse3 = "SparseCsrPrivateUse3"
+    NestedTensorCPU = "NestedTensorCPU"
+    NestedTensorCUDA = "NestedTensorCUDA"
+    NestedTensorHIP = "NestedTensorHIP"
+    NestedTensorXLA = "NestedTensorXLA"
+    NestedTensorMTIA = "NestedTensorMTIA"
+    NestedTensorMPS = "NestedTensorMPS"
+    NestedTensorIPU = "NestedTensorIPU"
+    NestedTensorXPU = "NestedTensorXPU"
+    NestedTensorHPU = "NestedTensorHPU"
+    NestedTensorVE = "NestedTensorVE"
+    NestedTensorLazy = "NestedTensorLazy"
+    NestedTensorMeta = "NestedTensorMeta"
+    NestedTensorPrivateUse1 = "NestedTensorPrivateUse1"
+    NestedTensorPrivateUse2 = "NestedTensorPrivateUse2"
+    NestedTensorPrivateUse3 = "NestedTensorPrivateUse3"
+    AutogradCPU = "AutogradCPU"
+    AutogradCUDA = "AutogradCUDA"
+    AutogradHIP = "AutogradHIP"
+    AutogradXLA = "AutogradXLA"
+    AutogradMTIA = "AutogradMTIA"
+    AutogradMPS = "AutogradMPS"
+    AutogradIPU = "AutogradIPU"
+    AutogradXPU = "AutogradXPU"
+    AutogradHPU = "AutogradHPU"
+    AutogradVE = "AutogradVE"
+    AutogradLazy = "AutogradLazy"
+    AutogradMeta = "AutogradMeta"
+    AutogradPrivateUse1 = "AutogradPrivateUse1"
+    AutogradPrivateUse2 = "AutogradPrivateUse2"
+    AutogradPrivateUse3 = "AutogradPrivateUse3"
+
+
+def parse_key(text: str) -> DispatchKey:
+    """The key ``text`` names; ValueError naming the closest valid keys otherwise."""
+    try:
+        return DispatchKey(text.strip())
+    except ValueError:
+        lower = {k.value.lower(): k.value for k in DispatchKey}
+        close = [lower[c] for c in difflib.get_close_matches(text.strip().lower(), list(lower), n=5)]
+        raise ValueError(f"unknown dispatch key {text.strip()!r}" +
+                         (f"; did you mean {', '.join(close)}?" if close else "")) from None
+
+
+# Note [Composite keys]: one kernel registered under a composite key serves every
+# backend. Implicit ones are written with other ops, so autograd comes from those
+# ops (no derivatives.yaml entry); explicit ones carry their own derivative formula.
+# They explain why an op has "no CUDA kernel" yet runs on CUDA.
+COMPOSITE_KEYS: dict[str, str] = {
+    "CompositeImplicitAutograd": "one kernel for every backend, written with other ops; autograd comes from those "
+                                 "ops, so no derivatives.yaml entry is needed",
+    "CompositeImplicitAutogradNestedTensor": "CompositeImplicitAutograd for nested tensors",
+    "CompositeExplicitAutograd": "one kernel for every backend; autograd is given explicitly (derivatives.yaml), "
+                                 "and the kernel is used for all backends unless one has its own",
+    "CompositeExplicitAutogradNonFunctional": "like CompositeExplicitAutograd, but the kernel is not functional "
+                                              "(it mutates or views), so functionalization cannot use it as a "
+                                              "decomposition",
+}
+
+
+def is_composite(key: str) -> bool:
+    return key in COMPOSITE_KEYS
+
+
+def runs_on(key: str, backend: str) -> bool:
+    """Whether a kernel registered under ``key`` runs for tensors of ``backend`` (CPU, CUDA, ...)."""
+    return key == backend or key.endswith(backend) and key[: -len(backend)] in FUNCTIONALITIES or is_composite(key)

@@ -1,0 +1,218 @@
+"""The kinds of things TorchTalk records and links, as enums shared by every layer.
+
+Each enum's values are what the index stores, so renaming a value is a schema
+change (bump ``store.schema.SCHEMA_VERSION``). Enums are ``str`` subclasses: a
+value compares equal to its text, which keeps SQL parameters and JSON plain.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+
+if sys.version_info >= (3, 11):
+    from enum import StrEnum
+else:  # pragma: no cover - Python 3.10
+
+    class StrEnum(str, Enum):
+        def __str__(self) -> str:
+            return str(self.value)
+
+
+class Layer(StrEnum):
+    """Which extractor a file goes to (and which component of get_status it feeds)."""
+
+    OPS = "ops"  # native_functions.yaml, tags.yaml, derivatives.yaml
+    CPP = "cpp"  # C/C++/CUDA/ObjC++/Metal under aten/ c10/ torch/csrc/ functorch/
+    PYTHON = "python"  # torch/**.py
+    TESTS = "tests"  # test/**.py
+    GENERATED = "generated"  # what the tree's own generators write (<generated>/...)
+
+
+class FileStatus(StrEnum):
+    OK = "ok"
+    SKIPPED = "skipped"  # not read or not parsed at all (unreadable, not UTF-8, too big, ...)
+    ERROR = "error"  # parsed, with the facts that could be read; the reason says what failed
+
+
+class Variant(StrEnum):
+    """``variants:`` of a native_functions.yaml entry: ``torch.X`` and/or ``Tensor.X``."""
+
+    FUNCTION = "function"
+    METHOD = "method"
+
+
+class SymbolKind(StrEnum):
+    """What a C++/CUDA/ObjC++/Metal symbol is."""
+
+    FUNCTION = "function"
+    METHOD = "method"
+    CONSTRUCTOR = "constructor"
+    IMPL_FUNC = "impl_func"  # TORCH_IMPL_FUNC(x): at::native::structured_x::impl
+    META_FUNC = "meta_func"  # TORCH_META_FUNC(x): at::meta::structured_x::meta
+    PRECOMPUTE_META_FUNC = "precompute_meta_func"
+    GLOBAL_KERNEL = "global_kernel"  # __global__ (CUDA)
+    DEVICE_FUNCTION = "device_function"  # __device__ / C10_HOST_DEVICE free functions
+    METAL_KERNEL = "metal_kernel"  # kernel void f(...) in .metal shaders
+    LIBRARY_BLOCK = "library_block"  # TORCH_LIBRARY*(ns, m) { ... }
+    MACRO_BLOCK = "macro_block"  # NAME(args) { ... } at namespace scope (TEST(Suite, Case))
+    REGISTRATION_LAMBDA = "registration_lambda"  # a lambda given to a registration macro
+
+    @property
+    def is_gpu_kernel(self) -> bool:
+        return self in (SymbolKind.GLOBAL_KERNEL, SymbolKind.METAL_KERNEL)
+
+    @property
+    def is_structured(self) -> bool:
+        return self in (SymbolKind.IMPL_FUNC, SymbolKind.META_FUNC, SymbolKind.PRECOMPUTE_META_FUNC)
+
+
+class CallKind(StrEnum):
+    """How a call site is written."""
+
+    CALL = "call"  # f(...), ns::f(...)
+    METHOD = "method"  # x.f(...), x->f(...)
+    CONSTRUCT = "construct"  # T(...), T{...}, new T(...)
+    LAUNCH = "launch"  # kernel<<<grid, block>>>(...)
+    GPU_LAUNCH = "gpu_launch"  # gpu_kernel(iter, functor) and its kin: the functor runs on the GPU
+    REF = "ref"  # a function or DispatchStub named without being called (passed on, &f)
+
+    @property
+    def is_launch(self) -> bool:
+        return self in (CallKind.LAUNCH, CallKind.GPU_LAUNCH)
+
+
+class RegistrationKind(StrEnum):
+    """A macro or table entry that ties a name to a C++ function."""
+
+    DECLARE_DISPATCH = "declare_dispatch"  # DECLARE_DISPATCH(fn_type, stub): target is the fn type
+    DEFINE_DISPATCH = "define_dispatch"
+    REGISTER_DISPATCH = "register_dispatch"  # REGISTER_*DISPATCH(stub, &kernel): key is the backend
+    IMPL_FUNC = "impl_func"
+    META_FUNC = "meta_func"
+    LIBRARY_DEF = "library_def"  # m.def("schema") in TORCH_LIBRARY
+    LIBRARY_IMPL = "library_impl"  # m.impl("op", fn) in TORCH_LIBRARY_IMPL: key is the dispatch key
+    LIBRARY_FALLBACK = "library_fallback"
+    PYBIND_DEF = "pybind_def"  # .def("name", &fn) on a pybind11 module or class
+    PYMETHODDEF = "pymethoddef"  # {"name", fn, ...} in a PyMethodDef table
+
+    @property
+    def is_stub(self) -> bool:
+        return self in (RegistrationKind.DECLARE_DISPATCH, RegistrationKind.DEFINE_DISPATCH,
+                        RegistrationKind.REGISTER_DISPATCH)
+
+    @property
+    def is_python(self) -> bool:
+        return self in (RegistrationKind.PYBIND_DEF, RegistrationKind.PYMETHODDEF)
+
+
+class UsingKind(StrEnum):
+    NAMESPACE = "namespace"  # using namespace at::native;
+    DECLARATION = "declaration"  # using c10::maybe_wrap_dim;
+    ALIAS = "alias"  # namespace fx = at::native::fx;  /  using T = ...; (type aliases)
+
+
+class GeneratedKind(StrEnum):
+    """What generated code says in strings and comments, which C++ facts do not carry."""
+
+    PARSER_SIGNATURE = "parser_signature"  # THPVariable_x's PythonArgParser strings
+    BINDS_OP = "binds_op"  # "// aten::x.out(...)" above a dispatch lambda
+    GRAD_FN = "grad_fn"  # a VariableType kernel creating XBackward0
+
+
+class FormulaKind(StrEnum):
+    """Which side of derivatives.yaml a formula belongs to."""
+
+    INPUT = "input"  # backward formula for the named inputs
+    RESULT = "result"  # forward-mode formula for the named outputs
+    DISPATCH = "dispatch"  # a per-dispatch-key formula (AutogradNestedTensor:, AutogradCUDA:)
+
+
+class PyFunctionKind(StrEnum):
+    FUNCTION = "function"
+    METHOD = "method"
+    STATICMETHOD = "staticmethod"
+    CLASSMETHOD = "classmethod"
+    PROPERTY = "property"
+    ASYNC = "async"
+
+
+class PyOpRefKind(StrEnum):
+    """Where an op is given Python meaning."""
+
+    DECOMPOSITION = "decomposition"
+    REF = "ref"  # torch._refs
+    META = "meta"  # torch._meta_registrations
+    LOWERING = "lowering"  # torch._inductor.lowering
+    PYTHON_IMPL = "python_impl"  # @impl / torch.library
+    FALLBACK = "fallback"
+    FAKE = "fake"  # register_op_impl (FakeTensor)
+
+
+class InstantiationKind(StrEnum):
+    DEVICE_TYPE = "device_type"  # instantiate_device_type_tests
+    PARAMETRIZED = "parametrized"  # instantiate_parametrized_tests
+
+
+class UtilKind(StrEnum):
+    FUNCTION = "function"
+    CLASS = "class"
+    METHOD = "method"
+
+
+class PyApiKind(StrEnum):
+    """How a Python name reaches native code (the py_api link table)."""
+
+    FUNCTION = "function"  # torch.X from variants: function
+    METHOD = "method"  # Tensor.X from variants: method
+    PY_MODULE = "python_module"  # torch._C._nn.X, torch.linalg.X, ... from python_module:
+    FUNCTIONAL = "nn.functional"  # torch.nn.functional.X bound to a torch / torch._C name
+    ALIAS = "alias"  # a Python name assigned to another that reaches an op (torch.spmm = torch.mm)
+    DUNDER = "dunder"  # Tensor.__invert__ and kin, bound in torch/_tensor.py
+    GENERATED_BINDING = "generated_binding"  # THPVariable_X in the generated python_*_functions.cpp
+    PYMETHODDEF = "pymethoddef"  # a hand-written PyMethodDef entry (torch._C.X)
+    PYBIND = "pybind"  # a pybind11 .def
+
+
+class NodeKind(StrEnum):
+    """Typed nodes of the graph (graph/): what an answer can start from or reach."""
+
+    OP = "op"  # a native_functions.yaml overload (or one torchgen autogenerates)
+    CPP_FUNCTION = "cpp_function"
+    STUB = "stub"  # a DispatchStub
+    GPU_KERNEL = "gpu_kernel"  # __global__ / Metal kernel, or the functor of a launch helper
+    PY_FUNCTION = "py_function"
+    PY_CLASS = "py_class"
+    BINDING = "binding"  # a Python name bound to native code
+    WRAPPER = "wrapper"  # a generated Register<Key>.cpp wrapper
+    AUTOGRAD_NODE = "autograd_node"  # XBackward0 and its apply()
+    TEST = "test"
+    UNRESOLVED = "unresolved"  # a call whose target is not in the index (kept by name)
+
+
+class EdgeKind(StrEnum):
+    """Typed edges of the graph; each is defined (and crossed) in one place in graph/.
+
+    Note [Edge direction]: every edge points the way execution goes (caller to
+    callee, op to kernel, stub to registered kernel), so ``down`` follows calls and
+    ``up`` finds what reaches a node.
+    """
+
+    CALL = "call"  # C++ function -> C++ function it calls
+    DISPATCH_CALL = "dispatch_call"  # C++ function -> op it calls through the dispatcher
+    KERNEL = "kernel"  # op -> its kernel for one dispatch key (structured_delegate, ufunc, implicit)
+    OP_CALL = "op_call"  # op -> op its composite kernel calls
+    BACKWARD = "backward"  # op -> op its derivatives.yaml formula calls
+    STUB_CALL = "stub_call"  # C++ function -> DispatchStub it calls (or passes on)
+    STUB_KERNEL = "stub_kernel"  # DispatchStub -> kernel registered for one backend
+    LAUNCH = "launch"  # host function -> GPU kernel (<<<>>> or a launch helper's functor)
+    BINDING = "binding"  # Python name -> op or C++ function it is bound to
+    WRAPPER = "wrapper"  # op -> generated wrapper the dispatcher calls for one key
+    AUTOGRAD = "autograd"  # op -> the autograd node its Autograd kernel creates
+    PY_CALL = "py_call"  # Python function -> Python function, class or op it calls
+    REGISTERS = "registers"  # registration lambda -> the op or name it registers
+    UNRESOLVED = "unresolved"  # C++ function -> a call target not found in the index
+
+    @property
+    def crosses_dispatcher(self) -> bool:
+        return self in (EdgeKind.DISPATCH_CALL, EdgeKind.KERNEL, EdgeKind.OP_CALL, EdgeKind.WRAPPER)

@@ -1,0 +1,117 @@
+"""Facts of the Python sources under torch/ (ast), one file at a time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .facts import check_enum, check_line, ref, stored_id, stored_path
+from .kinds import PyFunctionKind, PyOpRefKind
+from .loc import Loc
+
+
+@dataclass(frozen=True, slots=True)
+class PyClass:
+    module: str  # "torch.nn.modules.linear"
+    qualname: str  # "Linear", "Outer.Inner"
+    name: str
+    bases: str  # JSON list of base expressions as written: ["Module"], ["nn.Module"], ["_ConvNd"]
+    line: int  # the "class" line
+    end_line: int
+    doc: str  # first line of the docstring
+    decorators: str  # JSON list of decorator source texts
+    id: int = stored_id()
+    path: str = stored_path()
+
+    def __post_init__(self) -> None:
+        check_line("PyClass", self.line, self.end_line)
+
+    @property
+    def loc(self) -> Loc:
+        return Loc(self.path, self.line)
+
+
+@dataclass(frozen=True, slots=True)
+class PyFunction:
+    module: str
+    qualname: str  # "Linear.forward", "linear"; nested defs: "outer.<locals>.inner"
+    name: str
+    cls: str  # enclosing class qualname or "" (also "" for defs nested in a def)
+    signature: str  # "(self, input: Tensor) -> Tensor" with defaults, X | None, *args, kw-only
+    line: int  # the "def" line
+    end_line: int
+    doc: str
+    decorators: str  # JSON list of decorator source texts
+    kind: PyFunctionKind
+    id: int = stored_id()
+    path: str = stored_path()
+
+    def __post_init__(self) -> None:
+        check_line("PyFunction", self.line, self.end_line)
+        check_enum("PyFunction", "kind", self.kind, PyFunctionKind)
+
+    @property
+    def loc(self) -> Loc:
+        return Loc(self.path, self.line)
+
+
+@dataclass(frozen=True, slots=True)
+class PyCall:
+    func: int = ref("PyFunction")  # the enclosing function, NO_REF at module level
+    callee: str  # dotted as written: "F.linear", "torch._C._nn.linear", "self._conv_forward";
+    #              a call through a local alias (func = _single_tensor_sgd; func()) names the target
+    line: int
+    id: int = stored_id()
+    path: str = stored_path()
+
+    def __post_init__(self) -> None:
+        check_line("PyCall", self.line)
+
+    @property
+    def loc(self) -> Loc:
+        return Loc(self.path, self.line)
+
+
+@dataclass(frozen=True, slots=True)
+class PyImport:
+    alias: str  # local name bound: "F", "torch", "linear"; "*" for a star import
+    target: str  # absolute dotted target (relative imports resolved): "torch.nn.functional";
+    #              for "*", the module star-imported
+    line: int
+    id: int = stored_id()
+    path: str = stored_path()
+
+
+@dataclass(frozen=True, slots=True)
+class PyAssign:
+    """Module-level ``name = <dotted>`` or ``name = wrapper(<dotted>, ...)`` (``_add_docstr``)."""
+
+    name: str  # "relu", or "Tensor.__invert__" for an assignment in a class body
+    value: str  # dotted name it refers to: "torch._C._nn.linear"
+    line: int
+    id: int = stored_id()
+    path: str = stored_path()
+
+    @property
+    def loc(self) -> Loc:
+        return Loc(self.path, self.line)
+
+
+@dataclass(frozen=True, slots=True)
+class PyOpRef:
+    """Where an op is given Python meaning: decompositions, refs, meta, Inductor lowerings."""
+
+    kind: PyOpRefKind
+    op: str  # "aten.linear", "aten.add.Tensor", "aten.add"; other torch.ops namespaces as
+    #          "prims.xor_sum"; Python callables lowered by path as "torch.as_tensor"
+    func: int = ref("PyFunction")  # NO_REF if not attached to a function
+    line: int
+    id: int = stored_id()
+    path: str = stored_path()
+
+    def __post_init__(self) -> None:
+        check_line("PyOpRef", self.line)
+        check_enum("PyOpRef", "kind", self.kind, PyOpRefKind)
+
+    @property
+    def loc(self) -> Loc:
+        return Loc(self.path, self.line)

@@ -1,0 +1,100 @@
+"""Facts of the tests (test/**, torch/testing/_internal/**), one file at a time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .facts import check_enum, check_line, ref, stored_id, stored_path
+from .kinds import InstantiationKind, UtilKind
+from .loc import Loc
+
+
+@dataclass(frozen=True, slots=True)
+class TestClass:
+    __test__ = False  # not a pytest class
+    name: str
+    bases: str  # JSON list as written
+    line: int
+    end_line: int
+    decorators: str  # JSON list
+    id: int = stored_id()
+    path: str = stored_path()
+
+    def __post_init__(self) -> None:
+        check_line("TestClass", self.line, self.end_line)
+
+    @property
+    def loc(self) -> Loc:
+        return Loc(self.path, self.line)
+
+
+@dataclass(frozen=True, slots=True)
+class TestMethod:
+    __test__ = False  # not a pytest class
+    cls: int = ref("TestClass")  # NO_REF for module-level test functions
+    name: str  # "test_softmax"
+    line: int
+    end_line: int
+    decorators: str  # JSON list: ["dtypes(torch.float, torch.double)", "onlyCUDA", "ops(op_db)"]
+    touches: str  # space-separated names the body uses: "torch.cumsum .cumsum F.softmax nn.Linear"
+    id: int = stored_id()
+    path: str = stored_path()
+
+    def __post_init__(self) -> None:
+        check_line("TestMethod", self.line, self.end_line)
+
+    @property
+    def loc(self) -> Loc:
+        return Loc(self.path, self.line)
+
+
+@dataclass(frozen=True, slots=True)
+class TestInstantiation:
+    __test__ = False  # not a pytest class
+    kind: InstantiationKind
+    cls: str  # generic class name as passed
+    line: int
+    options: str  # JSON of keyword options (only_for, except_for, allow_mps, ...)
+    id: int = stored_id()
+    path: str = stored_path()
+
+    def __post_init__(self) -> None:
+        check_enum("TestInstantiation", "kind", self.kind, InstantiationKind)
+
+
+@dataclass(frozen=True, slots=True)
+class OpInfoEntry:
+    name: str  # OpInfo('cumsum', ...) first argument
+    ctor: str  # OpInfo | UnaryUfuncInfo | BinaryUfuncInfo | ReductionOpInfo | ...
+    aten_name: str
+    variant_test_name: str
+    aliases: str  # space-separated
+    line: int
+    db: str  # the list it belongs to ("op_db", "python_ref_db", ...) or ""
+    id: int = stored_id()
+    path: str = stored_path()
+
+    @property
+    def loc(self) -> Loc:
+        return Loc(self.path, self.line)
+
+
+@dataclass(frozen=True, slots=True)
+class TestUtil:
+    """A helper defined in torch/testing/_internal, classified from its source."""
+
+    __test__ = False  # not a pytest class
+    name: str  # "instantiate_device_type_tests", "TestCase.assertEqual"
+    kind: UtilKind
+    category: str  # fixtures | assertions | decorators | opinfo | other (rules: extract/testutils.py)
+    line: int
+    doc: str  # one line
+    id: int = stored_id()
+    path: str = stored_path()
+
+    def __post_init__(self) -> None:
+        check_enum("TestUtil", "kind", self.kind, UtilKind)
+
+    @property
+    def loc(self) -> Loc:
+        return Loc(self.path, self.line)
