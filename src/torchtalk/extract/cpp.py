@@ -8,11 +8,13 @@ keeps line numbers. Pure: the only state is a per-process cache of parsers and q
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .cpp_macros import expand_same_file
 from .cpp_prep import blank_macros, finish_objc, prepare_objc, resolve_conditionals
 from .cpp_text import scan_scopes
 from .cpp_walk import QUERY, Walker
-from .facts import FileFacts
+from ..model import CallSite, CppSymbol, FileFacts, Registration, Using
 
 _CUDA_EXT = (".cu", ".cuh")
 _RETRY_DAMAGE = 3000  # measured: catches most files a retry improves, at ~1/10 of the cost
@@ -44,18 +46,12 @@ _SIBLINGS_PER_SLICE = 512
 
 
 def empty_facts() -> FileFacts:
-    return {"CppSymbol": [], "CppCall": [], "CppRegistration": [], "CppUsing": []}
+    return {CppSymbol: [], CallSite: [], Registration: [], Using: []}
 
 
 def extract_cpp(relpath: str, data: bytes) -> FileFacts:
-    """Facts of one C/C++/CUDA/ObjC++ file. Never raises: problems mean fewer facts."""
-    try:
-        return _extract(relpath, data)
-    except Exception:  # a bad file must not stop an index run
-        return empty_facts()
-
-
-def _extract(relpath: str, data: bytes) -> FileFacts:
+    """Facts of one C/C++/CUDA/ObjC++ file. Damaged code costs facts, not the file (tree-sitter
+    recovers); a bug in the walker raises, and the worker records it against the file."""
     low = relpath.lower()
     objc = low.endswith(".mm")
     if objc:
@@ -100,7 +96,7 @@ def _extract(relpath: str, data: bytes) -> FileFacts:
     if scopes is None or top < min(_CHUNK_DAMAGE, len(buf) // 8):
         w = Walker(buf.decode("latin-1"), tree.root_node, caps, **common)
         w.run()
-        return {"CppSymbol": w.syms, "CppCall": w.calls, "CppRegistration": w.regs, "CppUsing": w.usings}
+        return {CppSymbol: w.syms, CallSite: w.calls, Registration: w.regs, Using: w.usings}
     # Damage reaches namespace scope: parse each top-level item on its own, so one bad
     # statement costs at most the function or class that holds it.
     return _by_slices(buf, _merge_small(buf, scopes.chunks), parser, captures, common)
@@ -138,11 +134,11 @@ def _merge_small(buf: bytes, chunks: list[tuple[int, int]]) -> list[tuple[int, i
 
 
 def _append(out: FileFacts, w: Walker) -> None:
-    base = len(out["CppSymbol"])
-    out["CppSymbol"].extend(w.syms)
-    out["CppCall"].extend(c._replace(caller=c.caller + base) if c.caller >= 0 else c for c in w.calls)
-    out["CppRegistration"].extend(r._replace(scope=r.scope + base) if r.scope >= 0 else r for r in w.regs)
-    out["CppUsing"].extend(w.usings)
+    base = len(out[CppSymbol])
+    out[CppSymbol].extend(w.syms)
+    out[CallSite].extend(replace(c, caller=c.caller + base) if c.caller >= 0 else c for c in w.calls)
+    out[Registration].extend(replace(r, scope=r.scope + base) if r.scope >= 0 else r for r in w.regs)
+    out[Using].extend(w.usings)
 
 
 def _top_level_errors(root) -> int:

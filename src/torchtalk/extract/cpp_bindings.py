@@ -4,13 +4,9 @@ pybind11 ``.def*`` chains (any receiver; ``py::class_`` chains name the class)."
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
-
 from .cpp_text import call_args, clean_target, collapse, string_value
-from .facts import CppRegistration
-
-if TYPE_CHECKING:
-    from .cpp_walk import Walker
+from ..model import Registration, RegistrationKind
+from .cpp_state import WalkState
 
 PYBIND = frozenset({
     "def", "def_static", "def_property", "def_property_readonly", "def_readonly",
@@ -27,7 +23,7 @@ def u(s: str) -> str:
     return s if s.isascii() else s.encode("latin-1").decode("utf-8", "replace")
 
 
-def record_binding(w: Walker, n, f, method: str, caller: int, lib) -> bool:
+def record_binding(w: WalkState, n, f, method: str, caller: int, lib) -> bool:
     """m.def / m.impl / m.fallback (TORCH_LIBRARY) and pybind11 .def*; True if recorded."""
     args_node = n.child_by_field_name("arguments")
     if args_node is None:
@@ -44,7 +40,7 @@ def record_binding(w: Walker, n, f, method: str, caller: int, lib) -> bool:
     if method == "fallback":
         if lib is None or len(args) != 1:
             return False
-        w.regs.append(CppRegistration("library_fallback", "", clean_target(first, line),
+        w.regs.append(Registration(RegistrationKind.LIBRARY_FALLBACK, "", clean_target(first, line),
                                       lib[1], line, f"{recv_text[:_RECV_MAX]}.fallback", caller))
         return True
     if method == "impl":
@@ -55,7 +51,7 @@ def record_binding(w: Walker, n, f, method: str, caller: int, lib) -> bool:
         if len(args) > 1:
             key, target = _dispatch_arg(w.t(args[1]), key, line)
         op = name.split("(", 1)[0].strip().rsplit("::", 1)[-1]
-        w.regs.append(CppRegistration("library_impl", u(op), u(target), key, line,
+        w.regs.append(Registration(RegistrationKind.LIBRARY_IMPL, u(op), u(target), key, line,
                                       f"{recv_text[:_RECV_MAX]}.impl", caller))
         return True
     plain_recv = recv is not None and recv.type == "identifier"
@@ -68,7 +64,7 @@ def record_binding(w: Walker, n, f, method: str, caller: int, lib) -> bool:
             if not at.startswith("{") and "Tag::" not in at:
                 target = clean_target(at, line)
                 break
-        w.regs.append(CppRegistration("library_def", u(head.rsplit("::", 1)[-1]), u(target), ns,
+        w.regs.append(Registration(RegistrationKind.LIBRARY_DEF, u(head.rsplit("::", 1)[-1]), u(target), ns,
                                       line, u(collapse(name)), caller))
         return True
     if name is None:
@@ -81,11 +77,11 @@ def record_binding(w: Walker, n, f, method: str, caller: int, lib) -> bool:
     if name == "__init__" and len(args) >= 1 and not target:
         target = clean_target(first, line)
     pyname = f"{cls}.{name}" if cls else name
-    w.regs.append(CppRegistration("pybind_def", u(pyname), u(target), u(key), line, f".{method}", caller))
+    w.regs.append(Registration(RegistrationKind.PYBIND_DEF, u(pyname), u(target), u(key), line, f".{method}", caller))
     return True
 
 
-def _pybind_root(w: Walker, n, recv) -> tuple[str, str]:
+def _pybind_root(w: WalkState, n, recv) -> tuple[str, str]:
     """(receiver text at the root of a .def chain, python class name or "")."""
     seen = [n.id]
     r = recv
@@ -109,7 +105,7 @@ def _pybind_root(w: Walker, n, recv) -> tuple[str, str]:
     return res
 
 
-def _classify_root(w: Walker, r) -> tuple[str, str]:
+def _classify_root(w: WalkState, r) -> tuple[str, str]:
     if r is None:
         return "", ""
     text = collapse(w.t(r))
@@ -129,7 +125,7 @@ def _classify_root(w: Walker, r) -> tuple[str, str]:
     return text[:_KEY_MAX], cls
 
 
-def _class_var(w: Walker, var: str, pos: int) -> str:
+def _class_var(w: WalkState, var: str, pos: int) -> str:
     """Python class bound to a variable: ``py::class_<X> cls(m, "X")`` or ``auto cls = ...``."""
     if w.class_vars is None:
         w.class_vars = []

@@ -9,13 +9,9 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from typing import TYPE_CHECKING
-
 from .cpp_text import call_args, clean_target, collapse, match_close, skip_quoted, split_args, string_value
-from .facts import CppRegistration
-
-if TYPE_CHECKING:
-    from .cpp_walk import Walker
+from ..model import Registration, RegistrationKind
+from .cpp_state import WalkState
 
 _DISPATCH = re.compile(r"\b((?:ALSO_)?REGISTER_(?:\w+_)?DISPATCH|DECLARE_DISPATCH|DEFINE_DISPATCH)\s*\(")
 _ARCH_KEY = {
@@ -56,7 +52,7 @@ class Regs:
         "ALSO_REGISTER_SVE256_DISPATCH", "REGISTER_NO_AVX512_DISPATCH",
     })
 
-    def __init__(self, w: Walker) -> None:
+    def __init__(self, w: WalkState) -> None:
         self.w = w
         self.text = w.text
         self._nl: list[int] | None = None
@@ -97,9 +93,9 @@ class Regs:
             if macro == "DECLARE_DISPATCH":
                 if len(args) < 2:
                     continue
-                reg = ("declare_dispatch", args[-1], args[0], "")
+                reg = (RegistrationKind.DECLARE_DISPATCH, args[-1], args[0], "")
             elif macro == "DEFINE_DISPATCH":
-                reg = ("define_dispatch", args[0], "", "")
+                reg = (RegistrationKind.DEFINE_DISPATCH, args[0], "", "")
             else:
                 if macro == "REGISTER_ARCH_DISPATCH":
                     fn = args[2] if len(args) > 2 else ""
@@ -108,9 +104,9 @@ class Regs:
                 else:
                     fn = args[1] if len(args) > 1 else ""
                 key = path_key if macro == "REGISTER_DISPATCH" else _ARCH_KEY.get(macro, "CPU")
-                reg = ("register_dispatch", args[0], clean_target(fn, line), key)
+                reg = (RegistrationKind.REGISTER_DISPATCH, args[0], clean_target(fn, line), key)
             kind, name, target, key = reg
-            self.w.regs.append(CppRegistration(kind, name, target, key, line, macro, scope))
+            self.w.regs.append(Registration(kind, name, target, key, line, macro, scope))
 
     def tables(self) -> None:
         text = self.text
@@ -128,7 +124,7 @@ class Regs:
                     continue
                 line = self.line_at(start)
                 target = clean_target(fields[1], line) if len(fields) > 1 else ""
-                self.w.regs.append(CppRegistration("pymethoddef", name, target, table, line, table, scope))
+                self.w.regs.append(Registration(RegistrationKind.PYMETHODDEF, name, target, table, line, table, scope))
 
 
 def _braced_items(text: str, i: int, end: int):

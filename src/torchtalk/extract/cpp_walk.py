@@ -15,7 +15,7 @@ from bisect import bisect_left, bisect_right
 from .cpp_bindings import BINDING_METHODS, record_binding, u
 from .cpp_regs import Regs
 from .cpp_text import Scopes, collapse, norm_params, split_scope, strip_templates
-from .facts import CppCall, CppRegistration, CppSymbol, CppUsing
+from ..model import CallKind, CallSite, CppSymbol, Registration, RegistrationKind, SymbolKind, Using, UsingKind
 
 QUERY = """
 (namespace_definition) @ns
@@ -34,11 +34,11 @@ QUERY = """
 _ORDER = {"ns": 0, "cls": 1, "def": 2, "decl": 3, "using": 4, "call": 5, "new": 6}
 
 _STRUCTURED = {
-    "TORCH_IMPL_FUNC": ("impl_func", "impl"),
-    "TORCH_META_FUNC": ("meta_func", "meta"),
-    "TORCH_META_FUNC2": ("meta_func", "meta"),
-    "TORCH_PRECOMPUTE_META_FUNC": ("precompute_meta_func", "meta"),
-    "TORCH_PRECOMPUTE_META_FUNC2": ("precompute_meta_func", "meta"),
+    "TORCH_IMPL_FUNC": (SymbolKind.IMPL_FUNC, "impl"),
+    "TORCH_META_FUNC": (SymbolKind.META_FUNC, "meta"),
+    "TORCH_META_FUNC2": (SymbolKind.META_FUNC, "meta"),
+    "TORCH_PRECOMPUTE_META_FUNC": (SymbolKind.PRECOMPUTE_META_FUNC, "meta"),
+    "TORCH_PRECOMPUTE_META_FUNC2": (SymbolKind.PRECOMPUTE_META_FUNC, "meta"),
 }
 _LIBRARY = {"TORCH_LIBRARY", "TORCH_LIBRARY_FRAGMENT", "TORCH_LIBRARY_IMPL"}
 GPU_HELPERS = frozenset({
@@ -82,9 +82,9 @@ class Walker:
         self.base = byte_base
         self.line_base = line_base
         self.syms: list[CppSymbol] = []
-        self.calls: list[CppCall] = []
-        self.regs: list[CppRegistration] = []
-        self.usings: list[CppUsing] = []
+        self.calls: list[CallSite] = []
+        self.regs: list[Registration] = []
+        self.usings: list[Using] = []
         self.defs: list[tuple[int, int, int]] = []  # (start, end, symbol index) of definitions
         self.namespaces: set[str] = set(_COMMON_NS)
         if scopes is not None:
@@ -170,15 +170,15 @@ class Walker:
                 best = i
         return best
 
-    def _cuda_kind(self, def_start: int, name_start: int) -> str:
+    def _cuda_kind(self, def_start: int, name_start: int) -> SymbolKind | None:
         lo = max(self.text.rfind(";", 0, def_start), self.text.rfind("{", 0, def_start),
                  self.text.rfind("}", 0, def_start)) + self.base
-        for positions, kind in ((self.glob_pos, "global_kernel"), (self.dev_pos, "device_function")):
+        for positions, kind in ((self.glob_pos, SymbolKind.GLOBAL_KERNEL), (self.dev_pos, SymbolKind.DEVICE_FUNCTION)):
             if positions:
                 i = bisect_left(positions, lo + 1)
                 if i < len(positions) and positions[i] < name_start + self.base:
                     return kind
-        return ""
+        return None
 
     def _fn_declarator(self, d):
         """(function_declarator or None, name node, params node) below a declarator."""
@@ -206,7 +206,7 @@ class Walker:
         if name_node is None:
             return keep
         lib = cur[4]
-        kind = ""
+        kind: SymbolKind | None = None
         nt = name_node.type
         in_body = cur[3] >= 0 and cur[5] is None  # directly inside a function body
         if fd is None:  # conversion operator: name runs up to the parameter list
@@ -222,14 +222,14 @@ class Walker:
                 name = "_".join(margs[:2]) if mname.endswith("2") else margs[0]
                 inner = (f"structured_{name}", suffix)
                 idx = self._symbol(name, scope + inner, ptext, kind, n, name_node, True)
-                reg_kind = "impl_func" if kind == "impl_func" else "meta_func"
-                self.regs.append(CppRegistration(reg_kind, name, "::".join(scope + inner), "",
-                                                 self.line(name_node), mname, idx))
+                reg_kind = RegistrationKind.IMPL_FUNC if kind is SymbolKind.IMPL_FUNC else RegistrationKind.META_FUNC
+                self.regs.append(Registration(reg_kind, name, "::".join(scope + inner), "",
+                                              self.line(name_node), mname, idx))
                 return (end, cur[1], cur[2] + inner, idx, lib, None)
             name, parts = f"{mname}({', '.join(margs)})", []
             if in_body or _garbled(name):
                 return keep
-            kind = "macro_block"
+            kind = SymbolKind.MACRO_BLOCK
         elif nt == "parenthesized_declarator":
             return keep
         else:
@@ -248,36 +248,36 @@ class Walker:
                     key = margs[1] if name == "TORCH_LIBRARY_IMPL" else ""
                     label = f"{name}({ns}, {key})" if key else f"{name}({ns})"
                     lib = (ns, key)
-                    kind = "library_block"
+                    kind = SymbolKind.LIBRARY_BLOCK
                 elif _garbled(label):  # "FOO(int, x); } void g()": error recovery, not a block
                     return keep
                 else:
-                    kind = "macro_block"
+                    kind = SymbolKind.MACRO_BLOCK
                 idx = self._symbol(label, self.scope(cur, n.start_byte) + (label,), "", kind, n, name_node, True)
                 return (end, cur[1], cur[2] + (label,), idx, lib, None)
         inner = tuple(parts) + (name,)
-        if not kind:
+        if kind is None:
             kind = self._kind(n, name_node, name, parts, cur[5])
         ptext = norm_params(self.t(params)) if params is not None else "()"
         idx = self._symbol(name, self.scope(cur, n.start_byte) + inner, ptext, kind, n, name_node,
                            n.child_by_field_name("body") is not None)
         return (end, cur[1], cur[2] + inner, idx, lib, None)
 
-    def _kind(self, n, name_node, name: str, parts, cls) -> str:
+    def _kind(self, n, name_node, name: str, parts, cls) -> SymbolKind:
         if self.glob_pos or self.dev_pos:
             p = n.parent
             start = p.start_byte if p is not None and p.type == "template_declaration" else n.start_byte
             ck = self._cuda_kind(start, name_node.start_byte)
-            if ck == "global_kernel" or (ck and not cls and not parts):
+            if ck is SymbolKind.GLOBAL_KERNEL or (ck is not None and not cls and not parts):
                 return ck
         if parts:
             owner = parts[-1]
             if owner == name:
-                return "constructor"
-            return "function" if owner in self.namespaces else "method"
+                return SymbolKind.CONSTRUCTOR
+            return SymbolKind.FUNCTION if owner in self.namespaces else SymbolKind.METHOD
         if cls:
-            return "constructor" if name == cls else "method"
-        return "function"
+            return SymbolKind.CONSTRUCTOR if name == cls else SymbolKind.METHOD
+        return SymbolKind.FUNCTION
 
     def _symbol(self, name, qual, params, kind, n, name_node, is_def) -> int:
         line = name_node.start_point[0] + 1 + self.line_base
@@ -321,7 +321,7 @@ class Walker:
             return
         ty = f.type
         qual = ""
-        kind = "call"
+        kind = CallKind.CALL
         detail = ""
         if ty == "identifier":
             callee = self.t(f)
@@ -346,20 +346,20 @@ class Walker:
             qual = collapse(self.t(recv)) if recv is not None else ""
             if len(qual) > _RECV_MAX:
                 qual = qual[:_RECV_MAX]
-            kind = "method"
+            kind = CallKind.METHOD
         else:
             return
         if not callee or callee in _CASTS:
             return
         if self.is_cuda and n.child_count > 2 and n.child(1).type == "kernel_call_syntax":
-            kind = "launch"
+            kind = CallKind.LAUNCH
             detail = collapse(self.t(n.child(1)).strip("<> \n"))
         elif callee in GPU_HELPERS:
-            kind = "gpu_launch"
+            kind = CallKind.GPU_LAUNCH
             detail = self._functor(n, f)
         elif callee in Regs.MACROS:
             return  # handled as a registration
-        self.calls.append(CppCall(caller, callee, u(qual), self.line(n), kind, u(detail)))
+        self.calls.append(CallSite(caller, callee, u(qual), self.line(n), kind, u(detail)))
 
     def _functor(self, n, f) -> str:
         args = n.child_by_field_name("arguments")
@@ -390,16 +390,18 @@ class Walker:
             return
         parts, callee = split_scope(strip_templates(self.t(ty)))
         if callee:
-            self.calls.append(CppCall(caller, callee, "::".join(parts), self.line(n), "construct", ""))
+            self.calls.append(CallSite(caller, callee, "::".join(parts), self.line(n), CallKind.CONSTRUCT, ""))
 
     def _using(self, n, cur) -> None:
-        if n.child_count < 3 or n.child(1).type != "namespace":
-            return
         target = n.named_child(0)
-        if target is None:
+        if target is None or n.child_count < 3:
             return
-        self.usings.append(CppUsing(self.t(target).replace(" ", ""), self.line(n),
-                                    "::".join(self.scope(cur, n.start_byte))))
+        name = strip_templates(self.t(target)).replace(" ", "").lstrip(":")
+        scope = "::".join(self.scope(cur, n.start_byte))
+        if n.child(1).type == "namespace":
+            self.usings.append(Using(UsingKind.NAMESPACE, name, "", self.line(n), scope))
+        elif "::" in name:  # using c10::maybe_wrap_dim; brings one name into this scope
+            self.usings.append(Using(UsingKind.DECLARATION, name, name.rsplit("::", 1)[1], self.line(n), scope))
 
 
 def _garbled(label: str) -> bool:

@@ -13,7 +13,7 @@ import bisect
 import re
 
 from .cpp import extract_cpp
-from .facts import FileFacts, GeneratedFact
+from ..model import CppSymbol, FileFacts, GeneratedFact, GeneratedKind
 
 _PARSER_START = re.compile(rb"static PythonArgParser parser\(\{")
 _STRING = re.compile(rb'"((?:[^"\\]|\\.)*)"')
@@ -34,7 +34,7 @@ def _enclosing(symbols, line: int) -> int:
 
 def extract_generated(relpath: str, data: bytes) -> FileFacts:
     facts = extract_cpp(relpath, data)
-    symbols = facts.get("CppSymbol", [])
+    symbols = facts.get(CppSymbol, [])
     name = relpath.rsplit("/", 1)[-1]
     starts = [0]
     starts += [m.end() for m in re.finditer(rb"\n", data)]
@@ -54,12 +54,12 @@ def extract_generated(relpath: str, data: bytes) -> FileFacts:
                 if s is None:
                     break
                 line = line_at(s.start())
-                rows.append(GeneratedFact("parser_signature", s.group(1).decode("utf-8", "replace"), line,
+                rows.append(GeneratedFact(GeneratedKind.PARSER_SIGNATURE, s.group(1).decode("utf-8", "replace"), line,
                                           _enclosing(symbols, line)))
                 pos = s.end()
         for m in _BINDS.finditer(data):
             line = line_at(m.start(1))
-            rows.append(GeneratedFact("binds_op", m.group(1).decode(), line, _enclosing(symbols, line)))
+            rows.append(GeneratedFact(GeneratedKind.BINDS_OP, m.group(1).decode(), line, _enclosing(symbols, line)))
     if name.startswith("VariableType"):
         seen = set()
         for m in _GRAD_FN.finditer(data):
@@ -67,6 +67,6 @@ def extract_generated(relpath: str, data: bytes) -> FileFacts:
             scope = _enclosing(symbols, line)
             if (scope, m.group(1)) not in seen:
                 seen.add((scope, m.group(1)))
-                rows.append(GeneratedFact("grad_fn", m.group(1).decode(), line, scope))
-    facts["GeneratedFact"] = rows
+                rows.append(GeneratedFact(GeneratedKind.GRAD_FN, m.group(1).decode(), line, scope))
+    facts[GeneratedFact] = rows
     return facts

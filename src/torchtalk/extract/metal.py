@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .facts import CppSymbol, FileFacts
+from ..model import CppSymbol, FileFacts, SymbolKind
 
 _KERNEL = re.compile(rb"^[ \t]*(?:template\s*<[^>]*>\s*)?kernel\s+void\s+([A-Za-z_]\w*)\s*\(", re.M)
 
@@ -19,5 +19,5 @@ def extract_metal(relpath: str, data: bytes) -> FileFacts:
     for m in _KERNEL.finditer(data):
         line = data.count(b"\n", 0, m.start(1)) + 1
         name = m.group(1).decode()
-        rows.append(CppSymbol(name, name, "", "metal_kernel", line, line, True, ""))
-    return {"CppSymbol": rows}
+        rows.append(CppSymbol(name, name, "", SymbolKind.METAL_KERNEL, line, line, True, ""))
+    return {CppSymbol: rows}

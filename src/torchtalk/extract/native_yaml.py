@@ -10,8 +10,22 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .facts import Derivative, DerivativeFormula, FileFacts, Op, OpDispatch, Tag
-from .schema import SchemaError, parse_schema
+from ..model import (
+    Derivative,
+    DispatchKey,
+    DerivativeFormula,
+    FileFacts,
+    FileProblems,
+    FormulaKind,
+    FunctionSchema,
+    Op,
+    OpDispatch,
+    SchemaError,
+    Tag,
+    Variant,
+    parse_key,
+)
+from ..model import autogen
 from .yamlnodes import YamlError, end_line_of, line_of, load_with_nodes, mapping_items
 
 NATIVE_FUNCTIONS = "aten/src/ATen/native/native_functions.yaml"
@@ -31,6 +45,22 @@ def _joined(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return ", ".join(str(v) for v in value)
     return str(value)
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    """A YAML field that holds one name or a comma-joined / list of names."""
+    if value is None:
+        return ()
+    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    return tuple(str(v).strip() for v in items if str(v).strip())
+
+
+def _variants(value: Any, where: str) -> frozenset[Variant]:
+    names = _names(value) or ("function",)
+    try:
+        return frozenset(Variant(v) for v in names)
+    except ValueError:
+        raise ValueError(f"{where}: variants {value!r}; valid: function, method") from None
 
 
 def _json_or_empty(value: Any) -> str:
@@ -54,53 +84,99 @@ def extract_native_functions(relpath: str, data: bytes) -> FileFacts:
     entries, errors = _entries(relpath, data)
     ops: list[Op] = []
     dispatch: list[OpDispatch] = []
+    autogen_lines: dict[int, int] = {}  # op index -> line of its autogen: field
     for entry, node in entries:
         func = entry.get("func")
         if not isinstance(func, str):
             errors.append(f"{relpath}:{line_of(node)}: entry without a func: string")
             continue
+        where = f"{relpath}:{line_of(node)}"
         try:
-            schema = parse_schema(func)
-        except SchemaError as exc:
-            errors.append(f"{relpath}:{line_of(node)}: {exc}")
+            schema = FunctionSchema.parse(func)
+            loops = entry.get("ufunc_inner_loop") or {}
+            op = Op(
+                name=schema.name,
+                overload=schema.overload,
+                full_name=schema.full_name,
+                schema=schema,
+                line=line_of(node),
+                end_line=end_line_of(node),
+                variants=_variants(entry.get("variants"), where),
+                python_module=_joined(entry.get("python_module")),
+                structured=bool(entry.get("structured", False)),
+                structured_delegate=_joined(entry.get("structured_delegate")),
+                structured_inherits=_joined(entry.get("structured_inherits")),
+                precomputed=_json_or_empty(entry.get("precomputed")),
+                ufunc_inner_loop=tuple((str(k), str(v)) for k, v in loops.items()),
+                autogen=_names(entry.get("autogen")),
+                tags=_names(entry.get("tags")),
+                device_check=_joined(entry.get("device_check")),
+                device_guard=_joined(entry.get("device_guard")),
+                manual_cpp_binding=bool(entry.get("manual_cpp_binding", False)),
+                category_override=_joined(entry.get("category_override")),
+                cpp_no_default_args=_names(entry.get("cpp_no_default_args")),
+                extra=_json_or_empty({k: v for k, v in entry.items() if k not in _MODELED}),
+            )
+        except (SchemaError, ValueError) as exc:
+            errors.append(f"{where}: {exc}")
             continue
         nodes = dict(mapping_items(node))
         op_index = len(ops)
-        ops.append(Op(
-            name=schema.name,
-            overload=schema.overload,
-            full_name=schema.full_name,
-            schema=func,
-            line=line_of(node),
-            end_line=end_line_of(node),
-            arguments=json.dumps([a.__dict__ for a in schema.arguments]),
-            returns=json.dumps([r.__dict__ for r in schema.returns]),
-            variants=_joined(entry.get("variants")) or "function",
-            python_module=_joined(entry.get("python_module")),
-            structured=bool(entry.get("structured", False)),
-            structured_delegate=_joined(entry.get("structured_delegate")),
-            structured_inherits=_joined(entry.get("structured_inherits")),
-            precomputed=_json_or_empty(entry.get("precomputed")),
-            ufunc_inner_loop=_json_or_empty(entry.get("ufunc_inner_loop")),
-            autogen=_joined(entry.get("autogen")),
-            tags=_joined(entry.get("tags")),
-            device_check=_joined(entry.get("device_check")),
-            device_guard=_joined(entry.get("device_guard")),
-            manual_cpp_binding=bool(entry.get("manual_cpp_binding", False)),
-            category_override=_joined(entry.get("category_override")),
-            cpp_no_default_args=_joined(entry.get("cpp_no_default_args")),
-            is_inplace=schema.is_inplace,
-            is_out=schema.is_out,
-            extra=_json_or_empty({k: v for k, v in entry.items() if k not in _MODELED}),
-        ))
+        ops.append(op)
+        if op.autogen and "autogen" in nodes:
+            autogen_lines[op_index] = line_of(nodes["autogen"])
         for keys, kernel_node in mapping_items(nodes.get("dispatch")):
             for key in keys.split(","):
-                if key.strip():
-                    dispatch.append(OpDispatch(op_index, key.strip(), str(kernel_node.value), line_of(kernel_node)))
-    facts: FileFacts = {"Op": ops, "OpDispatch": dispatch}
+                if not key.strip():
+                    continue
+                try:
+                    dispatch.append(OpDispatch(op_index, parse_key(key), str(kernel_node.value), line_of(kernel_node)))
+                except ValueError as exc:
+                    errors.append(f"{relpath}:{line_of(kernel_node)}: {exc}")
+    _add_autogen(ops, dispatch, autogen_lines)
+    facts: FileFacts = {Op: ops, OpDispatch: dispatch}
     if errors:
-        facts["errors"] = errors
+        facts[FileProblems] = errors
     return facts
+
+
+def _composite_implicit(op: Op, keys: set[str]) -> bool:
+    return (not keys and not op.structured_delegate) or "CompositeImplicitAutograd" in keys
+
+
+def _add_autogen(ops: list[Op], dispatch: list[OpDispatch], lines: dict[int, int]) -> None:
+    """The ops torchgen generates from autogen: lines (Note [autogen] in model/autogen.py), each with
+    the one CompositeExplicitAutograd kernel torchgen writes for it."""
+    keys: dict[int, set[str]] = {}
+    for d in dispatch:
+        keys.setdefault(d.op, set()).add(str(d.key))
+    groups: dict[str, list[int]] = {}
+    for i, op in enumerate(ops):
+        groups.setdefault(autogen.signature_key(op.schema), []).append(i)
+    known = {op.full_name for op in ops}
+    for index, line in lines.items():
+        op = ops[index]
+        group = groups[autogen.signature_key(op.schema)]
+        flags = [(ops[i].schema, ops[i].manual_cpp_binding, _composite_implicit(ops[i], keys.get(i, set())),
+                  "core" in ops[i].tags) for i in group]
+        if autogen.skipped(flags):
+            continue
+        base = autogen.base_of([ops[i].schema for i in group])
+        for full_name in op.autogen:
+            if full_name in known:
+                continue
+            known.add(full_name)
+            schema = autogen.generated_schema(base, full_name)
+            tags = ("generated",) + tuple(t for t in op.tags if t in autogen.INHERITED_TAGS)
+            new = Op(name=schema.name, overload=schema.overload, full_name=full_name, schema=schema, line=line,
+                     end_line=line,
+                     variants=frozenset({Variant.FUNCTION}), python_module="", structured=False,
+                     structured_delegate="", structured_inherits="", precomputed="", ufunc_inner_loop=(),
+                     autogen=(), tags=tags, device_check="NoCheck", device_guard="False", manual_cpp_binding=False,
+                     category_override="", cpp_no_default_args=(), extra="", autogen_from=op.full_name)
+            dispatch.append(OpDispatch(len(ops), DispatchKey.CompositeExplicitAutograd, autogen.kernel_name(schema),
+                                       line))
+            ops.append(new)
 
 
 def extract_tags(relpath: str, data: bytes) -> FileFacts:
@@ -110,19 +186,19 @@ def extract_tags(relpath: str, data: bytes) -> FileFacts:
         for e, n in entries
         if "tag" in e
     ]
-    facts: FileFacts = {"Tag": tags}
+    facts: FileFacts = {Tag: tags}
     if errors:
-        facts["errors"] = errors
+        facts[FileProblems] = errors
     return facts
 
 
-def _formula_rows(index: int, items: list[tuple[str, Any]], kind_of) -> list[DerivativeFormula]:
+def _formula_rows(index: int, items: list[tuple[str, Any]], kind_of: Any, key: str = "") -> list[DerivativeFormula]:
     rows = []
-    for key, value_node in items:
-        if key in ("name", "output_differentiability", "dispatch"):
+    for var, value_node in items:
+        if var in ("name", "output_differentiability", "dispatch"):
             continue
         value = value_node.value if hasattr(value_node, "value") and isinstance(value_node.value, str) else ""
-        rows.append(DerivativeFormula(index, key, " ".join(value.split()), line_of(value_node), kind_of(key)))
+        rows.append(DerivativeFormula(index, var, " ".join(value.split()), line_of(value_node), kind_of(var), key))
     return rows
 
 
@@ -135,7 +211,7 @@ def extract_derivatives(relpath: str, data: bytes) -> FileFacts:
         if not isinstance(name, str):
             continue
         try:
-            schema = parse_schema(name)
+            schema = FunctionSchema.parse(name)
         except SchemaError as exc:
             errors.append(f"{relpath}:{line_of(node)}: {exc}")
             continue
@@ -143,10 +219,10 @@ def extract_derivatives(relpath: str, data: bytes) -> FileFacts:
         items = mapping_items(node)
         outputs = {r.name for r in schema.returns if r.name}
 
-        def kind_of(key: str, outputs=outputs) -> str:
+        def kind_of(key: str, outputs: set[str] = outputs) -> FormulaKind:
             # Keys naming outputs ("result", "values") are forward-mode formulas; the rest are inputs'.
             names = {v.strip() for v in key.split(",")}
-            return "result" if all(n.startswith("result") or n in outputs for n in names) else "input"
+            return FormulaKind.RESULT if all(n.startswith("result") or n in outputs for n in names) else FormulaKind.INPUT
 
         derivs.append(Derivative(
             op_full_name=schema.full_name,
@@ -160,8 +236,8 @@ def extract_derivatives(relpath: str, data: bytes) -> FileFacts:
         for key, disp_node in items:
             if key == "dispatch":
                 for dkey, sub in mapping_items(disp_node):
-                    formulas.extend(_formula_rows(index, mapping_items(sub), lambda k, d=dkey: f"dispatch:{d}"))
-    facts: FileFacts = {"Derivative": derivs, "DerivativeFormula": formulas}
+                    formulas.extend(_formula_rows(index, mapping_items(sub), lambda _k: FormulaKind.DISPATCH, str(dkey)))
+    facts: FileFacts = {Derivative: derivs, DerivativeFormula: formulas}
     if errors:
-        facts["errors"] = errors
+        facts[FileProblems] = errors
     return facts

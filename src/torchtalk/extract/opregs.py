@@ -19,30 +19,31 @@ from __future__ import annotations
 
 from ast import AST, List, Set, Tuple
 
+from ..model import PyOpRefKind
 from .pyast import dotted
 
 # callee's last name -> PyOpRef.kind
-REGISTRARS = {
-    "register_decomposition": "decomposition",
-    "_register_jit_decomposition_for_jvp": "decomposition",
-    "register_meta": "meta",
-    "register_op_impl": "fake",
-    "register_lowering": "lowering",
-    "register_pointwise": "lowering",
-    "register_pointwise_numeric": "lowering",
-    "register_pointwise_numeric_ldf64": "lowering",
-    "register_foreach_pointwise": "lowering",
-    "make_fallback": "fallback",
-    "register_inplace": "decomposition",  # "lowering" under torch/_inductor, see kind_for
+REGISTRARS: dict[str, PyOpRefKind] = {
+    "register_decomposition": PyOpRefKind.DECOMPOSITION,
+    "_register_jit_decomposition_for_jvp": PyOpRefKind.DECOMPOSITION,
+    "register_meta": PyOpRefKind.META,
+    "register_op_impl": PyOpRefKind.FAKE,
+    "register_lowering": PyOpRefKind.LOWERING,
+    "register_pointwise": PyOpRefKind.LOWERING,
+    "register_pointwise_numeric": PyOpRefKind.LOWERING,
+    "register_pointwise_numeric_ldf64": PyOpRefKind.LOWERING,
+    "register_foreach_pointwise": PyOpRefKind.LOWERING,
+    "make_fallback": PyOpRefKind.FALLBACK,
+    "register_inplace": PyOpRefKind.DECOMPOSITION,  # LOWERING under torch/_inductor, see kind_for
 }
 
 _OPS_PREFIXES = ("torch.ops.", "torch._ops.ops.")
 
 
-def kind_for(callee_last: str, relpath: str) -> str | None:
+def kind_for(callee_last: str, relpath: str) -> PyOpRefKind | None:
     kind = REGISTRARS.get(callee_last)
     if kind is not None and callee_last == "register_inplace" and relpath.startswith("torch/_inductor/"):
-        return "lowering"
+        return PyOpRefKind.LOWERING
     return kind
 
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import ast
 from ast import AST, Attribute, Call, Constant, Expr, Name
+from typing import Any
+
+from ..model import FileFacts, FileProblems
 
 # Bigger files are refused: nothing in PyTorch comes close (largest is 1.2 MB), and
 # a worker must not be taken down by a pathological input.
@@ -19,18 +22,14 @@ _MAX_LINES = 60  # nodes spanning more lines are elided, not unparsed
 DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def run_extractor(extractor, relpath: str, data: bytes, tree: ast.Module | None):
-    """Parse (unless given a tree) and run ``extractor(relpath, tree).run()``. Never raises:
-    problems come back as {"errors": [...]}, since a bug must not kill the indexer's worker."""
+def run_extractor(extractor: Any, relpath: str, data: bytes, tree: ast.Module | None) -> FileFacts:
+    """Parse (unless given a tree) and run ``extractor(relpath, tree).run()``. A file that does
+    not parse is a problem of the file (FileProblems); a bug in the extractor raises."""
     tree, err = parse(data, tree)
     if tree is None:
-        return {"errors": [err]}
-    try:
-        return extractor(relpath, tree).run()
-    except RecursionError:
-        return {"errors": ["RecursionError while extracting"]}
-    except Exception as e:  # noqa: BLE001
-        return {"errors": [f"internal: {type(e).__name__}: {e}"]}
+        return {FileProblems: [f"{relpath}: {err}"]}
+    facts: FileFacts = extractor(relpath, tree).run()
+    return facts
 
 
 def parse(data: bytes, tree: ast.Module | None = None) -> tuple[ast.Module | None, str]:

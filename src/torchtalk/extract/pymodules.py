@@ -11,8 +11,9 @@ from __future__ import annotations
 import ast
 import json
 from ast import Attribute, Call, Constant, Name
+from dataclasses import replace
 
-from .facts import FileFacts, PyAssign, PyCall, PyClass, PyFunction, PyImport, PyOpRef
+from ..model import FileFacts, PyAssign, PyCall, PyClass, PyFunction, PyFunctionKind, PyImport, PyOpRef, PyOpRefKind
 from .opregs import kind_for, op_name, op_names, ref_op
 from .pyast import (
     DEFS, block_statements, decorator_texts, doc_assigned, dotted, first_doc_line, import_rows, last_part, module_name,
@@ -25,7 +26,7 @@ _PROPERTY = {"property", "cached_property", "setter", "getter", "deleter", "abst
 
 
 def extract_python(relpath: str, data: bytes, tree: ast.Module | None = None) -> FileFacts:
-    """Facts of one torch/** module. Never raises: problems come back as {"errors": [...]}."""
+    """Facts of one torch/** module; a file that does not parse comes back with its FileProblems."""
     return run_extractor(_Extractor, relpath, data, tree)
 
 
@@ -59,12 +60,12 @@ class _Extractor:
         if self.is_refs:
             self._assigned_refs()
         return {
-            "PyClass": self.classes,
-            "PyFunction": self.funcs,
-            "PyCall": self.calls,
-            "PyImport": self.imports,
-            "PyAssign": self.assigns,
-            "PyOpRef": _dedupe(self.oprefs),
+            PyClass: self.classes,
+            PyFunction: self.funcs,
+            PyCall: self.calls,
+            PyImport: self.imports,
+            PyAssign: self.assigns,
+            PyOpRef: _dedupe(self.oprefs),
         }
 
     # ------------------------------------------------------------ module level
@@ -132,7 +133,7 @@ class _Extractor:
             if a.name in self.module_funcs or a.name.startswith("_") or "." in a.name:
                 continue
             if (self.refs_all and a.name in self.refs_all) or a.value in ref_funcs:
-                self.oprefs.append(PyOpRef("ref", ref_op(self.module, a.name), -1, a.line))
+                self.oprefs.append(PyOpRef(PyOpRefKind.REF, ref_op(self.module, a.name), -1, a.line))
 
     # ------------------------------------------------------------ scopes
 
@@ -200,7 +201,7 @@ class _Extractor:
                 vals = [v for v in local.get(c.callee, ()) if v != c.callee]
                 if not vals:
                     continue
-                self.calls[i] = c._replace(callee=vals[0])
+                self.calls[i] = replace(c, callee=vals[0])
                 for v in vals[1:]:
                     self.calls.append(PyCall(c.func, v, c.line))
 
@@ -222,16 +223,17 @@ class _Extractor:
     def _def(self, n, func: int, qual: str, cls: str, stack: list, local) -> None:
         idx = len(self.funcs)
         decos = decorator_texts(n)
-        kind = "async" if n.__class__ is _AsyncDef else ("method" if cls else "function")
+        kind = (PyFunctionKind.ASYNC if n.__class__ is _AsyncDef
+                else PyFunctionKind.METHOD if cls else PyFunctionKind.FUNCTION)
         for d in n.decorator_list:
             dn = dotted(d.func if d.__class__ is Call else d) or ""
             last = last_part(dn)
             if last == "staticmethod":
-                kind = "staticmethod"
+                kind = PyFunctionKind.STATICMETHOD
             elif last == "classmethod":
-                kind = "classmethod"
+                kind = PyFunctionKind.CLASSMETHOD
             elif last in _PROPERTY:
-                kind = "property"
+                kind = PyFunctionKind.PROPERTY
             if d.__class__ is Call and d.args:
                 k = kind_for(last, self.relpath)
                 if k is not None:
@@ -239,7 +241,7 @@ class _Extractor:
                 elif last == "py_impl" and d.func.__class__ is Attribute:
                     op = op_name(d.func.value, self.aliases, local)
                     if op is not None:
-                        self.oprefs.append(PyOpRef("python_impl", op, idx, d.lineno))
+                        self.oprefs.append(PyOpRef(PyOpRefKind.PYTHON_IMPL, op, idx, d.lineno))
         qualname = qual + n.name
         self.funcs.append(PyFunction(
             self.module, qualname, n.name, cls, signature(n), n.lineno, n.end_lineno or n.lineno,
@@ -252,7 +254,7 @@ class _Extractor:
         if func < 0 and not cls and not qual:
             self.module_funcs[n.name] = idx
             if self.is_refs and self._is_ref(n.name, decos):
-                self.oprefs.append(PyOpRef("ref", ref_op(self.module, n.name), idx, n.lineno))
+                self.oprefs.append(PyOpRef(PyOpRefKind.REF, ref_op(self.module, n.name), idx, n.lineno))
         self._scope(n.body, idx, qualname + ".<locals>.", "")
 
     def _is_ref(self, name: str, decos: list[str]) -> bool:

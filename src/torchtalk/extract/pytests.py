@@ -15,7 +15,7 @@ import ast
 import json
 from ast import Attribute, Call, Constant, Name
 
-from .facts import FileFacts, PyImport, TestClass, TestInstantiation, TestMethod
+from ..model import FileFacts, InstantiationKind, OpInfoEntry, PyImport, TestClass, TestInstantiation, TestMethod, TestUtil
 from .pyast import (
     DEFS, block_statements, decorator_texts, dotted, import_rows, last_part, module_name, push_children,
     run_extractor, text,
@@ -24,8 +24,8 @@ from .testutils import INTERNAL, classify_helpers, opinfo_entries
 
 MAX_TOUCHES = 200
 _INSTANTIATORS = {
-    "instantiate_device_type_tests": "device_type",
-    "instantiate_parametrized_tests": "parametrized",
+    "instantiate_device_type_tests": InstantiationKind.DEVICE_TYPE,
+    "instantiate_parametrized_tests": InstantiationKind.PARAMETRIZED,
 }
 # positional parameters of instantiate_device_type_tests after (generic_test_class, scope)
 _DEVICE_TYPE_POSITIONAL = ("except_for", "only_for", "include_lazy", "allow_mps", "allow_xpu")
@@ -41,7 +41,7 @@ _BLOCK_FIELDS = ("body", "orelse", "finalbody")
 
 
 def extract_tests(relpath: str, data: bytes, tree: ast.Module | None = None) -> FileFacts:
-    """Test facts of one file. Never raises: problems come back as {"errors": [...]}."""
+    """Test facts of one file; a file that does not parse comes back with its FileProblems."""
     return run_extractor(_TestExtractor, relpath, data, tree)
 
 
@@ -66,15 +66,15 @@ class _TestExtractor:
                     self.imports.append(PyImport(alias, target, line))
         self._stmts(self.tree.body, -1, top=True)
         facts: FileFacts = {
-            "TestClass": self.classes,
-            "TestMethod": self.methods,
-            "TestInstantiation": self.insts,
+            TestClass: self.classes,
+            TestMethod: self.methods,
+            TestInstantiation: self.insts,
         }
         if not self.relpath.startswith("torch/"):
-            facts["PyImport"] = self.imports
+            facts[PyImport] = self.imports
         if self.internal:
-            facts["OpInfoEntry"] = opinfo_entries(self.tree)
-            facts["TestUtil"] = classify_helpers(self.tree)
+            facts[OpInfoEntry] = opinfo_entries(self.tree)
+            facts[TestUtil] = classify_helpers(self.tree)
         return facts
 
     def _stmts(self, body: list, cls: int, top: bool) -> None:

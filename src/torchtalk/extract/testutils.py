@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 from ast import Call, Constant, Name
 
-from .facts import OpInfoEntry, TestUtil
+from ..model import OpInfoEntry, TestUtil, UtilKind
 from .pyast import DEFS, block_statements, dotted, first_doc_line, last_part, push_children, signature
 
 INTERNAL = "torch/testing/_internal/"
@@ -157,14 +157,14 @@ def classify_helpers(tree: ast.Module) -> list[TestUtil]:
                 cat = "fixtures"
             else:
                 cat = "other"
-            out.append(TestUtil(name, "class", cat, d.lineno, _doc(d, name)))
+            out.append(TestUtil(name, UtilKind.CLASS, cat, d.lineno, _doc(d, name)))
             if name == "TestCase":
                 for m in d.body:
                     if m.__class__ in DEFS and m.name.startswith("assert"):
-                        out.append(TestUtil(f"TestCase.{m.name}", "method", "assertions", m.lineno,
+                        out.append(TestUtil(f"TestCase.{m.name}", UtilKind.METHOD, "assertions", m.lineno,
                                             _doc(m, f"TestCase.{m.name}")))
         else:
-            out.append(TestUtil(name, "function", _function_category(d, decorators), d.lineno, _doc(d, name)))
+            out.append(TestUtil(name, UtilKind.FUNCTION, _function_category(d, decorators), d.lineno, _doc(d, name)))
     return out
 
 

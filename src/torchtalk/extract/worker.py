@@ -1,66 +1,67 @@
-"""What a worker process does with one file: read, hash, pick the extractor, extract.
+"""What a worker process does with one file: read, hash, pick the extractor, extract, encode.
 
-Runs in a pool, so it takes and returns plain tuples. A file that cannot be
-read or decoded is reported with a status instead of facts; an extractor bug
-on one file is reported the same way and never stops the build.
+Runs in a pool, so it takes and returns plain tuples: the facts go back as rows per
+table (``store.codec.encode_facts``), cheaper to pickle than objects. A file that
+cannot be read or decoded is reported with its status and reason instead of facts.
+An extractor that raises is a bug: it is recorded against the file (status ERROR,
+the exception as the reason) so one file never stops an index run, and get_status
+shows it.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import os
 from typing import NamedTuple
 
-from .facts import FileFacts
+from ..model import FileFacts, FileProblems, FileStatus, Layer
+from ..store.codec import Row, encode_facts
+from . import native_yaml
+from .cpp import extract_cpp
+from .generated import extract_generated
+from .metal import extract_metal
+from .pymodules import extract_python
+from .pytests import extract_tests
 
 
 class Task(NamedTuple):
     relpath: str  # as stored: relative to the source root, or "<generated>/..."
     abspath: str
-    layer: str
+    layer: Layer
     old_hash: str  # "" when the index has no version of this file
 
 
 class Result(NamedTuple):
     relpath: str
-    layer: str
+    layer: Layer
     size: int
     mtime_ns: int
     hash: str
-    status: str  # "ok", "unchanged" (same hash as before), or why it was skipped
-    facts: FileFacts | None
+    status: FileStatus | None  # None: same hash as before, nothing to write
+    reason: str  # why a file was skipped, or what failed in it
+    facts: dict[str, list[Row]] | None
 
 
-def _extract(relpath: str, layer: str, data: bytes) -> FileFacts:
-    """Choose extractors by layer and path. Imports are local: workers load only what they use."""
+def extract(relpath: str, layer: Layer, data: bytes) -> FileFacts:
+    """The facts of one file, by layer and path."""
     name = relpath.rsplit("<generated>/", 1)[-1]
-    if layer == "ops":
-        from . import native_yaml as y
+    if layer is Layer.OPS:
         if name.endswith("native_functions.yaml"):
-            return y.extract_native_functions(relpath, data)
+            return native_yaml.extract_native_functions(relpath, data)
         if name.endswith("tags.yaml"):
-            return y.extract_tags(relpath, data)
-        return y.extract_derivatives(relpath, data)
-    if layer == "generated":
-        from .generated import extract_generated
+            return native_yaml.extract_tags(relpath, data)
+        return native_yaml.extract_derivatives(relpath, data)
+    if layer is Layer.GENERATED:
         return extract_generated(relpath, data)
-    if layer == "cpp":
-        if name.endswith(".metal"):
-            from .metal import extract_metal
-            return extract_metal(relpath, data)
-        from .cpp import extract_cpp
-        return extract_cpp(relpath, data)
-    import ast
-
-    from .pymodules import extract_python
-    from .pytests import extract_tests
-
+    if layer is Layer.CPP:
+        return extract_metal(relpath, data) if name.endswith(".metal") else extract_cpp(relpath, data)
     try:
         tree = ast.parse(data, filename=relpath)
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", None) or 0
-        return {"errors": [f"{relpath}:{line}: Python syntax error: {getattr(exc, 'msg', exc)}"]}
-    if layer == "tests":
+        return {FileProblems: [f"{relpath}:{line}: Python syntax error: {getattr(exc, 'msg', exc)}"]}
+    if layer is Layer.TESTS:
         return extract_tests(relpath, data, tree)
     facts = extract_python(relpath, data, tree)
     if name.startswith("torch/testing/_internal/"):
@@ -70,29 +71,35 @@ def _extract(relpath: str, layer: str, data: bytes) -> FileFacts:
 
 
 def run_task(task: Task) -> Result:
+    def result(status: FileStatus | None, reason: str = "", facts: dict[str, list[Row]] | None = None) -> Result:
+        return Result(task.relpath, task.layer, st.st_size, st.st_mtime_ns, digest, status, reason, facts)
+
     try:
         st = os.stat(task.abspath)
         with open(task.abspath, "rb") as f:
             data = f.read()
     except OSError as exc:
-        return Result(task.relpath, task.layer, 0, 0, "", f"skipped: unreadable ({exc.strerror or exc})", None)
+        return Result(task.relpath, task.layer, 0, 0, "", FileStatus.SKIPPED, f"unreadable ({exc.strerror or exc})",
+                      None)
     digest = hashlib.blake2b(data, digest_size=16).hexdigest()
     if digest == task.old_hash:
-        return Result(task.relpath, task.layer, st.st_size, st.st_mtime_ns, digest, "unchanged", None)
+        return result(None)
     if not data.strip():
-        return Result(task.relpath, task.layer, st.st_size, st.st_mtime_ns, digest, "ok", {})
+        return result(FileStatus.OK, "", {})
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return Result(task.relpath, task.layer, st.st_size, st.st_mtime_ns, digest,
-                      f"skipped: not UTF-8 (byte {exc.start})", None)
+        return result(FileStatus.SKIPPED, f"not UTF-8 (byte {exc.start})")
     if b"\x00" in data:
-        return Result(task.relpath, task.layer, st.st_size, st.st_mtime_ns, digest, "skipped: contains NUL bytes", None)
+        return result(FileStatus.SKIPPED, "contains NUL bytes")
     try:
-        facts = _extract(task.relpath, task.layer, data)
-    except Exception as exc:  # an extractor bug must cost one file, not the index
-        return Result(task.relpath, task.layer, st.st_size, st.st_mtime_ns, digest,
-                      f"skipped: extractor failed ({type(exc).__name__}: {exc})"[:300], None)
-    errors = facts.pop("errors", None)
-    status = "ok" if not errors else "error: " + "; ".join(errors)[:500]
-    return Result(task.relpath, task.layer, st.st_size, st.st_mtime_ns, digest, status, facts)
+        facts = extract(task.relpath, task.layer, data)
+        problems = facts.pop(FileProblems, None)
+        rows = encode_facts(facts)
+    except RecursionError:
+        return result(FileStatus.ERROR, "nested too deeply to extract (RecursionError)")
+    except Exception as exc:  # an extractor bug: recorded against this file, visible in get_status
+        return result(FileStatus.ERROR, f"extractor failed ({type(exc).__name__}: {exc})"[:300])
+    if problems:
+        return result(FileStatus.ERROR, "; ".join(problems)[:500], rows)
+    return result(FileStatus.OK, "", rows)

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 
 from ..source.codegen import CodegenJob, codegen_inputs_hash, generated_files_to_index, read_manifest, start_codegen
+from ..model import Layer
 from ..source.files import FileEntry
 from ..source.tree import SourceTree
 
@@ -81,5 +82,5 @@ def finish(tree: SourceTree, plan: GeneratedPlan) -> list[FileEntry]:
             st = os.stat(path)
         except OSError:
             continue
-        out.append(FileEntry(PREFIX + rel, str(path), "generated", st.st_size, st.st_mtime_ns))
+        out.append(FileEntry(PREFIX + rel, str(path), Layer.GENERATED, st.st_size, st.st_mtime_ns))
     return out

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from .. import __version__
 from ..errors import IndexUnavailable
+from ..model import FileStatus, Layer
 from ..extract.worker import Result, Task, run_task
 from ..source.files import FileEntry, list_files
 from ..source.tree import SourceTree
@@ -199,7 +200,7 @@ def _apply(writer: IndexWriter, report: IndexReport, todo: list[FileEntry], remo
         if e.skip:
             if e.relpath in ids:
                 writer.remove_file(ids.pop(e.relpath))
-            writer.add_file(e.relpath, e.layer, e.size, e.mtime_ns, "", f"skipped: {e.skip}", None)
+            writer.add_file(e.relpath, e.layer, e.size, e.mtime_ns, "", FileStatus.SKIPPED, e.skip, None)
             report.skipped.append(f"{e.relpath}: {e.skip}")
         else:
             old = existing.get(e.relpath)
@@ -211,17 +212,17 @@ def _apply(writer: IndexWriter, report: IndexReport, todo: list[FileEntry], remo
         for res in _pool_map(tasks, workers or os.cpu_count() or 1):
             t_in = time.perf_counter()
             advance(res.relpath)
-            if res.status == "unchanged":
+            if res.status is None:  # same content as the index has
                 writer.touch_file(ids[res.relpath], res.size, res.mtime_ns)
                 report.unchanged += 1
                 continue
             if res.relpath in ids:
                 writer.remove_file(ids.pop(res.relpath))
-            writer.add_file(res.relpath, res.layer, res.size, res.mtime_ns, res.hash, res.status, res.facts,
-                            generated=res.layer == "generated")
+            writer.add_file(res.relpath, res.layer, res.size, res.mtime_ns, res.hash, res.status, res.reason,
+                            res.facts, generated=res.layer is Layer.GENERATED)
             report.parsed += 1
-            if res.status != "ok":
-                report.skipped.append(f"{res.relpath}: {res.status}")
+            if res.status is not FileStatus.OK:
+                report.skipped.append(f"{res.relpath}: {res.status}: {res.reason}")
             t_insert += time.perf_counter() - t_in
     report.layer_seconds[f"extract {label}"] = time.perf_counter() - t_parse
     report.layer_seconds[f"insert {label} (parent, overlapped)"] = t_insert
@@ -242,7 +243,8 @@ def _link(writer: IndexWriter, tree: SourceTree, report: IndexReport, gen: gener
     report.seconds = time.perf_counter() - t0
     from ..link.counts import layer_counts
     counts = layer_counts(writer.conn)
-    skipped = [r[0] for r in writer.conn.execute("SELECT path || ': ' || status FROM files WHERE status != 'ok'")]
+    skipped = [r[0] for r in writer.conn.execute(
+        "SELECT path || ': ' || status || ': ' || reason FROM files WHERE status != 'ok'")]
     writer.set_meta(
         schema_version=str(SCHEMA_VERSION),
         indexer_version=INDEXER_VERSION,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from ..model import PyApiKind
+
 # component -> {label: SQL returning one number}
 COMPONENTS: dict[str, dict[str, str]] = {
     "op registry": {
@@ -15,10 +17,11 @@ COMPONENTS: dict[str, dict[str, str]] = {
         "tags": "SELECT count(*) FROM tag",
     },
     "bindings": {
-        "Python names of ops": "SELECT count(*) FROM py_api WHERE op != '' AND kind != 'generated binding'",
-        "generated bindings (THPVariable_*)": "SELECT count(DISTINCT target) FROM py_api WHERE kind = 'generated binding'",
-        "PyMethodDef entries": "SELECT count(*) FROM py_api WHERE kind = 'pymethoddef'",
-        "pybind11 defs": "SELECT count(*) FROM py_api WHERE kind = 'pybind'",
+        "Python names of ops": f"SELECT count(*) FROM py_api WHERE op != '' AND kind != '{PyApiKind.GENERATED_BINDING}'",
+        "generated bindings (THPVariable_*)":
+            f"SELECT count(DISTINCT target) FROM py_api WHERE kind = '{PyApiKind.GENERATED_BINDING}'",
+        "PyMethodDef entries": f"SELECT count(*) FROM py_api WHERE kind = '{PyApiKind.PYMETHODDEF}'",
+        "pybind11 defs": f"SELECT count(*) FROM py_api WHERE kind = '{PyApiKind.PYBIND}'",
     },
     "C++ call graph": {
         "C++/CUDA files": "SELECT count(*) FROM files WHERE layer = 'cpp'",
@@ -61,8 +64,5 @@ def layer_counts(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
     for component, queries in COMPONENTS.items():
         out[component] = {}
         for label, sql in queries.items():
-            try:
-                out[component][label] = conn.execute(sql).fetchone()[0]
-            except sqlite3.OperationalError:
-                out[component][label] = 0
+            out[component][label] = conn.execute(sql).fetchone()[0]
     return out

@@ -9,28 +9,32 @@ From the registry: ``variants: function`` gives ``torch.X`` (or the
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
-from ..query.ops import PY_MODULES
+from ..model import PY_MODULES, PyApiKind
 
 Row = tuple[str, str, str, str, int, int]  # name, kind, op, target, file_id, line
 
 
 def _op_rows(conn: sqlite3.Connection) -> list[Row]:
     rows: list[Row] = []
-    for name, full, variants, module, file_id, line in conn.execute(
-            "SELECT name, full_name, variants, python_module, file_id, line FROM op"):
-        variants = {v.strip() for v in variants.split(",")}
+    for name, full, variants_json, module, tags_json, file_id, line in conn.execute(
+            "SELECT name, full_name, variants, python_module, tags, file_id, line FROM op"):
+        tags = json.loads(tags_json)
+        if "generated" in tags and "view_copy" not in tags:
+            continue  # gen_python_functions.py: ops torchgen generates whole get no Python binding
+        variants = set(json.loads(variants_json))
         if "function" in variants:
             if module in PY_MODULES:
                 c_mod, public, prefix = PY_MODULES[module]
-                rows.append((f"{c_mod}.{name}", module, full, "", file_id, line))
+                rows.append((f"{c_mod}.{name}", PyApiKind.PY_MODULE, full, "", file_id, line))
                 if public and name.startswith(prefix):
-                    rows.append((f"{public}.{name[len(prefix):]}", module, full, "", file_id, line))
+                    rows.append((f"{public}.{name[len(prefix):]}", PyApiKind.PY_MODULE, full, "", file_id, line))
             else:
-                rows.append((f"torch.{name}", "function", full, "", file_id, line))
+                rows.append((f"torch.{name}", PyApiKind.FUNCTION, full, "", file_id, line))
         if "method" in variants:
-            rows.append((f"Tensor.{name}", "method", full, "", file_id, line))
+            rows.append((f"Tensor.{name}", PyApiKind.METHOD, full, "", file_id, line))
     return rows
 
 
@@ -43,7 +47,7 @@ def _functional_rows(conn: sqlite3.Connection, by_py: dict[str, list[str]]) -> l
             "SELECT a.name, a.value, a.file_id, a.line, f.path FROM py_assign a JOIN files f ON f.id = a.file_id "
             "WHERE f.path = 'torch/nn/functional.py'"):
         for full in by_py.get(value, ()):
-            rows.append((f"torch.nn.functional.{name}", "nn.functional", full, value, file_id, line))
+            rows.append((f"torch.nn.functional.{name}", PyApiKind.FUNCTIONAL, full, value, file_id, line))
     return rows
 
 
@@ -79,7 +83,7 @@ def _generated_binding_rows(conn: sqlite3.Connection) -> list[Row]:
         if ns is None:
             continue
         for op in dict.fromkeys(binds.get(sym_id, [""])):
-            rows.append((f"{ns}.{name}", "generated binding", op, target, file_id, sym_line or line))
+            rows.append((f"{ns}.{name}", PyApiKind.GENERATED_BINDING, op, target, file_id, sym_line or line))
     return rows
 
 
@@ -92,9 +96,9 @@ def _binding_rows(conn: sqlite3.Connection) -> list[Row]:
         if kind == "pymethoddef":
             # Tables of torch/csrc/Module.cpp are torch._C's own methods; other tables keep their name.
             owner = "torch._C" if path == "torch/csrc/Module.cpp" else key
-            rows.append((f"{owner}.{name}", "pymethoddef", "", target, file_id, line))
+            rows.append((f"{owner}.{name}", PyApiKind.PYMETHODDEF, "", target, file_id, line))
         else:
-            rows.append((name, "pybind", "", target, file_id, line))
+            rows.append((name, PyApiKind.PYBIND, "", target, file_id, line))
     return rows
 
 

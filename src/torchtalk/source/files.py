@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass
+
+from ..model import Layer
 from pathlib import Path
 
 OPS_FILES = (
@@ -28,25 +30,25 @@ MAX_FILE_BYTES = 8 * 1024 * 1024
 class FileEntry:
     relpath: str
     abspath: str
-    layer: str  # ops | cpp | python | tests
+    layer: Layer
     size: int
     mtime_ns: int
     skip: str = ""  # why it is not parsed ("" = parse it)
 
 
-def layer_of(relpath: str) -> str | None:
+def layer_of(relpath: str) -> Layer | None:
     if relpath in OPS_FILES:
-        return "ops"
+        return Layer.OPS
     ext = os.path.splitext(relpath)[1]
     if ext in CPP_EXTS:
         if relpath.startswith(("aten/", "c10/", "torch/csrc/", "functorch/")):
-            return "cpp"
+            return Layer.CPP
         return None
     if ext == ".py":
-        if relpath.startswith("test/") or relpath.startswith("torch/testing/_internal/"):
-            return "tests" if relpath.startswith("test/") else "python"
+        if relpath.startswith("test/"):
+            return Layer.TESTS
         if relpath.startswith("torch/"):
-            return "python"
+            return Layer.PYTHON
     return None
 
 
@@ -130,7 +132,7 @@ def list_files(root: Path) -> list[FileEntry]:
             skip = "not a regular file"  # a FIFO or device would block or never end
         elif st.st_size > MAX_FILE_BYTES:
             skip = f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB"
-        out.append(FileEntry(rel, str(p), "ops", st.st_size if not skip else 0, st.st_mtime_ns if not skip else 0,
+        out.append(FileEntry(rel, str(p), Layer.OPS, st.st_size if not skip else 0, st.st_mtime_ns if not skip else 0,
                              skip))
     for top in CPP_ROOTS + PY_ROOTS:
         # A top-level directory that is a link out of the tree is not part of it.

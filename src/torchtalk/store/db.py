@@ -19,21 +19,19 @@ from pathlib import Path
 
 from ..errors import IndexUnavailable
 from ..procs import pid_alive
-from .schema import (
-    LINK_DDL,
-    REFS,
-    ROW_TYPES,
-    SCHEMA_VERSION,
-    all_indexes_ddl,
-    all_tables_ddl,
-    columns,
-    table_name,
-)
+from ..model import FACT_TABLES, FileStatus, Layer
+from .codec import Row, codec_for_table
+from .schema import LINK_DDL, SCHEMA_VERSION, all_indexes_ddl, all_tables_ddl
 
 _MAGIC = b"SQLite format 3\x00"
 
 # Rows referenced by others go first so their ids exist when the referrers are mapped.
-INSERT_ORDER = sorted(ROW_TYPES, key=lambda rt: 1 if rt in REFS else 0)
+INSERT_ORDER = sorted(FACT_TABLES, key=lambda t: 1 if codec_for_table(t).refs else 0)
+# Columns whose values are names worth searching (the names table and its trigram index).
+_NAME_COLUMNS: dict[str, tuple[str, ...]] = {
+    "op": ("name", "full_name"), "op_dispatch": ("kernel",), "cpp_symbol": ("name",), "py_class": ("name",),
+    "py_function": ("name",),
+}
 
 
 def check_file(path: Path) -> str | None:
@@ -169,16 +167,12 @@ class IndexWriter:
             run_script(self.conn, all_tables_ddl())
             self.set_meta(schema_version=str(SCHEMA_VERSION), complete="0")
         self._next_id = {
-            rt: (self.conn.execute(f"SELECT coalesce(max(id), 0) + 1 FROM {table_name(rt)}").fetchone()[0])
-            for rt in ROW_TYPES
+            t: (self.conn.execute(f"SELECT coalesce(max(id), 0) + 1 FROM {t}").fetchone()[0]) for t in FACT_TABLES
         }
-        self._sql = {
-            rt: f"INSERT INTO {table_name(rt)} (id, file_id, {', '.join(columns(rt))}) "
-            f"VALUES ({', '.join('?' * (len(columns(rt)) + 2))})"
-            for rt in ROW_TYPES
-        }
-        self._ref_pos = {rt: [(columns(rt).index(f) + 2, target) for f, target in REFS.get(rt, {}).items()]
-                         for rt in ROW_TYPES}
+        self._sql = {}
+        for t in FACT_TABLES:
+            cols = codec_for_table(t).columns
+            self._sql[t] = f"INSERT INTO {t} (id, file_id, {', '.join(cols)}) VALUES ({', '.join('?' * (len(cols) + 2))})"
         self._new_names: set[str] = set()
 
     # ------------------------------------------------------------ files and facts
@@ -188,39 +182,41 @@ class IndexWriter:
         return {r[0]: r[1:] for r in self.conn.execute("SELECT path, id, size, mtime_ns, hash, layer FROM files")}
 
     def remove_file(self, file_id: int) -> None:
-        for rt in ROW_TYPES:
-            self.conn.execute(f"DELETE FROM {table_name(rt)} WHERE file_id = ?", (file_id,))
+        for t in FACT_TABLES:
+            self.conn.execute(f"DELETE FROM {t} WHERE file_id = ?", (file_id,))
         self.conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
 
     def touch_file(self, file_id: int, size: int, mtime_ns: int) -> None:
         """Same content, new stat: remember the stat so the next refresh skips the hash."""
         self.conn.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, file_id))
 
-    def add_file(self, path: str, layer: str, size: int, mtime_ns: int, digest: str, status: str,
-                 facts: dict[str, list[tuple]] | None, generated: bool = False) -> int:
+    def add_file(self, path: str, layer: Layer, size: int, mtime_ns: int, digest: str, status: FileStatus,
+                 reason: str, facts: dict[str, list[Row]] | None, generated: bool = False) -> int:
+        """Record one file and its facts (rows per table, as ``store.codec.encode_facts`` makes them)."""
         cur = self.conn.execute(
-            "INSERT INTO files (path, layer, size, mtime_ns, hash, status, generated) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (path, layer, size, mtime_ns, digest, status, int(generated)),
+            "INSERT INTO files (path, layer, size, mtime_ns, hash, status, reason, generated) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (path, str(layer), size, mtime_ns, digest, str(status), reason, int(generated)),
         )
         file_id = cur.lastrowid
         if facts:
             self._insert_facts(file_id, facts)
         return file_id
 
-    def _insert_facts(self, file_id: int, facts: dict[str, list[tuple]]) -> None:
+    def _insert_facts(self, file_id: int, facts: dict[str, list[Row]]) -> None:
         base: dict[str, int] = {}
-        for rt in INSERT_ORDER:
-            rows = facts.get(rt)
+        for t in INSERT_ORDER:
+            rows = facts.get(t)
             if not rows:
                 continue
-            start = base[rt] = self._next_id[rt]
-            self._next_id[rt] = start + len(rows)
-            refs = self._ref_pos[rt]
+            start = base[t] = self._next_id[t]
+            self._next_id[t] = start + len(rows)
+            refs = codec_for_table(t).refs
             if not refs:
-                self.conn.executemany(self._sql[rt], [(start + i, file_id, *row) for i, row in enumerate(rows)])
+                self.conn.executemany(self._sql[t], [(start + i, file_id, *row) for i, row in enumerate(rows)])
                 continue
-            # Local indexes become ids of this file's rows: -1 (or a table the file has no rows of) is NULL.
-            fixes = [(pos - 2, base.get(target)) for pos, target in refs]
+            # Local positions become ids of this file's rows: -1 (or a table the file has no rows of) is NULL.
+            fixes = [(pos, base.get(target)) for pos, target in refs]
             out = []
             for i, row in enumerate(rows):
                 values = list(row)
@@ -228,18 +224,23 @@ class IndexWriter:
                     local = values[pos]
                     values[pos] = offset + local if offset is not None and local is not None and local >= 0 else None
                 out.append((start + i, file_id, *values))
-            self.conn.executemany(self._sql[rt], out)
+            self.conn.executemany(self._sql[t], out)
         self._collect_names(facts)
 
-    def _collect_names(self, facts: dict[str, list[tuple]]) -> None:
+    def _collect_names(self, facts: dict[str, list[Row]]) -> None:
         add = self._new_names.update
-        add(r.full_name for r in facts.get("Op", ()))
-        add(r.name for r in facts.get("Op", ()))
-        add(r.kernel for r in facts.get("OpDispatch", ()))
-        add(r.name for r in facts.get("CppSymbol", ()))
-        add(r.name for r in facts.get("CppRegistration", ()) if r.kind in ("pybind_def", "pymethoddef"))
-        add(r.name for r in facts.get("PyClass", ()))
-        add(r.name for r in facts.get("PyFunction", ()))
+        for t, cols in _NAME_COLUMNS.items():
+            rows = facts.get(t)
+            if rows:
+                names = codec_for_table(t).columns
+                for c in cols:
+                    i = names.index(c)
+                    add(r[i] for r in rows)
+        regs = facts.get("cpp_registration")
+        if regs:
+            names = codec_for_table("cpp_registration").columns
+            kind, name = names.index("kind"), names.index("name")
+            add(r[name] for r in regs if r[kind] in ("pybind_def", "pymethoddef"))
 
     def add_names(self, names: Iterable[str]) -> None:
         self._new_names.update(names)

@@ -1,53 +1,36 @@
-"""SQL schema of the index, derived from the fact row types.
+"""SQL schema of the index: one table per fact type (from the row codec), plus the link tables.
 
-Each row type in ``extract.facts`` is one table (snake_case name) with an
-integer ``id`` and the ``file_id`` it came from, so a changed file is replaced
-by deleting its rows and inserting new ones. Tables built by the link stage
-(over all files) are declared here too; they are recomputed on every refresh.
+Each fact table has an integer ``id`` and the ``file_id`` it came from, so a changed
+file is replaced by deleting its rows and inserting new ones. Tables built by the
+link stage (over all files) are declared here too; they are recomputed on every refresh.
 """
 
 from __future__ import annotations
 
-import re
-import typing
+from ..model import FACT_TABLES
+from .codec import codec_for_table
 
-from ..extract.facts import REFS, ROW_TYPES
-
-SCHEMA_VERSION = 4
-
-
-def table_name(row_type: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", row_type).lower()
-
-
-def _sql_type(annotation: object) -> str:
-    return {"str": "TEXT", "int": "INTEGER", "bool": "INTEGER"}.get(str(annotation), "TEXT")
-
-
-def columns(row_type: str) -> list[str]:
-    return list(ROW_TYPES[row_type]._fields)
-
+SCHEMA_VERSION = 5
 
 # Extra indexes per table, beyond file_id (every table) and the primary key.
 INDEXES: dict[str, list[str]] = {
-    "Op": ["name", "full_name"],
-    "OpDispatch": ["op", "kernel"],
-    "Derivative": ["op_full_name"],
-    "DerivativeFormula": ["derivative"],
-    "CppSymbol": ["name", "qualname"],
-    "CppCall": ["caller", "callee"],
-    "CppRegistration": ["name", "target"],
-    "GeneratedFact": ["scope", "value"],
-    "PyClass": ["name", "module"],
-    "PyFunction": ["name", "module"],
-    "PyCall": ["func"],
-    "PyImport": [],
-    "PyAssign": ["name"],
-    "PyOpRef": ["op"],
-    "TestClass": ["name"],
-    "TestMethod": ["cls", "name"],
-    "OpInfoEntry": ["name"],
-    "TestUtil": ["name"],
+    "op": ["name", "full_name"],
+    "op_dispatch": ["op", "kernel"],
+    "derivative": ["op_full_name"],
+    "derivative_formula": ["derivative"],
+    "cpp_symbol": ["name", "qualname"],
+    "cpp_call": ["caller", "callee"],
+    "cpp_registration": ["name", "target"],
+    "generated_fact": ["scope", "value"],
+    "py_class": ["name", "module"],
+    "py_function": ["name", "module"],
+    "py_call": ["func"],
+    "py_assign": ["name"],
+    "py_op_ref": ["op"],
+    "test_class": ["name"],
+    "test_method": ["cls", "name"],
+    "op_info_entry": ["name"],
+    "test_util": ["name"],
 }
 
 BASE_DDL = """
@@ -55,11 +38,12 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
     id INTEGER PRIMARY KEY,
     path TEXT NOT NULL UNIQUE,      -- relative to the source root; "<generated>/..." for generated code
-    layer TEXT NOT NULL,            -- ops | cpp | python | tests | generated
+    layer TEXT NOT NULL,            -- model.Layer
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
     hash TEXT NOT NULL,
-    status TEXT NOT NULL,           -- "ok", or why the file was skipped
+    status TEXT NOT NULL,           -- model.FileStatus
+    reason TEXT NOT NULL DEFAULT '', -- why a file was skipped or what failed in it
     generated INTEGER NOT NULL DEFAULT 0
 );
 -- Every distinct name worth searching, and a trigram index over them for substring search.
@@ -72,9 +56,9 @@ LINK_DDL = """
 DROP TABLE IF EXISTS py_api;
 CREATE TABLE py_api (
     name TEXT NOT NULL,        -- "torch.add", "Tensor.add", "torch.nn.functional.relu", "torch._C.set_num_threads"
-    kind TEXT NOT NULL,        -- function | method | nn | linalg | fft | special | sparse | nested | pymethoddef | pybind
+    kind TEXT NOT NULL,        -- model.PyApiKind
     op TEXT NOT NULL,          -- op full_name it reaches ("" for hand-written bindings)
-    target TEXT NOT NULL,      -- C++ function for hand-written bindings
+    target TEXT NOT NULL,      -- C++ function for bindings; the Python name an alias is bound to
     file_id INTEGER NOT NULL,
     line INTEGER NOT NULL
 );
@@ -99,27 +83,18 @@ CREATE INDEX py_class_fq_name ON py_class_fq(name);
 """
 
 
-def table_ddl(row_type: str) -> str:
-    cls = ROW_TYPES[row_type]
-    hints = typing.get_type_hints(cls)
-    cols = ",\n    ".join(f"{f} {_sql_type(hints[f].__name__ if hasattr(hints[f], '__name__') else hints[f])}"
-                          for f in cls._fields)
-    return f"CREATE TABLE IF NOT EXISTS {table_name(row_type)} (\n    id INTEGER PRIMARY KEY,\n    file_id INTEGER NOT NULL,\n    {cols}\n);"
-
-
-def index_ddl(row_type: str) -> list[str]:
-    t = table_name(row_type)
-    out = [f"CREATE INDEX IF NOT EXISTS {t}_file ON {t}(file_id)"]
-    out += [f"CREATE INDEX IF NOT EXISTS {t}_{c} ON {t}({c})" for c in INDEXES.get(row_type, [])]
+def index_ddl(table: str) -> list[str]:
+    out = [f"CREATE INDEX IF NOT EXISTS {table}_file ON {table}(file_id)"]
+    out += [f"CREATE INDEX IF NOT EXISTS {table}_{c} ON {table}({c})" for c in INDEXES.get(table, [])]
     return out
 
 
 def all_tables_ddl() -> str:
-    return BASE_DDL + "\n".join(table_ddl(rt) for rt in ROW_TYPES)
+    return BASE_DDL + "\n".join(codec_for_table(t).ddl() for t in FACT_TABLES)
 
 
 def all_indexes_ddl() -> list[str]:
-    return [stmt for rt in ROW_TYPES for stmt in index_ddl(rt)]
+    return [stmt for t in FACT_TABLES for stmt in index_ddl(t)]
 
 
-__all__ = ["SCHEMA_VERSION", "REFS", "ROW_TYPES", "table_name", "columns", "all_tables_ddl", "all_indexes_ddl", "LINK_DDL"]
+__all__ = ["SCHEMA_VERSION", "INDEXES", "all_tables_ddl", "all_indexes_ddl", "index_ddl", "LINK_DDL"]
