@@ -16,7 +16,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from ..errors import IndexUnavailable
-from ..store.db import mark_corrupt, open_readonly
+from .db import mark_corrupt, open_readonly
 
 
 # How often a reader looks whether a new index file has been published.

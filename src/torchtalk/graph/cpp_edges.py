@@ -1,0 +1,161 @@
+"""Edges out of and into C++ functions: calls, dispatcher calls, stub calls, GPU launches.
+
+Out of a function, every call site is resolved (graph/resolve.py) and becomes one
+edge: CALL to a definition, DISPATCH_CALL to an op, STUB_CALL to a DispatchStub,
+LAUNCH to a GPU kernel (``<<<>>>``, or the functor a launch helper runs), or
+UNRESOLVED by name. Into a node, the call sites that name it are resolved the
+same way, so both directions agree by construction.
+"""
+
+from __future__ import annotations
+
+from ..model import CallKind, CallSite, CppSymbol, Edge, EdgeKind, Node, NodeKind, SymbolKind
+from ..store.reader import Index
+from .nodes import cpp_node, stub_node, symbol_id, unresolved_node
+from .registry import registry
+from .resolve import TargetKind, resolve, stub_names
+from .stubs import stub_declared
+from .symbols import calls_from, calls_named, symbol
+
+OUT_KINDS = frozenset({EdgeKind.CALL, EdgeKind.DISPATCH_CALL, EdgeKind.STUB_CALL, EdgeKind.LAUNCH,
+                       EdgeKind.UNRESOLVED})
+MAX_DEFS = 5  # candidates kept for one call when overloads or same-named functions remain
+
+
+def is_macro(name: str) -> bool:
+    return name.isupper() or name.startswith(("AT_", "C10_", "TORCH_"))
+
+
+def call_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node | None = None) -> list[Edge]:
+    """The edges one call site of ``sym`` makes."""
+    src = src or cpp_node(sym)
+    res = resolve(ix, call, sym)
+    if call.kind is CallKind.GPU_LAUNCH:
+        functor = call.detail or "lambda"
+        dst = Node(NodeKind.GPU_KERNEL, f"{call.path}:{call.line}:{functor}", f"{call.callee}({functor})", call.loc)
+        return [Edge(src, dst, EdgeKind.LAUNCH, call.loc, note=call.callee)]
+    if res.kind is TargetKind.DEFS or res.kind is TargetKind.DECLS:
+        kind = EdgeKind.LAUNCH if call.kind is CallKind.LAUNCH else EdgeKind.CALL
+        # A launch keeps its configuration (grid, block, smem, stream); a call says if it reached a declaration only.
+        note = call.detail if kind is EdgeKind.LAUNCH else ("" if res.kind is TargetKind.DEFS else "declaration")
+        return [Edge(src, cpp_node(d), kind, call.loc, note=note) for d in res.defs[:MAX_DEFS]]
+    if res.kind is TargetKind.OP:
+        reg = registry(ix)
+        return [Edge(src, Node(NodeKind.OP, n, n, reg.by_full[n].loc), EdgeKind.DISPATCH_CALL, call.loc,
+                     note=res.spelling) for n in res.ops if n in reg.by_full]
+    if res.kind is TargetKind.STUB:
+        return [Edge(src, stub_node(res.stub, stub_declared(ix, res.stub)), EdgeKind.STUB_CALL, call.loc,
+                     note="passed on" if call.kind is CallKind.REF else "")]
+    if call.kind is CallKind.REF:
+        return []  # a name passed on that is neither a stub nor known: not a call
+    note = "macro" if is_macro(call.callee) else ""
+    return [Edge(src, unresolved_node(call.written), EdgeKind.UNRESOLVED, call.loc, note=note)]
+
+
+def out_edges(ix: Index, node: Node) -> list[Edge]:
+    """Every edge out of a C++ function, in source order (memoised per index version)."""
+    sid = symbol_id(node)
+    if sid is None:
+        return []
+    memo: dict[int, list[Edge]] = ix.cached("cpp_out_edges", dict)
+    if sid not in memo:
+        sym = symbol(ix, sid)
+        memo[sid] = [e for call in calls_from(ix, sid) for e in call_edges(ix, sym, call, node)] if sym else []
+    return memo[sid]
+
+
+def _qualifiers(target: CppSymbol) -> tuple[str, ...]:
+    """How a call can qualify ``target``'s name: not at all, or by any tail of its scope (native::f, at::native::f)."""
+    scope = [p for p in target.qualname.split("::")[:-1] if p != "(anonymous)"]
+    tails = ["::".join(scope[i:]) for i in range(len(scope))]
+    return ("", *tails, *(f"::{t}" for t in tails), "::")
+
+
+def callers(ix: Index, node: Node, kind: EdgeKind = EdgeKind.CALL) -> list[Edge]:
+    """CALL (or LAUNCH) edges into a C++ function: the call sites naming it that resolve to it
+    (memoised per index version)."""
+    memo: dict[tuple[str, EdgeKind], list[Edge]] = ix.cached("cpp_callers", dict)
+    if (node.key, kind) not in memo:
+        memo[(node.key, kind)] = _callers(ix, node, kind)
+    return memo[(node.key, kind)]
+
+
+def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
+    sid = symbol_id(node)
+    target = symbol(ix, sid) if sid is not None else None
+    if target is None:
+        return []
+    out = []
+    # Only call sites that could name it: written with a qualifier its scope allows, or as a method call
+    # when it is a method (a receiver's text says nothing of its class).
+    sites = calls_named(ix, target.name, _qualifiers(target))
+    if target.kind in (SymbolKind.METHOD, SymbolKind.CONSTRUCTOR) or kind is EdgeKind.LAUNCH:
+        sites += [c for c in calls_named(ix, target.name) if c.kind is CallKind.METHOD or c.qualifier
+                  not in _qualifiers(target)]
+    for call in sites:
+        caller = symbol(ix, call.caller) if call.has_caller else None
+        if caller is None or caller.id == target.id:
+            continue
+        for e in call_edges(ix, caller, call):
+            if e.kind is kind and _same(e.dst, target, ix):
+                out.append(e)
+                break
+    return out
+
+
+def _same(dst: Node, target: CppSymbol, ix: Index) -> bool:
+    """A call reaches ``target`` when it resolves to it, or to its declaration (same qualified name)."""
+    sid = symbol_id(dst)
+    if sid == target.id:
+        return True
+    other = symbol(ix, sid) if sid is not None else None
+    return (other is not None and not other.is_definition and other.qualname == target.qualname
+            and not target.is_file_local)
+
+
+def op_callers(ix: Index, node: Node, cap: int = 400) -> list[Edge]:
+    """DISPATCH_CALL edges into an op: C++ functions that call it through the dispatcher, in any spelling
+    (memoised per index version)."""
+    memo: dict[str, list[Edge]] = ix.cached("op_callers", dict)
+    if node.key not in memo:
+        memo[node.key] = _op_callers(ix, node, cap)
+    return memo[node.key]
+
+
+def _op_callers(ix: Index, node: Node, cap: int) -> list[Edge]:
+    reg = registry(ix)
+    op = reg.by_full.get(node.key)
+    if op is None:
+        return []
+    base = op.name
+    names = [base, f"{base}_symint"]
+    if op.is_out:
+        names += [f"{base}_out", f"{base}_outf", f"{base}_symint_out", f"{base}_outf_symint", f"{base}_out_symint"]
+    structs = tuple(f"{p}_ops::{op.struct_name}" for p in ("at::", "", "::at::"))
+    sites = [c for n in names for c in calls_named(ix, n)]
+    sites += calls_named(ix, "call", structs) + calls_named(ix, "redispatch", structs)
+    out: list[Edge] = []
+    for call in sites:
+        caller = symbol(ix, call.caller) if call.has_caller else None
+        if caller is None:
+            continue
+        for e in call_edges(ix, caller, call):
+            if e.kind is EdgeKind.DISPATCH_CALL and e.dst.key == op.full_name:
+                out.append(e)
+                break
+        if len(out) >= cap:
+            break
+    return sorted(out, key=lambda e: (str(e.site.path), e.site.line) if e.site else ("", 0))
+
+
+def stub_callers(ix: Index, node: Node) -> list[Edge]:
+    """STUB_CALL edges into a stub: functions that call it (or pass it on)."""
+    if node.key not in stub_names(ix):
+        return []
+    out = []
+    for call in calls_named(ix, node.key):
+        caller = symbol(ix, call.caller) if call.has_caller else None
+        if caller is None:
+            continue
+        out += [e for e in call_edges(ix, caller, call) if e.kind is EdgeKind.STUB_CALL]
+    return out

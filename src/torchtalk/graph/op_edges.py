@@ -1,0 +1,241 @@
+"""Edges of ops: to their kernels per key, to the ops a composite kernel calls, to the ops a
+derivative formula calls, and to what the build generates for them (wrappers, autograd nodes)."""
+
+from __future__ import annotations
+
+import re
+
+from ..model import (
+    CppSymbol,
+    Derivative,
+    DerivativeFormula,
+    Edge,
+    EdgeKind,
+    GeneratedKind,
+    Loc,
+    Node,
+    NodeKind,
+    Op,
+    RegistrationKind,
+    is_composite,
+)
+from ..store.codec import codec, row_fact
+from ..store.reader import Index
+from .cpp_edges import op_callers, out_edges
+from .nodes import autograd_node, cpp_node, op_node, symbol_id, unresolved_node
+from .registry import OpRegistry, registry
+from .resolve import op_named
+from .symbols import defs_in_file, kernel_definitions, symbol, to_symbol, SYMBOL_COLS
+
+MAX_KERNEL_DEFS = 4
+_CALLED = re.compile(r"(?<![\w.:])(?:at::)?([A-Za-z_]\w*)\s*\(")
+_METHOD = re.compile(r"\.([A-Za-z_]\w*)\s*\(")
+_NOT_CALLS = frozenset({"if", "for", "while", "return", "sizeof", "static_cast", "std", "c10", "Tensor",
+                        "TensorList", "at", "grad", "result", "self", "other"})
+_FORMULA_NS = "torch::autograd::generated::details::"  # tools/autograd/templates/FunctionsManual: helpers
+
+
+def _op(reg: OpRegistry, node: Node) -> Op | None:
+    return reg.by_full.get(node.key) if node.kind is NodeKind.OP else None
+
+
+# ------------------------------------------------------------------ KERNEL
+
+def kernel_edges(ix: Index, node: Node) -> list[Edge]:
+    """op -> its kernel for each dispatch key (an UNRESOLVED node when no definition is indexed)."""
+    reg = registry(ix)
+    op = _op(reg, node)
+    if op is None:
+        return []
+    out = []
+    for entry in reg.dispatch(op):
+        defs = kernel_definitions(ix, entry.kernel, entry.structured)[:MAX_KERNEL_DEFS]
+        if not defs:
+            out.append(Edge(node, unresolved_node(entry.kernel), EdgeKind.KERNEL, entry.loc, entry.key, entry.via))
+        out += [Edge(node, cpp_node(d), EdgeKind.KERNEL, entry.loc, entry.key, entry.via) for d in defs]
+    return out
+
+
+def kernel_of(ix: Index, node: Node) -> list[Edge]:
+    """KERNEL edges into a C++ function: the (op, key) entries whose kernel it is."""
+    sid = symbol_id(node)
+    fn = symbol(ix, sid) if sid is not None else None
+    if fn is None:
+        return []
+    reg = registry(ix)
+    names = {fn.name, f"ufunc::{fn.name}", fn.qualname.removeprefix("at::native::")}
+    out = []
+    for name in names:
+        for op, entry in reg.kernel_ops.get(name, ()):
+            if any(d.id == fn.id for d in kernel_definitions(ix, entry.kernel, entry.structured)[:MAX_KERNEL_DEFS]):
+                out.append(Edge(op_node(op), node, EdgeKind.KERNEL, entry.loc, entry.key, entry.via))
+    return out
+
+
+# ------------------------------------------------------------------ OP_CALL
+
+def op_call_edges(ix: Index, node: Node) -> list[Edge]:
+    """op -> the ops its composite kernels call through the dispatcher (in call order)."""
+    out: dict[str, Edge] = {}
+    for k in kernel_edges(ix, node):
+        if not is_composite(k.key) or k.dst.kind is NodeKind.UNRESOLVED:
+            continue
+        for e in out_edges(ix, k.dst):
+            if e.kind is EdgeKind.DISPATCH_CALL and e.dst.key != node.key and e.dst.key not in out:
+                out[e.dst.key] = Edge(node, e.dst, EdgeKind.OP_CALL, e.site, k.key, f"{k.dst.label} calls {e.note}")
+    return list(out.values())
+
+
+def op_called_by(ix: Index, node: Node) -> list[Edge]:
+    """OP_CALL edges into an op: composite ops whose kernel calls it."""
+    out: dict[str, Edge] = {}
+    for call in op_callers(ix, node):
+        for k in kernel_of(ix, call.src):
+            if is_composite(k.key) and k.src.key != node.key and k.src.key not in out:
+                out[k.src.key] = Edge(k.src, node, EdgeKind.OP_CALL, call.site, k.key, f"{call.src.label} calls it")
+    return list(out.values())
+
+
+# ------------------------------------------------------------------ BACKWARD
+
+def _derivatives(ix: Index) -> dict[str, list[tuple[Derivative, list[DerivativeFormula]]]]:
+    def build() -> dict[str, list[tuple[Derivative, list[DerivativeFormula]]]]:
+        formulas: dict[int, list[DerivativeFormula]] = {}
+        for row in ix.q(f"SELECT {codec(DerivativeFormula).select()} FROM derivative_formula ORDER BY id"):
+            f: DerivativeFormula = row_fact(DerivativeFormula, row, ix.path_of)
+            formulas.setdefault(f.derivative, []).append(f)
+        out: dict[str, list[tuple[Derivative, list[DerivativeFormula]]]] = {}
+        for row in ix.q(f"SELECT {codec(Derivative).select()} FROM derivative ORDER BY id"):
+            d: Derivative = row_fact(Derivative, row, ix.path_of)
+            out.setdefault(d.op_full_name, []).append((d, formulas.get(d.id, [])))
+        return out
+    table: dict[str, list[tuple[Derivative, list[DerivativeFormula]]]] = ix.cached("derivatives", build)
+    return table
+
+
+def derivatives_of(ix: Index, op: Op) -> list[tuple[Derivative, list[DerivativeFormula]]]:
+    return _derivatives(ix).get(op.full_name, [])
+
+
+def _formula_targets(ix: Index, reg: OpRegistry, text: str) -> list[Node]:
+    """What a derivative formula calls: ops (free functions, _symint spellings, Tensor methods) and
+    the C++ helpers of FunctionsManual.cpp."""
+    out: dict[tuple[str, str], Node] = {}
+    for name in _CALLED.findall(text):
+        if name in _NOT_CALLS:
+            continue
+        ops = op_named(reg, name)
+        if ops:
+            for full in ops[:3]:
+                out.setdefault((NodeKind.OP, full), op_node(reg.by_full[full]))
+            continue
+        rows = ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE qualname = ? AND is_definition",
+                    (_FORMULA_NS + name,))
+        for row in rows[:1]:
+            n = cpp_node(to_symbol(ix, row))
+            out.setdefault((n.kind, n.key), n)
+    for name in _METHOD.findall(text):
+        if reg.has_method(name):
+            for op in reg.by_name[name]:
+                if not op.is_out:
+                    out.setdefault((NodeKind.OP, op.full_name), op_node(op))
+                    break
+    return list(out.values())
+
+
+def backward_edges(ix: Index, node: Node) -> list[Edge]:
+    """op -> the ops (and FunctionsManual helpers) its derivatives.yaml formulas call."""
+    reg = registry(ix)
+    op = _op(reg, node)
+    if op is None:
+        return []
+    out: dict[tuple[str, str], Edge] = {}
+    for _d, formulas in derivatives_of(ix, op):
+        for f in formulas:
+            for dst in _formula_targets(ix, reg, f.formula):
+                if dst.key != node.key:
+                    out.setdefault((dst.kind, dst.key), Edge(node, dst, EdgeKind.BACKWARD, f.loc, f.key,
+                                                             f"derivative of {f.variables}"))
+    return list(out.values())
+
+
+def backward_of(ix: Index, node: Node) -> list[Edge]:
+    """BACKWARD edges into a node: the ops whose derivative formulas call it."""
+    def build() -> dict[str, list[str]]:
+        reg = registry(ix)
+        rev: dict[str, list[str]] = {}
+        for full in _derivatives(ix):
+            op = reg.by_full.get(full)
+            if op is not None:
+                for e in backward_edges(ix, op_node(op)):
+                    rev.setdefault(e.dst.key, []).append(full)
+        return rev
+    reverse: dict[str, list[str]] = ix.cached("backward_reverse", build)
+    reg = registry(ix)
+    return [e for full in reverse.get(node.key, []) for e in backward_edges(ix, op_node(reg.by_full[full]))
+            if e.dst.key == node.key]
+
+
+# ------------------------------------------------------------------ WRAPPER and AUTOGRAD (generated code)
+
+def _generated_impls(ix: Index, op: Op) -> list[tuple[str, str, int, int]]:
+    """(key, target, file_id, line) of the generated m.impl("op", ...) of this overload."""
+    rows: list[tuple[str, str, int, int]] = ix.q(
+        "SELECT r.key, r.target, r.file_id, r.line FROM cpp_registration r JOIN files f ON f.id = r.file_id "
+        "WHERE r.kind = ? AND r.name = ? AND f.generated = 1 ORDER BY r.key",
+        (RegistrationKind.LIBRARY_IMPL.value, op.full_name))
+    return rows
+
+
+def _defined_in(ix: Index, file_id: int, target: str) -> CppSymbol | None:
+    defs = defs_in_file(ix, file_id, target.split("::")[-1])
+    # VariableType::atan2 is defined inside an anonymous namespace: compare without it.
+    exact = [d for d in defs if d.qualname.replace("(anonymous)::", "").endswith(target)]
+    return (exact or defs or [None])[0]
+
+
+def wrapper_edges(ix: Index, node: Node) -> list[Edge]:
+    """op -> the generated function the dispatcher calls for each key (Register<Key>.cpp, VariableType)."""
+    op = _op(registry(ix), node)
+    if op is None:
+        return []
+    out = []
+    for key, target, file_id, line in _generated_impls(ix, op):
+        fn = _defined_in(ix, file_id, target)
+        dst = cpp_node(fn) if fn is not None else unresolved_node(target)
+        out.append(Edge(node, dst, EdgeKind.WRAPPER, Loc(ix.path_of(file_id), line), key, f"m.impl({op.full_name!r})"))
+    return out
+
+
+def wrapper_of(ix: Index, node: Node) -> list[Edge]:
+    """WRAPPER edges into a generated function: the op registered to it."""
+    sid = symbol_id(node)
+    fn = symbol(ix, sid) if sid is not None else None
+    if fn is None or not fn.in_generated:
+        return []
+    reg = registry(ix)
+    out = []
+    for name in {r[0] for r in ix.q("SELECT name FROM cpp_registration r JOIN files f ON f.id = r.file_id "
+                                    "WHERE r.kind = ? AND r.target LIKE ? AND f.path = ?",
+                                    (RegistrationKind.LIBRARY_IMPL.value, f"%{fn.name}", fn.path))}:
+        op = reg.by_full.get(name)
+        if op is not None:
+            out += [e for e in wrapper_edges(ix, op_node(op)) if e.dst.key == node.key]
+    return out
+
+
+def autograd_edges(ix: Index, node: Node) -> list[Edge]:
+    """op -> the autograd nodes (XBackward0) its generated Autograd kernel creates, at their apply()."""
+    out = []
+    for w in wrapper_edges(ix, node):
+        sid = symbol_id(w.dst)
+        if sid is None or not w.key.startswith("Autograd"):
+            continue
+        for name, line in ix.q("SELECT DISTINCT value, line FROM generated_fact WHERE scope = ? AND kind = ?",
+                               (sid, GeneratedKind.GRAD_FN.value)):
+            apply = ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE name = 'apply' AND qualname LIKE ? "
+                         "AND is_definition", (f"%::{name}::apply",))
+            loc = to_symbol(ix, apply[0]).loc if apply else None
+            site = Loc(w.dst.loc.path, line) if w.dst.loc else None
+            out.append(Edge(node, autograd_node(name, loc), EdgeKind.AUTOGRAD, site, w.key, w.dst.label))
+    return out

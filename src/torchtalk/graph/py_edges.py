@@ -1,0 +1,172 @@
+"""Edges of the Python layer: a Python name bound to native code (BINDING), and what a Python
+function calls (PY_CALL), resolved as the interpreter would bind the names."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..model import Edge, EdgeKind, Loc, Node, NodeKind, Op, PyApiKind
+from ..store.reader import Index
+from .nodes import binding_node, cpp_node, op_node, py_node, symbol_id, unresolved_node
+from .pynames import PyDef, pynames
+from .registry import registry
+from .symbols import defs_in_file, symbol
+
+# Plumbing every nn function goes through (__torch_function__ overrides, scripting checks): never
+# a step towards the op.
+HIDDEN_PREFIXES = ("torch.overrides.", "torch._jit_internal.", "torch.jit.", "torch.compiler.", "torch._C._log_api",
+                   "torch._dynamo.", "warnings.", "typing.")
+MAX_CALLS_PER_FUNCTION = 30
+
+
+# ------------------------------------------------------------------ BINDING
+
+def bindings_into(ix: Index, node: Node) -> list[Edge]:
+    """BINDING edges into an op (its Python names) or a C++ function (PyMethodDef / pybind11 names)."""
+    if node.kind is NodeKind.OP:
+        op = registry(ix).by_full.get(node.key)
+        if op is None:
+            return []
+        # The generated binding (THPVariable_X) first: it is where the name enters C++, the YAML line second.
+        names = sorted(registry(ix).python_names(op), key=lambda p: p.kind is not PyApiKind.GENERATED_BINDING)
+        return [Edge(binding_node(p.name, p.loc), node, EdgeKind.BINDING, p.loc, note=p.kind.value) for p in names]
+    sid = symbol_id(node)
+    fn = symbol(ix, sid) if sid is not None else None
+    if fn is None:
+        return []
+    rows = ix.q("SELECT name, kind, file_id, line FROM py_api WHERE target IN (?, ?) AND kind IN (?, ?, ?)",
+                (fn.name, fn.qualname, PyApiKind.PYMETHODDEF.value, PyApiKind.PYBIND.value,
+                 PyApiKind.GENERATED_BINDING.value))
+    out = []
+    for name, kind, file_id, line in rows:
+        loc = Loc(ix.path_of(file_id), line)
+        if kind == PyApiKind.GENERATED_BINDING and loc.path != fn.path:
+            continue
+        out.append(Edge(binding_node(name, loc), node, EdgeKind.BINDING, loc, note=kind))
+    return out
+
+
+def bindings_out(ix: Index, node: Node) -> list[Edge]:
+    """BINDING edges out of a Python name: the op or C++ function it is bound to."""
+    if node.kind is not NodeKind.BINDING:
+        return []
+    reg = registry(ix)
+    out: list[Edge] = []
+    for kind, op_name, target, file_id, line in ix.q(
+            "SELECT kind, op, target, file_id, line FROM py_api WHERE name = ?", (node.key,)):
+        loc = Loc(ix.path_of(file_id), line)
+        if op_name and op_name in reg.by_full and kind != PyApiKind.GENERATED_BINDING:
+            out.append(Edge(node, op_node(reg.by_full[op_name]), EdgeKind.BINDING, loc, note=kind))
+        elif target:
+            defs = defs_in_file(ix, file_id, target.split("::")[-1]) or []
+            dst = cpp_node(defs[0]) if defs else _cpp_named(ix, target) or unresolved_node(target)
+            out.append(Edge(node, dst, EdgeKind.BINDING, loc, note=kind))
+    return out
+
+
+def _cpp_named(ix: Index, target: str) -> Node | None:
+    rows = ix.q("SELECT id FROM cpp_symbol WHERE name = ? AND is_definition ORDER BY file_id LIMIT 1",
+                (target.split("::")[-1],))
+    sym = symbol(ix, rows[0][0]) if rows else None
+    return cpp_node(sym) if sym else None
+
+
+# ------------------------------------------------------------------ PY_CALL
+
+_OP_MODULES = ("torch._C._VariableFunctions.", "torch._VF.", "_VF.")
+
+
+def ops_of_python(ix: Index, dotted: str) -> list[Op]:
+    """The ops a Python name reaches directly (torch.X, torch._C._nn.X, torch._VF.X, torch.ops.aten.X)."""
+    reg = registry(ix)
+    if dotted.startswith("torch.ops.aten."):
+        return reg.lookup(dotted)
+    candidates = [dotted] + ["torch." + dotted[len(p):] for p in _OP_MODULES if dotted.startswith(p)]
+    for c in candidates:
+        if c in reg.py_by_name:
+            return [reg.by_full[f] for f in dict.fromkeys(reg.py_by_name[c]) if f in reg.by_full]
+    return []
+
+
+@dataclass(frozen=True)
+class PyContext:
+    """What ``self`` is while a module's methods are walked: its class and bases, nearest first."""
+
+    mro: Sequence[str]  # fully qualified class names
+
+
+def method_of(ix: Index, mro: Sequence[str], name: str) -> PyDef | None:
+    names = pynames(ix)
+    for fq in mro:
+        d = names.definition(f"{fq}.{name}")
+        if d is not None and d.kind == "function":
+            return d
+    return None
+
+
+def function_node(d: PyDef) -> Node:
+    return py_node(NodeKind.PY_FUNCTION, d.fq, d.loc)
+
+
+def py_call_edges(ix: Index, node: Node, ctx: PyContext) -> list[Edge]:
+    """PY_CALL edges out of a Python function: to the methods, functions and ops it calls (one per
+    distinct callee, in line order); a call through an untyped receiver (x.sum()) is taken for a
+    Tensor method and says so."""
+    if node.kind is not NodeKind.PY_FUNCTION:
+        return []
+    names = pynames(ix)
+    fn = names.definition(node.key)
+    if fn is None or fn.kind != "function":
+        return []
+    out: list[Edge] = []
+    seen: set[str] = set()
+    for callee, line, file_id in ix.q("SELECT callee, line, file_id FROM py_call WHERE func = ? ORDER BY line, id",
+                                      (fn.row_id,))[: MAX_CALLS_PER_FUNCTION * 3]:
+        if callee in seen:
+            continue  # the same callee again (a guard repeated in branches): once is enough
+        seen.add(callee)
+        out += _call(ix, node, fn, callee, Loc(ix.path_of(file_id), line), ctx)
+        if len(out) >= MAX_CALLS_PER_FUNCTION:
+            break
+    return out
+
+
+def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyContext) -> list[Edge]:
+    names = pynames(ix)
+    head = written.split(".")[0]
+    if written.startswith(("self.", "super().")) and written.count(".") == 1:
+        mro = list(ctx.mro)
+        if written.startswith("super()"):
+            owner = fn.fq.rsplit(".", 1)[0]
+            mro = mro[mro.index(owner) + 1:] if owner in mro else mro[1:]
+        target = method_of(ix, mro, written.split(".")[1])
+        # None: a submodule call (self.linear(x)) or an attribute, not a method of the class.
+        return [Edge(src, function_node(target), EdgeKind.PY_CALL, site, note=written)] if target else []
+    if head in ("self", "super()"):
+        return []
+    full = names.resolve_in(fn.module, written)
+    if full.startswith(HIDDEN_PREFIXES):
+        return []
+    d = names.definition(full)
+    if d is not None and d.kind == "assign":
+        # linear = _add_docstr(torch._C._nn.linear, ...): the name is bound to a native function.
+        ops = ops_of_python(ix, d.value) or ops_of_python(ix, names.resolve_in(d.module, d.value))
+        via = Node(NodeKind.BINDING, d.fq, f"{d.fq} = {d.value}", d.loc)
+        return [Edge(src, via, EdgeKind.PY_CALL, site, note=written)] + [
+            Edge(via, op_node(op), EdgeKind.BINDING, d.loc, note=d.value) for op in ops]
+    if d is not None and d.kind == "function":
+        return [Edge(src, function_node(d), EdgeKind.PY_CALL, site, note=written)]
+    ops = ops_of_python(ix, full)
+    if ops:
+        return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, note=written) for op in ops]
+    if "." not in written:
+        return []  # a local or builtin callable
+    if written.count(".") == 1 and head not in names.imports(fn.module)[0]:
+        method = written.split(".")[1]
+        ops = ops_of_python(ix, f"Tensor.{method}")
+        return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, note=f"{written} (receiver not typed; assumed a Tensor)")
+                for op in ops]
+    if full.startswith("torch."):
+        return [Edge(src, unresolved_node(full), EdgeKind.PY_CALL, site, note=written)]
+    return []

@@ -1,0 +1,151 @@
+"""The op registry as the graph sees it: every op by any name a user types, and its kernel per key.
+
+The whole registry (a few thousand ops) is loaded once per index version; every op
+question after that is a dictionary lookup.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import defaultdict
+from dataclasses import dataclass
+
+from ..model import DispatchEntry, DispatchKey, EntryOrigin, Loc, Op, OpDispatch, PyApiKind, Variant
+from ..store.codec import codec, row_fact
+from ..store.reader import Index
+
+# Spellings of a Python name as the py_api table stores them.
+_PY_PREFIXES = (("F.", "torch.nn.functional."), ("nn.functional.", "torch.nn.functional."),
+                ("torch.Tensor.", "Tensor."), ("linalg.", "torch.linalg."), ("fft.", "torch.fft."),
+                ("special.", "torch.special."), ("_C.", "torch._C."))
+_OP_PREFIXES = ("aten::", "torch.ops.aten.", "aten.")
+
+
+@dataclass(frozen=True, slots=True)
+class PyName:
+    """A Python name bound to an op (torch.add, Tensor.add, torch.nn.functional.relu)."""
+
+    name: str
+    kind: PyApiKind
+    loc: Loc
+    target: str = ""  # the C++ binding function, or the Python name an alias or F.x is bound to
+
+
+class OpRegistry:
+    def __init__(self, ix: Index) -> None:
+        self.by_id: dict[int, Op] = {}
+        self.by_full: dict[str, Op] = {}
+        self.by_name: dict[str, list[Op]] = defaultdict(list)
+        for row in ix.q(f"SELECT {codec(Op).select()} FROM op ORDER BY id"):
+            op: Op = row_fact(Op, row, ix.path_of)
+            self.by_id[op.id] = op
+            self.by_full[op.full_name] = op
+            self.by_name[op.name].append(op)
+        self.own: dict[str, list[OpDispatch]] = defaultdict(list)
+        for row in ix.q(f"SELECT {codec(OpDispatch).select()} FROM op_dispatch ORDER BY id"):
+            d: OpDispatch = row_fact(OpDispatch, row, ix.path_of)
+            if d.op in self.by_id:
+                self.own[self.by_id[d.op].full_name].append(d)
+        self.py_by_name: dict[str, list[str]] = defaultdict(list)
+        self.py_by_op: dict[str, list[PyName]] = defaultdict(list)
+        for name, kind, op_name, target, file_id, line in ix.q(
+                "SELECT name, kind, op, target, file_id, line FROM py_api WHERE op != ''"):
+            self.py_by_name[name].append(op_name)
+            self.py_by_op[op_name].append(PyName(name, PyApiKind(kind), Loc(ix.path_of(file_id), line), target))
+        self.delegating: dict[str, list[Op]] = defaultdict(list)  # cumsum.out -> [cumsum, cumsum_]
+        for op in self.by_id.values():
+            if op.structured_delegate:
+                self.delegating[op.structured_delegate].append(op)
+        self._dispatch: dict[str, list[DispatchEntry]] = {}
+        # kernel as the YAML writes it -> [(op, entry)]: which ops a C++ function is a kernel of.
+        self.kernel_ops: dict[str, list[tuple[Op, DispatchEntry]]] = defaultdict(list)
+        for op in self.by_id.values():
+            for entry in self.dispatch(op):
+                self.kernel_ops[entry.kernel].append((op, entry))
+
+    # ------------------------------------------------------------ lookup
+
+    def lookup(self, text: str) -> list[Op]:
+        """Ops a user means by ``text``: "add.Tensor", "add", "aten::add", "torch.add", "F.relu"."""
+        t = text.strip()
+        for prefix in _OP_PREFIXES:
+            if t.startswith(prefix):
+                t = t[len(prefix):]
+        if t.endswith(".default"):
+            t = t[: -len(".default")]
+        if t in self.by_full and "." in t:
+            return [self.by_full[t]]
+        if t in self.by_name:
+            return list(self.by_name[t])
+        for alias in py_spellings(t):
+            if alias in self.py_by_name:
+                seen: dict[str, Op] = {}
+                for full in self.py_by_name[alias]:
+                    op = self.by_full.get(full)
+                    if op is not None:
+                        seen.setdefault(op.full_name, op)
+                return list(seen.values())
+        return []
+
+    def suggest(self, text: str, n: int = 8) -> list[str]:
+        t = text.strip()
+        if "::" in t or t.startswith(("torch.", "F.", "Tensor.")):
+            t = t.split("::")[-1].split(".")[-1]
+        names = list(self.by_name)
+        close = difflib.get_close_matches(t, names, n=n, cutoff=0.6)
+        contains = sorted((x for x in names if t and t in x and x not in close), key=len)[: max(0, n - len(close))]
+        return close + contains
+
+    def python_names(self, op: Op) -> list[PyName]:
+        return self.py_by_op.get(op.full_name, [])
+
+    # ------------------------------------------------------------ dispatch
+
+    def dispatch(self, op: Op) -> list[DispatchEntry]:
+        """Per key, the kernel: the op's own table, its structured delegate's, or the implicit default."""
+        cached = self._dispatch.get(op.full_name)
+        if cached is None:
+            cached = self._dispatch[op.full_name] = self._entries(op, set())
+        return cached
+
+    def _entries(self, op: Op, seen: set[str]) -> list[DispatchEntry]:
+        seen = seen | {op.full_name}
+        origin = EntryOrigin.AUTOGEN if op.autogen_from else EntryOrigin.TABLE
+        entries = [DispatchEntry(d.key, d.kernel, d.loc, origin, structured=op.structured)
+                   for d in self.own.get(op.full_name, [])]
+        if op.ufunc_inner_loop:
+            # CPU/CUDA kernels are generated from ufunc/<name>.h; there is no hand-written one.
+            shown = "; ".join(f"{k}: {v}" for k, v in op.ufunc_inner_loop)
+            loop = op.ufunc_inner_loop[0][1].split(" ")[0]
+            for key in (DispatchKey.CPU, DispatchKey.CUDA):
+                if all(e.key != key for e in entries):
+                    entries.append(DispatchEntry(key, f"ufunc::{loop}", op.loc, EntryOrigin.UFUNC, ufunc=shown))
+        target = self.by_full.get(op.structured_delegate) if op.structured_delegate else None
+        if target is not None and target.full_name not in seen:
+            have = {e.key for e in entries}
+            for d in self._entries(target, seen):
+                if d.key not in have:
+                    entries.append(DispatchEntry(d.key, d.kernel, d.loc, d.origin, delegate=target.full_name,
+                                                 structured=d.structured, ufunc=d.ufunc))
+        if not entries and not op.structured_delegate:
+            entries.append(DispatchEntry(DispatchKey.CompositeImplicitAutograd, op.cpp_name, op.loc,
+                                         EntryOrigin.IMPLICIT))
+        return entries
+
+    def has_method(self, name: str) -> bool:
+        """Whether some overload of ``name`` is a Tensor method (``variants: method``)."""
+        return any(Variant.METHOD in op.variants for op in self.by_name.get(name, ()))
+
+
+def py_spellings(t: str) -> list[str]:
+    """Spellings of a Python name as py_api stores them."""
+    out = [t]
+    for short, long in _PY_PREFIXES:
+        if t.startswith(short):
+            out.append(long + t[len(short):])
+    return out
+
+
+def registry(ix: Index) -> OpRegistry:
+    reg: OpRegistry = ix.cached("ops", lambda: OpRegistry(ix))
+    return reg

@@ -1,0 +1,105 @@
+"""C++ symbols read back from the index: by id, name or qualified name, and kernels as the YAML names them.
+
+A YAML kernel name ``relu`` means ``at::native::relu``; for a structured op it means
+``TORCH_IMPL_FUNC(relu_out)``; ``ufunc::add`` means the ufunc template in
+``native/ufunc/add.h``. Other functions of the same short name elsewhere are
+different functions and are never returned for a kernel.
+"""
+
+from __future__ import annotations
+
+from ..model import CallSite, CppSymbol, SymbolKind
+from ..store.codec import codec, row_fact, rows_facts
+from ..store.reader import Index
+
+SYMBOL_COLS = codec(CppSymbol).select()
+CALL_COLS = codec(CallSite).select()
+
+
+def to_symbol(ix: Index, row: tuple) -> CppSymbol:
+    sym: CppSymbol = row_fact(CppSymbol, row, ix.path_of)
+    return sym
+
+
+def to_call(ix: Index, row: tuple) -> CallSite:
+    call: CallSite = row_fact(CallSite, row, ix.path_of)
+    return call
+
+
+def has_cpp(ix: Index) -> bool:
+    return bool(ix.cached("has_cpp", lambda: bool(ix.one("SELECT 1 FROM cpp_symbol LIMIT 1"))))
+
+
+def symbol(ix: Index, sid: int) -> CppSymbol | None:
+    memo: dict[int, CppSymbol | None] = ix.cached("symbols_by_id", dict)
+    if sid not in memo:
+        row = ix.one(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE id = ?", (sid,))
+        memo[sid] = to_symbol(ix, row) if row else None
+    return memo[sid]
+
+
+def _symbols(ix: Index, where: str, params: tuple, definitions_only: bool) -> list[CppSymbol]:
+    sql = f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE {where}" + (" AND is_definition" if definitions_only else "")
+    return rows_facts(CppSymbol, ix.q(sql + " ORDER BY file_id, line", params), ix.paths())
+
+
+def defs_by_qualname(ix: Index, qualname: str, definitions_only: bool = True) -> list[CppSymbol]:
+    return _symbols(ix, "qualname = ?", (qualname,), definitions_only)
+
+
+def defs_by_name(ix: Index, name: str, definitions_only: bool = True) -> list[CppSymbol]:
+    return _symbols(ix, "name = ?", (name,), definitions_only)
+
+
+def defs_in_file(ix: Index, file_id: int, name: str) -> list[CppSymbol]:
+    return _symbols(ix, "file_id = ? AND name = ?", (file_id, name), True)
+
+
+def gpu_kernels_named(ix: Index, name: str) -> list[CppSymbol]:
+    return _symbols(ix, "name = ? AND kind IN (?, ?)", (name, SymbolKind.GLOBAL_KERNEL.value,
+                                                        SymbolKind.METAL_KERNEL.value), False)
+
+
+def calls_from(ix: Index, sid: int) -> list[CallSite]:
+    return rows_facts(CallSite, ix.q(f"SELECT {CALL_COLS} FROM cpp_call WHERE caller = ? ORDER BY line, id", (sid,)),
+                      ix.paths())
+
+
+def calls_named(ix: Index, callee: str, qualifiers: tuple[str, ...] = (), limit: int = 20000) -> list[CallSite]:
+    """Call sites naming ``callee`` (with one of ``qualifiers`` as written, when given)."""
+    if qualifiers:
+        marks = ",".join("?" * len(qualifiers))
+        rows = ix.q(f"SELECT {CALL_COLS} FROM cpp_call WHERE callee = ? AND qualifier IN ({marks}) LIMIT ?",
+                    (callee, *qualifiers, limit))
+    else:
+        rows = ix.q(f"SELECT {CALL_COLS} FROM cpp_call WHERE callee = ? LIMIT ?", (callee, limit))
+    return rows_facts(CallSite, rows, ix.paths())
+
+
+def kernel_definitions(ix: Index, kernel: str, structured: bool) -> list[CppSymbol]:
+    """Where the kernel a dispatch table names is defined (hand-written code first)."""
+    if not has_cpp(ix):
+        return []
+    memo: dict[tuple[str, bool], list[CppSymbol]] = ix.cached("kernel_definitions", dict)
+    key = (kernel, structured)
+    if key not in memo:
+        memo[key] = _kernel_definitions(ix, kernel, structured)
+    return list(memo[key])
+
+
+def _kernel_definitions(ix: Index, kernel: str, structured: bool) -> list[CppSymbol]:
+    short = kernel.split("::")[-1]
+    if kernel.startswith("ufunc::"):
+        return defs_by_qualname(ix, f"at::native::{kernel}")
+    found: list[CppSymbol] = []
+    if structured:
+        found = [d for d in defs_by_name(ix, short) if d.kind is SymbolKind.IMPL_FUNC]
+    if not found:
+        qual = kernel if kernel.startswith("at::") else f"at::native::{kernel}"
+        found = defs_by_qualname(ix, qual)
+    if not found:
+        # Kernels defined inside an anonymous namespace or a nested one of at::native.
+        found = [d for d in defs_by_name(ix, short)
+                 if d.qualname.startswith("at::native::") and not d.kind.is_gpu_kernel
+                 and d.kind is not SymbolKind.DEVICE_FUNCTION]
+    return sorted(found, key=lambda d: (d.in_generated, d.path, d.line))
