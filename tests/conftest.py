@@ -34,7 +34,7 @@ def tree(tmp_path) -> Path:
 def indexed(tree):
     """(tree path, Index) after a full build of the fixture tree."""
     from torchtalk.index.indexer import refresh
-    from torchtalk.query.index import Index
+    from torchtalk.store.reader import Index
     from torchtalk.source.tree import find_source
 
     st = find_source(tree)
@@ -63,7 +63,7 @@ def build_index(tree: Path, cache: Path, **refresh_kw):
     """(SourceTree, Index, report) for ``tree`` indexed into ``cache``: for fixtures wider than one
     test, which cannot use monkeypatch; the environment is restored afterwards."""
     from torchtalk.index.indexer import refresh
-    from torchtalk.query.index import Index
+    from torchtalk.store.reader import Index
     from torchtalk.source.tree import find_source
 
     old = os.environ.get("TORCHTALK_CACHE_DIR")
@@ -94,7 +94,7 @@ def real_index(tmp_path_factory):
 def py_indexed(tmp_path):
     """(tree, Index): the fixture tree plus a sliver of torch/ and test/ (tests/fixtures/tree_py)."""
     from torchtalk.index.indexer import refresh
-    from torchtalk.query.index import Index
+    from torchtalk.store.reader import Index
     from torchtalk.source.tree import find_source
 
     dest = tmp_path / "pytorch"

@@ -112,7 +112,7 @@ def cmd_index(args) -> int:
 def ensure_index(tree, quiet: bool = False, codegen: bool = True):
     """Refresh the index (a no-op when nothing changed) and return an Index over it."""
     from .index.indexer import refresh
-    from .query.index import Index
+    from .store.reader import Index
     refresh(tree, codegen=codegen, log=(lambda m: None) if quiet else (lambda m: print(m, file=sys.stderr)))
     return Index(tree.index_path, tree.root)
 

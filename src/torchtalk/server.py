@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from .errors import TorchTalkError
-from .query.index import Index
+from .store.reader import Index
 from .source.tree import SourceTree, find_source
 from .store.db import corrupt_marker
 from .tools import Tool, all_tools, answer
@@ -136,8 +136,8 @@ def build_server(ix: Index, refresher: Refresher | None = None):
 def _warm_up(ix: Index) -> None:
     """Load what first calls would otherwise pay for (the op registry, stub names), off the request path."""
     try:
-        from .query.ops import registry
-        from .query.resolve import stub_names
+        from .graph.registry import registry
+        from .graph.resolve import stub_names
         from .query.status import changed_files
         from .structured import output_model
         registry(ix)

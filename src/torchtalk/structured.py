@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from .atomic import write_text_atomic
-from .query.model import NotFound
+from .query.results import NotFound
 from .tools import Tool
 
 KIND_HELP = ("'result' when the question was answered; 'not_found' when the name is not in the index "

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from .query.index import Index
-from .query.model import Ambiguous, NotFound
+from .store.reader import Index
+from .query.results import Ambiguous, NotFound
 from .render.common import ambiguous, not_found
 
 

@@ -12,12 +12,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from torchtalk.extract import pyast
-from torchtalk.extract.facts import REFS, ROW_TYPES
 from torchtalk.extract.pyast import module_name, resolve_from
-from torchtalk.extract.pymodules import extract_python
-from torchtalk.extract.pytests import extract_tests
+from torchtalk.extract.pymodules import extract_python as _extract_python
+from torchtalk.extract.pytests import extract_tests as _extract_tests
 
 from ..conftest import real_source
+from ..factnames import REFS, ROW_TYPES, named
+
+
+def extract_python(*args: object) -> dict:
+    return named(_extract_python(*args))  # type: ignore[arg-type]
+
+
+def extract_tests(*args: object) -> dict:
+    return named(_extract_tests(*args))  # type: ignore[arg-type]
 
 FIX = Path(__file__).parents[1] / "fixtures" / "py"
 
@@ -45,7 +53,7 @@ def oprefs(facts: dict) -> set[tuple[str, str, str]]:
 
 
 def assert_well_formed(facts: dict) -> None:
-    """Rows are the contract's NamedTuples, local refs point into the file, facts pickle."""
+    """Rows are the model's fact types, local refs point into the file, facts pickle."""
     for key, rows in facts.items():
         assert key in ROW_TYPES, key
         for r in rows:
@@ -263,7 +271,7 @@ def test_refs_only_under_torch_refs():
 def test_syntax_error_gives_errors_not_an_exception():
     facts = facts_of("bad/syntax_error.py")
     assert list(facts) == ["errors"]
-    assert facts["errors"][0].startswith("SyntaxError: line 1")
+    assert facts["errors"][0].startswith("bad/syntax_error.py: SyntaxError: line 1")
 
 
 def test_non_utf8_bytes_give_errors():
@@ -280,7 +288,7 @@ def test_nul_bytes_and_huge_files_give_errors(monkeypatch):
     assert list(extract_python("torch/a.py", b"x = 1\x00\n")) == ["errors"]
     monkeypatch.setattr(pyast, "MAX_BYTES", 10)
     facts = extract_python("torch/a.py", b"x = 1\n" * 10)
-    assert facts == {"errors": ["file too large: 60 bytes"]}
+    assert facts == {"errors": ["torch/a.py: file too large: 60 bytes"]}
 
 
 def test_empty_file_has_empty_rows():

@@ -10,12 +10,21 @@ from pathlib import Path
 
 import pytest
 
-from torchtalk.extract.facts import REFS, ROW_TYPES
 from torchtalk.extract.pyast import parse
-from torchtalk.extract.pymodules import extract_python
-from torchtalk.extract.pytests import MAX_TOUCHES, extract_tests
+from torchtalk.extract.pymodules import extract_python as _extract_python
+from torchtalk.extract.pytests import MAX_TOUCHES
+from torchtalk.extract.pytests import extract_tests as _extract_tests
 
 from ..conftest import real_source
+from ..factnames import REFS, ROW_TYPES, named
+
+
+def extract_python(*args: object) -> dict:
+    return named(_extract_python(*args))  # type: ignore[arg-type]
+
+
+def extract_tests(*args: object) -> dict:
+    return named(_extract_tests(*args))  # type: ignore[arg-type]
 
 FIX = Path(__file__).parents[1] / "fixtures" / "py"
 NN_TESTS = "test/test_nn_fixture.py"  # relpath the fixture test/nn_device_tests.py stands for

@@ -27,7 +27,7 @@ import psutil
 import pytest
 from mcp import Client, StdioServerParameters
 
-from torchtalk.query.index import Index
+from torchtalk.store.reader import Index
 from torchtalk.server import build_server
 from torchtalk.source.tree import find_source
 from torchtalk.tools import get_tool, run

@@ -9,7 +9,7 @@ a YAML edit changes their output.
 import textwrap
 
 from torchtalk.index.indexer import refresh
-from torchtalk.query.index import Index
+from torchtalk.store.reader import Index
 from torchtalk.source.tree import find_source
 from torchtalk.tools import get_tool, run
 
@@ -84,7 +84,7 @@ def test_generated_code_is_indexed_linked_and_shown(tree):
     assert "    parser: relu(Tensor input)" in text
     assert "- CPU: wrapper_CPU_relu  <generated>/aten/src/ATen/RegisterCPU.cpp:" in text
     res, text = run(get_tool("impact"), ix, function_name="relu", depth=2)
-    callers = {c.caller.name for lv in res.levels for c in lv.callers}
+    callers = {e.src.label.split("::")[-1] for lv in res.sections[0].levels for e in lv.callers}
     assert {"wrapper_CPU_relu", "THPVariable_relu"} <= callers
     assert "binding <generated>/torch/csrc/autograd/generated/python_torch_functions_0.cpp:2" in text
     res, _ = run(get_tool("get_status"), ix)

@@ -17,7 +17,7 @@ import pytest
 
 from torchtalk.errors import TorchTalkError
 from torchtalk.index.indexer import refresh
-from torchtalk.query.index import Index
+from torchtalk.store.reader import Index
 from torchtalk.source.tree import find_source
 from torchtalk.tools import all_tools, get_tool, run
 

@@ -2,7 +2,7 @@ import os
 import time
 
 from torchtalk.index.indexer import refresh
-from torchtalk.query.index import Index
+from torchtalk.store.reader import Index
 from torchtalk.source.tree import find_source
 
 
@@ -57,7 +57,7 @@ def test_yaml_syntax_error_is_reported_and_the_rest_indexed(tree):
 
 
 def test_open_index_keeps_answering_across_a_rebuild(tree, monkeypatch):
-    from torchtalk.query import index as index_mod
+    from torchtalk.store import reader as index_mod
     monkeypatch.setattr(index_mod, "RECHECK_S", 0.0)  # readers look for a new file at most every 0.5 s
     st = find_source(tree)
     refresh(st, workers=1, codegen=False)

@@ -1,6 +1,6 @@
 import pytest
 
-from torchtalk.extract.schema import SchemaError, parse_schema, split_top
+from torchtalk.model.schema import SchemaError, parse_schema, split_top
 
 
 def test_overload_kwarg_only_and_out_arguments():
@@ -28,8 +28,25 @@ def test_list_types_defaults_and_alias_sets():
     assert s.returns[0].type == "Tensor[]" and s.returns[0].annotation == "a"
 
 
-def test_dunder_is_not_inplace():
-    assert not parse_schema("__iand__.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)").is_inplace
+def test_dunder_inplace_follows_torchgen():
+    # torchgen's BaseOperatorName.parse: __i<op>__ of an augmented assignment is in-place, __<op>__ is not
+    # (checked against the schemas of the official wheel: __lshift__.Scalar_out is derived from __ilshift__).
+    assert parse_schema("__iand__.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)").is_inplace
+    assert not parse_schema("__and__.Tensor(Tensor self, Tensor other) -> Tensor").is_inplace
+    assert not parse_schema("__getitem__.str(str[] list, int idx) -> str").is_inplace
+
+
+@pytest.mark.parametrize("func", [
+    "add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)",
+    "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+    "cudnn_grid_sampler(Tensor self, Tensor grid) -> Tensor output",
+    "_foreach_add_.List(Tensor(a!)[] self, Tensor[] other, *, Scalar alpha=1) -> ()",
+    "split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]",
+])
+def test_schema_text_round_trips(func):
+    s = parse_schema(func)
+    assert str(s) == func and parse_schema(str(s)) == s
+
 
 
 @pytest.mark.parametrize("bad", ["relu", "relu(Tensor self)", "relu(Tensor self -> Tensor", "1x(Tensor a) -> Tensor",

@@ -15,23 +15,24 @@ def call(ix, tool, **kw):
 def test_calls_answers_for_the_structured_kernel_and_names_the_other_candidate(indexed):
     _, ix = indexed
     res, text = call(ix, "calls", function_name="cumsum_out")
-    assert res.function.display == "TORCH_IMPL_FUNC(cumsum_out)"
-    assert "'cumsum_out' is ambiguous: 2 functions match." in text
-    assert "Answering for TORCH_IMPL_FUNC(cumsum_out)" in text
-    assert [c.callee for c, _ in res.resolved] == ["impl_func_cum_ops"]
+    # Both functions named cumsum_out are answered, each in its own section, the structured kernel first.
+    first, other = res.sections
+    assert first.symbol.display == "TORCH_IMPL_FUNC(cumsum_out)" and other.symbol.qualname == "at::native::cumsum_out"
+    assert "'cumsum_out' names 2 functions:" in text and "Each of the first 2 is answered" in text
+    assert [e.dst.label for e in first.calls] == ["at::native::impl_func_cum_ops"]
     # The stub is only passed on: its kernels belong one level deeper.
-    assert "cumsum_cpu_kernel" not in text and "cumprod" not in text
+    assert "cumsum_cpu_kernel" not in text.split("# calls of at::native::cumsum_out")[0]
     res, _ = call(ix, "calls", function_name="at::native::cumsum_out")
-    assert res.function.kind == "function" and res.ambiguity is None
+    assert res.sections[0].symbol.kind == "function" and len(res.sections) == 1 and res.ambiguity is None
 
 
 def test_calls_resolves_qualified_and_marks_ops_and_launches(indexed):
     _, ix = indexed
     res, text = call(ix, "calls", function_name="index_select_cuda")
-    assert [d[0].qualname for _, d in res.resolved] == ["at::native::index_select_out_cuda"]
+    assert [e.dst.label for e in res.sections[0].calls] == ["at::native::index_select_out_cuda"]
     assert "index_select_out_cuda_impl" not in text and "indexSelect" not in text
     res, text = call(ix, "calls", function_name="index_select_out_cuda_impl")
-    launched = sorted(c.callee for c, _ in res.launches)
+    launched = sorted(e.dst.label.split("::")[-1] for e in res.sections[0].launches)
     assert launched == ["indexSelectLargeIndex", "indexSelectSmallIndex"]
     assert re.search(r"indexSelectSmallIndex<<<1, 128, 0, stream>>>  __global__ aten/src/ATen/native/cuda/Indexing.cu:7", text)
 
@@ -39,42 +40,47 @@ def test_calls_resolves_qualified_and_marks_ops_and_launches(indexed):
 def test_calls_through_the_dispatcher_and_stubs(indexed):
     _, ix = indexed
     res, text = call(ix, "calls", function_name="index_select_backward_helper")
-    assert [(c.written, [o.full_name for o in ops][:1]) for c, ops in res.ops] == [("grad.index_select", ["index_select"])]
+    assert [(e.note, e.dst.key) for e in res.sections[0].ops] == [("Tensor method", "index_select")]
+    assert "grad.index_select" not in {e.dst.label for e in res.sections[0].unresolved}
     res, text = call(ix, "calls", function_name="TORCH_IMPL_FUNC(atan2_out)")
-    (site, regs), = res.stubs
-    assert site.callee == "atan2_stub"
-    assert {(g.key, g.kernel) for g in regs} == {("CPU", "atan2_kernel"), ("CUDA", "atan2_kernel_cuda")}
+    (stub,) = res.sections[0].stubs
+    assert stub.call.dst.key == "atan2_stub"
+    assert {(k.key, k.dst.label.split("::")[-1]) for k in stub.kernels} == {("CPU", "atan2_kernel"),
+                                                                         ("CUDA", "atan2_kernel_cuda")}
 
 
 def test_comment_mentions_make_no_edge(indexed):
     _, ix = indexed
     res, _ = call(ix, "calls", function_name="relu_")
-    assert "relu" not in {c.callee for c, _ in res.resolved} | {c.callee for c in res.unresolved}
+    sec = res.sections[0]
+    assert "relu" not in {e.dst.label.split("::")[-1] for e in sec.calls + sec.unresolved}
 
 
 def test_called_by_lists_call_sites_and_registrations(indexed):
     _, ix = indexed
     res, text = call(ix, "called_by", function_name="index_select_out_cuda")
-    assert [c.caller.name for c in res.callers] == ["index_select_cuda"]
+    assert [e.src.label for e in res.sections[0].callers] == ["at::native::index_select_cuda"]
     assert "call at aten/src/ATen/native/cuda/Indexing.cu:43" in text
     assert "index_select.out dispatch CUDA: index_select_out_cuda" in text
     res, text = call(ix, "called_by", function_name="atan2_kernel")
-    assert any("REGISTER_DISPATCH(atan2_stub, atan2_kernel) for CPU" in g.text for g in res.registrations)
+    assert [(e.kind, e.src.key, e.key) for e in res.sections[0].registrations] == [("stub_kernel", "atan2_stub", "CPU")]
+    assert "REGISTER_DISPATCH(atan2_stub, atan2_kernel) for CPU" in text
     res, text = call(ix, "called_by", function_name="THPModule_setNumThreads")
-    assert 'PyMethodDef TorchMethods: "set_num_threads"' in text
+    assert "Python torch._C.set_num_threads (pymethoddef)  torch/csrc/Module.cpp:" in text
 
 
 def test_impact_crosses_dispatcher_and_reaches_python(indexed):
     _, ix = indexed
     res, text = call(ix, "impact", function_name="impl_func_cum_ops", depth=2)
-    assert {c.caller.name for c in res.levels[0].callers} == {"cumsum_out", "cumprod_out"}
-    assert {op.full_name for op, _, _ in res.ops} >= {"cumsum", "cumsum.out", "cumprod", "cumprod.out"}
+    sec = res.sections[0]
+    assert {e.src.label for e in sec.levels[0].callers} == {"TORCH_IMPL_FUNC(cumsum_out)", "TORCH_IMPL_FUNC(cumprod_out)"}
+    assert {op.key for op, _, _ in sec.ops} >= {"cumsum", "cumsum.out", "cumprod", "cumprod.out"}
     assert "torch.cumsum" in text and "Tensor.cumprod" in text
     res, text = call(ix, "impact", function_name="index_select_out_cpu_", depth=3)
-    level1 = {c.caller.name for c in res.levels[0].callers}
+    level1 = {e.src.label.split("::")[-1] for e in res.sections[0].levels[0].callers}
     assert level1 == {"index_select_cpu_", "index_select_quantized_cpu_"}
     assert "index_select_out_cpu_dim1_" not in text  # a callee, not a caller
-    assert "take_along" in text and "(through op index_select)" in text  # at::index_select -> the CPU kernel
+    assert "take_along" in text and "(calls op index_select)" in text  # at::index_select -> the CPU kernel
     assert "torch.index_select" in text
 
 
@@ -88,7 +94,7 @@ def test_impact_depth_out_of_range(indexed, depth):
 def test_unknown_function_gets_suggestions(indexed):
     _, ix = indexed
     _, text = call(ix, "called_by", function_name="index_select_out_cpu")
-    assert text.startswith("No C++ function named 'index_select_out_cpu'. Close matches:")
+    assert text.startswith("No C++ function or DispatchStub named 'index_select_out_cpu'. Close matches:")
     assert "index_select_out_cpu_" in text
 
 
@@ -99,8 +105,8 @@ def test_cuda_kernels_for_an_op_follow_its_cuda_kernel_only(indexed):
     assert "aten/src/ATen/native/cuda/Indexing.cu:14" in text  # C10_LAUNCH_BOUNDS between __global__ and the name
     assert "indexFuncLargeIndex" not in text
     res, text = call(ix, "cuda_kernels", function_name="atan2")
-    assert [h.helper for h in res.helpers] == ["gpu_kernel_with_scalars"]
-    assert "atan2_stub [CUDA]" in res.helpers[0].chain
+    assert [h.site.note for h in res.helpers] == ["gpu_kernel_with_scalars"]
+    assert "atan2_stub [CUDA]" in text
 
 
 def test_cuda_kernels_summary(indexed):

@@ -235,7 +235,8 @@ def autograd_edges(ix: Index, node: Node) -> list[Edge]:
                                (sid, GeneratedKind.GRAD_FN.value)):
             apply = ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE name = 'apply' AND qualname LIKE ? "
                          "AND is_definition", (f"%::{name}::apply",))
-            loc = to_symbol(ix, apply[0]).loc if apply else None
+            fn = to_symbol(ix, apply[0]) if apply else None
             site = Loc(w.dst.loc.path, line) if w.dst.loc else None
-            out.append(Edge(node, autograd_node(name, loc), EdgeKind.AUTOGRAD, site, w.key, w.dst.label))
+            out.append(Edge(node, autograd_node(name, fn.loc if fn else None), EdgeKind.AUTOGRAD, site, w.key,
+                            fn.qualname if fn else ""))
     return out

@@ -130,7 +130,7 @@ def check_source(source: str | None) -> tuple[SourceTree | None, Check]:
 
 
 def check_index(tree: SourceTree) -> list[Check]:
-    from ..query.index import Index
+    from ..store.reader import Index
     from ..query.status import status as q_status
     problem = index_problem(tree)
     if problem:

@@ -110,8 +110,8 @@ def record_source(tree: SourceTree) -> bool:
 
 def verify(tree: SourceTree) -> tuple[list[str], list[str]]:
     """Ask the index what a new user asks first, in-process: (answered, problems)."""
-    from ..query.index import Index
-    from ..query.model import NotFound
+    from ..store.reader import Index
+    from ..query.results import NotFound
     from ..tools import get_tool, run
     ok: list[str] = []
     problems: list[str] = []
@@ -178,7 +178,7 @@ def setup(source: str | None, fetch: str | None, yes: bool, scope: str, do_regis
 
 def status(source: str | None, as_json: bool) -> int:
     """What get_status reports, from the index as it is (nothing is built)."""
-    from ..query.index import Index
+    from ..store.reader import Index
     from ..tools import answer, get_tool, to_json
     tool = get_tool("get_status")
     try:

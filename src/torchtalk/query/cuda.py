@@ -1,9 +1,10 @@
 """cuda_kernels: the GPU kernels an op or function reaches, where they are defined and launched.
 
-For an op, the walk starts at its CUDA kernels (and those of its backward op,
-which users mean by "the kernels of avg_pool2d") and follows resolved calls
-and the CUDA registrations of DispatchStubs down to ``<<<>>>`` launches and
-launch helpers (gpu_kernel & kin). The path that reaches each kernel is kept.
+A walk down the graph from the op: its kernels for keys that run on CUDA (composite keys
+included), the ops its composite kernels call, the ops its derivative formulas call (its
+backward), then C++ calls and the CUDA registrations of DispatchStubs down to ``<<<>>>``
+launches and launch helpers (gpu_kernel & kin). Each kernel keeps the chain from the op,
+and whether it was reached through the backward.
 """
 
 from __future__ import annotations
@@ -11,39 +12,39 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..graph import Step, down, graph
+from ..graph.nodes import CPP_KINDS, cpp_node, symbol_id
+from ..graph.registry import registry
+from ..graph.symbols import SYMBOL_COLS, gpu_kernels_named, has_cpp, symbol, to_symbol
+from ..model import CppSymbol, Edge, EdgeKind, Node, NodeKind, SymbolKind, runs_on
+from ..store.reader import Index
 from .args import clean_text
-from .cppdefs import SYMBOL_COLS, CppDef, has_cpp, kernel_definitions, symbol, to_def
-from .functions import find_function
-from .index import Index
-from .model import Loc, NotFound
-from .ops import registry
-from .reach import stub_registrations
-from .resolve import CALL_COLS, calls_from, resolve, stub_names, to_call
+from .functions import find_targets
+from .results import NotFound
 
-MAX_DEPTH = 4
+MAX_DEPTH = 6
+WALK_KINDS = frozenset({EdgeKind.KERNEL, EdgeKind.OP_CALL, EdgeKind.BACKWARD, EdgeKind.CALL, EdgeKind.STUB_CALL,
+                        EdgeKind.STUB_KERNEL})
+_GPU_BACKENDS = ("CUDA", "HIP")
 
 
 @dataclass
 class KernelLaunch:
-    site: Loc
-    launcher: str
-    chain: str  # how the walk got to the launcher: "avg_pool2d.out [CUDA] -> TORCH_IMPL_FUNC(...)"
+    site: Edge  # the LAUNCH edge: src is the launching function, site the launch
+    chain: list[Edge]  # from the op (or function) asked about to the launcher
+    backward: bool  # reached through a derivative formula
 
 
 @dataclass
 class GpuKernel:
     name: str
-    defs: list[CppDef]
+    node: Node
+    definitions: list[CppSymbol]
     launches: list[KernelLaunch] = field(default_factory=list)
 
-
-@dataclass
-class HelperLaunch:
-    helper: str  # gpu_kernel, ...
-    functor: str
-    site: Loc
-    launcher: str
-    chain: str
+    @property
+    def backward(self) -> bool:
+        return bool(self.launches) and all(launch.backward for launch in self.launches)
 
 
 @dataclass
@@ -51,55 +52,57 @@ class CudaKernelsResult:
     query: str | None
     matched: str
     kernels: list[GpuKernel]
-    helpers: list[HelperLaunch]
-    summary: dict = field(default_factory=dict)
+    helpers: list[KernelLaunch]  # gpu_kernel(iter, functor) and kin: the functor is the device code
+    summary: dict[str, object] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
-def _walk_launches(ix: Index, roots: list[tuple[CppDef, str]]) -> tuple[dict[str, GpuKernel], list[HelperLaunch]]:
+def _gpu_edge(e: Edge) -> bool:
+    """Edges that can lead to what runs on a GPU."""
+    if e.kind is EdgeKind.KERNEL:
+        return any(runs_on(e.key, b) for b in _GPU_BACKENDS)
+    if e.kind is EdgeKind.STUB_KERNEL:
+        return e.key in _GPU_BACKENDS
+    return e.dst.kind is not NodeKind.UNRESOLVED
+
+
+def _walk(ix: Index, starts: list[Node]) -> tuple[dict[str, GpuKernel], list[KernelLaunch]]:
+    g = graph(ix)
+
+    def edges(node: Node, kinds: object) -> list[Edge]:
+        return [e for e in g.out(node, WALK_KINDS) if _gpu_edge(e)]
+
+    def follow(s: Step) -> bool:
+        return s.node.kind is not NodeKind.GPU_KERNEL
+
+    steps = down(starts, edges, WALK_KINDS, MAX_DEPTH, fan_out=40, max_nodes=1500, follow=follow)
+    launchers: list[tuple[Node, list[Edge]]] = [(n, []) for n in starts if n.kind in CPP_KINDS]
+    launchers += [(s.node, s.chain()) for s in steps if s.node.kind in CPP_KINDS]
     kernels: dict[str, GpuKernel] = {}
-    helpers: list[HelperLaunch] = []
-    stubs = stub_names(ix)
-    seen = {d.id for d, _ in roots}
-    level = list(roots)
-    for _ in range(MAX_DEPTH):
-        nxt: list[tuple[CppDef, str]] = []
-        for fn, chain in level:
-            for call in calls_from(ix, fn.id):
-                if call.kind == "launch":
-                    res = resolve(ix, call, fn)
-                    k = kernels.setdefault(call.callee, GpuKernel(call.callee, res.defs if res.kind == "defs" else []))
-                    k.launches.append(KernelLaunch(call.loc, fn.display, chain))
-                    continue
-                if call.kind == "gpu_launch":
-                    helpers.append(HelperLaunch(call.callee, call.detail or "lambda", call.loc, fn.display, chain))
-                    continue
-                if call.callee in stubs and not call.qualifier and call.kind in ("call", "stub_ref"):
-                    for r in stub_registrations(ix, call.callee)[1]:
-                        if r.key in ("CUDA", "HIP"):
-                            for d in r.defs[:1]:
-                                if d.id not in seen:
-                                    seen.add(d.id)
-                                    nxt.append((d, f"{chain} -> {call.callee} [CUDA]"))
-                    continue
-                res = resolve(ix, call, fn)
-                if res.kind == "defs":
-                    for d in res.defs[:1]:
-                        if d.id not in seen and d.kind != "global_kernel":
-                            seen.add(d.id)
-                            nxt.append((d, f"{chain} -> {d.display}"))
-        level = nxt
+    helpers: list[KernelLaunch] = []
+    for node, chain in launchers:
+        backward = any(e.kind is EdgeKind.BACKWARD for e in chain)
+        for e in g.out(node, [EdgeKind.LAUNCH]):
+            launch = KernelLaunch(e, chain, backward)
+            sid = symbol_id(e.dst)
+            if sid is None:  # a launch helper's functor or lambda
+                helpers.append(launch)
+                continue
+            sym = symbol(ix, sid)
+            name = sym.name if sym else e.dst.label
+            k = kernels.setdefault(name, GpuKernel(name, e.dst, [sym] if sym else []))
+            k.launches.append(launch)
     return kernels, helpers
 
 
 def _summary(ix: Index) -> CudaKernelsResult:
-    rows = [to_def(ix, r) for r in ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE kind = 'global_kernel' "
-                                        "ORDER BY file_id, line")]
-    by_file = Counter(d.loc.path for d in rows)
+    rows = [to_symbol(ix, r) for r in ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE kind = ? ORDER BY file_id, line",
+                                           (SymbolKind.GLOBAL_KERNEL.value,))]
+    by_file = Counter(d.path for d in rows)
     launches = ix.one("SELECT count(*) FROM cpp_call WHERE kind = 'launch'")[0]
     helpers = ix.one("SELECT count(*) FROM cpp_call WHERE kind = 'gpu_launch'")[0]
     sample = rows[:: max(1, len(rows) // 40)][:40]
-    return CudaKernelsResult(None, "all", [GpuKernel(d.name, [d]) for d in sample], [], {
+    return CudaKernelsResult(None, "all", [GpuKernel(d.name, cpp_node(d), [d]) for d in sample], [], {
         "global_kernels": len(rows), "files": len(by_file), "launch_sites": launches,
         "helper_launch_sites": helpers, "top_files": by_file.most_common(15)})
 
@@ -108,48 +111,43 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
     if not has_cpp(ix):
         return NotFound("GPU kernel", function_name or "", [], "The C++ layer is not indexed (see get_status).")
     if function_name is None or (isinstance(function_name, str) and not function_name.strip()):
-        return ix.cached("cuda_summary", lambda: _summary(ix))
+        summary: CudaKernelsResult = ix.cached("cuda_summary", lambda: _summary(ix))
+        return summary
     name = clean_text(function_name, "function_name", "index_select")
     reg = registry(ix)
-    roots: list[tuple[CppDef, str]] = []
     ops = reg.lookup(name)
-    matched = ""
     if ops:
-        base = ops[0].name
-        related = [o for n in (f"{base}_backward", f"_{base}_backward") for o in reg.by_name.get(n, [])]
-        for op in ops + related:
-            for entry in reg.dispatch(op):
-                if "CUDA" not in entry.key:
-                    continue
-                for d in kernel_definitions(ix, entry.kernel, reg.structured_entry(op, entry))[:2]:
-                    roots.append((d, f"{op.full_name} [{entry.key}] -> {d.display}"))
-        matched = f"op {base}" + (f" and {', '.join(sorted({o.name for o in related}))}" if related else "")
-    if not roots:
-        direct = [to_def(ix, r) for r in ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE name = ? "
-                                              "AND kind = 'global_kernel'", (name.split("::")[-1],))]
+        starts = [Node(NodeKind.OP, op.full_name, op.full_name, op.loc) for op in ops]
+        matched = f"op {ops[0].name}" + (f" ({len(ops)} overloads)" if len(ops) > 1 else "")
+    else:
+        direct = gpu_kernels_named(ix, name.split("::")[-1])
         if direct:
-            kernels = []
-            for d in direct:
-                k = GpuKernel(d.name, [d])
-                for row in ix.q(f"SELECT {CALL_COLS} FROM cpp_call WHERE callee = ? AND kind = 'launch'", (d.name,)):
-                    call = to_call(ix, row)
-                    launcher = symbol(ix, call.caller_id)
-                    k.launches.append(KernelLaunch(call.loc, launcher.display if launcher else "?", ""))
-                kernels.append(k)
-            return CudaKernelsResult(name, "kernel name", kernels, [])
-        found = find_function(ix, name)
+            return _kernel_by_name(ix, name, direct)
+        found = find_targets(ix, name)
         if isinstance(found, NotFound):
-            if ops:
-                return CudaKernelsResult(name, matched, [], [], notes=[f"{matched} has no CUDA kernel in the dispatch "
-                                                                      "table (composite or CPU-only)."])
             found.what = "op, function or GPU kernel"
             return found
-        fn, _others = found
-        roots = [(fn, fn.display)]
-        matched = f"function {fn.display} ({fn.loc})"
-    kernels, helpers = _walk_launches(ix, roots)
-    result = CudaKernelsResult(name, matched, sorted(kernels.values(), key=lambda k: k.name), helpers)
+        targets, _amb = found
+        starts = [targets[0].node]
+        matched = f"{'DispatchStub' if targets[0].is_stub else 'function'} {targets[0].node}"
+    kernels, helpers = _walk(ix, starts)
+    ordered = sorted(kernels.values(), key=lambda k: (k.backward, len(k.launches[0].chain) if k.launches else 0,
+                                                      k.name))
+    result = CudaKernelsResult(name, matched, ordered, helpers)
     if not kernels and not helpers:
-        result.notes.append("No <<<>>> launch or launch helper was found within "
-                            f"{MAX_DEPTH} calls of its CUDA kernels (they may use cuBLAS/cuDNN or other libraries).")
+        result.notes.append(f"No <<<>>> launch or launch helper was found within {MAX_DEPTH} levels of its CUDA "
+                            "kernels, composite calls and backward (they may use cuBLAS/cuDNN or other libraries, "
+                            "or the op has no CUDA kernel).")
     return result
+
+
+def _kernel_by_name(ix: Index, name: str, defs: list[CppSymbol]) -> CudaKernelsResult:
+    """A __global__ kernel asked for by name: its definitions and every launch site."""
+    g = graph(ix)
+    kernels = []
+    for d in defs:
+        node = cpp_node(d)
+        k = GpuKernel(d.name, node, [d])
+        k.launches = [KernelLaunch(e, [], False) for e in g.into(node, [EdgeKind.LAUNCH])]
+        kernels.append(k)
+    return CudaKernelsResult(name, "kernel name", kernels, [])

@@ -1,88 +1,124 @@
-"""Which C++ function a user means: exact qualified name, then a unique short name.
+"""Which C++ function or DispatchStub a user means: a qualified name, a short name, a stub, or path:line.
 
-Several functions may share a short name (overloads, the same helper in
-different namespaces, a kernel and a helper). We then answer for the best one
-and say so, listing the others: their edges are never merged.
+Several functions may share a name (overloads, the same helper in a .cpp and a .cu
+file, a kernel and a helper). Then each of the best few is answered in its own
+section, with its own edges (never merged, never silently one), and the rest are
+listed; ``path:line`` picks exactly one.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import dataclass
 
+from ..graph.nodes import cpp_node, stub_node
+from ..graph.registry import registry
+from ..graph.resolve import stub_names
+from ..graph.stubs import stub_declared
+from ..graph.symbols import SYMBOL_COLS, defs_by_name, defs_by_qualname, has_cpp, to_symbol
+from ..model import CppSymbol, Node, SymbolKind
+from ..store.reader import Index
 from .args import clean_text
-from .cppdefs import SYMBOL_COLS, CppDef, defs_by_name, defs_by_qualname, has_cpp, to_def
-from .index import Index
-from .model import Ambiguous, Loc, NotFound
-from .ops import registry
+from .results import Ambiguous, Candidate, NotFound
 
+MAX_ANSWERED = 5  # candidates answered each in its own section; the others are listed
 _MACRO_FORM = re.compile(r"^(TORCH_IMPL_FUNC|TORCH_META_FUNC2?|TORCH_PRECOMPUTE_META_FUNC2?)\s*\(\s*([\w, ]+?)\s*\)$")
+_PATH_LINE = re.compile(r"^(?P<path>[\w./<>+-]+\.(?:cpp|cc|cu|cuh|h|hpp|mm|metal)):(?P<line>\d+)$")
 
 
-def normalise(text: str) -> tuple[str, str]:
-    """(name to look up, kind hint): 'TORCH_IMPL_FUNC(x)' -> ('x', 'impl_func'); 'f(int)' -> ('f', '')."""
+@dataclass
+class Target:
+    """One thing a C++ name means: a function (with its symbol) or a DispatchStub."""
+
+    node: Node
+    symbol: CppSymbol | None  # None for a stub
+
+    @property
+    def is_stub(self) -> bool:
+        return self.symbol is None
+
+
+def normalise(text: str) -> tuple[str, SymbolKind | None]:
+    """(name to look up, kind hint): 'TORCH_IMPL_FUNC(x)' -> ('x', IMPL_FUNC); 'f(int)' -> ('f', None)."""
     t = text.strip()
     m = _MACRO_FORM.match(t)
     if m:
-        kind = {"TORCH_IMPL_FUNC": "impl_func"}.get(m.group(1), "meta_func")
+        kind = SymbolKind.IMPL_FUNC if m.group(1) == "TORCH_IMPL_FUNC" else SymbolKind.META_FUNC
         return m.group(2).replace(",", "_").replace(" ", ""), kind
     if "(" in t and not t.startswith("("):
         t = t[: t.index("(")].strip()
-    if t.startswith("::"):
-        t = t[2:]
-    return t, ""
+    return t.removeprefix("::"), None
 
 
-def _score(ix: Index, d: CppDef, kernel_names: set[str]) -> tuple:
+def _score(d: CppSymbol, kernel_names: set[str]) -> tuple[object, ...]:
     """Lower is better: the kernel the registry names, hand-written, in at::native, short."""
     return (
         not d.is_definition,
-        not (d.name in kernel_names and (d.kind == "impl_func" or d.qualname.startswith("at::native::"))),
-        d.kind != "impl_func",  # a structured kernel is "the" cumsum_out, before a same-named helper
+        not (d.name in kernel_names and (d.kind is SymbolKind.IMPL_FUNC or d.qualname.startswith("at::native::"))),
+        d.kind is not SymbolKind.IMPL_FUNC,  # a structured kernel is "the" cumsum_out, before a same-named helper
         d.in_generated,
-        d.kind in ("meta_func", "precompute_meta_func"),
+        d.kind in (SymbolKind.META_FUNC, SymbolKind.PRECOMPUTE_META_FUNC),
         not d.qualname.startswith("at::native"),
         len(d.qualname),
-        d.loc.path,
-        d.loc.line,
+        d.path,
+        d.line,
     )
 
 
-def find_function(ix: Index, text: object, arg: str = "function_name") -> tuple[CppDef, list[CppDef]] | NotFound:
-    """(chosen definition, other candidates) or NotFound with suggestions."""
-    raw = clean_text(text, arg, "index_select_cuda")
-    name, kind_hint = normalise(raw)
-    if not has_cpp(ix):
-        return NotFound("C++ function", raw, [], "The C++ layer is not indexed (see get_status).")
+def _at(ix: Index, path: str, line: int) -> list[CppSymbol]:
+    """The definition at path:line (the name's line, or the innermost definition spanning it)."""
+    rows = ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE file_id = (SELECT id FROM files WHERE path = ?) "
+                "AND line <= ? AND end_line >= ? AND is_definition ORDER BY line DESC", (path, line, line))
+    return [to_symbol(ix, r) for r in rows[:1]]
+
+
+def _candidates(ix: Index, name: str, kind_hint: SymbolKind | None) -> list[CppSymbol]:
     cands = defs_by_qualname(ix, name)
     if not cands and "::" in name:
         short = name.rsplit("::", 1)[1]
         cands = [d for d in defs_by_name(ix, short) if d.qualname.endswith("::" + name) or d.qualname == name]
         if not cands and name.endswith("::impl"):
             cands = [d for d in defs_by_name(ix, name.split("::")[-2].removeprefix("structured_"))
-                     if d.kind == "impl_func"]
+                     if d.kind is SymbolKind.IMPL_FUNC]
+    if not cands and "::" not in name:
+        cands = defs_by_name(ix, name)
+    if kind_hint is not None:
+        cands = [d for d in cands if d.kind is kind_hint] or cands
     if not cands:
-        cands = defs_by_name(ix, name.split("::")[-1]) if "::" not in name else []
-    if kind_hint:
-        cands = [d for d in cands if d.kind == kind_hint] or cands
+        cands = defs_by_qualname(ix, name, definitions_only=False) or defs_by_name(ix, name, definitions_only=False)
+    return cands
+
+
+def find_targets(ix: Index, text: object, arg: str = "function_name") -> tuple[list[Target], Ambiguous | None] | NotFound:
+    """The functions (best first, at most MAX_ANSWERED) or the stub a name means, and the ambiguity if several."""
+    raw = clean_text(text, arg, "index_select_cuda")
+    if not has_cpp(ix):
+        return NotFound("C++ function or DispatchStub", raw, [], "The C++ layer is not indexed (see get_status).")
+    m = _PATH_LINE.match(raw)
+    if m:
+        found = _at(ix, m.group("path"), int(m.group("line")))
+        if not found:
+            return NotFound("C++ function at", raw, [], "Give path:line of a definition as answers cite it "
+                            "(e.g. 'aten/src/ATen/native/ReduceOps.cpp:491').")
+        return [Target(cpp_node(found[0]), found[0])], None
+    name, kind_hint = normalise(raw)
+    if name in stub_names(ix):
+        return [Target(stub_node(name, stub_declared(ix, name)), None)], None
+    cands = _candidates(ix, name, kind_hint)
     if not cands:
-        decls = defs_by_qualname(ix, name, definitions_only=False) or defs_by_name(ix, name, definitions_only=False)
-        if decls:
-            cands = decls
-    if not cands:
-        return NotFound("C++ function", raw, suggest(ix, name.split("::")[-1]),
+        return NotFound("C++ function or DispatchStub", raw, suggest(ix, name.split("::")[-1]),
                         "Give a function name as written in C++ ('index_select_cuda', 'at::native::add_out', "
-                        "'TORCH_IMPL_FUNC(cumsum_out)'); for ops use trace.")
+                        "'TORCH_IMPL_FUNC(cumsum_out)'), a DispatchStub ('add_stub'), or path:line of a "
+                        "definition; for ops use trace.")
     kernel_names = set(registry(ix).kernel_ops)  # names the YAML dispatch tables use
-    cands.sort(key=lambda d: _score(ix, d, kernel_names))
-    return cands[0], cands[1:]
-
-
-def ambiguity_note(chosen: CppDef, others: list[CppDef]) -> Ambiguous | None:
-    if not others:
-        return None
-    return Ambiguous("function", chosen.name, [(f"{d.display}{d.params if d.kind != 'impl_func' else ''}", d.loc)
-                                              for d in [chosen, *others]], chosen=f"{chosen.display} ({chosen.loc})")
+    cands.sort(key=lambda d: _score(d, kernel_names))
+    answered = [Target(cpp_node(d), d) for d in cands[:MAX_ANSWERED]]
+    amb = None
+    if len(cands) > 1:
+        amb = Ambiguous("function", raw, [Candidate(f"{d.display}{d.params if not d.kind.is_structured else ''}",
+                                                    d.loc) for d in cands], answered=len(answered))
+    return answered, amb
 
 
 def suggest(ix: Index, name: str, n: int = 8) -> list[str]:
@@ -98,12 +134,5 @@ def suggest(ix: Index, name: str, n: int = 8) -> list[str]:
     if len(name) < 3:
         pool.update(r[0] for r in ix.q("SELECT name FROM names WHERE name LIKE ? ESCAPE '\\' LIMIT 400",
                                        (name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",)))
+    pool.update(n for n in stub_names(ix) if name.lower() in n.lower())
     return difflib.get_close_matches(name, sorted(pool), n=n, cutoff=0.6)
-
-
-def by_id(ix: Index, sid: int) -> CppDef | None:
-    row = ix.one(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE id = ?", (sid,))
-    return to_def(ix, row) if row else None
-
-
-__all__ = ["find_function", "ambiguity_note", "suggest", "normalise", "by_id", "Loc"]

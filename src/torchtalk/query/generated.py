@@ -9,38 +9,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..graph import graph
+from ..graph.symbols import defs_by_qualname, defs_in_file, symbol
+from ..graph.nodes import op_node, symbol_id
+from ..model import GENERATED_PREFIX, CppSymbol, Edge, EdgeKind, GeneratedKind, Op, PyApiKind
 from ..source.codegen import template_for
-from .cppdefs import SYMBOL_COLS, CppDef, to_def
-from .index import Index
-from .model import Loc
-from .ops import OpRecord
-
-PREFIX = "<generated>/"
+from ..store.reader import Index
 
 
 @dataclass
 class Binding:
     python_name: str
-    function: CppDef
+    function: CppSymbol
     signatures: list[str]
     template: str  # "tools/autograd/gen_python_functions.py from tools/autograd/templates/..."
 
 
 @dataclass
-class Wrapper:
-    key: str
-    function: CppDef | None
-    registered: Loc
-    target: str
-
-
-@dataclass
 class AutogradKernel:
-    key: str
-    function: CppDef | None
-    registered: Loc
-    target: str
-    nodes: list[tuple[str, CppDef | None]]  # (XBackward0, its apply())
+    wrapper: Edge  # WRAPPER edge for an Autograd* key (to VariableType::X)
+    nodes: list[Edge]  # AUTOGRAD edges: XBackward0 at its apply()
 
 
 @dataclass
@@ -48,8 +36,8 @@ class GeneratedInfo:
     available: bool
     status: str
     bindings: list[Binding] = field(default_factory=list)
-    ops_entry: CppDef | None = None  # at::_ops::X::call
-    wrappers: list[Wrapper] = field(default_factory=list)
+    ops_entry: CppSymbol | None = None  # at::_ops::X::call
+    wrappers: list[Edge] = field(default_factory=list)  # WRAPPER edges per key
     autograd: list[AutogradKernel] = field(default_factory=list)
 
 
@@ -58,63 +46,43 @@ def status(ix: Index) -> str:
 
 
 def available(ix: Index) -> bool:
-    return ix.cached("has_generated", lambda: bool(ix.one("SELECT 1 FROM files WHERE generated = 1 LIMIT 1")))
+    return bool(ix.cached("has_generated", lambda: bool(ix.one("SELECT 1 FROM files WHERE generated = 1 LIMIT 1"))))
 
 
 def made_by(path: str) -> str:
-    generator, template = template_for(path.removeprefix(PREFIX))
+    generator, template = template_for(path.removeprefix(GENERATED_PREFIX))
     if not generator:
         return ""
     return f"{generator}" + (f" from {template}" if template else "")
 
 
-def _symbol_in_file(ix: Index, file_id: int, name: str) -> CppDef | None:
-    short = name.split("::")[-1]
-    rows = ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE file_id = ? AND name = ? AND is_definition "
-                "ORDER BY line", (file_id, short))
-    defs = [to_def(ix, r) for r in rows]
-    # VariableType::atan2 is defined inside an anonymous namespace: compare without it.
-    exact = [d for d in defs if d.qualname.replace("(anonymous)::", "").endswith(name)]
-    return (exact or defs or [None])[0]
+def signatures(ix: Index, symbol_id_: int) -> list[str]:
+    return [r[0] for r in ix.q("SELECT value FROM generated_fact WHERE scope = ? AND kind = ? ORDER BY line",
+                               (symbol_id_, GeneratedKind.PARSER_SIGNATURE.value))]
 
 
-def signatures(ix: Index, symbol_id: int) -> list[str]:
-    return [r[0] for r in ix.q("SELECT value FROM generated_fact WHERE scope = ? AND kind = 'parser_signature' "
-                               "ORDER BY line", (symbol_id,))]
-
-
-def _registrations(ix: Index, op: OpRecord) -> list[tuple[str, str, int, int]]:
-    """(key, target, file_id, line) of generated m.impl("op", ...) for this overload."""
-    return ix.q("SELECT r.key, r.target, r.file_id, r.line FROM cpp_registration r JOIN files f ON f.id = r.file_id "
-                "WHERE r.kind = 'library_impl' AND r.name = ? AND f.generated = 1 ORDER BY r.key", (op.full_name,))
-
-
-def for_op(ix: Index, op: OpRecord) -> GeneratedInfo:
+def for_op(ix: Index, op: Op) -> GeneratedInfo:
     if not available(ix):
         return GeneratedInfo(False, status(ix))
     info = GeneratedInfo(True, status(ix))
-    for name, file_id, line, target in ix.q(
-            "SELECT name, file_id, line, target FROM py_api WHERE op = ? AND kind = 'generated binding' ORDER BY name",
-            (op.full_name,)):
-        fn = _symbol_in_file(ix, file_id, target)
-        if fn is not None:
-            info.bindings.append(Binding(name, fn, signatures(ix, fn.id), made_by(fn.loc.path)))
-    struct = f"{op.name}_{op.overload}" if op.overload else op.name
-    rows = ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE qualname = ? AND is_definition",
-                (f"at::_ops::{struct}::call",))
-    info.ops_entry = to_def(ix, rows[0]) if rows else None
-    for key, target, file_id, line in _registrations(ix, op):
-        fn = _symbol_in_file(ix, file_id, target)
-        registered = Loc(ix.path_of(file_id), line)
-        if key.startswith("Autograd"):
-            nodes = []
-            if fn is not None:
-                for (node,) in ix.q("SELECT DISTINCT value FROM generated_fact WHERE scope = ? AND kind = 'grad_fn'",
-                                    (fn.id,)):
-                    apply = ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE name = 'apply' AND qualname LIKE ? "
-                                 "AND is_definition", (f"%::{node}::apply",))
-                    nodes.append((node, to_def(ix, apply[0]) if apply else None))
-            info.autograd.append(AutogradKernel(key, fn, registered, target, nodes))
+    for name, file_id, target in ix.q("SELECT name, file_id, target FROM py_api WHERE op = ? AND kind = ? "
+                                      "ORDER BY name", (op.full_name, PyApiKind.GENERATED_BINDING.value)):
+        fns = defs_in_file(ix, file_id, target.split("::")[-1])
+        if fns:
+            info.bindings.append(Binding(name, fns[0], signatures(ix, fns[0].id), made_by(fns[0].path)))
+    entry = defs_by_qualname(ix, f"at::_ops::{op.struct_name}::call")
+    info.ops_entry = entry[0] if entry else None
+    g = graph(ix)
+    node = op_node(op)
+    autograd = g.out(node, [EdgeKind.AUTOGRAD])
+    for w in g.out(node, [EdgeKind.WRAPPER]):
+        if w.key.startswith("Autograd"):
+            info.autograd.append(AutogradKernel(w, [a for a in autograd if a.key == w.key]))
         else:
-            info.wrappers.append(Wrapper(key, fn, registered, target))
+            info.wrappers.append(w)
     return info
+
+
+def wrapper_symbol(ix: Index, edge: Edge) -> CppSymbol | None:
+    sid = symbol_id(edge.dst)
+    return symbol(ix, sid) if sid is not None else None

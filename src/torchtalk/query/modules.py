@@ -13,19 +13,17 @@ import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from ..graph import Step, down
+from ..graph.py_edges import MAX_CALLS_PER_FUNCTION, PyContext, function_node, py_call_edges
+from ..graph.pynames import PyDef, pynames
+from ..graph.registry import OpRegistry, registry
 from ..link.pyclasses import ROOTS
+from ..model import Edge, EdgeKind, Loc, Node, NodeKind, Op
+from ..store.reader import Index
 from .args import clean_text
-from .index import Index
-from .model import Loc, NotFound
-from .ops import OpRecord, registry
-from .pynames import PyDef, pynames
+from .results import NotFound
 
 MAX_DEPTH = 3
-MAX_CALLS_PER_FUNCTION = 30
-# Plumbing every nn function goes through (__torch_function__ overrides, scripting checks):
-# shown nowhere, it would bury the path to the op.
-HIDDEN_PREFIXES = ("torch.overrides.", "torch._jit_internal.", "torch.jit.", "torch.compiler.", "torch._C._log_api",
-                   "torch._dynamo.", "warnings.", "typing.")
 # Followed into their bodies: the module families a trace is about. Other callees are shown, not expanded.
 EXPANDED_PREFIXES = ("torch.nn.", "torch.optim.", "torch._refs.", "torch.functional.")
 KINDS = ("module", "optimizer", "lr_scheduler")
@@ -49,7 +47,7 @@ class CallNode:
     site: Loc
     target: str  # what it resolved to: "torch.nn.functional.linear", "op linear", "" (unresolved)
     target_loc: Loc | None
-    ops: list[OpRecord] = field(default_factory=list)
+    ops: list[Op] = field(default_factory=list)
     children: list["CallNode"] = field(default_factory=list)
     note: str = ""
 
@@ -70,7 +68,7 @@ class TraceModuleResult:
     base_chain: list[tuple[str, Loc | None]]
     init: MethodInfo | None
     entry: MethodInfo | None  # forward or step
-    ops: "OrderedDict[str, tuple[OpRecord, list[str]]]"  # op full name -> (op, how reached)
+    ops: "OrderedDict[str, tuple[Op, list[str]]]"  # op full name -> (op, how reached)
     others: list[tuple[str, Loc]]
     op_kernels: dict[str, str] = field(default_factory=dict)  # op full name -> "CPU: k; CUDA: k2"
 
@@ -148,100 +146,81 @@ def _method(ix: Index, mro: list[ClassInfo], name: str) -> PyDef | None:
     return None
 
 
-_OP_PREFIXES = ("torch._C._VariableFunctions.", "torch._VF.", "torch._C._nn.", "torch._C._linalg.",
-                "torch._C._fft.", "torch._C._special.", "torch._C._nested.", "torch._C._sparse.")
+def _tree(steps: list[Step], reg: OpRegistry) -> tuple[list[CallNode], OrderedDict[str, tuple[Op, list[str]]]]:
+    """The walk's PY_CALL steps as a call tree, and the ops reached with the paths that reach them."""
+    ops: OrderedDict[str, tuple[Op, list[str]]] = OrderedDict()
+    made: dict[int, CallNode] = {}  # id(step) -> its node
+    roots: list[CallNode] = []
+    for s in steps:
+        e = s.edge
+        parent = made.get(id(s.parent)) if s.parent is not None else None
+        if e.kind is EdgeKind.BINDING:  # name = _add_docstr(torch._C._nn.linear): the op it is bound to
+            if parent is not None:
+                _note_op(reg, ops, parent, e.dst.key, s)
+            continue
+        untyped = "receiver not typed" in e.note
+        target = ("?" if untyped else e.dst.key) if e.dst.kind is NodeKind.OP else (
+            e.dst.key if e.dst.kind is NodeKind.UNRESOLVED else e.dst.label)
+        node = CallNode(e.note.split(" (")[0], e.site or Loc("?", 0), target, e.dst.loc,
+                        note="receiver not typed; assumed a Tensor" if untyped else "")
+        made[id(s)] = node
+        if e.dst.kind is NodeKind.OP:
+            _note_op(reg, ops, node, e.dst.key, s)
+        (parent.children if parent is not None else roots).append(node)
+    return _merge_ops(roots), ops
 
 
-def _ops_of(ix: Index, dotted: str) -> list[OpRecord]:
-    reg = registry(ix)
-    candidates = [dotted]
-    for p in ("torch._C._VariableFunctions.", "torch._VF.", "_VF."):
-        if dotted.startswith(p):
-            candidates.append("torch." + dotted[len(p):])
-    if dotted.startswith("torch.ops.aten."):
-        return reg.lookup(dotted)
-    for c in candidates:
-        if c in reg.py_by_name:
-            return [reg.by_full[f] for f in dict.fromkeys(reg.py_by_name[c]) if f in reg.by_full]
-    return []
+def _note_op(reg: OpRegistry, ops: OrderedDict[str, tuple[Op, list[str]]], node: CallNode, full: str,
+             s: Step) -> None:
+    op = reg.by_full.get(full)
+    if op is None:
+        return
+    node.ops.append(op)
+    entry = ops.setdefault(full, (op, []))
+    if len(entry[1]) < 3:
+        entry[1].append(" -> ".join(e.note.split(" (")[0] for e in s.chain() if e.kind is EdgeKind.PY_CALL))
 
 
-class _Tracer:
-    def __init__(self, ix: Index, mro: list[ClassInfo]):
-        self.ix = ix
-        self.names = pynames(ix)
-        self.mro = mro
-        self.ops: OrderedDict[str, tuple[OpRecord, list[str]]] = OrderedDict()
-        self.seen: set[int] = set()
+def _merge_ops(nodes: list[CallNode]) -> list[CallNode]:
+    """One node per call site: a call that reaches several overloads lists them together."""
+    out: list[CallNode] = []
+    by_site: dict[tuple[str, int, str], CallNode] = {}
+    for n in nodes:
+        key = (n.site.path, n.site.line, n.written)
+        if key in by_site and n.ops:
+            by_site[key].ops += [o for o in n.ops if o not in by_site[key].ops]
+            continue
+        by_site[key] = n
+        n.children = _merge_ops(n.children)
+        out.append(n)
+    return out
 
-    def expand(self, fn: PyDef, depth: int, path: str) -> list[CallNode]:
-        if fn.row_id in self.seen or depth > MAX_DEPTH:
-            return []
-        self.seen.add(fn.row_id)
-        nodes = []
-        rows = self.ix.q("SELECT callee, line, file_id FROM py_call WHERE func = ? ORDER BY line, id", (fn.row_id,))
-        shown: set[str] = set()
-        for callee, line, file_id in rows[: MAX_CALLS_PER_FUNCTION * 3]:
-            if callee in shown:
-                continue  # the same callee again (a guard repeated in branches): once is enough
-            shown.add(callee)
-            node = self._resolve(fn, callee, Loc(self.ix.path_of(file_id), line), depth, path)
-            if node is not None:
-                nodes.append(node)
-            if len(nodes) >= MAX_CALLS_PER_FUNCTION:
-                break
-        return nodes
 
-    def _note_ops(self, node: CallNode, ops: list[OpRecord], path: str) -> None:
-        node.ops = ops
-        for op in ops:
-            entry = self.ops.setdefault(op.full_name, (op, []))
-            if len(entry[1]) < 3:
-                entry[1].append(f"{path} -> {node.written}")
+def _walk(ix: Index, entry: PyDef, mro: list[ClassInfo]) -> tuple[list[CallNode], OrderedDict[str, tuple[Op, list[str]]]]:
+    """PY_CALL edges down from ``entry`` (forward or step), ``self`` being an instance of mro[0]."""
+    ctx = PyContext([c.fq for c in mro])
+    bound: dict[str, list[Edge]] = {}  # a name bound to a native function -> its BINDING edges to ops
 
-    def _resolve(self, fn: PyDef, written: str, site: Loc, depth: int, path: str) -> CallNode | None:
-        head = written.split(".")[0]
-        if written.startswith(("self.", "super().")) and written.count(".") == 1:
-            mro = self.mro[1:] if written.startswith("super()") else self.mro
-            target = _method(self.ix, mro, written.split(".")[1])
-            if target is None:
-                return None  # a submodule call (self.linear(x)) or attribute: not a method here
-            node = CallNode(written, site, target.fq, target.loc)
-            node.children = self.expand(target, depth + 1, f"{path} -> {written}")
-            return node
-        if head in ("self", "super()"):
-            return None
-        full = self.names.resolve_in(fn.module, written)
-        if full.startswith(HIDDEN_PREFIXES):
-            return None
-        d = self.names.definition(full)
-        if d is not None and d.kind == "assign":
-            ops = _ops_of(self.ix, d.value) or _ops_of(self.ix, self.names.resolve_in(d.module, d.value))
-            node = CallNode(written, site, f"{d.fq} = {d.value}", d.loc)
-            self._note_ops(node, ops, path)
-            return node
-        if d is not None and d.kind == "function":
-            node = CallNode(written, site, d.fq, d.loc)
-            if d.fq.startswith(EXPANDED_PREFIXES):
-                node.children = self.expand(d, depth + 1, f"{path} -> {written}")
-            return node
-        ops = _ops_of(self.ix, full)
-        if ops:
-            node = CallNode(written, site, full, None)
-            self._note_ops(node, ops, path)
-            return node
-        if "." not in written:
-            return None  # a local or builtin callable
-        if written.count(".") == 1 and head not in self.names.imports(fn.module)[0]:
-            # local.method(): untyped receiver; a Tensor method op is the likely target.
-            ops = _ops_of(self.ix, f"Tensor.{written.split('.')[1]}")
-            if ops:
-                node = CallNode(written, site, f"Tensor.{written.split('.')[1]}?", None,
-                                note="receiver not typed; assumed a Tensor")
-                self._note_ops(node, ops, path)
-                return node
-            return None
-        return CallNode(written, site, full if full != written else "", None) if full.startswith("torch.") else None
+    def edges(node: Node, kinds: object) -> list[Edge]:
+        if node.kind is NodeKind.BINDING:
+            return bound.get(node.key, [])
+        out = py_call_edges(ix, node, ctx)
+        for e in out:
+            if e.kind is EdgeKind.BINDING:
+                bound.setdefault(e.src.key, []).append(e)
+        return [e for e in out if e.kind is EdgeKind.PY_CALL]
+
+    def follow(s: Step) -> bool:
+        e = s.edge
+        if e.dst.kind is NodeKind.BINDING:
+            return e.kind is EdgeKind.PY_CALL
+        if e.dst.kind is not NodeKind.PY_FUNCTION:
+            return False
+        return e.note.startswith(("self.", "super().")) or e.dst.key.startswith(EXPANDED_PREFIXES)
+
+    steps = down([function_node(entry)], edges, [EdgeKind.PY_CALL, EdgeKind.BINDING], MAX_DEPTH - 1,
+                 fan_out=MAX_CALLS_PER_FUNCTION, max_nodes=1500, follow=follow)
+    return _tree(steps, registry(ix))
 
 
 def trace_module(ix: Index, module_name: str) -> TraceModuleResult | NotFound:
@@ -252,26 +231,25 @@ def trace_module(ix: Index, module_name: str) -> TraceModuleResult | NotFound:
     cls, others = found
     mro = _mro(ix, cls)
     chain = [(c.fq, c.loc) for c in mro[1:]]
-    tracer = _Tracer(ix, mro)
     init_def = _method(ix, mro, "__init__")
     init = MethodInfo("__init__", init_def.signature, init_def.loc, init_def.fq.rsplit(".", 1)[0]) if init_def else None
     entry_name = "step" if ("optimizer" in cls.roots or "lr_scheduler" in cls.roots) else "forward"
     entry_def = _method(ix, mro, entry_name)
     entry = None
+    ops: OrderedDict[str, tuple[Op, list[str]]] = OrderedDict()
     if entry_def is not None:
         entry = MethodInfo(entry_name, entry_def.signature, entry_def.loc, entry_def.fq.rsplit(".", 1)[0])
-        entry.calls = tracer.expand(entry_def, 1, f"{cls.name}.{entry_name}")
+        entry.calls, ops = _walk(ix, entry_def, mro)
     doc = ix.one("SELECT doc FROM py_class WHERE id = (SELECT ref FROM py_class_fq WHERE id = ? AND source = 'py')",
                  (cls.id,))
     cls.doc = doc[0] if doc else ""
     reg = registry(ix)
     kernels = {}
-    for full, (op, _paths) in tracer.ops.items():
+    for full, (op, _paths) in ops.items():
         entries = reg.dispatch(op)
         kernels[full] = "; ".join(f"{e.key}: {e.kernel}" for e in entries[:6]) + (
             f"; ... {len(entries) - 6} more" if len(entries) > 6 else "")
-    return TraceModuleResult(text, cls, chain, init, entry, tracer.ops, [(o.fq, o.loc) for o in others[:12]],
-                             kernels)
+    return TraceModuleResult(text, cls, chain, init, entry, ops, [(o.fq, o.loc) for o in others[:12]], kernels)
 
 
 # ------------------------------------------------------------------ list_modules

@@ -1,32 +1,33 @@
-"""Typed results shared by the queries. Renderers turn them into Markdown or JSON."""
+"""Answer types every query shares: a name that is not there, and a name that means several things."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-
-@dataclass(frozen=True)
-class Loc:
-    path: str  # relative to the source root, or "<generated>/..."
-    line: int
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}"
+from ..model import Loc
 
 
 @dataclass
 class NotFound:
     """An answer, not an error: what was asked, that it is not there, and what is close."""
 
-    what: str  # "op", "function", "module", "test file"
+    what: str  # "op", "C++ function or DispatchStub", "module", "test file"
     query: str
     suggestions: list[str] = field(default_factory=list)
     hint: str = ""
 
 
 @dataclass
+class Candidate:
+    label: str  # "at::native::foo(const Tensor& self)"
+    loc: Loc | None
+
+
+@dataclass
 class Ambiguous:
+    """Several things answer to one name: which ones, and which of them the answer covers."""
+
     what: str
     query: str
-    candidates: list[tuple[str, Loc | None]]
-    chosen: str = ""  # set when an answer for one candidate follows
+    candidates: list[Candidate]
+    answered: int = 0  # how many of the candidates (the first ones) have a section of their own

@@ -2,27 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import BadArgument
+from ..graph.registry import registry
+from ..graph.resolve import stub_names
+from ..graph.stubs import stub_declared
+from ..graph.symbols import SYMBOL_COLS, kernel_definitions, to_symbol
+from ..model import CppSymbol, DispatchEntry, Loc, Op, SymbolKind
+from ..store.reader import Index
 from .args import MAX_LIMIT, check_int, clean_text, shown
-from .cppdefs import CppDef, kernel_definitions
-from .index import Index
-from .model import Loc
-from .ops import DispatchEntry, OpRecord, registry
 
 
 @dataclass
 class KernelHit:
     entry: DispatchEntry
-    defs: list[CppDef]
+    defs: list[CppSymbol]
 
 
 @dataclass
 class SearchHit:
-    kind: str  # op | binding
+    kind: str  # op | binding | C++ function | GPU kernel | DispatchStub | autograd node
     name: str
-    loc: Loc
+    loc: Loc | None
     match: str  # exact | prefix | substring | kernel
     detail: str = ""  # schema for ops, target for bindings
     kernels: list[KernelHit] = field(default_factory=list)
@@ -55,8 +58,9 @@ def _rank_l(q: str, n: str) -> int | None:
 
 def backends(ix: Index) -> list[str]:
     reg = registry(ix)
-    return ix.cached("backends", lambda: sorted({d.key for r in reg.by_id.values() for d in r.own_dispatch} |
-                                                {"CPU", "CUDA", "CompositeImplicitAutograd"}))
+    keys: list[str] = ix.cached("backends", lambda: sorted({str(d.key) for ds in reg.own.values() for d in ds} |
+                                                           {"CPU", "CUDA", "CompositeImplicitAutograd"}))
+    return keys
 
 
 def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -> SearchResult:
@@ -72,7 +76,7 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
         key = match[0]
     reg = registry(ix)
     ql = q.lower()
-    scored: list[tuple[tuple, SearchHit, OpRecord | None]] = []
+    scored: list[tuple[tuple, SearchHit, Op | None]] = []
     for rec, full_l, name_l, entries, kernels_l in _op_table(ix):
         rank = _rank_l(ql, full_l)
         if rank is None:
@@ -91,7 +95,7 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
             if not kernels:
                 continue
         hit = SearchHit("op", rec.full_name, rec.loc, match or ["exact", "prefix", "substring", "kernel"][rank],
-                        rec.schema, [KernelHit(d, []) for d in kernels])
+                        str(rec.schema), [KernelHit(d, []) for d in kernels])
         scored.append(((rank, 0, len(rec.name), rec.full_name), hit, rec))
     if key is None:
         for name, name_l, entries in _binding_table(ix):
@@ -104,7 +108,10 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
                                                                    ["exact", "prefix", "substring"][rank],
                                                                    f"{kind} -> {detail}"), None))
     if key is None:
-        scored += _function_hits(ix, q, {h.name for _s, h, _r in scored})
+        taken = {h.name for _s, h, _r in scored}
+        scored += _function_hits(ix, q, taken)
+        scored += _named_hits(ql, "DispatchStub", sorted(stub_names(ix)), lambda n: stub_declared(ix, n))
+        scored += _named_hits(ql, "autograd node", sorted(_autograd_nodes(ix)), lambda n: _autograd_nodes(ix)[n])
     scored.sort(key=lambda t: t[0])
     hits = [h for _s, h, _r in scored[:limit]]
     by_name = {h.name: r for _s, h, r in scored[:limit] if r is not None}
@@ -113,7 +120,7 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
         if rec is None:
             continue
         for kh in h.kernels:
-            kh.defs = kernel_definitions(ix, kh.entry.kernel, reg.structured_entry(rec, kh.entry))
+            kh.defs = kernel_definitions(ix, kh.entry.kernel, kh.entry.structured)
     res = SearchResult(q, key, hits, len(scored), limit)
     if key is not None:
         res.notes.append(f"Only ops with a {key} kernel are shown, with their {key} entries; bindings are not filtered by backend.")
@@ -121,7 +128,36 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
 
 
 MAX_NAME_CANDIDATES = 400
-_FUNCTION_KINDS = ("function", "method", "impl_func", "global_kernel", "device_function", "metal_kernel")
+_FUNCTION_KINDS = tuple(k.value for k in (SymbolKind.FUNCTION, SymbolKind.METHOD, SymbolKind.IMPL_FUNC,
+                                         SymbolKind.GLOBAL_KERNEL, SymbolKind.DEVICE_FUNCTION, SymbolKind.METAL_KERNEL))
+_AUTOGRAD_NS = "torch::autograd::generated::"
+
+
+def _named_hits(ql: str, kind: str, names: list[str], where: Callable[[str], Loc | None]
+                ) -> list[tuple[tuple, SearchHit, None]]:
+    """Hits among a small list of names (stubs, autograd nodes), ranked like the others."""
+    out = []
+    for n in names:
+        rank = _rank_l(ql, n.lower())
+        if rank is not None:
+            out.append(((rank, 3, len(n), n), SearchHit(kind, n, where(n), ["exact", "prefix", "substring"][rank]),
+                        None))
+    return out
+
+
+def _autograd_nodes(ix: Index) -> dict[str, Loc]:
+    """Autograd node structs (XBackward0, ForeachAddBackward0List, ...) at their generated apply()."""
+    def build() -> dict[str, Loc]:
+        out: dict[str, Loc] = {}
+        for row in ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE name = 'apply' AND qualname LIKE ? "
+                        "AND is_definition", (_AUTOGRAD_NS + "%",)):
+            sym = to_symbol(ix, row)
+            parts = sym.qualname.split("::")
+            if len(parts) >= 2:
+                out.setdefault(parts[-2], sym.loc)
+        return out
+    nodes: dict[str, Loc] = ix.cached("autograd_nodes", build)
+    return nodes
 
 
 def _function_hits(ix: Index, q: str, taken: set[str]) -> list[tuple[tuple, SearchHit, None]]:
@@ -147,7 +183,7 @@ def _function_hits(ix: Index, q: str, taken: set[str]) -> list[tuple[tuple, Sear
         if per_name.setdefault(name, 0) >= 3:
             continue
         per_name[name] += 1
-        label = "GPU kernel" if kind in ("global_kernel", "metal_kernel") else "C++ function"
+        label = "GPU kernel" if kind in (SymbolKind.GLOBAL_KERNEL, SymbolKind.METAL_KERNEL) else "C++ function"
         rank = rank_of[name]
         out.append(((rank, 2, len(name), qualname), SearchHit(label, qualname, Loc(ix.path_of(file_id), line),
                                                               ["exact", "prefix", "substring"][rank], kind), None))

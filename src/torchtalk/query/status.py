@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..source.files import list_files
-from .index import Index
+from ..store.reader import Index
 
 
 @dataclass

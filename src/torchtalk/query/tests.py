@@ -11,9 +11,10 @@ from pathlib import PurePosixPath
 
 from ..errors import BadArgument
 from .args import MAX_LIMIT, check_int, clean_text, shown
-from .index import Index
-from .model import Loc, NotFound
-from .ops import registry
+from ..store.reader import Index
+from ..model import Loc
+from .results import NotFound
+from ..graph.registry import registry
 from .testnames import generated_names
 
 

@@ -1,45 +1,106 @@
-"""trace: one op from Python through the registry and dispatch to C++/CUDA and autograd."""
+"""trace: one op from Python through the registry and dispatch to C++/CUDA and autograd.
+
+A name is an op as native_functions.yaml or Python names it (``add.Tensor``,
+``torch.add``, ``F.relu``); else a Python function whose body calls ops
+(``torch.nn.functional.relu``); else a Python name bound to C++ that is not an op
+(``torch.set_num_threads``, a PyMethodDef), answered with its binding chain.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .args import check_choice, clean_text
-from .cppdefs import CppDef, has_cpp, kernel_definitions
-from .index import Index
-from .model import Loc, NotFound
-from .ops import COMPOSITE_KEYS, DispatchEntry, OpRecord, registry
+from ..graph import Step, down, graph
+from ..graph.nodes import binding_node, op_node, symbol_id
+from ..graph.op_edges import derivatives_of
+from ..graph.py_edges import PyContext, function_node, py_call_edges
+from ..graph.pynames import PyDef, pynames
+from ..graph.registry import PyName, py_spellings, registry
+from ..graph.symbols import has_cpp, symbol
+from ..model import (
+    COMPOSITE_KEYS,
+    CppSymbol,
+    Derivative,
+    DerivativeFormula,
+    DispatchEntry,
+    Edge,
+    EdgeKind,
+    Loc,
+    Node,
+    NodeKind,
+    Op,
+    PyApiKind,
+    is_composite,
+)
+from ..store.reader import Index
 from . import generated as gen_q
-from . import reach
+from .args import check_choice, clean_text
+from .results import NotFound
 
 FOCUS = ("yaml", "dispatch", "full")
+REACH_DEPTH = 3  # calls below a kernel searched for stubs and launches
+_PY_FUNCTION_PREFIXES = ("torch.nn.functional.", "torch.functional.", "torch._refs.", "torch.special.",
+                         "torch.linalg.", "torch.fft.", "torch.")
+
+
+@dataclass
+class StubUse:
+    call: Edge  # STUB_CALL: site and caller
+    kernels: list[Edge]  # STUB_KERNEL: key = backend
+
+
+@dataclass
+class OpCall:
+    """An op a composite kernel calls, and that op's kernel per key (one level down)."""
+
+    edge: Edge  # OP_CALL
+    kernels: list[DispatchEntry]
 
 
 @dataclass
 class KernelInfo:
     entry: DispatchEntry
-    defs: list[CppDef] = field(default_factory=list)
-    stubs: list[reach.StubUse] = field(default_factory=list)
-    gpu: list[reach.Launch] = field(default_factory=list)
-    op_calls: list[str] = field(default_factory=list)  # ops a composite kernel calls (where to trace next)
+    definitions: list[CppSymbol] = field(default_factory=list)
+    stubs: list[StubUse] = field(default_factory=list)
+    launches: list[Edge] = field(default_factory=list)  # LAUNCH edges below the kernel (and its CUDA stubs)
+    op_calls: list[OpCall] = field(default_factory=list)  # composite kernels: the ops they call
 
 
 @dataclass
 class DerivInfo:
-    schema: str
-    loc: Loc
-    formulas: list[tuple[str, str, Loc, str]]  # (variables, formula, loc, kind)
-    output_differentiability: str
+    derivative: Derivative
+    formulas: list[DerivativeFormula]
+    backward: list[Edge]  # BACKWARD edges: the ops and helpers its formulas call
 
 
 @dataclass
 class OpTrace:
-    op: OpRecord
+    op: Op
     kernels: list[KernelInfo]
-    python: list[tuple[str, str, Loc]]
+    python: list[PyName]
     derivatives: list[DerivInfo]
     py_refs: list[tuple[str, str, Loc]] = field(default_factory=list)  # (kind, function, loc)
     generated: gen_q.GeneratedInfo | None = None
+
+
+@dataclass
+class PythonEntry:
+    """A Python function asked about by name, and the path from it to the ops it calls."""
+
+    name: str
+    loc: Loc
+    signature: str
+    calls: list[Edge]  # PY_CALL / BINDING edges, in walk order
+
+
+@dataclass
+class BindingTrace:
+    """A Python name bound to C++ that is not an op: where it is bound and what it runs."""
+
+    python_name: str
+    edge: Edge  # BINDING: site = the PyMethodDef / .def line
+    function: CppSymbol | None
+    calls: list[Edge]  # what the bound function calls (first level)
 
 
 @dataclass
@@ -51,6 +112,8 @@ class TraceResult:
     composite_notes: dict[str, str]
     cpp_indexed: bool
     notes: list[str] = field(default_factory=list)
+    entry: PythonEntry | None = None
+    bindings: list[BindingTrace] = field(default_factory=list)
 
 
 def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | NotFound:
@@ -58,56 +121,137 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
     focus = check_choice(focus, "focus", FOCUS)
     reg = registry(ix)
     ops = reg.lookup(name)
+    entry = None
     if not ops:
-        return reg.not_found(name)
+        entry, ops = _python_function(ix, name)
+    if not ops:
+        bindings = _bindings(ix, name)
+        if bindings:
+            return TraceResult(name, focus, [], [], {}, has_cpp(ix), bindings=bindings)
+        return NotFound("op", name, reg.suggest(name),
+                        "Ops are named as in native_functions.yaml (e.g. 'softmax', 'add.Tensor') or by their "
+                        "Python name ('torch.add', 'Tensor.add_', 'torch.nn.functional.relu', 'F.relu').")
     cpp = has_cpp(ix) and focus != "yaml"
-    traces = []
     cache: dict[tuple[str, bool], KernelInfo] = {}
-    for op in ops:
-        kernels = []
-        entries = op.own_dispatch if focus == "yaml" else reg.dispatch(op)
-        for entry in entries:
-            structured = reg.structured_entry(op, entry)
-            key = (entry.kernel, structured)
-            if cpp and key not in cache:
-                info = KernelInfo(entry, kernel_definitions(ix, entry.kernel, structured))
-                if focus == "full":
-                    info.stubs = reach.stubs_called(ix, [d.id for d in info.defs])
-                    info.gpu = reach.gpu_launches(ix, [d.id for d in info.defs], info.stubs)
-                if entry.key.startswith("Composite"):
-                    info.op_calls = reach.ops_called(ix, [d.id for d in info.defs])
-                cache[key] = info
-            base = cache.get(key)
-            kernels.append(KernelInfo(entry, base.defs, base.stubs, base.gpu, base.op_calls) if base
-                           else KernelInfo(entry))
-        python = [p for p in reg.python_names(op) if p[1] != "generated binding"]
-        derivs = _derivatives(ix, op) if focus == "full" else []
-        refs = reach.python_op_refs(ix, op) if focus == "full" else []
-        generated = gen_q.for_op(ix, op) if focus != "yaml" else None
-        traces.append(OpTrace(op, kernels, python, derivs, refs, generated))
-    related = _related(reg, name, ops)
+    traces = [_op_trace(ix, op, focus, cpp, cache) for op in ops]
     keys = {k.entry.key for t in traces for k in t.kernels}
-    notes = {k: v for k, v in COMPOSITE_KEYS.items() if k in keys}
-    result = TraceResult(name, focus, traces, related, notes, has_cpp(ix))
+    result = TraceResult(name, focus, traces, _related(reg.by_name, ops), {k: v for k, v in COMPOSITE_KEYS.items()
+                                                                           if k in keys}, has_cpp(ix), entry=entry)
     if focus != "yaml" and not has_cpp(ix):
         result.notes.append("The C++ layer is not indexed yet, so kernels are shown by name only.")
     return result
 
 
-def _derivatives(ix: Index, op: OpRecord) -> list[DerivInfo]:
-    out = []
-    for did, schema, file_id, line, od in ix.q(
-            "SELECT id, schema, file_id, line, output_differentiability FROM derivative WHERE op_full_name = ?",
-            (op.full_name,)):
-        formulas = [(v, f, Loc(ix.path_of(fid), ln), k) for v, f, fid, ln, k in ix.q(
-            "SELECT variables, formula, file_id, line, kind FROM derivative_formula WHERE derivative = ? ORDER BY id",
-            (did,))]
-        out.append(DerivInfo(schema, Loc(ix.path_of(file_id), line), formulas, od))
-    return out
+def _op_trace(ix: Index, op: Op, focus: str, cpp: bool, cache: dict[tuple[str, bool], KernelInfo]) -> OpTrace:
+    reg = registry(ix)
+    entries = [e for e in reg.dispatch(op) if not e.delegate] if focus == "yaml" else reg.dispatch(op)
+    kernels = []
+    for entry in entries:
+        key = (entry.kernel, entry.structured)
+        if cpp and key not in cache:
+            cache[key] = _kernel(ix, op, entry, focus)
+        base = cache.get(key)
+        kernels.append(KernelInfo(entry, base.definitions, base.stubs, base.launches, base.op_calls) if base
+                       else KernelInfo(entry))
+    python = [p for p in reg.python_names(op) if p.kind is not PyApiKind.GENERATED_BINDING]
+    derivs = [DerivInfo(d, f, _backward(ix, op) if focus == "full" else []) for d, f in derivatives_of(ix, op)]
+    refs = python_op_refs(ix, op) if focus == "full" else []
+    generated = gen_q.for_op(ix, op) if focus != "yaml" else None
+    return OpTrace(op, kernels, python, derivs, refs, generated)
 
 
-def _related(reg, name: str, ops: list[OpRecord]) -> list[str]:
+def _kernel(ix: Index, op: Op, entry: DispatchEntry, focus: str) -> KernelInfo:
+    g = graph(ix)
+    info = KernelInfo(entry)
+    edges = [e for e in g.out(op_node(op), [EdgeKind.KERNEL]) if e.key == entry.key and e.dst.kind != NodeKind.UNRESOLVED]
+    info.definitions = [s for e in edges if (sid := symbol_id(e.dst)) is not None and (s := symbol(ix, sid))]
+    roots = [e.dst for e in edges]
+    steps = down(roots, g.out, [EdgeKind.CALL, EdgeKind.STUB_CALL], REACH_DEPTH, fan_out=40, max_nodes=300)
+    info.stubs = [StubUse(s.edge, g.out(s.node, [EdgeKind.STUB_KERNEL])) for s in steps
+                  if s.edge.kind is EdgeKind.STUB_CALL]
+    if focus == "full":
+        gpu_roots = roots + [k.dst for st in info.stubs for k in st.kernels if k.key in ("CUDA", "HIP")]
+        reach = down(gpu_roots, g.out, [EdgeKind.CALL], REACH_DEPTH, fan_out=40, max_nodes=300)
+        seen: set[tuple[str, int]] = set()
+        for node in gpu_roots + [s.node for s in reach]:
+            for e in g.out(node, [EdgeKind.LAUNCH]):
+                if e.site and (e.site.path, e.site.line) not in seen:
+                    seen.add((e.site.path, e.site.line))
+                    info.launches.append(e)
+        if is_composite(entry.key):
+            reg = registry(ix)
+            info.op_calls = [OpCall(e, reg.dispatch(reg.by_full[e.dst.key]))
+                             for e in g.out(op_node(op), [EdgeKind.OP_CALL]) if e.key == entry.key]
+    return info
+
+
+def _backward(ix: Index, op: Op) -> list[Edge]:
+    return graph(ix).out(op_node(op), [EdgeKind.BACKWARD])
+
+
+def _related(by_name: dict[str, list[Op]], ops: list[Op]) -> list[str]:
     base = ops[0].name.rstrip("_")
     shown = {o.name for o in ops}
     cands = [base, base + "_", "_" + base, base + "_backward", "_" + base + "_backward"]
-    return [c for c in cands if c in reg.by_name and c not in shown]
+    return [c for c in cands if c in by_name and c not in shown]
+
+
+def python_op_refs(ix: Index, op: Op) -> list[tuple[str, str, Loc]]:
+    """Decompositions, refs, meta functions and Inductor lowerings registered for the op in Python."""
+    names = [f"aten.{op.name}", f"aten.{op.full_name}"]
+    rows = ix.q("SELECT r.kind, coalesce(f.qualname, ''), coalesce(f.module, ''), r.file_id, r.line FROM py_op_ref r "
+                "LEFT JOIN py_function f ON f.id = r.func WHERE r.op IN (?, ?) ORDER BY r.kind, r.file_id, r.line",
+                names)
+    return [(kind, f"{mod}.{qn}" if qn else "", Loc(ix.path_of(fid), line)) for kind, qn, mod, fid, line in rows]
+
+
+# ------------------------------------------------------------------ Python names that are not op names
+
+def _python_function(ix: Index, name: str) -> tuple[PythonEntry | None, list[Op]]:
+    """A Python function (F.relu, torch.nn.functional.gelu) and the ops its body reaches."""
+    names = pynames(ix)
+    d: PyDef | None = None
+    for spelling in py_spellings(name) + [f"torch.{name}" for _ in (0,) if "." not in name]:
+        fq = names.canonical(spelling)
+        d = names.definition(fq) if fq else None
+        if d is not None and d.kind == "function":
+            break
+        d = None
+    if d is None or not d.fq.startswith(_PY_FUNCTION_PREFIXES):
+        return None, []
+    g = graph(ix)
+    start = function_node(d)
+    ctx = PyContext(())
+
+    def edges(node: Node, kinds: object) -> list[Edge]:
+        return py_call_edges(ix, node, ctx) + g.out(node, [EdgeKind.BINDING])
+
+    def follow(s: Step) -> bool:
+        return s.node.kind is not NodeKind.OP and (s.node.kind is not NodeKind.PY_FUNCTION
+                                                   or s.node.key.startswith(_PY_FUNCTION_PREFIXES))
+
+    steps = down([start], edges, [EdgeKind.PY_CALL, EdgeKind.BINDING], 2, fan_out=30, max_nodes=200, follow=follow)
+    reg = registry(ix)
+    ops: dict[str, Op] = {}
+    for s in steps:
+        if s.node.kind is NodeKind.OP and s.node.key in reg.by_full:
+            ops.setdefault(s.node.key, reg.by_full[s.node.key])
+    return PythonEntry(d.fq, d.loc, d.signature, [s.edge for s in steps]), list(ops.values())
+
+
+def _bindings(ix: Index, name: str) -> list[BindingTrace]:
+    """A Python name bound to a C++ function by a PyMethodDef table or pybind11 (torch.set_num_threads)."""
+    g = graph(ix)
+    spellings = py_spellings(name)
+    if name.startswith("torch.") and not name.startswith("torch._C."):
+        spellings.append("torch._C." + name[len("torch."):])  # torch/__init__.py: from torch._C import *
+    out = []
+    for spelling in spellings:
+        for e in g.out(binding_node(spelling), [EdgeKind.BINDING]):
+            sid = symbol_id(e.dst)
+            fn = symbol(ix, sid) if sid is not None else None
+            calls = g.out(e.dst, [EdgeKind.CALL, EdgeKind.DISPATCH_CALL]) if fn else []
+            out.append(BindingTrace(spelling, e, fn, calls))
+        if out:
+            break
+    return out

@@ -2,106 +2,168 @@
 
 from __future__ import annotations
 
-from ..query.callgraph import CalledByResult, CallsResult, ImpactResult
+from collections.abc import Sequence
+
+from ..model import CppSymbol, Edge, Node, NodeKind
+from ..query.callgraph import CalledByResult, CalledBySection, CallsResult, CallsSection, ImpactResult, ImpactSection
 from ..query.cuda import CudaKernelsResult
+from ..query.results import Ambiguous
 from .common import IN_STRUCTURED, ambiguous, showing
 
+MAX_UNRESOLVED = 40
+MAX_CALLERS = 100
 
-def _head(title: str, fn, amb) -> list[str]:
-    out = [f"# {title} {fn.display}  {fn.loc}"]
-    if fn.params and fn.kind != "impl_func":
-        out.append(f"    {fn.qualname}{fn.params}")
-    if not fn.is_definition:
+
+def _head(title: str, node: Node, sym: CppSymbol | None) -> list[str]:
+    if sym is None:
+        where = f"  declared {node.loc}" if node.loc else ""
+        return [f"# {title} DispatchStub {node.key}{where}"]
+    out = [f"# {title} {sym.display}  {sym.loc}"]
+    if sym.params and not sym.kind.is_structured:
+        out.append(f"    {sym.qualname}{sym.params}")
+    if not sym.is_definition:
         out.append("    (only a declaration was found; the definition may be generated or outside the index)")
+    return out
+
+
+def _sections(title: str, sections: Sequence[CalledBySection | CallsSection | ImpactSection], amb: Ambiguous | None,
+              body: object) -> str:
+    out: list[str] = []
     if amb:
-        out.append("")
-        out.append(ambiguous(amb))
+        out += [ambiguous(amb), ""]
+    for i, sec in enumerate(sections):
+        if i:
+            out.append("")
+        out += _head(title, sec.function, sec.symbol)
+        out += body(sec)  # type: ignore[operator]
+    return "\n".join(out)
+
+
+def _by_site(edges: list[Edge]) -> list[list[Edge]]:
+    """Edges grouped per call site: several edges at one site are candidates for one call."""
+    groups: dict[tuple[str, int], list[Edge]] = {}
+    for e in edges:
+        key = (e.site.path, e.site.line) if e.site else ("", id(e))
+        groups.setdefault(key, []).append(e)
+    return list(groups.values())
+
+
+def _calls_body(sec: CallsSection) -> list[str]:
+    out: list[str] = []
+    if sec.symbol is None:
+        out.append(f"\nRegistered kernels ({len(sec.kernels)}), one per backend and CPU capability:")
+        out += [f"- {e.key}: {e.dst}  [registered {e.site} {e.note}]" for e in sec.kernels]
+        return out
+    if sec.calls:
+        groups = _by_site(sec.calls)
+        out.append(f"\nCalls ({len(groups)}):")
+        for g in groups:
+            e = g[0]
+            more = f" (+{len(g) - 1} candidates: the call does not say which)" if len(g) > 1 else ""
+            decl = " (declaration)" if e.note == "declaration" else ""
+            out.append(f"- {e.dst}{decl}{more}  [called at {e.site}]")
+    if sec.ops:
+        groups = _by_site(sec.ops)
+        out.append(f"\nOps through the dispatcher ({len(groups)}):")
+        for g in groups:
+            e = g[0]
+            names = ", ".join(x.dst.key for x in g[:4]) + (" ..." if len(g) > 4 else "")
+            out.append(f"- {e.note} -> op {names}  (yaml {e.dst.loc})  [called at {e.site}]")
+    if sec.stubs:
+        out.append(f"\nDispatchStubs ({len(sec.stubs)}):")
+        for s in sec.stubs:
+            kernels = "; ".join(f"{k.key}: {k.dst.label.split('::')[-1]} {k.site}" for k in s.kernels) or \
+                "no registrations found"
+            how = "passed on" if s.call.note == "passed on" else "called"
+            out.append(f"- {s.call.dst.key} -> {kernels}  [{how} at {s.call.site}]")
+    if sec.launches:
+        out.append(f"\nGPU launches ({len(sec.launches)}):")
+        for e in sec.launches:
+            if e.dst.key.isdigit():
+                name = e.dst.label.removeprefix("__global__ ").split("::")[-1]
+                out.append(f"- {name}<<<{e.note}>>>  __global__ {e.dst.loc}  [at {e.site}]")
+            else:
+                out.append(f"- {e.dst.label}  [at {e.site}]")
+    if sec.unresolved:
+        out.append(f"\nUnresolved, by name ({len(sec.unresolved)}):")
+        out += [f"- {e.dst.label}  [at {e.site}]" for e in sec.unresolved[:MAX_UNRESOLVED]]
+        if len(sec.unresolved) > MAX_UNRESOLVED:
+            out.append(f"- ... {showing(MAX_UNRESOLVED, len(sec.unresolved), IN_STRUCTURED)}")
+    if sec.macros:
+        out.append("\nMacros used: " + ", ".join(sec.macros[:30]))
+    if not (sec.calls or sec.ops or sec.stubs or sec.launches or sec.unresolved):
+        out.append("\nNo calls found in its body.")
     return out
 
 
 def render_calls(r: CallsResult) -> str:
-    out = _head("calls of", r.function, r.ambiguity)
-    if r.resolved:
-        out.append(f"\nCalls ({len(r.resolved)}):")
-        for call, defs in r.resolved:
-            target = defs[0]
-            more = f" (+{len(defs) - 1} more)" if len(defs) > 1 else ""
-            decl = " (declaration)" if not target.is_definition else ""
-            out.append(f"- {target.display}  {target.loc}{decl}{more}  [called at {call.loc}]")
-    if r.ops:
-        out.append(f"\nOps through the dispatcher ({len(r.ops)}):")
-        for call, recs in r.ops:
-            where = f"{recs[0].loc}" if recs else "?"
-            names = recs[0].name if recs else call.callee
-            out.append(f"- {call.written} -> op {names}  (yaml {where})  [called at {call.loc}]")
-    if r.stubs:
-        out.append(f"\nDispatchStubs ({len(r.stubs)}):")
-        for call, regs in r.stubs:
-            kernels = "; ".join(f"{g.key}: {g.kernel} {g.loc}" for g in regs) or "no registrations found"
-            out.append(f"- {call.callee} -> {kernels}  [called at {call.loc}]")
-    if r.stub_refs:
-        out.append("\nDispatchStubs passed on (not called here): " +
-                   ", ".join(f"{c.callee} at {c.loc}" for c in r.stub_refs))
-    if r.launches:
-        out.append(f"\nGPU launches ({len(r.launches)}):")
-        for call, defs in r.launches:
-            if call.kind == "launch":
-                where = f"  __global__ {defs[0].loc}" if defs else ""
-                out.append(f"- {call.callee}<<<{call.detail}>>>{where}  [at {call.loc}]")
-            else:
-                out.append(f"- {call.callee}({call.detail})  [at {call.loc}]")
-    if r.unresolved:
-        out.append(f"\nUnresolved, by name ({len(r.unresolved)}):")
-        for call in r.unresolved[:40]:
-            out.append(f"- {call.written}  [at {call.loc}]")
-        if len(r.unresolved) > 40:
-            out.append(f"- ... {showing(40, len(r.unresolved), IN_STRUCTURED)}")
-    if r.macros:
-        out.append("\nMacros used: " + ", ".join(r.macros[:30]))
-    if not (r.resolved or r.ops or r.stubs or r.launches or r.unresolved):
-        out.append("\nNo calls found in its body.")
-    return "\n".join(out)
+    return _sections("calls of", r.sections, r.ambiguity, _calls_body)
+
+
+def _registration(e: Edge) -> str:
+    if e.kind.value == "kernel":
+        return f"{e.src.key} dispatch {e.key}: {e.dst.label.split('::')[-1]}  {e.site}" + (f"  [{e.note}]" if e.note else "")
+    if e.kind.value == "stub_kernel":
+        return f"REGISTER_DISPATCH({e.src.key}, {e.dst.label.split('::')[-1]}) for {e.key}  {e.site}  [{e.note}]"
+    if e.kind.value == "wrapper":
+        return f"generated m.impl({e.src.key!r}) for {e.key}  {e.site}"
+    return f"Python {e.src.key} ({e.note})  {e.site}"
+
+
+def _called_by_body(sec: CalledBySection) -> list[str]:
+    out = [f"\nDirect callers ({sec.total_callers}):"]
+    for e in sec.callers[:MAX_CALLERS]:
+        how = " (passes it on)" if e.note == "passed on" else ""
+        out.append(f"- {e.src}  [call at {e.site}]{how}")
+    if sec.total_callers > MAX_CALLERS:
+        out.append(f"- ... {showing(MAX_CALLERS, sec.total_callers, IN_STRUCTURED)}")
+    if not sec.callers:
+        out.append("- none found in the indexed C++ (it may be reached only through a registration below)")
+    if sec.symbol is None:
+        out.append(f"\nKernels registered for it ({len(sec.registrations)}):")
+        out += [f"- {e.key}: {e.dst}  [registered {e.site} {e.note}]" for e in sec.registrations]
+    elif sec.registrations:
+        out.append(f"\nRegistrations that point at it ({len(sec.registrations)}):")
+        out += [f"- {_registration(e)}" for e in sec.registrations]
+    return out
 
 
 def render_called_by(r: CalledByResult) -> str:
-    out = _head("callers of", r.function, r.ambiguity)
-    out.append(f"\nDirect callers ({r.total_callers}):")
-    for c in r.callers[:100]:
-        out.append(f"- {c.caller.display}  {c.caller.loc}  [call at {c.site}]")
-    if r.total_callers > 100:
-        out.append(f"- ... {showing(100, r.total_callers, IN_STRUCTURED)}")
-    if not r.callers:
-        out.append("- none found in the indexed C++ (it may be reached only through a registration below)")
-    if r.registrations:
-        out.append(f"\nRegistrations that point at it ({len(r.registrations)}):")
-        for g in r.registrations:
-            out.append(f"- {g.text}  {g.loc}")
-    return "\n".join(out)
+    return _sections("callers of", r.sections, r.ambiguity, _called_by_body)
+
+
+def _impact_body(sec: ImpactSection, depth: int) -> list[str]:
+    out: list[str] = []
+    total = sum(lv.total for lv in sec.levels)
+    for lv in sec.levels:
+        out.append(f"\nLevel {lv.depth}: {showing(len(lv.callers), lv.total)} callers")
+        for e in lv.callers:
+            via = "" if e.kind.value == "call" else (f" (calls op {e.dst.key})" if e.dst.kind is NodeKind.OP
+                                                      else f" (through {e.kind.value} {e.dst.key})")
+            out.append(f"- {e.src}  [call at {e.site}]{via}")
+    if not sec.levels:
+        out.append("\nNo callers found in the indexed C++.")
+    if sec.ops:
+        out.append(f"\nOps reached ({len(sec.ops)}):")
+        for op, edge, level in sec.ops:
+            how = f"{edge.dst.label} is its {edge.key} kernel" if edge.kind.value == "kernel" else edge.kind.value
+            out.append(f"- {op.key}  {op.loc}  ({how}; level {level})")
+    if sec.python:
+        out.append(f"\nPython entry points ({len(sec.python)}):")
+        for node, edge in sec.python[:60]:
+            if edge.note == "generated_binding":
+                out.append(f"- {node.key}  (via op {edge.dst.key}, binding {edge.site})")
+            else:
+                out.append(f"- {node.key}  (via {edge.dst.label}, {edge.note} {edge.site})")
+        if len(sec.python) > 60:
+            out.append(f"- ... {showing(60, len(sec.python), IN_STRUCTURED)}")
+    stop = f"stopped at depth {sec.stopped_at}" + (" (no further callers)" if sec.stopped_at < depth else "")
+    out.append(f"\n{total} callers in all, {stop}" + ("; levels were capped" if sec.truncated else ""))
+    return out
 
 
 def render_impact(r: ImpactResult) -> str:
-    out = _head(f"impact (depth {r.depth}) of", r.function, r.ambiguity)
-    total = sum(lv.total for lv in r.levels)
-    for lv in r.levels:
-        out.append(f"\nLevel {lv.depth}: {showing(len(lv.callers), lv.total)} callers")
-        for c in lv.callers:
-            via = f" (through {c.via})" if c.via else ""
-            out.append(f"- {c.caller.display}  {c.caller.loc}  [call at {c.site}]{via}")
-    if not r.levels:
-        out.append("\nNo callers found in the indexed C++.")
-    if r.ops:
-        out.append(f"\nOps reached ({len(r.ops)}):")
-        for op, how, level in r.ops:
-            out.append(f"- {op.full_name}  {op.loc}  ({how})")
-    if r.python:
-        out.append(f"\nPython entry points ({len(r.python)}):")
-        for name, through, loc in r.python[:60]:
-            out.append(f"- {name}  (via {through})")
-        if len(r.python) > 60:
-            out.append(f"- ... {showing(60, len(r.python), IN_STRUCTURED)}")
-    stop = f"stopped at depth {r.stopped_at}" + (" (no further callers)" if r.stopped_at < r.depth else "")
-    out.append(f"\n{total} callers in all, {stop}" + ("; levels were capped" if r.truncated else ""))
-    return "\n".join(out)
+    return _sections(f"impact (depth {r.depth}) of", r.sections, r.ambiguity, lambda s: _impact_body(s, r.depth))
 
 
 def render_cuda(r: CudaKernelsResult) -> str:
@@ -110,27 +172,50 @@ def render_cuda(r: CudaKernelsResult) -> str:
         out = [f"# GPU kernels: {s['global_kernels']:,} __global__ kernels in {s['files']:,} files; "
                f"{s['launch_sites']:,} <<<>>> launch sites, {s['helper_launch_sites']:,} launch-helper sites",
                "\nFiles with the most kernels:"]
-        out += [f"- {path}: {n}" for path, n in s["top_files"]]
+        out += [f"- {path}: {n}" for path, n in s["top_files"]]  # type: ignore[attr-defined]
         out.append(f"\nA sample across the tree ({len(r.kernels)}):")
-        out += [f"- __global__ {k.name}  {k.defs[0].loc}" for k in r.kernels]
+        out += [f"- __global__ {k.name}  {k.definitions[0].loc}" for k in r.kernels if k.definitions]
         out.append("\nGive an op or function name (cuda_kernels('index_select')) to see its kernels and launch sites.")
         return "\n".join(out)
     out = [f"# GPU kernels for {r.query} ({r.matched}): {len(r.kernels)} __global__ kernels, "
            f"{len(r.helpers)} launch-helper sites"]
     for k in r.kernels:
-        where = ", ".join(str(d.loc) for d in k.defs[:2]) or "definition not found"
-        out.append(f"\n## __global__ {k.name}  {where}")
+        where = ", ".join(str(d.loc) for d in k.definitions[:2]) or "definition not found"
+        tag = "  [backward]" if k.backward else ""
+        out.append(f"\n## __global__ {k.name}  {where}{tag}")
         for launch in k.launches[:10]:
-            chain = f"  via {launch.chain}" if launch.chain else ""
-            out.append(f"- launched at {launch.site} by {launch.launcher}{chain}")
+            chain = _chain(launch.chain)
+            out.append(f"- launched at {launch.site.site} by {launch.site.src.label}" + (f"  via {chain}" if chain else ""))
         if len(k.launches) > 10:
             out.append(f"- ... {showing(10, len(k.launches), IN_STRUCTURED)} launch sites")
     if r.helpers:
         out.append("\n## Launch helpers (TensorIterator kernels: gpu_kernel & kin)")
         for h in r.helpers[:30]:
-            out.append(f"- {h.helper}({h.functor}) at {h.site} in {h.launcher}  via {h.chain}")
+            tag = " [backward]" if h.backward else ""
+            out.append(f"- {h.site.dst.label} at {h.site.site} in {h.site.src.label}  via {_chain(h.chain)}{tag}")
         if len(r.helpers) > 30:
             out.append(f"- ... {showing(30, len(r.helpers), IN_STRUCTURED)}")
     for n in r.notes:
         out.append(f"\nNote: {n}")
     return "\n".join(out)
+
+
+def _chain(chain: list[Edge]) -> str:
+    """'softmax.int [CompositeImplicitAutograd] -> at::native::softmax -> _softmax [op] -> ...'."""
+    if not chain:
+        return ""
+    parts = [chain[0].src.label]
+    for e in chain:
+        if e.kind.value == "kernel":
+            parts[-1] += f" [{e.key}]"
+            parts.append(e.dst.label)
+        elif e.kind.value == "stub_kernel":
+            parts.append(f"{e.src.key} [{e.key}]")
+            parts.append(e.dst.label)
+        elif e.kind.value == "backward":
+            parts.append(f"backward {e.dst.label}")
+        elif e.kind.value == "stub_call":
+            continue
+        else:
+            parts.append(e.dst.label)
+    return " -> ".join(parts)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..query.args import MAX_LIMIT
-from ..query.model import Ambiguous, NotFound
+from ..query.results import Ambiguous, NotFound
 
 
 def not_found(r: NotFound) -> str:
@@ -18,15 +18,15 @@ def not_found(r: NotFound) -> str:
 
 
 def ambiguous(r: Ambiguous) -> str:
-    lines = [f"'{r.query}' is ambiguous: {len(r.candidates)} {r.what}s match."]
-    for name, loc in r.candidates[:30]:
-        lines.append(f"- {name}" + (f"  {loc}" if loc else ""))
+    lines = [f"'{r.query}' names {len(r.candidates)} {r.what}s:"]
+    for i, c in enumerate(r.candidates[:30]):
+        mark = "  (answered below)" if i < r.answered else ""
+        lines.append(f"- {c.label}" + (f"  {c.loc}" if c.loc else "") + mark)
     if len(r.candidates) > 30:
         lines.append(f"- ... showing 30 of {len(r.candidates)}")
-    if r.chosen:
-        lines.append(f"Answering for {r.chosen} (give a qualified name to choose another).")
-    else:
-        lines.append("Give the qualified name (or Class::method) to choose one.")
+    if r.answered:
+        lines.append(f"Each of the first {r.answered} is answered in its own section; give path:line "
+                     "(e.g. the location above) or a qualified name to ask about one.")
     return "\n".join(lines)
 
 

@@ -12,7 +12,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ..query.model import NotFound
+from ..model import CppSymbol, EdgeKind, Node, NodeKind
+from ..query.results import NotFound
 from .common import full_limit
 
 MAX_NEXT = 3
@@ -39,15 +40,22 @@ def _not_found(r: NotFound, tool: str) -> list[str]:
     return out
 
 
-def _trace(r) -> list[str]:
+def _qualname(node: Node, sym: CppSymbol | None) -> str:
+    return sym.qualname if sym is not None else node.key
+
+
+def _trace(r: Any) -> list[str]:
     out: list[str] = []
+    if r.bindings and not r.ops:
+        b = r.bindings[0]
+        return [call("calls", b.function.qualname)] if b.function is not None else []
     kernels = [k for t in r.ops for k in t.kernels]
-    native = _first(kernels, lambda k: k.defs and k.entry.key in ("CPU", "CUDA", "CompositeExplicitAutograd",
-                                                                  "CompositeImplicitAutograd"))
+    native = _first(kernels, lambda k: k.definitions and k.entry.key in ("CPU", "CUDA", "CompositeExplicitAutograd",
+                                                                         "CompositeImplicitAutograd"))
     if native is not None:
-        out.append(call("calls", native.defs[0].qualname))
+        out.append(call("calls", native.definitions[0].qualname))
     base = r.ops[0].op.name if r.ops else r.query
-    if any(k.gpu or k.entry.key == "CUDA" for k in kernels):
+    if any(k.launches or k.entry.key == "CUDA" for k in kernels):
         out.append(call("cuda_kernels", base))
     elif r.related:
         out.append(call("trace", r.related[0]))
@@ -55,50 +63,60 @@ def _trace(r) -> list[str]:
     return out
 
 
-def _search(r) -> list[str]:
+def _search(r: Any) -> list[str]:
     top = _first(r.hits, lambda h: h.kind == "op")
     out = [call("trace", top.name)] if top else []
+    stub = _first(r.hits, lambda h: h.kind == "DispatchStub")
+    if stub and not top:
+        out.append(call("called_by", stub.name))
     if r.total > len(r.hits):
         out.append(call("search", r.query, **({"backend": r.backend} if r.backend else {}),
                         limit=full_limit(r.total)))
     return out
 
 
-def _calls(r) -> list[str]:
+def _calls(r: Any) -> list[str]:
     out = []
-    callee = _first(r.resolved, lambda c: c[1])
-    if callee:
-        out.append(call("calls", callee[1][0].qualname))
-    stub = _first(r.stubs, lambda s: s[1])
-    if stub:
-        out.append(call("calls", stub[1][0].kernel))
-    out.append(call("called_by", r.function.qualname))
+    sec = r.sections[0]
+    callee = _first(sec.calls, lambda e: e.dst.kind is NodeKind.CPP_FUNCTION)
+    if callee is not None:
+        out.append(call("calls", callee.dst.label))
+    stub = _first(sec.stubs, lambda s: s.kernels and s.kernels[0].dst.kind is not NodeKind.UNRESOLVED)
+    if stub is not None:
+        out.append(call("calls", stub.kernels[0].dst.label))
+    kernel = _first(sec.kernels, lambda e: e.dst.kind is not NodeKind.UNRESOLVED)
+    if kernel is not None:
+        out.append(call("calls", kernel.dst.label))
+    out.append(call("called_by", _qualname(sec.function, sec.symbol)))
     return out
 
 
-def _called_by(r) -> list[str]:
-    out = [call("impact", r.function.qualname, depth=2)]
-    op = _first(r.registrations, lambda g: g.kind == "yaml")
-    if op:
-        out.append(call("trace", op.text.split()[0]))
+def _called_by(r: Any) -> list[str]:
+    sec = r.sections[0]
+    out = [call("impact", _qualname(sec.function, sec.symbol), depth=2)]
+    op = _first(sec.registrations, lambda e: e.kind is EdgeKind.KERNEL)
+    if op is not None:
+        out.append(call("trace", op.src.key))
     return out
 
 
-def _impact(r) -> list[str]:
+def _impact(r: Any) -> list[str]:
     out = []
-    if r.ops:
-        out.append(call("find_similar_tests", r.ops[0][0].name))
-        out.append(call("trace", r.ops[0][0].full_name))
-    if r.truncated and r.depth < 5:
-        out.append(call("impact", r.function.qualname, depth=r.depth + 1))
+    sec = r.sections[0]
+    if sec.ops:
+        op = sec.ops[0][0].key
+        out.append(call("find_similar_tests", op.split(".")[0]))
+        out.append(call("trace", op))
+    if sec.truncated and r.depth < 5:
+        out.append(call("impact", _qualname(sec.function, sec.symbol), depth=r.depth + 1))
     return out
 
 
-def _cuda(r) -> list[str]:
+def _cuda(r: Any) -> list[str]:
     if r.query is None:
         return [call("cuda_kernels", "softmax"), call("search", "conv", backend="CUDA")]
-    k = _first(r.kernels, lambda k: k.launches)
-    out = [call("calls", k.launches[0].launcher)] if k else [call("trace", r.query, focus="dispatch")]
+    k = _first(r.kernels, lambda k: k.launches and k.launches[0].site.src.kind is not NodeKind.UNRESOLVED)
+    out = [call("calls", k.launches[0].site.src.label)] if k else [call("trace", r.query, focus="dispatch")]
     out.append(call("find_similar_tests", r.query))
     return out
 

@@ -4,24 +4,61 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from ..query.trace import KernelInfo, OpTrace, TraceResult
+from ..model import CppSymbol, NodeKind, Op, SymbolKind
+from ..query.trace import BindingTrace, DerivInfo, KernelInfo, OpTrace, PythonEntry, TraceResult
+
+MAX_LAUNCHES = 12
+MAX_OP_CALLS = 15
 
 
-def _cpp_line(d) -> str:
+def _cpp_line(d: CppSymbol) -> str:
     gen = " (generated)" if d.in_generated else ""
     params = d.params if d.params and len(d.params) <= 120 else ("(...)" if d.params else "")
     via = f" via {d.macro}" if d.macro else ""
-    return f"{d.display}{params if d.kind not in ('impl_func', 'meta_func') else ''}  {d.loc}{via}{gen}"
+    shown = params if d.kind not in (SymbolKind.IMPL_FUNC, SymbolKind.META_FUNC) else ""
+    return f"{d.display}{shown}  {d.loc}{via}{gen}"
 
 
-def _kernel_groups(kernels: list[KernelInfo]) -> "OrderedDict[tuple[str, str], list[KernelInfo]]":
+def _kernel_groups(kernels: list[KernelInfo]) -> OrderedDict[tuple[str, str], list[KernelInfo]]:
     groups: OrderedDict[tuple[str, str], list[KernelInfo]] = OrderedDict()
     for k in kernels:
         groups.setdefault((k.entry.kernel, k.entry.via), []).append(k)
     return groups
 
 
-def _render_kernels(t: OpTrace, focus: str, shown: set, out: list[str], cpp: bool) -> None:
+def _stubs(info: KernelInfo, out: list[str]) -> None:
+    for s in info.stubs:
+        decl = f", declared {s.call.dst.loc}" if s.call.dst.loc else ""
+        how = " (passed on)" if s.call.note == "passed on" else ""
+        out.append(f"    DispatchStub {s.call.dst.key}: called at {s.call.site} by {s.call.src.label}{how}{decl}")
+        for k in s.kernels:
+            where = f"defined {k.dst.loc}, " if k.dst.loc else ""
+            out.append(f"      {k.key}: {k.dst.label.split('::')[-1]}  ({where}registered {k.site} {k.note})")
+
+
+def _launches(info: KernelInfo, out: list[str]) -> None:
+    for e in info.launches[:MAX_LAUNCHES]:
+        if e.dst.kind is NodeKind.GPU_KERNEL and e.dst.key.isdigit():
+            out.append(f"    CUDA kernel {e.dst.label.removeprefix('__global__ ').split('::')[-1]}: __global__ at "
+                       f"{e.dst.loc}, launched <<<>>> at {e.site} by {e.src.label}")
+        else:
+            out.append(f"    CUDA {e.dst.label} at {e.site} by {e.src.label}")
+    if len(info.launches) > MAX_LAUNCHES:
+        out.append(f"    CUDA: ... showing {MAX_LAUNCHES} of {len(info.launches)} launches")
+
+
+def _op_calls(info: KernelInfo, out: list[str]) -> None:
+    if not info.op_calls:
+        return
+    out.append(f"    calls ops ({len(info.op_calls)}; each runs its own kernels):")
+    for c in info.op_calls[:MAX_OP_CALLS]:
+        keys = "; ".join(f"{e.key}: {e.kernel}" for e in c.kernels[:5]) + (" ..." if len(c.kernels) > 5 else "")
+        out.append(f"      {c.edge.dst.key}  (called at {c.edge.site}) -> {keys}")
+    if len(info.op_calls) > MAX_OP_CALLS:
+        out.append(f"      ... showing {MAX_OP_CALLS} of {len(info.op_calls)}")
+
+
+def _render_kernels(t: OpTrace, focus: str, shown: set[str], out: list[str], cpp: bool) -> None:
     for (kernel, via), infos in _kernel_groups(t.kernels).items():
         keys = ", ".join(i.entry.key for i in infos)
         info = infos[0]
@@ -30,35 +67,23 @@ def _render_kernels(t: OpTrace, focus: str, shown: set, out: list[str], cpp: boo
         if focus == "yaml" or not cpp:
             continue
         if kernel in shown:
-            if info.defs:
-                out.append(f"    C++: {info.defs[0].display}  {info.defs[0].loc} (details above)")
+            if info.definitions:
+                out.append(f"    C++: {info.definitions[0].display}  {info.definitions[0].loc} (details above)")
             continue
         shown.add(kernel)
-        if not info.defs:
+        if not info.definitions:
             out.append(f"    C++: no definition of {kernel} found in the indexed C++ (it may be generated or macro-built)")
-        for d in info.defs[:4]:
+        for d in info.definitions[:4]:
             out.append(f"    C++: {_cpp_line(d)}")
-        if len(info.defs) > 4:
-            out.append(f"    C++: ... showing 4 of {len(info.defs)} definitions")
-        for s in info.stubs:
-            decl = f", declared {s.declared}" if s.declared else ""
-            out.append(f"    DispatchStub {s.stub}: called at {s.site} by {s.via}{decl}")
-            for r in s.registrations:
-                where = f"defined {r.defs[0].loc}, " if r.defs else ""
-                out.append(f"      {r.key}: {r.kernel}  ({where}registered {r.loc} {r.macro})")
-        if info.op_calls:
-            out.append(f"    calls ops: {', '.join(info.op_calls[:15])}" + (" ..." if len(info.op_calls) > 15 else ""))
-        for g in info.gpu[:12]:
-            if g.kind == "launch":
-                where = f"__global__ at {g.defs[0].loc}, " if g.defs else ""
-                out.append(f"    CUDA kernel {g.kernel}: {where}launched <<<>>> at {g.site} by {g.launcher}")
-            else:
-                out.append(f"    CUDA {g.helper}({g.kernel}) at {g.site} by {g.launcher}")
-        if len(info.gpu) > 12:
-            out.append(f"    CUDA: ... showing 12 of {len(info.gpu)} launches")
+        _stubs(info, out)
+        _op_calls(info, out)
+        _launches(info, out)
 
 
-def _render_generated(g, out: list[str], shown: set) -> None:
+def _render_generated(t: OpTrace, out: list[str], shown: set[str]) -> None:
+    g = t.generated
+    if g is None:
+        return
     if not g.available:
         out.append(f"Generated code: not indexed ({g.status}).")
         return
@@ -68,7 +93,7 @@ def _render_generated(g, out: list[str], shown: set) -> None:
     out.append(head if head not in shown else "Generated code:")
     shown.add(head)
     for b in g.bindings:
-        key = ("binding", b.python_name, str(b.function.loc))
+        key = f"binding {b.python_name} {b.function.loc}"
         if key in shown:
             out.append(f"- Python {b.python_name}: {b.function.name}  {b.function.loc} (parsers above)")
             continue
@@ -80,14 +105,14 @@ def _render_generated(g, out: list[str], shown: set) -> None:
     if g.ops_entry is not None:
         out.append(f"- {g.ops_entry.qualname}  {g.ops_entry.loc}")
     for w in g.wrappers:
-        where = f"{w.function.name}  {w.function.loc}" if w.function else w.target
-        out.append(f"- {w.key}: {where}  (m.impl at {w.registered})")
+        where = f"{w.dst.label.split('::')[-1]}  {w.dst.loc}" if w.dst.loc else w.dst.label
+        out.append(f"- {w.key}: {where}  (m.impl at {w.site})")
     for a in g.autograd:
-        fn = f"{a.function.qualname}  {a.function.loc}" if a.function else a.target
-        out.append(f"- {a.key}: {fn}  (m.impl at {a.registered})")
-        for node, apply in a.nodes:
-            where = f"  {apply.qualname} {apply.loc}" if apply else ""
-            out.append(f"    grad_fn {node}{where}")
+        fn = f"{a.wrapper.dst.label}  {a.wrapper.dst.loc}" if a.wrapper.dst.loc else a.wrapper.dst.label
+        out.append(f"- {a.wrapper.key}: {fn}  (m.impl at {a.wrapper.site})")
+        for n in a.nodes:
+            where = f"  {n.note} {n.dst.loc}" if n.dst.loc else ""
+            out.append(f"    grad_fn {n.dst.key}{where}")
 
 
 STRUCTURED_WHY = ("structured kernel: the out= overload's meta function (TORCH_META_FUNC) checks the inputs and "
@@ -96,6 +121,8 @@ STRUCTURED_WHY = ("structured kernel: the out= overload's meta function (TORCH_M
 STUB_WHY = ("DispatchStub: the kernel calls a stub that picks the implementation at run time, per device and CPU "
             "capability (AVX2/AVX512); each backend registers its own with REGISTER_DISPATCH, so a change to the "
             "arithmetic goes in the registered kernel, not in the caller")
+AUTOGEN_WHY = ("autogen: torchgen generates this op from the autogen: line of the entry named, with a "
+               "CompositeExplicitAutograd kernel it writes itself (an out= or functional variant)")
 
 
 def _context(r: TraceResult) -> list[str]:
@@ -104,10 +131,12 @@ def _context(r: TraceResult) -> list[str]:
         out.append(STRUCTURED_WHY)
     if r.focus != "yaml" and any(k.stubs for t in r.ops for k in t.kernels):
         out.append(STUB_WHY)
+    if any(t.op.autogen_from for t in r.ops):
+        out.append(AUTOGEN_WHY)
     return out
 
 
-def _same_as(seen: dict, key: str, value: list, op_name: str) -> str | None:
+def _same_as(seen: dict[tuple[str, tuple[str, ...]], str], key: str, value: list[object], op_name: str) -> str | None:
     """The overload already shown with an identical ``key`` section, else None (and remember this one)."""
     marker = (key, tuple(map(str, value)))
     if marker in seen:
@@ -116,34 +145,82 @@ def _same_as(seen: dict, key: str, value: list, op_name: str) -> str | None:
     return None
 
 
+def _facts(op: Op) -> str:
+    facts = [f"variants: {', '.join(sorted(v.value for v in op.variants))}"]
+    for label, value in (("python_module", op.python_module), ("tags", ", ".join(op.tags)),
+                         ("structured", "True" if op.structured else ""),
+                         ("structured_delegate", op.structured_delegate),
+                         ("structured_inherits", op.structured_inherits), ("precomputed", op.precomputed),
+                         ("ufunc_inner_loop", "; ".join(f"{k}: {v}" for k, v in op.ufunc_inner_loop)),
+                         ("autogen", ", ".join(op.autogen)), ("generated from the autogen: line of", op.autogen_from),
+                         ("device_check", op.device_check), ("device_guard", op.device_guard),
+                         ("manual_cpp_binding", "True" if op.manual_cpp_binding else ""),
+                         ("category_override", op.category_override),
+                         ("cpp_no_default_args", ", ".join(op.cpp_no_default_args))):
+        if value:
+            facts.append(f"{label}: {value}")
+    return "    " + " | ".join(facts)
+
+
+def _derivatives(t: OpTrace, out: list[str]) -> None:
+    for d in t.derivatives:
+        out.append(f"Autograd: {d.derivative.loc}  {d.derivative.schema}")
+        if d.derivative.output_differentiability:
+            out.append(f"- output_differentiability: {d.derivative.output_differentiability}")
+        for f in d.formulas:
+            tag = "" if f.kind.value == "input" else f" [{f.kind.value}{': ' + f.key if f.key else ''}]"
+            out.append(f"- {f.variables}{tag}: {f.formula[:300]}  ({f.loc})")
+        _backward(d, out)
+    if not t.derivatives and not t.op.is_out:
+        out.append("Autograd: no derivatives.yaml entry (composite ops differentiate through the ops they call)")
+
+
+def _backward(d: DerivInfo, out: list[str]) -> None:
+    if d.backward:
+        names = ", ".join(e.dst.key if e.dst.kind is NodeKind.OP else e.dst.label for e in d.backward[:12])
+        out.append(f"  backward calls: {names}")
+
+
+def _entry(e: PythonEntry, out: list[str]) -> None:
+    out.append(f"Python function {e.name}{e.signature}  {e.loc}")
+    for edge in e.calls[:12]:
+        if edge.kind.value == "binding":
+            out.append(f"- {edge.src.label} is bound to op {edge.dst.key}  ({edge.site})")
+        else:
+            target = f"op {edge.dst.key}" if edge.dst.kind is NodeKind.OP else edge.dst.label
+            out.append(f"- calls {edge.note} -> {target}  (at {edge.site})")
+
+
+def _bindings(bs: list[BindingTrace], out: list[str]) -> None:
+    for b in bs:
+        fn = f"{b.function.display}{b.function.params}  {b.function.loc}" if b.function else b.edge.dst.label
+        out.append(f"## {b.python_name}: a {b.edge.note} binding, not an op")
+        out.append(f"- bound at {b.edge.site} to {fn}")
+        for e in b.calls[:20]:
+            target = f"op {e.dst.key}" if e.kind.value == "dispatch_call" else str(e.dst)
+            out.append(f"    calls {target}  [at {e.site}]")
+
+
 def render_trace(r: TraceResult) -> str:
+    if r.bindings and not r.ops:
+        out = [f"# trace {r.query}: bound to C++ that is not an op"]
+        _bindings(r.bindings, out)
+        return "\n".join(out)
     out = [f"# trace {r.query} (focus: {r.focus}) — {len(r.ops)} overload{'s' if len(r.ops) != 1 else ''}"]
-    shown: set = set()
-    sections: dict = {}
+    if r.entry is not None:
+        out.append("")
+        _entry(r.entry, out)
+    shown: set[str] = set()
+    sections: dict[tuple[str, tuple[str, ...]], str] = {}
     for t in r.ops:
         op = t.op
-        out.append("")
-        out.append(f"## {op.full_name}  {op.loc}")
-        out.append(f"    {op.schema}")
-        facts = [f"variants: {op.variants}"]
-        for label, value in (("python_module", op.python_module), ("tags", op.tags),
-                             ("structured", "True" if op.structured else ""),
-                             ("structured_delegate", op.structured_delegate),
-                             ("structured_inherits", op.structured_inherits), ("precomputed", op.precomputed),
-                             ("ufunc_inner_loop", op.ufunc_inner_loop), ("autogen", op.autogen),
-                             ("device_check", op.device_check), ("device_guard", op.device_guard),
-                             ("manual_cpp_binding", "True" if op.manual_cpp_binding else ""),
-                             ("category_override", op.category_override),
-                             ("cpp_no_default_args", op.cpp_no_default_args)):
-            if value:
-                facts.append(f"{label}: {value}")
-        out.append("    " + " | ".join(facts))
+        out += ["", f"## {op.full_name}  {op.loc}", f"    {op.schema}", _facts(op)]
         if r.focus == "full" and t.python:
-            if same := _same_as(sections, "python", t.python, op.full_name):
+            if same := _same_as(sections, "python", [p.name for p in t.python], op.full_name):
                 out.append(f"Python: as {same}")
             else:
-                out.append("Python: " + ", ".join(f"{name} ({kind})" for name, kind, _loc in t.python))
-        if r.focus == "full" and t.py_refs and (same := _same_as(sections, "refs", t.py_refs, op.full_name)):
+                out.append("Python: " + ", ".join(f"{p.name} ({p.kind.value})" for p in t.python))
+        if r.focus == "full" and t.py_refs and (same := _same_as(sections, "refs", list(t.py_refs), op.full_name)):
             out.append(f"Python decompositions / refs / lowerings: as {same}")
         elif r.focus == "full" and t.py_refs:
             out.append("Python decompositions / refs / lowerings:")
@@ -158,34 +235,17 @@ def render_trace(r: TraceResult) -> str:
             if op.structured_delegate:
                 out.append(f"Dispatch: none of its own; structured_delegate {op.structured_delegate} "
                            "(use focus='dispatch' to follow it)")
-            else:
-                out.append("Dispatch: no dispatch: entry, so CompositeImplicitAutograd (kernel "
-                           f"at::native::{op.cpp_name})")
-        if t.generated is not None:
-            _render_generated(t.generated, out, shown)
-        if r.focus == "full":
-            for d in t.derivatives:
-                out.append(f"Autograd: {d.loc}  {d.schema}")
-                if d.output_differentiability:
-                    out.append(f"- output_differentiability: {d.output_differentiability}")
-                for variables, formula, loc, kind in d.formulas:
-                    tag = "" if kind == "input" else f" [{kind}]"
-                    out.append(f"- {variables}{tag}: {formula[:300]}  ({loc})")
-            if not t.derivatives and not op.is_out:
-                out.append("Autograd: no derivatives.yaml entry (composite ops differentiate through the ops they call)")
+        _render_generated(t, out, shown)
+        if r.focus in ("full", "yaml"):
+            _derivatives(t, out)
     if r.composite_notes:
-        out.append("")
-        out.append("Composite keys:")
-        for key, text in r.composite_notes.items():
-            out.append(f"- {key}: {text}")
+        out += ["", "Composite keys:"] + [f"- {key}: {text}" for key, text in r.composite_notes.items()]
     context = _context(r)
     if context:
-        out.append("")
-        out += [f"Why: {line}" for line in context]
+        out += [""] + [f"Why: {line}" for line in context]
     if r.related:
-        out.append("")
-        out.append("Related ops: " + ", ".join(r.related))
+        out += ["", "Related ops: " + ", ".join(r.related)]
     for n in r.notes:
-        out.append("")
-        out.append(f"Note: {n}")
+        out += ["", f"Note: {n}"]
     return "\n".join(out)
+
