@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from torchtalk.model.codegen import template_for
 from torchtalk.source import codegen
 from torchtalk.source.codegen import (
     MANIFEST_NAME,
@@ -22,7 +23,6 @@ from torchtalk.source.codegen import (
     generated_files_to_index,
     read_manifest,
     start_codegen,
-    template_for,
 )
 
 # --------------------------------------------------------------------------- fakes

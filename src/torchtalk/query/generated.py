@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..source.codegen import template_for
+from ..model.codegen import template_for
 from .cppdefs import SYMBOL_COLS, CppDef, to_def
 from .index import Index
 from .model import Loc

@@ -67,7 +67,6 @@ import fnmatch
 import hashlib
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -77,6 +76,7 @@ import time
 import weakref
 from pathlib import Path
 
+from ..model.codegen import AOTI_DIR, ATEN_DIR, AUTOGRAD_DIR
 from ..procs import pid_alive
 
 __all__ = [
@@ -93,13 +93,8 @@ __all__ = [
     "generated_files_to_index",
     "read_manifest",
     "start_codegen",
-    "template_for",
 ]
 
-#: Where each generator's output goes inside ``out_dir`` (as in a build).
-ATEN_DIR = "aten/src/ATen"
-AUTOGRAD_DIR = "torch/csrc/autograd/generated"
-AOTI_DIR = "torch/csrc/inductor/aoti_torch/generated"
 MANIFEST_NAME = ".torchtalk-codegen.json"
 LOG_NAME = ".torchtalk-codegen.log"
 
@@ -957,150 +952,3 @@ def generated_files_to_index(out_dir: Path) -> list[str]:
             continue
         keep.append(rel)
     return keep
-
-
-# --------------------------------------------------------------------------- templates
-
-_TG = "torchgen/gen.py"
-_ATEN_T = "aten/src/ATen/templates/"
-_AG_T = "tools/autograd/templates/"
-
-# Generated basenames (shard suffix removed) -> (generator, template basename), for
-# torchgen outputs whose template is not simply the same name.
-_ATEN_SPECIAL: dict[str, tuple[str, str]] = {
-    "Register{Key}.cpp": (_TG, "RegisterDispatchKey.cpp"),
-    "{Key}Functions.h": (_TG, "DispatchKeyFunctions.h"),
-    "{Key}Functions_inl.h": (_TG, "DispatchKeyFunctions_inl.h"),
-}
-# Files torchgen writes with fm.write(name) (template = same name), from gen.py.
-_ATEN_SAME = {
-    "ATenOpList.cpp", "CompositeViewCopyKernels.cpp", "FunctionalInverses.h",
-    "Functions.cpp", "Functions.h", "MethodOperators.h", "NativeFunctions.h",
-    "NativeMetaFunctions.h", "Operators.cpp", "Operators.h", "RedispatchFunctions.cpp",
-    "RedispatchFunctions.h", "RegisterBackendSelect.cpp", "RegisterFunctionalization.cpp",
-    "RegisterSchema.cpp", "RegistrationDeclarations.h", "TensorBody.h", "TensorMethods.cpp",
-    "aten_interned_strings.h", "enum_tag.h", "VmapGeneratedPlumbing.h",
-}
-_ATEN_NO_TEMPLATE = {"VmapGeneratedPlumbing.h", "Declarations.yaml"}
-
-# autograd generated basename (shard suffix removed) -> generator module.
-_AG_GEN: dict[str, str] = {
-    "python_torch_functions.cpp": "gen_python_functions.py",
-    "python_variable_methods.cpp": "gen_python_functions.py",
-    "python_nn_functions.cpp": "gen_python_functions.py",
-    "python_fft_functions.cpp": "gen_python_functions.py",
-    "python_linalg_functions.cpp": "gen_python_functions.py",
-    "python_special_functions.cpp": "gen_python_functions.py",
-    "python_sparse_functions.cpp": "gen_python_functions.py",
-    "python_nested_functions.cpp": "gen_python_functions.py",
-    "python_return_types.cpp": "gen_python_functions.py",
-    "python_return_types.h": "gen_python_functions.py",
-    "python_enum_tag.cpp": "gen_python_functions.py",
-    "python_functions.cpp": "gen_autograd_functions.py",
-    "python_functions.h": "gen_autograd_functions.py",
-    "Functions.cpp": "gen_autograd_functions.py",
-    "Functions.h": "gen_autograd_functions.py",
-    "VariableType.cpp": "gen_variable_type.py",
-    "VariableType.h": "gen_variable_type.py",
-    "ADInplaceOrViewType.cpp": "gen_inplace_or_view_type.py",
-    "TraceType.cpp": "gen_trace_type.py",
-    "variable_factories.h": "gen_variable_factories.py",
-    "ViewFuncs.cpp": "gen_view_funcs.py",
-    "ViewFuncs.h": "gen_view_funcs.py",
-}
-
-_DISPATCH_KEY_NAMES = (
-    # longest first so "CompositeExplicitAutogradNonFunctional" wins over its prefix
-    "CompositeExplicitAutogradNonFunctional", "CompositeImplicitAutogradNestedTensor",
-    "CompositeExplicitAutograd", "CompositeImplicitAutograd", "NestedTensorCPU",
-    "NestedTensorCUDA", "NestedTensorXPU", "NestedTensorMeta", "SparseCsrCPU",
-    "SparseCsrCUDA", "SparseCsrMeta", "QuantizedCPU", "QuantizedCUDA", "QuantizedMeta",
-    "SparseCPU", "SparseCUDA", "SparseXPU", "SparseMeta", "MkldnnCPU", "ZeroTensor",
-    "CPU", "CUDA", "HIP", "MPS", "XPU", "Meta", "Lazy", "XLA",
-)
-
-
-def _unshard(name: str) -> str:
-    """'Operators_3.cpp' / 'OperatorsEverything.cpp' -> 'Operators.cpp'."""
-    stem, dot, ext = name.rpartition(".")
-    if not dot:
-        stem, ext = name, ""
-    m = re.fullmatch(r"(.+?)(?:_\d+|Everything)", stem)
-    if m:
-        stem = m.group(1)
-    return f"{stem}.{ext}" if ext else stem
-
-
-def template_for(gen_relpath: str) -> tuple[str, str]:
-    """(generator, template relpath in the tree) for a generated file; ("", "") if unknown.
-
-    Accepts a path relative to out_dir (``aten/src/ATen/RegisterCPU.cpp``,
-    ``torch/csrc/autograd/generated/python_torch_functions_2.cpp``) or a bare torchgen
-    basename (``RegisterCPU.cpp``).  Derived from where torchgen/gen.py and
-    tools/autograd/gen_*.py call ``write``/``write_with_template``/``write_sharded``.
-    The template is "" when the generator renders the file without one (the AOTI C
-    shims, VmapGeneratedPlumbing.h).
-    """
-    p = gen_relpath.replace("\\", "/").lstrip("/")
-    for prefix in ("build/",):
-        if p.startswith(prefix):
-            p = p[len(prefix):]
-    name = p.rsplit("/", 1)[-1]
-
-    if p.startswith(AUTOGRAD_DIR + "/") or p.startswith("autograd/generated/"):
-        sub = p.split("/generated/", 1)[1]
-        if sub.startswith("templates/"):  # intermediate template written by gen_variable_type
-            sub = sub[len("templates/"):]
-        base = _unshard(sub)
-        gen = _AG_GEN.get(base)
-        if gen is None:
-            return ("", "")
-        return (f"tools/autograd/{gen}", _AG_T + base)
-    if p.startswith("torch/testing/_internal/generated/"):
-        if name == "annotated_fn_args.py":
-            return ("tools/autograd/gen_annotated_fn_args.py", _AG_T + "annotated_fn_args.py.in")
-        return ("", "")
-    if p.startswith(AOTI_DIR + "/"):
-        if name.startswith("c_shim_"):
-            return ("torchgen/gen_aoti_c_shim.py", "")
-        return ("", "")
-    if p.startswith(ATEN_DIR + "/"):
-        p = p[len(ATEN_DIR) + 1:]
-    elif "/" in p and not p.startswith(("core/", "ops/")):
-        return ("", "")
-
-    if p.startswith("ops/"):
-        # per-operator headers (--per-operator-headers)
-        for suffix, tmpl in (("_ops.h", "Operator.h"), ("_native.h", "NativeFunction.h"),
-                             ("_meta.h", "NativeMetaFunction.h"), ("_dispatch.h", "DispatchKeyFunction.h")):
-            if name.endswith(suffix):
-                return (_TG, _ATEN_T + tmpl)
-        if name.endswith(".h"):
-            return (_TG, _ATEN_T + "Function.h")
-        return ("", "")
-    if p.startswith("core/"):
-        return (_TG, _ATEN_T + name) if name in _ATEN_SAME else ("", "")
-    if "/" in p:
-        return ("", "")
-
-    if name.startswith("UfuncCPUKernel_") and name.endswith(".cpp"):
-        return (_TG, _ATEN_T + "UfuncCPUKernel.cpp")
-    if name.startswith("UfuncCPU_") and name.endswith(".cpp"):
-        return (_TG, _ATEN_T + "UfuncCPU.cpp")
-    if name.startswith("UfuncCUDA_") and name.endswith(".cu"):
-        return (_TG, _ATEN_T + "UfuncCUDA.cu")
-    base = _unshard(name)
-    if base in _ATEN_NO_TEMPLATE:
-        return (_TG, "")
-    if base in _ATEN_SAME:
-        return (_TG, _ATEN_T + base)
-    if base.startswith("Register") and base.endswith(".cpp"):
-        key = base[len("Register"):-len(".cpp")]
-        if key in _DISPATCH_KEY_NAMES:
-            return _ATEN_SPECIAL["Register{Key}.cpp"][0], _ATEN_T + _ATEN_SPECIAL["Register{Key}.cpp"][1]
-        return ("", "")
-    for suffix, pattern in (("Functions_inl.h", "{Key}Functions_inl.h"), ("Functions.h", "{Key}Functions.h")):
-        if base.endswith(suffix) and base[: -len(suffix)] in _DISPATCH_KEY_NAMES:
-            gen, tmpl = _ATEN_SPECIAL[pattern]
-            return (gen, _ATEN_T + tmpl)
-    return ("", "")
