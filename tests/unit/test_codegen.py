@@ -1,4 +1,4 @@
-"""Tests of torchtalk.source.codegen.
+"""Tests of torchtalk.source.codegen (the job, inputs hash and manifest) and model.codegen.
 
 Unit tests use small fake trees whose "generators" succeed, fail, hang or misbehave.
 The integration tests at the end run PyTorch's real generators and are skipped unless
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from torchtalk.model.codegen import template_for
 from torchtalk.source import codegen
 from torchtalk.source.codegen import (
     MANIFEST_NAME,
@@ -22,8 +23,8 @@ from torchtalk.source.codegen import (
     generated_files_to_index,
     read_manifest,
     start_codegen,
-    template_for,
 )
+from torchtalk.source.codegen.spec import torchgen_argv
 
 # --------------------------------------------------------------------------- fakes
 
@@ -159,13 +160,13 @@ def test_a_foreign_out_dir_is_never_replaced(tmp_path):
 def test_torchgen_argv_adapts_to_the_trees_options(tmp_path):
     old = '"-d", "--install_dir"  "--mps" "--backend_whitelist" "--generate"'
     new = '"--install-dir" "--aoti-install-dir" "--aoti_install_dir" "--mps" "--backend-whitelist" "--backend_whitelist" "--generate"'
-    a_old = codegen._torchgen_argv(old, tmp_path, False, ("CPU",))
+    a_old = torchgen_argv(old, tmp_path, False, ("CPU",))
     assert "--aoti-install-dir" not in a_old and "--backend_whitelist" in a_old
     assert a_old[:4] == ["-s", "aten/src/ATen", "-d", str(tmp_path / "aten/src/ATen")]
-    a_new = codegen._torchgen_argv(new, tmp_path, False, ("CPU",))
+    a_new = torchgen_argv(new, tmp_path, False, ("CPU",))
     assert a_new[a_new.index("--aoti-install-dir") + 1] == str(tmp_path / codegen.AOTI_DIR)
     assert a_new[a_new.index("--generate") + 1] == "sources"
-    a_full = codegen._torchgen_argv(new, tmp_path, True, ("CPU",))
+    a_full = torchgen_argv(new, tmp_path, True, ("CPU",))
     assert "--generate" not in a_full and "--backend_whitelist" not in a_full
 
 

@@ -13,7 +13,7 @@ from ..graph import graph
 from ..graph.symbols import defs_by_qualname, defs_in_file, symbol
 from ..graph.nodes import op_node, symbol_id
 from ..model import GENERATED_PREFIX, CppSymbol, Edge, EdgeKind, GeneratedKind, Op, PyApiKind
-from ..source.codegen import template_for
+from ..model.codegen import template_for
 from ..store.reader import Index
 
 
