@@ -107,7 +107,8 @@ def _tool_json(h: Handle, tool_name: str, **kwargs) -> dict:
 
 def status_line(h: Handle) -> str:
     meta = h.ix.meta  # type: ignore[attr-defined]
-    return f"index {h.index_path} (PyTorch {meta.get('torch_version', meta.get('version', '?'))})"
+    return (f"index {h.index_path} (PyTorch {meta.get('pytorch_version', '?')}, indexer "
+            f"{meta.get('indexer_version', '?')}, generated layer {meta.get('codegen_status', '?')})")
 
 
 # ------------------------------------------------------------------ trace
