@@ -319,7 +319,11 @@ def run(source: str, version: str) -> dict:
         k.defs = [f"{d.path}:{d.line}" for d in defs]
         k.generated = bool(defs) and all(d.path.startswith("<generated>/") for d in defs)
         shown: dict = {}
-        for op in (k.header, k.header + "_"):  # a header serves the op and its in-place twin (relu, relu_)
+        # A header serves the op, its in-place twin (relu, relu_), dunder ops (and_native.h: __and__, __iand__)
+        # and ops of another base name (normal_native.h: normal_functional); the kernel's own name covers those.
+        for op in (k.header, k.header + "_", f"__{k.header}__", f"__i{k.header}__", k.name):
+            if op == k.name and shown.get(k.name):
+                break  # asking trace by the kernel's name is slow when it is not an op name: only if needed
             if op not in trace_cache:
                 trace_cache[op] = tt.trace_kernels(h, op)
             for name, ds in (trace_cache[op] or {}).items():
