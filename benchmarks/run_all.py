@@ -191,10 +191,10 @@ def pct(values: list[float], q: float) -> float:
 
 def in_process_latency(tree: Path, cache: Path, calls: int) -> dict[str, list[float]]:
     os.environ["TORCHTALK_CACHE_DIR"] = str(cache)
-    from torchtalk.query.index import Index
+    from torchtalk.store.reader import Index
     from torchtalk.server import _warm_up
     from torchtalk.source.tree import find_source
-    from torchtalk.structured import structured
+    from torchtalk.tools.structured import structured
     from torchtalk.tools import answer, get_tool
 
     st = find_source(tree)

@@ -8,31 +8,29 @@ query's dataclasses.
 
 What each function uses today:
 
-- open_index:          torchtalk.source.tree.find_source + torchtalk.query.index.Index
+- open_index:          torchtalk.source.tree.find_source + torchtalk.store.reader.Index
 - trace_json:          the `trace` tool, structured JSON
 - trace_resolves:      the `trace` tool: kind == "result"
 - trace_kernels:       the `trace` tool (focus=dispatch): kernel name -> definitions it names
-- kernel_definition:   torchtalk.query.cppdefs.kernel_definitions (the lookup `trace` uses per
+- kernel_definition:   torchtalk.graph.symbols.kernel_definitions (the lookup `trace` uses per
                        dispatch entry; asked directly by kernel name so kernels that no dispatch
-                       table names, e.g. autogen'd ones, can be asked too)
-- function_lookup:     the `calls` tool: which definition a bare name finds, and the other candidates
+                       table names can be asked too)
+- function_lookup:     the `calls` tool: which definition a bare name finds first, and the others
 - functions_in_file:   SQL over the index's cpp_symbol table (no tool lists a file's functions)
-- calls_of:            the `calls` tool, structured JSON; when the tool's name lookup picks another
-                       definition than the one at (path, line) (overloads, same-named helpers), the
-                       tool's own query is run for that definition (its name lookup stubbed out), so
-                       every definition can be asked; CalleeSet.by_name says which route was taken.
+- calls_of:            the `calls` tool, structured JSON, asked by the definition's path:line (so every
+                       overload and same-named helper can be asked); CalleeSet.by_name says whether the
+                       qualified name alone would have answered for it first.
 """
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 
 @dataclass
 class Handle:
-    ix: object  # torchtalk.query.index.Index
+    ix: object  # torchtalk.store.reader.Index
     root: Path
     index_path: Path
 
@@ -83,8 +81,8 @@ class AdapterError(Exception):
 
 def open_index(source: str | Path) -> Handle:
     try:
-        from torchtalk.query.index import Index
         from torchtalk.source.tree import find_source
+        from torchtalk.store.reader import Index
     except ImportError as exc:
         raise AdapterError(f"torchtalk is not importable ({exc}); run `pip install -e .` in the repo") from None
     try:
@@ -98,7 +96,7 @@ def open_index(source: str | Path) -> Handle:
 
 
 def _tool_json(h: Handle, tool_name: str, **kwargs) -> dict:
-    from torchtalk.structured import structured
+    from torchtalk.tools.structured import structured
     from torchtalk.tools import answer, get_tool
     tool = get_tool(tool_name)
     a = answer(tool, h.ix, **kwargs)
@@ -134,8 +132,8 @@ def trace_kernels(h: Handle, op_name: str) -> dict[str, list[Def]] | None:
     for op in js["result"]["ops"]:
         for k in op["kernels"]:
             defs = out.setdefault(k["entry"]["kernel"], [])
-            for d in k["defs"]:
-                dd = Def(d["qualname"], d["loc"]["path"], d["loc"]["line"], d["kind"], d["is_definition"])
+            for d in k["definitions"]:
+                dd = Def(d["qualname"], d["path"], d["line"], d["kind"], d["is_definition"])
                 if dd not in defs:
                     defs.append(dd)
     return out
@@ -143,8 +141,8 @@ def trace_kernels(h: Handle, op_name: str) -> dict[str, list[Def]] | None:
 
 def kernel_definition(h: Handle, kernel_name: str, structured: bool) -> list[Def]:
     """The definitions TorchTalk names for a kernel as a dispatch table would name it."""
-    from torchtalk.query.cppdefs import kernel_definitions
-    return [Def(d.qualname, d.loc.path, d.loc.line, d.kind, d.is_definition)
+    from torchtalk.graph.symbols import kernel_definitions
+    return [Def(d.qualname, d.path, d.line, d.kind.value, d.is_definition)
             for d in kernel_definitions(h.ix, kernel_name, structured)]
 
 
@@ -153,14 +151,17 @@ def function_lookup(h: Handle, name: str) -> tuple[Def | None, list[Def]]:
     js = _tool_json(h, "calls", function_name=name)
     if js["kind"] != "result":
         return None, []
-    f = js["result"]["function"]
-    pick = Def(f["qualname"], f["loc"]["path"], f["loc"]["line"], f["kind"], f["is_definition"])
+    sections = js["result"]["sections"]
+    f = sections[0]["symbol"]
+    if f is None:
+        return None, []  # a DispatchStub
+    pick = Def(f["qualname"], f["path"], f["line"], f["kind"], f["is_definition"])
     others = []
     amb = js["result"].get("ambiguity")
     if amb:
-        for text, loc in amb["candidates"][1:]:
-            if loc:
-                others.append(Def(text.split("(")[0], loc["path"], loc["line"]))
+        for c in amb["candidates"][1:]:
+            if c["loc"]:
+                others.append(Def(c["label"].split("(")[0], c["loc"]["path"], c["loc"]["line"]))
     return pick, others
 
 
@@ -174,56 +175,49 @@ def functions_in_file(h: Handle, rel_path: str) -> list[FunctionRef]:
     return [FunctionRef(i, n, q, k, rel_path, ln, end) for i, n, q, k, ln, end in rows]
 
 
-def _site(call: dict) -> CallSite:
-    q, callee, kind = call["qualifier"], call["callee"], call["kind"]
-    if kind == "method":
-        written = f"{q}.{callee}" if q else f".{callee}"
-    else:
-        written = f"{q}::{callee}" if q and q != "::" else (f"::{callee}" if q == "::" else callee)
-    return CallSite(call["loc"]["line"], written, callee, kind)
-
-
-@contextlib.contextmanager
-def _pinned_function(fn_id: int):
-    """Make the calls query answer for the definition with this id (its name lookup stubbed out)."""
-    from torchtalk.query import callgraph
-    from torchtalk.query.cppdefs import symbol
-    saved = callgraph.find_function
-
-    def pinned(ix, text, arg="function_name"):
-        return symbol(ix, fn_id), []
-    callgraph.find_function = pinned
-    try:
-        yield
-    finally:
-        callgraph.find_function = saved
+def _site(edge: dict) -> CallSite:
+    """A call site from an edge of the calls answer (its site, and the callee as the answer names it)."""
+    dst = edge["dst"]
+    written = edge.get("note") or dst["label"] if edge["kind"] == "dispatch_call" else dst["label"]
+    return CallSite(edge["site"]["line"], written, dst["label"].split("::")[-1].split(".")[-1], edge["kind"])
 
 
 def calls_of(h: Handle, fn: FunctionRef) -> CalleeSet:
     """What TorchTalk's calls tool says this definition calls: resolved in-tree callees, dispatcher ops, stubs,
-    unresolved names. Asked by qualified name; see the module docstring for overloaded names."""
-    js = _tool_json(h, "calls", function_name=fn.qualname)
-    got = js["result"].get("function") if js["kind"] == "result" else None
-    by_name = bool(got) and got["id"] == fn.id
-    if not by_name:
-        with _pinned_function(fn.id):
-            js = _tool_json(h, "calls", function_name=fn.qualname)
-    r = js["result"]
+    unresolved names. Asked by path:line, which names exactly this definition."""
+    first = _tool_json(h, "calls", function_name=fn.qualname)
+    sections = first["result"].get("sections", []) if first["kind"] == "result" else []
+    by_name = bool(sections) and (sections[0]["symbol"] or {}).get("id") == fn.id
+    js = _tool_json(h, "calls", function_name=f"{fn.path}:{fn.line}")
+    r = js["result"]["sections"][0] if js["kind"] == "result" else {}
     out = CalleeSet(fn, by_name)
-    for call, defs in r.get("resolved", []):
-        out.resolved.append((_site(call), [Def(d["qualname"], d["loc"]["path"], d["loc"]["line"], d["kind"],
-                                               d["is_definition"]) for d in defs]))
-    for call, recs in r.get("ops", []):
-        site = _site(call)
-        names = sorted({rec["name"] for rec in recs})
-        out.ops.append((site, names, sorted({rec["full_name"] for rec in recs})))
-    for call, _regs in r.get("stubs", []):
-        out.stubs.append((_site(call), call["callee"]))
-    for call, _defs in r.get("launches", []):
-        out.unresolved.append(_site(call))  # GPU launches: not part of these benchmarks
-    out.unresolved += [_site(c) for c in r.get("unresolved", [])]
+    by_site: dict[tuple[int, str], list[dict]] = {}
+    for e in r.get("calls", []):
+        by_site.setdefault((e["site"]["line"], e["note"]), []).append(e)
+    for edges in by_site.values():
+        defs = [_def(h, e["dst"]) for e in edges]
+        out.resolved.append((_site(edges[0]), [d for d in defs if d is not None]))
+    ops_by_site: dict[int, list[dict]] = {}
+    for e in r.get("ops", []):
+        ops_by_site.setdefault(e["site"]["line"], []).append(e)
+    for edges in ops_by_site.values():
+        full = sorted({e["dst"]["key"] for e in edges})
+        out.ops.append((_site(edges[0]), sorted({f.split(".")[0] for f in full}), full))
+    for s in r.get("stubs", []):
+        out.stubs.append((_site(s["call"]), s["call"]["dst"]["key"]))
+    out.unresolved += [_site(e) for e in r.get("launches", [])]  # GPU launches: not part of these benchmarks
+    out.unresolved += [_site(e) for e in r.get("unresolved", [])]
     out.macros = list(r.get("macros", []))
     return out
+
+
+def _def(h: Handle, node: dict) -> Def | None:
+    """The definition a C++ node of an answer stands for (nodes carry the symbol's row id)."""
+    from torchtalk.graph.symbols import symbol
+    if not node["key"].isdigit():
+        return None
+    d = symbol(h.ix, int(node["key"]))
+    return Def(d.qualname, d.path, d.line, d.kind.value, d.is_definition) if d else None
 
 
 # ------------------------------------------------------------------ search

@@ -95,7 +95,7 @@ def _tree(args):
 
 def cmd_index(args) -> int:
     from .index.indexer import refresh
-    from .structured import warm_server_start
+    from .tools import warm_server_start
     tree = _tree(args)
     show = {"auto": None, "always": True, "never": False}[args.progress]
     report = refresh(tree, force=args.force, workers=args.workers, show_progress=show,

@@ -75,7 +75,7 @@ def _handler(tool: Tool, ix: Index, refresher: Refresher | None):
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import CallToolResult, TextContent
 
-    from .structured import structured
+    from .tools.structured import structured
 
     def handler(**kwargs: Any) -> CallToolResult:
         if refresher is not None:
@@ -112,7 +112,7 @@ def build_server(ix: Index, refresher: Refresher | None = None):
     from mcp.types import ToolAnnotations
 
     from . import __version__
-    from .structured import output_schemas
+    from .tools.structured import output_schemas
 
     tools = all_tools()
     schemas = output_schemas(tools)
@@ -139,7 +139,7 @@ def _warm_up(ix: Index) -> None:
         from .graph.registry import registry
         from .graph.resolve import stub_names
         from .query.status import changed_files
-        from .structured import output_model
+        from .tools.structured import output_model
         registry(ix)
         stub_names(ix)
         changed_files(ix)

@@ -131,7 +131,7 @@ def test_descriptions_say_the_question_and_give_an_example_that_runs(py_indexed)
 
 
 def test_output_schemas_are_cached_on_disk_and_a_bad_cache_is_recomputed(tmp_path):
-    from torchtalk.structured import output_schema, output_schemas
+    from torchtalk.tools.structured import output_schema, output_schemas
     tools = all_tools()
     fresh = output_schemas(tools)
     assert fresh == {t.name: output_schema(t) for t in tools}

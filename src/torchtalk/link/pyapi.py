@@ -94,8 +94,10 @@ def _binding_rows(conn: sqlite3.Connection) -> list[Row]:
             "SELECT r.kind, r.name, r.target, r.key, r.file_id, r.line, f.path FROM cpp_registration r "
             "JOIN files f ON f.id = r.file_id WHERE r.kind IN ('pymethoddef', 'pybind_def') AND f.generated = 0"):
         if kind == "pymethoddef":
-            # Tables of torch/csrc/Module.cpp are torch._C's own methods; other tables keep their name.
-            owner = "torch._C" if path == "torch/csrc/Module.cpp" else key
+            # Tables of torch/csrc/Module.cpp are torch._C's own methods; the hand-written tables of the binding
+            # files (python_torch_functions_manual.cpp) fill the same namespace as the generated ones; other
+            # tables keep their name.
+            owner = "torch._C" if path == "torch/csrc/Module.cpp" else (_generated_namespace(path) or key)
             rows.append((f"{owner}.{name}", PyApiKind.PYMETHODDEF, "", target, file_id, line))
         else:
             rows.append((name, PyApiKind.PYBIND, "", target, file_id, line))

@@ -140,7 +140,7 @@ def verify(tree: SourceTree) -> tuple[list[str], list[str]]:
 
 def setup(source: str | None, fetch: str | None, yes: bool, scope: str, do_register: bool, codegen: bool) -> int:
     from ..index.indexer import refresh
-    from ..structured import warm_server_start
+    from ..tools import warm_server_start
     if do_register and scope == "project":
         load_mcp_json(Path.cwd() / MCP_JSON)  # a broken file stops setup before the long build, not after
     tree, how = resolve_tree(source, fetch, yes)

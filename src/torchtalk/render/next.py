@@ -9,7 +9,6 @@ structured answer.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from ..model import CppSymbol, EdgeKind, Node, NodeKind
@@ -19,16 +18,29 @@ from .common import full_limit
 MAX_NEXT = 3
 
 
-def call(tool: str, *args: Any, **kwargs: Any) -> str:
-    parts = [json.dumps(a) for a in args] + [f"{k}={json.dumps(v)}" for k, v in kwargs.items()]
-    return f"{tool}({', '.join(parts)})"
+class NextCall(str):
+    """A suggested call as text (``trace("softmax")``), remembering its tool and first argument so the
+    tool table can check that the name is one the tool knows before suggesting it."""
+
+    tool: str
+    first: str | None
+
+    def __new__(cls, tool: str, *args: Any, **kwargs: Any) -> NextCall:
+        parts = [json.dumps(a) for a in args] + [f"{k}={json.dumps(v)}" for k, v in kwargs.items()]
+        obj = super().__new__(cls, f"{tool}({', '.join(parts)})")
+        obj.tool = tool
+        obj.first = args[0] if args and isinstance(args[0], str) else None
+        return obj
+
+
+call = NextCall
 
 
 def _first(items, pred=lambda _x: True):
     return next((x for x in items if pred(x)), None)
 
 
-def _not_found(r: NotFound, tool: str) -> list[str]:
+def not_found_next(r: NotFound, tool: str) -> list[str]:
     out = []
     if r.suggestions:
         arg = r.suggestions[0].split()[0]
@@ -44,7 +56,7 @@ def _qualname(node: Node, sym: CppSymbol | None) -> str:
     return sym.qualname if sym is not None else node.key
 
 
-def _trace(r: Any) -> list[str]:
+def next_trace(r: Any) -> list[str]:
     out: list[str] = []
     if r.bindings and not r.ops:
         b = r.bindings[0]
@@ -63,7 +75,7 @@ def _trace(r: Any) -> list[str]:
     return out
 
 
-def _search(r: Any) -> list[str]:
+def next_search(r: Any) -> list[str]:
     top = _first(r.hits, lambda h: h.kind == "op")
     out = [call("trace", top.name)] if top else []
     stub = _first(r.hits, lambda h: h.kind == "DispatchStub")
@@ -75,7 +87,7 @@ def _search(r: Any) -> list[str]:
     return out
 
 
-def _calls(r: Any) -> list[str]:
+def next_calls_of(r: Any) -> list[str]:
     out = []
     sec = r.sections[0]
     callee = _first(sec.calls, lambda e: e.dst.kind is NodeKind.CPP_FUNCTION)
@@ -91,7 +103,7 @@ def _calls(r: Any) -> list[str]:
     return out
 
 
-def _called_by(r: Any) -> list[str]:
+def next_called_by(r: Any) -> list[str]:
     sec = r.sections[0]
     out = [call("impact", _qualname(sec.function, sec.symbol), depth=2)]
     op = _first(sec.registrations, lambda e: e.kind is EdgeKind.KERNEL)
@@ -100,7 +112,7 @@ def _called_by(r: Any) -> list[str]:
     return out
 
 
-def _impact(r: Any) -> list[str]:
+def next_impact(r: Any) -> list[str]:
     out = []
     sec = r.sections[0]
     if sec.ops:
@@ -112,7 +124,7 @@ def _impact(r: Any) -> list[str]:
     return out
 
 
-def _cuda(r: Any) -> list[str]:
+def next_cuda(r: Any) -> list[str]:
     if r.query is None:
         return [call("cuda_kernels", "softmax"), call("search", "conv", backend="CUDA")]
     k = _first(r.kernels, lambda k: k.launches and k.launches[0].site.src.kind is not NodeKind.UNRESOLVED)
@@ -121,18 +133,18 @@ def _cuda(r: Any) -> list[str]:
     return out
 
 
-def _trace_module(r) -> list[str]:
+def next_trace_module(r) -> list[str]:
     out = [call("trace", name) for name in list(r.ops)[:2]]
     out.append(call("find_similar_tests", r.query))
     return out
 
 
-def _list_modules(r) -> list[str]:
+def next_list_modules(r) -> list[str]:
     first = _first(c for classes in r.groups.values() for c in classes)
     return [call("trace_module", first.fq)] if first else []
 
 
-def _similar_tests(r) -> list[str]:
+def next_similar_tests(r) -> list[str]:
     out = []
     if r.tests:
         out.append(call("test_file_info", r.tests[0].loc.path))
@@ -141,7 +153,7 @@ def _similar_tests(r) -> list[str]:
     return out
 
 
-def _test_utils(r) -> list[str]:
+def next_test_utils(r) -> list[str]:
     cuts = [c for c in r.groups if r.counts.get(c, 0) > len(r.groups[c])]
     return [call("list_test_utils", c, limit=full_limit(r.counts[c])) for c in cuts]
 
@@ -151,29 +163,16 @@ _SETUP_OPS = {"randn", "rand", "randint", "zeros", "ones", "empty", "full", "ten
               "size", "item", "clone", "detach", "cpu", "cuda", "float", "double", "view", "reshape", "manual_seed"}
 
 
-def _test_file(r) -> list[str]:
+def next_test_file(r) -> list[str]:
     ops = [op for op, _n in r.ops if op.rsplit(".", 1)[-1] not in _SETUP_OPS]
     return [call("find_similar_tests", op) for op in ops[:2]]
 
 
-_BY_TOOL: dict[str, Callable[[Any], list[str]]] = {
-    "trace": _trace, "search": _search, "calls": _calls, "called_by": _called_by, "impact": _impact,
-    "cuda_kernels": _cuda, "trace_module": _trace_module, "list_modules": _list_modules,
-    "find_similar_tests": _similar_tests, "list_test_utils": _test_utils, "test_file_info": _test_file,
-}
-
-
-def next_calls(tool: str, result: Any) -> list[str]:
-    if isinstance(result, NotFound):
-        calls = _not_found(result, tool)
-    elif tool in _BY_TOOL:
-        calls = _BY_TOOL[tool](result)
-    else:
-        return []
+def unique(calls: list[str]) -> list[str]:
     seen: dict[str, None] = {}
     for c in calls:
         seen.setdefault(c, None)
-    return list(seen)[:MAX_NEXT]
+    return list(seen)
 
 
 def next_line(calls: list[str]) -> str:

@@ -20,9 +20,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from .atomic import write_text_atomic
-from .query.results import NotFound
-from .tools import Tool
+import pydantic
+
+from .. import __version__
+from ..atomic import write_text_atomic
+from ..query.results import NotFound
+from ..source.tree import cache_root
+from .table import Tool
 
 KIND_HELP = ("'result' when the question was answered; 'not_found' when the name is not in the index "
              "(then result.suggestions holds close matches, never a different symbol's answer)")
@@ -57,11 +61,8 @@ def output_schema(tool: Tool) -> dict[str, Any]:
 def _code_key() -> str:
     """A digest of the code the schemas derive from (this package and pydantic): a new version or an edit
     gives a new key, so a cached schema can never describe other code than the running one."""
-    import pydantic
-
-    from . import __version__
     h = hashlib.sha256(f"{__version__} {pydantic.VERSION}".encode())
-    pkg = Path(__file__).parent
+    pkg = Path(__file__).parent.parent
     for path in sorted(pkg.rglob("*.py")):
         h.update(str(path.relative_to(pkg)).encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
@@ -70,7 +71,6 @@ def _code_key() -> str:
 def output_schemas(tools: list[Tool]) -> dict[str, dict[str, Any]]:
     """Every tool's output schema, cached on disk: deriving them takes pydantic ~0.2 s, which a server
     would otherwise spend before it can answer ``initialize``."""
-    from .source.tree import cache_root
     path = cache_root() / "schemas" / f"output-{_code_key()}.json"
     try:
         cached = json.loads(path.read_text(encoding="utf-8"))
@@ -91,9 +91,3 @@ def structured(tool: Tool, result: Any, follow: list[str]) -> dict[str, Any]:
     kind = "not_found" if isinstance(result, NotFound) else "result"
     return output_model(tool)(kind=kind, result=result, next=follow).model_dump(mode="json")
 
-
-def warm_server_start() -> None:
-    """Leave the output schemas in the cache after an index run, so the next `torchtalk serve` reads them
-    instead of deriving them before it can answer `initialize`."""
-    from .tools import all_tools
-    output_schemas(all_tools())

@@ -1,0 +1,64 @@
+"""The tools, declared once: the MCP server and the CLI are both built from this table.
+
+Each tool is a query (typed result) plus a renderer (Markdown) and its next calls;
+front-ends only wire arguments in and text or JSON out, so the two can never
+disagree. One module per family declares its tools.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..query.results import NotFound
+from ..render.next import MAX_NEXT, NextCall, not_found_next, unique
+from ..store.reader import Index
+from . import cpp, ops, python, tests
+from .structured import output_schemas, structured
+from .table import REQUIRED, Answer, Param, Tool, render_any
+
+_TOOLS: list[Tool] = ops.TOOLS + cpp.TOOLS + python.TOOLS + tests.TOOLS
+_BY_NAME = {t.name: t for t in _TOOLS}
+
+
+def all_tools() -> list[Tool]:
+    return list(_TOOLS)
+
+
+def get_tool(name: str) -> Tool:
+    return _BY_NAME[name]
+
+
+def _valid(ix: Index, c: str) -> bool:
+    """A next call is kept only if its tool knows the name it is given (never a call that answers 'not found')."""
+    if not isinstance(c, NextCall) or c.first is None:
+        return True
+    tool = _BY_NAME.get(c.tool)
+    return tool is None or tool.knows is None or tool.knows(ix, c.first)
+
+
+def answer(tool: Tool, ix: Index, **kwargs: Any) -> Answer:
+    result = tool.query(ix, **kwargs)
+    candidates = not_found_next(result, tool.name) if isinstance(result, NotFound) else tool.follow(result)
+    follow = [c for c in unique(candidates) if _valid(ix, c)][:MAX_NEXT]
+    # Computed once: the text and the typed answer both carry the same next calls.
+    return Answer(result, render_any(tool, result, follow), [str(c) for c in follow])
+
+
+def run(tool: Tool, ix: Index, **kwargs: Any) -> tuple[Any, str]:
+    a = answer(tool, ix, **kwargs)
+    return a.result, a.text
+
+
+def to_json(tool: Tool, a: Answer) -> str:
+    """The same object MCP clients get as structuredContent."""
+    return json.dumps(structured(tool, a.result, a.next), indent=2)
+
+
+def warm_server_start() -> None:
+    """Leave the output schemas in the cache after an index run, so the next `torchtalk serve` reads them
+    instead of deriving them before it can answer `initialize`."""
+    output_schemas(all_tools())
+
+
+__all__ = ["REQUIRED", "Answer", "Param", "Tool", "all_tools", "answer", "get_tool", "run", "to_json", "warm_server_start"]

@@ -1,0 +1,34 @@
+"""Tools of the test layer: find_similar_tests, list_test_utils, test_file_info."""
+
+from __future__ import annotations
+
+from ..query import tests
+from ..render import next as nxt
+from ..render import tests as r_tests
+from . import knows
+from .table import REQUIRED, Param, Tool
+
+TOOLS = [
+    Tool("find_similar_tests",
+         "Which tests cover this, and how do I run them? Tests for an op, function or concept, ranked: test names "
+         "first, then the OpInfo entries that the generic op tests use, then test bodies that call it; each with "
+         "file:line and a runnable command (and the names PyTorch's device/dtype generators give it). "
+         "Example: find_similar_tests(\"cumsum\")",
+         (Param("query", str, REQUIRED, "op, function or concept: cumsum, softmax, torch.nn.Linear", metavar="TEXT"),
+          Param("limit", int, 20, "how many tests, 1..500", metavar="N")),
+         tests.find_similar_tests, r_tests.render_similar_tests, nxt.next_similar_tests),
+    Tool("list_test_utils",
+         "Which test helpers exist (decorators, fixtures, assertions)? Helpers in torch/testing/_internal, derived "
+         "from the source, with file:line and a line on each: category 'fixtures', 'assertions', 'decorators', ... "
+         "or 'all'; most imported first. Example: list_test_utils(\"decorators\")",
+         (Param("category", str, "all", "all | fixtures | assertions | decorators | ...", metavar="CATEGORY"),
+          Param("limit", int, 25, "how many per category, most imported first, 1..500", metavar="N")),
+         tests.list_test_utils, r_tests.render_test_utils, nxt.next_test_utils),
+    Tool("test_file_info",
+         "What is in this test file? Its classes with test counts, device-type and parametrized instantiation, the "
+         "decorators and torch.testing._internal utilities it uses, and the ops it exercises. Accepts 'test_torch', "
+         "'test_nn.py' or 'test/test_nn.py'; paths outside the source tree are refused. "
+         "Example: test_file_info(\"test_torch\")",
+         (Param("file_path", str, REQUIRED, "test file: test_torch, test_nn.py, test/test_nn.py", metavar="PATH"),),
+         tests.test_file_info, r_tests.render_test_file, nxt.next_test_file, knows.test_file),
+]
