@@ -109,25 +109,26 @@ class Session:
         self.conn.close()
 
 
-def tree_memory(pid: int) -> tuple[float, float, int, int]:
-    """(RSS MB, anonymous MB, maps of index.db, processes) over the server's process tree."""
-    procs = [psutil.Process(pid)] + psutil.Process(pid).children(recursive=True)
-    rss = anon = 0
-    maps = 0
-    n = 0
-    for p in procs:
-        if "serve" not in " ".join(p.cmdline()):  # not a background `torchtalk index`
+def tree_memory(pid: int) -> dict[str, float]:
+    """Memory of the server's processes (MB), summed: RSS and its anonymous part count a page once per
+    process that maps it (worker processes share their parent's pages copy-on-write, and each mapping
+    of index.db counts its pages again); PSS divides shared pages among their sharers, so its sum is
+    what the server really holds. Also how many times index.db is mapped, and how many processes."""
+    out = {"VmRSS": 0.0, "RssAnon": 0.0, "Pss": 0.0, "Pss_Anon": 0.0, "maps": 0, "processes": 0}
+    for p in [psutil.Process(pid)] + psutil.Process(pid).children(recursive=True):
+        try:
+            if "serve" not in " ".join(p.cmdline()):  # not a background `torchtalk index`
+                continue
+            files = [Path(f"/proc/{p.pid}/{name}").read_text() for name in ("status", "smaps_rollup", "maps")]
+        except (psutil.Error, OSError):  # it ended meanwhile
             continue
-        n += 1
-        status = Path(f"/proc/{p.pid}/status").read_text()
-        for line in status.splitlines():
-            if line.startswith("VmRSS:"):
-                rss += int(line.split()[1])
-            elif line.startswith("RssAnon:"):
-                anon += int(line.split()[1])
-        maps += sum(1 for line in Path(f"/proc/{p.pid}/maps").read_text().splitlines()
-                    if line.endswith("/index.db"))
-    return rss / 1024, anon / 1024, maps, n
+        out["processes"] += 1
+        for line in (files[0] + files[1]).splitlines():
+            key, _, rest = line.partition(":")
+            if key in out and key not in ("maps", "processes"):
+                out[key] += int(rest.split()[0]) / 1024
+        out["maps"] += sum(1 for line in files[2].splitlines() if line.endswith("/index.db"))
+    return out
 
 
 def tree_cpu(pid: int) -> float:
@@ -217,7 +218,7 @@ def main() -> int:
             t.join()
         wall = time.perf_counter() - t0
         cpu = tree_cpu(proc.pid) - cpu0
-        rss, anon, maps, nprocs = tree_memory(proc.pid)
+        mem = tree_memory(proc.pid)
         for s in sessions:
             s.close()
     finally:
@@ -230,7 +231,7 @@ def main() -> int:
             proc.wait()
 
     done = len(lat)
-    print(f"server: `torchtalk serve --transport http {' '.join(args.serve_arg)}`, {nprocs} process(es), "
+    print(f"server: `torchtalk serve --transport http {' '.join(args.serve_arg)}`, {mem['processes']} process(es), "
           f"listening after {listening:.2f}s; {os.cpu_count()} cores")
     reconnects = sum(s.reconnects for s in sessions)
     print(f"{args.clients} clients x {args.calls} calls: {done} answered, {len(errors)} errors, in {wall:.1f}s"
@@ -239,7 +240,8 @@ def main() -> int:
           f"{cpu / wall:.2f} cores on average (the machine's load average was {os.getloadavg()[0]:.1f})")
     print(f"latency (ms): p50 {statistics.median(lat) * 1e3:.0f}  p95 {pct(lat, 95) * 1e3:.0f}  "
           f"max {max(lat) * 1e3:.0f}")
-    print(f"server memory after the run: RSS {rss:.0f} MB, anonymous {anon:.0f} MB, index.db mapped {maps} times")
+    print(f"server memory after the run: RSS {mem['VmRSS']:.0f} MB (anonymous {mem['RssAnon']:.0f} MB), "
+          f"PSS {mem['Pss']:.0f} MB (anonymous {mem['Pss_Anon']:.0f} MB), index.db mapped {mem['maps']} times")
     for name in sorted(per_tool):
         v = per_tool[name]
         print(f"  {name:20s} n={len(v):4d}  p50 {statistics.median(v) * 1e3:6.0f} ms  p95 {pct(v, 95) * 1e3:6.0f} ms")
