@@ -189,3 +189,14 @@ def test_clients_that_hang_up_mid_answer_leave_no_traceback(http_server):
     assert s.stop() == 0
     log = s.log()
     assert not any(m in log for m in LOG_PROBLEMS), log[-3000:]
+
+
+def test_a_port_in_use_is_a_clear_error(tree):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = subprocess.run([sys.executable, "-m", "torchtalk", "serve", "--source", str(tree), "--transport", "http",
+                            "--port", str(port)], check=False, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"error: cannot listen on 127.0.0.1:{port}: Address already in use" in r.stderr, r.stderr

@@ -19,6 +19,7 @@ import socket
 import sys
 import time
 
+from ..errors import BadArgument
 from .app import build_server
 from .backend import Backend
 from .builds import BuildState
@@ -48,7 +49,11 @@ def bind(host: str, port: int) -> socket.socket:
     # Nagle's algorithm meets the client's delayed ACK and every reply waits ~40 ms.
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise BadArgument(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port") from None
     sock.listen(2048)
     sock.set_inheritable(True)
     return sock
