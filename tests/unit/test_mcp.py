@@ -3,11 +3,14 @@
 import asyncio
 import json
 import os
+import re
 import sys
+import time
 
 from mcp import Client, StdioServerParameters
 
 from torchtalk.server import build_server
+from torchtalk.source.tree import find_source
 from torchtalk.tools import all_tools
 
 
@@ -144,3 +147,139 @@ def test_output_schemas_are_cached_on_disk_and_a_bad_cache_is_recomputed(tmp_pat
         cached.write_text(bad)
         assert output_schemas(tools) == fresh
         assert json.loads(cached.read_text()) == fresh
+
+
+# ------------------------------------------------------------------ the tools as published, and calls held to them
+
+
+def test_input_schemas_are_built_from_the_tool_table(indexed):
+    from torchtalk.tools.structured import output_schemas
+    _, ix = indexed
+
+    async def go():
+        async with Client(build_server(ix)) as c:
+            return (await c.list_tools()).tools
+
+    listed = {t.name: t for t in asyncio.run(go())}
+    cached = output_schemas(all_tools())
+    for tool in all_tools():
+        t = listed[tool.name]
+        schema = t.input_schema
+        assert schema["type"] == "object" and schema["additionalProperties"] is False, tool.name
+        assert list(schema["properties"]) == [p.name for p in tool.params]
+        assert schema.get("required", []) == [p.name for p in tool.params if p.required]
+        for p in tool.params:
+            prop = schema["properties"][p.name]
+            json_type = {str: "string", int: "integer"}[p.type]
+            assert prop["type"] == (json_type if p.required or p.default is not None else [json_type, "null"])
+            assert prop["description"] == p.help
+            assert prop.get("default", "absent") == ("absent" if p.required else p.default)
+            assert f"- {p.name}: {p.help}" in t.description
+        assert t.description.startswith(tool.description)
+        assert t.annotations.read_only_hint and t.annotations.idempotent_hint and not t.annotations.open_world_hint
+        assert t.output_schema == cached[tool.name]
+
+
+def test_arguments_are_held_to_the_schema_through_the_sdk_client(indexed):
+    _, ix = indexed
+    calls = [
+        ("impact", {"function_name": "index_select_out_cpu_", "depth": "3"}, "depth must be an integer, not the string '3'"),
+        ("search", {"query": "relu", "limit": "5"}, "limit must be an integer, not the string '5'"),
+        ("search", {"query": 5}, "query must be a string, not the number 5"),
+        ("impact", {"function_name": "index_select_out_cpu_", "depth": None}, "depth must be an integer, not null"),
+        ("trace", {"function_name": "relu", "depht": 3},
+         ("trace has no argument 'depht'; its arguments are: function_name (string, required), "
+          "focus (string, default 'full')")),
+        ("cuda_kernels", {"name": "relu"},
+         "cuda_kernels has no argument 'name'; its arguments are: function_name (string or null, default None)"),
+        ("get_status", {"a": 1, "b": 2}, "get_status takes no arguments; got 'a', 'b'"),
+        ("trace", {}, "trace needs function_name"),
+    ]
+
+    async def go():
+        async with Client(build_server(ix)) as c:
+            for name, args, expected in calls:
+                r = await c.call_tool(name, args)
+                assert r.is_error and r.structured_content is None, (name, args)
+                assert _text(r).startswith(expected), (name, args, _text(r))
+            # What the schema allows still answers: null where the default is None, an integral number.
+            r = await c.call_tool("cuda_kernels", {"function_name": None})
+            assert not r.is_error, _text(r)
+            r = await c.call_tool("impact", {"function_name": "index_select_out_cpu_", "depth": 2.0})
+            assert not r.is_error and r.structured_content["kind"] == "result", _text(r)
+
+    asyncio.run(go())
+
+
+# ------------------------------------------------------------------ before there is an index
+
+
+def test_the_protocol_answers_while_the_first_index_is_built(tree):
+    """The index is built in a background process: a call waits for it, other requests do not."""
+    from torchtalk.server import Backend
+
+    backend = Backend(str(tree), codegen=False)
+    backend.start()
+    assert not find_source(tree).index_path.exists()
+
+    async def go():
+        async with Client(build_server(backend)) as c:
+            call = asyncio.create_task(c.call_tool("trace", {"function_name": "relu", "focus": "yaml"}))
+            await asyncio.sleep(0.2)
+            t0 = time.perf_counter()
+            tools = (await c.list_tools()).tools
+            other = await c.call_tool("trace", {"function_name": 5})  # refused before it needs the index
+            quick = time.perf_counter() - t0
+            assert not call.done(), "the call should still be waiting for the index"
+            assert other.is_error and "function_name must be a string" in _text(other)
+            r = await asyncio.wait_for(call, 120)
+            return quick, len(tools), r
+
+    try:
+        quick, n, r = asyncio.run(go())
+    finally:
+        backend.stop()
+    assert n == len(all_tools()) and quick < 2.0, quick
+    assert not r.is_error and "## relu" in _text(r), _text(r)
+
+
+def test_while_indexing_a_call_says_so_and_when_to_try_again(tree):
+    from torchtalk.server import Backend
+    from torchtalk.server.backend import Unavailable
+
+    backend = Backend(str(tree), codegen=False)
+    try:
+        state = backend.ready()  # starts the build; a child process cannot have finished it yet
+        assert isinstance(state, Unavailable) and state.building, state
+        assert f"indexing {find_source(tree).root}" in state.message and "no index yet" in state.message
+        assert re.search(r"Try again in \d+ s\.$", state.message), state.message
+        deadline = time.monotonic() + 120
+        while isinstance(state, Unavailable) and time.monotonic() < deadline:
+            time.sleep(0.5)
+            state = backend.ready()
+        assert not isinstance(state, Unavailable), state
+        assert state.one("SELECT count(*) FROM op")[0] > 10
+    finally:
+        backend.stop()
+
+
+def test_a_build_that_fails_is_reported_with_its_error(tree, tmp_path, monkeypatch):
+    from torchtalk.server import Backend
+    from torchtalk.server.backend import Unavailable
+
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the cache directory should be")
+    monkeypatch.setenv("TORCHTALK_CACHE_DIR", str(blocker / "cache"))
+    backend = Backend(str(tree), codegen=False)
+    try:
+        state = backend.ready()
+        deadline = time.monotonic() + 120
+        while isinstance(state, Unavailable) and state.building and time.monotonic() < deadline:
+            time.sleep(0.5)
+            state = backend.ready()
+        assert isinstance(state, Unavailable) and not state.building, state
+        assert state.message.startswith(f"Building the index of {find_source(tree).root} failed: cannot create "
+                                        "the index directory"), state
+        assert f"torchtalk index --source {find_source(tree).root}" in state.message
+    finally:
+        backend.stop()

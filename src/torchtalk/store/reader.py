@@ -7,70 +7,144 @@ sees the new inode and reopens. So a server never answers from half an index.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import IndexUnavailable
 from .db import mark_corrupt, open_readonly
 
-
 # How often a reader looks whether a new index file has been published.
 RECHECK_S = 0.5
+# Idle connections kept for reuse. Each connection maps the file and has its own page cache, so a
+# small pool, not one connection per thread (a server runs tools on dozens of threads), bounds memory.
+POOL_IDLE = 4
+
+Version = tuple[int, int] | None  # (inode, mtime) of the file a connection reads
+
+
+class _Conn:
+    __slots__ = ("db", "version")
+
+    def __init__(self, db: sqlite3.Connection, version: Version):
+        self.db = db
+        self.version = version
 
 
 class Index:
-    """Thread-safe: each thread gets its own read-only connection (MCP runs tools in threads)."""
+    """Thread-safe. Connections come from a pool: ``using()`` holds one for a whole answer, so however
+    many statements it runs they read one version of the index; ``q`` outside it borrows one per
+    statement."""
 
     def __init__(self, path: Path, source_root: Path | None = None):
         self.path = Path(path)
         self.source_root = source_root
         self._lock = threading.Lock()
+        self._idle: list[_Conn] = []
+        # What this thread holds: the connection, and how deep in using() (None: bound by `conn`).
         self._local = threading.local()
+        self._version: Version = None
+        self._checked = -RECHECK_S
         # Cached lookups per index version (file identity): a thread still reading the previous
         # version must never fill the cache of the new one, nor read from it.
-        self._caches: OrderedDict[tuple[int, int] | None, dict] = OrderedDict()
+        self._caches: OrderedDict[Version, dict] = OrderedDict()
 
-    # ------------------------------------------------------------ connection
+    # ------------------------------------------------------------ connections
 
-    def _stat_key(self) -> tuple[int, int] | None:
+    def _current_version(self) -> Version:
+        """The published file's identity, looked up at most every RECHECK_S (an answer makes hundreds of
+        lookups); None while the file is briefly gone (a rename in progress)."""
+        now = time.monotonic()
+        with self._lock:
+            if now - self._checked < RECHECK_S:
+                return self._version
+            self._checked = now
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
             return None
-        return (st.st_ino, st.st_mtime_ns)
+        version = (st.st_ino, st.st_mtime_ns)
+        with self._lock:
+            self._version = version
+        return version
+
+    def _borrow(self) -> _Conn:
+        version = self._current_version()
+        found = None
+        stale = []
+        with self._lock:
+            while self._idle and found is None:
+                c = self._idle.pop()
+                if version is None or c.version == version:
+                    found = c  # the current file, or (while it is briefly gone) the old view
+                else:
+                    stale.append(c)
+        for c in stale:  # a new index landed: connections to the old file are done
+            c.db.close()
+        return found if found is not None else _Conn(open_readonly(self.path), version)
+
+    def _give_back(self, c: _Conn) -> None:
+        with self._lock:
+            if len(self._idle) < POOL_IDLE and c.version == self._version:
+                self._idle.append(c)
+                return
+        c.db.close()
+
+    @contextlib.contextmanager
+    def using(self) -> Iterator[sqlite3.Connection]:
+        """Hold one connection in this thread for the block (nested blocks share it)."""
+        local = self._local
+        held = getattr(local, "held", None)
+        if held is not None:
+            yield held.db if local.depth is not None else self.conn
+            return
+        c = self._borrow()
+        local.held, local.depth = c, 1
+        try:
+            yield c.db
+        finally:
+            local.held = None
+            self._give_back(c)
 
     @property
     def conn(self) -> sqlite3.Connection:
+        """The connection this thread holds in ``using()``; outside it, one bound to this thread until
+        ``close()`` (reopened when a new index lands). Prefer ``q``/``one``/``using``."""
         local = self._local
-        conn = getattr(local, "conn", None)
-        now = time.monotonic()
-        if conn is not None and now - local.checked < RECHECK_S:
-            return conn  # a query makes hundreds of lookups: stat the file once in a while, not each time
-        local.checked = now
-        key = self._stat_key()
-        if conn is None or key != local.key:
-            if key is None and conn is not None:
-                return conn  # file briefly gone (rename in progress): keep the old view
-            new = open_readonly(self.path)
-            if conn is not None:
-                conn.close()
-            local.conn, local.key = new, key
-        return local.conn
+        held = getattr(local, "held", None)
+        if held is not None and getattr(local, "depth", None) is not None:
+            return held.db
+        version = self._current_version()
+        if held is None or (version is not None and held.version != version):
+            new = self._borrow()
+            if held is not None:
+                held.db.close()
+            local.held, local.depth = new, None
+        return local.held.db
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        """Close the idle connections and the one bound to this thread by ``conn`` (others close when
+        they come back). The index stays usable: the next query opens a new connection."""
+        local = self._local
+        held = getattr(local, "held", None)
+        if held is not None and getattr(local, "depth", None) is None:
+            local.held = None
+            held.db.close()
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for c in idle:
+            c.db.close()
 
     def q(self, sql: str, params: tuple | list = ()) -> list[tuple]:
         try:
-            return self.conn.execute(sql, params).fetchall()
+            with self.using() as db:
+                return db.execute(sql, params).fetchall()
         except sqlite3.OperationalError as exc:
             if "no such table" in str(exc) or "no such column" in str(exc):
                 raise IndexUnavailable(f"index {self.path} lacks a table this TorchTalk needs ({exc}); "
@@ -88,17 +162,17 @@ class Index:
     # ------------------------------------------------------------ cached lookups (per index version)
 
     def cached(self, key: str, build):
-        self.conn  # noqa: B018 - reopen first if a new index landed
-        version = self._local.key
-        with self._lock:
-            cache = self._caches.get(version)
-            if cache is None:
-                cache = self._caches[version] = {}
-                while len(self._caches) > 2:  # the current version, and one a slow reader may still use
-                    self._caches.popitem(last=False)
-        if key not in cache:
-            cache[key] = build()
-        return cache[key]
+        with self.using():
+            version = self._local.held.version
+            with self._lock:
+                cache = self._caches.get(version)
+                if cache is None:
+                    cache = self._caches[version] = {}
+                    while len(self._caches) > 2:  # the current version, and one a slow reader may still use
+                        self._caches.popitem(last=False)
+            if key not in cache:
+                cache[key] = build()
+            return cache[key]
 
     @property
     def meta(self) -> dict[str, str]:

@@ -1,0 +1,144 @@
+"""What the tools answer from: the tree and its index, as far as they exist yet.
+
+A server starts whatever the state of the setup, so a client (Claude Code) always connects: without
+a tree, every call answers what is missing and the one command that fixes it, and the
+configuration is looked at again on each call, so the tree `torchtalk setup` records is served
+without a restart; without a usable index (none yet, corrupt, another format), a build starts in
+the background and calls answer "indexing, try again in N s" meanwhile. Nothing here blocks the
+protocol: calls run this on worker threads.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import SourceError
+from ..index.usable import index_problem
+from ..store.reader import Index
+from ..source.tree import SourceTree, config_path, find_source, read_config
+from ..store.db import corrupt_marker
+from ..graph.registry import registry
+from ..graph.resolve import stub_names
+from ..query.status import changed_files
+from ..tools import all_tools
+from ..tools.structured import output_model
+from .builds import BuildState, Refresher
+
+log = logging.getLogger("torchtalk")
+
+SETUP = "run /torchtalk:setup in Claude Code, or `torchtalk setup` in a shell"
+WARM_UP_DELAY_S = 1.0
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """Why a call cannot be answered yet; ``building`` when waiting a little may change that."""
+
+    message: str
+    building: bool = False
+
+
+def _warm_up(ix: Index) -> None:
+    """Load what first calls would otherwise pay for (the op registry, stub names), off the request path."""
+    try:
+        registry(ix)
+        stub_names(ix)
+        changed_files(ix)
+        for tool in all_tools():
+            output_model(tool)  # the pydantic models that serialise answers
+    except Exception:  # warm-up is an optimisation; the first query reports any real problem
+        log.debug("warm-up failed", exc_info=True)
+
+
+def _no_tree(source: str | None, error: str) -> str:
+    if not (source or os.environ.get("TORCHTALK_SOURCE") or read_config().get("source")):
+        what = (f"TorchTalk has no PyTorch source tree yet (none given with --source or $TORCHTALK_SOURCE, none "
+                f"recorded in {config_path()}, and the server's directory {Path.cwd()} is not one).")
+    else:
+        end = error.find(". ")
+        what = f"TorchTalk cannot use its PyTorch source tree: {error if end < 0 else error[: end + 1]}"
+    return f"{what} To set one up, {SETUP}; this server picks it up without a restart."
+
+
+class Backend:
+    """The index the tools answer from, found (and built) on demand. Thread-safe."""
+
+    def __init__(self, source: str | None, codegen: bool = True, state: BuildState | None = None):
+        self.source = source
+        self.codegen = codegen
+        self.state = state
+        self._lock = threading.Lock()
+        self._tree: SourceTree | None = None
+        self._ix: Index | None = None
+        self._refresher: Refresher | None = None
+
+    @classmethod
+    def over(cls, ix: Index, refresher: Refresher | None = None) -> Backend:
+        """A backend for an index that is already there (in-process servers, tests)."""
+        b = cls(None)
+        b._ix, b._refresher = ix, refresher
+        if refresher is not None:
+            b._tree = refresher.tree
+        return b
+
+    def start(self) -> None:
+        """At server start: find the tree, and start building its index now if it has none (cheap: no
+        query runs here, so `initialize` is answered at once)."""
+        self.ready()
+
+    def ready(self) -> Index | Unavailable:
+        ix = self._ix
+        if ix is not None:
+            if self._refresher is not None:
+                self._refresher.maybe_start()  # freshness, at most every REFRESH_EVERY_S
+            return ix
+        with self._lock:
+            if self._ix is not None:
+                return self._ix
+            tree = self._tree
+            if tree is None:
+                try:
+                    tree = find_source(self.source)
+                except SourceError as exc:
+                    return Unavailable(_no_tree(self.source, str(exc)))
+                self._tree = tree
+                self._refresher = Refresher(tree, self.codegen, self.state)
+            assert self._refresher is not None
+            problem = index_problem(tree)
+            if problem is None:
+                self._ix = Index(tree.index_path, tree.root)
+                # On two cores the warm-up would compete with answering `initialize`: a moment later.
+                timer = threading.Timer(WARM_UP_DELAY_S, _warm_up, args=(self._ix,))
+                timer.daemon = True
+                timer.start()
+                return self._ix
+            self._refresher.maybe_start(urgent=True)
+            return self._building(tree, problem)
+
+    def _building(self, tree: SourceTree, problem: str) -> Unavailable:
+        assert self._refresher is not None
+        st = self._refresher.status()
+        if not st.running and st.exit_code not in (None, 0):
+            error = (st.error.removeprefix("error: ").rstrip(".") or "see the server's log")
+            return Unavailable(f"Building the index of {tree.root} failed: {error}. "
+                               f"Run `torchtalk index --source {tree.root}` in a shell to see why; this server "
+                               "tries again every 30 s.")
+        elapsed = max(0, int(time.monotonic() - st.started)) if st.started else 0
+        retry = 15 if elapsed < 60 else 30
+        return Unavailable(f"TorchTalk is indexing {tree.root} (PyTorch {tree.version}) in the background "
+                           f"({problem}); started {elapsed} s ago. A first index of the full PyTorch tree takes "
+                           f"a few minutes on {os.cpu_count()} cores. Try again in {retry} s.", building=True)
+
+    def after_error(self, ix: Index) -> None:
+        """A query found the index corrupt (it left a marker): rebuild now; answers resume when it lands."""
+        if self._refresher is not None and corrupt_marker(ix.path).exists():
+            self._refresher.maybe_start(urgent=True)
+
+    def stop(self) -> None:
+        if self._refresher is not None:
+            self._refresher.stop()

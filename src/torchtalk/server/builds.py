@@ -1,0 +1,152 @@
+"""Background index builds: ``torchtalk index`` in a child process, at most one at a time.
+
+The first build of a tree (and a rebuild of a corrupt index) starts at once; a freshness refresh at
+most every REFRESH_EVERY_S, when tools are being called. The state of the runs (is one running,
+since when, how did the last one end) lives in a ``BuildState``: in shared memory when the HTTP
+server runs several worker processes, so they start one build between them, not one each.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import math
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import NamedTuple
+
+from ..procs import pid_alive
+from ..source.tree import SourceTree
+
+log = logging.getLogger("torchtalk")
+
+REFRESH_EVERY_S = 30.0
+NICE = 10  # builds yield the CPU to the answers
+_STARTED, _PID, _EXIT, _ENDED = range(4)
+_ERROR_BYTES = 400
+
+
+class BuildStatus(NamedTuple):
+    running: bool
+    started: float  # time.monotonic() of the last start (system-wide on Linux), 0 if never
+    exit_code: int | None  # of the last finished run, None if none finished
+    error: str  # its last line of output when it failed
+
+
+class BuildState:
+    """Runs of ``torchtalk index`` as every server process sees them. ``shared=True`` puts them in shared
+    memory, to be created before the worker processes fork."""
+
+    def __init__(self, shared: bool = False):
+        init = [0.0, 0.0, math.nan, 0.0]
+        if shared:
+            ctx = multiprocessing.get_context("fork")
+            self._nums = ctx.Array("d", init, lock=False)
+            self._error = ctx.Array("c", _ERROR_BYTES, lock=False)
+            self.lock = ctx.Lock()
+        else:
+            self._nums = init
+            self._error = bytearray(_ERROR_BYTES)
+            self.lock = threading.Lock()
+
+    # Callers hold self.lock around these.
+    def status(self) -> BuildStatus:
+        pid = int(self._nums[_PID])
+        running = pid > 0 and pid_alive(pid)
+        code = self._nums[_EXIT]
+        error = bytes(self._error).split(b"\0", 1)[0].decode("utf-8", "replace")
+        return BuildStatus(running, self._nums[_STARTED], None if math.isnan(code) else int(code), error)
+
+    def started(self, pid: int) -> None:
+        self._nums[_STARTED], self._nums[_PID] = time.monotonic(), float(pid)
+
+    def ended(self, code: int, error: str) -> None:
+        self._nums[_PID], self._nums[_EXIT], self._nums[_ENDED] = 0.0, float(code), time.monotonic()
+        data = error.encode("utf-8", "replace")[: _ERROR_BYTES - 1]
+        self._error[:] = data + b"\0" * (_ERROR_BYTES - len(data))
+
+    def ended_at(self) -> float:
+        return self._nums[_ENDED]
+
+
+class Refresher:
+    """Keeps one tree's index built and fresh. ``stop()`` ends a run this process started and reaps it."""
+
+    def __init__(self, tree: SourceTree, codegen: bool, state: BuildState | None = None):
+        self.tree = tree
+        self.codegen = codegen
+        self.state = state or BuildState()
+        self._proc: subprocess.Popen | None = None
+        self._watcher: threading.Thread | None = None
+
+    def status(self) -> BuildStatus:
+        with self.state.lock:
+            return self.state.status()
+
+    def maybe_start(self, urgent: bool = False) -> None:
+        """Start a run unless one is running or (unless urgent) one started less than REFRESH_EVERY_S ago.
+        A run that failed is retried after REFRESH_EVERY_S even when urgent: it would fail again now."""
+        with self.state.lock:
+            st = self.state.status()
+            now = time.monotonic()
+            failed_recently = st.exit_code not in (None, 0) and now - self.state.ended_at() < REFRESH_EVERY_S
+            if st.running or failed_recently or (not urgent and now - st.started < REFRESH_EVERY_S):
+                return
+            cmd = [sys.executable, "-m", "torchtalk", "index", "--source", str(self.tree.root), "--progress", "never"]
+            if not self.codegen:
+                cmd.append("--no-codegen")
+            try:
+                # Its own session: a Ctrl-C meant for the server does not kill a build half-way, and stop()
+                # can end the build's whole process group (its worker processes too).
+                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.PIPE, start_new_session=True)
+            except OSError as exc:
+                self.state.started(0)
+                self.state.ended(-1, f"could not start `torchtalk index`: {exc}")
+                log.warning("could not start a background index run: %s", exc)
+                return
+            self.state.started(proc.pid)
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, proc.pid, NICE)
+        self._proc = proc
+        self._watcher = threading.Thread(target=self._watch, args=(proc,), name="torchtalk-index-run", daemon=True)
+        self._watcher.start()
+
+    def _watch(self, proc: subprocess.Popen) -> None:
+        """Pass the run's messages on to the server's log, reap it as soon as it ends, record how."""
+        tail: collections.deque[str] = collections.deque(maxlen=8)
+        assert proc.stderr is not None
+        for raw in proc.stderr:
+            line = raw.decode("utf-8", "replace").rstrip()
+            if line:
+                tail.append(line)
+                print(line, file=sys.stderr, flush=True)
+        code = proc.wait()
+        error = ""
+        if code != 0:
+            error = next((t for t in reversed(tail) if t.startswith("error")), tail[-1] if tail else
+                         f"exit status {code}")
+        with self.state.lock:
+            self.state.ended(code, error)
+
+    def stop(self) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if self._watcher is not None:
+            self._watcher.join(timeout=10)
