@@ -20,6 +20,7 @@ from typing import Any
 from .errors import TorchTalkError
 from .query.index import Index
 from .source.tree import SourceTree, find_source
+from .store import integrity
 from .store.db import corrupt_marker
 from .tools import Tool, all_tools, answer
 
@@ -168,6 +169,7 @@ def serve(source: str | None, transport: str = "stdio", host: str = "127.0.0.1",
     # The first freshness check runs with the first tool call, and the warm-up a moment after start:
     # on two cores, either would otherwise compete with answering `initialize`.
     refresher = Refresher(tree, codegen)
+    integrity.watch(ix.path, on_damage=lambda: refresher.maybe_start(urgent=True), log=log.warning)
     warm = threading.Timer(WARM_UP_DELAY_S, _warm_up, args=(ix,))
     warm.daemon = True
     warm.start()
