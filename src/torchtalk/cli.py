@@ -155,6 +155,11 @@ def _err(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def _say(msg: str) -> None:
+    """A progress message on stderr, marked as TorchTalk's like the other lines there."""
+    _err(f"torchtalk: {msg}")
+
+
 def cmd_index(args) -> int:
     from .index.indexer import refresh
     from .structured import warm_server_start
@@ -220,7 +225,7 @@ def cmd_fetch(args) -> int:
 
     from .source.fetch import fetch_source
     from .source.tree import save_source_in_config
-    path = fetch_source(args.version, Path(args.dest) if args.dest else None, progress=_err)
+    path = fetch_source(args.version, Path(args.dest) if args.dest else None, progress=_say)
     save_source_in_config(path)
     print(path)
     return EXIT_OK
@@ -239,7 +244,7 @@ def cmd_quickstart(args) -> int:
             raise  # a path the user typed: fetching something else would hide the typo
         from .source.fetch import fetch_source
         _err("torchtalk: no PyTorch tree configured; fetching PyTorch 2.6.0 ...")
-        path = fetch_source("2.6.0", progress=_err)
+        path = fetch_source("2.6.0", progress=_say)
         save_source_in_config(path)
         tree = find_source(path)
     _err(f"torchtalk: source {tree.root} (PyTorch {tree.version})")

@@ -70,7 +70,7 @@ def _first_sentence(exc: Exception) -> str:
 
 def _fetch(version: str) -> SourceTree:
     from ..source.fetch import fetch_source
-    return find_source(fetch_source(version, progress=err))
+    return find_source(fetch_source(version, progress=lambda msg: err(f"torchtalk: {msg}")))
 
 
 def _ask_fetch(version: str) -> bool:
