@@ -40,8 +40,9 @@ def die_with_parent(sig: int = signal.SIGKILL) -> bool:
         return False
 
 
-def pool_worker_init(owner: int) -> None:
-    """Initializer of the indexer's pool workers (``owner``: the indexer's pid).
+def pool_worker_init(owner: int, ready=None) -> None:
+    """Initializer of the indexer's pool workers (``owner``: the indexer's pid; ``ready``: a semaphore the
+    worker releases once it is up, which the indexer waits for before it lets a Ctrl-C in).
 
     Ignores SIGINT (the indexer handles Ctrl-C and terminates the pool), dies with its parent (the
     forkserver, which dies with the indexer), and exits at once if the indexer is already gone.
@@ -52,6 +53,8 @@ def pool_worker_init(owner: int) -> None:
     die_with_parent()
     if not pid_alive(owner):
         os._exit(1)  # the indexer died before the death signal was armed
+    if ready is not None:
+        ready.release()
 
 
 @contextlib.contextmanager

@@ -95,8 +95,12 @@ def _wait_for(predicate, timeout: float, step: float = 0.05) -> bool:
     return predicate()
 
 
+def _forkserver_processes(tag: str) -> int:
+    return sum("forkserver" in " ".join(p.cmdline()) for p in _tagged(tag))
+
+
 def _workers_running(tag: str) -> bool:
-    return sum("forkserver" in " ".join(p.cmdline()) for p in _tagged(tag)) >= 3  # the server and 2 workers
+    return _forkserver_processes(tag) >= 3  # the server and 2 workers
 
 
 def _survivors_after(tag: str, seconds: float) -> list[str]:
@@ -131,6 +135,23 @@ def test_ctrl_c_prints_one_line_and_exits_130(tree):
     assert all(line.startswith("torchtalk: ") for line in lines), err  # the start line, then the one line
     assert survivors == []
     assert _temps(tree) == []  # the build's temp file went with it
+
+
+@pytest.mark.timeout(300)
+def test_ctrl_c_while_the_pool_starts(tree):
+    """A Ctrl-C at the moment the forkserver or a worker has just started: a worker torn down while it was
+    still unpickling its state would print a traceback (its semaphores already gone)."""
+    _enlarge(tree)
+    for n in (1, 2, 3, 1, 2, 3):
+        proc, tag = _start(tree, "--no-codegen", "--workers", "2")
+        _wait_for(lambda: _forkserver_processes(tag) >= n or proc.poll() is not None, 120, step=0.002)
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=60)
+        survivors = _survivors_after(tag, 3.0)
+        err = _stderr(tree, tag)
+        assert proc.returncode == 130 and "Traceback" not in err, (n, proc.returncode, err)
+        assert err.strip().splitlines()[-1] == "torchtalk: interrupted" and survivors == [], (n, err, survivors)
+    assert _temps(tree) == []
 
 
 @pytest.mark.timeout(300)

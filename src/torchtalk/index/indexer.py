@@ -43,6 +43,8 @@ from ..store.schema import SCHEMA_VERSION
 from . import generated
 from . import progress as progress_mod
 
+POOL_START_TIMEOUT_S = 60.0  # for all workers to start; one that takes longer is then waited for by the pool
+
 # Bump when extractors change what they produce: an index from another version is rebuilt.
 INDEXER_VERSION = f"{__version__}+x2"
 
@@ -121,8 +123,14 @@ def _pool_map(tasks: list[Task], workers: int) -> Iterator[Result]:
         # The forkserver (started once per process) dies with this process: see forkserver_guard.
         ctx.set_forkserver_preload(["__main__", f"{__package__}.forkserver_guard"])
     # Helpers start with SIGINT held back; the workers then ignore it (a Ctrl-C is this process's to handle).
+    # It stays held back until every worker is up: a pool torn down while a worker is still unpickling its
+    # state would have that worker print a traceback (its semaphores are gone).
+    ready = ctx.Semaphore(0)
     with sigint_blocked():
-        pool = ctx.Pool(workers, initializer=pool_worker_init, initargs=(os.getpid(),))
+        pool = ctx.Pool(workers, initializer=pool_worker_init, initargs=(os.getpid(), ready))
+        deadline = time.monotonic() + POOL_START_TIMEOUT_S
+        for _ in range(workers):
+            ready.acquire(timeout=max(0.0, deadline - time.monotonic()))
     with pool:
         yield from pool.imap_unordered(run_task, tasks, chunksize=4)
 
