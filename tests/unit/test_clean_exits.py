@@ -96,7 +96,7 @@ def _wait_for(predicate, timeout: float, step: float = 0.05) -> bool:
 
 
 def _forkserver_processes(tag: str) -> int:
-    return sum("forkserver" in " ".join(p.cmdline()) for p in _tagged(tag))
+    return sum("forkserver" in cmd for cmd in _describe(_tagged(tag)))  # _describe skips those gone meanwhile
 
 
 def _workers_running(tag: str) -> bool:
