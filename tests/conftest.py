@@ -1,7 +1,8 @@
 """Shared fixtures: a small tree in PyTorch's layout, and (when configured) the real one.
 
 Every test gets its own cache dir so indexes never leak between tests or into
-the user's cache. The real tree comes from $TORCHTALK_TEST_SOURCE (.ci/run sets it).
+the user's cache. The real tree comes from $TORCHTALK_TEST_SOURCE (.ci/run sets it), else from the
+tree that `torchtalk quickstart` / `setup` / `fetch-source` recorded in the user's config file.
 """
 
 from __future__ import annotations
@@ -51,12 +52,18 @@ def _configured_source() -> str | None:
     return value if isinstance(value, str) else None
 
 
-_CONFIGURED = _configured_source()
-
-
 def real_source() -> Path | None:
-    value = os.environ.get("TORCHTALK_TEST_SOURCE") or _CONFIGURED
+    value = os.environ.get("TORCHTALK_TEST_SOURCE")
     return Path(value) if value and (Path(value) / "aten/src/ATen/native/native_functions.yaml").is_file() else None
+
+
+# The README promises that the integration tests use the tree the Quickstart configured. Some test modules
+# read $TORCHTALK_TEST_SOURCE themselves when they are imported (after this file), so the configured tree
+# goes into the environment, once, here; an explicit $TORCHTALK_TEST_SOURCE wins.
+if not os.environ.get("TORCHTALK_TEST_SOURCE") and _configured_source():
+    os.environ["TORCHTALK_TEST_SOURCE"] = _configured_source()
+    if real_source() is None:
+        del os.environ["TORCHTALK_TEST_SOURCE"]
 
 
 def build_index(tree: Path, cache: Path, **refresh_kw):

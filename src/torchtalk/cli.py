@@ -4,9 +4,29 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 
 from .errors import TorchTalkError
+
+# Exit codes (README, "Using it"); argparse itself exits 2 on a malformed command line.
+EXIT_OK = 0
+EXIT_PROBLEM = 1  # doctor or setup found a problem, status has no index to report on, or an internal error
+EXIT_ERROR = 2  # bad arguments, no source tree, an index that cannot be built or read
+EXIT_NOT_FOUND = 3  # the tool answered "not found" (the answer, with close matches, is on stdout)
+EXIT_INTERRUPTED = 130  # Ctrl-C
+EXIT_TERMINATED = 143  # SIGTERM
+
+EPILOG = (f"exit codes: {EXIT_OK} answered; {EXIT_NOT_FOUND} the name asked for is not in the index (the answer "
+          f"lists close matches); {EXIT_ERROR} bad arguments, no source tree, or an index that cannot be built "
+          f"or read; {EXIT_PROBLEM} doctor/setup found a problem, or an internal error; {EXIT_INTERRUPTED} "
+          "interrupted (Ctrl-C).")
+
+STATUS_HELP = ("what get_status reports, from the index as it is: nothing is built or refreshed, so it shows "
+               "whether the index is stale (`get-status`, like every tool command, refreshes the index first)")
+GET_STATUS_HELP = ("the get_status tool, as an agent sees it: refreshes the index first, like every tool command "
+                   "(`status` reports without refreshing, so it can show that the index is stale)")
 
 
 def _add_source(p: argparse.ArgumentParser) -> None:
@@ -14,43 +34,41 @@ def _add_source(p: argparse.ArgumentParser) -> None:
                                                     "file, or the current directory)")
 
 
+def _add_codegen(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-codegen", action="store_true",
+                   help="do not run the tree's own code generators (they are code from the tree being indexed); "
+                        "the index then lacks the generated layer")
+
+
+def _sub(sub, name: str, help: str, description: str | None = None, **kw) -> argparse.ArgumentParser:
+    return sub.add_parser(name, help=help, description=description or (help[0].upper() + help[1:] + "."),
+                          epilog=EPILOG, **kw)
+
+
+def _metavar(prm) -> str:
+    return "{" + ",".join(prm.choices) + "}" if prm.choices else prm.name.upper()
+
+
 def _build_parser() -> argparse.ArgumentParser:
+    from .source.fetch import DEFAULT_VERSION, KNOWN_VERSIONS
     from .tools import all_tools
 
     parser = argparse.ArgumentParser(
-        prog="torchtalk",
+        prog="torchtalk", epilog=EPILOG,
         description="Answers about PyTorch internals from a raw source tree: Python -> op registry -> "
                     "C++/CUDA kernels -> autograd -> tests, with file:line.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("index", help="build or refresh the index (incremental; atomic)")
-    _add_source(p)
-    p.add_argument("--force", action="store_true", help="rebuild from scratch")
-    p.add_argument("--no-codegen", action="store_true",
-                   help="do not run the tree's own code generators (they are code from the tree being indexed)")
-    p.add_argument("--workers", type=int, default=None, help="worker processes (default: all cores)")
-    p.add_argument("--progress", choices=("auto", "always", "never"), default="auto")
-
-    p = sub.add_parser("serve", help="run the MCP server (stdio by default)")
-    _add_source(p)
-    p.add_argument("--transport", choices=("stdio", "http"), default="stdio")
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address to bind for --transport http (default 127.0.0.1, this machine only)")
-    p.add_argument("--allow-remote", action="store_true",
-                   help="needed to bind a --host other than loopback: the server then answers anyone who can reach "
-                        "that address, with no authentication")
-    p.add_argument("--port", type=int, default=8765, help="port for --transport http (1..65535)")
-    p.add_argument("--no-codegen", action="store_true", help="index without running the tree's code generators")
-
-    p = sub.add_parser("fetch-source", help="download a PyTorch release tree into the user cache and use it")
-    p.add_argument("version", nargs="?", default="2.6.0")
-    p.add_argument("--dest", help="directory to place the tree in (default: the user cache dir)")
-
-    p = sub.add_parser("quickstart", help="find or fetch a tree, index it with progress, and trace softmax")
+    p = _sub(sub, "quickstart", "find or fetch a tree, index it with progress, and trace softmax",
+             "Find the configured PyTorch tree (or fetch PyTorch 2.6.0's source into the user cache when there is "
+             "none), index it with progress on stderr, and print `trace softmax`.")
     _add_source(p)
 
-    p = sub.add_parser("setup", help="find or fetch a tree, index it, check it answers, and register the server "
-                                     "with Claude Code (safe to re-run)")
+    p = _sub(sub, "setup", "find or fetch a tree, index it, check it answers, and register the server with "
+                           "Claude Code (safe to re-run)",
+             "Find or fetch a PyTorch tree and record it, build its index, check that get_status and trace answer, "
+             "and register the MCP server with Claude Code. With the TorchTalk Claude Code plugin installed, the "
+             "plugin starts the server and nothing is registered. Safe to re-run.")
     _add_source(p)
     p.add_argument("--fetch", nargs="?", const="2.6.0", default=None, metavar="VERSION",
                    help="download PyTorch VERSION's source (default 2.6.0) into the user cache and use it")
@@ -60,28 +78,68 @@ def _build_parser() -> argparse.ArgumentParser:
                         "project (.mcp.json in the current directory)")
     p.add_argument("--no-register", action="store_true",
                    help="do not register with Claude Code (the Claude Code plugin defines the server itself)")
-    p.add_argument("--no-codegen", action="store_true", help="index without running the tree's code generators")
+    _add_codegen(p)
     p.add_argument("--check", action="store_true", help="only check the setup, like `torchtalk doctor`")
 
-    p = sub.add_parser("status", help="what get_status reports, without building or refreshing the index")
+    p = _sub(sub, "status", STATUS_HELP)
     _add_source(p)
     p.add_argument("--json", action="store_true", help="print the structured result as JSON")
 
-    p = sub.add_parser("doctor", help="check Python, libraries, source tree, index and Claude Code registration")
+    p = _sub(sub, "doctor", "check Python, libraries, source tree, index (and its integrity) and the Claude Code "
+                            "registration, one line each with its fix")
     _add_source(p)
 
+    p = _sub(sub, "index", "build or refresh the index (incremental; atomic)",
+             "Build the index of a PyTorch tree, or refresh it: only files whose size or mtime changed are read "
+             "again. A new version is built beside the old one and renamed into place, so an interrupted run "
+             "leaves the previous index in use.")
+    _add_source(p)
+    p.add_argument("--force", action="store_true", help="rebuild from scratch")
+    _add_codegen(p)
+    p.add_argument("--workers", type=int, default=None, metavar="N", help="worker processes (default: all cores)")
+    p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
+                   help="progress on stderr: auto (a bar on a terminal, a plain line every few seconds otherwise; "
+                        "default), always (the bar), never")
+
+    p = _sub(sub, "serve", "run the MCP server (stdio by default)",
+             "Run the MCP server with every tool, read-only. It builds an index first when there is none, and "
+             "keeps it fresh in the background.")
+    _add_source(p)
+    p.add_argument("--transport", choices=("stdio", "http"), default="stdio",
+                   help="stdio (default: for Claude Code and other local clients) or http (streamable HTTP at "
+                        "http://HOST:PORT/mcp, for a team server)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to bind for --transport http (default 127.0.0.1, this machine only)")
+    p.add_argument("--allow-remote", action="store_true",
+                   help="needed to bind a --host other than loopback: the server then answers anyone who can reach "
+                        "that address, with no authentication")
+    p.add_argument("--port", type=int, default=8765, help="port for --transport http (1..65535, default 8765)")
+    _add_codegen(p)
+
+    p = _sub(sub, "fetch-source", "download a PyTorch release tree into the user cache and use it",
+             "Download a PyTorch release's source (a shallow git clone, else Debian's source package) into the "
+             "user cache, record it as the tree to use, and print its path. An existing tree is reused without "
+             "network access.")
+    p.add_argument("version", nargs="?", default=DEFAULT_VERSION, metavar="VERSION",
+                   help=f"the release to fetch: one of {', '.join(KNOWN_VERSIONS)} (default {DEFAULT_VERSION})")
+    p.add_argument("--dest", metavar="DIR", help="directory to place the tree in (default: the user cache dir)")
+
     for tool in all_tools():
-        p = sub.add_parser(tool.name.replace("_", "-"), aliases=[tool.name] if "_" in tool.name else [],
-                           help=tool.description.split("? ")[0] + "?")
+        first = tool.description.split("? ")[0] + "?"
+        status_tool = tool.name == "get_status"
+        p = _sub(sub, tool.name.replace("_", "-"), GET_STATUS_HELP if status_tool else first,
+                 tool.description + (f" From the command line: {GET_STATUS_HELP}." if status_tool else ""),
+                 aliases=[tool.name] if "_" in tool.name else [])
         _add_source(p)
         p.add_argument("--json", action="store_true", help="print the structured result as JSON")
         for i, prm in enumerate(tool.params):
             flag = f"--{prm.name.replace('_', '-')}"
-            kwargs = {"type": prm.type, "help": prm.help}
+            default = "" if prm.required or prm.default is None else f" (default {prm.default})"
+            kwargs = {"type": prm.type, "help": prm.help + default, "metavar": _metavar(prm)}
             if i == 0 and prm.type is str:
                 # The main name is positional (``torchtalk trace softmax``); the flag form works too.
                 p.add_argument(prm.name, nargs="?", default=None, **kwargs)
-                p.add_argument(flag, dest=f"_{prm.name}", default=None, **kwargs)
+                p.add_argument(flag, dest=f"_{prm.name}", default=None, **{**kwargs, "help": f"same as {prm.name}"})
             else:
                 p.add_argument(flag, dest=prm.name, default=None if prm.required else prm.default, **kwargs)
         p.set_defaults(tool=tool.name)
@@ -93,31 +151,55 @@ def _tree(args):
     return find_source(getattr(args, "source", None))
 
 
+def _err(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _say(msg: str) -> None:
+    """A progress message on stderr, marked as TorchTalk's like the other lines there."""
+    _err(f"torchtalk: {msg}")
+
+
 def cmd_index(args) -> int:
     from .index.indexer import refresh
     from .tools import warm_server_start
     tree = _tree(args)
     show = {"auto": None, "always": True, "never": False}[args.progress]
     report = refresh(tree, force=args.force, workers=args.workers, show_progress=show,
-                     codegen=not args.no_codegen, log=lambda m: print(m, file=sys.stderr))
+                     codegen=not args.no_codegen, log=_err)
     warm_server_start()
     print(report.summary())
     for s in report.skipped[:10]:
         print(f"  skipped {s}")
     if len(report.skipped) > 10:
         print(f"  ... and {len(report.skipped) - 10} more (see `torchtalk get-status`)")
-    return 0
+    return EXIT_OK
 
 
 def ensure_index(tree, quiet: bool = False, codegen: bool = True):
-    """Refresh the index (a no-op when nothing changed) and return an Index over it."""
+    """Refresh the index (a no-op when nothing changed) and return an Index over it.
+
+    In a read-only cache a stale index still answers (with a note on stderr): only the refresh needs to write.
+    """
     from .index.indexer import refresh
+    from .index.usable import index_problem
     from .store.reader import Index
-    refresh(tree, codegen=codegen, log=(lambda m: None) if quiet else (lambda m: print(m, file=sys.stderr)))
+    from .store.db import ReadOnlyCache
+    log = (lambda m: None) if quiet else _err
+    try:
+        report = refresh(tree, codegen=codegen, log=log)
+    except ReadOnlyCache as exc:
+        if index_problem(tree) is not None:
+            raise
+        log(f"torchtalk: answering from the index as it is: {exc}")
+    else:
+        if report.mode != "up-to-date":
+            log(f"torchtalk: {report.summary()}")
     return Index(tree.index_path, tree.root)
 
 
 def cmd_tool(args) -> int:
+    from .query.results import NotFound
     from .tools import answer, get_tool, to_json
     tool = get_tool(args.tool)
     kwargs = {}
@@ -126,13 +208,16 @@ def cmd_tool(args) -> int:
         if i == 0 and prm.type is str:
             value = value if value is not None else getattr(args, f"_{prm.name}", None)
         if value is None and prm.required:
-            print(f"error: {tool.name} needs {prm.name} ({prm.help})", file=sys.stderr)
-            return 2
+            _err(f"error: {tool.name} needs {prm.name} ({prm.help})")
+            return EXIT_ERROR
         kwargs[prm.name] = prm.default if value is None else value
     ix = ensure_index(_tree(args))
-    a = answer(tool, ix, **kwargs)
+    try:
+        a = answer(tool, ix, **kwargs)
+    finally:
+        ix.close()
     print(to_json(tool, a) if args.json else a.text)
-    return 0
+    return EXIT_NOT_FOUND if isinstance(a.result, NotFound) else EXIT_OK
 
 
 def cmd_fetch(args) -> int:
@@ -140,31 +225,39 @@ def cmd_fetch(args) -> int:
 
     from .source.fetch import fetch_source
     from .source.tree import save_source_in_config
-    path = fetch_source(args.version, Path(args.dest) if args.dest else None,
-                        progress=lambda m: print(m, file=sys.stderr))
+    path = fetch_source(args.version, Path(args.dest) if args.dest else None, progress=_say)
     save_source_in_config(path)
     print(path)
-    return 0
+    return EXIT_OK
 
 
 def cmd_quickstart(args) -> int:
     from .errors import SourceError
+    from .onboard.claude import record_server_command
     from .source.tree import find_source, save_source_in_config
+    from .tools import warm_server_start
     from .tools import get_tool, run
     try:
         tree = find_source(args.source)
     except SourceError:
+        if args.source:
+            raise  # a path the user typed: fetching something else would hide the typo
         from .source.fetch import fetch_source
-        print("torchtalk: no PyTorch tree configured; fetching PyTorch 2.6.0 ...", file=sys.stderr)
-        path = fetch_source("2.6.0", progress=lambda m: print(m, file=sys.stderr))
+        _err("torchtalk: no PyTorch tree configured; fetching PyTorch 2.6.0 ...")
+        path = fetch_source("2.6.0", progress=_say)
         save_source_in_config(path)
         tree = find_source(path)
-    print(f"torchtalk: source {tree.root} (PyTorch {tree.version})", file=sys.stderr)
+    _err(f"torchtalk: source {tree.root} (PyTorch {tree.version})")
+    record_server_command()
     ix = ensure_index(tree)
-    _result, text = run(get_tool("trace"), ix, function_name="softmax", focus="full")
+    warm_server_start()
+    try:
+        _result, text = run(get_tool("trace"), ix, function_name="softmax", focus="full")
+    finally:
+        ix.close()
     print(text)
-    print("\ntorchtalk: next, `torchtalk setup` registers the server with Claude Code.", file=sys.stderr)
-    return 0
+    _err("\ntorchtalk: next, `torchtalk setup` registers the server with Claude Code.")
+    return EXIT_OK
 
 
 def cmd_setup(args) -> int:
@@ -208,29 +301,56 @@ def cmd_serve(args) -> int:
     return serve(args.source, transport=args.transport, host=args.host, port=args.port, codegen=not args.no_codegen)
 
 
+class Terminated(BaseException):
+    """SIGTERM: unwinds like Ctrl-C, so a build in progress removes its temp file and stops its helpers."""
+
+
+def _on_interrupt(signum, frame) -> None:
+    # A second Ctrl-C must not cut the clean-up short (the pool, the generators, the temp file).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+def _on_terminate(signum, frame) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     if not args.command:
         parser.print_help()
-        return 2
+        return EXIT_ERROR
     handlers = {"index": cmd_index, "serve": cmd_serve, "fetch-source": cmd_fetch, "quickstart": cmd_quickstart,
                 "setup": cmd_setup, "status": cmd_status, "doctor": cmd_doctor}
+    previous = None
+    if args.command != "serve" and threading.current_thread() is threading.main_thread():
+        # serve leaves its signals to the server; every other command cleans up and exits with one line.
+        previous = signal.signal(signal.SIGINT, _on_interrupt), signal.signal(signal.SIGTERM, _on_terminate)
     try:
         return handlers.get(args.command, cmd_tool)(args)
     except TorchTalkError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        _err(f"error: {exc}")
+        return EXIT_ERROR
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        _err("torchtalk: interrupted")
+        return EXIT_INTERRUPTED
+    except Terminated:
+        _err("torchtalk: terminated")
+        return EXIT_TERMINATED
     except BrokenPipeError:
-        return 0
+        return EXIT_OK
     except Exception as exc:  # never a traceback to the user
         if os.environ.get("TORCHTALK_DEBUG"):
             raise
-        print(f"internal error: {type(exc).__name__}: {exc} (set TORCHTALK_DEBUG=1 for a traceback)", file=sys.stderr)
-        return 1
+        _err(f"internal error: {type(exc).__name__}: {exc} (set TORCHTALK_DEBUG=1 for a traceback)")
+        return EXIT_PROBLEM
+    finally:
+        if previous is not None:  # main() may run inside another program (tests)
+            signal.signal(signal.SIGINT, previous[0])
+            signal.signal(signal.SIGTERM, previous[1])
 
 
 if __name__ == "__main__":

@@ -1,8 +1,14 @@
+import argparse
+import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+from torchtalk.cli import EXIT_NOT_FOUND, _build_parser
+from torchtalk.index import progress
 
 
 def tt(*args, cwd=None):
@@ -22,6 +28,9 @@ def test_trace_positional_and_json(tree):
     r = tt("trace", "rleu", "--source", str(tree), "--json")
     data = json.loads(r.stdout)
     assert data["kind"] == "not_found" and "relu" in data["result"]["suggestions"]
+    assert r.returncode == EXIT_NOT_FOUND == 3  # an answer, with its own exit code (README, "Using it")
+    r = tt("trace", "rleu", "--source", str(tree))
+    assert r.returncode == 3 and r.stdout.startswith("No op named 'rleu'") and r.stderr == ""
 
 
 def test_search_backend_flag(tree):
@@ -29,10 +38,12 @@ def test_search_backend_flag(tree):
     assert r.returncode == 0 and "cumsum_out_mps" in r.stdout
 
 
-def test_index_is_quiet_when_piped_and_then_up_to_date(tree):
+def test_index_when_piped_prints_plain_progress_and_then_up_to_date(tree):
     r = tt("index", "--source", str(tree), "--no-codegen")
     assert r.returncode == 0 and "full index" in r.stdout
     assert "\x1b[" not in r.stderr  # no progress bar escape codes into a pipe
+    # Plain lines instead (at most one every few seconds: this small build gets only the last one).
+    assert re.search(r"^torchtalk: indexing (\d+)/\1 files in \d+\.\ds$", r.stderr, re.M), r.stderr
     # An index run leaves the tools' output schemas for the next server start to read.
     cache = os.environ["TORCHTALK_CACHE_DIR"]
     assert len(list((Path(cache) / "schemas").glob("output-*.json"))) == 1
@@ -76,3 +87,51 @@ def test_http_refuses_a_non_loopback_host_without_allow_remote(tmp_path):
     assert r.returncode == 2 and "--allow-remote" in r.stderr and "Traceback" not in r.stderr
     r = tt("serve", "--transport", "http", "--port", "70000", cwd=tmp_path)
     assert r.returncode == 2 and "1 to 65535" in r.stderr
+
+
+def _subparsers() -> dict[str, argparse.ArgumentParser]:
+    parser = _build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def test_help_has_a_description_per_command_help_per_option_and_real_metavars():
+    for name, sub in _subparsers().items():
+        assert sub.description and len(sub.description) > 20, name
+        text = sub.format_help()
+        assert " _" not in text.replace("\n", " ").replace(" __", ""), f"{name}: an internal metavar:\n{text}"
+        for action in sub._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            assert action.help and action.help != argparse.SUPPRESS, f"{name} {action.option_strings or action.dest}"
+        assert "exit codes: 0 answered; 3 " in " ".join(text.split()), name
+    trace = _subparsers()["trace"].format_help()
+    assert "--function-name FUNCTION_NAME" in trace and "--focus {yaml,dispatch,full}" in trace
+    # status and get-status both exist, each saying why
+    assert "nothing is built or refreshed" in " ".join(_subparsers()["status"].format_help().split())
+    assert "refreshes the index first" in " ".join(_subparsers()["get-status"].format_help().split())
+
+
+def test_plain_progress_lines_are_rate_limited_and_end_with_a_summary():
+    now = [0.0]
+    out = io.StringIO()  # not a terminal
+    with progress.bar(1000, "indexing", stream=out, clock=lambda: now[0]) as advance:
+        for i in range(1000):
+            now[0] = i * 0.05  # 50 s in all
+            advance(f"file{i}.cpp")
+    lines = out.getvalue().splitlines()
+    assert lines[-1] == "torchtalk: indexing 1000/1000 files in 50.0s"
+    assert lines[:-1] == [f"torchtalk: indexing {n}/1000 files ({n // 10}%) after {n * 0.05:.0f}s"
+                          for n in (101, 201, 301, 401, 501, 601, 701, 801, 901)]
+    out = io.StringIO()
+    with progress.bar(10, "indexing", enabled=False, stream=out) as advance:
+        advance("x")
+    assert out.getvalue() == ""
+
+
+def test_the_bar_cuts_paths_in_the_middle():
+    path = "torch/testing/_internal/common_methods_invocations.py"
+    short = progress.shorten(path, 40)
+    assert len(short) == 40 and short.startswith("torch/testing") and short.endswith("invocations.py")
+    assert "…" in short
+    assert progress.shorten("aten/x.cpp", 40) == "aten/x.cpp"

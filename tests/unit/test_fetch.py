@@ -391,4 +391,23 @@ def test_git_missing_tag_falls_back_to_debian(tmp_path, fake_debian):
     msgs: list[str] = []
     tree = run_fetch(fake_debian, git_url=str(repo), progress=msgs.append)
     assert (tree / "c10/core/TensorImpl.h").is_file()  # came from the tarball
-    assert any("no tag v9.9.9" in m for m in msgs)
+    # A route that failed is not reported when the next one succeeds (it reads like an error).
+    assert not any("fail" in m or "no tag" in m for m in msgs), msgs
+    assert any(m.startswith("trying Debian source package pytorch/forky") for m in msgs), msgs
+
+
+def test_a_fetched_tree_reports_the_release_it_came_from(fake_debian, monkeypatch, tmp_path):
+    """version.txt of a release says e.g. 2.6.0a0; the fetch records the release, and status reports it."""
+    from torchtalk.source.tree import RELEASE_FILE, SourceTree
+    tree = run_fetch(fake_debian)
+    (tree / "version.txt").write_text("9.9.9a0\n")
+    assert (tree / RELEASE_FILE).read_text() == "9.9.9\n"
+    assert SourceTree(tree).version == "9.9.9"
+    (tree / RELEASE_FILE).unlink()
+    assert SourceTree(tree).version == "9.9.9a0"  # a tree we did not fetch: what the tree says
+
+    # A tree that an older TorchTalk fetched into the default place gets the record when it is reused.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    dest = fetch.default_dest("2.6.0")
+    make_valid_tree(dest)
+    assert fetch_source("2.6.0") == dest and SourceTree(dest).version == "2.6.0"

@@ -18,11 +18,12 @@ from torchtalk.cli import _build_parser
 from torchtalk.tools import all_tools
 
 ROOT = Path(__file__).resolve().parents[2]
-PLUGIN_JSON = ROOT / ".claude-plugin" / "plugin.json"
+PLUGIN = ROOT / "plugin"  # the plugin alone: Claude Code copies this folder, not the clone
+PLUGIN_JSON = PLUGIN / ".claude-plugin" / "plugin.json"
 MARKETPLACE_JSON = ROOT / ".claude-plugin" / "marketplace.json"
-LAUNCHER = ROOT / "bin" / "torchtalk-mcp"
-SETUP_MD = ROOT / "commands" / "setup.md"
-SKILL_MD = ROOT / "skills" / "torchtalk-analyzer" / "SKILL.md"
+LAUNCHER = PLUGIN / "bin" / "torchtalk-mcp"
+SETUP_MD = PLUGIN / "commands" / "setup.md"
+SKILL_MD = PLUGIN / "skills" / "torchtalk-analyzer" / "SKILL.md"
 KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 SH = shutil.which("sh") or "/bin/sh"
 
@@ -84,6 +85,16 @@ def test_plugin_manifest():
     assert isinstance(p["author"], dict) and p["author"]["name"].strip()
     assert isinstance(p["keywords"], list) and p["keywords"]
     assert all(isinstance(k, str) and k for k in p["keywords"])
+    # Claude Code's plugin directory refuses a plugin without a license (LICENSE_MISSING).
+    assert p["license"] == "MIT"
+    assert (ROOT / "LICENSE").read_text(encoding="utf-8").startswith("MIT License\n")
+
+
+def test_the_plugin_folder_holds_only_the_plugin():
+    """`claude plugin install` copies the plugin's folder whole: no package, venv or caches in it."""
+    files = sorted(str(p.relative_to(PLUGIN)) for p in PLUGIN.rglob("*") if p.is_file())
+    assert files == [".claude-plugin/icon.png", ".claude-plugin/plugin.json", "bin/torchtalk-mcp", "commands/setup.md",
+                     "skills/torchtalk-analyzer/SKILL.md"]
 
 
 def test_plugin_mcp_server_is_the_launcher():
@@ -93,7 +104,7 @@ def test_plugin_mcp_server_is_the_launcher():
     command = server["command"]
     assert command == "${CLAUDE_PLUGIN_ROOT}/bin/torchtalk-mcp"
     assert all(isinstance(a, str) for a in server.get("args", []))
-    path = Path(command.replace("${CLAUDE_PLUGIN_ROOT}", str(ROOT)))
+    path = Path(command.replace("${CLAUDE_PLUGIN_ROOT}", str(PLUGIN)))
     assert path.is_file(), path
     assert os.access(path, os.X_OK), f"{path} is not executable"
     assert path.read_text(encoding="utf-8").startswith("#!/bin/sh\n")
@@ -106,10 +117,10 @@ def test_marketplace_manifest():
     plugins = m["plugins"]
     assert isinstance(plugins, list)
     entry = next(e for e in plugins if e["name"] == "torchtalk")
-    assert entry["source"] == "./"
+    assert entry["source"] == "./plugin"
     # Relative sources resolve from the marketplace root: the directory holding .claude-plugin/.
     plugin_dir = (MARKETPLACE_JSON.parent.parent / entry["source"]).resolve()
-    assert plugin_dir == ROOT
+    assert plugin_dir == PLUGIN
     manifest = plugin_dir / ".claude-plugin" / "plugin.json"
     assert manifest.is_file()
     assert _load(manifest)["name"] == entry["name"]
@@ -202,54 +213,94 @@ def _run(launcher: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=60, check=False)
 
 
+def _env(tmp_path, root: Path | None, **scripts: str) -> dict:
+    """A minimal environment: a private HOME and config dir, PATH with only `sh` and the given scripts."""
+    env = {"PATH": str(_bin_dir(tmp_path, **scripts)), "HOME": str(tmp_path / "home"),
+           "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    if root is not None:
+        env["CLAUDE_PLUGIN_ROOT"] = str(root)
+    return env
+
+
+def _executable(path: Path, body: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(body, encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
+
+def _plugin_copy(tmp_path) -> Path:
+    """The plugin folder as Claude Code's cache holds it: alone, without the clone around it."""
+    root = tmp_path / "cache" / "torchtalk" / "torchtalk" / "0.1.0"
+    shutil.copytree(PLUGIN, root)
+    return root
+
+
 def test_launcher_without_torchtalk_fails_on_stderr_only(tmp_path):
-    root = tmp_path / "plugin"
-    root.mkdir()
-    env = {"PATH": str(_bin_dir(tmp_path)), "CLAUDE_PLUGIN_ROOT": str(root)}
-    r = _run(LAUNCHER, env, "--no-codegen")
+    root = _plugin_copy(tmp_path)
+    r = _run(root / "bin" / "torchtalk-mcp", _env(tmp_path, root), "--no-codegen")
     assert r.returncode != 0
     assert r.stdout == ""
     assert "TorchTalk is not installed" in r.stderr and "/torchtalk:setup" in r.stderr
-    assert "pip" in r.stderr and str(root) in r.stderr
+    assert "torchtalk setup" in r.stderr and "pip install" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
 
 
-def test_launcher_execs_the_plugin_venv(tmp_path):
-    root = tmp_path / "plugin"
-    venv_bin = root / ".venv" / "bin"
-    venv_bin.mkdir(parents=True)
-    (venv_bin / "torchtalk").write_text(_fake("venv"), encoding="utf-8")
-    (venv_bin / "torchtalk").chmod(0o755)
-    # A torchtalk on PATH too: the plugin's own venv must win.
-    env = {"PATH": str(_bin_dir(tmp_path, torchtalk=_fake("path"))), "CLAUDE_PLUGIN_ROOT": str(root)}
-    r = _run(LAUNCHER, env, "--source", "/some tree", "--no-codegen")
+def test_launcher_runs_the_command_setup_recorded(tmp_path):
+    """The copied plugin finds the installation through the command `torchtalk setup` recorded, before PATH."""
+    root = _plugin_copy(tmp_path)
+    venv = _executable(tmp_path / "clone" / ".venv" / "bin" / "torchtalk", _fake("recorded"))
+    record = tmp_path / "config" / "torchtalk" / "server-command"
+    record.parent.mkdir(parents=True)
+    record.write_text(f"{venv}\n", encoding="utf-8")
+    env = _env(tmp_path, root, torchtalk=_fake("path"))
+    r = _run(root / "bin" / "torchtalk-mcp", env, "--source", "/some tree", "--no-codegen")
     assert r.returncode == 0, r.stderr
     tag, argv0, *args = r.stdout.splitlines()
-    assert tag == "venv" and os.path.realpath(argv0) == os.path.realpath(venv_bin / "torchtalk")
+    assert tag == "recorded" and argv0 == str(venv)
     assert args == ["serve", "--source", "/some tree", "--no-codegen"]
     assert r.stderr == ""
 
-
-def test_launcher_without_plugin_root_uses_its_own_directory(tmp_path):
-    root = tmp_path / "copy"
-    (root / "bin").mkdir(parents=True)
-    shutil.copy2(LAUNCHER, root / "bin" / "torchtalk-mcp")
-    (root / ".venv" / "bin").mkdir(parents=True)
-    fake = root / ".venv" / "bin" / "torchtalk"
-    fake.write_text(_fake("venv"), encoding="utf-8")
-    fake.chmod(0o755)
-    env = {"PATH": str(_bin_dir(tmp_path))}
+    # `python -m torchtalk` recorded as three lines (an install without the console script).
+    python = _executable(tmp_path / "py" / "python3.11", _fake("python"))
+    record.write_text(f"{python}\n-m\ntorchtalk\n", encoding="utf-8")
     r = _run(root / "bin" / "torchtalk-mcp", env)
+    assert r.stdout.splitlines()[2:] == ["-m", "torchtalk", "serve"]
+
+    # A record whose program is gone (a deleted venv) is skipped: PATH is next.
+    record.write_text(f"{tmp_path / 'gone' / 'torchtalk'}\n", encoding="utf-8")
+    r = _run(root / "bin" / "torchtalk-mcp", env)
+    assert r.returncode == 0 and r.stdout.splitlines()[0] == "path"
+
+
+def test_record_written_by_setup_is_what_the_launcher_reads(tmp_path, monkeypatch):
+    """record_server_command (setup, quickstart) -> the copied plugin's launcher -> this real torchtalk."""
+    from torchtalk.onboard.claude import record_server_command, server_base_command, server_command_file
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    assert record_server_command() is True and record_server_command() is False
+    assert server_command_file() == tmp_path / "config" / "torchtalk" / "server-command"
+    assert server_command_file().read_text().splitlines() == server_base_command()
+    root = _plugin_copy(tmp_path)
+    r = _run(root / "bin" / "torchtalk-mcp", _env(tmp_path, root), "--help")  # PATH has no torchtalk
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("usage: torchtalk serve ")
+
+
+def test_launcher_in_a_clone_uses_the_clone_venv(tmp_path):
+    """Read from a clone (a marketplace added from a local path), the plugin folder sits in the clone."""
+    clone = tmp_path / "clone"
+    shutil.copytree(PLUGIN, clone / "plugin")
+    fake = _executable(clone / ".venv" / "bin" / "torchtalk", _fake("venv"))
+    r = _run(clone / "plugin" / "bin" / "torchtalk-mcp", _env(tmp_path, None))  # no CLAUDE_PLUGIN_ROOT either
     assert r.returncode == 0, r.stderr
     tag, argv0, *args = r.stdout.splitlines()
     assert tag == "venv" and os.path.realpath(argv0) == os.path.realpath(fake) and args == ["serve"]
 
 
 def test_launcher_falls_back_to_path_then_python(tmp_path):
-    root = tmp_path / "plugin"
-    root.mkdir()
-    env = {"PATH": str(_bin_dir(tmp_path, torchtalk=_fake("path"))), "CLAUDE_PLUGIN_ROOT": str(root)}
-    r = _run(LAUNCHER, env, "--transport", "stdio")
+    root = _plugin_copy(tmp_path)
+    launcher = root / "bin" / "torchtalk-mcp"
+    r = _run(launcher, _env(tmp_path, root, torchtalk=_fake("path")), "--transport", "stdio")
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0] == "path" and r.stdout.splitlines()[2:] == ["serve", "--transport", "stdio"]
 
@@ -257,13 +308,10 @@ def test_launcher_falls_back_to_path_then_python(tmp_path):
     python3 = ('#!/bin/sh\n'
                'if [ "$1" = "-c" ]; then exit 0; fi\n'
                'for a in "$@"; do printf "%s\\n" "$a"; done\n')
-    env = {"PATH": str(_bin_dir(tmp_path / "p", python3=python3)), "CLAUDE_PLUGIN_ROOT": str(root)}
-    r = _run(LAUNCHER, env, "--no-codegen")
+    r = _run(launcher, _env(tmp_path / "p", root, python3=python3), "--no-codegen")
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["-m", "torchtalk", "serve", "--no-codegen"]
 
     # A python3 that cannot import torchtalk is not used.
-    python3_without = '#!/bin/sh\nexit 1\n'
-    env = {"PATH": str(_bin_dir(tmp_path / "q", python3=python3_without)), "CLAUDE_PLUGIN_ROOT": str(root)}
-    r = _run(LAUNCHER, env)
+    r = _run(launcher, _env(tmp_path / "q", root, python3='#!/bin/sh\nexit 1\n'))
     assert r.returncode == 1 and r.stdout == "" and "TorchTalk is not installed" in r.stderr

@@ -16,7 +16,7 @@ from mcp import Client, StdioServerParameters
 
 from torchtalk.onboard import claude as onboard_claude
 from torchtalk.onboard.claude import server_base_command
-from torchtalk.source.tree import find_source, read_config
+from torchtalk.source.tree import FIX_SOURCE, find_source, read_config
 
 FAKE_CLAUDE = textwrap.dedent('''\
     import json, os, sys, time
@@ -49,6 +49,9 @@ FAKE_CLAUDE = textwrap.dedent('''\
     elif argv[:2] == ["mcp", "remove"]:
         if servers.pop(argv[2], None) is None:
             sys.exit(1)
+    elif argv[:3] == ["plugin", "list", "--json"]:
+        print(os.environ.get("FAKE_CLAUDE_PLUGINS", "[]"))
+        sys.exit(0)
     else:
         sys.exit(2)
     json.dump(servers, open(state_file, "w"))
@@ -89,7 +92,9 @@ def fake_claude(tmp_path):
     assert shutil.which("claude", path=env["PATH"]) == str(script)
 
     def calls() -> list[list[str]]:
-        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+        """The `claude mcp ...` calls (setup also asks `claude plugin list --json`, see plugin_asked)."""
+        every = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+        return [c for c in every if c[:1] == ["mcp"]]
 
     def registered() -> dict:
         return json.loads(state.read_text()) if state.exists() else {}
@@ -120,6 +125,8 @@ def test_setup_without_claude_prints_a_registration_that_starts_a_working_server
                                      "--", entry["command"], *entry["args"]]
     assert "~/.claude.json" in r.stdout and ".mcp.json" in r.stdout
     assert not (workdir / ".mcp.json").exists()
+    # How to start this installation, for the plugin's launcher (it cannot find the venv by itself).
+    assert onboard_claude.recorded_server_command() == server_base_command()
 
     # Start it as Claude Code would: that command line, no venv activated, a minimal PATH.
     server_env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"} | {"PATH": "/usr/bin:/bin"}
@@ -217,8 +224,12 @@ def test_setup_without_a_tree_and_without_a_terminal_says_what_to_run(workdir, t
     r = tt("setup", cwd=workdir, env=env)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
-    assert "`torchtalk setup --source /path/to/pytorch`" in r.stderr and "`torchtalk setup --fetch`" in r.stderr
+    assert f"Fix: {FIX_SOURCE}." in r.stderr
     assert not cache.exists()
+    # doctor, status and a tool command name the same fix for the same missing tree
+    assert f"-> fix: {FIX_SOURCE}" in tt("doctor", cwd=workdir, env=env).stdout
+    assert FIX_SOURCE in tt("status", cwd=workdir, env=env).stderr
+    assert FIX_SOURCE in tt("trace", "relu", cwd=workdir, env=env).stderr
 
 
 def test_setup_asks_on_a_terminal_and_a_no_fetches_nothing(workdir, tmp_path):
@@ -275,25 +286,99 @@ def test_doctor_names_the_fix_for_a_missing_tree_and_a_missing_index(tree, workd
     r = tt("doctor", cwd=workdir)
     assert r.returncode == 1 and "Traceback" not in r.stderr + r.stdout
     assert ("problem: no PyTorch source tree found (no --source, $TORCHTALK_SOURCE or config file, and the current "
-            "directory is not a checkout) -> fix: `torchtalk setup --source /path/to/pytorch` or "
-            "`torchtalk setup --fetch`") in r.stdout
+            f"directory is not a checkout) -> fix: {FIX_SOURCE}") in r.stdout
     r = tt("setup", "--check", "--source", str(tree), cwd=workdir)  # changes nothing: no index appears
     assert r.returncode == 1 and "no index yet -> fix: `torchtalk setup`" in r.stdout
     assert not find_source(tree).index_path.exists()
 
 
-def test_doctor_counts_an_installed_plugin_as_registered(tree, workdir, fake_claude, tmp_path):
+def _plugin_json(enabled=True, path="/somewhere/torchtalk/plugin") -> str:
+    """What `claude plugin list --json` says about an installed TorchTalk plugin (fields as in 2.1.332)."""
+    return json.dumps([{"id": "torchtalk@torchtalk", "version": "0.1.0", "scope": "user", "enabled": enabled,
+                        "installPath": "/home/u/.claude/plugins/cache/torchtalk/torchtalk/0.1.0",
+                        "readFromFolder": path,
+                        "mcpServers": {"torchtalk": {"command": "${CLAUDE_PLUGIN_ROOT}/bin/torchtalk-mcp"}}},
+                       {"id": "other@builtin", "version": "unknown", "scope": "user", "enabled": True}])
+
+
+def test_setup_with_the_plugin_installed_registers_no_second_server(tree, workdir, fake_claude):
+    env, calls, registered = fake_claude
+    env = {**env, "FAKE_CLAUDE_PLUGINS": _plugin_json()}
+    r = tt("setup", "--source", str(tree), "--no-codegen", cwd=workdir, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ("Claude Code: the torchtalk@torchtalk plugin is installed and starts the server itself "
+            "(plugin:torchtalk:torchtalk); setup registers no second one.") in r.stdout
+    assert registered() == {} and ["mcp", "add"] not in [c[:2] for c in calls()]
+    assert onboard_claude.recorded_server_command() == server_base_command()  # the plugin's launcher runs it
+    r = tt("doctor", cwd=workdir, env=env)
+    assert r.returncode == 0, r.stdout
+    assert ("ok: the torchtalk@torchtalk Claude Code plugin is installed and starts the server: "
+            f"{shlex.join(server_base_command())} serve") in r.stdout
+
+    # Disabled, the plugin starts nothing: setup registers the server itself.
+    r = tt("setup", "--source", str(tree), "--no-codegen", cwd=workdir,
+           env={**env, "FAKE_CLAUDE_PLUGINS": _plugin_json(enabled=False)})
+    assert r.returncode == 0 and "plugin is installed but disabled" in r.stdout, r.stdout
+    assert "torchtalk" in registered()
+
+
+def test_setup_and_doctor_report_a_registration_that_duplicates_the_plugin(tree, workdir, fake_claude):
+    env, calls, registered = fake_claude
+    assert tt("setup", "--source", str(tree), "--no-codegen", cwd=workdir, env=env).returncode == 0
+    assert "torchtalk" in registered()  # registered before the plugin was installed
+    env = {**env, "FAKE_CLAUDE_PLUGINS": _plugin_json()}
+    r = tt("setup", "--source", str(tree), "--no-codegen", cwd=workdir, env=env)
+    assert r.returncode == 1, r.stdout
+    assert ("problem: a second torchtalk server is registered (user scope: ") in r.stdout
+    assert "so Claude Code starts two -> fix: `claude mcp remove torchtalk --scope user`" in r.stdout
+    r = tt("doctor", cwd=workdir, env=env)
+    assert r.returncode == 1
+    assert ("-> fix: `claude mcp remove torchtalk --scope user` (the plugin's server stays)") in r.stdout, r.stdout
+    assert "problem: a second torchtalk server is registered besides the plugin's (user scope:" in r.stdout
+
+    # The project's .mcp.json is a second server too.
+    env_np = {k: v for k, v in env.items() if k != "FAKE_CLAUDE_PLUGINS"}
+    assert tt("setup", "--source", str(tree), "--no-codegen", "--scope", "project", cwd=workdir,
+              env=env_np).returncode == 0
+    r = tt("doctor", cwd=workdir, env=env)
+    assert f'fix: remove "torchtalk" from the "mcpServers" of {workdir / ".mcp.json"}' in r.stdout, r.stdout
+
+
+def test_doctor_reports_stale_registrations(tree, workdir, fake_claude, tmp_path):
     env, _calls, registered = fake_claude
+    moved = tmp_path / "moved"
+    shutil.copytree(tree, moved)
+    assert tt("setup", "--source", str(moved), "--no-codegen", cwd=workdir, env=env).returncode == 0
+    shutil.rmtree(moved)  # the registered tree is gone
+    r = tt("doctor", "--source", str(tree), cwd=workdir, env=env)
+    assert (f"problem: the registered server's tree {moved.resolve()} is not a PyTorch tree any more "
+            "(a stale registration) -> fix: `torchtalk setup` (it re-registers)") in r.stdout, r.stdout
+
+    state = json.loads(Path(env["FAKE_CLAUDE_STATE"]).read_text())
+    state["torchtalk"]["command"] = str(tmp_path / "old-venv" / "bin" / "torchtalk")
+    Path(env["FAKE_CLAUDE_STATE"]).write_text(json.dumps(state))
+    r = tt("doctor", "--source", str(tree), cwd=workdir, env=env)
+    assert "does not exist (a stale registration) -> fix: `torchtalk setup` (it re-registers)" in r.stdout
+
+    # The plugin's launcher would run a recorded command that is gone (a deleted venv).
+    onboard_claude.server_command_file().write_text(str(tmp_path / "old-venv" / "bin" / "torchtalk") + "\n")
+    r = tt("doctor", "--source", str(tree), cwd=workdir, env={**env, "FAKE_CLAUDE_PLUGINS": _plugin_json()})
+    assert "which no longer exists (a stale record) -> fix: `torchtalk setup`" in r.stdout, r.stdout
+
+
+def test_installed_plugin_from_claude_codes_records(tmp_path):
+    """Without `claude`, the plugin is found in Claude Code's own records; a copy left in its cache after an
+    uninstall is not an installed plugin."""
     home = tmp_path / "home"
-    r = tt("setup", "--source", str(tree), "--no-codegen", "--no-register", cwd=workdir, env={**env, "HOME": str(home)})
-    assert r.returncode == 0 and not registered(), r.stdout + r.stderr
-    r = tt("doctor", cwd=workdir, env={**env, "HOME": str(home)})
-    assert r.returncode == 1 and "problem: torchtalk is not registered with Claude Code" in r.stdout, r.stdout
-    # Claude Code's copy of the plugin: a directory whose .claude-plugin/plugin.json names torchtalk.
-    plugin = home / ".claude" / "plugins" / "cache" / "torchtalk" / "torchtalk" / "0.1.0"
-    shutil.copytree(Path(__file__).parents[2] / ".claude-plugin", plugin / ".claude-plugin")
-    assert onboard_claude.installed_plugin(home) == plugin
-    r = tt("doctor", cwd=workdir, env={**env, "HOME": str(home)})
-    assert r.returncode == 0 and f"ok: the torchtalk Claude Code plugin is installed ({plugin})" in r.stdout, r.stdout
-    (plugin / ".claude-plugin" / "plugin.json").write_text('{"name": "another"}')
+    plugins = home / ".claude" / "plugins"
+    cached = plugins / "cache" / "torchtalk" / "torchtalk" / "0.1.0"
+    shutil.copytree(Path(__file__).parents[2] / "plugin" / ".claude-plugin", cached / ".claude-plugin")
+    assert onboard_claude.installed_plugin(home) is None  # left over, not installed
+    (plugins / "installed_plugins.json").write_text(json.dumps(
+        {"version": 2, "plugins": {"torchtalk@torchtalk": [{"scope": "user", "installPath": str(cached)}]}}))
+    found = onboard_claude.installed_plugin(home)
+    assert found == onboard_claude.Plugin("torchtalk@torchtalk", str(cached), True)
+    (home / ".claude" / "settings.json").write_text(json.dumps({"enabledPlugins": {"torchtalk@torchtalk": False}}))
+    assert onboard_claude.installed_plugin(home).enabled is False
+    (plugins / "installed_plugins.json").write_text(json.dumps({"version": 2, "plugins": {}}))
     assert onboard_claude.installed_plugin(home) is None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -20,12 +21,30 @@ from .. import __version__
 from ..errors import IndexUnavailable
 from ..model import FileStatus, Layer
 from ..extract.worker import Result, Task, run_task
+from ..procs import pool_worker_init, sigint_blocked
 from ..source.files import FileEntry, list_files
 from ..source.tree import SourceTree
-from ..store.db import IndexWriter, check_file, corrupt_marker, open_readonly, probe, read_meta, writer_lock
+from ..store import integrity
+from ..store.db import (
+    BuildRejected,
+    IndexWriter,
+    ReadOnlyCache,
+    check_file,
+    corrupt_marker,
+    is_read_only_error,
+    mark_corrupt,
+    open_readonly,
+    probe,
+    probe_writable,
+    read_meta,
+    remove_temps,
+    writer_lock,
+)
 from ..store.schema import SCHEMA_VERSION
 from . import generated
 from . import progress as progress_mod
+
+POOL_START_TIMEOUT_S = 60.0  # for all workers to start; one that takes longer is then waited for by the pool
 
 # Bump when extractors change what they produce: an index from another version is rebuilt.
 INDEXER_VERSION = f"{__version__}+x3"
@@ -101,7 +120,19 @@ def _pool_map(tasks: list[Task], workers: int) -> Iterator[Result]:
         yield from map(run_task, tasks)
         return
     ctx = multiprocessing.get_context("forkserver" if sys.platform != "win32" else "spawn")
-    with ctx.Pool(workers) as pool:
+    if ctx.get_start_method() == "forkserver":
+        # The forkserver (started once per process) dies with this process: see forkserver_guard.
+        ctx.set_forkserver_preload(["__main__", f"{__package__}.forkserver_guard"])
+    # Helpers start with SIGINT held back; the workers then ignore it (a Ctrl-C is this process's to handle).
+    # It stays held back until every worker is up: a pool torn down while a worker is still unpickling its
+    # state would have that worker print a traceback (its semaphores are gone).
+    ready = ctx.Semaphore(0)
+    with sigint_blocked():
+        pool = ctx.Pool(workers, initializer=pool_worker_init, initargs=(os.getpid(), ready))
+        deadline = time.monotonic() + POOL_START_TIMEOUT_S
+        for _ in range(workers):
+            ready.acquire(timeout=max(0.0, deadline - time.monotonic()))
+    with pool:
         yield from pool.imap_unordered(run_task, tasks, chunksize=4)
 
 
@@ -117,7 +148,15 @@ def refresh(tree: SourceTree, *, force: bool = False, workers: int | None = None
         raise IndexUnavailable(f"cannot create the index directory {tree.index_path.parent}: "
                                f"{exc.strerror or exc}. Set TORCHTALK_CACHE_DIR to a writable directory.") from None
     try:
-        return _refresh(tree, force, workers, show_progress, codegen, log, t0)
+        try:
+            return _refresh(tree, force, workers, show_progress, codegen, log, t0)
+        except _DamagedBase as exc:
+            # Latent damage in the published index, found by the incremental build that copied it.
+            mark_corrupt(tree.index_path, f"a refresh found it damaged: {exc}")
+            log(f"torchtalk: the index is damaged ({exc}); rebuilding it from scratch")
+            report = _refresh(tree, True, workers, show_progress, codegen, log, t0)
+            report.reason = "the index was damaged"
+            return report
     except OSError as exc:
         raise IndexUnavailable(f"could not write the index under {tree.index_path.parent} ({exc.strerror or exc}); "
                                "the previous index, if any, is unchanged") from None
@@ -126,6 +165,7 @@ def refresh(tree: SourceTree, *, force: bool = False, workers: int | None = None
 def _refresh(tree: SourceTree, force: bool, workers: int | None, show_progress: bool | None, codegen: bool,
              log: Callable[[str], None], t0: float) -> IndexReport:
     with writer_lock(tree.index_path):
+        remove_temps(tree.index_path)  # of builds that were killed; none can be running now
         existing, reason, meta = (None, "--force", {}) if force else _existing_state(tree)
         gen = generated.begin(tree, codegen, meta)
         try:
@@ -137,6 +177,16 @@ def _refresh(tree: SourceTree, force: bool, workers: int | None, show_progress: 
                     and meta.get("codegen_status") == gen.status):
                 return IndexReport("up-to-date", reason, time.perf_counter() - t0)
             mode = "incremental" if existing is not None else "full"
+            work = (f"{len(todo)} changed and {len(removed)} removed files" if existing is not None else reason)
+            try:
+                probe_writable(tree.index_path)
+            except OSError as exc:
+                if not is_read_only_error(exc):
+                    raise
+                raise ReadOnlyCache(
+                    f"the index of {tree.root} needs an update ({work}), but its cache directory "
+                    f"{tree.index_path.parent} cannot be written ({exc.strerror or exc}). The index there was left "
+                    "as it is; make the directory writable, or set TORCHTALK_CACHE_DIR to a writable one") from None
             log(f"torchtalk: {mode} index of {tree.root} ({reason})")
             report = IndexReport(mode, reason, 0.0)
             if gen.state == "running" and existing is not None:
@@ -171,7 +221,13 @@ def _publish(tree: SourceTree, report: IndexReport, todo: list[FileEntry], remov
     ``gen_plan`` gives the generated files to (re)index; it is asked only after the
     hand-written files are done, so the generators run while those are parsed.
     """
-    writer = IndexWriter(tree.index_path, base_ok=existing is not None)
+    incremental = existing is not None
+    try:
+        writer = IndexWriter(tree.index_path, base_ok=incremental)
+    except sqlite3.DatabaseError as exc:
+        if incremental:
+            raise _DamagedBase(str(exc)) from None
+        raise
     try:
         _apply(writer, report, todo, removed, existing or {}, workers, show_progress, label)
         if gen_plan is not None:
@@ -179,10 +235,29 @@ def _publish(tree: SourceTree, report: IndexReport, todo: list[FileEntry], remov
             old = {p: v for p, v in (existing or {}).items() if p.startswith(generated.PREFIX)}
             _apply(writer, report, gen_todo, gen_removed, old, workers, show_progress, "generated code")
         _link(writer, tree, report, gen, t0)
-        writer.commit()
+        t = time.perf_counter()
+        writer.commit(verify=_integrity_problem)
+        report.layer_seconds["integrity check"] = time.perf_counter() - t
+    except (sqlite3.DatabaseError, BuildRejected) as exc:
+        writer.abort()
+        if incremental:  # the damage came with the copy of the published index: start from nothing
+            raise _DamagedBase(str(exc)) from None
+        raise
     except BaseException:
         writer.abort()
         raise
+
+
+class _DamagedBase(Exception):
+    """An incremental build read damaged pages of the published index, or its result failed the check."""
+
+
+def _integrity_problem(conn) -> str | None:
+    """What SQLite's quick_check finds wrong with a finished build (on its open connection: the pages are
+    still in its cache), or None. Never publish a damaged file."""
+    conn.execute("PRAGMA mmap_size = 1073741824")  # reads the file in place: ~2x faster than through the cache
+    result = integrity.check(None, conn=conn)
+    return result.detail if result.ok is False else None
 
 
 def _apply(writer: IndexWriter, report: IndexReport, todo: list[FileEntry], removed: list[str],

@@ -12,10 +12,12 @@ import shlex
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..atomic import write_text_atomic
 from ..errors import TorchTalkError
+from ..source.tree import config_path
 
 SERVER_NAME = "torchtalk"
 SCOPES = ("user", "project", "local")
@@ -125,7 +127,7 @@ def parse_mcp_get(text: str) -> dict[str, str]:
     return fields
 
 
-def _scope_word(label: str) -> str:
+def scope_word(label: str) -> str:
     # `claude mcp get` says e.g. "User config (available in all your projects)".
     word = label.split()[0].lower() if label else ""
     return word if word in SCOPES else ""
@@ -165,7 +167,7 @@ def register_with_claude(claude: str, cmd: list[str], scope: str) -> bool:
             return True
         out(f"Claude Code: {SERVER_NAME} is registered ({where}) as `{fields.get('command', '?')} "
             f"{fields.get('args', '')}`; replacing it.")
-        other = _scope_word(where)
+        other = scope_word(where)
         if other and other != scope:
             out(f"  note: that registration is in the {other} scope; it stays, and Claude Code uses the most "
                 f"specific one (local, then project, then user). Remove it with "
@@ -204,17 +206,120 @@ def register(cmd: list[str], scope: str) -> bool:
     return register_with_claude(claude, cmd, scope)
 
 
-def installed_plugin(home: Path | None = None) -> Path | None:
-    """The directory of an installed TorchTalk Claude Code plugin, if any (Claude Code keeps plugins under
-    ~/.claude/plugins; a plugin is a directory with .claude-plugin/plugin.json naming it)."""
-    base = (home or Path.home()) / ".claude" / "plugins"
-    if not base.is_dir():
+@dataclass(frozen=True)
+class Plugin:
+    """The TorchTalk Claude Code plugin as Claude Code knows it."""
+
+    id: str  # torchtalk@<marketplace>
+    path: str  # where Claude Code reads it from
+    enabled: bool
+
+    @property
+    def server_name(self) -> str:
+        return f"plugin:{SERVER_NAME}:{SERVER_NAME}"  # as `claude mcp list` names the plugin's server
+
+
+def _is_ours(plugin_id: object) -> bool:
+    return isinstance(plugin_id, str) and plugin_id.split("@", 1)[0] == SERVER_NAME
+
+
+def installed_plugin(home: Path | None = None, claude: str | None = None) -> Plugin | None:
+    """The TorchTalk plugin if Claude Code has it installed (enabled or not), else None.
+
+    Asks `claude plugin list --json` when ``claude`` is given; otherwise (or when that fails) reads Claude
+    Code's own records: ~/.claude/plugins/installed_plugins.json and the enabledPlugins of
+    ~/.claude/settings.json. A copy left in the plugin cache after an uninstall does not count.
+    """
+    if claude is not None:
+        try:
+            r = run_claude(claude, ["plugin", "list", "--json"])
+            entries = json.loads(r.stdout) if r.returncode == 0 else None
+        except (subprocess.TimeoutExpired, OSError, ValueError):
+            entries = None
+        if isinstance(entries, list):
+            for e in entries:
+                if isinstance(e, dict) and _is_ours(e.get("id")):
+                    return Plugin(e["id"], str(e.get("readFromFolder") or e.get("installPath") or ""),
+                                  bool(e.get("enabled", True)))
+            return None
+    base = (home or Path.home()) / ".claude"
+    try:
+        installed = json.loads((base / "plugins" / "installed_plugins.json").read_text(encoding="utf-8"))
+        records = installed.get("plugins", {})
+    except (OSError, ValueError, AttributeError):
         return None
-    for depth in range(1, 6):  # marketplaces/<m>/..., cache/<m>/<plugin>/<version>/...: shallow, bounded
-        for manifest in base.glob("/".join(["*"] * depth) + "/.claude-plugin/plugin.json"):
-            try:
-                if json.loads(manifest.read_text(encoding="utf-8")).get("name") == SERVER_NAME:
-                    return manifest.parent.parent
-            except (OSError, ValueError, AttributeError):
-                continue
+    try:
+        enabled = json.loads((base / "settings.json").read_text(encoding="utf-8")).get("enabledPlugins", {})
+    except (OSError, ValueError, AttributeError):
+        enabled = {}
+    for plugin_id, installs in (records.items() if isinstance(records, dict) else []):
+        if _is_ours(plugin_id) and installs:
+            first = installs[0] if isinstance(installs, list) and isinstance(installs[0], dict) else {}
+            return Plugin(plugin_id, str(first.get("installPath", "")),
+                          enabled.get(plugin_id, True) is not False if isinstance(enabled, dict) else True)
     return None
+
+
+def registrations_besides_plugin(claude: str | None) -> list[tuple[str, str]]:
+    """Registrations of a server named torchtalk made apart from the plugin (`claude mcp add`, .mcp.json):
+    (where, the fix that removes it). With the plugin enabled, each is a second server."""
+    found: list[tuple[str, str]] = []
+    project_reported = False
+    if claude is not None:
+        try:
+            r = run_claude(claude, ["mcp", "get", SERVER_NAME])
+        except (subprocess.TimeoutExpired, OSError):
+            r = None
+        if r is not None and r.returncode == 0:
+            fields = parse_mcp_get(r.stdout)
+            scope = scope_word(fields.get("scope", "")) or DEFAULT_SCOPE
+            where = f"{scope} scope: {fields.get('command', '?')} {fields.get('args', '')}".rstrip()
+            if scope == "project":
+                project_reported = True
+                found.append((where, f'remove "{SERVER_NAME}" from the "mcpServers" of {Path.cwd() / MCP_JSON}'))
+            else:
+                found.append((where, f"`claude mcp remove {SERVER_NAME} --scope {scope}`"))
+    if not project_reported:
+        path = Path.cwd() / MCP_JSON
+        try:
+            entry = mcp_json_names(path)
+        except TorchTalkError:
+            entry = None
+        if entry is not None:
+            found.append((f"{path}", f'remove "{SERVER_NAME}" from the "mcpServers" of {path}'))
+    return found
+
+
+# --------------------------------------------------------------------------- the command the plugin runs
+
+
+def server_command_file() -> Path:
+    """Where setup records how to start TorchTalk, for the plugin's launcher (bin/torchtalk-mcp): the plugin
+    is copied without the clone it came from, so it cannot find the clone's virtualenv by itself."""
+    return config_path().parent / "server-command"
+
+
+def record_server_command() -> bool:
+    """Record this installation's command for the plugin's launcher (one argv element per line); False when
+    it was already recorded. Never fails: the plugin then falls back to `torchtalk` on PATH."""
+    text = "\n".join(server_base_command()) + "\n"
+    path = server_command_file()
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return False
+    except OSError:
+        pass
+    try:
+        write_text_atomic(path, text)
+    except OSError:
+        return False
+    return True
+
+
+def recorded_server_command() -> list[str] | None:
+    """The recorded command (see record_server_command), or None."""
+    try:
+        lines = [ln for ln in server_command_file().read_text(encoding="utf-8").splitlines() if ln]
+    except OSError:
+        return None
+    return lines or None

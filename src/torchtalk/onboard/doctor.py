@@ -21,23 +21,28 @@ from pathlib import Path
 
 from ..errors import SourceError, TorchTalkError
 from ..index.usable import index_problem
-from ..source.tree import SourceTree, find_source
+from ..source.tree import FIX_SOURCE, MARKER, SourceTree, find_source
+from ..store import integrity
 from .claude import (
     CLAUDE_TIMEOUT_S,
     DEFAULT_SCOPE,
     MCP_JSON,
     SERVER_NAME,
+    Plugin,
     claude_add_argv,
     installed_plugin,
     mcp_entry,
     mcp_json_names,
     out,
     parse_mcp_get,
+    recorded_server_command,
     run_claude,
+    scope_word,
     server_base_command,
     server_command,
+    server_command_file,
 )
-from .flow import FIX_INDEX, FIX_SOURCE, _first_sentence, source_rule
+from .flow import FIX_INDEX, _first_sentence, source_rule
 
 MIN_PYTHON = (3, 10)
 
@@ -141,6 +146,15 @@ def check_index(tree: SourceTree) -> list[Check]:
     finally:
         ix.close()
     checks = [Check("ok", f"index {tree.index_path} (built {st.built_at}) is usable")]
+    # Queries notice damage only on the pages they read: SQLite's own check reads them all (~1 s).
+    whole = integrity.check_and_mark(tree.index_path)
+    if whole.ok is False:
+        checks.append(Check("problem", f"the index is damaged: SQLite's integrity check says {whole.detail}",
+                            "`torchtalk index --force` (a running server rebuilds it by itself)"))
+    elif whole.ok is None:
+        checks.append(Check("info", f"the index's integrity was not checked: {whole.detail}"))
+    else:
+        checks.append(Check("ok", f"SQLite's integrity check passed ({whole.seconds:.1f}s)"))
     if st.fresh is False:
         some = ", ".join(st.changed_files[:3]) + (" ..." if len(st.changed_files) > 3 else "")
         # Not a failure: a running server refreshes a stale index by itself.
@@ -179,26 +193,40 @@ def _command_missing(command: str) -> bool:
     return not command or shutil.which(command) is None
 
 
+def _source_arg(args: str) -> str | None:
+    parts = args.split()
+    return parts[parts.index("--source") + 1] if "--source" in parts[:-1] else None
+
+
 def check_registration(tree: SourceTree | None) -> list[Check]:
+    """How Claude Code starts the server: the plugin, `claude mcp add`, a project's .mcp.json; exactly one
+    of them should, with a command that exists and the tree that is configured."""
     local = Path.cwd() / MCP_JSON
     try:
         entry = mcp_json_names(local)
     except TorchTalkError as exc:
         return [Check("problem", str(exc).split(";")[0], f"fix or remove {local}")]
     claude = shutil.which("claude")
+    plugin = installed_plugin(claude=claude)
     found: list[Check] = []
+    if plugin is not None:
+        found += check_plugin(plugin)
     if entry is not None:
         cmd = str(entry.get("command", ""))
-        if _command_missing(cmd):
-            found.append(Check("problem", f"{local} names {SERVER_NAME}, but its command {cmd!r} does not exist",
-                               "`torchtalk setup --scope project`"))
+        args = " ".join(map(str, entry.get("args", [])))
+        if plugin is not None and plugin.enabled:
+            found.append(Check("problem", f"{local} registers a second {SERVER_NAME} server besides the plugin's "
+                                          f"({cmd} {args}), so Claude Code starts two",
+                               f'remove "{SERVER_NAME}" from the "mcpServers" of {local}'))
+        elif _command_missing(cmd):
+            found.append(Check("problem", f"{local} names {SERVER_NAME}, but its command {cmd!r} does not exist "
+                                          "(a stale registration)", "`torchtalk setup --scope project`"))
         else:
-            args = " ".join(map(str, entry.get("args", [])))
             found.append(Check("ok", f"{local} names {SERVER_NAME}: {cmd} {args}"))
-            found += _other_tree(args, tree)
+            found += _tree_of(args, tree, "`torchtalk setup --scope project`")
     if claude is not None:
-        found += _claude_registration(claude, entry is not None, tree)
-    elif entry is None:
+        found += _claude_registration(claude, entry is not None, plugin, tree)
+    elif entry is None and (plugin is None or not plugin.enabled):
         # Without claude, ~/.claude.json cannot be asked: say how to register, without failing.
         how = (f"register with `{shlex.join(claude_add_argv(server_command(tree.root), DEFAULT_SCOPE))}`, or add "
                f"{json.dumps({SERVER_NAME: mcp_entry(server_command(tree.root))})} to \"mcpServers\" in "
@@ -207,15 +235,48 @@ def check_registration(tree: SourceTree | None) -> list[Check]:
     return found
 
 
-def _other_tree(args: str, tree: SourceTree | None) -> list[Check]:
-    # A registration made for another tree still works, but it answers about that tree.
-    if tree is None or "--source" not in args or f"--source {tree.root}" in args:
+def check_plugin(plugin: Plugin) -> list[Check]:
+    """The plugin's server (bin/torchtalk-mcp) must find TorchTalk: as the launcher does, the recorded
+    command, the clone's virtualenv, then PATH."""
+    if not plugin.enabled:
+        return [Check("info", f"the {plugin.id} Claude Code plugin is installed but disabled",
+                      f"`claude plugin enable {plugin.id}` to use it (then `torchtalk doctor` again)")]
+    recorded = recorded_server_command()
+    if recorded:
+        if _command_missing(recorded[0]) and not Path(recorded[0]).is_file():
+            return [Check("problem", f"the {plugin.id} plugin's server would run {recorded[0]}, recorded in "
+                                     f"{server_command_file()}, which no longer exists (a stale record)",
+                          "`torchtalk setup` from the TorchTalk installation to use (it records its own command)")]
+        return [Check("ok", f"the {plugin.id} Claude Code plugin is installed and starts the server: "
+                            f"{shlex.join(recorded)} serve")]
+    clone_venv = Path(plugin.path).parent / ".venv" / "bin" / "torchtalk"
+    if plugin.path and clone_venv.is_file():
+        return [Check("ok", f"the {plugin.id} Claude Code plugin is installed and starts the server: "
+                            f"{clone_venv} serve")]
+    on_path = shutil.which("torchtalk")
+    if on_path:
+        return [Check("ok", f"the {plugin.id} Claude Code plugin is installed and starts the server: "
+                            f"{on_path} serve (torchtalk on PATH)")]
+    return [Check("problem", f"the {plugin.id} Claude Code plugin is installed, but its server cannot find "
+                             "TorchTalk (no command recorded by `torchtalk setup`, no torchtalk on PATH)",
+                  "`torchtalk setup` (it records how to start this installation)")]
+
+
+def _tree_of(args: str, tree: SourceTree | None, fix: str) -> list[Check]:
+    # A registration names its tree with --source: gone is stale; another one answers about that tree.
+    source = _source_arg(args)
+    if source is None:
         return []
-    return [Check("info", f"the registered server uses another tree than {tree.root} ({args})",
-                  "`torchtalk setup` registers this one")]
+    if not (Path(source) / MARKER).is_file():
+        return [Check("problem", f"the registered server's tree {source} is not a PyTorch tree any more "
+                                 "(a stale registration)", fix)]
+    if tree is not None and Path(source).resolve() != tree.root:
+        return [Check("info", f"the registered server uses another tree than {tree.root} ({source})", fix)]
+    return []
 
 
-def _claude_registration(claude: str, in_mcp_json: bool, tree: SourceTree | None) -> list[Check]:
+def _claude_registration(claude: str, in_mcp_json: bool, plugin: Plugin | None,
+                         tree: SourceTree | None) -> list[Check]:
     try:
         r = run_claude(claude, ["mcp", "get", SERVER_NAME])
     except subprocess.TimeoutExpired:
@@ -224,20 +285,24 @@ def _claude_registration(claude: str, in_mcp_json: bool, tree: SourceTree | None
     except OSError as exc:
         return [Check("problem", f"cannot run {claude}: {exc.strerror or exc}", "reinstall Claude Code")]
     if r.returncode != 0:
-        if in_mcp_json:
-            return []  # the project's .mcp.json registers it (claude lists those only once approved)
-        plugin = installed_plugin()
-        if plugin is not None:  # the plugin's own mcpServers entry starts the server
-            return [Check("ok", f"the {SERVER_NAME} Claude Code plugin is installed ({plugin}); it starts the server")]
+        if in_mcp_json or (plugin is not None and plugin.enabled):
+            return []  # the project's .mcp.json or the plugin starts it (claude lists .mcp.json once approved)
         return [Check("problem", f"{SERVER_NAME} is not registered with Claude Code",
                       "`torchtalk setup` (or `torchtalk setup --scope project` for this project only)")]
     fields = parse_mcp_get(r.stdout)
-    cmd = fields.get("command", "")
+    cmd, args = fields.get("command", ""), fields.get("args", "")
+    scope = scope_word(fields.get("scope", "")) or DEFAULT_SCOPE
+    if scope == "project" and in_mcp_json:
+        return []  # the .mcp.json entry, checked above
+    if plugin is not None and plugin.enabled:
+        return [Check("problem", f"a second {SERVER_NAME} server is registered besides the plugin's ({scope} scope: "
+                                 f"{cmd} {args}), so Claude Code starts two",
+                      f"`claude mcp remove {SERVER_NAME} --scope {scope}` (the plugin's server stays)")]
     if _command_missing(cmd):
         return [Check("problem", f"{SERVER_NAME} is registered with Claude Code, but its command {cmd!r} does "
-                                 "not exist", "`torchtalk setup` (it re-registers)")]
-    return [Check("ok", f"registered with Claude Code ({fields.get('scope', '?')}): {cmd} {fields.get('args', '')}"),
-            *_other_tree(fields.get("args", ""), tree)]
+                                 "not exist (a stale registration)", "`torchtalk setup` (it re-registers)")]
+    return [Check("ok", f"registered with Claude Code ({fields.get('scope', '?')}): {cmd} {args}"),
+            *_tree_of(args, tree, "`torchtalk setup` (it re-registers)")]
 
 
 def _guarded(name: str, fn: Callable[[], list[Check]]) -> list[Check]:

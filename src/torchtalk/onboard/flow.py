@@ -9,22 +9,34 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
+import sqlite3
 import sys
 from pathlib import Path
 
 from ..errors import BadArgument, SourceError, TorchTalkError
 from ..index.usable import index_problem
 from ..source.tree import (
+    FIX_SOURCE,
     SourceTree,
     config_path,
     find_source,
     read_config,
     save_source_in_config,
 )
-from .claude import MCP_JSON, load_mcp_json, out, register, server_command
+from ..store.integrity import reported_damage
+from .claude import (
+    MCP_JSON,
+    installed_plugin,
+    load_mcp_json,
+    out,
+    record_server_command,
+    register,
+    registrations_besides_plugin,
+    server_command,
+)
 
 FETCH_SIZE_MB = 160  # a 2.6.0 tree as fetched (no third_party/), on disk
-FIX_SOURCE = "`torchtalk setup --source /path/to/pytorch` or `torchtalk setup --fetch`"
 FIX_INDEX = "`torchtalk setup` (or `torchtalk index`)"
 # What setup asks the fresh index before calling it usable: the two answers a new user tries first.
 VERIFY_QUERIES: tuple[tuple[str, str, dict], ...] = (
@@ -58,7 +70,7 @@ def _first_sentence(exc: Exception) -> str:
 
 def _fetch(version: str) -> SourceTree:
     from ..source.fetch import fetch_source
-    return find_source(fetch_source(version, progress=err))
+    return find_source(fetch_source(version, progress=lambda msg: err(f"torchtalk: {msg}")))
 
 
 def _ask_fetch(version: str) -> bool:
@@ -92,9 +104,7 @@ def resolve_tree(source: str | None, fetch: str | None, yes: bool) -> tuple[Sour
         reason = "" if rule == "the current directory" else f" ({_first_sentence(exc)})"
     if yes or (_stdin_is_tty() and _ask_fetch(DEFAULT_VERSION)):
         return _fetch(DEFAULT_VERSION), "a fetch"
-    raise SourceError(f"No PyTorch source tree found{reason}. Run `torchtalk setup --source /path/to/pytorch` to use "
-                      f"a checkout you have, or `torchtalk setup --fetch` to download PyTorch {DEFAULT_VERSION}'s "
-                      f"source (~{FETCH_SIZE_MB} MB).")
+    raise SourceError(f"No PyTorch source tree found{reason}. Fix: {FIX_SOURCE}.")
 
 
 def record_source(tree: SourceTree) -> bool:
@@ -159,18 +169,37 @@ def setup(source: str | None, fetch: str | None, yes: bool, scope: str, do_regis
     else:
         out("verify: " + ", ".join(f"{label} ok" for label in ok))
 
+    record_server_command()  # for the Claude Code plugin's launcher, which has no other way to find this install
     cmd = server_command(tree.root, codegen)
     registered = True
-    if do_register:
-        registered = register(cmd, scope)
-    else:
+    if not do_register:
         out(f"Claude Code: not registered (--no-register); the server command is: {shlex.join(cmd)}")
+    else:
+        registered = register_once(cmd, scope)
 
     out()
     out("Next: restart Claude Code (or run /mcp in a session) so it starts torchtalk, then ask it to use "
         "`get_status` or to `trace softmax`.")
     out("Check at any time with `torchtalk doctor`; `torchtalk status` shows what is indexed.")
     return 0 if registered and not problems else 1
+
+
+def register_once(cmd: list[str], scope: str) -> bool:
+    """Register the server, unless the TorchTalk plugin is installed and enabled: it starts the server itself,
+    and a registration would make Claude Code start a second one."""
+    claude = shutil.which("claude")
+    plugin = installed_plugin(claude=claude)
+    if plugin is None or not plugin.enabled:
+        if plugin is not None:
+            out(f"Claude Code: the {plugin.id} plugin is installed but disabled, so the server is registered "
+                "directly.")
+        return register(cmd, scope)
+    out(f"Claude Code: the {plugin.id} plugin is installed and starts the server itself ({plugin.server_name}); "
+        "setup registers no second one. It reads the tree from the config file, where setup recorded it.")
+    others = registrations_besides_plugin(claude)
+    for where, fix in others:
+        out(f"  problem: a second torchtalk server is registered ({where}), so Claude Code starts two -> fix: {fix}")
+    return not others
 
 
 # --------------------------------------------------------------------------- status
@@ -187,12 +216,16 @@ def status(source: str | None, as_json: bool) -> int:
         err(f"torchtalk: no index to report on: {_first_sentence(exc)}; set one up with {FIX_SOURCE}.")
         return 1
     problem = index_problem(tree)
-    if problem:
+    # A damaged index still has a status to report (get_status says it is damaged); a missing one has not.
+    if problem and reported_damage(tree.index_path) is None:
         err(f"torchtalk: no usable index for {tree.root} ({problem}); build it with {FIX_INDEX}.")
         return 1
     ix = Index(tree.index_path, tree.root)
     try:
         a = answer(tool, ix)
+    except (TorchTalkError, sqlite3.DatabaseError) as exc:
+        err(f"torchtalk: no usable index for {tree.root} ({problem or exc}); build it with {FIX_INDEX}.")
+        return 1
     finally:
         ix.close()
     out(to_json(tool, a) if as_json else a.text)

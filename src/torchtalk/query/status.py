@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..source.files import list_files
+from ..store.integrity import reported_damage
 from ..store.reader import Index
 
 
@@ -91,5 +92,14 @@ def status(ix: Index) -> StatusResult:
         skipped_count=int(meta.get("skipped_count", "0") or 0), skipped=skipped,
         last_build=f"{meta.get('last_mode', '?')} build in {meta.get('last_seconds', '?')}s",
         checked_seconds_ago=round(age, 1),
+        notes=_damage_notes(ix),
         stage_seconds=ix.meta_json("layer_seconds", {}),
     )
+
+
+def _damage_notes(ix: Index) -> list[str]:
+    damage = reported_damage(ix.path)
+    if damage is None:
+        return []
+    return [f"The index is damaged ({damage}); answers may be wrong or fail until it is rebuilt. A running "
+            "server rebuilds it by itself; by hand: `torchtalk index --force`."]

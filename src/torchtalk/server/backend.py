@@ -21,6 +21,7 @@ from ..errors import SourceError
 from ..index.usable import index_problem
 from ..store.reader import Index
 from ..source.tree import SourceTree, config_path, find_source, read_config
+from ..store import integrity
 from ..store.db import corrupt_marker
 from ..graph.registry import registry
 from ..graph.resolve import stub_names
@@ -112,6 +113,9 @@ class Backend:
             problem = index_problem(tree)
             if problem is None:
                 self._ix = Index(tree.index_path, tree.root)
+                # Damage no query reads is found too: one quick_check in the background, a rebuild if it fails.
+                refresher = self._refresher
+                integrity.watch(self._ix.path, on_damage=lambda: refresher.maybe_start(urgent=True), log=log.warning)
                 # On two cores the warm-up would compete with answering `initialize`: a moment later.
                 timer = threading.Timer(WARM_UP_DELAY_S, _warm_up, args=(self._ix,))
                 timer.daemon = True

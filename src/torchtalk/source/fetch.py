@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from ..errors import SourceError
+from .tree import RELEASE_FILE
 
 __all__ = [
     "DEFAULT_VERSION",
@@ -136,6 +137,14 @@ def default_dest(version: str = DEFAULT_VERSION) -> Path:
 
 def is_valid_tree(path: Path) -> bool:
     return (Path(path) / MARKER).is_file()
+
+
+def _write_release(tree: Path, version: str) -> None:
+    """Record which release the tree is (its version.txt says e.g. "2.6.0a0"); SourceTree.version reads it."""
+    try:
+        (Path(tree) / RELEASE_FILE).write_text(version + "\n", encoding="utf-8")
+    except OSError:
+        pass  # only the reported version is at stake
 
 
 def _say(progress: Progress | None, msg: str) -> None:
@@ -553,6 +562,8 @@ def fetch_source(
     dest = dest.expanduser().absolute()
     if is_valid_tree(dest):
         _say(progress, f"using the existing tree {dest}")
+        if dest == default_dest(v).expanduser().absolute() and not (dest / RELEASE_FILE).exists():
+            _write_release(dest, v)  # fetched by an older TorchTalk: the place says which release it is
         return dest
     _check_dest_free(dest, v)  # before any download
     try:
@@ -578,16 +589,18 @@ def fetch_source(
             f"Debian source package pytorch/{src.suite} ({src.orig})",
             lambda: _try_debian(v, src, work, progress, Path(etc_apt), apt_get, mirrors, keyring),
         ))
-        for label, route in routes:
+        for i, (label, route) in enumerate(routes):
+            if i:  # why the previous route failed is said only if every route fails (below)
+                _say(progress, f"trying {label}")
             try:
                 tree = route()
             except _AttemptFailed as e:
                 attempts.append(f"{label}: {e}")
-                _say(progress, f"{label} failed: {e}")
                 continue
+            _write_release(tree, v)
             placed = _place_tree(tree, dest, work)
             _say(progress, f"PyTorch {v} source tree ready at {placed} ({time.monotonic() - t0:.1f} s)")
             return placed
-        raise FetchError(f"could not fetch PyTorch {v} source into {dest}: " + "; ".join(attempts))
+        raise FetchError(f"could not fetch PyTorch {v} source into {dest}; every route failed: " + "; ".join(attempts))
     finally:
         shutil.rmtree(work, ignore_errors=True)

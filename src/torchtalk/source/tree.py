@@ -20,6 +20,12 @@ from ..errors import SourceError
 
 MARKER = "aten/src/ATen/native/native_functions.yaml"
 APP = "torchtalk"
+# Written by fetch-source into a tree it fetched: the release it is (version.txt says "2.6.0a0" in the
+# 2.6.0 release, as in every commit of its branch).
+RELEASE_FILE = ".torchtalk-release"
+# The one fix for a missing tree, in every message that reports one (setup, doctor, status, the tools).
+FIX_SOURCE = ("`torchtalk setup --source /path/to/pytorch` (a checkout you have) or `torchtalk setup --fetch` "
+              "(downloads PyTorch 2.6.0's source, ~160 MB)")
 
 
 def config_path() -> Path:
@@ -51,10 +57,15 @@ class SourceTree:
 
     @property
     def version(self) -> str:
-        try:
-            return (self.root / "version.txt").read_text(encoding="utf-8", errors="replace").strip() or "unknown"
-        except OSError:
-            return "unknown"
+        """The release a fetched tree came from, else what the tree's version.txt says."""
+        for name in (RELEASE_FILE, "version.txt"):
+            try:
+                text = (self.root / name).read_text(encoding="utf-8", errors="replace").strip()
+            except OSError:
+                continue
+            if text:
+                return text.splitlines()[0][:64]
+        return "unknown"
 
     @property
     def cache_dir(self) -> Path:
@@ -74,13 +85,11 @@ class SourceTree:
 def validate(path: Path, origin: str) -> SourceTree:
     p = Path(path).expanduser()
     if not p.exists():
-        raise SourceError(f"{origin} {p} does not exist. Pass --source /path/to/pytorch, "
-                          "or get a tree with `torchtalk fetch-source`.")
+        raise SourceError(f"{origin} {p} does not exist. Fix: {FIX_SOURCE}.")
     if not p.is_dir():
-        raise SourceError(f"{origin} {p} is not a directory.")
+        raise SourceError(f"{origin} {p} is not a directory. Fix: {FIX_SOURCE}.")
     if not (p / MARKER).is_file():
-        raise SourceError(f"{origin} {p} is not a PyTorch source tree: {MARKER} is missing. "
-                          "Pass --source /path/to/pytorch, or get a tree with `torchtalk fetch-source`.")
+        raise SourceError(f"{origin} {p} is not a PyTorch source tree: {MARKER} is missing. Fix: {FIX_SOURCE}.")
     return SourceTree(p.resolve())
 
 
@@ -97,7 +106,6 @@ def find_source(explicit: str | os.PathLike | None = None) -> SourceTree:
     if (cwd / MARKER).is_file():
         return SourceTree(cwd.resolve())
     raise SourceError(
-        "No PyTorch source tree configured. Use --source /path/to/pytorch, set TORCHTALK_SOURCE, "
-        "run inside a PyTorch checkout, or get one with `torchtalk fetch-source` "
-        f"(it records the tree in {config_path()})."
+        "No PyTorch source tree configured (no --source, $TORCHTALK_SOURCE or config file, and the current "
+        f"directory is not a checkout). Fix: {FIX_SOURCE}."
     )

@@ -9,12 +9,13 @@ previous one in use. Journaling is off on the copy because a crash discards it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import shutil
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from ..errors import IndexUnavailable
@@ -24,6 +25,7 @@ from .codec import Row, codec_for_table
 from .schema import LINK_DDL, SCHEMA_VERSION, all_indexes_ddl, all_tables_ddl
 
 _MAGIC = b"SQLite format 3\x00"
+_READ_ONLY_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS}
 
 # Rows referenced by others go first so their ids exist when the referrers are mapped.
 INSERT_ORDER = sorted(FACT_TABLES, key=lambda t: 1 if codec_for_table(t).refs else 0)
@@ -119,18 +121,68 @@ def open_readonly(path: Path) -> sqlite3.Connection:
 
 @contextlib.contextmanager
 def writer_lock(index_path: Path, wait: bool = True) -> Iterator[bool]:
-    """One indexer per index at a time; yields False if ``wait`` is off and it is taken."""
-    index_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(index_path.with_name(index_path.name + ".lock"), "w") as f:
+    """One indexer per index at a time; yields False if ``wait`` is off and it is taken.
+
+    In a read-only cache the lock file is opened read-only (flock needs no write access), or, when it
+    does not exist and cannot be created, not at all: nobody can write there, and a refresh that finds
+    nothing to do must still answer (it writes nothing); one that must write fails when it tries.
+    """
+    with contextlib.suppress(OSError):
+        index_path.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = index_path.with_name(index_path.name + ".lock")
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if exc.errno not in _READ_ONLY_ERRNOS:
+            raise
         try:
-            fcntl.flock(f, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            fd = os.open(lock_path, os.O_RDONLY)
+        except OSError:
+            yield True
+            return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
             yield False
             return
         try:
             yield True
         finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def is_read_only_error(exc: OSError) -> bool:
+    """Whether ``exc`` means the place cannot be written (permissions, an immutable file, a read-only mount)."""
+    return exc.errno in _READ_ONLY_ERRNOS
+
+
+class BuildRejected(IndexUnavailable):
+    """A finished build failed its check; it was discarded."""
+
+
+class ReadOnlyCache(IndexUnavailable):
+    """The index must be rebuilt or refreshed, but its directory cannot be written."""
+
+
+def probe_writable(index_path: Path) -> None:
+    """OSError when a new version of the index could not be written beside it (checked before any work,
+    so a read-only cache fails at once, with its reason, instead of after the parse)."""
+    path = index_path.with_name(f".{index_path.name}.tmp-{os.getpid()}")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.close(fd)
+    os.unlink(path)
+
+
+def remove_temps(index_path: Path) -> None:
+    """Remove the temp files of builds of this index that did not finish (killed, or the machine went down).
+    Call under ``writer_lock``: then no other build of this index runs, so every one of them is stale."""
+    with contextlib.suppress(OSError):
+        for p in index_path.parent.glob(f".{index_path.name}.tmp-*"):
+            with contextlib.suppress(OSError):
+                p.unlink()
 
 
 def _remove_stale_temps(index_path: Path) -> None:
@@ -274,14 +326,22 @@ class IndexWriter:
     def rebuild_link_tables(self) -> None:
         run_script(self.conn, LINK_DDL)
 
-    def commit(self) -> None:
+    def commit(self, verify: Callable[[sqlite3.Connection], str | None] | None = None) -> None:
+        """Publish the new version. ``verify(conn)`` says what is wrong with the finished file, or None; a
+        version it rejects is discarded (BuildRejected) and the published index stays as it was."""
         self.set_meta(complete="1", built_at=str(time.time()))
-        with contextlib.suppress(FileNotFoundError):
-            corrupt_marker(self.index_path).unlink()
         self.conn.execute("COMMIT")
         if not self.incremental:
             self.conn.execute("ANALYZE")
+        problem = verify(self.conn) if verify is not None else None
         self.conn.close()
+        if problem:
+            with contextlib.suppress(OSError):
+                self.tmp_path.unlink()
+            raise BuildRejected(f"the new version of {self.index_path} failed SQLite's integrity check "
+                                f"({problem}); it was discarded and the previous index left in place")
+        with contextlib.suppress(FileNotFoundError):
+            corrupt_marker(self.index_path).unlink()
         with open(self.tmp_path, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(self.tmp_path, self.index_path)
