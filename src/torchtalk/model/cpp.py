@@ -7,9 +7,10 @@ never relinks the others.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Annotated
 
-from .facts import NO_REF, check_enum, check_line, ref, stored_id, stored_path
+from .facts import NO_REF, Ref, Stored, check_enum, check_line
 from .kinds import CallKind, GeneratedKind, RegistrationKind, SymbolKind, UsingKind
 from .loc import Loc
 
@@ -27,8 +28,8 @@ class CppSymbol:
     end_line: int
     is_definition: bool
     macro: str  # "" or the macro whose expansion produced it ("CREATE_UNARY_TORCH_IMPL_FUNC")
-    id: int = stored_id()
-    path: str = stored_path()
+    id: Annotated[int, Stored.ID] = field(default=0, compare=False)
+    path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         check_line("CppSymbol", self.line, self.end_line)
@@ -67,15 +68,15 @@ class CppSymbol:
 class CallSite:
     """A call inside a function body, as written. Never from comments or string literals."""
 
-    caller: int = ref("CppSymbol")  # the enclosing definition; NO_REF outside any (static initialisers)
+    caller: Annotated[int, Ref("CppSymbol")]  # the enclosing definition; NO_REF outside any (static initialisers)
     callee: str  # last identifier: "empty", "add_", "call" (for at::_ops::X::call)
     qualifier: str  # scope as written minus template args: "at", "at::_ops::add_Tensor", "", "::" (global);
     #                 for methods, the receiver's text (first 80 chars)
     line: int
     kind: CallKind
     detail: str  # LAUNCH: "grid, block[, smem, stream]"; GPU_LAUNCH: functor name or "lambda@LINE"
-    id: int = stored_id()
-    path: str = stored_path()
+    id: Annotated[int, Stored.ID] = field(default=0, compare=False)
+    path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         check_line("CallSite", self.line)
@@ -111,9 +112,9 @@ class Registration:
     #           PyMethodDef: table name; pybind: receiver at the root of the .def chain
     line: int
     detail: str  # the macro or call as written (REGISTER_DISPATCH, m.impl, table name, schema string, ".def")
-    scope: int = ref("CppSymbol")  # the symbol enclosing it, or NO_REF
-    id: int = stored_id()
-    path: str = stored_path()
+    scope: Annotated[int, Ref("CppSymbol")]  # the symbol enclosing it, or NO_REF
+    id: Annotated[int, Stored.ID] = field(default=0, compare=False)
+    path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         check_line("Registration", self.line)
@@ -138,8 +139,8 @@ class Using:
     alias: str  # ALIAS: the new name; DECLARATION: the last component; "" for NAMESPACE
     line: int
     scope: str  # qualname of the namespace/function it appears in, "" at file level
-    id: int = stored_id()
-    path: str = stored_path()
+    id: Annotated[int, Stored.ID] = field(default=0, compare=False)
+    path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         check_line("Using", self.line)
@@ -153,9 +154,9 @@ class GeneratedFact:
     kind: GeneratedKind
     value: str  # the signature ("atan2(Tensor input, ...)|deprecated"), the op ("atan2.out"), the node class
     line: int
-    scope: int = ref("CppSymbol")  # the enclosing function, or NO_REF
-    id: int = stored_id()
-    path: str = stored_path()
+    scope: Annotated[int, Ref("CppSymbol")]  # the enclosing function, or NO_REF
+    id: Annotated[int, Stored.ID] = field(default=0, compare=False)
+    path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         check_line("GeneratedFact", self.line)

@@ -4,36 +4,36 @@ Extractors are pure functions ``(relpath, bytes) -> FileFacts``: the facts of on
 file, as frozen dataclasses of this package. Two kinds of fields are special, and
 the store's row codec (``store/codec.py``) reads these markers:
 
-- ``ref(target)``: the index of another fact of the *same file* (a call inside a
-  function holds its function's position in the file's ``CppSymbol`` list). The
-  store turns it into that row's id; read back, it holds the id, or -1 for none.
-- ``stored_id()`` / ``stored_path()``: filled by the store when a fact is read back
-  (the row id, and the path of the file it came from), never written by extractors.
-  Every fact has them, so every fact read from the index has a ``loc``.
+- ``Annotated[int, Ref(target)]``: the index of another fact of the *same file* (a
+  call inside a function holds its function's position in the file's ``CppSymbol``
+  list). The store turns it into that row's id; read back, it holds the id, or -1.
+- ``Annotated[int, Stored.ID]`` / ``Annotated[str, Stored.PATH]``: filled by the store
+  when a fact is read back (the row id, and the path of the file it came from), never
+  written by extractors. Every fact has them, so every fact read back has a ``loc``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import field
+import typing
+from dataclasses import dataclass
 from typing import Any
 
 NO_REF = -1  # a ref field that points at nothing (a call at namespace scope, a row of no table)
-REF = "ref"
-STORED = "stored"
 
 
-def ref(target: str) -> Any:
-    """A field holding the position of a ``target`` fact of the same file (-1: none)."""
-    return field(metadata={REF: target})
+@dataclass(frozen=True)
+class Ref:
+    """``Annotated[int, Ref("CppSymbol")]``: the position of a fact of that type in the same file."""
+
+    target: str
 
 
-def stored_id() -> Any:
-    return field(default=0, compare=False, metadata={STORED: "id"})
+class Stored:
+    """``Annotated[..., Stored.ID]`` / ``Stored.PATH``: filled by the store when a fact is read back."""
 
-
-def stored_path() -> Any:
-    return field(default="", compare=False, metadata={STORED: "path"})
+    ID = "id"
+    PATH = "path"
 
 
 def check_line(cls_name: str, line: int, end_line: int | None = None) -> None:
@@ -50,9 +50,16 @@ def check_enum(cls_name: str, name: str, value: object, enum: type) -> None:
         raise TypeError(f"{cls_name}.{name} must be a {enum.__name__}, not {value!r}")
 
 
+def _extras(cls: type) -> dict[str, tuple[Any, ...]]:
+    hints = typing.get_type_hints(cls, include_extras=True)
+    return {f.name: getattr(hints[f.name], "__metadata__", ()) for f in dataclasses.fields(cls)}
+
+
 def ref_fields(cls: type) -> dict[str, str]:
-    return {f.name: f.metadata[REF] for f in dataclasses.fields(cls) if REF in f.metadata}
+    """Field name -> the fact type it points at, for the ref fields of a fact type."""
+    return {name: m.target for name, extras in _extras(cls).items() for m in extras if isinstance(m, Ref)}
 
 
 def stored_fields(cls: type) -> dict[str, str]:
-    return {f.name: f.metadata[STORED] for f in dataclasses.fields(cls) if STORED in f.metadata}
+    """Field name -> what the store fills in (Stored.ID / Stored.PATH)."""
+    return {name: m for name, extras in _extras(cls).items() for m in extras if m in (Stored.ID, Stored.PATH)}

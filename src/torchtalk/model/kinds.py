@@ -11,7 +11,7 @@ import sys
 from enum import Enum
 
 if sys.version_info >= (3, 11):
-    from enum import StrEnum
+    from enum import StrEnum as StrEnum
 else:  # pragma: no cover - Python 3.10
 
     class StrEnum(str, Enum):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Annotated
 
-from .facts import check_enum, check_line, ref, stored_id, stored_path
+from .facts import Ref, Stored, check_enum, check_line
 from .kinds import PyFunctionKind, PyOpRefKind
 from .loc import Loc
 
@@ -19,8 +20,8 @@ class PyClass:
     end_line: int
     doc: str  # first line of the docstring
     decorators: str  # JSON list of decorator source texts
-    id: int = stored_id()
-    path: str = stored_path()
+    id: Annotated[int, Stored.ID] = field(default=0, compare=False)
+    path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         check_line("PyClass", self.line, self.end_line)
@@ -42,8 +43,8 @@ class PyFunction:
     doc: str
     decorators: str  # JSON list of decorator source texts
     kind: PyFunctionKind
-    id: int = stored_id()
-    path: str = stored_path()
+    id: Annotated[int, Stored.ID] = field(default=0, compare=False)
+    path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         check_line("PyFunction", self.line, self.end_line)
@@ -56,12 +57,12 @@ class PyFunction:
 
 @dataclass(frozen=True, slots=True)
 class PyCall:
-    func: int = ref("PyFunction")  # the enclosing function, NO_REF at module level
+    func: Annotated[int, Ref("PyFunction")]  # the enclosing function, NO_REF at module level
     callee: str  # dotted as written: "F.linear", "torch._C._nn.linear", "self._conv_forward";
     #              a call through a local alias (func = _single_tensor_sgd; func()) names the target
     line: int
-    id: int = stored_id()
-    path: str = stored_path()
+    id: Annotated[int, Stored.ID] = field(default=0, compare=False)
+    path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         check_line("PyCall", self.line)
@@ -77,8 +78,8 @@ class PyImport:
     target: str  # absolute dotted target (relative imports resolved): "torch.nn.functional";
     #              for "*", the module star-imported
     line: int
-    id: int = stored_id()
-    path: str = stored_path()
+    id: Annotated[int, Stored.ID] = field(default=0, compare=False)
+    path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +89,8 @@ class PyAssign:
     name: str  # "relu", or "Tensor.__invert__" for an assignment in a class body
     value: str  # dotted name it refers to: "torch._C._nn.linear"
     line: int
-    id: int = stored_id()
-    path: str = stored_path()
+    id: Annotated[int, Stored.ID] = field(default=0, compare=False)
+    path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
     @property
     def loc(self) -> Loc:
@@ -103,10 +104,10 @@ class PyOpRef:
     kind: PyOpRefKind
     op: str  # "aten.linear", "aten.add.Tensor", "aten.add"; other torch.ops namespaces as
     #          "prims.xor_sum"; Python callables lowered by path as "torch.as_tensor"
-    func: int = ref("PyFunction")  # NO_REF if not attached to a function
+    func: Annotated[int, Ref("PyFunction")]  # NO_REF if not attached to a function
     line: int
-    id: int = stored_id()
-    path: str = stored_path()
+    id: Annotated[int, Stored.ID] = field(default=0, compare=False)
+    path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         check_line("PyOpRef", self.line)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Annotated
 
-from .facts import check_enum, check_line, ref, stored_id, stored_path
+from .facts import Ref, Stored, check_enum, check_line
 from .kinds import InstantiationKind, UtilKind
 from .loc import Loc
 
@@ -17,8 +18,8 @@ class TestClass:
     line: int
     end_line: int
     decorators: str  # JSON list
-    id: int = stored_id()
-    path: str = stored_path()
+    id: Annotated[int, Stored.ID] = field(default=0, compare=False)
+    path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         check_line("TestClass", self.line, self.end_line)
@@ -31,14 +32,14 @@ class TestClass:
 @dataclass(frozen=True, slots=True)
 class TestMethod:
     __test__ = False  # not a pytest class
-    cls: int = ref("TestClass")  # NO_REF for module-level test functions
+    cls: Annotated[int, Ref("TestClass")]  # NO_REF for module-level test functions
     name: str  # "test_softmax"
     line: int
     end_line: int
     decorators: str  # JSON list: ["dtypes(torch.float, torch.double)", "onlyCUDA", "ops(op_db)"]
     touches: str  # space-separated names the body uses: "torch.cumsum .cumsum F.softmax nn.Linear"
-    id: int = stored_id()
-    path: str = stored_path()
+    id: Annotated[int, Stored.ID] = field(default=0, compare=False)
+    path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         check_line("TestMethod", self.line, self.end_line)
@@ -55,8 +56,8 @@ class TestInstantiation:
     cls: str  # generic class name as passed
     line: int
     options: str  # JSON of keyword options (only_for, except_for, allow_mps, ...)
-    id: int = stored_id()
-    path: str = stored_path()
+    id: Annotated[int, Stored.ID] = field(default=0, compare=False)
+    path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         check_enum("TestInstantiation", "kind", self.kind, InstantiationKind)
@@ -71,8 +72,8 @@ class OpInfoEntry:
     aliases: str  # space-separated
     line: int
     db: str  # the list it belongs to ("op_db", "python_ref_db", ...) or ""
-    id: int = stored_id()
-    path: str = stored_path()
+    id: Annotated[int, Stored.ID] = field(default=0, compare=False)
+    path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
     @property
     def loc(self) -> Loc:
@@ -89,8 +90,8 @@ class TestUtil:
     category: str  # fixtures | assertions | decorators | opinfo | other (rules: extract/testutils.py)
     line: int
     doc: str  # one line
-    id: int = stored_id()
-    path: str = stored_path()
+    id: Annotated[int, Stored.ID] = field(default=0, compare=False)
+    path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         check_enum("TestUtil", "kind", self.kind, UtilKind)

@@ -19,7 +19,7 @@ from operator import attrgetter
 from typing import Any
 
 from ..model import FACT_TABLES, TABLE_OF, FileProblems, FunctionSchema
-from ..model.facts import REF, STORED
+from ..model.facts import ref_fields, stored_fields
 
 Row = tuple[Any, ...]
 _Conv = Callable[[Any], Any]
@@ -62,7 +62,8 @@ class RowCodec:
         self.cls = cls
         self.table = TABLE_OF[cls]
         hints = typing.get_type_hints(cls)
-        fields = [f for f in dataclasses.fields(cls) if STORED not in f.metadata]
+        stored = stored_fields(cls)
+        fields = [f for f in dataclasses.fields(cls) if f.name not in stored]
         self.columns = [f.name for f in fields]
         codecs = [_codecs(hints[f.name]) for f in fields]
         self.sql_types = [c[0] for c in codecs]
@@ -70,8 +71,8 @@ class RowCodec:
         self._enc = [(i, c[1]) for i, c in enumerate(codecs) if c[1] is not None]
         self._dec = [(i, c[2]) for i, c in enumerate(codecs) if c[2] is not None]
         # (column position, table of the fact it points at) for ref fields
-        self.refs = [(i, FACT_TABLES_BY_CLASS_NAME[f.metadata[REF]]) for i, f in enumerate(fields)
-                     if REF in f.metadata]
+        refs = ref_fields(cls)
+        self.refs = [(i, FACT_TABLES_BY_CLASS_NAME[refs[f.name]]) for i, f in enumerate(fields) if f.name in refs]
 
     def encode(self, fact: Any) -> Row:
         if type(fact) is not self.cls:
