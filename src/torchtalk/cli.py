@@ -114,6 +114,9 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="needed to bind a --host other than loopback: the server then answers anyone who can reach "
                         "that address, with no authentication")
     p.add_argument("--port", type=int, default=8765, help="port for --transport http (1..65535, default 8765)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="worker processes for --transport http, 1..64 (default: $TORCHTALK_HTTP_WORKERS, else one "
+                        "per core, at most 8)")
     _add_codegen(p)
 
     p = _sub(sub, "fetch-source", "download a PyTorch release tree into the user cache and use it",
@@ -298,7 +301,10 @@ def cmd_serve(args) -> int:
         if not _is_loopback(args.host) and not args.allow_remote:
             raise BadArgument(f"--host {args.host} would expose the server beyond this machine, without "
                              "authentication; add --allow-remote to do that deliberately, or use 127.0.0.1")
-    return serve(args.source, transport=args.transport, host=args.host, port=args.port, codegen=not args.no_codegen)
+    if args.workers is not None and not 1 <= args.workers <= 64:
+        raise BadArgument(f"--workers must be from 1 to 64, not {args.workers}")
+    return serve(args.source, transport=args.transport, host=args.host, port=args.port, codegen=not args.no_codegen,
+                 workers=args.workers)
 
 
 class Terminated(BaseException):

@@ -87,6 +87,8 @@ def test_http_refuses_a_non_loopback_host_without_allow_remote(tmp_path):
     assert r.returncode == 2 and "--allow-remote" in r.stderr and "Traceback" not in r.stderr
     r = tt("serve", "--transport", "http", "--port", "70000", cwd=tmp_path)
     assert r.returncode == 2 and "1 to 65535" in r.stderr
+    r = tt("serve", "--transport", "http", "--workers", "0", cwd=tmp_path)
+    assert r.returncode == 2 and "--workers must be from 1 to 64" in r.stderr
 
 
 def _subparsers() -> dict[str, argparse.ArgumentParser]:
