@@ -35,16 +35,27 @@ def bindings_into(ix: Index, node: Node) -> list[Edge]:
     fn = symbol(ix, sid) if sid is not None else None
     if fn is None:
         return []
-    rows = ix.q("SELECT name, kind, file_id, line FROM py_api WHERE target IN (?, ?) AND kind IN (?, ?, ?)",
-                (fn.name, fn.qualname, PyApiKind.PYMETHODDEF.value, PyApiKind.PYBIND.value,
-                 PyApiKind.GENERATED_BINDING.value))
+    by_target = _bindings_by_target(ix)
     out = []
-    for name, kind, file_id, line in rows:
+    for name, kind, file_id, line in by_target.get(fn.name, []) + by_target.get(fn.qualname, []):
         loc = Loc(ix.path_of(file_id), line)
         if kind == PyApiKind.GENERATED_BINDING and loc.path != fn.path:
             continue
         out.append(Edge(binding_node(name, loc), node, EdgeKind.BINDING, loc, note=kind))
     return out
+
+
+def _bindings_by_target(ix: Index) -> dict[str, list[tuple[str, str, int, int]]]:
+    """C++ bindings (PyMethodDef, pybind11, generated THPVariable_*) by their target, once per index version."""
+    def build() -> dict[str, list[tuple[str, str, int, int]]]:
+        out: dict[str, list[tuple[str, str, int, int]]] = {}
+        for name, kind, target, file_id, line in ix.q(
+                "SELECT name, kind, target, file_id, line FROM py_api WHERE kind IN (?, ?, ?)",
+                (PyApiKind.PYMETHODDEF.value, PyApiKind.PYBIND.value, PyApiKind.GENERATED_BINDING.value)):
+            out.setdefault(target, []).append((name, kind, file_id, line))
+        return out
+    table: dict[str, list[tuple[str, str, int, int]]] = ix.cached("bindings_by_target", build)
+    return table
 
 
 def bindings_out(ix: Index, node: Node) -> list[Edge]:

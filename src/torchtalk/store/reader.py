@@ -162,17 +162,23 @@ class Index:
     # ------------------------------------------------------------ cached lookups (per index version)
 
     def cached(self, key: str, build):
-        with self.using():
-            version = self._local.held.version
+        held = getattr(self._local, "held", None)
+        if held is None:
+            with self.using():
+                return self.cached(key, build)
+        # Inside using(): the version is the held connection's. Hundreds of lookups an answer: no lock
+        # on the hit path (a dict read is atomic); the lock only guards creating a version's cache.
+        cache = self._caches.get(held.version)
+        if cache is None:
             with self._lock:
-                cache = self._caches.get(version)
+                cache = self._caches.get(held.version)
                 if cache is None:
-                    cache = self._caches[version] = {}
+                    cache = self._caches[held.version] = {}
                     while len(self._caches) > 2:  # the current version, and one a slow reader may still use
                         self._caches.popitem(last=False)
-            if key not in cache:
-                cache[key] = build()
-            return cache[key]
+        if key not in cache:
+            cache[key] = build()
+        return cache[key]
 
     @property
     def meta(self) -> dict[str, str]:

@@ -38,9 +38,10 @@ def _valid(ix: Index, c: str) -> bool:
 
 
 def answer(tool: Tool, ix: Index, **kwargs: Any) -> Answer:
-    result = tool.query(ix, **kwargs)
-    candidates = not_found_next(result, tool.name) if isinstance(result, NotFound) else tool.follow(result)
-    follow = [c for c in unique(candidates) if _valid(ix, c)][:MAX_NEXT]
+    with ix.using():  # one connection, hence one version of the index, for the whole answer
+        result = tool.query(ix, **kwargs)
+        candidates = not_found_next(result, tool.name) if isinstance(result, NotFound) else tool.follow(result)
+        follow = [c for c in unique(candidates) if _valid(ix, c)][:MAX_NEXT]
     # Computed once: the text and the typed answer both carry the same next calls.
     return Answer(result, render_any(tool, result, follow), [str(c) for c in follow])
 
