@@ -112,10 +112,13 @@ def function_node(d: PyDef) -> Node:
 def py_call_edges(ix: Index, node: Node, ctx: PyContext) -> list[Edge]:
     """PY_CALL edges out of a Python function: to the methods, functions and ops it calls (one per
     distinct callee, in line order); a call through an untyped receiver (x.sum()) is taken for a
-    Tensor method and says so."""
+    Tensor method and says so. Out of a name bound by assignment: what it is bound to."""
+    names = pynames(ix)
+    if node.kind is NodeKind.BINDING:
+        d = names.definition(node.key)
+        return assign_edges(ix, node, d) if d is not None and d.kind == "assign" else []
     if node.kind is not NodeKind.PY_FUNCTION:
         return []
-    names = pynames(ix)
     fn = names.definition(node.key)
     if fn is None or fn.kind != "function":
         return []
@@ -130,6 +133,42 @@ def py_call_edges(ix: Index, node: Node, ctx: PyContext) -> list[Edge]:
         if len(out) >= MAX_CALLS_PER_FUNCTION:
             break
     return out
+
+
+def assigned_node(d: PyDef) -> Node:
+    """A name bound by assignment (``linear = _add_docstr(torch._C._nn.linear, ...)``) as a node."""
+    return Node(NodeKind.BINDING, d.fq, f"{d.fq} = {' | '.join(d.values or (d.value,))}", d.loc)
+
+
+def assign_edges(ix: Index, src: Node, d: PyDef) -> list[Edge]:
+    """What a name bound by assignment is bound to: the ops of a native function (BINDING), or the Python
+    functions it names (PY_CALL: ``max_pool2d = boolean_dispatch(if_true=max_pool2d_with_indices,
+    if_false=_max_pool2d)``, ``__neg__ = _C.TensorBase.neg``)."""
+    names = pynames(ix)
+    out: list[Edge] = []
+    for value in d.values or (d.value,):
+        full = names.resolve_in(d.module, value)
+        ops = ops_of_python(ix, value) or ops_of_python(ix, full) or _tensor_base_ops(ix, full)
+        if ops:
+            out += [Edge(src, op_node(op), EdgeKind.BINDING, d.loc, note=value) for op in ops]
+            continue
+        target = names.definition(full)
+        if target is not None and target.kind == "function":
+            out.append(Edge(src, function_node(target), EdgeKind.PY_CALL, d.loc, note=value))
+        elif target is not None and target.kind == "assign" and target.fq != d.fq:
+            out.append(Edge(src, assigned_node(target), EdgeKind.PY_CALL, d.loc, note=value))
+    return out
+
+
+_TENSOR_BASE = ("torch._C.TensorBase.", "torch._C._TensorBase.")
+
+
+def _tensor_base_ops(ix: Index, full: str) -> list[Op]:
+    """``_C.TensorBase.neg``: the method of the C++ base of torch.Tensor, bound to the op like Tensor.neg."""
+    for prefix in _TENSOR_BASE:
+        if full.startswith(prefix):
+            return ops_of_python(ix, "Tensor." + full[len(prefix):])
+    return []
 
 
 def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyContext) -> list[Edge]:
@@ -150,11 +189,7 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
         return []
     d = names.definition(full)
     if d is not None and d.kind == "assign":
-        # linear = _add_docstr(torch._C._nn.linear, ...): the name is bound to a native function.
-        ops = ops_of_python(ix, d.value) or ops_of_python(ix, names.resolve_in(d.module, d.value))
-        via = Node(NodeKind.BINDING, d.fq, f"{d.fq} = {d.value}", d.loc)
-        return [Edge(src, via, EdgeKind.PY_CALL, site, note=written)] + [
-            Edge(via, op_node(op), EdgeKind.BINDING, d.loc, note=d.value) for op in ops]
+        return [Edge(src, assigned_node(d), EdgeKind.PY_CALL, site, note=written)]
     if d is not None and d.kind == "function":
         return [Edge(src, function_node(d), EdgeKind.PY_CALL, site, note=written)]
     ops = ops_of_python(ix, full)
