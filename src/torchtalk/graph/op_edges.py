@@ -22,7 +22,7 @@ from ..model import (
 )
 from ..store.codec import codec, row_fact
 from ..store.reader import Index
-from .cpp_edges import op_callers, out_edges
+from .cpp_edges import callers, op_callers, out_edges
 from .nodes import autograd_node, cpp_node, op_node, symbol_id, unresolved_node
 from .registry import OpRegistry, registry
 from .resolve import op_named
@@ -76,25 +76,62 @@ def kernel_of(ix: Index, node: Node) -> list[Edge]:
 
 # ------------------------------------------------------------------ OP_CALL
 
+HELPER_DEPTH = 3  # calls through file-local helpers of a composite kernel (dropout -> _dropout -> _dropout_impl)
+
+
+def _is_helper(ix: Index, fn: Node, kernel: Node) -> bool:
+    """A function a composite kernel calls that is part of its body: defined in the kernel's file, and not
+    itself the kernel of an op (those are ops in their own right, reached as such)."""
+    return (fn.kind is NodeKind.CPP_FUNCTION and fn.loc is not None and kernel.loc is not None
+            and fn.loc.path == kernel.loc.path and not kernel_of(ix, fn))
+
+
 def op_call_edges(ix: Index, node: Node) -> list[Edge]:
-    """op -> the ops its composite kernels call through the dispatcher (in call order)."""
+    """op -> the ops its composite kernels call through the dispatcher (in call order), also through the
+    kernel's file-local helpers (``at::native::dropout`` -> ``_dropout<false>`` -> ``_dropout_impl`` ->
+    ``bernoulli_``), which the edge's note names."""
     out: dict[str, Edge] = {}
     for k in kernel_edges(ix, node):
         if not is_composite(k.key) or k.dst.kind is NodeKind.UNRESOLVED:
             continue
-        for e in out_edges(ix, k.dst):
-            if e.kind is EdgeKind.DISPATCH_CALL and e.dst.key != node.key and e.dst.key not in out:
-                out[e.dst.key] = Edge(node, e.dst, EdgeKind.OP_CALL, e.site, k.key, f"{k.dst.label} calls {e.note}")
+        frontier: list[tuple[Node, str]] = [(k.dst, "")]
+        seen = {k.dst.key}
+        for depth in range(HELPER_DEPTH + 1):
+            nxt: list[tuple[Node, str]] = []
+            for fn, via in frontier:
+                for e in out_edges(ix, fn):
+                    if e.kind is EdgeKind.DISPATCH_CALL and e.dst.key != node.key and e.dst.key not in out:
+                        out[e.dst.key] = Edge(node, e.dst, EdgeKind.OP_CALL, e.site, k.key,
+                                              f"{k.dst.label} calls {e.note}{via}")
+                    elif (e.kind is EdgeKind.CALL and depth < HELPER_DEPTH and e.dst.key not in seen
+                          and _is_helper(ix, e.dst, k.dst)):
+                        seen.add(e.dst.key)
+                        nxt.append((e.dst, f" (through {e.dst.label.split('::')[-1]})"))
+            frontier = nxt
     return list(out.values())
 
 
 def op_called_by(ix: Index, node: Node) -> list[Edge]:
-    """OP_CALL edges into an op: composite ops whose kernel calls it."""
+    """OP_CALL edges into an op: composite ops whose kernel calls it (directly or through its file-local
+    helpers)."""
     out: dict[str, Edge] = {}
     for call in op_callers(ix, node):
-        for k in kernel_of(ix, call.src):
-            if is_composite(k.key) and k.src.key != node.key and k.src.key not in out:
-                out[k.src.key] = Edge(k.src, node, EdgeKind.OP_CALL, call.site, k.key, f"{call.src.label} calls it")
+        frontier, seen = [call.src], {call.src.key}
+        for depth in range(HELPER_DEPTH + 1):
+            nxt = []
+            for fn in frontier:
+                kernels = kernel_of(ix, fn)
+                for k in kernels:
+                    if is_composite(k.key) and k.src.key != node.key and k.src.key not in out:
+                        out[k.src.key] = Edge(k.src, node, EdgeKind.OP_CALL, call.site, k.key,
+                                              f"{call.src.label} calls it")
+                if kernels or depth == HELPER_DEPTH or fn.kind is not NodeKind.CPP_FUNCTION:
+                    continue
+                for c in callers(ix, fn):
+                    if c.src.key not in seen and c.src.loc and fn.loc and c.src.loc.path == fn.loc.path:
+                        seen.add(c.src.key)
+                        nxt.append(c.src)
+            frontier = nxt
     return list(out.values())
 
 

@@ -191,7 +191,8 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsRe
     ops = _ops_for(ix, stem)
     op_stem = ops[0].name if ops else key
     home, home_why = home_files(ix, ops, op_stem) if ops else ([], "")
-    home_ids = {fid for fid, p in ix.paths().items() if p in home}
+    home_rank = {fid: home.index(p) for fid, p in ix.paths().items() if p in home}  # the nn module's file first
+    home_ids = set(home_rank)
     inst = _instantiations(ix)
     scored: dict[int, tuple[tuple, FoundTest]] = {}
 
@@ -199,7 +200,7 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsRe
         mid, fid, cls, name, line, decos, _touches = row
         path = ix.path_of(fid)
         # Top-level test files (test/test_torch.py) before subsystem suites (test/inductor/...).
-        rank = (group, score, path.count("/"), path, line)
+        rank = (group, score, home_rank.get(fid, len(home)), path.count("/"), path, line)
         if mid in scored and scored[mid][0] <= rank:
             return
         decorators = json.loads(decos or "[]")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from ..graph import Step, down, graph
 from ..graph.nodes import autograd_node, binding_node, op_node, symbol_id
 from ..graph.op_edges import autograd_nodes, derivatives_of, view_of_copy
-from ..graph.py_edges import PyContext, assigned_node, function_node, py_call_edges
+from ..graph.py_edges import CALLS_IT, PyContext, assigned_node, function_node, py_call_edges
 from ..graph.pynames import PyDef, PyNames, pynames
 from ..graph.registry import OpRegistry, PyName, py_spellings, registry
 from ..graph.symbols import has_cpp, symbol
@@ -82,6 +82,7 @@ class OpTrace:
     derivatives: list[DerivInfo]
     py_refs: list[tuple[str, str, Loc]] = field(default_factory=list)  # (kind, function, loc)
     generated: gen_q.GeneratedInfo | None = None
+    py_callers: list[Edge] = field(default_factory=list)  # BINDING: public Python functions calling it (F.x)
 
 
 @dataclass
@@ -120,11 +121,10 @@ class TraceResult:
     bindings: list[BindingTrace] = field(default_factory=list)
 
 
-def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | NotFound:
-    name = clean_text(function_name, "function_name", "softmax")
-    focus = check_choice(focus, "focus", FOCUS)
-    reg = registry(ix)
-    ops = reg.lookup(name)
+def ops_named(ix: Index, name: str) -> tuple[list[Op], PythonEntry | None, str]:
+    """The ops a name means, as trace resolves it: an op or its Python name, a Python function or name that
+    reaches ops (F.cross_entropy), an autograd node (the ops that create it). (ops, Python entry, how)."""
+    ops = registry(ix).lookup(name)
     entry = None
     via = ""
     if not ops:
@@ -134,6 +134,14 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
         if ops:
             via = (f"{name} is an autograd node (grad_fn); shown: the op{'s' if len(ops) > 1 else ''} whose "
                    "generated Autograd kernel creates it.")
+    return ops, entry, via
+
+
+def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | NotFound:
+    name = clean_text(function_name, "function_name", "softmax")
+    focus = check_choice(focus, "focus", FOCUS)
+    reg = registry(ix)
+    ops, entry, via = ops_named(ix, name)
     bindings: list[BindingTrace] = []
     if not ops:
         bindings = _bindings(ix, name)
@@ -198,7 +206,9 @@ def _op_trace(ix: Index, op: Op, focus: str, cpp: bool, cache: dict[tuple[str, b
               for d, f in derivatives_of(ix, op)]
     refs = python_op_refs(ix, op) if focus == "full" else []
     generated = gen_q.for_op(ix, op) if focus != "yaml" else None
-    return OpTrace(op, kernels, python, derivs, refs, generated)
+    callers = [e for e in graph(ix).into(op_node(op), [EdgeKind.BINDING]) if e.note.startswith(CALLS_IT)] \
+        if focus == "full" else []
+    return OpTrace(op, kernels, python, derivs, refs, generated, callers)
 
 
 def _kernel(ix: Index, op: Op, entry: DispatchEntry, focus: str) -> KernelInfo:
@@ -264,7 +274,7 @@ def _py_definition(ix: Index, name: str) -> PyDef | None:
     names = pynames(ix)
     spellings = py_spellings(name)
     if "." not in name:
-        spellings.append(f"torch.{name}")
+        spellings += [f"torch.{name}", f"torch.nn.functional.{name}"]
     if name.startswith("Tensor."):
         spellings.append(f"torch.{name}")  # torch.Tensor (torch/_tensor.py) over torch._C.TensorBase
     for spelling in spellings:

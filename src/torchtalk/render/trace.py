@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from ..model import CppSymbol, NodeKind, Op, SymbolKind
+from ..model import CppSymbol, Edge, NodeKind, Op, SymbolKind
 from ..query.trace import BindingTrace, DerivInfo, KernelInfo, OpTrace, PythonEntry, TraceResult
 
 MAX_LAUNCHES = 12
@@ -199,16 +199,27 @@ def _entry(e: PythonEntry, out: list[str]) -> None:
         out.append(f"- ... showing 12 of {len(e.calls)} steps")
 
 
+_BINDING_KINDS = {"generated_binding": "a generated binding (tools/autograd/gen_python_functions.py)",
+                  "pymethoddef": "a PyMethodDef entry", "pybind": "pybind11 .def"}
+
+
 def _bindings(bs: list[BindingTrace], out: list[str]) -> None:
     for b in bs:
         fn = f"{b.function.display}{b.function.params}  {b.function.loc}" if b.function else b.edge.dst.label
-        out.append(f"## {b.python_name}: a {b.edge.note} binding" + ("" if b.reaches else ", not an op"))
+        how = _BINDING_KINDS.get(b.edge.note, b.edge.note)
+        out.append(f"## {b.python_name}: bound by {how}" + ("" if b.reaches else ", not an op"))
         out.append(f"- bound at {b.edge.site} to {fn}")
-        for e in b.calls[:20]:
-            target = f"op {e.dst.key}" if e.kind.value == "dispatch_call" else str(e.dst)
-            out.append(f"    calls {target}  [at {e.site}]")
-        if len(b.calls) > 20:
-            out.append(f"    ... showing 20 of {len(b.calls)} calls")
+        # Calls at one site that several definitions could answer are one line (the call does not say which).
+        sites: dict[tuple[str, str], list[Edge]] = {}
+        for e in b.calls:
+            target = f"op {e.dst.key}" if e.kind.value == "dispatch_call" else e.dst.label
+            sites.setdefault((str(e.site), target), []).append(e)
+        for (site, target), edges in list(sites.items())[:20]:
+            where = f"  {edges[0].dst.loc}" if edges[0].dst.loc and len(edges) == 1 else \
+                (f"  ({len(edges)} candidates: the call does not say which)" if len(edges) > 1 else "")
+            out.append(f"    calls {target}{where}  [at {site}]")
+        if len(sites) > 20:
+            out.append(f"    ... showing 20 of {len(sites)} calls")
         for e in b.reaches:
             if e.src.key != b.edge.dst.key:
                 out.append(f"- reaches op {e.dst.key} through {e.src.label} (call at {e.site})")
@@ -243,6 +254,13 @@ def render_trace(r: TraceResult) -> str:
                 out.append(f"Python: as {same}")
             else:
                 out.append("Python: " + ", ".join(f"{p.name} ({p.kind.value})" for p in t.python))
+        if r.focus == "full" and t.py_callers:
+            shown_callers = [f"{e.src.key} ({e.site})" for e in t.py_callers[:6]]
+            if same := _same_as(sections, "callers", shown_callers, op.full_name):
+                out.append(f"Called from Python: as {same}")
+            else:
+                more = f" (+{len(t.py_callers) - 6} more)" if len(t.py_callers) > 6 else ""
+                out.append("Called from Python: " + ", ".join(shown_callers) + more)
         if r.focus == "full" and t.py_refs and (same := _same_as(sections, "refs", list(t.py_refs), op.full_name)):
             out.append(f"Python decompositions / refs / lowerings: as {same}")
         elif r.focus == "full" and t.py_refs:
