@@ -230,3 +230,54 @@ def binding_hits(h: Handle, name: str) -> list[tuple[str, str, int, str]]:
     return [(hit["name"], hit["loc"]["path"] if hit.get("loc") else "", hit["loc"]["line"] if hit.get("loc") else 0,
              hit.get("detail", "")) for hit in js["result"]["hits"]
             if hit["kind"] == "binding" and hit["name"].split(".")[-1] == name]
+
+
+# ------------------------------------------------------------------ autograd nodes
+
+def autograd_links(h: Handle) -> dict[str, list[tuple[str, str]]]:
+    """Autograd node name -> [(op full name, dispatch key)] for every op whose generated Autograd kernel creates
+    it: the AUTOGRAD edges trace shows under "Generated code" (grad_fn lines)."""
+    from torchtalk.graph import graph
+    from torchtalk.graph.nodes import op_node
+    from torchtalk.graph.registry import registry
+    from torchtalk.model import EdgeKind
+    g = graph(h.ix)
+    out: dict[str, list[tuple[str, str]]] = {}
+    for op in registry(h.ix).by_full.values():
+        for e in g.out(op_node(op), [EdgeKind.AUTOGRAD]):
+            out.setdefault(e.dst.key, []).append((op.full_name, e.key))
+    return out
+
+
+def autograd_search_hit(h: Handle, name: str) -> tuple[str, int] | None:
+    """The search tool's exact "autograd node" hit for a node name: (path, line), or None."""
+    js = _tool_json(h, "search", query=name, limit=5)
+    if js["kind"] != "result":
+        return None
+    for hit in js["result"]["hits"]:
+        if hit["kind"] == "autograd node" and hit["name"] == name and hit.get("loc"):
+            return hit["loc"]["path"], hit["loc"]["line"]
+    return None
+
+
+# ------------------------------------------------------------------ Python entry points
+
+@dataclass
+class PyTrace:
+    kind: str  # result | not_found
+    ops: list[str]  # op full names the answer shows
+    entry: tuple[str, int] | None  # the Python function's definition (path, line), when trace went through one
+    via: str  # how a name that is not an op's was resolved (alias, dunder, autograd node), as the answer says
+    bindings: list[str]  # for a name bound to C++ that is not an op: the bound C++ function
+
+
+def trace_python(h: Handle, name: str) -> PyTrace:
+    """What trace answers for a Python name: the ops, the Python definition it went through, the binding."""
+    js = trace_json(h, name, focus="yaml")
+    if js["kind"] != "result":
+        return PyTrace(js["kind"], [], None, "", [])
+    r = js["result"]
+    entry = r.get("entry")
+    loc = (entry["loc"]["path"], entry["loc"]["line"]) if entry and entry.get("loc") else None
+    binds = [(b.get("function") or {}).get("qualname") or b["edge"]["dst"]["label"] for b in r.get("bindings", [])]
+    return PyTrace("result", [o["op"]["full_name"] for o in r.get("ops", [])], loc, r.get("via", ""), binds)

@@ -45,3 +45,10 @@ def test_generated_layer_with_old_wrapper_names(index_1131):
 def test_python_layer(index_1131):
     _, text = run(get_tool("trace_module"), index_1131, module_name="Linear")
     assert "torch/nn/modules/linear.py:" in text and "F.linear" in text
+
+
+def test_reduce_lr_on_plateau_is_a_scheduler_without_the_base_class(index_1131):
+    # 1.13.1: class ReduceLROnPlateau(object), made on an optimizer and stepping it
+    res, text = run(get_tool("list_modules"), index_1131, category="optim")
+    assert "ReduceLROnPlateau" in [c.name for c in res.groups["learning-rate schedulers"]]
+    assert re.search(r"ReduceLROnPlateau  torch/optim/lr_scheduler\.py:906\b", text)

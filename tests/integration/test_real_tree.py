@@ -56,8 +56,9 @@ def test_generated_layer_for_atan2(real_index):
     assert "parser: atan2(Tensor input, Tensor other, *, Tensor out=None)" in text
     assert re.search(r"- CPU: wrapper_CPU_atan2  <generated>/aten/src/ATen/RegisterCPU\.cpp:\d+", text)
     assert re.search(r"- CUDA: wrapper_CUDA_atan2  <generated>/aten/src/ATen/RegisterCUDA\.cpp:\d+", text)
-    assert re.search(r"grad_fn Atan2Backward0  torch::autograd::generated::Atan2Backward0::apply "
-                     r"<generated>/torch/csrc/autograd/generated/Functions\.cpp:\d+", text)
+    assert re.search(r"grad_fn Atan2Backward0  struct <generated>/torch/csrc/autograd/generated/Functions\.h:\d+; "
+                     r"apply <generated>/torch/csrc/autograd/generated/Functions\.cpp:\d+ \(created at "
+                     r"<generated>/torch/csrc/autograd/generated/VariableType_\d\.cpp:\d+\)", text)
 
 
 def test_impact_of_a_kernel_reaches_python_through_generated_binding(real_index):

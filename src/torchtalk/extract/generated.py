@@ -3,8 +3,10 @@
 The binding ``THPVariable_atan2`` names its Python signatures only in
 ``PythonArgParser`` strings and the ops it calls only in ``// aten::atan2.out(...)``
 comments; a VariableType kernel names its backward node only as a template
-argument (``std::shared_ptr<Atan2Backward0>``). These are regular, so a line scan
-finds them; each is attached to the enclosing function.
+argument (``std::shared_ptr<Atan2Backward0>``), and Functions.h declares the node
+structs (``struct TORCH_API Atan2Backward0 : public TraceableFunction``), which the C++
+facts do not record. These are regular, so a line scan finds them; each is attached to
+the enclosing function.
 """
 
 from __future__ import annotations
@@ -18,10 +20,13 @@ from ..model import CppSymbol, FileFacts, GeneratedFact, GeneratedKind
 _PARSER_START = re.compile(rb"static PythonArgParser parser\(\{")
 _STRING = re.compile(rb'"((?:[^"\\]|\\.)*)"')
 _BINDS = re.compile(rb"^\s*// aten::([\w.]+)\(", re.M)
-_GRAD_FN = re.compile(rb"std::shared_ptr<(\w+Backward\d+)>\(new ")
+# grad_fn = std::shared_ptr<T>(new T(...), deleteNode): whatever T is named (AddBackward0, ForeachAddBackward0List,
+# AliasBackward0_copy, SelectBackwardAutogradNestedTensor0, NotImplemented).
+_GRAD_FN = re.compile(rb"std::shared_ptr<(\w+)>\(new (\w+)\(")
+_NODE_STRUCT = re.compile(rb"^struct TORCH_API (\w+) : public \w+", re.M)
 
 
-def _enclosing(symbols, line: int) -> int:
+def enclosing(symbols, line: int) -> int:
     """Index of the innermost definition spanning ``line``, or -1."""
     best, best_span = -1, None
     for i, s in enumerate(symbols):
@@ -55,18 +60,23 @@ def extract_generated(relpath: str, data: bytes) -> FileFacts:
                     break
                 line = line_at(s.start())
                 rows.append(GeneratedFact(GeneratedKind.PARSER_SIGNATURE, s.group(1).decode("utf-8", "replace"), line,
-                                          _enclosing(symbols, line)))
+                                          enclosing(symbols, line)))
                 pos = s.end()
         for m in _BINDS.finditer(data):
             line = line_at(m.start(1))
-            rows.append(GeneratedFact(GeneratedKind.BINDS_OP, m.group(1).decode(), line, _enclosing(symbols, line)))
+            rows.append(GeneratedFact(GeneratedKind.BINDS_OP, m.group(1).decode(), line, enclosing(symbols, line)))
     if name.startswith("VariableType"):
         seen = set()
         for m in _GRAD_FN.finditer(data):
+            if m.group(1) != m.group(2):
+                continue
             line = line_at(m.start())
-            scope = _enclosing(symbols, line)
+            scope = enclosing(symbols, line)
             if (scope, m.group(1)) not in seen:
                 seen.add((scope, m.group(1)))
                 rows.append(GeneratedFact(GeneratedKind.GRAD_FN, m.group(1).decode(), line, scope))
+    if name == "Functions.h" and "/autograd/generated/" in relpath:
+        for m in _NODE_STRUCT.finditer(data):
+            rows.append(GeneratedFact(GeneratedKind.NODE_STRUCT, m.group(1).decode(), line_at(m.start()), -1))
     facts[GeneratedFact] = rows
     return facts

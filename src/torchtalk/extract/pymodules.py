@@ -22,6 +22,7 @@ from .pyast import (
 
 _FuncDef, _AsyncDef, _ClassDef = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef
 _Import, _ImportFrom, _Assign, _Lambda = ast.Import, ast.ImportFrom, ast.Assign, ast.Lambda
+EXPR = "<expr>"  # the receiver of a method call that is not a name: (-input).softmax -> "<expr>.softmax"
 _PROPERTY = {"property", "cached_property", "setter", "getter", "deleter", "abstractproperty"}
 
 
@@ -98,31 +99,38 @@ class _Extractor:
             if self.is_refs and len(targets) == 1 and targets[0].__class__ is Name and targets[0].id == "__all__":
                 self.refs_all = (self.refs_all or set()) | set(_literal_strs(value))
                 continue
-            ref = self._assigned_value(value, known)
+            refs = self._assigned_values(value, known)
             for t in targets:
                 name = dotted(t)
                 if name is None:
                     continue
                 known.add(name)
-                if ref is not None:
+                for ref in refs:
                     self.assigns.append(PyAssign(name, ref, s.lineno))
-                    if t.__class__ is Name and ref.startswith(("torch.ops.", "torch._ops.ops.")):
-                        self.aliases[name] = ref
+                if refs and t.__class__ is Name and refs[0].startswith(("torch.ops.", "torch._ops.ops.")):
+                    self.aliases[name] = refs[0]
 
     @staticmethod
-    def _assigned_value(value, known: set[str]) -> str | None:
-        """``torch.foo`` or ``wrapper(torch.foo, ...)`` -> "torch.foo" when it names something
-        (has a dot, or is a def/class/import/alias of this module)."""
+    def _assigned_values(value, known: set[str], prefix: str = "") -> list[str]:
+        """What a name is bound to: ``torch.foo`` -> ["torch.foo"]; ``wrapper(torch.foo, ...)`` -> its first
+        argument; ``boolean_dispatch(if_true=f, if_false=g, ...)`` -> the functions given by keyword. A value
+        counts when it names something (has a dot, or is a def/class/import/alias of this scope); ``prefix``
+        qualifies names of a class body (``__rtruediv__ = __rdiv__`` -> "Tensor.__rdiv__")."""
         if value.__class__ is Call:
-            if not value.args:
-                return None
-            value = value.args[0]
-        d = dotted(value)
-        if d is None or d.startswith("super()"):
-            return None
-        if "." in d or d in known:
-            return d
-        return None
+            cands = value.args[:1] + [k.value for k in value.keywords if k.arg]
+        else:
+            cands = [value]
+        out = []
+        for c in cands:
+            d = dotted(c)
+            if d is None or d.startswith("super()"):
+                continue
+            head = d.split(".")[0]
+            if prefix and prefix + head in known:
+                out.append(prefix + d)
+            elif head in known or "." in d:
+                out.append(d)
+        return list(dict.fromkeys(out))
 
     def _assigned_refs(self) -> None:
         """Refs made by assignment: a name listed in torch/_refs ``__all__`` (``swap_axes =
@@ -161,6 +169,10 @@ class _Extractor:
                         kind = kind_for(last_part(name), self.relpath)
                         if kind is not None:
                             self._register(kind, n, -1, local)
+                elif f.__class__ is Attribute and func >= 0:
+                    # (-input).softmax(dim), x.view(...).sum(): a method of whatever the expression gives
+                    append_call(PyCall(func, f"{EXPR}.{f.attr}", n.lineno))
+                    stack.append(f.value)
                 elif f.__class__ is Call and self._call_of_registrar(n, f, func, local):
                     # the inner registrar call is handled: walk only its arguments
                     for k in reversed(f.keywords):
@@ -276,7 +288,26 @@ class _Extractor:
         for b in n.bases:
             if b.__class__ is not Name and dotted(b) is None:
                 stack.append(b)
+        if func < 0:
+            self._class_assigns(n, qualname)
         self._scope(n.body, func, qualname + ".", qualname)
+
+    def _class_assigns(self, n, qualname: str) -> None:
+        """``__neg__ = _C.TensorBase.neg`` in a class body: PyAssign("Tensor.__neg__", ...), so the member
+        resolves like a module-level alias."""
+        body = block_statements(n.body)
+        known = set(self.aliases) | set(self.module_funcs) | {c.qualname for c in self.classes}
+        known |= {f"{qualname}.{s.name}" for s in body if s.__class__ in DEFS}
+        for s in body:
+            if s.__class__ is not _Assign:
+                continue
+            for ref in self._assigned_values(s.value, known, qualname + "."):
+                for t in s.targets:
+                    if t.__class__ is Name:
+                        self.assigns.append(PyAssign(f"{qualname}.{t.id}", ref, s.lineno))
+            for t in s.targets:
+                if t.__class__ is Name:
+                    known.add(f"{qualname}.{t.id}")
 
     # ------------------------------------------------------------ op registrations
 

@@ -15,12 +15,14 @@ import ast
 import json
 from ast import Attribute, Call, Constant, Name
 
-from ..model import FileFacts, InstantiationKind, OpInfoEntry, PyImport, TestClass, TestInstantiation, TestMethod, TestUtil
+from ..model import (
+    FileFacts, InstantiationKind, OpInfoEntry, OpTestMark, PyImport, TestClass, TestInstantiation, TestMethod, TestUtil,
+)
 from .pyast import (
     DEFS, block_statements, decorator_texts, dotted, import_rows, last_part, module_name, push_children,
     run_extractor, text,
 )
-from .testutils import INTERNAL, classify_helpers, opinfo_entries
+from .testutils import INTERNAL, classify_helpers, op_test_marks, opinfo_entries
 
 MAX_TOUCHES = 200
 _INSTANTIATORS = {
@@ -42,13 +44,14 @@ _BLOCK_FIELDS = ("body", "orelse", "finalbody")
 
 def extract_tests(relpath: str, data: bytes, tree: ast.Module | None = None) -> FileFacts:
     """Test facts of one file; a file that does not parse comes back with its FileProblems."""
-    return run_extractor(_TestExtractor, relpath, data, tree)
+    return run_extractor(lambda r, t: _TestExtractor(r, t, data), relpath, data, tree)
 
 
 class _TestExtractor:
-    def __init__(self, relpath: str, tree: ast.Module):
+    def __init__(self, relpath: str, tree: ast.Module, data: bytes = b""):
         self.relpath = relpath
         self.tree = tree
+        self.data = data
         self.module, self.is_pkg = module_name(relpath)
         self.internal = relpath.startswith(INTERNAL)
         self.classes: list[TestClass] = []
@@ -72,9 +75,12 @@ class _TestExtractor:
         }
         if not self.relpath.startswith("torch/"):
             facts[PyImport] = self.imports
+        has_opinfo = False
         if self.internal:
             facts[OpInfoEntry] = opinfo_entries(self.tree)
             facts[TestUtil] = classify_helpers(self.tree)
+            has_opinfo = bool(facts[OpInfoEntry])
+        facts[OpTestMark] = op_test_marks(self.tree, self.data, has_opinfo)
         return facts
 
     def _stmts(self, body: list, cls: int, top: bool) -> None:

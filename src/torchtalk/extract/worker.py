@@ -18,6 +18,7 @@ from typing import NamedTuple
 from ..model import FileFacts, FileProblems, FileStatus, Layer
 from ..store.codec import Row, encode_facts
 from . import native_yaml
+from .bindtext import add_binding_text
 from .cpp import extract_cpp
 from .generated import extract_generated
 from .metal import extract_metal
@@ -55,7 +56,9 @@ def extract(relpath: str, layer: Layer, data: bytes) -> FileFacts:
     if layer is Layer.GENERATED:
         return extract_generated(relpath, data)
     if layer is Layer.CPP:
-        return extract_metal(relpath, data) if name.endswith(".metal") else extract_cpp(relpath, data)
+        if name.endswith(".metal"):
+            return extract_metal(relpath, data)
+        return add_binding_text(extract_cpp(relpath, data), data)
     try:
         tree = ast.parse(data, filename=relpath)
     except (SyntaxError, ValueError) as exc:

@@ -53,6 +53,7 @@ INTO: dict[EdgeKind, Rule] = {
     EdgeKind.WRAPPER: op_edges.wrapper_of,
     EdgeKind.STUB_KERNEL: stubs.registering,
     EdgeKind.BINDING: py_edges.bindings_into,
+    EdgeKind.AUTOGRAD: op_edges.autograd_of,
 }
 
 

@@ -4,6 +4,7 @@ derivative formula calls, and to what the build generates for them (wrappers, au
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ..model import (
     CppSymbol,
@@ -21,7 +22,7 @@ from ..model import (
 )
 from ..store.codec import codec, row_fact
 from ..store.reader import Index
-from .cpp_edges import op_callers, out_edges
+from .cpp_edges import callers, op_callers, out_edges
 from .nodes import autograd_node, cpp_node, op_node, symbol_id, unresolved_node
 from .registry import OpRegistry, registry
 from .resolve import op_named
@@ -33,6 +34,7 @@ _METHOD = re.compile(r"\.([A-Za-z_]\w*)\s*\(")
 _NOT_CALLS = frozenset({"if", "for", "while", "return", "sizeof", "static_cast", "std", "c10", "Tensor",
                         "TensorList", "at", "grad", "result", "self", "other"})
 _FORMULA_NS = "torch::autograd::generated::details::"  # tools/autograd/templates/FunctionsManual: helpers
+_NODE_NS = "torch::autograd::generated::"  # Functions.cpp: XBackward0::apply
 
 
 def _op(reg: OpRegistry, node: Node) -> Op | None:
@@ -74,25 +76,62 @@ def kernel_of(ix: Index, node: Node) -> list[Edge]:
 
 # ------------------------------------------------------------------ OP_CALL
 
+HELPER_DEPTH = 3  # calls through file-local helpers of a composite kernel (dropout -> _dropout -> _dropout_impl)
+
+
+def _is_helper(ix: Index, fn: Node, kernel: Node) -> bool:
+    """A function a composite kernel calls that is part of its body: defined in the kernel's file, and not
+    itself the kernel of an op (those are ops in their own right, reached as such)."""
+    return (fn.kind is NodeKind.CPP_FUNCTION and fn.loc is not None and kernel.loc is not None
+            and fn.loc.path == kernel.loc.path and not kernel_of(ix, fn))
+
+
 def op_call_edges(ix: Index, node: Node) -> list[Edge]:
-    """op -> the ops its composite kernels call through the dispatcher (in call order)."""
+    """op -> the ops its composite kernels call through the dispatcher (in call order), also through the
+    kernel's file-local helpers (``at::native::dropout`` -> ``_dropout<false>`` -> ``_dropout_impl`` ->
+    ``bernoulli_``), which the edge's note names."""
     out: dict[str, Edge] = {}
     for k in kernel_edges(ix, node):
         if not is_composite(k.key) or k.dst.kind is NodeKind.UNRESOLVED:
             continue
-        for e in out_edges(ix, k.dst):
-            if e.kind is EdgeKind.DISPATCH_CALL and e.dst.key != node.key and e.dst.key not in out:
-                out[e.dst.key] = Edge(node, e.dst, EdgeKind.OP_CALL, e.site, k.key, f"{k.dst.label} calls {e.note}")
+        frontier: list[tuple[Node, str]] = [(k.dst, "")]
+        seen = {k.dst.key}
+        for depth in range(HELPER_DEPTH + 1):
+            nxt: list[tuple[Node, str]] = []
+            for fn, via in frontier:
+                for e in out_edges(ix, fn):
+                    if e.kind is EdgeKind.DISPATCH_CALL and e.dst.key != node.key and e.dst.key not in out:
+                        out[e.dst.key] = Edge(node, e.dst, EdgeKind.OP_CALL, e.site, k.key,
+                                              f"{k.dst.label} calls {e.note}{via}")
+                    elif (e.kind is EdgeKind.CALL and depth < HELPER_DEPTH and e.dst.key not in seen
+                          and _is_helper(ix, e.dst, k.dst)):
+                        seen.add(e.dst.key)
+                        nxt.append((e.dst, f" (through {e.dst.label.split('::')[-1]})"))
+            frontier = nxt
     return list(out.values())
 
 
 def op_called_by(ix: Index, node: Node) -> list[Edge]:
-    """OP_CALL edges into an op: composite ops whose kernel calls it."""
+    """OP_CALL edges into an op: composite ops whose kernel calls it (directly or through its file-local
+    helpers)."""
     out: dict[str, Edge] = {}
     for call in op_callers(ix, node):
-        for k in kernel_of(ix, call.src):
-            if is_composite(k.key) and k.src.key != node.key and k.src.key not in out:
-                out[k.src.key] = Edge(k.src, node, EdgeKind.OP_CALL, call.site, k.key, f"{call.src.label} calls it")
+        frontier, seen = [call.src], {call.src.key}
+        for depth in range(HELPER_DEPTH + 1):
+            nxt = []
+            for fn in frontier:
+                kernels = kernel_of(ix, fn)
+                for k in kernels:
+                    if is_composite(k.key) and k.src.key != node.key and k.src.key not in out:
+                        out[k.src.key] = Edge(k.src, node, EdgeKind.OP_CALL, call.site, k.key,
+                                              f"{call.src.label} calls it")
+                if kernels or depth == HELPER_DEPTH or fn.kind is not NodeKind.CPP_FUNCTION:
+                    continue
+                for c in callers(ix, fn):
+                    if c.src.key not in seen and c.src.loc and fn.loc and c.src.loc.path == fn.loc.path:
+                        seen.add(c.src.key)
+                        nxt.append(c.src)
+            frontier = nxt
     return list(out.values())
 
 
@@ -113,8 +152,19 @@ def _derivatives(ix: Index) -> dict[str, list[tuple[Derivative, list[DerivativeF
     return table
 
 
+def view_of_copy(ix: Index, op: Op) -> Op | None:
+    """The view op whose derivatives.yaml entry a view_copy op without one of its own uses (torchgen's
+    load_derivatives.add_view_copy_derivatives: ``alias_copy`` differentiates as ``alias``, node AliasBackward0_copy)."""
+    if "view_copy" not in op.tags or op.full_name in _derivatives(ix) or not op.name.endswith("_copy"):
+        return None
+    view = registry(ix).by_full.get(op.full_name.replace("_copy", "", 1))
+    return view if view is not None and view.full_name in _derivatives(ix) else None
+
+
 def derivatives_of(ix: Index, op: Op) -> list[tuple[Derivative, list[DerivativeFormula]]]:
-    return _derivatives(ix).get(op.full_name, [])
+    """The op's derivatives.yaml entries (a view_copy op's are its view op's)."""
+    view = view_of_copy(ix, op)
+    return _derivatives(ix).get((view or op).full_name, [])
 
 
 def _formula_targets(ix: Index, reg: OpRegistry, text: str) -> list[Node]:
@@ -224,19 +274,82 @@ def wrapper_of(ix: Index, node: Node) -> list[Edge]:
     return out
 
 
+@dataclass(frozen=True)
+class AutogradNode:
+    """A generated autograd node: its struct in Functions.h and its apply() in Functions.cpp."""
+
+    name: str
+    struct: Loc | None
+    apply: CppSymbol | None
+
+    @property
+    def loc(self) -> Loc | None:
+        return self.struct or (self.apply.loc if self.apply else None)
+
+
+def autograd_nodes(ix: Index) -> dict[str, AutogradNode]:
+    """Every node struct Functions.h declares (and any other node a kernel creates that has an apply())."""
+    def build() -> dict[str, AutogradNode]:
+        structs: dict[str, Loc] = {}
+        for value, file_id, line in ix.q("SELECT value, file_id, line FROM generated_fact WHERE kind = ? ORDER BY id",
+                                         (GeneratedKind.NODE_STRUCT.value,)):
+            structs.setdefault(value, Loc(ix.path_of(file_id), line))
+        applies: dict[str, CppSymbol] = {}
+        for row in ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE name = 'apply' AND qualname LIKE ? "
+                        "AND is_definition ORDER BY file_id, line", (_NODE_NS + "%",)):
+            sym = to_symbol(ix, row)
+            applies.setdefault(sym.qualname.split("::")[-2], sym)
+        return {n: AutogradNode(n, structs.get(n), applies.get(n)) for n in sorted(set(structs) | set(applies))}
+    table: dict[str, AutogradNode] = ix.cached("autograd_nodes", build)
+    return table
+
+
+def _node_of(ix: Index, name: str) -> Node:
+    known = autograd_nodes(ix).get(name)
+    return autograd_node(name, known.loc if known else None)
+
+
 def autograd_edges(ix: Index, node: Node) -> list[Edge]:
-    """op -> the autograd nodes (XBackward0) its generated Autograd kernel creates, at their apply()."""
+    """op -> the autograd nodes (XBackward0, ForeachAddBackward0List, ...) its generated Autograd kernels create;
+    the site is where the kernel creates it, the node's location its struct in Functions.h."""
     out = []
+    nodes = autograd_nodes(ix)
     for w in wrapper_edges(ix, node):
         sid = symbol_id(w.dst)
         if sid is None or not w.key.startswith("Autograd"):
             continue
         for name, line in ix.q("SELECT DISTINCT value, line FROM generated_fact WHERE scope = ? AND kind = ?",
                                (sid, GeneratedKind.GRAD_FN.value)):
-            apply = ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE name = 'apply' AND qualname LIKE ? "
-                         "AND is_definition", (f"%::{name}::apply",))
-            fn = to_symbol(ix, apply[0]) if apply else None
+            known = nodes.get(name)
             site = Loc(w.dst.loc.path, line) if w.dst.loc else None
-            out.append(Edge(node, autograd_node(name, fn.loc if fn else None), EdgeKind.AUTOGRAD, site, w.key,
-                            fn.qualname if fn else ""))
+            apply = known.apply if known else None
+            out.append(Edge(node, _node_of(ix, name), EdgeKind.AUTOGRAD, site, w.key,
+                            f"{apply.qualname} {apply.loc}" if apply else ""))
     return out
+
+
+def autograd_of(ix: Index, node: Node) -> list[Edge]:
+    """AUTOGRAD edges into an autograd node: the ops whose generated Autograd kernel creates it."""
+    if node.kind is not NodeKind.AUTOGRAD_NODE:
+        return []
+
+    def build() -> dict[str, list[str]]:
+        # The Autograd kernels' functions, by (file, name), to the ops registered to them (m.impl in the same file).
+        impls: dict[tuple[int, str], list[str]] = {}
+        for name, target, file_id in ix.q(
+                "SELECT r.name, r.target, r.file_id FROM cpp_registration r JOIN files f ON f.id = r.file_id "
+                "WHERE r.kind = ? AND f.generated = 1 AND r.key LIKE 'Autograd%'",
+                (RegistrationKind.LIBRARY_IMPL.value,)):
+            impls.setdefault((file_id, target.split("::")[-1]), []).append(name)
+        rev: dict[str, list[str]] = {}
+        for value, fn_name, file_id in ix.q(
+                "SELECT g.value, s.name, s.file_id FROM generated_fact g JOIN cpp_symbol s ON s.id = g.scope "
+                "WHERE g.kind = ?", (GeneratedKind.GRAD_FN.value,)):
+            for op in impls.get((file_id, fn_name), ()):
+                if op not in rev.setdefault(value, []):
+                    rev[value].append(op)
+        return rev
+    creators: dict[str, list[str]] = ix.cached("autograd_creators", build)
+    reg = registry(ix)
+    return [e for full in creators.get(node.key, []) if full in reg.by_full
+            for e in autograd_edges(ix, op_node(reg.by_full[full])) if e.dst.key == node.key]

@@ -24,7 +24,8 @@ class PyDef:
     loc: Loc
     row_id: int  # py_function.id / py_class_fq.id / 0
     signature: str = ""
-    value: str = ""  # for assign: the dotted name it is bound to
+    value: str = ""  # for assign: the dotted name it is bound to (the first, when several)
+    values: tuple[str, ...] = ()  # for assign: every name it is bound to (boolean_dispatch(if_true=f, if_false=g))
     cls: str = ""  # for methods: class qualname
 
 
@@ -87,10 +88,13 @@ class PyNames:
                 if row:
                     found = PyDef("function", dotted, mod, qual, Loc(self.ix.path_of(fid), row[1]), row[0],
                                   signature=row[2], cls=row[3])
-                elif "." not in qual:
-                    row = self.ix.one("SELECT value, line FROM py_assign WHERE file_id = ? AND name = ?", (fid, qual))
-                    if row:
-                        found = PyDef("assign", dotted, mod, qual, Loc(self.ix.path_of(fid), row[1]), 0, value=row[0])
+                else:
+                    rows = self.ix.q("SELECT value, line FROM py_assign WHERE file_id = ? AND name = ? ORDER BY id",
+                                     (fid, qual))
+                    if rows:
+                        found = PyDef("assign", dotted, mod, qual, Loc(self.ix.path_of(fid), rows[0][1]), 0,
+                                      value=rows[0][0], values=tuple(dict.fromkeys(r[0] for r in rows)),
+                                      cls=qual.rsplit(".", 1)[0] if "." in qual else "")
         self._defs[dotted] = found
         return found
 

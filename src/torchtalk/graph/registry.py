@@ -84,7 +84,8 @@ class OpRegistry:
                     op = self.by_full.get(full)
                     if op is not None:
                         seen.setdefault(op.full_name, op)
-                return list(seen.values())
+                # A Python name is called for its result: the functional overloads first, out= ones last.
+                return sorted(seen.values(), key=lambda o: o.is_out)
         return []
 
     def suggest(self, text: str, n: int = 8) -> list[str]:

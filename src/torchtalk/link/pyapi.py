@@ -10,6 +10,7 @@ From the registry: ``variants: function`` gives ``torch.X`` (or the
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 
 from ..model import PY_MODULES, PyApiKind
@@ -87,20 +88,155 @@ def _generated_binding_rows(conn: sqlite3.Connection) -> list[Row]:
     return rows
 
 
+class PybindModules:
+    """The Python module a pybind11 object of hand-written binding code is, from the PY_MODULE facts of
+    extract/bindtext.py: ``import("torch")``, ``parent.def_submodule("_jit")``, a cast of another object,
+    or of the function's ``PyObject*`` parameter, which is the object of that name its callers hold
+    (``initJITBindings(module)`` called from Module.cpp's ``initModule``, where ``module`` is
+    ``PyModule_Create`` of the PyModuleDef named "torch._C")."""
+
+    MAX_DEPTH = 6
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+        self.vars: dict[int, dict[str, list[tuple[int, list[str]]]]] = {}
+        for value, scope, line in conn.execute(
+                "SELECT value, scope, line FROM generated_fact WHERE kind = 'py_module' AND scope >= 0"):
+            var, *how = value.split(" ")
+            self.vars.setdefault(scope, {}).setdefault(var, []).append((line, how))
+        self._params: dict[int, tuple[str, str]] = {}
+        self._memo: dict[tuple[int, str], str | None] = {}
+
+    def _symbol(self, scope: int) -> tuple[str, str]:
+        if scope not in self._params:
+            row = self.conn.execute("SELECT name, params FROM cpp_symbol WHERE id = ?", (scope,)).fetchone()
+            self._params[scope] = (row[0], row[1] or "") if row else ("", "")
+        return self._params[scope]
+
+    def of(self, scope: int, var: str, depth: int = 0) -> str | None:
+        """The dotted module ``var`` is inside the function ``scope`` (None when the code does not say)."""
+        key = (scope, var)
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = None  # cycles end here
+        found = None
+        if depth <= self.MAX_DEPTH:
+            facts = sorted(self.vars.get(scope, {}).get(var, []))
+            if facts:
+                how = facts[-1][1]
+                if how[0] == "import":
+                    found = how[1]
+                elif how[0] == "sub":
+                    parent = self.of(scope, how[1], depth + 1)
+                    found = f"{parent}.{how[2]}" if parent else None
+                elif how[0] == "of" and how[1] != var:
+                    found = self.of(scope, how[1], depth + 1)
+            elif re.search(rf"\bPyObject\s*\*\s*{re.escape(var)}\b", self._symbol(scope)[1]):
+                found = self._passed(scope, var, depth + 1)
+        self._memo[key] = found
+        return found
+
+    def _passed(self, scope: int, param: str, depth: int) -> str | None:
+        """A ``PyObject*`` parameter: the module its callers hold under the same name, else under their own
+        single ``PyObject*`` parameter (``initPythonIRBindings(module)`` inside ``initJITBindings(PyObject*
+        module)`` for the parameter ``module_``)."""
+        name = self._symbol(scope)[0]
+        if not name:
+            return None
+        callers = [c for (c,) in self.conn.execute(
+            "SELECT DISTINCT caller FROM cpp_call WHERE callee = ? AND caller >= 0 LIMIT 20", (name,))]
+        for caller in callers:
+            found = self.of(caller, param, depth)
+            if not found:
+                own = _PYOBJECT_PARAM.findall(self._symbol(caller)[1])
+                found = self.of(caller, own[0], depth) if len(own) == 1 and own[0] != param else None
+            if found:
+                return found
+        return None
+
+
+_PYOBJECT_PARAM = re.compile(r"\bPyObject\s*\*\s*(\w+)")
+_CLASS_ARG = re.compile(r"^[\w:]*(?:class_|enum_)\s*<.*?>\s*\(\s*(\w+)\s*,", re.S)
+
+
+def _pybind_module(mods: PybindModules, scope: int, root: str) -> str | None:
+    """The module of a .def chain's root: a module variable (``m.def``) or a class made on one
+    (``py::class_<X>(m, "X").def``)."""
+    if scope is None or scope < 0:
+        return None
+    m = _CLASS_ARG.match(root)
+    var = m.group(1) if m else root
+    return mods.of(scope, var) if var.isidentifier() else None
+
+
+# Python names the py_api table uses for classes whose methods users reach under another name:
+# torch.Tensor derives from torch._C.TensorBase (torch/_tensor.py); torch/__init__.py copies the functions of
+# torch._C._VariableFunctions into torch.
+_TYPE_NAMESPACES = {"torch._C.TensorBase": "Tensor", "torch._C._TensorBase": "Tensor",
+                    "torch._C._VariableFunctionsClass": "torch"}
+
+
+def table_owners(conn: sqlite3.Connection) -> dict[tuple[int, str], str]:
+    """(file, PyMethodDef table) -> the Python module or class its entries become attributes of, from the
+    PY_METHODS facts of extract/bindtext.py: a table (or a vector it is added to with THPUtils_addPyMethodDefs,
+    directly or through ``PyMethodDef* python_functions() { return methods; }``) given to a PyModuleDef or as a
+    PyTypeObject's tp_methods."""
+    dest: dict[tuple[int, str], str] = {}
+    adds: list[tuple[int, str, str, bool]] = []
+    fns: dict[str, list[tuple[int, str]]] = {}
+    for file_id, value in conn.execute("SELECT file_id, value FROM generated_fact WHERE kind = 'py_methods'"):
+        how, a, b = value.split(" ", 2)
+        if how in ("module", "type") and b != "?":
+            dest[(file_id, a)] = _TYPE_NAMESPACES.get(b, b)
+        elif how in ("add", "addfn"):
+            adds.append((file_id, a, b, how == "addfn"))
+        elif how == "fn":
+            fns.setdefault(a, []).append((file_id, b))
+    owners = dict(dest)
+    for file_id, vector, source, is_fn in adds:
+        owner = dest.get((file_id, vector))
+        if owner is None:
+            continue
+        for table_file, table in (fns.get(source, []) if is_fn else [(file_id, source)]):
+            owners.setdefault((table_file, table), owner)
+    return owners
+
+
 def _binding_rows(conn: sqlite3.Connection) -> list[Row]:
-    """Hand-written bindings: PyMethodDef entries and pybind11 .def."""
+    """Hand-written bindings: PyMethodDef entries and pybind11 .def (named in their module when the code says
+    which it is, see PybindModules), and the aliases of PyMethodDef tables are linked in _alias_rows."""
     rows: list[Row] = []
-    for kind, name, target, key, file_id, line, path in conn.execute(
-            "SELECT r.kind, r.name, r.target, r.key, r.file_id, r.line, f.path FROM cpp_registration r "
+    mods = PybindModules(conn)
+    owners = table_owners(conn)
+    for kind, name, target, key, file_id, line, path, scope in conn.execute(
+            "SELECT r.kind, r.name, r.target, r.key, r.file_id, r.line, f.path, r.scope FROM cpp_registration r "
             "JOIN files f ON f.id = r.file_id WHERE r.kind IN ('pymethoddef', 'pybind_def') AND f.generated = 0"):
         if kind == "pymethoddef":
-            # Tables of torch/csrc/Module.cpp are torch._C's own methods; the hand-written tables of the binding
-            # files (python_torch_functions_manual.cpp) fill the same namespace as the generated ones; other
-            # tables keep their name.
-            owner = "torch._C" if path == "torch/csrc/Module.cpp" else (_generated_namespace(path) or key)
+            # Where the code installs the table (table_owners); else: tables of torch/csrc/Module.cpp are
+            # torch._C's own methods, the hand-written tables of the binding files (python_torch_functions_manual.cpp)
+            # fill the same namespace as the generated ones, and other tables keep their name.
+            owner = owners.get((file_id, key)) or ("torch._C" if path == "torch/csrc/Module.cpp" else
+                                                  (_generated_namespace(path) or key))
             rows.append((f"{owner}.{name}", PyApiKind.PYMETHODDEF, "", target, file_id, line))
         else:
-            rows.append((name, PyApiKind.PYBIND, "", target, file_id, line))
+            module = _pybind_module(mods, scope, key)
+            rows.append((f"{module}.{name}" if module else name, PyApiKind.PYBIND, "", target, file_id, line))
+    return rows
+
+
+def _alias_rows(conn: sqlite3.Connection, by_py: dict[str, list[str]]) -> list[Row]:
+    """``torch.spmm``: a PyMethodDef entry copied under a second name (PY_ALIAS facts), bound to what the entry
+    it copies is bound to, in the namespace of the binding file that holds the table."""
+    rows: list[Row] = []
+    for value, file_id, line, path in conn.execute(
+            "SELECT g.value, g.file_id, g.line, f.path FROM generated_fact g JOIN files f ON f.id = g.file_id "
+            "WHERE g.kind = 'py_alias'"):
+        ns = _generated_namespace(path)
+        if ns is None:
+            continue
+        canonical, alias = value.split(" ")
+        for op in dict.fromkeys(by_py.get(f"{ns}.{canonical}", ())):
+            rows.append((f"{ns}.{alias}", PyApiKind.ALIAS, op, f"{ns}.{canonical}", file_id, line))
     return rows
 
 
@@ -110,6 +246,7 @@ def python_api_rows(conn: sqlite3.Connection) -> list[Row]:
     for name, _kind, op, *_ in rows:
         by_py.setdefault(name, []).append(op)
     rows += _functional_rows(conn, by_py)
+    rows += _alias_rows(conn, by_py)
     rows += _binding_rows(conn)
     rows += _generated_binding_rows(conn)
     return rows

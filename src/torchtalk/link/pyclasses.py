@@ -17,8 +17,7 @@ from collections.abc import Callable, Iterable
 ROOTS = {
     "module": ("torch.nn.modules.module.Module",),
     "optimizer": ("torch.optim.optimizer.Optimizer",),
-    "lr_scheduler": ("torch.optim.lr_scheduler.LRScheduler", "torch.optim.lr_scheduler._LRScheduler",
-                     "torch.optim.lr_scheduler.ReduceLROnPlateau"),
+    "lr_scheduler": ("torch.optim.lr_scheduler.LRScheduler", "torch.optim.lr_scheduler._LRScheduler"),
     "testcase": ("torch.testing._internal.common_utils.TestCase", "unittest.TestCase", "unittest.case.TestCase"),
 }
 
@@ -101,8 +100,22 @@ class Resolver:
         return found or written
 
 
+def scheduler_like(conn: sqlite3.Connection) -> set[str]:
+    """Classes of torch.optim that are LR schedulers by what they do, whatever their bases: constructed on an
+    optimizer (``__init__(self, optimizer, ...)``) and defining ``step()``. ReduceLROnPlateau derives from
+    ``object`` in 1.13 and from LRScheduler in 2.x; it is a scheduler in both."""
+    inits = {(m, c) for m, c in conn.execute(
+        "SELECT module, cls FROM py_function WHERE name = '__init__' AND module LIKE 'torch.optim.%' "
+        "AND (signature LIKE '(self, optimizer,%' OR signature LIKE '(self, optimizer:%' "
+        "OR signature LIKE '(self, optimizer)%')")}
+    steps = {(m, c) for m, c in conn.execute(
+        "SELECT module, cls FROM py_function WHERE name = 'step' AND module LIKE 'torch.optim.%'")}
+    return {f"{m}.{c}" for m, c in inits & steps if c}
+
+
 def class_rows(conn: sqlite3.Connection) -> list[tuple]:
     r = Resolver(conn)
+    schedulers = scheduler_like(conn)
     bases_fq = {fq: [r.resolve(c[2], b) for b in c[6]] for fq, c in r.classes.items()}
     root_of = {name: kind for kind, names in ROOTS.items() for name in names}
     memo: dict[str, frozenset[str]] = {}
@@ -111,6 +124,8 @@ def class_rows(conn: sqlite3.Connection) -> list[tuple]:
         if fq in memo:
             return memo[fq]
         found = {root_of[fq]} if fq in root_of else set()
+        if fq in schedulers:
+            found.add("lr_scheduler")
         if fq not in stack:
             for b in bases_fq.get(fq, ()):
                 if b in root_of:

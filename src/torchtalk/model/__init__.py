@@ -36,7 +36,7 @@ from .loc import GENERATED_PREFIX, Loc
 from .ops import PY_MODULES, Derivative, DerivativeFormula, DispatchEntry, EntryOrigin, Op, OpDispatch, Tag
 from .python import PyAssign, PyCall, PyClass, PyFunction, PyImport, PyOpRef
 from .schema import Argument, FunctionSchema, Return, SchemaError
-from .tests import OpInfoEntry, TestClass, TestInstantiation, TestMethod, TestUtil
+from .tests import OpInfoEntry, OpTestMark, TestClass, TestInstantiation, TestMethod, TestUtil
 
 # One table per fact type, named as the index has always named them. Facts other rows
 # point at (``ref``) come first, so their ids exist when the referrers are written.
@@ -48,7 +48,7 @@ FACT_TABLES: dict[str, type] = {
     "py_class": PyClass, "py_function": PyFunction, "py_call": PyCall, "py_import": PyImport,
     "py_assign": PyAssign, "py_op_ref": PyOpRef,
     "test_class": TestClass, "test_method": TestMethod, "test_instantiation": TestInstantiation,
-    "op_info_entry": OpInfoEntry, "test_util": TestUtil,
+    "op_info_entry": OpInfoEntry, "test_util": TestUtil, "op_test_mark": OpTestMark,
 }
 TABLE_OF: dict[type, str] = {cls: table for table, cls in FACT_TABLES.items()}
 
@@ -64,7 +64,7 @@ __all__ = [
     "Argument", "COMPOSITE_KEYS", "CallKind", "CallSite", "CppSymbol", "Derivative", "DerivativeFormula",
     "DispatchEntry", "DispatchKey", "Edge", "EdgeKind", "EntryOrigin", "FACT_TABLES", "FileFacts", "FileProblems", "FileStatus",
     "FormulaKind", "FunctionSchema", "GENERATED_PREFIX", "GeneratedFact", "GeneratedKind", "InstantiationKind",
-    "Layer", "Loc", "NO_REF", "Node", "NodeKind", "Op", "OpDispatch", "OpInfoEntry", "PY_MODULES", "PyApiKind",
+    "Layer", "Loc", "NO_REF", "Node", "NodeKind", "Op", "OpDispatch", "OpInfoEntry", "OpTestMark", "PY_MODULES", "PyApiKind",
     "PyAssign", "PyCall", "PyClass", "PyFunction", "PyFunctionKind", "PyImport", "PyOpRef", "PyOpRefKind",
     "Registration", "RegistrationKind", "Return", "SchemaError", "StrEnum", "SymbolKind", "TABLE_OF", "Tag",
     "TestClass", "TestInstantiation", "TestMethod", "TestUtil", "Using", "UsingKind", "UtilKind", "Variant",

@@ -113,11 +113,16 @@ class UsingKind(StrEnum):
 
 
 class GeneratedKind(StrEnum):
-    """What generated code says in strings and comments, which C++ facts do not carry."""
+    """What generated code (and hand-written binding code) says in strings and comments, which C++ facts
+    do not carry."""
 
     PARSER_SIGNATURE = "parser_signature"  # THPVariable_x's PythonArgParser strings
     BINDS_OP = "binds_op"  # "// aten::x.out(...)" above a dispatch lambda
     GRAD_FN = "grad_fn"  # a VariableType kernel creating XBackward0
+    NODE_STRUCT = "node_struct"  # struct TORCH_API XBackward0 in autograd/generated/Functions.h
+    PY_MODULE = "py_module"  # hand-written bindings: "m sub _C _functorch" (the module a pybind11 variable is)
+    PY_METHODS = "py_methods"  # hand-written bindings: where a PyMethodDef table goes ("add methods extra_methods")
+    PY_ALIAS = "py_alias"  # hand-written bindings: "mm spmm" (a PyMethodDef entry copied under a second name)
 
 
 class FormulaKind(StrEnum):

@@ -81,6 +81,33 @@ class OpInfoEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class OpTestMark:
+    """A skip, xfail or decorator that names one op's generic (@ops) tests: a ``DecorateInfo`` in an OpInfo
+    entry's ``skips=`` / ``decorators=``, or an ``xfail("op")`` / ``skip("op")`` / ``decorate("op", ...)``
+    in a test file's lists (functorch's ``skipOps('TestOperators', 'test_grad', {xfail('cumsum')})``)."""
+
+    __test__ = False  # not a pytest class
+    op: str  # the OpInfo name it applies to: "nn.functional.group_norm" (for PythonRefInfo: torch_opinfo_name)
+    variant: str  # the OpInfo variant_test_name, "" for the default one
+    entry: str  # the OpInfo entry that holds it ("_refs.cumsum"), "" for a test file's list
+    mark: str  # how it is marked: "unittest.expectedFailure", "unittest.skip('Skipped!')", "xfail", "toleranceOverride(...)"
+    test_class: str  # "TestJit", "" for every class
+    test_name: str  # "test_variant_consistency_jit", "" for every test
+    device_type: str  # "cpu", "cuda", ""
+    dtypes: str  # "torch.float32 torch.float64", ""
+    line: int
+    id: int = stored_id()
+    path: str = stored_path()
+
+    def __post_init__(self) -> None:
+        check_line("OpTestMark", self.line)
+
+    @property
+    def loc(self) -> Loc:
+        return Loc(self.path, self.line)
+
+
+@dataclass(frozen=True, slots=True)
 class TestUtil:
     """A helper defined in torch/testing/_internal, classified from its source."""
 

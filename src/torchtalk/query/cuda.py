@@ -16,11 +16,12 @@ from ..graph import Step, down, graph
 from ..graph.nodes import CPP_KINDS, cpp_node, symbol_id
 from ..graph.registry import registry
 from ..graph.symbols import SYMBOL_COLS, gpu_kernels_named, has_cpp, symbol, to_symbol
-from ..model import CppSymbol, Edge, EdgeKind, Node, NodeKind, SymbolKind, runs_on
+from ..model import CppSymbol, Edge, EdgeKind, Node, NodeKind, SymbolKind, is_composite, runs_on
 from ..store.reader import Index
 from .args import clean_text
 from .functions import find_targets
 from .results import NotFound
+from .trace import ops_named
 
 MAX_DEPTH = 6
 WALK_KINDS = frozenset({EdgeKind.KERNEL, EdgeKind.OP_CALL, EdgeKind.BACKWARD, EdgeKind.CALL, EdgeKind.STUB_CALL,
@@ -66,13 +67,35 @@ def _gpu_edge(e: Edge) -> bool:
     return e.dst.kind is not NodeKind.UNRESOLVED
 
 
+def _runs_for_cuda(edges: list[Edge], start: bool) -> list[Edge]:
+    """An op's edges that run for CUDA tensors: a CUDA kernel of its own wins over its composite kernel (which,
+    and whose op calls, then serve the other backends only); an op reached from dense code runs its dense CUDA
+    kernel, not its NestedTensorCUDA / SparseCUDA ones."""
+    own = any(e.kind is EdgeKind.KERNEL and e.key in _GPU_BACKENDS for e in edges)
+    out = []
+    for e in edges:
+        if e.kind is EdgeKind.KERNEL and (own and is_composite(e.key) or
+                                          not start and not (e.key in _GPU_BACKENDS or is_composite(e.key))):
+            continue
+        if e.kind is EdgeKind.OP_CALL and own:
+            continue
+        out.append(e)
+    return out
+
+
 def _walk(ix: Index, starts: list[Node]) -> tuple[dict[str, GpuKernel], list[KernelLaunch]]:
     g = graph(ix)
+    first = {(n.kind, n.key) for n in starts}
 
     def edges(node: Node, kinds: object) -> list[Edge]:
-        return [e for e in g.out(node, WALK_KINDS) if _gpu_edge(e)]
+        out = [e for e in g.out(node, WALK_KINDS) if _gpu_edge(e)]
+        return _runs_for_cuda(out, (node.kind, node.key) in first) if node.kind is NodeKind.OP else out
 
     def follow(s: Step) -> bool:
+        # The backward of a backward (second-order gradients) is not what runs for the op.
+        if s.edge.kind is EdgeKind.BACKWARD and s.parent is not None and \
+                any(e.kind is EdgeKind.BACKWARD for e in s.parent.chain()):
+            return False
         return s.node.kind is not NodeKind.GPU_KERNEL
 
     steps = down(starts, edges, WALK_KINDS, MAX_DEPTH, fan_out=40, max_nodes=1500, follow=follow)
@@ -116,13 +139,19 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
     name = clean_text(function_name, "function_name", "index_select")
     reg = registry(ix)
     ops = reg.lookup(name)
+    direct = [] if ops else gpu_kernels_named(ix, name.split("::")[-1])
+    if direct:
+        return _kernel_by_name(ix, name, direct)
+    entry = None
+    if not ops and "::" not in name:
+        ops, entry, _via = ops_named(ix, name)  # F.cross_entropy -> cross_entropy_loss, a grad_fn -> its op
     if ops:
         starts = [Node(NodeKind.OP, op.full_name, op.full_name, op.loc) for op in ops]
-        matched = f"op {ops[0].name}" + (f" ({len(ops)} overloads)" if len(ops) > 1 else "")
+        names = list(dict.fromkeys(op.name for op in ops))
+        matched = f"op {', '.join(names[:4])}" + (f" ({len(ops)} overloads)" if len(ops) > 1 else "")
+        if entry is not None:
+            matched += f", reached from Python {entry.kind} {entry.name} ({entry.loc})"
     else:
-        direct = gpu_kernels_named(ix, name.split("::")[-1])
-        if direct:
-            return _kernel_by_name(ix, name, direct)
         found = find_targets(ix, name)
         if isinstance(found, NotFound):
             found.what = "op, function or GPU kernel"

@@ -199,16 +199,9 @@ def _merge_ops(nodes: list[CallNode]) -> list[CallNode]:
 def _walk(ix: Index, entry: PyDef, mro: list[ClassInfo]) -> tuple[list[CallNode], OrderedDict[str, tuple[Op, list[str]]]]:
     """PY_CALL edges down from ``entry`` (forward or step), ``self`` being an instance of mro[0]."""
     ctx = PyContext([c.fq for c in mro])
-    bound: dict[str, list[Edge]] = {}  # a name bound to a native function -> its BINDING edges to ops
 
     def edges(node: Node, kinds: object) -> list[Edge]:
-        if node.kind is NodeKind.BINDING:
-            return bound.get(node.key, [])
-        out = py_call_edges(ix, node, ctx)
-        for e in out:
-            if e.kind is EdgeKind.BINDING:
-                bound.setdefault(e.src.key, []).append(e)
-        return [e for e in out if e.kind is EdgeKind.PY_CALL]
+        return py_call_edges(ix, node, ctx)
 
     def follow(s: Step) -> bool:
         e = s.edge

@@ -6,11 +6,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import BadArgument
+from ..graph import graph
+from ..graph.nodes import autograd_node
+from ..graph.op_edges import AutogradNode, autograd_nodes
 from ..graph.registry import registry
 from ..graph.resolve import stub_names
 from ..graph.stubs import stub_declared
 from ..graph.symbols import SYMBOL_COLS, kernel_definitions, to_symbol
-from ..model import CppSymbol, DispatchEntry, Loc, Op, SymbolKind
+from ..model import CppSymbol, DispatchEntry, EdgeKind, Loc, Op, SymbolKind
 from ..store.reader import Index
 from .args import MAX_LIMIT, check_int, clean_text, shown
 
@@ -111,9 +114,13 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
         taken = {h.name for _s, h, _r in scored}
         scored += _function_hits(ix, q, taken)
         scored += _named_hits(ql, "DispatchStub", sorted(stub_names(ix)), lambda n: stub_declared(ix, n))
-        scored += _named_hits(ql, "autograd node", sorted(_autograd_nodes(ix)), lambda n: _autograd_nodes(ix)[n])
+        nodes = autograd_nodes(ix)
+        scored += _named_hits(ql, "autograd node", list(nodes), lambda n: nodes[n].loc)
     scored.sort(key=lambda t: t[0])
     hits = [h for _s, h, _r in scored[:limit]]
+    for h in hits:
+        if h.kind == "autograd node":
+            h.detail = _node_detail(ix, nodes[h.name])
     by_name = {h.name: r for _s, h, r in scored[:limit] if r is not None}
     for h in hits:
         rec = by_name.get(h.name)
@@ -130,7 +137,6 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
 MAX_NAME_CANDIDATES = 400
 _FUNCTION_KINDS = tuple(k.value for k in (SymbolKind.FUNCTION, SymbolKind.METHOD, SymbolKind.IMPL_FUNC,
                                          SymbolKind.GLOBAL_KERNEL, SymbolKind.DEVICE_FUNCTION, SymbolKind.METAL_KERNEL))
-_AUTOGRAD_NS = "torch::autograd::generated::"
 
 
 def _named_hits(ql: str, kind: str, names: list[str], where: Callable[[str], Loc | None]
@@ -145,19 +151,14 @@ def _named_hits(ql: str, kind: str, names: list[str], where: Callable[[str], Loc
     return out
 
 
-def _autograd_nodes(ix: Index) -> dict[str, Loc]:
-    """Autograd node structs (XBackward0, ForeachAddBackward0List, ...) at their generated apply()."""
-    def build() -> dict[str, Loc]:
-        out: dict[str, Loc] = {}
-        for row in ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE name = 'apply' AND qualname LIKE ? "
-                        "AND is_definition", (_AUTOGRAD_NS + "%",)):
-            sym = to_symbol(ix, row)
-            parts = sym.qualname.split("::")
-            if len(parts) >= 2:
-                out.setdefault(parts[-2], sym.loc)
-        return out
-    nodes: dict[str, Loc] = ix.cached("autograd_nodes", build)
-    return nodes
+def _node_detail(ix: Index, node: AutogradNode) -> str:
+    """Where an autograd node's apply() is and which ops create it (their generated Autograd kernels)."""
+    parts = [f"apply() {node.apply.loc}"] if node.apply and node.apply.loc != node.loc else []
+    ops = list(dict.fromkeys(f"{e.src.key} [{e.key}]" for e in graph(ix).into(autograd_node(node.name),
+                                                                               [EdgeKind.AUTOGRAD])))
+    if ops:
+        parts.append("grad_fn of " + ", ".join(ops[:4]) + (f" (+{len(ops) - 4} more)" if len(ops) > 4 else ""))
+    return "; ".join(parts)
 
 
 def _function_hits(ix: Index, q: str, taken: set[str]) -> list[tuple[tuple, SearchHit, None]]:

@@ -30,13 +30,26 @@ class FoundTest:
 
 
 @dataclass
+class MarkHit:
+    """A skip, xfail or decorator that names the op in the generic tests."""
+
+    mark: str
+    test_class: str
+    test_name: str
+    device_type: str
+    dtypes: str
+    loc: Loc
+    entry: str  # the OpInfo entry holding it ("" for a test file's list)
+
+
+@dataclass
 class OpInfoHit:
     name: str
     ctor: str
     variant: str
     loc: Loc
-    consumers: list[tuple[str, int]]  # test files with @ops tests, and how many
     command: str
+    marks: list[MarkHit] = field(default_factory=list)  # in its own entry, in ref entries and in test lists
 
 
 @dataclass
@@ -45,6 +58,8 @@ class SimilarTestsResult:
     tests: list[FoundTest]
     total: int
     opinfos: list[OpInfoHit]
+    home: list[str] = field(default_factory=list)  # the op's home test files, whose tests named after it rank first
+    home_why: str = ""
 
 
 def _like(text: str) -> str:
@@ -74,6 +89,97 @@ def _terms(q: str) -> tuple[str, list[str]]:
     return stem, [f"torch.{stem}", f".{stem}", f"F.{stem}", f"nn.{stem}", f"torch.nn.functional.{stem}"]
 
 
+def _norm(name: str) -> str:
+    """group_norm, GroupNorm and groupnorm alike: lower case without underscores."""
+    return name.replace("_", "").lower()
+
+
+def _test_names(ix: Index) -> list[tuple[int, int, str, str]]:
+    """(method id, file id, name, normalized name) of every test, once per index version."""
+    return ix.cached("test_names_norm", lambda: [(mid, fid, n, "test" + _norm(n[4:]) if n.startswith("test") else _norm(n))
+                                                 for mid, fid, n in ix.q("SELECT id, file_id, name FROM test_method")])
+
+
+def _name_score(name: str, norm: str, nkey: str) -> int | None:
+    """0: test_<op> (any spelling: test_group_norm, test_GroupNorm); 1: it starts with it (test_cumsum_bool,
+    test_GroupNorm_general); 2: it names it after another word (test_quantized_conv2d); None: it does not."""
+    if norm == "test" + nkey:
+        return 0
+    if norm.startswith("test" + nkey):
+        return 1
+    pos = norm.find(nkey)
+    if pos < 0:
+        return None
+    # a word boundary in the name as written: after "_" or at a capital letter
+    words = [i for i, ch in enumerate(name) if i and (name[i - 1] == "_" or ch.isupper() and not name[i - 1].isupper())]
+    plain = {len(_norm(name[:i])) for i in words}
+    return 2 if pos in plain else 3
+
+
+# Python namespaces of ops (the py_api names) -> the package their home test file is named after
+_NAMESPACES = (("torch._C._nn.", "nn"), ("torch.nn.functional.", "nn"), ("torch._C._linalg.", "linalg"),
+               ("torch.linalg.", "linalg"), ("torch._C._fft.", "fft"), ("torch.fft.", "fft"),
+               ("torch._C._special.", "special"), ("torch.special.", "special"), ("torch._C._sparse.", "sparse"),
+               ("torch.sparse.", "sparse"), ("torch._C._nested.", "nested"), ("torch.nested.", "nested"),
+               ("Tensor.", "torch"), ("torch.", "torch"))
+
+
+def _module_callers(ix: Index) -> dict[str, set[str]]:
+    """Callee as written -> the torch.nn.modules.* modules whose classes call it (nn.GroupNorm calls F.group_norm)."""
+    def build() -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for callee, module in ix.q("SELECT c.callee, f.module FROM py_call c JOIN py_function f ON f.id = c.func "
+                                   "WHERE f.module LIKE 'torch.nn.modules.%' AND f.cls != ''"):
+            out.setdefault(callee, set()).add(module)
+        return out
+    return ix.cached("nn_module_callers", build)
+
+
+def home_files(ix: Index, ops: list, stem: str) -> tuple[list[str], str]:
+    """The op's home test files, by PyTorch's test layout: its Python package's test/test_<package>.py
+    (torch.cumsum -> test/test_torch.py, F.group_norm -> test/test_nn.py), and for an nn module's file
+    torch/nn/modules/<stem>.py the test/nn/test_<stem>*.py next to it (nn.AvgPool2d -> test/nn/test_pooling.py)."""
+    reg = registry(ix)
+    packages: list[str] = []
+    for op in ops:
+        for p in reg.python_names(op):
+            pkg = next((ns for prefix, ns in _NAMESPACES if p.name.startswith(prefix)), None)
+            if pkg and pkg not in packages:
+                packages.append(pkg)
+    callers = _module_callers(ix)
+    modules = sorted({m for sp in (f"F.{stem}", f"torch.nn.functional.{stem}", f"torch.{stem}",
+                                   f"torch._C._nn.{stem}") for m in callers.get(sp, ())})
+    if modules and "nn" not in packages:
+        packages.insert(0, "nn")
+    paths = set(ix.paths().values())
+    out: list[str] = []
+    why: list[str] = []
+    for m in modules:
+        mstem = m.rsplit(".", 1)[-1]
+        found = sorted(p for p in paths if p.startswith(f"test/nn/test_{mstem}") and p.endswith(".py")
+                       and "/" not in p[len("test/nn/"):])
+        for p in found:
+            if p not in out:
+                out.append(p)
+                why.append(f"{p} (nn module in {m.replace('.', '/')}.py)")
+    for pkg in packages:
+        p = f"test/test_{pkg}.py"
+        if p in paths and p not in out:
+            out.append(p)
+            why.append(f"{p} (package torch.{pkg})" if pkg != "torch" else f"{p} (torch.{stem})")
+    return out, "; ".join(why)
+
+
+def _ops_for(ix: Index, stem: str) -> list:
+    reg = registry(ix)
+    ops = reg.lookup(stem)
+    if not ops:
+        by_norm = ix.cached("ops_by_norm", lambda: {_norm(n): n for n in reg.by_name})
+        name = by_norm.get(_norm(stem))
+        ops = list(reg.by_name[name]) if name else []
+    return ops
+
+
 def find_similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsResult:
     q = clean_text(query, "query", "softmax")
     limit = check_int(limit, "limit", 1, MAX_LIMIT)
@@ -82,58 +188,84 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsRe
     if not key.strip(" ._"):
         raise BadArgument(f"query {shown(q)} is only a prefix; give an op, function or concept such as "
                           "'softmax', 'torch.cumsum' or 'nn.Linear'")
+    ops = _ops_for(ix, stem)
+    op_stem = ops[0].name if ops else key
+    home, home_why = home_files(ix, ops, op_stem) if ops else ([], "")
+    home_rank = {fid: home.index(p) for fid, p in ix.paths().items() if p in home}  # the nn module's file first
+    home_ids = set(home_rank)
     inst = _instantiations(ix)
     scored: dict[int, tuple[tuple, FoundTest]] = {}
 
-    def add(row, rank: int, why: str) -> None:
+    def add(row, group: int, score: int, why: str) -> None:
         mid, fid, cls, name, line, decos, _touches = row
-        if mid in scored and scored[mid][0][0] <= rank:
+        path = ix.path_of(fid)
+        # Top-level test files (test/test_torch.py) before subsystem suites (test/inductor/...).
+        rank = (group, score, home_rank.get(fid, len(home)), path.count("/"), path, line)
+        if mid in scored and scored[mid][0] <= rank:
             return
         decorators = json.loads(decos or "[]")
-        path = ix.path_of(fid)
         opts = inst.get((fid, cls))
-        # Top-level test files (test/test_torch.py) before subsystem suites (test/inductor/...).
-        scored[mid] = ((rank, path.count("/"), path, line), FoundTest(
+        scored[mid] = (rank, FoundTest(
             name, cls, Loc(path, line), why, _command(path, cls, name), decorators,
             generated_names(cls, name, decorators, opts, stem if any(d.startswith("ops(") for d in decorators) else None)))
 
     base_sql = ("SELECT m.id, m.file_id, coalesce(c.name, ''), m.name, m.line, m.decorators, m.touches "
                 "FROM test_method m LEFT JOIN test_class c ON c.id = m.cls ")
-    for row in ix.q(base_sql + "WHERE m.name LIKE ? ESCAPE '\\' LIMIT 5000", (_like(key),)):
-        n = row[3].lower()
-        rank = 0 if n == f"test_{key}" else 1 if n.startswith(f"test_{key}_") or n.startswith(f"test_{key}") else 2
-        add(row, rank, "name")
+    # Tests named after the op, however spelled (test_group_norm, test_GroupNorm_general): in the op's home
+    # files first, then elsewhere; a name that has it after another word (test_log_softmax) comes later.
+    nkey = _norm(key)
+    named: dict[int, tuple[int, int]] = {}
+    if len(nkey) >= 2:
+        for mid, fid, name, norm in _test_names(ix):
+            if nkey in norm:
+                sc = _name_score(name, norm, nkey)
+                if sc is not None:
+                    named[mid] = (fid, sc)
+    for i in range(0, len(named), 900):
+        chunk = list(named)[i:i + 900]
+        for row in ix.q(base_sql + f"WHERE m.id IN ({','.join('?' * len(chunk))})", chunk):
+            fid, sc = named[row[0]]
+            in_home = fid in home_ids
+            group = (0 if in_home else 1) if sc <= 1 else 3
+            add(row, group, sc, "name, home file" if in_home and sc <= 1 else "name")
     # Bodies that use the op: torch.X / F.X / nn.X first, then .X() on any receiver. One scan of the
     # bodies for every spelling (each scan reads all ~25k test bodies).
     where = " OR ".join(["m.touches LIKE ? ESCAPE '\\'"] * len(spellings))
     rows = ix.q(base_sql + f"WHERE {where} LIMIT {2000 * len(spellings)}", [_like(sp) for sp in spellings])
     bodies = [(row, set(row[6].split())) for row in rows]
-    for rank, group in ((3, spellings[:1] + spellings[2:]), (4, spellings[1:2])):
-        if rank == 4 and len(scored) >= limit:
+    for method_call, group in ((False, spellings[:1] + spellings[2:]), (True, spellings[1:2])):
+        if method_call and len(scored) >= limit:
             break
         for spelling in group:
             for row, touched in bodies:
                 if spelling in touched:
-                    add(row, rank, f"calls {spelling}" + ("()" if rank == 4 else ""))
+                    g = 2 if row[1] in home_ids and not method_call else 4 if not method_call else 5
+                    add(row, g, 0, f"calls {spelling}" + ("()" if method_call else ""))
     ranked = [t for _s, t in sorted(scored.values(), key=lambda x: x[0])]
-    return SimilarTestsResult(q, ranked[:limit], len(ranked), _opinfos(ix, key))
+    return SimilarTestsResult(q, ranked[:limit], len(ranked), _opinfos(ix, key, ops), home, home_why)
 
 
-def _opinfos(ix: Index, key: str) -> list[OpInfoHit]:
-    rows = ix.q("SELECT name, ctor, variant_test_name, file_id, line, aten_name, aliases FROM op_info_entry "
-                "WHERE lower(name) = ? OR lower(aten_name) = ? OR lower(aliases) LIKE ? ESCAPE '\\' "
-                "ORDER BY file_id, line", (key, key, _like(key)))
+def _opinfos(ix: Index, key: str, ops: list) -> list[OpInfoHit]:
+    names = {key} | {o.name.lower() for o in ops[:1]}
+    rows = []
+    for k in names:
+        rows += ix.q("SELECT name, ctor, variant_test_name, file_id, line, aten_name, aliases, db FROM op_info_entry "
+                     "WHERE lower(name) = ? OR lower(aten_name) = ? OR lower(aliases) LIKE ? ESCAPE '\\' "
+                     "ORDER BY file_id, line", (k, k, _like(k)))
     # Aliases are space-separated: a substring hit counts only when it is a whole alias.
-    rows = [r[:5] for r in rows if key in (r[0].lower(), r[5].lower()) or key in r[6].lower().split()]
-    if not rows:
-        return []
-    consumers = ix.cached("opinfo_consumers", lambda: Counter(ix.path_of(fid) for (fid,) in ix.q(
-        "SELECT file_id FROM test_method WHERE decorators LIKE '%\"ops(%'")).most_common(8))
+    rows = [r for r in dict.fromkeys(rows)
+            if any(k in (r[0].lower(), r[5].lower()) or k in r[6].lower().split() for k in names)]
+    # The op's own entries (op_db and kin), not the reference/decomposition entries that name it (_refs.X).
+    rows = [r for r in rows if r[1] not in ("PythonRefInfo",) and not r[0].startswith("_refs.")] or rows
     out = []
-    for name, ctor, variant, fid, line in rows[:10]:
+    for name, ctor, variant, fid, line, _aten, _aliases, _db in rows[:10]:
         sel = name.replace(".", "_") + (f"_{variant}" if variant else "")
-        out.append(OpInfoHit(name, ctor, variant, Loc(ix.path_of(fid), line), consumers,
-                             f'pytest test/test_ops.py -k "{sel}"'))
+        hit = OpInfoHit(name, ctor, variant, Loc(ix.path_of(fid), line), f'pytest test/test_ops.py -k "{sel}"')
+        for mark, cls, test, device, dtypes, mfid, mline, entry in ix.q(
+                "SELECT mark, test_class, test_name, device_type, dtypes, file_id, line, entry FROM op_test_mark "
+                "WHERE op = ? AND variant = ? ORDER BY entry = '', file_id, line", (name, variant)):
+            hit.marks.append(MarkHit(mark, cls, test, device, dtypes, Loc(ix.path_of(mfid), mline), entry))
+        out.append(hit)
     return out
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..graph import Step, down, graph
-from ..graph.nodes import binding_node, op_node, symbol_id
-from ..graph.op_edges import derivatives_of
-from ..graph.py_edges import PyContext, function_node, py_call_edges
-from ..graph.pynames import PyDef, pynames
-from ..graph.registry import PyName, py_spellings, registry
+from ..graph.nodes import autograd_node, binding_node, op_node, symbol_id
+from ..graph.op_edges import autograd_nodes, derivatives_of, view_of_copy
+from ..graph.py_edges import CALLS_IT, PyContext, assigned_node, function_node, py_call_edges
+from ..graph.pynames import PyDef, PyNames, pynames
+from ..graph.registry import OpRegistry, PyName, py_spellings, registry
 from ..graph.symbols import has_cpp, symbol
 from ..model import (
     COMPOSITE_KEYS,
@@ -71,6 +71,7 @@ class DerivInfo:
     derivative: Derivative
     formulas: list[DerivativeFormula]
     backward: list[Edge]  # BACKWARD edges: the ops and helpers its formulas call
+    from_view: str = ""  # a view_copy op: the view op whose entry it uses
 
 
 @dataclass
@@ -81,6 +82,7 @@ class OpTrace:
     derivatives: list[DerivInfo]
     py_refs: list[tuple[str, str, Loc]] = field(default_factory=list)  # (kind, function, loc)
     generated: gen_q.GeneratedInfo | None = None
+    py_callers: list[Edge] = field(default_factory=list)  # BINDING: public Python functions calling it (F.x)
 
 
 @dataclass
@@ -89,8 +91,9 @@ class PythonEntry:
 
     name: str
     loc: Loc
-    signature: str
+    signature: str  # "(input, dim)"; for a name bound by assignment " = <what it is bound to>"
     calls: list[Edge]  # PY_CALL / BINDING edges, in walk order
+    kind: str = "function"  # function | name (bound by assignment)
 
 
 @dataclass
@@ -101,6 +104,7 @@ class BindingTrace:
     edge: Edge  # BINDING: site = the PyMethodDef / .def line
     function: CppSymbol | None
     calls: list[Edge]  # what the bound function calls (first level)
+    reaches: list[Edge] = field(default_factory=list)  # DISPATCH_CALL edges: the nearest ops it dispatches to
 
 
 @dataclass
@@ -112,22 +116,44 @@ class TraceResult:
     composite_notes: dict[str, str]
     cpp_indexed: bool
     notes: list[str] = field(default_factory=list)
+    via: str = ""  # how a name that is not an op's was resolved (an autograd node, an alias)
     entry: PythonEntry | None = None
     bindings: list[BindingTrace] = field(default_factory=list)
+
+
+def ops_named(ix: Index, name: str) -> tuple[list[Op], PythonEntry | None, str]:
+    """The ops a name means, as trace resolves it: an op or its Python name, a Python function or name that
+    reaches ops (F.cross_entropy), an autograd node (the ops that create it). (ops, Python entry, how)."""
+    ops = registry(ix).lookup(name)
+    entry = None
+    via = ""
+    if not ops:
+        entry, ops = _python_function(ix, name)
+    if not ops:
+        ops = _node_creators(ix, name)
+        if ops:
+            via = (f"{name} is an autograd node (grad_fn); shown: the op{'s' if len(ops) > 1 else ''} whose "
+                   "generated Autograd kernel creates it.")
+    return ops, entry, via
 
 
 def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | NotFound:
     name = clean_text(function_name, "function_name", "softmax")
     focus = check_choice(focus, "focus", FOCUS)
     reg = registry(ix)
-    ops = reg.lookup(name)
-    entry = None
-    if not ops:
-        entry, ops = _python_function(ix, name)
+    ops, entry, via = ops_named(ix, name)
+    bindings: list[BindingTrace] = []
     if not ops:
         bindings = _bindings(ix, name)
-        if bindings:
+        ops = list({e.dst.key: reg.by_full[e.dst.key] for b in bindings for e in b.reaches
+                    if e.dst.key in reg.by_full}.values())
+        if bindings and not ops:
             return TraceResult(name, focus, [], [], {}, has_cpp(ix), bindings=bindings)
+    if not ops and entry is not None:
+        return TraceResult(name, focus, [], [], {}, has_cpp(ix), entry=entry,
+                           notes=[f"{entry.name} reaches no op within two calls (it is Python only, or calls "
+                                  "through names that are not bound to ops)."])
+    if not ops:
         return NotFound("op", name, reg.suggest(name),
                         "Ops are named as in native_functions.yaml (e.g. 'softmax', 'add.Tensor') or by their "
                         "Python name ('torch.add', 'Tensor.add_', 'torch.nn.functional.relu', 'F.relu').")
@@ -136,10 +162,31 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
     traces = [_op_trace(ix, op, focus, cpp, cache) for op in ops]
     keys = {k.entry.key for t in traces for k in t.kernels}
     result = TraceResult(name, focus, traces, _related(reg.by_name, ops), {k: v for k, v in COMPOSITE_KEYS.items()
-                                                                           if k in keys}, has_cpp(ix), entry=entry)
+                                                                           if k in keys}, has_cpp(ix),
+                         via=via or _alias_note(reg, name, ops), entry=entry, bindings=bindings)
     if focus != "yaml" and not has_cpp(ix):
         result.notes.append("The C++ layer is not indexed yet, so kernels are shown by name only.")
     return result
+
+
+def _alias_note(reg: OpRegistry, name: str, ops: list[Op]) -> str:
+    """How a Python alias reached its op (torch.spmm: a copy of the torch.mm PyMethodDef entry)."""
+    for spelling in py_spellings(name):
+        for op in ops:
+            for p in reg.python_names(op):
+                if p.name == spelling and p.kind is PyApiKind.ALIAS:
+                    return (f"{spelling} is an alias of {p.target}: the binding table copies its entry under this "
+                            f"name ({p.loc}).")
+    return ""
+
+
+def _node_creators(ix: Index, name: str) -> list[Op]:
+    """The ops whose generated Autograd kernel creates the autograd node ``name`` (AddBackward0 -> add.Tensor)."""
+    if name not in autograd_nodes(ix):
+        return []
+    reg = registry(ix)
+    edges = graph(ix).into(autograd_node(name), [EdgeKind.AUTOGRAD])
+    return [reg.by_full[k] for k in dict.fromkeys(e.src.key for e in edges) if k in reg.by_full]
 
 
 def _op_trace(ix: Index, op: Op, focus: str, cpp: bool, cache: dict[tuple[str, bool], KernelInfo]) -> OpTrace:
@@ -154,10 +201,14 @@ def _op_trace(ix: Index, op: Op, focus: str, cpp: bool, cache: dict[tuple[str, b
         kernels.append(KernelInfo(entry, base.definitions, base.stubs, base.launches, base.op_calls) if base
                        else KernelInfo(entry))
     python = [p for p in reg.python_names(op) if p.kind is not PyApiKind.GENERATED_BINDING]
-    derivs = [DerivInfo(d, f, _backward(ix, op) if focus == "full" else []) for d, f in derivatives_of(ix, op)]
+    view = view_of_copy(ix, op)
+    derivs = [DerivInfo(d, f, _backward(ix, op) if focus == "full" else [], view.full_name if view else "")
+              for d, f in derivatives_of(ix, op)]
     refs = python_op_refs(ix, op) if focus == "full" else []
     generated = gen_q.for_op(ix, op) if focus != "yaml" else None
-    return OpTrace(op, kernels, python, derivs, refs, generated)
+    callers = [e for e in graph(ix).into(op_node(op), [EdgeKind.BINDING]) if e.note.startswith(CALLS_IT)] \
+        if focus == "full" else []
+    return OpTrace(op, kernels, python, derivs, refs, generated, callers)
 
 
 def _kernel(ix: Index, op: Op, entry: DispatchEntry, focus: str) -> KernelInfo:
@@ -207,20 +258,40 @@ def python_op_refs(ix: Index, op: Op) -> list[tuple[str, str, Loc]]:
 
 # ------------------------------------------------------------------ Python names that are not op names
 
-def _python_function(ix: Index, name: str) -> tuple[PythonEntry | None, list[Op]]:
-    """A Python function (F.relu, torch.nn.functional.gelu) and the ops its body reaches."""
+def _defined(names: PyNames, dotted: str) -> PyDef | None:
+    """What a dotted Python name is defined as, a member of a class included (``torch.Tensor.__rsub__``:
+    the class is re-exported, its members are not)."""
+    fq = names.canonical(dotted)
+    if fq:
+        return names.definition(fq)
+    head, _, member = dotted.rpartition(".")
+    cls = names.canonical(head) if head else None
+    c = names.definition(cls) if cls else None
+    return names.definition(f"{cls}.{member}") if c is not None and c.kind == "class" else None
+
+
+def _py_definition(ix: Index, name: str) -> PyDef | None:
     names = pynames(ix)
-    d: PyDef | None = None
-    for spelling in py_spellings(name) + [f"torch.{name}" for _ in (0,) if "." not in name]:
-        fq = names.canonical(spelling)
-        d = names.definition(fq) if fq else None
-        if d is not None and d.kind == "function":
-            break
-        d = None
-    if d is None or not d.fq.startswith(_PY_FUNCTION_PREFIXES):
+    spellings = py_spellings(name)
+    if "." not in name:
+        spellings += [f"torch.{name}", f"torch.nn.functional.{name}"]
+    if name.startswith("Tensor."):
+        spellings.append(f"torch.{name}")  # torch.Tensor (torch/_tensor.py) over torch._C.TensorBase
+    for spelling in spellings:
+        d = _defined(names, spelling)
+        if d is not None and d.kind in ("function", "assign") and d.fq.startswith(_PY_FUNCTION_PREFIXES):
+            return d
+    return None
+
+
+def _python_function(ix: Index, name: str) -> tuple[PythonEntry | None, list[Op]]:
+    """A Python function (F.relu, torch.nn.functional.gelu, Tensor.__rsub__) or a name bound by assignment
+    (F.max_pool2d = boolean_dispatch(...), Tensor.__neg__ = _C.TensorBase.neg), and the ops it reaches."""
+    d = _py_definition(ix, name)
+    if d is None:
         return None, []
     g = graph(ix)
-    start = function_node(d)
+    start = function_node(d) if d.kind == "function" else assigned_node(d)
     ctx = PyContext(())
 
     def edges(node: Node, kinds: object) -> list[Edge]:
@@ -236,11 +307,19 @@ def _python_function(ix: Index, name: str) -> tuple[PythonEntry | None, list[Op]
     for s in steps:
         if s.node.kind is NodeKind.OP and s.node.key in reg.by_full:
             ops.setdefault(s.node.key, reg.by_full[s.node.key])
-    return PythonEntry(d.fq, d.loc, d.signature, [s.edge for s in steps]), list(ops.values())
+    reached = sorted(ops.values(), key=lambda o: o.is_out)  # functional overloads first, in the order reached
+    if d.kind == "assign":
+        return PythonEntry(d.fq, d.loc, " = " + " | ".join(d.values or (d.value,)), [s.edge for s in steps],
+                           "name"), reached
+    return PythonEntry(d.fq, d.loc, d.signature, [s.edge for s in steps]), reached
+
+
+BINDING_REACH = 3  # calls below a bound C++ function searched for the ops it dispatches to
 
 
 def _bindings(ix: Index, name: str) -> list[BindingTrace]:
-    """A Python name bound to a C++ function by a PyMethodDef table or pybind11 (torch.set_num_threads)."""
+    """A Python name bound to a C++ function by a PyMethodDef table or pybind11 (torch.set_num_threads), with
+    the ops the function reaches through the dispatcher (Tensor.__invert__ -> dispatch_invert -> bitwise_not)."""
     g = graph(ix)
     spellings = py_spellings(name)
     if name.startswith("torch.") and not name.startswith("torch._C."):
@@ -248,10 +327,22 @@ def _bindings(ix: Index, name: str) -> list[BindingTrace]:
     out = []
     for spelling in spellings:
         for e in g.out(binding_node(spelling), [EdgeKind.BINDING]):
+            if e.note == PyApiKind.PYBIND and not spelling.startswith("torch."):
+                continue  # a pybind11 name whose module the code does not say: not this Python name
             sid = symbol_id(e.dst)
             fn = symbol(ix, sid) if sid is not None else None
             calls = g.out(e.dst, [EdgeKind.CALL, EdgeKind.DISPATCH_CALL]) if fn else []
-            out.append(BindingTrace(spelling, e, fn, calls))
+            out.append(BindingTrace(spelling, e, fn, calls, _ops_below(ix, e.dst) if fn else []))
         if out:
             break
     return out
+
+
+def _ops_below(ix: Index, node: Node) -> list[Edge]:
+    """The first ops a C++ function reaches through the dispatcher (the nearest level that has any)."""
+    g = graph(ix)
+    steps = down([node], g.out, [EdgeKind.CALL, EdgeKind.DISPATCH_CALL], BINDING_REACH, fan_out=30, max_nodes=200,
+                 follow=lambda s: s.edge.kind is EdgeKind.CALL)
+    found = [s for s in steps if s.edge.kind is EdgeKind.DISPATCH_CALL]
+    nearest = min((s.depth for s in found), default=0)
+    return [s.edge for s in found if s.depth == nearest]

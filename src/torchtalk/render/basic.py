@@ -25,7 +25,8 @@ def render_search(r: SearchResult) -> str:
         elif h.kind == "binding":
             out.append(f"- binding {h.name}  {h.loc}  [{h.match}]  {h.detail}")
         else:
-            out.append(f"- {h.kind} {h.name}  {h.loc}  [{h.match}]")
+            detail = f"  {h.detail}" if h.detail and h.kind == "autograd node" else ""
+            out.append(f"- {h.kind} {h.name}  {h.loc}  [{h.match}]{detail}")
     for n in r.notes:
         out.append(f"Note: {n}")
     return "\n".join(out)

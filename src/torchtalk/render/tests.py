@@ -5,11 +5,22 @@ from __future__ import annotations
 import json
 
 from ..query.tests import SimilarTestsResult, TestFileInfo, TestUtilsResult
-from .common import raise_limit, showing
+from .common import IN_STRUCTURED, raise_limit, showing
+
+
+MAX_MARKS = 8
+
+
+def _mark_line(m) -> str:
+    where = ".".join(x for x in (m.test_class, m.test_name) if x) or "every test"
+    extra = ", ".join(x for x in (m.device_type, m.dtypes) if x)
+    return f"{where}: {m.mark}" + (f" [{extra}]" if extra else "") + f"  ({m.loc})"
 
 
 def render_similar_tests(r: SimilarTestsResult) -> str:
     out = [f"# tests for {r.query}: {showing(len(r.tests), r.total, raise_limit(r.total))}"]
+    if r.home:
+        out.append(f"Home test files (its tests named after it there rank first): {r.home_why}")
     for t in r.tests:
         where = f"{t.cls}.{t.name}" if t.cls else t.name
         decos = f"  @{' @'.join(d[:60] for d in t.decorators[:4])}" if t.decorators else ""
@@ -20,13 +31,28 @@ def render_similar_tests(r: SimilarTestsResult) -> str:
     if not r.tests:
         out.append("No test names or test bodies mention it.")
     if r.opinfos:
-        out.append(f"\nOpInfo entries ({len(r.opinfos)}): the generic op tests (@ops(op_db)) cover it:")
+        out.append(f"\nOpInfo entries ({len(r.opinfos)}): the generic @ops(op_db) tests (test_ops.py and the "
+                   "others that take op_db) run it; what is specific to it:")
         for o in r.opinfos:
             variant = f" variant {o.variant!r}" if o.variant else ""
             out.append(f"- {o.ctor}('{o.name}'){variant}  {o.loc}")
             out.append(f"    run: {o.command}")
-        if r.opinfos[0].consumers:
-            out.append("  @ops tests live in: " + ", ".join(f"{p} ({n})" for p, n in r.opinfos[0].consumers))
+            own = [m for m in o.marks if m.entry == o.name]
+            refs = [m for m in o.marks if m.entry and m.entry != o.name]
+            lists = [m for m in o.marks if not m.entry]
+            for label, marks in ((f"skips/xfails/decorators in its entry ({len(own)})", own),
+                                 (f"in reference entries ({len(refs)})", refs),
+                                 (f"named in test files' xfail/skip lists ({len(lists)})", lists)):
+                if not marks:
+                    continue
+                out.append(f"    {label}:")
+                for m in marks[:MAX_MARKS]:
+                    ref = f"{m.entry}: " if m.entry and m.entry != o.name else ""
+                    out.append(f"      {ref}{_mark_line(m)}")
+                if len(marks) > MAX_MARKS:
+                    out.append(f"      ... {showing(MAX_MARKS, len(marks), IN_STRUCTURED)}")
+            if not o.marks:
+                out.append("    no skips or xfails name it: every @ops test runs it")
     return "\n".join(out)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from ..model import CppSymbol, NodeKind, Op, SymbolKind
+from ..model import CppSymbol, Edge, NodeKind, Op, SymbolKind
 from ..query.trace import BindingTrace, DerivInfo, KernelInfo, OpTrace, PythonEntry, TraceResult
 
 MAX_LAUNCHES = 12
@@ -111,8 +111,9 @@ def _render_generated(t: OpTrace, out: list[str], shown: set[str]) -> None:
         fn = f"{a.wrapper.dst.label}  {a.wrapper.dst.loc}" if a.wrapper.dst.loc else a.wrapper.dst.label
         out.append(f"- {a.wrapper.key}: {fn}  (m.impl at {a.wrapper.site})")
         for n in a.nodes:
-            where = f"  {n.note} {n.dst.loc}" if n.dst.loc else ""
-            out.append(f"    grad_fn {n.dst.key}{where}")
+            where = f"  struct {n.dst.loc}" if n.dst.loc else ""
+            apply = f"; {n.note.split('::')[-1]}" if n.note else ""
+            out.append(f"    grad_fn {n.dst.key}{where}{apply} (created at {n.site})")
 
 
 STRUCTURED_WHY = ("structured kernel: the out= overload's meta function (TORCH_META_FUNC) checks the inputs and "
@@ -164,7 +165,9 @@ def _facts(op: Op) -> str:
 
 def _derivatives(t: OpTrace, out: list[str]) -> None:
     for d in t.derivatives:
-        out.append(f"Autograd: {d.derivative.loc}  {d.derivative.schema}")
+        via = (f" (the entry of its view op {d.from_view}: torchgen gives a view_copy op its view's derivative)"
+               if d.from_view else "")
+        out.append(f"Autograd: {d.derivative.loc}  {d.derivative.schema}{via}")
         if d.derivative.output_differentiability:
             out.append(f"- output_differentiability: {d.derivative.output_differentiability}")
         for f in d.formulas:
@@ -182,23 +185,44 @@ def _backward(d: DerivInfo, out: list[str]) -> None:
 
 
 def _entry(e: PythonEntry, out: list[str]) -> None:
-    out.append(f"Python function {e.name}{e.signature}  {e.loc}")
+    out.append(f"Python {e.kind} {e.name}{e.signature}  {e.loc}")
     for edge in e.calls[:12]:
         if edge.kind.value == "binding":
-            out.append(f"- {edge.src.label} is bound to op {edge.dst.key}  ({edge.site})")
+            out.append(f"- {edge.src.key} is bound to op {edge.dst.key}  ({edge.site})")
+        elif edge.src.kind is NodeKind.BINDING:
+            target = f"op {edge.dst.key}" if edge.dst.kind is NodeKind.OP else edge.dst.key
+            out.append(f"- {edge.src.key} is bound to {target}  ({edge.site})")
         else:
             target = f"op {edge.dst.key}" if edge.dst.kind is NodeKind.OP else edge.dst.label
             out.append(f"- calls {edge.note} -> {target}  (at {edge.site})")
+    if len(e.calls) > 12:
+        out.append(f"- ... showing 12 of {len(e.calls)} steps")
+
+
+_BINDING_KINDS = {"generated_binding": "a generated binding (tools/autograd/gen_python_functions.py)",
+                  "pymethoddef": "a PyMethodDef entry", "pybind": "pybind11 .def"}
 
 
 def _bindings(bs: list[BindingTrace], out: list[str]) -> None:
     for b in bs:
         fn = f"{b.function.display}{b.function.params}  {b.function.loc}" if b.function else b.edge.dst.label
-        out.append(f"## {b.python_name}: a {b.edge.note} binding, not an op")
+        how = _BINDING_KINDS.get(b.edge.note, b.edge.note)
+        out.append(f"## {b.python_name}: bound by {how}" + ("" if b.reaches else ", not an op"))
         out.append(f"- bound at {b.edge.site} to {fn}")
-        for e in b.calls[:20]:
-            target = f"op {e.dst.key}" if e.kind.value == "dispatch_call" else str(e.dst)
-            out.append(f"    calls {target}  [at {e.site}]")
+        # Calls at one site that several definitions could answer are one line (the call does not say which).
+        sites: dict[tuple[str, str], list[Edge]] = {}
+        for e in b.calls:
+            target = f"op {e.dst.key}" if e.kind.value == "dispatch_call" else e.dst.label
+            sites.setdefault((str(e.site), target), []).append(e)
+        for (site, target), edges in list(sites.items())[:20]:
+            where = f"  {edges[0].dst.loc}" if edges[0].dst.loc and len(edges) == 1 else \
+                (f"  ({len(edges)} candidates: the call does not say which)" if len(edges) > 1 else "")
+            out.append(f"    calls {target}{where}  [at {site}]")
+        if len(sites) > 20:
+            out.append(f"    ... showing 20 of {len(sites)} calls")
+        for e in b.reaches:
+            if e.src.key != b.edge.dst.key:
+                out.append(f"- reaches op {e.dst.key} through {e.src.label} (call at {e.site})")
 
 
 def render_trace(r: TraceResult) -> str:
@@ -206,7 +230,17 @@ def render_trace(r: TraceResult) -> str:
         out = [f"# trace {r.query}: bound to C++ that is not an op"]
         _bindings(r.bindings, out)
         return "\n".join(out)
+    if r.entry is not None and not r.ops:
+        out = [f"# trace {r.query}: a Python {r.entry.kind}, not an op"]
+        _entry(r.entry, out)
+        out += [f"Note: {n}" for n in r.notes]
+        return "\n".join(out)
     out = [f"# trace {r.query} (focus: {r.focus}) — {len(r.ops)} overload{'s' if len(r.ops) != 1 else ''}"]
+    if r.via:
+        out.append(r.via)
+    if r.bindings:
+        out.append("")
+        _bindings(r.bindings, out)
     if r.entry is not None:
         out.append("")
         _entry(r.entry, out)
@@ -220,6 +254,13 @@ def render_trace(r: TraceResult) -> str:
                 out.append(f"Python: as {same}")
             else:
                 out.append("Python: " + ", ".join(f"{p.name} ({p.kind.value})" for p in t.python))
+        if r.focus == "full" and t.py_callers:
+            shown_callers = [f"{e.src.key} ({e.site})" for e in t.py_callers[:6]]
+            if same := _same_as(sections, "callers", shown_callers, op.full_name):
+                out.append(f"Called from Python: as {same}")
+            else:
+                more = f" (+{len(t.py_callers) - 6} more)" if len(t.py_callers) > 6 else ""
+                out.append("Called from Python: " + ", ".join(shown_callers) + more)
         if r.focus == "full" and t.py_refs and (same := _same_as(sections, "refs", list(t.py_refs), op.full_name)):
             out.append(f"Python decompositions / refs / lowerings: as {same}")
         elif r.focus == "full" and t.py_refs:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..model import FACT_TABLES
 from .codec import codec_for_table
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # Extra indexes per table, beyond file_id (every table) and the primary key.
 INDEXES: dict[str, list[str]] = {
@@ -30,6 +30,7 @@ INDEXES: dict[str, list[str]] = {
     "test_class": ["name"],
     "test_method": ["cls", "name"],
     "op_info_entry": ["name"],
+    "op_test_mark": ["op"],
     "test_util": ["name"],
 }
 

@@ -1,0 +1,107 @@
+"""What hand-written Python binding code says only in strings: which Python module a pybind11
+object is, and the alias tables that copy a PyMethodDef entry under a second name.
+
+``auto m = _C.def_submodule("_functorch"); m.def("_add_batch_dim", ...)`` binds
+``torch._C._functorch._add_batch_dim``, but the C++ facts keep only the receiver ``m`` of the
+``.def``. ``gatherTorchFunctions`` (python_torch_functions_manual.cpp) makes ``torch.spmm``
+from ``torch.mm`` with a table of string pairs and ``alias_def.ml_name = alias.second``.
+These are regular, so a scan of the text finds them; each is attached to the enclosing
+function, like the facts of generated code (GeneratedFact), and linked in link/pyapi.py.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+from ..model import CppSymbol, FileFacts, GeneratedFact, GeneratedKind
+from .generated import enclosing
+
+# auto m = <module expression>;  (also py::module m = ..., over several lines)
+_MODULE_VAR = re.compile(
+    rb"(?:\bauto|\bpy(?:bind11)?::module_?|\bpy::object)\s*&?\s+(\w+)\s*=\s*"
+    rb"(?:"
+    rb"(?:py|pybind11|mpy)::(?:module_?::)?import\(\s*\"([\w.]+)\"\s*\)\s*;"  # 2: import("torch")
+    rb"|(?:THPObjectPtr\()?PyImport_ImportModule\(\s*\"([\w.]+)\"\s*\)\)?\s*;"  # 3: PyImport_ImportModule("torch._C")
+    rb"|(\w+)\.def_submodule\(\s*\"(\w+)\""  # 4, 5: parent.def_submodule("_jit")
+    rb"|(?:py::handle|py::cast<py(?:bind11)?::module_?>|py::reinterpret_borrow<py(?:bind11)?::module_?>)"
+    rb"\(\s*(\w+)(?:\.ptr\(\))?\s*\)"  # 6: py::handle(module).cast<py::module>()
+    rb")"
+)
+# static struct PyModuleDef torchmodule = {PyModuleDef_HEAD_INIT, "torch._C", ...}; module = PyModule_Create(&torchmodule);
+_MODULE_DEF = re.compile(rb"PyModuleDef\s+(\w+)\s*=\s*\{\s*PyModuleDef_HEAD_INIT\s*,\s*\"([\w.]+)\"")
+_MODULE_CREATE = re.compile(rb"\b(\w+)\s*=\s*PyModule_Create\(\s*&(\w+)\s*\)")
+# Where a PyMethodDef table ends up: THPUtils_addPyMethodDefs(methods, extra_methods | python_functions()),
+# PyMethodDef* python_functions() { return methods; }, a PyModuleDef's or a PyTypeObject's method list.
+_ADD_DEFS = re.compile(rb"THPUtils_addPyMethodDefs\(\s*(\w+)\s*,\s*(?:std::data\()?([\w:]+)\s*(\(\s*\))?\s*\)?\s*\)")
+_TABLE_FN = re.compile(rb"PyMethodDef\s*\*\s*([\w:]+)\s*\(\s*\)\s*\{\s*return\s+(?:std::data\()?(\w+)\)?\s*;")
+_MODULE_METHODS = re.compile(rb"PyModuleDef\s+\w+\s*=\s*\{\s*PyModuleDef_HEAD_INIT\s*,\s*\"([\w.]+)\"\s*,"
+                             rb"[^,{}]*,[^,{}]*,\s*(?:std::data\()?(\w+)")
+_TYPE_NAME = re.compile(rb"PyTypeObject\s+(\w+)\s*=\s*\{\s*PyVarObject_HEAD_INIT\([^)]*\)\s*\"([\w.]+)\"")
+_TYPE_METHODS = re.compile(rb"\b(\w+)\.tp_methods\s*=\s*(?:std::data\()?(\w+)")
+_STRING_PAIR = re.compile(rb"\{\s*\"(\w+)\"\s*,\s*\"(\w+)\"\s*\}")
+_RENAME = re.compile(rb"\bml_name\s*=\s*\w+\.(first|second)\b")
+
+
+def binding_text_facts(data: bytes, symbols: list[CppSymbol]) -> list[GeneratedFact]:
+    """PY_MODULE facts (``var import torch``, ``var sub parent name``, ``var of other``), PY_METHODS facts
+    (``add vector table``, ``addfn vector fn``, ``fn fn table``, ``module vector name``, ``type vector tp_name``)
+    and PY_ALIAS facts (``canonical alias``) of one C++ file."""
+    if b"def_submodule" not in data and b"import(" not in data and b"ml_name" not in data \
+            and b"PyImport_ImportModule" not in data and b"PyModule_Create" not in data \
+            and b"PyMethodDef" not in data:
+        return []
+    starts = [0] + [m.end() for m in re.finditer(rb"\n", data)]
+
+    def line_at(offset: int) -> int:
+        return bisect.bisect_right(starts, offset)
+
+    rows: list[GeneratedFact] = []
+    for m in _MODULE_VAR.finditer(data):
+        var = m.group(1).decode()
+        if m.group(2) or m.group(3):
+            value = f"{var} import {(m.group(2) or m.group(3)).decode()}"
+        elif m.group(4):
+            value = f"{var} sub {m.group(4).decode()} {m.group(5).decode()}"
+        else:
+            value = f"{var} of {m.group(6).decode()}"
+        line = line_at(m.start(1))
+        rows.append(GeneratedFact(GeneratedKind.PY_MODULE, value, line, enclosing(symbols, line)))
+    defs = {m.group(1): m.group(2).decode() for m in _MODULE_DEF.finditer(data)}
+    for m in _MODULE_CREATE.finditer(data):
+        if m.group(2) in defs:
+            line = line_at(m.start(1))
+            rows.append(GeneratedFact(GeneratedKind.PY_MODULE, f"{m.group(1).decode()} import {defs[m.group(2)]}",
+                                      line, enclosing(symbols, line)))
+    def methods(pattern: re.Pattern, fmt) -> None:
+        for m in pattern.finditer(data):
+            line = line_at(m.start())
+            rows.append(GeneratedFact(GeneratedKind.PY_METHODS, fmt(m), line, enclosing(symbols, line)))
+
+    last = lambda b: b.decode().split("::")[-1]  # noqa: E731
+    methods(_ADD_DEFS, lambda m: f"{'addfn' if m.group(3) else 'add'} {m.group(1).decode()} {last(m.group(2))}")
+    methods(_TABLE_FN, lambda m: f"fn {last(m.group(1))} {m.group(2).decode()}")
+    methods(_MODULE_METHODS, lambda m: f"module {m.group(2).decode()} {m.group(1).decode()}")
+    types = {m.group(1): m.group(2).decode() for m in _TYPE_NAME.finditer(data)}
+    methods(_TYPE_METHODS, lambda m: f"type {m.group(2).decode()} {types.get(m.group(1), '?')}")
+    for r in _RENAME.finditer(data):
+        # The alias is the member assigned to ml_name; the other member of each pair names the entry copied.
+        line = line_at(r.start())
+        scope = enclosing(symbols, line)
+        if scope < 0:
+            continue
+        fn = symbols[scope]
+        lo, hi = starts[fn.line - 1], starts[min(fn.end_line, len(starts) - 1)]
+        alias_is_second = r.group(1) == b"second"
+        for p in _STRING_PAIR.finditer(data, lo, hi):
+            canonical, alias = (p.group(1), p.group(2)) if alias_is_second else (p.group(2), p.group(1))
+            rows.append(GeneratedFact(GeneratedKind.PY_ALIAS, f"{canonical.decode()} {alias.decode()}",
+                                      line_at(p.start()), scope))
+    return rows
+
+
+def add_binding_text(facts: FileFacts, data: bytes) -> FileFacts:
+    rows = binding_text_facts(data, facts.get(CppSymbol, []))
+    if rows:
+        facts.setdefault(GeneratedFact, []).extend(rows)
+    return facts

@@ -1,0 +1,115 @@
+"""Python names that are not op names, on the fixture tree: functions and assignments of torch.nn.functional,
+members of torch.Tensor, alias tables, PyMethodDef tables and pybind11 modules, and the Python callers of ops."""
+
+import re
+
+from torchtalk.extract.bindtext import binding_text_facts
+from torchtalk.extract.cpp import extract_cpp
+from torchtalk.model import CppSymbol, GeneratedKind
+from torchtalk.tools import get_tool, run
+
+
+def call(ix, tool, **kw):
+    return run(get_tool(tool), ix, **kw)
+
+
+def ops_of(res) -> list[str]:
+    return [t.op.full_name for t in res.ops]
+
+
+def test_boolean_dispatch_assignment_reaches_both_functions(py_indexed):
+    _, ix = py_indexed
+    res, text = call(ix, "trace", function_name="F.cumulative", focus="yaml")
+    assert set(ops_of(res)) == {"cumsum", "cumprod", "cumsum.out", "cumprod.out"}
+    assert [o.is_out for o in (t.op for t in res.ops)] == [False, False, True, True]  # functional ones first
+    assert res.entry.kind == "name" and res.entry.loc.path == "torch/nn/functional.py"
+    line = res.entry.loc.line
+    assert "cumulative = boolean_dispatch(" in (py_indexed[0] / "torch/nn/functional.py").read_text().splitlines()[
+        line - 1]
+    assert f"torch.nn.functional.cumulative is bound to torch.nn.functional._cumprod  (torch/nn/functional.py:{line})" \
+        in text
+    assert "calls torch.cumsum -> op cumsum" in text
+
+
+def test_method_call_on_an_expression_is_a_tensor_method(py_indexed):
+    _, ix = py_indexed
+    res, text = call(ix, "trace", function_name="torch.nn.functional.softmin", focus="yaml")
+    assert ops_of(res) == ["softmax.int"]
+    assert "calls <expr>.softmax (receiver not typed; assumed a Tensor) -> op softmax.int" in text
+
+
+def test_vf_assignment_and_python_only_function(py_indexed):
+    _, ix = py_indexed
+    res, _ = call(ix, "trace", function_name="F.relu_", focus="yaml")
+    assert ops_of(res) == ["relu_"]
+    res, text = call(ix, "trace", function_name="F.assert_int_or_pair")
+    assert res.ops == [] and res.entry.name == "torch.nn.functional.assert_int_or_pair"
+    assert text.startswith("# trace F.assert_int_or_pair: a Python function, not an op")
+    assert "reaches no op" in text
+
+
+def test_tensor_members_defined_in_python(py_indexed):
+    _, ix = py_indexed
+    res, text = call(ix, "trace", function_name="Tensor.__radd__", focus="yaml")  # __radd__ = _C.TensorBase.add
+    assert set(ops_of(res)) >= {"add.Tensor"} and "Python name torch._tensor.Tensor.__radd__" in text
+    res, _ = call(ix, "trace", function_name="torch.Tensor.__rsub__", focus="yaml")
+    assert "add.Tensor" in ops_of(res) and res.entry.loc.path == "torch/_tensor.py"
+    res, text = call(ix, "trace", function_name="Tensor.storage_type")
+    assert res.ops == [] and "a Python function, not an op" in text
+
+
+def test_alias_table_is_read_not_listed():
+    data = (b'void gatherTorchFunctions(std::vector<PyMethodDef>& f) {\n'
+            b'  static std::array<std::pair<const char*, const char*>, 2> aliases{{{"mm", "spmm"}, {"hspmm", "hsmm"}}};\n'
+            b'  for (const auto& alias : aliases) {\n    PyMethodDef d = f[0];\n    d.ml_name = alias.second;\n  }\n}\n')
+    facts = extract_cpp("torch/csrc/autograd/python_torch_functions_manual.cpp", data)
+    rows = binding_text_facts(data, facts[CppSymbol])
+    assert [(r.kind, r.value, r.line) for r in rows] == [(GeneratedKind.PY_ALIAS, "mm spmm", 2),
+                                                         (GeneratedKind.PY_ALIAS, "hspmm hsmm", 2)]
+    flipped = data.replace(b"alias.second", b"alias.first")  # the member assigned to ml_name is the alias
+    assert binding_text_facts(flipped, facts[CppSymbol])[0].value == "spmm mm"
+
+
+def test_alias_resolves_to_the_entry_it_copies(py_indexed):
+    _, ix = py_indexed
+    res, text = call(ix, "trace", function_name="torch.spmm", focus="yaml")
+    assert ops_of(res) == ["mm"]
+    assert ("torch.spmm is an alias of torch.mm: the binding table copies its entry under this name "
+            "(torch/csrc/autograd/python_torch_functions_manual.cpp:17)") in text
+    res, _ = call(ix, "trace", function_name="torch.hsmm")
+    assert res.what == "op"  # not in this table: not found
+
+
+def test_binding_followed_to_the_op_it_dispatches(py_indexed):
+    _, ix = py_indexed
+    res, text = call(ix, "trace", function_name="Tensor.__invert__", focus="yaml")
+    assert ops_of(res) == ["bitwise_not"]
+    assert "## Tensor.__invert__: bound by a PyMethodDef entry" in text
+    assert "torch/csrc/autograd/python_variable.cpp:17" in text  # the extra_methods entry, installed on TensorBase
+    assert re.search(r"reaches op bitwise_not through torch::autograd::dispatch_invert "
+                     r"\(call at torch/csrc/autograd/python_variable.cpp:8\)", text)
+
+
+def test_method_tables_and_pybind_modules_are_named_in_their_module(py_indexed):
+    _, ix = py_indexed
+    names = {r[0] for r in ix.q("SELECT name FROM py_api WHERE kind IN ('pymethoddef', 'pybind')")}
+    # python_functions() returns the table; Module.cpp adds it to the PyModuleDef named "torch._C"
+    assert "torch._C.is_grad_enabled" in names
+    # _C.def_submodule("_functorch") on the PyObject* initModule passes (PyModule_Create of "torch._C")
+    assert "torch._C._functorch.is_batchedtensor" in names
+    assert "torch._is_functional_tensor" in names  # py::module::import("torch")
+    assert "Tensor.__invert__" in names  # tp_methods of the type named "torch._C.TensorBase"
+    res, text = call(ix, "trace", function_name="torch.is_grad_enabled")
+    assert "## torch._C.is_grad_enabled: bound by a PyMethodDef entry, not an op" in text
+    assert "torch/csrc/autograd/init.cpp:14" in text
+    res, text = call(ix, "trace", function_name="torch._C._functorch.is_batchedtensor")
+    assert "bound by pybind11 .def, not an op" in text and "torch/csrc/functorch/init.cpp:13" in text
+
+
+def test_python_callers_of_an_op(py_indexed):
+    _, ix = py_indexed
+    _, text = call(ix, "trace", function_name="relu")
+    assert "Called from Python: torch.nn.functional.relu (torch/nn/functional.py:" in text
+    _, text = call(ix, "impact", function_name="at::native::relu", depth=1)
+    assert "torch.nn.functional.relu  (via relu, calls it (torch.relu)" in text
+    assert "torch.nn.modules.activation.ReLU.forward  (via torch.nn.functional.relu, calls it (F.relu)" in text

@@ -1,0 +1,74 @@
+"""find_similar_tests: the op's home test files first, and what the generic @ops tests do to this op."""
+
+import ast
+
+from torchtalk.extract.testutils import op_test_marks
+from torchtalk.query.tests import _name_score, _norm
+from torchtalk.tools import get_tool, run
+
+
+def call(ix, tool, **kw):
+    return run(get_tool(tool), ix, **kw)
+
+
+def test_names_match_however_the_op_is_spelled():
+    key = _norm("group_norm")
+    assert _name_score("test_group_norm", "testgroupnorm", key) == 0
+    assert _name_score("test_GroupNorm_general", "testgroupnormgeneral", key) == 1
+    assert _name_score("test_native_group_norm", "testnativegroupnorm", key) == 2  # after another word
+    assert _name_score("test_log_softmax", "testlogsoftmax", _norm("softmax")) == 2
+    assert _name_score("test_hardsoftmaxing", "testhardsoftmaxing", _norm("softmax")) == 3  # inside a word
+
+
+def test_home_files_rank_first(py_indexed):
+    _, ix = py_indexed
+    res, text = call(ix, "find_similar_tests", query="cumsum")
+    # torch.cumsum: its home is test/test_torch.py, whose test_cumsum comes before test_nn.py's test_cumsum_cuda
+    assert res.home == ["test/test_torch.py"]
+    assert [(t.loc.path, t.name, t.why) for t in res.tests[:2]] == [
+        ("test/test_torch.py", "test_cumsum", "name, home file"), ("test/test_nn.py", "test_cumsum_cuda", "name")]
+    res, text = call(ix, "find_similar_tests", query="relu")
+    # nn.ReLU (torch/nn/modules/activation.py) calls F.relu: test/nn/test_activation.py, test_nn.py, test_torch.py
+    assert res.home == ["test/nn/test_activation.py", "test/test_nn.py", "test/test_torch.py"]
+    assert "test/nn/test_activation.py (nn module in torch/nn/modules/activation.py)" in text
+    assert {t.name for t in res.tests if t.why == "name, home file"} == {
+        "test_relu", "test_relu_functional", "test_ReLU_inplace", "test_relu_gradient"}
+    assert res.tests[0].name == "test_relu"  # exactly test_<op> first
+
+
+def test_opinfo_marks_are_specific_to_the_op(py_indexed):
+    _, ix = py_indexed
+    res, text = call(ix, "find_similar_tests", query="cumsum")
+    by_variant = {o.variant: o for o in res.opinfos}
+    plain = by_variant[""]
+    assert [(m.test_class, m.test_name, m.mark, m.entry) for m in plain.marks] == [
+        ("TestCommon", "test_out", "unittest.expectedFailure", "cumsum"),
+        ("TestJit", "test_variant_consistency_jit", "unittest.skip('Skipped!')", "cumsum"),
+        ("TestCommon", "test_python_ref", "unittest.expectedFailure", "_refs.cumsum"),
+        ("TestOperators", "test_vjp", "xfail", "")]
+    assert plain.marks[1].device_type == "cuda" and plain.marks[1].dtypes == "torch.float32"
+    # the with_dtype variant is xfailed in the module-level set that skipOps gives test_grad
+    assert [(m.test_class, m.test_name, m.loc.path) for m in by_variant["with_dtype"].marks] == [
+        ("TestOperators", "test_grad", "test/functorch/test_ops.py")]
+    assert "skips/xfails/decorators in its entry (2):" in text
+    assert "TestJit.test_variant_consistency_jit: unittest.skip('Skipped!') [cuda, torch.float32]" in text
+    assert "@ops tests live in" not in text
+    relu, relu_text = call(ix, "find_similar_tests", query="relu")
+    assert [m.device_type for m in relu.opinfos[0].marks] == ["cuda"]
+    assert relu_text.split("OpInfo entries")[1] != text.split("OpInfo entries")[1]
+
+
+def test_marks_come_from_entries_and_lists_only():
+    src = (
+        "import unittest\n"
+        "from torch.testing._internal.opinfo.core import DecorateInfo, OpInfo\n"
+        "op_db = [OpInfo('sum', decorators=[DecorateInfo(toleranceOverride({}), 'TestDecomp', 'test_comprehensive',\n"
+        "                                               device_type='cpu')])]\n"
+        "fails = {xfail('sum', 'nonempty'), skip('Skipped!'), xfail('not an op name')}\n"
+        "@skipOps('TestX', 'test_y', fails)\n"
+        "def test_y(): unittest.skip('reason')\n"
+    )
+    marks = op_test_marks(ast.parse(src), src.encode(), has_opinfo=True)
+    assert [(m.op, m.variant, m.entry, m.mark, m.test_class, m.test_name, m.line) for m in marks] == [
+        ("sum", "", "sum", "toleranceOverride({})", "TestDecomp", "test_comprehensive", 3),
+        ("sum", "nonempty", "", "xfail", "TestX", "test_y", 5)]
