@@ -11,6 +11,7 @@ its members, and the text answer lists them all.
 from __future__ import annotations
 
 from collections import Counter, deque
+from typing import NamedTuple
 
 from .picture import PGroup, Picture
 
@@ -53,21 +54,28 @@ def _starts(pic: Picture) -> list[str]:
     return [nid for nid in pic.nodes if nid not in led_to]
 
 
-def _assign(pic: Picture, adj: dict[str, list[tuple[str, str]]], budget: int,
-            fan: int) -> tuple[set[str], dict[str, tuple[str, str, str]]]:
-    """The nodes shown, and for each other node its group: (anchor, layer, direction)."""
+class _Assigned(NamedTuple):
+    shown: set[str]
+    group_of: dict[str, tuple[str, str, str]]  # hidden node -> (anchor, layer, direction)
+    spent: bool  # the budget ran out (rather than every hidden node being past a full fan)
+
+
+def _assign(pic: Picture, adj: dict[str, list[tuple[str, str]]], budget: int, fan: int) -> _Assigned:
     shown: set[str] = set()
     group_of: dict[str, tuple[str, str, str]] = {}
     fans: Counter[tuple[str, str, str]] = Counter()
     seen: set[str] = set()
     queue: deque[str] = deque()
+    spent = False
 
     def start(nid: str) -> None:
+        nonlocal spent
         seen.add(nid)
         queue.append(nid)
         if len(shown) < budget or pic.nodes[nid].root:
             shown.add(nid)
         else:
+            spent = True
             group_of[nid] = ("", pic.nodes[nid].layer, "out")
 
     for nid in _starts(pic):
@@ -88,13 +96,14 @@ def _assign(pic: Picture, adj: dict[str, list[tuple[str, str]]], budget: int,
                         fans[key] += 1
                         shown.add(v)
                         continue
+                    spent = spent or fans[key] < fan
                     group_of[v] = key
                 else:  # past a hidden node: the same anchor, one group per layer
                     anchor, _layer, side = group_of[u]
                     group_of[v] = (anchor, pic.nodes[v].layer, side)
         nxt = next((nid for nid in pending if nid not in seen), None)
         if nxt is None:
-            return shown, group_of
+            return _Assigned(shown, group_of, spent)
         start(nxt)
 
 
@@ -103,15 +112,23 @@ def collapse(pic: Picture, small: int = SMALL, budget: int = BUDGET, fan: int = 
     if len(pic.nodes) <= small:
         return pic
     adj = _adjacency(pic)
-    shown, group_of = _assign(pic, adj, budget, fan)
-    while group_of and len(shown) < budget and fan < budget:
-        fan *= 2  # a few hubs spent the fan and left budget unused: let them show more
-        shown, group_of = _assign(pic, adj, budget, fan)
+    got = _assign(pic, adj, budget, fan)
+    while not got.spent and got.group_of and fan < budget:
+        # A few hubs spent their fan and left budget unused: let them show more, as long as the
+        # budget is not cut mid-level (that would scatter the rest into many small groups).
+        wider = _assign(pic, adj, budget, fan * 2)
+        if wider.spent:
+            break
+        got, fan = wider, fan * 2
     members: dict[tuple[str, str, str], list[str]] = {}
-    for nid, key in group_of.items():
+    for nid, key in got.group_of.items():
         members.setdefault(key, []).append(nid)
-    # A group of one would take the place of the node it hides: show the node.
-    members = {key: nids for key, nids in members.items() if len(nids) > 1}
+    # A group of one would take the place of the node it hides: show the node (up to a fan past the budget).
+    extra = budget + FAN - len(got.shown)
+    for key in [k for k, nids in members.items() if len(nids) == 1]:
+        if extra > 0:
+            del members[key]
+            extra -= 1
     for i, (key, nids) in enumerate(members.items()):
         anchor, _layer, direction = key
         gid = f"group:{i}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ...errors import TorchTalkError
+from ..app import BUILD_POLL_S, BUILD_WAIT_S
 from ..backend import Backend, Unavailable
 from .payload import answer_json, source_json, tools_json
 
@@ -65,6 +67,10 @@ class View:
         if refused is not None:
             return refused
         ix = self.backend.ready()
+        deadline = time.monotonic() + BUILD_WAIT_S
+        while isinstance(ix, Unavailable) and ix.building and time.monotonic() < deadline:
+            time.sleep(BUILD_POLL_S)  # the first index is being built: wait a little, as MCP calls do
+            ix = self.backend.ready()
         if isinstance(ix, Unavailable):
             return JSONResponse({"ok": False, "error": ix.message, "retry": ix.building}, status_code=503)
         try:

@@ -23,7 +23,11 @@
     const r = await fetch(url, { headers: { Accept: "application/json" } });
     let body;
     try { body = await r.json(); } catch (e) { body = { ok: false, error: "the server sent no JSON (" + r.status + ")" }; }
-    if (!r.ok || body.ok === false) throw new Error(body.error || ("HTTP " + r.status));
+    if (!r.ok || body.ok === false) {
+      const err = new Error(body.error || ("HTTP " + r.status));
+      err.retry = !!body.retry;
+      throw err;
+    }
     return body;
   }
 
@@ -200,6 +204,7 @@
     } catch (err) {
       view.busy--;
       fail(err);
+      if (err.retry) setTimeout(() => ask(tool, args, false), 5000);  // the index is being built
     }
   }
 
