@@ -87,18 +87,25 @@ def node_labels(driver, selector: str = "node") -> list[str]:
 
 
 def click_node(driver, node_id: str) -> None:
-    """A real mouse click at the node's place on the canvas."""
+    """A real mouse click at the node's place on the canvas (panned into view first, as a user would)."""
     from selenium.webdriver.common.actions.action_builder import ActionBuilder
     x, y = driver.execute_script(
         "const n = window.torchtalkView.cy.getElementById(arguments[0]);"
+        "if (n.nonempty()) { const b = n.renderedBoundingBox(), c = window.torchtalkView.cy;"
+        "  if (b.x1 < 0 || b.y1 < 0 || b.x2 > c.width() || b.y2 > c.height()) c.center(n); }"
         "if (n.empty()) return null;"
         "const p = n.renderedPosition(), r = document.getElementById('graph').getBoundingClientRect();"
         "return [p.x + r.left, p.y + r.top];", node_id) or (None, None)
     assert x is not None, f"no node {node_id} on the page"
+    taps = driver.execute_script("return window.torchtalkView.taps")
     actions = ActionBuilder(driver)
     actions.pointer_action.move_to_location(int(x), int(y))
     actions.pointer_action.click()
     actions.perform()
+    deadline = time.monotonic() + 10  # the page takes the click (cytoscape's tap) a moment later
+    while driver.execute_script("return window.torchtalkView.taps") == taps:
+        assert time.monotonic() < deadline, f"the click on {node_id} reached no node"
+        time.sleep(0.02)
 
 
 class ViewServer:

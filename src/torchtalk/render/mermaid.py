@@ -58,7 +58,7 @@ def mermaid(pic: Picture) -> str:
         dst = pic.nodes[e.target].group or e.target
         if src == dst:
             continue
-        k = (ids[src], ids[dst], e.kind, e.key)
+        k = (ids[src], ids[dst], e.kind, e.key if (src, dst) == (e.source, e.target) else "")  # a group: per kind
         counts[k] = counts.get(k, 0) + 1
     for (src, dst, kind, key), n in counts.items():
         arrow = "-.->" if kind == REACHES else "-->"

@@ -5,13 +5,15 @@
 
 (function () {
   const $ = (id) => document.getElementById(id);
+  const READABLE_ZOOM = 0.7;
   const api = (path, params) => "api/" + path + "?" + new URLSearchParams(params).toString();
 
   const state = {
     tools: [], layers: [], nodes: new Map(), edges: new Map(), groups: new Map(),
     revealed: new Set(), expanded: new Set(), answers: 0, current: null, selected: null,
   };
-  const view = { state, cy: null, busy: 0, errors: [] };
+  const view = { state, cy: null, busy: 0, errors: [], taps: 0, marks: {} };
+  const mark = (name) => { view.marks[name] = Math.round(performance.now()); };
   window.torchtalkView = view;  // for the browser tests and for curious users
 
   function setStatus(text, kind) {
@@ -94,9 +96,10 @@
     for (const e of state.edges.values()) {
       const s = rep(e.source), t = rep(e.target);
       if (s === t) continue;
-      const k = s + "\u0000" + t + "\u0000" + e.kind + "\u0000" + e.key;
+      const key = s === e.source && t === e.target ? e.key : "";  // into a group: one edge per kind
+      const k = s + "\u0000" + t + "\u0000" + e.kind + "\u0000" + key;
       const m = merged.get(k);
-      if (m) m.n += 1; else merged.set(k, { s, t, kind: e.kind, key: e.key, n: 1 });
+      if (m) m.n += 1; else merged.set(k, { s, t, kind: e.kind, key, n: 1 });
     }
     let i = 0;
     for (const m of merged.values()) {
@@ -123,8 +126,9 @@
         "border-width": 1.5, "background-color": "#fff", "border-color": "#999" } },
       { selector: "node.root", style: { "border-width": 3.5, "font-weight": "bold" } },
       { selector: "node.expanded", style: { "border-style": "double", "border-width": 4 } },
-      { selector: "node.collapsed", style: { shape: "hexagon", "border-style": "dashed", "background-color": "#fff",
-        "border-color": "#666", color: "#333", width: (el) => el.data("w") + 16 } },
+      { selector: "node.collapsed", style: { shape: "round-hexagon", "border-style": "dashed", "border-width": 2,
+        "background-color": "#fff", "border-color": "#555", color: "#222", "font-size": 13, "font-weight": "bold",
+        width: (el) => el.data("w") * 1.25 + 24, height: (el) => el.data("h") + 8 } },
       { selector: "node:selected", style: { "overlay-color": "#1f6feb", "overlay-opacity": 0.18, "overlay-padding": 4 } },
       { selector: "edge", style: { width: 1.3, "curve-style": "bezier", "target-arrow-shape": "triangle", "arrow-scale": 0.9,
         "line-color": "#9aa0a6", "target-arrow-color": "#9aa0a6", label: "data(label)", "font-size": 8, color: "#555",
@@ -149,8 +153,19 @@
     cy.add(elements());
     cy.endBatch();
     cy.style(style());
-    cy.layout({ name: "dagre", rankDir: "LR", nodeSep: 14, rankSep: 70, edgeSep: 8, animate: false, fit }).run();
-    if (state.selected && cy.getElementById(state.selected).nonempty()) cy.getElementById(state.selected).select();
+    cy.layout({ name: "dagre", rankDir: "LR", nodeSep: 14, rankSep: 70, edgeSep: 8, animate: false, fit, padding: 20 }).run();
+    const focus = state.selected ? cy.getElementById(state.selected) : cy.nodes(".root").first();
+    if (state.selected && focus.nonempty()) focus.select();
+    if (fit && cy.zoom() < READABLE_ZOOM && focus.nonempty()) {
+      // Too big to read whole: readable around the node in question (pan, or Fit, for the rest).
+      cy.zoom(READABLE_ZOOM);
+      cy.center(focus);
+      // What the answer is about is often an end of the graph (impact: the callee, on the right): keep it
+      // at its side, so the screen shows what hangs from it.
+      const room = cy.width() / 2 - focus.renderedOuterWidth() / 2 - 30;
+      if (focus.outgoers("node").empty() && focus.incomers("node").nonempty()) cy.panBy({ x: room, y: 0 });
+      else if (focus.incomers("node").empty() && focus.outgoers("node").nonempty()) cy.panBy({ x: -room, y: 0 });
+    }
     document.body.dataset.nodes = String(cy.nodes().length);
   }
 
@@ -189,6 +204,7 @@
     setStatus("answering " + tool + " …", "loading");
     try {
       const a = await getJSON(api("answer", { tool, args: JSON.stringify(args) }));
+      mark("answered");
       reset();
       state.answers = 1;
       state.current = a;
@@ -199,6 +215,7 @@
       if (pushState) history.pushState({ tool, args }, "", "?" + new URLSearchParams({ tool, args: JSON.stringify(args) }));
       view.busy--;
       draw(true);
+      mark("drawn");
       panelHint(a);
       setStatus(a.kind === "not_found" ? "not found: see the answer below" : a.picture.nodes.length + " nodes");
     } catch (err) {
@@ -220,6 +237,7 @@
       merge(a.picture, seq);
       view.busy--;
       draw(true);
+      mark("expanded");
       view.cy.getElementById(node.id).select();
       expansionNote(node, a, state.nodes.size - before);
       setStatus("expanded with " + a.call + ": " + (state.nodes.size - before) + " new nodes");
@@ -307,6 +325,8 @@
   }
 
   function select(id) {
+    view.taps++;
+    mark("tap");
     const g = state.groups.get(id);
     if (g) {  // a collapsed group: show what it holds
       state.revealed.add(id);
@@ -412,6 +432,7 @@
   }
 
   async function start() {
+    mark("start");
     view.cy = cytoscape({ container: $("graph"), minZoom: 0.1, maxZoom: 3,
                           boxSelectionEnabled: false, autoungrabify: false });
     view.cy.on("tap", "node", (evt) => select(evt.target.id()));
@@ -426,6 +447,7 @@
     window.addEventListener("popstate", (evt) => { if (evt.state) ask(evt.state.tool, evt.state.args, false); });
     try {
       const t = await getJSON("api/tools");
+      mark("tools");
       state.tools = t.tools;
       for (const tool of t.tools) {
         const o = document.createElement("option");
