@@ -110,7 +110,9 @@ def main() -> int:
         wait_idle(driver)
         driver.execute_script("const cy = window.torchtalkView.cy;"
                               "const n = cy.getElementById(arguments[0]);"
-                              "cy.fit(n.closedNeighborhood().union(n.predecessors()), 24);", node)
+                              "const stub = n.incomers('node'), impl = stub.incomers('node');"
+                              "cy.fit(n.closedNeighborhood().union(stub.outgoers('node')).union(impl)"
+                              ".union(impl.incomers('node.op')), 24);", node)
         time.sleep(0.3)
         driver.save_screenshot(str(out / "view-trace-atan2.png"))
         # 3. impact of a kernel, folded by layer into counted groups.

@@ -139,3 +139,29 @@ def test_the_http_server_serves_the_view_next_to_mcp(tree, tmp_path):
         assert "the web view at http://127.0.0.1:" in server.log()
     finally:
         assert server.stop() == 0
+
+
+def test_the_wheel_ships_every_file_of_the_page():
+    """pyproject's package-data must name each static file (setuptools globs do not cross directories)."""
+    import glob
+    from pathlib import Path
+
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+
+    root = Path(__file__).resolve().parents[2]
+    data = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["torchtalk"]
+    pkg = root / "src" / "torchtalk"
+    shipped = {p for pattern in data for p in glob.glob(pattern, root_dir=pkg)}
+    files = {str(p.relative_to(pkg)) for p in static_dir().rglob("*") if p.is_file()}
+    assert files and files <= shipped, sorted(files - shipped)
+
+
+def test_vendored_libraries_are_the_ones_recorded_with_their_licences():
+    import hashlib
+    vendor = static_dir() / "vendor"
+    for line in (vendor / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split()
+        assert hashlib.sha256((vendor / name).read_bytes()).hexdigest() == digest, name
+    for lib in ("cytoscape", "cytoscape-dagre", "dagre", "mermaid"):
+        assert "Permission is hereby granted" in (vendor / "licenses" / f"{lib}.txt").read_text()
+    assert "=== elkjs@" in (vendor / "licenses" / "bundled.txt").read_text()  # what mermaid bundles is listed
