@@ -165,3 +165,9 @@ def test_vendored_libraries_are_the_ones_recorded_with_their_licences():
     for lib in ("cytoscape", "cytoscape-dagre", "dagre", "mermaid"):
         assert "Permission is hereby granted" in (vendor / "licenses" / f"{lib}.txt").read_text()
     assert "=== elkjs@" in (vendor / "licenses" / "bundled.txt").read_text()  # what mermaid bundles is listed
+
+
+def test_the_view_command_checks_its_port_before_anything_else(tree, capsys):
+    from torchtalk.cli import main
+    assert main(["view", "--source", str(tree), "--port", "70000", "--no-browser"]) == 2
+    assert "--port must be from 0 to 65535 (0: any free port), not 70000" in capsys.readouterr().err
