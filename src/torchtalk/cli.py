@@ -51,7 +51,7 @@ def _metavar(prm) -> str:
 
 def _build_parser() -> argparse.ArgumentParser:
     from .source.fetch import DEFAULT_VERSION, KNOWN_VERSIONS
-    from .tools import all_tools
+    from .tools import FORMAT, all_tools, draws
 
     parser = argparse.ArgumentParser(
         prog="torchtalk", epilog=EPILOG,
@@ -119,6 +119,19 @@ def _build_parser() -> argparse.ArgumentParser:
                         "per core, at most 8)")
     _add_codegen(p)
 
+    p = _sub(sub, "view", "open the web view: answers drawn as graphs, nodes that expand, source beside them",
+             "Serve the web view on 127.0.0.1 and open it in a browser (when one can be opened; the address is "
+             "printed either way): a search box, the answer's graph laid out left to right by layer (click a node "
+             "to expand it with the same tools and to read the source around its path:line), and the same Markdown "
+             "answer below. Runs until Ctrl-C. Everything it loads ships with TorchTalk: no network is used.")
+    _add_source(p)
+    p.add_argument("name", nargs="?", default="", metavar="NAME", help="a name to answer on opening (e.g. softmax)")
+    p.add_argument("--tool", choices=[t.name for t in all_tools() if draws(t)], default="trace",
+                   help="the tool answering NAME (default trace)")
+    p.add_argument("--port", type=int, default=8766, help="port on 127.0.0.1 (default 8766; 0: any free port)")
+    p.add_argument("--no-browser", action="store_true", help="only print the address; open no browser")
+    _add_codegen(p)
+
     p = _sub(sub, "fetch-source", "download a PyTorch release tree into the user cache and use it",
              "Download a PyTorch release's source (a shallow git clone, else Debian's source package) into the "
              "user cache, record it as the tree to use, and print its path. An existing tree is reused without "
@@ -145,6 +158,9 @@ def _build_parser() -> argparse.ArgumentParser:
                 p.add_argument(flag, dest=f"_{prm.name}", default=None, **{**kwargs, "help": f"same as {prm.name}"})
             else:
                 p.add_argument(flag, dest=prm.name, default=None if prm.required else prm.default, **kwargs)
+        if draws(tool):
+            p.add_argument("--mermaid", dest=FORMAT.name, action="store_const", const="mermaid",
+                           help="print the answer's graph as a Mermaid diagram (same as --format mermaid)")
         p.set_defaults(tool=tool.name)
     return parser
 
@@ -307,6 +323,15 @@ def cmd_serve(args) -> int:
                  workers=args.workers)
 
 
+def cmd_view(args) -> int:
+    from .errors import BadArgument
+    from .server.view.serve import serve_view
+    if not 0 <= args.port <= 65535:
+        raise BadArgument(f"--port must be from 0 to 65535 (0: any free port), not {args.port}")
+    return serve_view(args.source, args.port, codegen=not args.no_codegen,
+                      open_browser=False if args.no_browser else None, tool=args.tool, name=args.name)
+
+
 class Terminated(BaseException):
     """SIGTERM: unwinds like Ctrl-C, so a build in progress removes its temp file and stops its helpers."""
 
@@ -329,11 +354,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return EXIT_ERROR
-    handlers = {"index": cmd_index, "serve": cmd_serve, "fetch-source": cmd_fetch, "quickstart": cmd_quickstart,
-                "setup": cmd_setup, "status": cmd_status, "doctor": cmd_doctor}
+    handlers = {"index": cmd_index, "serve": cmd_serve, "view": cmd_view, "fetch-source": cmd_fetch,
+                "quickstart": cmd_quickstart, "setup": cmd_setup, "status": cmd_status, "doctor": cmd_doctor}
     previous = None
-    if args.command != "serve" and threading.current_thread() is threading.main_thread():
-        # serve leaves its signals to the server; every other command cleans up and exits with one line.
+    if args.command not in ("serve", "view") and threading.current_thread() is threading.main_thread():
+        # serve and view leave their signals to the server; every other command cleans up and exits with one line.
         previous = signal.signal(signal.SIGINT, _on_interrupt), signal.signal(signal.SIGTERM, _on_terminate)
     try:
         return handlers.get(args.command, cmd_tool)(args)

@@ -23,6 +23,8 @@ from ..errors import BadArgument
 from .app import build_server
 from .backend import Backend
 from .builds import BuildState
+from .view.routes import PREFIX as VIEW_PREFIX
+from .view.routes import view_routes
 
 log = logging.getLogger("torchtalk")
 
@@ -38,6 +40,15 @@ def default_workers() -> int:
         return min(int(env), MAX_WORKERS)
     return max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
                       MAX_WORKERS))
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -78,7 +89,8 @@ def run_worker(sock: socket.socket, source: str | None, codegen: bool, host: str
         signal.pthread_sigmask(signal.SIG_SETMASK, unblock)
     backend = Backend(source, codegen, state)
     backend.start()
-    app = build_server(backend).streamable_http_app(stateless_http=True, json_response=True, host=host)
+    app = build_server(backend).streamable_http_app(stateless_http=True, json_response=True, host=host,
+                                                    custom_starlette_routes=view_routes(backend, is_loopback(host)))
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
                             timeout_graceful_shutdown=GRACEFUL_S)
     try:
@@ -111,7 +123,8 @@ def serve_http(source: str | None, codegen: bool, host: str, port: int, workers:
     workers = workers or default_workers()
     sock = bind(host, port)
     print(f"torchtalk: serving MCP over HTTP at http://{host}:{port}/mcp ({workers} worker process"
-          f"{'es' if workers > 1 else ''})", file=sys.stderr, flush=True)
+          f"{'es' if workers > 1 else ''}); the web view at http://{host}:{port}{VIEW_PREFIX}/", file=sys.stderr,
+          flush=True)
     if workers == 1:
         try:
             run_worker(sock, source, codegen, host, BuildState())

@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..query.args import check_choice
 from ..query.results import NotFound
 from ..render.next import MAX_NEXT, NextCall, not_found_next, unique
 from ..store.reader import Index
 from . import cpp, ops, python, tests
 from .structured import output_schemas, structured
-from .table import REQUIRED, Answer, Param, Tool, render_any
+from .table import FORMAT, FORMATS, REQUIRED, Answer, Param, Tool, call_text, render_any
 
 _TOOLS: list[Tool] = ops.TOOLS + cpp.TOOLS + python.TOOLS + tests.TOOLS
 _BY_NAME = {t.name: t for t in _TOOLS}
@@ -37,13 +38,22 @@ def _valid(ix: Index, c: str) -> bool:
     return tool is None or tool.knows is None or tool.knows(ix, c.first)
 
 
+def draws(tool: Tool) -> bool:
+    """Whether the tool's answers are graphs it can draw (it takes ``format``)."""
+    return FORMAT in tool.params
+
+
 def answer(tool: Tool, ix: Index, **kwargs: Any) -> Answer:
+    fmt = FORMAT.default
+    if draws(tool) and FORMAT.name in kwargs:
+        fmt = check_choice(kwargs.pop(FORMAT.name), FORMAT.name, FORMATS)
     with ix.using():  # one connection, hence one version of the index, for the whole answer
         result = tool.query(ix, **kwargs)
         candidates = not_found_next(result, tool.name) if isinstance(result, NotFound) else tool.follow(result)
         follow = [c for c in unique(candidates) if _valid(ix, c)][:MAX_NEXT]
     # Computed once: the text and the typed answer both carry the same next calls.
-    return Answer(result, render_any(tool, result, follow), [str(c) for c in follow])
+    text = render_any(tool, result, follow, fmt, call_text(tool, kwargs))
+    return Answer(result, text, [str(c) for c in follow])
 
 
 def run(tool: Tool, ix: Index, **kwargs: Any) -> tuple[Any, str]:
@@ -62,4 +72,5 @@ def warm_server_start() -> None:
     output_schemas(all_tools())
 
 
-__all__ = ["REQUIRED", "Answer", "Param", "Tool", "all_tools", "answer", "get_tool", "run", "to_json", "warm_server_start"]
+__all__ = ["FORMAT", "REQUIRED", "Answer", "Param", "Tool", "all_tools", "answer", "call_text", "draws", "get_tool",
+           "run", "to_json", "warm_server_start"]

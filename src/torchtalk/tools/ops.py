@@ -9,7 +9,7 @@ from ..render import basic
 from ..render import next as nxt
 from ..render import trace as r_trace
 from . import knows
-from .table import REQUIRED, Param, Tool
+from .table import FORMAT, REQUIRED, Param, Tool
 
 TOOLS = [
     Tool("get_status",
@@ -29,7 +29,7 @@ TOOLS = [
          "'full' everything. Example: trace(\"softmax\", focus=\"dispatch\")",
          (Param("function_name", str, REQUIRED, "op or Python name: softmax, add.Tensor, aten::add, torch.add, F.relu",
                 metavar="NAME"),
-          Param("focus", str, "full", "yaml | dispatch | full", q_trace.FOCUS)),
+          Param("focus", str, "full", "yaml | dispatch | full", q_trace.FOCUS), FORMAT),
          q_trace.trace, r_trace.render_trace, nxt.next_trace, knows.op),
     Tool("search",
          "What is the exact name of the op or kernel I mean? Finds ops, their kernels, Python bindings, C++ "

@@ -6,7 +6,7 @@ from ..query import modules
 from ..render import modules as r_mod
 from ..render import next as nxt
 from . import knows
-from .table import REQUIRED, Param, Tool
+from .table import FORMAT, REQUIRED, Param, Tool
 
 TOOLS = [
     Tool("trace_module",
@@ -15,7 +15,7 @@ TOOLS = [
          "methods, torch.nn.functional, module functions) and the ops reached with their YAML file:line and kernels. "
          "Accepts 'Linear', 'nn.Linear', 'torch.nn.Linear', 'torch.optim.Adam', 'torch.nn.modules.linear.Linear'. "
          "Example: trace_module(\"nn.Linear\")",
-         (Param("module_name", str, REQUIRED, "class: Linear, nn.Conv2d, torch.optim.Adam", metavar="CLASS"),),
+         (Param("module_name", str, REQUIRED, "class: Linear, nn.Conv2d, torch.optim.Adam", metavar="CLASS"), FORMAT),
          modules.trace_module, r_mod.render_trace_module, nxt.next_trace_module, knows.module),
     Tool("list_modules",
          "Which nn modules, optimizers and schedulers exist, and where? Lists them with file:line: category 'nn' "

@@ -14,11 +14,15 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..query.results import Ambiguous, NotFound
+from ..render.collapse import collapse
 from ..render.common import ambiguous, not_found
+from ..render.mermaid import mermaid_answer
 from ..render.next import MAX_NEXT, next_line, not_found_next
+from ..render.picture import picture
 from ..store.reader import Index
 
 REQUIRED = dataclasses.MISSING
+FORMATS = ("text", "mermaid")
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,23 @@ class Tool:
     knows: Callable[[Index, str], bool] | None = None  # whether its first argument names something here
 
 
+# Graph-shaped tools declare it; tools/__init__.py's answer() takes it off before the query runs (how an
+# answer is shown is no query's business) and the typed answer is the same in every format.
+FORMAT = Param("format", str, "text", "text (Markdown) | mermaid (the answer's graph as a Mermaid diagram, "
+                                      "to paste into a PR or an issue)", FORMATS)
+
+
+def call_text(tool: Tool, kwargs: dict[str, Any]) -> str:
+    """The call as an agent would write it: trace("softmax"), impact("f", depth=2)."""
+    args = []
+    for i, p in enumerate(tool.params):
+        value = kwargs.get(p.name, p.default)
+        if p.name == FORMAT.name or value is REQUIRED or (i and value == p.default):
+            continue
+        args.append(f'"{value}"' if i == 0 and isinstance(value, str) else f"{p.name}={value!r}")
+    return f"{tool.name}({', '.join(args)})"
+
+
 class Answer(NamedTuple):
     """One tool call's answer in every form a front-end sends: typed result, Markdown, next calls."""
 
@@ -54,9 +75,11 @@ class Answer(NamedTuple):
     next: list[str]
 
 
-def render_any(tool: Tool, result: Any, follow: list[str]) -> str:
+def render_any(tool: Tool, result: Any, follow: list[str], fmt: str = "text", title: str = "") -> str:
     if isinstance(result, NotFound):
         text = not_found(result)
+    elif fmt == "mermaid":
+        text = mermaid_answer(collapse(picture(result, title or tool.name)))
     elif isinstance(result, Ambiguous):
         text = ambiguous(result)
     else:
