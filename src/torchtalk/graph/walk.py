@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
-from ..model import Edge, EdgeKind, Node
+from ..model import Edge, EdgeKind, Node, NodeKind
 
 FREE = frozenset({EdgeKind.KERNEL, EdgeKind.STUB_KERNEL, EdgeKind.WRAPPER, EdgeKind.BINDING, EdgeKind.AUTOGRAD})
 
@@ -78,3 +78,23 @@ def up(starts: Iterable[Node], edges: EdgeSource, kinds: Collection[EdgeKind], d
        max_nodes: int = 2000, follow: Callable[[Step], bool] | None = None) -> list[Step]:
     """Like ``down``, against the edges: ``edges`` gives the edges *into* a node."""
     return _walk(starts, edges, kinds, depth, fan_out, max_nodes, follow, False)
+
+
+class LevelCap:
+    """A walk's ``follow``: expand at most ``per_level`` nodes of the ``counted`` kinds on each level (the
+    others are kept as reached, not walked from), and count what was left unexpanded."""
+
+    def __init__(self, per_level: int, counted: Collection[NodeKind]) -> None:
+        self.per_level = per_level
+        self.counted = counted
+        self.reached: dict[int, int] = {}
+
+    def __call__(self, step: Step) -> bool:
+        if step.node.kind not in self.counted:
+            return True
+        self.reached[step.depth] = self.reached.get(step.depth, 0) + 1
+        return self.reached[step.depth] <= self.per_level
+
+    @property
+    def unexpanded(self) -> int:
+        return sum(max(0, n - self.per_level) for n in self.reached.values())
