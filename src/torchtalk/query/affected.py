@@ -100,6 +100,7 @@ class AffectedResult:
     tests: list[at.AffectedTest]
     tests_total: int
     run_first: list[str]
+    tests_changed: int  # tests and OpInfo entries the change edits
     cuts: list[str] = field(default_factory=list)
 
 
@@ -306,7 +307,7 @@ def _answer(ix: Index, source: str, depth: int, limit: int, files: list[ChangedF
         elif s.node.kind is NodeKind.BINDING:
             python.setdefault(s.node.key)
         elif s.node.kind in CPP_KINDS:
-            functions += 1
+            functions += 1  # C++ functions on the way up
     if cap.unexpanded:
         cuts.append(f"walk: {cap.unexpanded} C++ callers reached but not walked from (at most {MAX_LEVEL_NODES} a "
                     "level); impact() on one of them goes further")
@@ -318,7 +319,9 @@ def _answer(ix: Index, source: str, depth: int, limit: int, files: list[ChangedF
     for node, d, start, chain in reached:
         start_change = by_key.get((start.kind, start.key))
         path = start_change.why if not chain and start_change else chain_text(ix, start, chain)
-        aspect = start_change.aspect if start_change else ""
+        # What changed about an op itself (its backward, decomposition...) is tested for that op; ops
+        # reaching it get their generic tests.
+        aspect = start_change.aspect if start_change and not chain else ""
         aspects.setdefault(node.key, set()).update({aspect} - {""})
         op = reg.by_full.get(node.key)
         names = list(dict.fromkeys(p.name for p in reg.python_names(op)))[:4] if op else []
@@ -357,7 +360,7 @@ def _answer(ix: Index, source: str, depth: int, limit: int, files: list[ChangedF
     public = [n for n in python if not n.startswith("torch._C._")]
     return AffectedResult(source, depth, device, files, uniq, removed, unknown, reached_ops[:MAX_OPS],
                           len(reached_ops), functions, public[:MAX_PYTHON], modules[:MAX_MODULES], generators,
-                          ranked[:limit], len(ranked), first, cuts)
+                          ranked[:limit], len(ranked), first, len(tests) + len(opinfos), cuts)
 
 
 def _python_functions(ix: Index, changed: list[ChangedNode]) -> list[at.OpForTests]:

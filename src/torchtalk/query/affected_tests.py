@@ -229,13 +229,17 @@ def rank(groups: list[list[AffectedTest]]) -> tuple[list[AffectedTest], list[str
     """All tests once (by command), in group order; and the first commands to run, favouring the first
     groups (changed tests, the closest op) without leaving out the next ones."""
     seen: set[str] = set()
-    ordered: list[AffectedTest] = []
+    kept: list[list[AffectedTest]] = []
     for g in groups:
+        fresh = []
         for t in g:
             if t.command not in seen:
                 seen.add(t.command)
-                ordered.append(t)
+                fresh.append(t)
+        if fresh:
+            kept.append(fresh)
+    ordered = [t for g in kept for t in g]
     # Item k of group i scores k + i: the closest op's first tests lead, the next ops' first tests follow.
-    picks = sorted(((k + i, i, t.command) for i, g in enumerate(groups) for k, t in enumerate(g)))
+    picks = sorted((k + i, i, t.command) for i, g in enumerate(kept) for k, t in enumerate(g))
     first = list(dict.fromkeys(c for _s, _i, c in picks))[:RUN_FIRST]
     return ordered, first

@@ -308,23 +308,28 @@ def _python(ix: Index, fid: int, fc: FileChange) -> ChangeMap:
         if line in fc.lines:
             for op in ops_of_python(ix, value)[:4]:
                 out.nodes.append(ChangedNode(op_node(op), f"{name} = {value} changed (line {line})", fc.path, line))
+    entry_lines: set[int] = set()
     if fc.path.startswith(OPINFO_FILES):
-        out.opinfos = _opinfos(ix, fid, fc, [(it[4], it[-2], it[-1]) for it, _f in picked if it[0] == "f"])
+        out.opinfos, entry_lines = _opinfos(ix, fid, fc, [(it[4], it[-2], it[-1]) for it, _f in picked if it[0] == "f"])
     if not fc.whole:
-        out.unmapped = _covered(fc.lines, [(r[5], r[6]) for r in fns] + [(r[4], r[5]) for r in classes])
+        out.unmapped = _covered(fc.lines - entry_lines, [(r[5], r[6]) for r in fns] + [(r[4], r[5]) for r in classes])
     return out
 
 
-def _opinfos(ix: Index, fid: int, fc: FileChange, funcs: list[tuple[str, int, int]]) -> list[ChangedOpInfo]:
-    """OpInfo entries a change to the OpInfo database touches: the entry a line sits in, or the entries
-    named like a changed sample-inputs function (sample_inputs_cumsum -> 'cumsum', by name)."""
+def _opinfos(ix: Index, fid: int, fc: FileChange,
+             funcs: list[tuple[str, int, int]]) -> tuple[list[ChangedOpInfo], set[int]]:
+    """(OpInfo entries a change to the OpInfo database touches, the lines that are in an entry): the entry
+    a line sits in, or the entries named like a changed sample-inputs function (sample_inputs_cumsum ->
+    'cumsum', by name)."""
     rows = ix.q("SELECT name, variant_test_name, line FROM op_info_entry WHERE file_id = ? ORDER BY line", (fid,))
     out: dict[tuple[str, str], ChangedOpInfo] = {}
+    in_entry: set[int] = set()
     for n in sorted(fc.lines):
         if any(a <= n <= b for _nm, a, b in funcs):
             continue
         before = [r for r in rows if r[2] <= n]
         if before:
+            in_entry.add(n)
             name, variant, line = before[-1]
             out.setdefault((name, variant), ChangedOpInfo(name, variant, Loc(fc.path, line),
                                                          f"entry changed (line {n})"))
@@ -335,7 +340,7 @@ def _opinfos(ix: Index, fid: int, fc: FileChange, funcs: list[tuple[str, int, in
         for name, variant, entry_fid, line in rows_named:
             out.setdefault((name, variant), ChangedOpInfo(name, variant, Loc(ix.path_of(entry_fid), line),
                                                          f"{fname} changed (matched by name)"))
-    return list(out.values())
+    return list(out.values()), in_entry
 
 
 def _tests(ix: Index, fid: int, fc: FileChange) -> ChangeMap:

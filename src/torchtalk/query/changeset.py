@@ -156,6 +156,8 @@ def split_names(text: object) -> list[str]:
     if any(ord(c) < 32 and c not in "\t\n\r" or c == "\x7f" for c in text):
         raise BadArgument("names contains control characters; give names such as 'cumsum, index_select_out_cpu_' "
                           "or 'path:line'")
+    if any("\ud800" <= c <= "\udfff" for c in text):
+        raise BadArgument("names is not valid Unicode text (it holds a lone surrogate)")
     # Commas and line breaks separate names; spaces do too, except inside parentheses ("f(int a)").
     out, depth, cur = [], 0, []
     for ch in text:

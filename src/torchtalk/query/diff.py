@@ -90,6 +90,11 @@ class FileDiff:
         return self.new_path or self.old_path
 
 
+def _next_file_header(lines: list[str], k: int) -> bool:
+    return (lines[k].startswith("--- ") and k + 2 < len(lines) and lines[k + 1].startswith("+++ ")
+            and lines[k + 2].startswith("@@ "))
+
+
 def _clean_path(raw: str) -> str:
     """A header path without its timestamp (diff -u), quotes, or git's a/ b/ prefix."""
     p = raw.split("\t")[0].strip()
@@ -111,6 +116,8 @@ def parse_diff(text: object) -> list[FileDiff]:
     if len(text) > MAX_DIFF_CHARS:
         raise BadArgument(f"diff is {len(text):,} characters long; the limit is {MAX_DIFF_CHARS:,}. Split the change "
                           "(e.g. `git diff -- aten/`) or give names instead")
+    if any("\ud800" <= c <= "\udfff" for c in text):
+        raise BadArgument("diff is not valid Unicode text (it holds a lone surrogate); send the diff as UTF-8")
     files: list[FileDiff] = []
     cur: FileDiff | None = None
     from_git = False  # cur came from a "diff --git" line and has not had its ---/+++ pair yet
@@ -123,6 +130,8 @@ def parse_diff(text: object) -> list[FileDiff]:
         i += 1
         if hunk is not None and cur is not None and left != (0, 0):
             op = line[:1] if line else " "  # some tools drop the space of an empty context line
+            if op == "-" and _next_file_header(lines, i - 1):
+                op = "cut"  # "--- a/x" "+++ b/x" "@@": the next file's header, not a removed line
             if op in (" ", "-", "+"):
                 hunk.lines.append((op, line[1:]))
                 left = (left[0] - (op != "+"), left[1] - (op != "-"))
@@ -183,6 +192,7 @@ def parse_diff(text: object) -> list[FileDiff]:
             cur.status, cur.new_path = "renamed", line[len("rename to "):].strip()
         elif line.startswith("Binary files ") or line.startswith("GIT binary patch"):
             cur.status, cur.problem = "binary", "binary file: no lines to map"
+            from_git = False  # no ---/+++ follows for this file
     if hunk is not None and cur is not None and left != (0, 0):
         cur.problem = cur.problem or f"the hunk at old line {hunk.old_start} is cut short"
     if not files:
@@ -250,7 +260,7 @@ def defined_names(lines: list[str], lang: str) -> list[str]:
             out.setdefault(f"{mm.group(1)}({mm.group(2).replace(' ', '')})")
             continue
         m = _CPP_DEF.match(text)
-        if not m or text.rstrip().endswith((";", ",")) or text.lstrip().startswith(("//", "*", "#", "return")):
+        if not m or text.rstrip().endswith(";") or text.lstrip().startswith(("//", "*", "#", "return")):
             continue
         name = m.group(1)
         if name.split("::")[-1] in _CPP_NOT or name.isupper():

@@ -59,17 +59,18 @@ def render_affected(r: AffectedResult) -> str:
         out += [_file_line(f) for f in r.files]
     if r.ops:
         out.append(f"\nOps reached ({showing(len(r.ops), r.ops_total, IN_STRUCTURED)}), closest first; "
-                   f"{r.functions_reached} C++ functions on the way (depth {r.depth}):")
+                   f"{r.functions_reached} C++ function(s) on the way (depth {r.depth}):")
         for op in r.ops:
             py = f"  Python: {', '.join(op.python)}" if op.python else ""
             out.append(f"- {op.op.label}  {op.op.loc}  depth {op.depth}{py}\n    {_cut(op.path)}")
         out.append(WHY_DEPTH)
-    elif r.changed and all(c.node.kind in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS) for c in r.changed):
+    elif r.changed and not r.tests_changed and all(c.node.kind in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS)
+                                                   for c in r.changed):
         out.append("\nOnly Python code changed, and no op is given meaning by it (a decomposition, ref or lowering "
                    "would be): Python callers are found by name (modules and tests below); trace_module shows the "
                    "ops a module calls.")
     elif r.changed:
-        out.append(f"\nNo op is reached within depth {r.depth} ({r.functions_reached} C++ functions on the way).")
+        out.append(f"\nNo op is reached within depth {r.depth} ({r.functions_reached} C++ function(s) on the way).")
     if r.python:
         out.append(f"\nPython APIs: {', '.join(r.python)}")
     if r.modules:
@@ -93,7 +94,7 @@ def render_affected(r: AffectedResult) -> str:
                 out.append(f"    generated as: {', '.join(t.generated[:4])}")
     elif r.changed or r.generators:
         out.append("\nNo test found for what the change reaches.")
-    if not r.changed and not r.generators and not r.unknown:
+    if not r.changed and not r.generators and not r.unknown and not r.tests_changed:
         out.append("\nNothing the index knows changed: no definition, op, test or generator is in the changed lines.")
     if r.cuts:
         out.append("\nCut (bounded answer):")
