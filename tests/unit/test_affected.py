@@ -187,8 +187,8 @@ def test_tree_path_maps_copies_and_refuses_what_leaves_the_tree():
 
 def test_cpu_kernel_registered_with_register_dispatch_reaches_its_ops_through_the_stub(cix):
     tree, ix = cix
-    res, text, nxt = ask(ix, diff=edit_diff(tree, "aten/src/ATen/native/cpu/CumKernels.cpp", 6, "wrap_cum_dim(dim, self)",
-                                            "wrap_cum_dim(dim, self) + 0"))
+    res, text, nxt = ask(ix, diff=edit_diff(tree, "aten/src/ATen/native/cpu/CumKernels.cpp", 6,
+                                            "wrap_cum_dim(dim, self)", "wrap_cum_dim(dim, self) + 0"))
     assert [c.node.label for c in res.changed] == ["at::native::(anonymous)::cumsum_cpu_kernel"]
     assert res.files[0].side == "old"  # the patch is not applied: its old side is the tree
     assert {"cumsum", "cumsum.out"} <= set(op_keys(res)) and "cumprod" not in op_keys(res)
@@ -274,7 +274,8 @@ def test_decomposition_reaches_its_op_and_the_decomposition_suite(cix):
 
 def test_python_function_finds_the_modules_calling_it(cix):
     tree, ix = cix
-    res, _, _ = ask(ix, diff=edit_diff(tree, "torch/nn/functional.py", 16, "torch.relu(input)", "torch.relu(input + 0)"))
+    res, _, _ = ask(ix, diff=edit_diff(tree, "torch/nn/functional.py", 16, "torch.relu(input)",
+                                       "torch.relu(input + 0)"))
     assert [c.node.key for c in res.changed] == ["torch.nn.functional.relu"]
     assert [m.name for m in res.modules] == ["torch.nn.ReLU"]
     assert "F.relu(...) at torch/nn/modules/activation.py:11" in res.modules[0].why
@@ -300,7 +301,8 @@ def test_changed_tests_come_first(cix):
     assert res.run_first == ['pytest test/test_binary_ufuncs.py -k "TestBinaryUfuncs and test_atan2"']
     assert "Nothing the index knows changed" not in text
     res, _, _ = ask(ix, diff=edit_diff(tree, "test/test_binary_ufuncs.py", 1, "import torch", "import torch as t"))
-    assert [(t.name, t.why) for t in res.tests] == [("test/test_binary_ufuncs.py", "module-level code changed (line 1)")]
+    assert [(t.name, t.why) for t in res.tests] == [("test/test_binary_ufuncs.py",
+                                                     "module-level code changed (line 1)")]
 
 
 def test_opinfo_entry_and_sample_inputs(cix):

@@ -82,18 +82,25 @@ def up(starts: Iterable[Node], edges: EdgeSource, kinds: Collection[EdgeKind], d
 
 class LevelCap:
     """A walk's ``follow``: expand at most ``per_level`` nodes of the ``counted`` kinds on each level (the
-    others are kept as reached, not walked from), and count what was left unexpanded."""
+    others are kept as reached, not walked from), and count what was left unexpanded. With
+    ``per_start``, each start node of a walk from many has a budget of its own, so the first change of a
+    diff cannot use up the walk of the others."""
 
-    def __init__(self, per_level: int, counted: Collection[NodeKind]) -> None:
+    def __init__(self, per_level: int, counted: Collection[NodeKind], per_start: bool = False) -> None:
         self.per_level = per_level
         self.counted = counted
-        self.reached: dict[int, int] = {}
+        self.per_start = per_start
+        self.reached: dict[tuple[str, int], int] = {}
 
     def __call__(self, step: Step) -> bool:
         if step.node.kind not in self.counted:
             return True
-        self.reached[step.depth] = self.reached.get(step.depth, 0) + 1
-        return self.reached[step.depth] <= self.per_level
+        root = step
+        while self.per_start and root.parent is not None:
+            root = root.parent
+        key = (root.edge.dst.key if self.per_start else "", step.depth)
+        self.reached[key] = self.reached.get(key, 0) + 1
+        return self.reached[key] <= self.per_level
 
     @property
     def unexpanded(self) -> int:

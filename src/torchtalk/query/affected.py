@@ -118,7 +118,8 @@ def chain_text(ix: Index, start: Node, chain: list[Edge]) -> str:
 
 # ------------------------------------------------------------------ input -> file changes
 
-def _changes(ix: Index, names: str | None, diff: str | None, rev: str | None) -> tuple[list[FileChange], list[str], list[str]]:
+def _changes(ix: Index, names: str | None, diff: str | None,
+             rev: str | None) -> tuple[list[FileChange], list[str], list[str]]:
     """(file changes, names that are no path, sources)."""
     changes: list[FileChange] = []
     plain: list[str] = []
@@ -163,8 +164,8 @@ def _name_nodes(ix: Index, name: str) -> list[ChangedNode]:
     found = find_targets(ix, name, "names")
     if not isinstance(found, NotFound):
         targets, _amb = found
-        return [ChangedNode(t.node, "named", t.node.loc.path if t.node.loc else "", t.node.loc.line if t.node.loc else 0)
-                for t in targets]
+        return [ChangedNode(t.node, "named", t.node.loc.path if t.node.loc else "",
+                            t.node.loc.line if t.node.loc else 0) for t in targets]
     names = pynames(ix)
     for cand in (name, f"torch.{name}", f"torch.nn.{name}", f"torch.optim.{name}"):
         fq = names.canonical(cand)
@@ -192,7 +193,7 @@ def _still_named(ix: Index, name: str, lang: str) -> tuple[list[Loc], int]:
 
 # ------------------------------------------------------------------ the query
 
-def affected(ix: Index, names: str | None = None, diff: str | None = None, rev: str | None = None, depth: int = 3,
+def affected(ix: Index, names: str | None = None, diff: str | None = None, rev: str | None = None, depth: int = 2,
              limit: int = 20) -> AffectedResult | NotFound:
     depth = check_int(depth, "depth", 1, 5)
     limit = check_int(limit, "limit", 1, MAX_LIMIT)

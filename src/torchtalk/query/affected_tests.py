@@ -121,8 +121,8 @@ def _db_names(ix: Index) -> dict[str, dict[str, int]]:
         for key, rel, pat in (("module", _MODULE_DB, r"ModuleInfo\(\s*(?:torch\.)?(nn\.[\w.]+)"),
                               ("optim", _OPTIM_DB, r"OptimizerInfo\(\s*(?:optim_cls=)?([A-Z]\w+)")):
             try:
-                text = (Path(ix.source_root) / rel).read_text(encoding="utf-8", errors="replace") if ix.source_root else ""
-            except OSError:
+                text = (Path(ix.source_root) / rel).read_text(encoding="utf-8", errors="replace")
+            except (OSError, TypeError):  # no such file here, or no tree (source_root None)
                 text = ""
             for m in re.finditer(pat, text):
                 out[key].setdefault(m.group(1), text.count("\n", 0, m.start()) + 1)

@@ -292,8 +292,8 @@ def _python(ix: Index, fid: int, fc: FileChange) -> ChangeMap:
             func_ids.append(item[1])
     # Ops given Python meaning here (decompositions, refs, lowerings, meta kernels): by function or by line.
     marks = ",".join("?" * len(func_ids))
-    refs = ix.q(f"SELECT kind, op, line FROM py_op_ref WHERE file_id = ? AND (func IN ({marks}) OR line BETWEEN ? AND ?)",
-                (fid, *func_ids, lo, hi)) if func_ids or fc.lines else []
+    refs = ix.q(f"SELECT kind, op, line FROM py_op_ref WHERE file_id = ? AND (func IN ({marks}) OR line "
+                "BETWEEN ? AND ?)", (fid, *func_ids, lo, hi)) if func_ids or fc.lines else []
     reg = registry(ix)
     seen: set[str] = set()
     for kind, op_text, line in refs:

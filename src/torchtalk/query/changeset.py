@@ -61,7 +61,8 @@ class TreeFiles:
         if self.root is None:
             return False
         full = os.path.join(self.root, rel)
-        return os.path.isfile(full) and (os.path.realpath(full) + os.sep).startswith(os.path.realpath(self.root) + os.sep)
+        inside = (os.path.realpath(full) + os.sep).startswith(os.path.realpath(self.root) + os.sep)
+        return os.path.isfile(full) and inside
 
     def lines(self, rel: str) -> list[str] | None:
         """The file's lines as on disk (None when it is not there or not text)."""

@@ -20,7 +20,8 @@ _NOT_GENERATORS = ("tools/autograd/derivatives.yaml",)  # per-op data: mapped op
 
 # Generated basename fragment -> (layer, test files that run every op through that layer).
 _LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("Register", "dispatcher wrappers and registrations (Register<Key>.cpp)", ("test/test_ops.py", "test/test_dispatch.py")),
+    ("Register", "dispatcher wrappers and registrations (Register<Key>.cpp)",
+     ("test/test_ops.py", "test/test_dispatch.py")),
     ("Operators", "at::_ops entry points (Operators.cpp)", ("test/test_ops.py",)),
     ("Ufunc", "ufunc kernels (Ufunc*.cpp/.cu)", ("test/test_binary_ufuncs.py", "test/test_ops.py")),
     ("CompositeViewCopyKernels", "autogen'd and view_copy kernels (CompositeViewCopyKernels.cpp)",

@@ -238,9 +238,11 @@ def tree_path(written: str, exists: Callable[[str], bool], root: str | None) -> 
 # ------------------------------------------------------------------ definitions named in changed text
 
 _PY_DEF = re.compile(r"^\s*(?:async\s+)?def\s+([A-Za-z_]\w*)\s*\(|^\s*class\s+([A-Za-z_]\w*)\s*[(:]")
-_CPP_MACRO_DEF = re.compile(r"\b(TORCH_IMPL_FUNC|TORCH_META_FUNC2?|TORCH_PRECOMPUTE_META_FUNC2?)\s*\(\s*([\w, ]+?)\s*\)")
+_CPP_MACRO_DEF = re.compile(r"\b(TORCH_IMPL_FUNC|TORCH_META_FUNC2?|TORCH_PRECOMPUTE_META_FUNC2?)"
+                            r"\s*\(\s*([\w, ]+?)\s*\)")
 # A definition's first line: a return type (or qualifier) then a name and "(", not a statement ending in ";".
-_CPP_DEF = re.compile(r"^\s*(?:template\s*<[^>]*>\s*)?(?:[\w:<>,*&]+\s+)+[*&]*\s*((?:[A-Za-z_]\w*::)*~?[A-Za-z_]\w*)\s*\(")
+_CPP_DEF = re.compile(r"^\s*(?:template\s*<[^>]*>\s*)?(?:[\w:<>,*&]+\s+)+[*&]*\s*"
+                      r"((?:[A-Za-z_]\w*::)*~?[A-Za-z_]\w*)\s*\(")
 _CPP_NOT = frozenset({"if", "for", "while", "switch", "return", "else", "sizeof", "case", "new", "delete", "throw",
                       "co_return", "static_assert", "decltype", "using", "typedef", "AT_DISPATCH_SWITCH"})
 

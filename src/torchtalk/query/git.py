@@ -91,5 +91,6 @@ def git_diff(root: Path | None, rev: str | None) -> tuple[str, str]:
     if res.returncode != 0:
         msg = (res.stderr.strip().splitlines() or ["no message"])[0][:200]
         raise BadArgument(f"rev {shown(spec)}: git diff failed: {msg}")
-    label = f"git diff {spec}" if rev is not None else "the working tree against HEAD (`git diff HEAD`; untracked files are not in it)"
+    label = (f"git diff {spec}" if rev is not None
+             else "the working tree against HEAD (`git diff HEAD`; untracked files are not in it)")
     return res.stdout, label

@@ -30,7 +30,8 @@ TOOLS = [
           Param("diff", str, None, "unified diff text (`git diff`, `diff -u`); the CLI reads it from --diff FILE "
                                    "or stdin", metavar="DIFF"),
           Param("rev", str, None, REV_HELP, metavar="REV"),
-          Param("depth", int, 3, "levels of callers to walk up, 1..5", metavar="N"),
+          Param("depth", int, 2, "levels of callers to walk up, 1..5 (calls; registrations cost none)",
+                metavar="N"),
           Param("limit", int, 20, "how many tests, 1..500", metavar="N")),
          affected.affected, r_affected.render_affected, nxt.next_affected),
 ]
