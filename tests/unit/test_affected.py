@@ -290,7 +290,7 @@ def test_header_helper_used_by_many_kernels_is_bounded_and_says_what_was_cut(cix
     monkeypatch.setattr(affected_mod, "MAX_LEVEL_NODES", 1)
     res, text, _ = ask(ix, diff=diff)
     assert set(op_keys(res)) == {"cumsum", "cumsum.out"}  # only the first caller is walked from
-    assert "walk: 1 C++ callers reached but not walked from (at most 1 a level)" in text
+    assert "walk: 1 C++ callers reached but not walked from (at most 1 a level for each change)" in text
     assert "Cut (bounded answer):" in text
 
 

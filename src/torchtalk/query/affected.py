@@ -35,7 +35,7 @@ from .results import NotFound
 from .stub_uses import stub_uses
 
 AFFECTED_KINDS = IMPACT_KINDS | {EdgeKind.LAUNCH, EdgeKind.OP_CALL, EdgeKind.BACKWARD}
-MAX_LEVEL_NODES = 40  # C++ functions walked from per level (the rest are reached, not walked from)
+MAX_LEVEL_NODES = 25  # C++ functions walked from per level and change (the rest are reached, not walked from)
 WALK_MAX_NODES = 1500
 MAX_OPS = 30
 MAX_PYTHON = 30
@@ -287,7 +287,7 @@ def _answer(ix: Index, source: str, depth: int, limit: int, files: list[ChangedF
     uniq = list({(c.node.kind, c.node.key): c for c in reversed(changed)}.values())[::-1]
     by_key = {(c.node.kind, c.node.key): c for c in uniq}
     starts = [c.node for c in uniq if c.node.kind not in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS)]
-    cap = LevelCap(MAX_LEVEL_NODES, CPP_KINDS)
+    cap = LevelCap(MAX_LEVEL_NODES, CPP_KINDS, per_start=True)  # each change walks with its own budget
 
     def into(node: Node, kinds) -> list[Edge]:
         edges = g.into(node, kinds)
@@ -311,7 +311,7 @@ def _answer(ix: Index, source: str, depth: int, limit: int, files: list[ChangedF
             functions += 1  # C++ functions on the way up
     if cap.unexpanded:
         cuts.append(f"walk: {cap.unexpanded} C++ callers reached but not walked from (at most {MAX_LEVEL_NODES} a "
-                    "level); impact() on one of them goes further")
+                    "level for each change); impact() on one of them goes further")
     if len(steps) >= WALK_MAX_NODES:
         cuts.append(f"walk: stopped after {WALK_MAX_NODES} nodes; a smaller depth or change gives the full answer")
     ops: list[at.OpForTests] = []
