@@ -260,6 +260,12 @@ def affected(ix: Index, names: str | None = None, diff: str | None = None, rev: 
                    generators, cuts)
 
 
+def _variant(op: str) -> bool:
+    """An out= or in-place overload (atan2.out, atan2_)."""
+    name, _, overload = op.partition(".")
+    return "out" in overload or (name.endswith("_") and not name.endswith("__"))
+
+
 def _base(op: str) -> str:
     """The name tests use for an op: cumsum for cumsum.out and cumsum_."""
     base = op.split(".")[0]
@@ -328,8 +334,10 @@ def _answer(ix: Index, source: str, depth: int, limit: int, files: list[ChangedF
         names = list(dict.fromkeys(p.name for p in reg.python_names(op)))[:4] if op else []
         reached_ops.append(ReachedOp(node, d, path, chain, names))
         python.update(dict.fromkeys(n for n in names if not n.startswith("torch._C._")))
-    # Closest first; among equals the ops users call (a public Python name) before internal ones.
-    reached_ops.sort(key=lambda r: (r.depth, not any(not n.split(".")[-1].startswith("_") for n in r.python)))
+    # Closest first; among equals the ops users call (a public Python name) before internal ones, and the
+    # functional overload before its out= and in-place ones.
+    reached_ops.sort(key=lambda r: (r.depth, not any(not n.split(".")[-1].startswith("_") for n in r.python),
+                                    _variant(r.op.key)))
     seen_bases: dict[str, None] = {}
     # Tests are named after public ops: an internal op (_softmax) counts as one level further than it is.
     for r in sorted(reached_ops, key=lambda r: (r.depth + r.op.key.startswith("_"), r.op.key.startswith("_"))):
