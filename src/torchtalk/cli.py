@@ -152,7 +152,9 @@ def _build_parser() -> argparse.ArgumentParser:
             flag = f"--{prm.name.replace('_', '-')}"
             default = "" if prm.required or prm.default is None else f" (default {prm.default})"
             kwargs = {"type": prm.type, "help": prm.help + default, "metavar": _metavar(prm)}
-            if i == 0 and prm.type is str:
+            if (tool.name, prm.name) in FILE_PARAMS:
+                p.add_argument(flag, dest=prm.name, default=None, metavar="FILE", help=FILE_PARAMS[tool.name, prm.name])
+            elif i == 0 and prm.type is str:
                 # The main name is positional (``torchtalk trace softmax``); the flag form works too.
                 p.add_argument(prm.name, nargs="?", default=None, **kwargs)
                 p.add_argument(flag, dest=f"_{prm.name}", default=None, **{**kwargs, "help": f"same as {prm.name}"})
@@ -163,6 +165,56 @@ def _build_parser() -> argparse.ArgumentParser:
                            help="print the answer's graph as a Mermaid diagram (same as --format mermaid)")
         p.set_defaults(tool=tool.name)
     return parser
+
+
+# Tool parameters whose text the CLI reads from a file ('-': stdin) rather than from the command line.
+FILE_PARAMS = {("affected", "diff"): "read the unified diff from FILE ('-' for stdin); with no names, --rev or "
+                                     "--diff, a diff piped to stdin is read (`git diff | torchtalk affected`)"}
+STDIN_WAIT_S = 10
+
+
+def _read_text(path: str, what: str) -> str:
+    from .errors import BadArgument
+    from .query.diff import MAX_DIFF_CHARS
+    try:
+        if path == "-":
+            return sys.stdin.read(MAX_DIFF_CHARS + 1)
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(MAX_DIFF_CHARS + 1)  # beyond the limit the query says so
+    except OSError as exc:
+        raise BadArgument(f"{what} {path}: cannot read it ({exc.strerror or exc})") from None
+
+
+def _piped_stdin() -> str | None:
+    """A diff piped in (`git diff | torchtalk affected`), or None when stdin is a terminal or nothing.
+    A pipe that stays silent is not waited on for ever."""
+    import select
+    import stat
+    try:
+        fd = sys.stdin.fileno()
+        mode = os.fstat(fd).st_mode
+    except (OSError, ValueError, AttributeError):
+        return None  # no real stdin (an embedding program, a test harness)
+    if stat.S_ISREG(mode):
+        return _read_text("-", "stdin")
+    if not stat.S_ISFIFO(mode):
+        return None
+    ready, _w, _x = select.select([fd], [], [], STDIN_WAIT_S)
+    if not ready:
+        from .errors import BadArgument
+        raise BadArgument(f"stdin is a pipe but nothing came through it in {STDIN_WAIT_S}s; give the change with "
+                          "--diff FILE, --rev REV or names")
+    text = _read_text("-", "stdin")
+    return text if text.strip() else None
+
+
+def _file_args(tool, kwargs: dict) -> None:
+    """Read the parameters the CLI takes as files; for affected with nothing given, a diff piped to stdin."""
+    for prm in tool.params:
+        if (tool.name, prm.name) in FILE_PARAMS and kwargs.get(prm.name) is not None:
+            kwargs[prm.name] = _read_text(kwargs[prm.name], f"--{prm.name.replace('_', '-')}")
+    if tool.name == "affected" and all(kwargs.get(k) is None for k in ("names", "diff", "rev")):
+        kwargs["diff"] = _piped_stdin()
 
 
 def _tree(args):
@@ -230,6 +282,7 @@ def cmd_tool(args) -> int:
             _err(f"error: {tool.name} needs {prm.name} ({prm.help})")
             return EXIT_ERROR
         kwargs[prm.name] = prm.default if value is None else value
+    _file_args(tool, kwargs)
     ix = ensure_index(_tree(args))
     try:
         a = answer(tool, ix, **kwargs)

@@ -188,13 +188,18 @@ REQUIRED_PARAMS = [(t.name, p.name) for t in all_tools() for p in t.params if p.
 # A valid value for each required argument, used while another argument is the one under test.
 VALID = {"function_name": "relu", "query": "relu", "module_name": "Linear", "file_path": "test_nn_device"}
 RANGES = {("search", "limit"): (1, 500), ("find_similar_tests", "limit"): (1, 500), ("impact", "depth"): (1, 5),
-          ("list_test_utils", "limit"): (1, 500)}
+          ("list_test_utils", "limit"): (1, 500), ("affected", "depth"): (1, 5), ("affected", "limit"): (1, 500)}
+# Tools whose arguments are all optional, but one of a group must be given: (the group, a valid choice).
+ONE_OF = {"affected": ({"names", "diff", "rev"}, {"names": "cumsum"})}
 
 
 def _args(tool_name: str, param: str, value) -> dict:
     value = real(value)
     tool = get_tool(tool_name)
     args = {p.name: VALID[p.name] for p in tool.params if p.required and p.name != param}
+    group, choice = ONE_OF.get(tool_name, (set(), {}))
+    if param not in group:
+        args.update(choice)
     args[param] = value
     return args
 

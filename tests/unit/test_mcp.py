@@ -66,7 +66,8 @@ SAMPLE_CALLS = [("get_status", {}), ("trace", {"function_name": "cumsum"}), ("tr
                 ("cuda_kernels", {"function_name": "index_select"}), ("cuda_kernels", {}),
                 ("trace_module", {"module_name": "nn.Linear"}), ("list_modules", {"category": "all"}),
                 ("find_similar_tests", {"query": "cumsum", "limit": 1}), ("list_test_utils", {"limit": 1}),
-                ("test_file_info", {"file_path": "test_nn"})]
+                ("test_file_info", {"file_path": "test_nn"}),
+                ("affected", {"names": "aten/src/ATen/native/ReduceOps.cpp:26, torch.nn.Linear", "limit": 3})]
 
 
 def _parse_call(text: str) -> tuple[str, dict]:

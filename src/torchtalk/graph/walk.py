@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
-from ..model import Edge, EdgeKind, Node
+from ..model import Edge, EdgeKind, Node, NodeKind
 
 FREE = frozenset({EdgeKind.KERNEL, EdgeKind.STUB_KERNEL, EdgeKind.WRAPPER, EdgeKind.BINDING, EdgeKind.AUTOGRAD})
 
@@ -78,3 +78,30 @@ def up(starts: Iterable[Node], edges: EdgeSource, kinds: Collection[EdgeKind], d
        max_nodes: int = 2000, follow: Callable[[Step], bool] | None = None) -> list[Step]:
     """Like ``down``, against the edges: ``edges`` gives the edges *into* a node."""
     return _walk(starts, edges, kinds, depth, fan_out, max_nodes, follow, False)
+
+
+class LevelCap:
+    """A walk's ``follow``: expand at most ``per_level`` nodes of the ``counted`` kinds on each level (the
+    others are kept as reached, not walked from), and count what was left unexpanded. With
+    ``per_start``, each start node of a walk from many has a budget of its own, so the first change of a
+    diff cannot use up the walk of the others."""
+
+    def __init__(self, per_level: int, counted: Collection[NodeKind], per_start: bool = False) -> None:
+        self.per_level = per_level
+        self.counted = counted
+        self.per_start = per_start
+        self.reached: dict[tuple[str, int], int] = {}
+
+    def __call__(self, step: Step) -> bool:
+        if step.node.kind not in self.counted:
+            return True
+        root = step
+        while self.per_start and root.parent is not None:
+            root = root.parent
+        key = (root.edge.dst.key if self.per_start else "", step.depth)
+        self.reached[key] = self.reached.get(key, 0) + 1
+        return self.reached[key] <= self.per_level
+
+    @property
+    def unexpanded(self) -> int:
+        return sum(max(0, n - self.per_level) for n in self.reached.values())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..graph import Step, graph, up
+from ..graph import LevelCap, graph, up
 from ..graph.nodes import CPP_KINDS
 from ..model import CppSymbol, Edge, EdgeKind, Node, NodeKind
 from ..store.reader import Index
@@ -165,16 +165,9 @@ def called_by(ix: Index, function_name: str) -> CalledByResult | NotFound:
 
 def _impact(ix: Index, t: Target, depth: int) -> ImpactSection:
     g = graph(ix)
-    per_level: dict[int, int] = {}
-
-    def follow(s: Step) -> bool:
-        """Walk on from at most MAX_LEVEL_NODES functions a level (the rest are counted, not expanded)."""
-        if s.node.kind not in CPP_KINDS:
-            return True
-        per_level[s.depth] = per_level.get(s.depth, 0) + 1
-        return per_level[s.depth] <= MAX_LEVEL_NODES
-
-    steps = up([t.node], g.into, IMPACT_KINDS, depth, fan_out=400, max_nodes=3000, follow=follow)
+    # Walk on from at most MAX_LEVEL_NODES functions a level (the rest are counted, not expanded).
+    steps = up([t.node], g.into, IMPACT_KINDS, depth, fan_out=400, max_nodes=3000,
+               follow=LevelCap(MAX_LEVEL_NODES, CPP_KINDS))
     levels: dict[int, list[Edge]] = {}
     ops: list[tuple[Node, Edge, int]] = []
     python: dict[str, tuple[Node, Edge]] = {}

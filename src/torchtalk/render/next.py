@@ -168,6 +168,23 @@ def next_test_file(r) -> list[str]:
     return [call("find_similar_tests", op) for op in ops[:2]]
 
 
+def next_affected(r) -> list[str]:
+    out = []
+    if r.ops:
+        out.append(call("trace", r.ops[0].op.key))
+    fn = _first(r.changed, lambda c: c.node.kind in (NodeKind.CPP_FUNCTION, NodeKind.GPU_KERNEL, NodeKind.STUB))
+    if fn is not None:
+        n = fn.node
+        # path:line names exactly the changed definition; a stub goes by its name.
+        name = n.key if n.kind is NodeKind.STUB or n.loc is None else f"{n.loc.path}:{n.loc.line}"
+        out.append(call("impact", name, depth=2))
+    if r.modules:
+        out.append(call("trace_module", r.modules[0].name))
+    if r.ops:
+        out.append(call("find_similar_tests", r.ops[0].op.key.split(".")[0]))
+    return out
+
+
 def unique(calls: list[str]) -> list[str]:
     seen: dict[str, None] = {}
     for c in calls:

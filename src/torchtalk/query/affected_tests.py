@@ -1,0 +1,245 @@
+"""The tests a change affects, ranked, each with the reason and a command that runs it.
+
+Order: tests the change edits (they are affected themselves), then per op reached,
+closest first: its OpInfo entries (the generic ``@ops`` tests: test_ops.py and, for
+a backward, decomposition or lowering change, the suites that check exactly that),
+the tests named after it, the tests whose bodies call its Python API; then nn
+modules and optimizers (their ModuleInfo / OptimizerInfo tests and the tests that
+build them), then the suites of generated layers. The per-op lookup is
+``find_similar_tests`` itself, so its ranking is the one used here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..model import Loc
+from ..store.reader import Index
+from .changes import ChangedOpInfo, ChangedTest
+from .testnames import generated_names
+from .tests import find_similar_tests
+
+MAX_OPS_FOR_TESTS = 6  # distinct ops whose tests are looked up (each is one find_similar_tests call)
+PER_OP = 6  # tests taken per op from find_similar_tests
+RUN_FIRST = 5
+# The suites that check one aspect of every OpInfo op, by what the change touched.
+ASPECT_SUITES = {
+    "backward": ("test/test_ops_gradients.py", "test/test_ops_fwd_gradients.py"),
+    "decomposition": ("test/test_decomp.py", "test/inductor/test_torchinductor_opinfo.py"),
+    "ref": ("test/test_ops.py",),
+    "lowering": ("test/inductor/test_torchinductor_opinfo.py",),
+    "meta": ("test/test_meta.py",),
+}
+_MODULE_DB = "torch/testing/_internal/common_modules.py"
+_OPTIM_DB = "torch/testing/_internal/common_optimizers.py"
+
+
+@dataclass
+class AffectedTest:
+    name: str  # "TestReductionsCPU.test_cumsum", "OpInfo('cumsum')", "ModuleInfo(nn.Linear)", a suite's path
+    loc: Loc | None
+    kind: str  # changed | opinfo | named | calls | module | suite
+    target: str  # the op, module or file it is for
+    why: str
+    command: str
+    generated: list[str] = field(default_factory=list)  # names the device/dtype generators give it
+
+
+@dataclass
+class OpForTests:
+    base: str  # the name tests use: "cumsum" for cumsum.out and cumsum_
+    op: str  # the op reached
+    aspects: set[str]  # backward | decomposition | ref | lowering | meta: what about it changed
+    path: str  # one line on how the change reaches it
+    python: list[str] = field(default_factory=list)  # its Python names: OpInfo entries are named after them
+
+
+# How an op's Python name reads as an OpInfo name (OpInfo('nn.functional.mse_loss'), OpInfo('linalg.svd')).
+_OPINFO_SPELLINGS = (("torch._C._nn.", "nn.functional."), ("torch.nn.functional.", "nn.functional."),
+                     ("torch._C._linalg.linalg_", "linalg."), ("torch.linalg.", "linalg."),
+                     ("torch._C._special.special_", "special."), ("torch.special.", "special."),
+                     ("torch._C._fft.fft_", "fft."), ("torch.fft.", "fft."), ("torch.", ""), ("Tensor.", ""))
+
+
+def with_device(command: str, device: str) -> str:
+    """Narrow a pytest -k selection to one device type's generated tests (test_x_cuda, TestFooCUDA)."""
+    if not device:
+        return command
+    m = re.match(r'^(.* -k )"(.*)"$', command)
+    if m:
+        return f'{m.group(1)}"{m.group(2)} and {device}"'
+    m = re.match(r"^(.* -k )(\S+)$", command)
+    return f'{m.group(1)}"{m.group(2)} and {device}"' if m else command
+
+
+_DEVICES = ("cpu", "cuda", "mps", "xpu")
+
+
+def _on_device(names: list[str], device: str) -> list[str]:
+    return [n for n in names if re.search(rf"_{device}(_|$)", n.split(".")[-1])] if device else names
+
+
+def _device_typed(names: list[str]) -> bool:
+    return any(re.search(rf"_({'|'.join(_DEVICES)})(_|$)", n.split(".")[-1]) for n in names)
+
+
+def _for_device(path: str, cls: str, generated: list[str], device: str) -> tuple[bool, list[str], str]:
+    """(keep it, its generated names on the device, the device to narrow its command to) for a test
+    found by name: a CUDA-only change keeps the CUDA variants of device-type tests, drops tests generated
+    for other devices only, and tests written for another device (TestMPS, test_cuda.py for a CPU change)."""
+    if not device:
+        return True, generated, ""
+    if _device_typed(generated):
+        on = _on_device(generated, device)
+        return bool(on), on, device
+    others = [d for d in _DEVICES if d != device]
+    foreign = any(f"test_{d}" in path.rsplit("/", 1)[-1] or cls.lower().startswith(f"test{d}") or
+                  cls.endswith(d.upper()) for d in others)
+    return not foreign, generated, ""
+
+
+def _command(path: str, cls: str, name: str) -> str:
+    sel = f"{cls} and {name}" if cls and name else cls or name
+    return f'pytest {path} -k "{sel}"' if sel else f"pytest {path}"
+
+
+def _opinfo_sel(name: str, variant: str) -> str:
+    return name.replace(".", "_") + (f"_{variant}" if variant else "")
+
+
+def _present(ix: Index) -> set[str]:
+    return ix.cached("test_paths", lambda: {p for p in ix.paths().values() if p.startswith("test/")})
+
+
+def _db_names(ix: Index) -> dict[str, dict[str, int]]:
+    """Modules with a ModuleInfo entry and optimizers with an OptimizerInfo entry: read from the two
+    database files of the tree (their entries are constructor calls the index does not keep)."""
+    def load() -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {"module": {}, "optim": {}}
+        for key, rel, pat in (("module", _MODULE_DB, r"ModuleInfo\(\s*(?:torch\.)?(nn\.[\w.]+)"),
+                              ("optim", _OPTIM_DB, r"OptimizerInfo\(\s*(?:optim_cls=)?([A-Z]\w+)")):
+            try:
+                text = (Path(ix.source_root) / rel).read_text(encoding="utf-8", errors="replace")
+            except (OSError, TypeError):  # no such file here, or no tree (source_root None)
+                text = ""
+            for m in re.finditer(pat, text):
+                out[key].setdefault(m.group(1), text.count("\n", 0, m.start()) + 1)
+        return out
+    return ix.cached("affected_db_names", load)
+
+
+def changed_tests(ix: Index, tests: list[ChangedTest], device: str) -> list[AffectedTest]:
+    out = []
+    inst = dict(((fid, cls), opts) for fid, cls, opts in ix.cached("affected_device_classes", lambda: ix.q(
+        "SELECT file_id, cls, options FROM test_instantiation WHERE kind = 'device_type'")))
+    ids = {p: fid for fid, p in ix.paths().items()}
+    for t in tests:
+        label = f"{t.cls}.{t.name}" if t.cls and t.name else t.cls or t.name or t.loc.path
+        opts = inst.get((ids.get(t.loc.path), t.cls))
+        gen = generated_names(t.cls, t.name, t.decorators, opts) if t.name else []
+        # A changed test is run whatever the device; a device-type one on the changed device when it has it.
+        on = _on_device(gen, device) if _device_typed(gen) else []
+        out.append(AffectedTest(label, t.loc, "changed", t.loc.path, t.why,
+                                with_device(_command(t.loc.path, t.cls, t.name), device if on else ""), on or gen))
+    return out
+
+
+def changed_opinfos(ix: Index, infos: list[ChangedOpInfo], device: str) -> list[AffectedTest]:
+    return [AffectedTest(f"OpInfo('{o.name}')" + (f" variant {o.variant!r}" if o.variant else ""), o.loc, "opinfo",
+                         o.name, f"OpInfo entry: {o.why}",
+                         with_device(f'pytest test/test_ops.py -k "{_opinfo_sel(o.name, o.variant)}"', device))
+            for o in infos]
+
+
+def _opinfos_named(ix: Index, python: list[str], have: set[tuple[str, str]]) -> list[tuple[str, str, Loc]]:
+    """OpInfo entries of op_db named after one of the op's Python names, beyond those already found."""
+    names = list(dict.fromkeys(new + n[len(old):] for n in python for old, new in _OPINFO_SPELLINGS
+                               if n.startswith(old)))
+    if not names:
+        return []
+    rows = ix.q(f"SELECT name, variant_test_name, file_id, line FROM op_info_entry WHERE db = 'op_db' AND name IN "
+                f"({','.join('?' * len(names))}) ORDER BY file_id, line", names)
+    return [(n, v, Loc(ix.path_of(f), ln)) for n, v, f, ln in rows if (n, v) not in have]
+
+
+def op_tests(ix: Index, op: OpForTests, device: str) -> list[AffectedTest]:
+    found = find_similar_tests(ix, op.base, PER_OP)
+    present = _present(ix)
+    out = []
+    hits = [(h.name, h.variant, h.loc, h.command) for h in found.opinfos]
+    hits += [(n, v, loc, f'pytest test/test_ops.py -k "{_opinfo_sel(n, v)}"')
+             for n, v, loc in _opinfos_named(ix, op.python, {(h[0], h[1]) for h in hits})]
+    for name, variant, loc, command in hits:
+        label = f"OpInfo('{name}')" + (f" variant {variant!r}" if variant else "")
+        out.append(AffectedTest(label, loc, "opinfo", op.op,
+                                f"the generic @ops tests run op {op.op} through this OpInfo entry ({op.path})",
+                                with_device(command, device)))
+    # The suites that check what changed for every OpInfo op; -k matches the op inside OpInfo names too
+    # (mse_loss selects test_..._nn_functional_mse_loss_...).
+    sels = list(dict.fromkeys(_opinfo_sel(n, v) for n, v, _l, _c in hits[:2])) or [op.base]
+    for aspect in sorted(op.aspects):
+        for suite in ASPECT_SUITES.get(aspect, ()):
+            if suite in present and suite != "test/test_ops.py":
+                for sel in sels:
+                    out.append(AffectedTest(f"{suite} for {sel}", Loc(suite, 1), "opinfo", op.op,
+                                            f"its {aspect} changed: {suite} checks that for every OpInfo op "
+                                            f"({op.path})", with_device(f'pytest {suite} -k "{sel}"', device)))
+    out += _found(found.tests, op.base, op.op, op.path, device)
+    return out
+
+
+def _found(tests: list, base: str, target: str, how: str, device: str) -> list[AffectedTest]:
+    out = []
+    for t in tests:
+        keep, generated, narrow = _for_device(t.loc.path, t.cls, t.generated, device)
+        if not keep:
+            continue
+        kind = "named" if t.why == "name" else "calls"
+        why = (f"named after {base}" if kind == "named" else t.why) + f" ({how})"
+        out.append(AffectedTest(f"{t.cls}.{t.name}" if t.cls else t.name, t.loc, kind, target, why,
+                                with_device(t.command, narrow), generated))
+    return out
+
+
+def module_tests(ix: Index, public: str, why: str, device: str) -> list[AffectedTest]:
+    """Tests of an nn module or optimizer: its ModuleInfo / OptimizerInfo tests, tests named after it or
+    building it."""
+    dbs = _db_names(ix)
+    short = public.rsplit(".", 1)[-1]
+    out = []
+    spelled = public.removeprefix("torch.")
+    if spelled in dbs["module"] and "test/test_modules.py" in _present(ix):
+        out.append(AffectedTest(f"ModuleInfo({spelled})", Loc(_MODULE_DB, dbs["module"][spelled]), "module", public,
+                                f"test_modules.py runs every ModuleInfo module ({why})",
+                                with_device(f'pytest test/test_modules.py -k "{spelled.replace(".", "_")}"', device)))
+    if short in dbs["optim"] and "test/test_optim.py" in _present(ix):
+        out.append(AffectedTest(f"OptimizerInfo({short})", Loc(_OPTIM_DB, dbs["optim"][short]), "module", public,
+                                f"test_optim.py runs every OptimizerInfo optimizer ({why})",
+                                with_device(f'pytest test/test_optim.py -k "{short}"', device)))
+    return out + _found(find_similar_tests(ix, spelled, PER_OP).tests, short, public, why, device)
+
+
+def suite_tests(suites: list[tuple[str, str]]) -> list[AffectedTest]:
+    return [AffectedTest(path, Loc(path, 1), "suite", path, why, f"pytest {path}") for path, why in suites]
+
+
+def rank(groups: list[list[AffectedTest]]) -> tuple[list[AffectedTest], list[str]]:
+    """All tests once (by command), in group order; and the first commands to run, favouring the first
+    groups (changed tests, the closest op) without leaving out the next ones."""
+    seen: set[str] = set()
+    kept: list[list[AffectedTest]] = []
+    for g in groups:
+        fresh = []
+        for t in g:
+            if t.command not in seen:
+                seen.add(t.command)
+                fresh.append(t)
+        if fresh:
+            kept.append(fresh)
+    ordered = [t for g in kept for t in g]
+    # Item k of group i scores k + i: the closest op's first tests lead, the next ops' first tests follow.
+    picks = sorted((k + i, i, t.command) for i, g in enumerate(kept) for k, t in enumerate(g))
+    first = list(dict.fromkeys(c for _s, _i, c in picks))[:RUN_FIRST]
+    return ordered, first

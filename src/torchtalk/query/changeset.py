@@ -1,0 +1,204 @@
+"""A change as files and lines of the indexed tree: from diff text, from git, or from a list of names.
+
+The index reflects the tree as it is on disk, which may hold either side of a diff:
+the new side after the change was made (``git diff`` of the working tree), or the
+old side when the diff is a patch not applied yet. Each file's hunks are compared
+with the file to find out which, so changed lines are always numbered as the index
+numbers them. Definitions that only the other side has (a function the change
+deletes or renames, or one it adds) are read from the diff's own lines.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import BadArgument
+from ..store.reader import Index
+from .args import shown
+from .diff import FileDiff, defined_names, parse_diff, tree_path
+
+MAX_NAMES = 50
+MAX_NAMES_CHARS = 20_000
+MAX_RANGE = 5_000  # lines one path:A-B entry may span
+_CPP_EXT = (".cpp", ".cc", ".cu", ".cuh", ".h", ".hpp", ".mm", ".m", ".metal", ".c")
+_LINES = re.compile(r"^(?P<path>[^\s:]+?):(?P<a>\d+)(?:-(?P<b>\d+))?$")
+
+
+@dataclass
+class FileChange:
+    written: str  # the path as the input wrote it
+    path: str  # relative to the tree; "" when it names nothing here
+    status: str  # modified | added | deleted | renamed | binary | mode | lines (from names)
+    lines: set[int] = field(default_factory=set)  # changed lines, numbered as in the tree's copy
+    gaps: set[tuple[int, int]] = field(default_factory=set)  # (before, after): lines only the other side has
+    side: str = ""  # which side of the diff the tree holds: new | old | neither ("" for names)
+    whole: bool = False  # every definition in the file (an added or deleted file, a path given alone)
+    removed: list[str] = field(default_factory=list)  # definitions the change deletes, from the diff's lines
+    added: list[str] = field(default_factory=list)  # definitions only the patch has (not in the tree yet)
+    problem: str = ""
+
+
+def language(path: str) -> str:
+    if path.endswith(".py"):
+        return "python"
+    return "cpp" if path.endswith(_CPP_EXT) else ""
+
+
+class TreeFiles:
+    """Which relative paths name files of the tree: indexed, or on disk inside it."""
+
+    def __init__(self, ix: Index) -> None:
+        self.ix = ix
+        self.root = ix.source_root
+        self.indexed = {p: fid for fid, p in ix.paths().items()}
+
+    def exists(self, rel: str) -> bool:
+        if rel in self.indexed:
+            return True
+        if self.root is None:
+            return False
+        full = os.path.join(self.root, rel)
+        inside = (os.path.realpath(full) + os.sep).startswith(os.path.realpath(self.root) + os.sep)
+        return os.path.isfile(full) and inside
+
+    def lines(self, rel: str) -> list[str] | None:
+        """The file's lines as on disk (None when it is not there or not text)."""
+        if self.root is None or not self.exists(rel):
+            return None
+        try:
+            data = (Path(self.root) / rel).read_bytes()
+        except OSError:
+            return None
+        if b"\0" in data[:8192]:
+            return None
+        return data.decode("utf-8", errors="replace").replace("\r\n", "\n").split("\n")
+
+
+# ------------------------------------------------------------------ from a diff
+
+def _matches(text: list[str], numbered: list[tuple[int, str]]) -> bool:
+    return all(0 < n <= len(text) and text[n - 1].rstrip() == t.rstrip() for n, t in numbered)
+
+
+def _side(text: list[str] | None, fd: FileDiff) -> str:
+    if text is None:
+        return "old" if fd.status == "added" else "new" if fd.status == "deleted" else "neither"
+    if all(_matches(text, h.side(old=False)) for h in fd.hunks):
+        return "new"
+    if all(_matches(text, h.side(old=True)) for h in fd.hunks):
+        return "old"
+    return "neither"
+
+
+def _from_diff(fd: FileDiff, files: TreeFiles) -> FileChange:
+    root = str(files.root) if files.root else None
+    path, problem = "", ""
+    for written in dict.fromkeys(p for p in (fd.new_path, fd.old_path) if p):
+        path, problem = tree_path(written, files.exists, root)
+        if problem or files.exists(path):
+            break
+    fc = FileChange(fd.path, path, fd.status, problem=problem or fd.problem)
+    if problem or fd.status in ("binary", "mode"):
+        return fc
+    text = files.lines(path)
+    if text is None and fd.status not in ("added", "deleted"):
+        fc.problem = f"{path} is not in the source tree: nothing of it is indexed"
+        return fc
+    if fd.status == "renamed" and fd.old_path and tree_path(fd.old_path, files.exists, root)[0] == path:
+        fc.status = "modified"  # two copies of one file (git diff --no-index old/ new/)
+    fc.side = _side(text, fd)
+    lang = language(path)
+    minus = [t for h in fd.hunks for _n, t in h.removed()]
+    plus = [t for h in fd.hunks for _n, t in h.added()]
+    gone = [n for n in defined_names(minus, lang) if n not in set(defined_names(plus, lang))]
+    new = [n for n in defined_names(plus, lang) if n not in set(defined_names(minus, lang))]
+    if fd.status == "added":
+        if fc.side == "old":
+            fc.problem, fc.added = f"new in the diff and not in the tree yet: nothing of it is indexed", new
+        else:
+            fc.whole = True
+        return fc
+    if fd.status == "deleted":
+        if text is None:
+            fc.removed = gone
+            fc.problem = "deleted by the diff and gone from the tree"
+        else:
+            fc.whole, fc.removed = True, gone
+        return fc
+    old = fc.side == "old"
+    for h in fd.hunks:
+        lines, gaps = h.changed(old=old)
+        fc.lines |= lines
+        fc.gaps |= gaps
+    fc.removed, fc.added = gone, new if old else []
+    if fc.side == "neither":
+        fc.problem = ("the tree's copy matches neither side of the diff (edited since, or another version): "
+                      "lines are mapped as numbered on the diff's new side")
+    return fc
+
+
+def from_diff(ix: Index, text: str) -> list[FileChange]:
+    files = TreeFiles(ix)
+    return [_from_diff(fd, files) for fd in parse_diff(text)]
+
+
+# ------------------------------------------------------------------ from names
+
+def split_names(text: object) -> list[str]:
+    if not isinstance(text, str):
+        raise BadArgument(f"names must be a string such as 'aten/src/ATen/native/ReduceOps.cpp:491, cumsum', not "
+                          f"{type(text).__name__}")
+    if len(text) > MAX_NAMES_CHARS:
+        raise BadArgument(f"names is {len(text):,} characters long; the limit is {MAX_NAMES_CHARS:,} "
+                          f"(at most {MAX_NAMES} names); give a diff for large changes")
+    if any(ord(c) < 32 and c not in "\t\n\r" or c == "\x7f" for c in text):
+        raise BadArgument("names contains control characters; give names such as 'cumsum, index_select_out_cpu_' "
+                          "or 'path:line'")
+    if any("\ud800" <= c <= "\udfff" for c in text):
+        raise BadArgument("names is not valid Unicode text (it holds a lone surrogate)")
+    # Commas and line breaks separate names; spaces do too, except inside parentheses ("f(int a)").
+    out, depth, cur = [], 0, []
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if ch in ",\n\r" or ch in " \t" and depth <= 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur).strip())
+    names = list(dict.fromkeys(n for n in out if n))
+    if not names:
+        raise BadArgument("names is empty; give 'path:line', 'path:start-end', a file path, an op, a C++ function "
+                          "or a Python name, separated by commas")
+    if len(names) > MAX_NAMES:
+        raise BadArgument(f"names lists {len(names)} names; the limit is {MAX_NAMES}. Give a diff for large changes")
+    for n in names:
+        if len(n) > 500:
+            raise BadArgument(f"names: an entry is {len(n):,} characters long; the limit is 500")
+    return names
+
+
+def from_path_name(ix: Index, files: TreeFiles, name: str) -> FileChange | None:
+    """``path:line``, ``path:start-end`` or a path alone, as a change of the tree; None when ``name`` is no path."""
+    m = _LINES.match(name)
+    written = m.group("path") if m else name
+    if not m and "/" not in name:
+        return None
+    path, problem = tree_path(written, files.exists, str(files.root) if files.root else None)
+    if problem:
+        return FileChange(name, "", "lines", problem=problem)
+    if not files.exists(path):
+        if not m and not language(path) and "." not in path.rsplit("/", 1)[-1]:
+            return None  # torch.nn/whatever: a dotted or qualified name, not a path
+        return FileChange(name, "", "lines", problem=f"{shown(written)} is not a file of the source tree")
+    if not m:
+        return FileChange(name, path, "lines", whole=True)
+    a = int(m.group("a"))
+    b = int(m.group("b") or a)
+    if not 1 <= a <= b or b - a > MAX_RANGE:
+        raise BadArgument(f"names: {shown(name)} is not a line range of 1 to {MAX_RANGE} lines (path:line or "
+                          "path:start-end, start <= end)")
+    return FileChange(name, path, "lines", lines=set(range(a, b + 1)))

@@ -1,0 +1,466 @@
+"""affected on the fixture tree: each kind of change, each kind of input, and bad input per file.
+
+The tree is tests/fixtures/tree + tree_py + tree_change (a header helper shared by two
+CPU kernels, a decomposition, OpInfo and ModuleInfo entries and the test files that
+run them). Diffs are made the way a user makes them: by editing a line of the tree
+(applied: the tree holds the new side) or of a copy of a file (not applied: the tree
+holds the old side).
+"""
+
+from __future__ import annotations
+
+import difflib
+import io
+import os
+import shutil
+import subprocess
+import sys
+import contextlib
+from pathlib import Path
+
+import pytest
+
+from torchtalk.errors import BadArgument
+from torchtalk.query import affected as affected_mod
+from torchtalk.query.diff import MAX_FILES, defined_names, parse_diff, tree_path
+from torchtalk.query.results import NotFound
+from torchtalk.tools import answer, get_tool
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+GIT = shutil.which("git")
+
+
+@pytest.fixture
+def ctree(tmp_path) -> Path:
+    dest = tmp_path / "pytorch"
+    shutil.copytree(FIXTURES / "tree", dest)
+    for overlay in ("tree_py", "tree_change"):
+        shutil.copytree(FIXTURES / overlay, dest, dirs_exist_ok=True)
+    return dest
+
+
+def _index(tree: Path, codegen: bool = False):
+    from torchtalk.index.indexer import refresh
+    from torchtalk.source.tree import find_source
+    from torchtalk.store.reader import Index
+    st = find_source(tree)
+    refresh(st, workers=1, codegen=codegen)
+    return Index(st.index_path, st.root)
+
+
+@pytest.fixture
+def cix(ctree):
+    ix = _index(ctree)
+    yield ctree, ix
+    ix.close()
+
+
+def edit_diff(tree: Path, rel: str, line: int, old: str, new: str, apply: bool = False) -> str:
+    """A unified diff changing ``old`` to ``new`` on ``line`` of ``rel``; with apply, the tree gets the edit."""
+    text = (tree / rel).read_text().split("\n")
+    assert old in text[line - 1], (rel, line, text[line - 1])
+    mod = list(text)
+    mod[line - 1] = mod[line - 1].replace(old, new, 1)
+    if apply:
+        (tree / rel).write_text("\n".join(mod))
+    return "".join(x + "\n" for x in difflib.unified_diff(text, mod, f"a/{rel}", f"b/{rel}", lineterm=""))
+
+
+def ask(ix, **kw):
+    a = answer(get_tool("affected"), ix, **kw)
+    return a.result, a.text, a.next
+
+
+def op_keys(res) -> list[str]:
+    return [r.op.key for r in res.ops]
+
+
+# ------------------------------------------------------------------ diffs as data
+
+GIT_DIFF = """\
+diff --git a/aten/x.cpp b/aten/x.cpp
+index 1111111..2222222 100644
+--- a/aten/x.cpp
++++ b/aten/x.cpp
+@@ -1,3 +1,3 @@
+ int f() {
+-  return 1;
++  return 2;
+ }
+\\ No newline at end of file
+diff --git a/new.py b/new.py
+new file mode 100644
+index 0000000..3333333
+--- /dev/null
++++ b/new.py
+@@ -0,0 +1,2 @@
++def g():
++    pass
+diff --git a/old.py b/old.py
+deleted file mode 100644
+index 4444444..0000000
+--- a/old.py
++++ /dev/null
+@@ -1 +0,0 @@
+-class Gone: pass
+diff --git a/a.cpp b/b.cpp
+similarity index 100%
+rename from a.cpp
+rename to b.cpp
+diff --git a/img.png b/img.png
+index 5555555..6666666 100644
+Binary files a/img.png and b/img.png differ
+diff --git a/run.sh b/run.sh
+old mode 100644
+new mode 100755
+"""
+
+
+def test_parse_git_diff_every_kind_of_file():
+    files = parse_diff(GIT_DIFF)
+    assert [(f.old_path, f.new_path, f.status) for f in files] == [
+        ("aten/x.cpp", "aten/x.cpp", "modified"), ("", "new.py", "added"), ("old.py", "", "deleted"),
+        ("a.cpp", "b.cpp", "renamed"), ("img.png", "img.png", "binary"), ("run.sh", "run.sh", "mode")]
+    x = files[0]
+    assert x.hunks[0].removed() == [(2, "  return 1;")] and x.hunks[0].added() == [(2, "  return 2;")]
+    assert files[4].problem == "binary file: no lines to map" and not files[0].problem
+
+
+def test_parse_plain_diff_u_with_timestamps_and_a_hunk_cut_short():
+    text = ("--- orig/y.py\t2024-01-01 00:00:00\n+++ mod/y.py\t2024-01-02 00:00:00\n@@ -1,4 +1,4 @@\n a\n-b\n+B\n"
+            "--- orig/z.py\n+++ mod/z.py\n@@ -3 +3 @@\n-q\n+Q\n")
+    y, z = parse_diff(text)
+    assert (y.old_path, y.new_path) == ("orig/y.py", "mod/y.py")
+    assert "cut short" in y.problem  # the next header came before the hunk's 4 lines
+    assert z.hunks[0].removed() == [(3, "q")] and not z.problem
+
+
+def test_hunk_changed_lines_and_gaps_on_each_side():
+    h = parse_diff("--- a/x.py\n+++ b/x.py\n@@ -1,6 +1,6 @@\n a\n-b\n+B\n c\n+new\n d\n-e\n f\n")[0].hunks[0]
+    # Old side: b replaced (2), an insertion between c and d, e deleted (5).
+    assert h.changed(old=True) == ({2, 5}, {(3, 4)})
+    # New side: B (2), the inserted line (4), and the gap where e was, between d and f.
+    assert h.changed(old=False) == ({2, 4}, {(5, 6)})
+
+
+@pytest.mark.parametrize("text,msg", [
+    ("just some words\nno header", "no file of a unified diff"),
+    ("", "no file of a unified diff"),
+    ("x" * 2_000_001, "the limit is 2,000,000"),
+])
+def test_text_that_is_no_diff_is_refused_naming_diff(text, msg):
+    with pytest.raises(BadArgument) as exc:
+        parse_diff(text)
+    assert "diff" in str(exc.value) and msg in str(exc.value)
+    assert "x" * 100 not in str(exc.value)
+
+
+def test_too_many_files_is_refused():
+    text = "".join(f"--- a/f{i}.py\n+++ b/f{i}.py\n@@ -1 +1 @@\n-a\n+b\n" for i in range(MAX_FILES + 1))
+    with pytest.raises(BadArgument, match=f"the limit is {MAX_FILES}"):
+        parse_diff(text)
+
+
+def test_defined_names_reads_definition_lines_only():
+    cpp = ["TORCH_IMPL_FUNC(cumsum_out) (const Tensor& self) {", "static void cumsum_cpu_kernel(const Tensor& r,",
+           "    int64_t dim) {", "  foo(1, 2);", "  return bar(x);", "Tensor& f(int a);", "if (x) {",
+           "at::Tensor at::native::g(int a) {"]
+    assert defined_names(cpp, "cpp") == ["TORCH_IMPL_FUNC(cumsum_out)", "cumsum_cpu_kernel", "at::native::g"]
+    assert defined_names(["def f(x):", "    return g(x)", "class C(Base):", "async def h():"], "python") == [
+        "f", "C", "h"]
+
+
+def test_tree_path_maps_copies_and_refuses_what_leaves_the_tree():
+    files = {"aten/src/ATen/native/ReduceOps.cpp"}
+    exists = files.__contains__
+    assert tree_path("aten/src/ATen/native/ReduceOps.cpp", exists, "/src") == ("aten/src/ATen/native/ReduceOps.cpp", "")
+    # git diff --no-index /tmp/copy/aten/... : leading components dropped until a tree file is named
+    assert tree_path("tmp/copy/aten/src/ATen/native/ReduceOps.cpp", exists, "/src")[0] == \
+        "aten/src/ATen/native/ReduceOps.cpp"
+    assert tree_path("/src/aten/src/ATen/native/ReduceOps.cpp", exists, "/src")[0] == \
+        "aten/src/ATen/native/ReduceOps.cpp"
+    assert "leaves the source tree" in tree_path("../../etc/passwd", exists, "/src")[1]
+    assert "outside the source tree" in tree_path("/etc/passwd", exists, "/src")[1]
+
+
+# ------------------------------------------------------------------ each kind of change
+
+def test_cpu_kernel_registered_with_register_dispatch_reaches_its_ops_through_the_stub(cix):
+    tree, ix = cix
+    res, text, nxt = ask(ix, diff=edit_diff(tree, "aten/src/ATen/native/cpu/CumKernels.cpp", 6,
+                                            "wrap_cum_dim(dim, self)", "wrap_cum_dim(dim, self) + 0"))
+    assert [c.node.label for c in res.changed] == ["at::native::(anonymous)::cumsum_cpu_kernel"]
+    assert res.files[0].side == "old"  # the patch is not applied: its old side is the tree
+    assert {"cumsum", "cumsum.out"} <= set(op_keys(res)) and "cumprod" not in op_keys(res)
+    cumsum = next(r for r in res.ops if r.op.key == "cumsum")
+    # cumsum_stub is handed to impl_func_cum_ops, not called: the stub's defining file says who uses it.
+    assert "registered for [CPU] cumsum_stub <- used by TORCH_IMPL_FUNC(cumsum_out)" in cumsum.path
+    assert any("found in the source text" in e.note for e in cumsum.chain)
+    assert res.device == "cpu" and "Only CPU code changed" in text
+    assert res.run_first[0] == 'pytest test/test_ops.py -k "cumsum_with_dtype and cpu"'
+    assert nxt[0] == 'trace("cumsum")' and nxt[1] == 'impact("aten/src/ATen/native/cpu/CumKernels.cpp:5", depth=2)'
+
+
+def test_cuda_kernel_suggests_cuda_variants_and_drops_tests_of_other_devices(cix):
+    tree, ix = cix
+    res, text, _ = ask(ix, diff=edit_diff(tree, "aten/src/ATen/native/cuda/BinaryGeometricKernels.cu", 8,
+                                          "::atan2(a, b)", "::atan2f(a, b)"))
+    assert res.device == "cuda"
+    assert set(op_keys(res)) == {"atan2", "atan2.out"}
+    by_name = {t.name: t for t in res.tests}
+    assert by_name["OpInfo('atan2')"].command == 'pytest test/test_ops.py -k "atan2 and cuda"'
+    t = by_name["TestBinaryUfuncs.test_atan2"]
+    assert t.generated == ["TestBinaryUfuncsCUDA.test_atan2_cuda"] and t.command.endswith('and cuda"')
+    # @onlyCPU and the MPS-only class cannot run the CUDA kernel.
+    assert "TestBinaryUfuncs.test_atan2_cpu_scalar" not in by_name and "TestMPS.test_atan2" not in by_name
+    assert "registered for [CUDA] atan2_stub <- used by TORCH_IMPL_FUNC(atan2_out) <- kernel of [CPU, CUDA] atan2" \
+        in res.ops[0].path
+
+
+def test_structured_kernel_and_its_meta_function(cix):
+    tree, ix = cix
+    res, _, _ = ask(ix, diff=edit_diff(tree, "aten/src/ATen/native/BinaryOps.cpp", 14, "*this", "*this, true"))
+    assert [c.node.label for c in res.changed] == ["TORCH_IMPL_FUNC(atan2_out)"]
+    assert {(r.op.key, r.depth) for r in res.ops} == {("atan2", 0), ("atan2.out", 0)}
+    res, _, _ = ask(ix, diff=edit_diff(tree, "aten/src/ATen/native/BinaryOps.cpp", 5, "float_op", "op"))
+    meta = [c for c in res.changed if c.node.kind.value == "op"]
+    assert {c.node.key for c in meta} == {"atan2", "atan2.out"}
+    assert all(c.aspect == "meta" and "TORCH_META_FUNC(atan2)" in c.why for c in meta)
+
+
+def test_native_functions_dispatch_line(cix):
+    tree, ix = cix
+    res, text, _ = ask(ix, diff=edit_diff(tree, "aten/src/ATen/native/native_functions.yaml", 91, "index_select_cuda",
+                                          "index_select_cuda_v2"))
+    assert [c.node.key for c in res.changed] == ["index_select"]
+    assert "dispatch line 91 changed: CUDA: index_select_cuda" in res.changed[0].why
+    assert res.device == "cuda"
+    assert res.tests[0].name == "OpInfo('index_select')"
+    assert res.tests[0].command == 'pytest test/test_ops.py -k "index_select and cuda"'
+    # A line of a structured op's entry: the ops delegating to it change with it.
+    res, _, _ = ask(ix, diff=edit_diff(tree, "aten/src/ATen/native/native_functions.yaml", 41, "True", "False"))
+    assert {c.node.key: c.why.split(":")[0] for c in res.changed} == {"cumsum.out": "entry changed (line 41)",
+                                                                      "cumsum": "structured_delegate"}
+
+
+def test_derivatives_formula_is_the_ops_backward(cix):
+    tree, ix = cix
+    res, _, _ = ask(ix, diff=edit_diff(tree, "tools/autograd/derivatives.yaml", 7, "grad_input_mask", "mask"))
+    assert [(c.node.key, c.aspect) for c in res.changed] == [("atan2", "backward")]
+    assert "derivatives.yaml formula for self, other changed (line 7)" in res.changed[0].why
+    cmds = [t.command for t in res.tests]
+    assert cmds[:2] == ['pytest test/test_ops.py -k "atan2"', 'pytest test/test_ops_gradients.py -k "atan2"']
+
+
+def test_nn_module_forward(cix):
+    tree, ix = cix
+    res, text, nxt = ask(ix, diff=edit_diff(tree, "torch/nn/modules/linear.py", 24, "self.bias", "bias=self.bias"))
+    assert [c.node.key for c in res.changed] == ["torch.nn.modules.linear.Linear.forward"]
+    assert [(m.name, m.why.startswith("subclass")) for m in res.modules] == [("torch.nn.Linear", False),
+                                                                            ("torch.nn.LazyLinear", True)]
+    assert [t.command for t in res.tests[:2]] == ['pytest test/test_modules.py -k "nn_Linear"',
+                                                  'pytest test/test_nn.py -k "TestNN and test_linear"']
+    assert res.tests[0].loc.path == "torch/testing/_internal/common_modules.py"
+    assert nxt == ['trace_module("torch.nn.Linear")']
+
+
+def test_decomposition_reaches_its_op_and_the_decomposition_suite(cix):
+    tree, ix = cix
+    res, _, _ = ask(ix, diff=edit_diff(tree, "torch/_decomp/decompositions.py", 9, "dtype=dtype", "dtype=None"))
+    ops = {c.node.key: c for c in res.changed if c.node.kind.value == "op"}
+    assert set(ops) == {"cumsum", "cumsum.out"} and all(c.aspect == "decomposition" for c in ops.values())
+    assert 'pytest test/test_decomp.py -k "cumsum_with_dtype"' in res.run_first
+
+
+def test_python_function_finds_the_modules_calling_it(cix):
+    tree, ix = cix
+    res, _, _ = ask(ix, diff=edit_diff(tree, "torch/nn/functional.py", 16, "torch.relu(input)",
+                                       "torch.relu(input + 0)"))
+    assert [c.node.key for c in res.changed] == ["torch.nn.functional.relu"]
+    assert [m.name for m in res.modules] == ["torch.nn.ReLU"]
+    assert "F.relu(...) at torch/nn/modules/activation.py:11" in res.modules[0].why
+    assert res.tests[0].name == "OpInfo('relu')"
+
+
+def test_header_helper_used_by_many_kernels_is_bounded_and_says_what_was_cut(cix, monkeypatch):
+    tree, ix = cix
+    diff = edit_diff(tree, "aten/src/ATen/native/cpu/CumUtils.h", 7, "self.dim()", "self.dim() + 0")
+    res, _, _ = ask(ix, diff=diff)
+    assert {"cumsum", "cumprod"} <= set(op_keys(res)) and not res.cuts
+    monkeypatch.setattr(affected_mod, "MAX_LEVEL_NODES", 1)
+    res, text, _ = ask(ix, diff=diff)
+    assert set(op_keys(res)) == {"cumsum", "cumsum.out"}  # only the first caller is walked from
+    assert "walk: 1 C++ callers reached but not walked from (at most 1 a level for each change)" in text
+    assert "Cut (bounded answer):" in text
+
+
+def test_changed_tests_come_first(cix):
+    tree, ix = cix
+    res, text, _ = ask(ix, diff=edit_diff(tree, "test/test_binary_ufuncs.py", 8, "ones", "zeros"))
+    assert res.tests[0].kind == "changed" and res.tests[0].name == "TestBinaryUfuncs.test_atan2"
+    assert res.run_first == ['pytest test/test_binary_ufuncs.py -k "TestBinaryUfuncs and test_atan2"']
+    assert "Nothing the index knows changed" not in text
+    res, _, _ = ask(ix, diff=edit_diff(tree, "test/test_binary_ufuncs.py", 1, "import torch", "import torch as t"))
+    assert [(t.name, t.why) for t in res.tests] == [("test/test_binary_ufuncs.py",
+                                                     "module-level code changed (line 1)")]
+
+
+def test_opinfo_entry_and_sample_inputs(cix):
+    tree, ix = cix
+    mi = "torch/testing/_internal/common_methods_invocations.py"
+    res, _, _ = ask(ix, diff=edit_diff(tree, mi, 12, "False", "True"))
+    assert [(t.name, t.command) for t in res.tests] == [("OpInfo('atan2')", 'pytest test/test_ops.py -k "atan2"')]
+    assert not res.files[0].note  # the line is inside an entry, not "outside any definition"
+    res, _, _ = ask(ix, diff=edit_diff(tree, mi, 5, "None", "1"))
+    assert res.tests[0].name == "OpInfo('index_select')" and "matched by name" in res.tests[0].why
+
+
+def test_codegen_template_and_generator_by_layer(ctree):
+    from .test_generated_layer import _add_generators
+    _add_generators(ctree)
+    ix = _index(ctree, codegen=True)
+    try:
+        res, text, _ = ask(ix, diff=edit_diff(ctree, "aten/src/ATen/templates/RegisterDispatchKey.cpp", 4, "m)", "m) "))
+        gen = res.generators[0]
+        assert gen.role == "template" and [lay.layer for lay in gen.layers] == [
+            "dispatcher wrappers and registrations (Register<Key>.cpp)"]
+        assert gen.layers[0].files == ["<generated>/aten/src/ATen/RegisterCPU.cpp"] and gen.layers[0].symbols >= 2
+        assert "everything generated from it is affected" in text
+        res, _, _ = ask(ix, names="torchgen/gen.py")
+        assert res.generators[0].role == "generator" and res.files[0].kind == "codegen"
+        assert res.tests[-1].kind == "suite" or not res.tests  # suites only when the tree has them
+    finally:
+        ix.close()
+
+
+def test_deleted_and_renamed_functions_from_the_diffs_old_side(cix):
+    tree, ix = cix
+    rel = "aten/src/ATen/native/cuda/BinaryGeometricKernels.cu"
+    old = (tree / rel).read_text().split("\n")
+    new = [x.replace("void atan2_kernel_cuda(", "void atan2_kernel_cuda_v2(") for x in old]
+    diff = "".join(x + "\n" for x in difflib.unified_diff(old, new, f"a/{rel}", f"b/{rel}", lineterm=""))
+    # Not applied: the tree still has the function, which the change removes.
+    res, text, _ = ask(ix, diff=diff)
+    assert [(c.node.label, c.deleted) for c in res.changed] == [("at::native::atan2_kernel_cuda", True)]
+    assert "[removed by the change]" in text
+    # Applied: the old name is gone from the tree; who still names it is listed.
+    (tree / rel).write_text("\n".join(new))
+    ix2 = _index(tree)
+    try:
+        res, text, _ = ask(ix2, diff=diff)
+        gone = {r.name: r for r in res.removed}
+        assert set(gone) == {"atan2_kernel_cuda"}
+        assert [str(loc) for loc in gone["atan2_kernel_cuda"].still_named] == [f"{rel}:13"]  # REGISTER_DISPATCH
+        assert "still named at 1 place(s)" in text
+    finally:
+        ix2.close()
+
+
+def test_bad_files_are_reported_per_file_and_the_rest_is_answered(cix):
+    tree, ix = cix
+    good = edit_diff(tree, "aten/src/ATen/native/cuda/BinaryGeometricKernels.cu", 8, "::atan2(a, b)", "::atan2f(a, b)")
+    bad = ("diff --git a/img.png b/img.png\nBinary files a/img.png and b/img.png differ\n"
+           "--- /etc/passwd\n+++ /etc/passwd\n@@ -1 +1 @@\n-root\n+toor\n"
+           "--- a/../../etc/shadow\n+++ b/../../etc/shadow\n@@ -1 +1 @@\n-x\n+y\n"
+           "--- a/aten/src/ATen/native/Nope.cpp\n+++ b/aten/src/ATen/native/Nope.cpp\n@@ -1 +1 @@\n-x\n+y\n"
+           "--- a/CMakeLists.txt\n+++ b/CMakeLists.txt\n@@ -1 +1 @@\n-x\n+y\n")
+    res, text, _ = ask(ix, diff=bad + good)
+    notes = {f.written: f.note for f in res.files}
+    assert notes["img.png"] == "binary file: no lines to map"
+    assert "outside the source tree" in notes["/etc/passwd"]
+    assert "leaves the source tree" in notes["../../etc/shadow"]
+    assert "not in the source tree" in notes["aten/src/ATen/native/Nope.cpp"]
+    assert "not in the source tree" in notes["CMakeLists.txt"]
+    assert set(op_keys(res)) == {"atan2", "atan2.out"}  # the good file is answered
+
+
+def test_a_diff_against_another_version_says_so(cix):
+    tree, ix = cix
+    diff = edit_diff(tree, "aten/src/ATen/native/cuda/BinaryGeometricKernels.cu", 8, "::atan2(a, b)", "::x(a, b)")
+    diff = diff.replace("   return ::", "   return ::y")  # the context no longer matches the tree
+    res, _, _ = ask(ix, diff=diff)
+    assert res.files[0].side == "neither" and "matches neither side" in res.files[0].note
+
+
+# ------------------------------------------------------------------ names, git, CLI
+
+def test_names_mix_paths_ops_functions_and_python_names(cix):
+    _, ix = cix
+    res, text, _ = ask(ix, names="aten/src/ATen/native/BinaryOps.cpp:14, cumsum\nindex_select_out_cpu_ "
+                                  "torch.nn.Linear, nosuchthing")
+    labels = [c.node.label for c in res.changed]
+    assert labels == ["TORCH_IMPL_FUNC(atan2_out)", "cumsum", "cumsum.out", "at::native::index_select_out_cpu_",
+                      "torch.nn.modules.linear.Linear"]
+    assert [u.name for u in res.unknown] == ["nosuchthing"] and "Names not found:" in text
+    assert {"atan2", "cumsum", "index_select.out"} <= set(op_keys(res))
+    res, text, nxt = ask(ix, names="nosuchthing")
+    assert isinstance(res, NotFound) and "No op, C++ function, Python name or path named 'nosuchthing'" in text
+
+
+@pytest.mark.parametrize("kw,msg", [
+    ({}, "is not a git checkout"),
+    ({"rev": "HEAD~1"}, "rev needs a git checkout"),
+    ({"names": "a/b.cpp:0"}, "is not a line range"),
+    ({"names": ", ".join(f"n{i}" for i in range(51))}, "the limit is 50"),
+    ({"depth": 6, "names": "cumsum"}, "from 1 to 5"),
+])
+def test_bad_input_is_a_clear_error(cix, kw, msg):
+    _, ix = cix
+    if "names" in kw and ":0" in kw["names"]:
+        kw = {"names": "aten/src/ATen/native/BinaryOps.cpp:0"}
+    with pytest.raises(BadArgument, match=msg):
+        ask(ix, **kw)
+
+
+def _git(tree: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}
+    subprocess.run(["git", "-C", str(tree), *args], check=True, capture_output=True, env=env)
+
+
+@pytest.mark.skipif(GIT is None, reason="git is not installed")
+def test_git_working_tree_revisions_and_ranges(ctree):
+    _git(ctree, "init", "-q")
+    _git(ctree, "add", "-A")
+    _git(ctree, "commit", "-qm", "base")
+    edit_diff(ctree, "aten/src/ATen/native/cuda/BinaryGeometricKernels.cu", 8, "::atan2(a, b)", "::atan2f(a, b)",
+              apply=True)
+    ix = _index(ctree)
+    try:
+        res, _, _ = ask(ix)  # nothing given in a checkout: the working tree against HEAD
+        assert "working tree against HEAD" in res.source and res.files[0].side == "new"
+        assert set(op_keys(res)) == {"atan2", "atan2.out"}
+        _git(ctree, "commit", "-qam", "cuda")
+        res, _, _ = ask(ix, rev="HEAD~1..HEAD")
+        assert res.source == "git diff HEAD~1..HEAD" and set(op_keys(res)) == {"atan2", "atan2.out"}
+        res, text, _ = ask(ix)
+        assert not res.files and "Nothing the index knows changed" in text
+        for bad, msg in (("--output=/tmp/x", "is not a git revision"), ("nosuchbranch", "is not a commit"),
+                         ("HEAD;rm -rf /", "is not a git revision")):
+            with pytest.raises(BadArgument, match=msg) as exc:
+                ask(ix, rev=bad)
+            assert "rev" in str(exc.value)
+    finally:
+        ix.close()
+
+
+def test_cli_reads_the_diff_from_a_file_and_from_stdin(ctree, tmp_path):
+    diff = edit_diff(ctree, "aten/src/ATen/native/cuda/BinaryGeometricKernels.cu", 8, "::atan2(a, b)", "::atan2f(a, b)")
+    patch = tmp_path / "change.diff"
+    patch.write_text(diff)
+    from torchtalk.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["affected", "--source", str(ctree), "--diff", str(patch), "--limit", "2"])
+    assert code == 0, err.getvalue()
+    assert out.getvalue().startswith("# affected: a diff of 1 file") and "atan2 and cuda" in out.getvalue()
+    env = {**os.environ, "TORCHTALK_CACHE_DIR": os.environ["TORCHTALK_CACHE_DIR"]}
+    run = subprocess.run([sys.executable, "-m", "torchtalk", "affected", "--source", str(ctree), "--json"],
+                         input=diff, capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr
+    import json
+    data = json.loads(run.stdout)
+    assert data["kind"] == "result" and data["result"]["device"] == "cuda"
+    run = subprocess.run([sys.executable, "-m", "torchtalk", "affected", "--source", str(ctree), "--diff",
+                          str(tmp_path / "missing.diff")], capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 2 and "cannot read it" in run.stderr and "Traceback" not in run.stderr
