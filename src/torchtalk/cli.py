@@ -50,6 +50,7 @@ def _metavar(prm) -> str:
 
 
 def _build_parser() -> argparse.ArgumentParser:
+    from .cli_input import FILE_PARAMS
     from .source.fetch import DEFAULT_VERSION, KNOWN_VERSIONS
     from .tools import FORMAT, all_tools, draws
 
@@ -167,56 +168,6 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# Tool parameters whose text the CLI reads from a file ('-': stdin) rather than from the command line.
-FILE_PARAMS = {("affected", "diff"): "read the unified diff from FILE ('-' for stdin); with no names, --rev or "
-                                     "--diff, a diff piped to stdin is read (`git diff | torchtalk affected`)"}
-STDIN_WAIT_S = 10
-
-
-def _read_text(path: str, what: str) -> str:
-    from .errors import BadArgument
-    from .query.diff import MAX_DIFF_CHARS
-    try:
-        if path == "-":
-            return sys.stdin.read(MAX_DIFF_CHARS + 1)
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read(MAX_DIFF_CHARS + 1)  # beyond the limit the query says so
-    except OSError as exc:
-        raise BadArgument(f"{what} {path}: cannot read it ({exc.strerror or exc})") from None
-
-
-def _piped_stdin() -> str | None:
-    """A diff piped in (`git diff | torchtalk affected`), or None when stdin is a terminal or nothing.
-    A pipe that stays silent is not waited on for ever."""
-    import select
-    import stat
-    try:
-        fd = sys.stdin.fileno()
-        mode = os.fstat(fd).st_mode
-    except (OSError, ValueError, AttributeError):
-        return None  # no real stdin (an embedding program, a test harness)
-    if stat.S_ISREG(mode):
-        return _read_text("-", "stdin")
-    if not stat.S_ISFIFO(mode):
-        return None
-    ready, _w, _x = select.select([fd], [], [], STDIN_WAIT_S)
-    if not ready:
-        from .errors import BadArgument
-        raise BadArgument(f"stdin is a pipe but nothing came through it in {STDIN_WAIT_S}s; give the change with "
-                          "--diff FILE, --rev REV or names")
-    text = _read_text("-", "stdin")
-    return text if text.strip() else None
-
-
-def _file_args(tool, kwargs: dict) -> None:
-    """Read the parameters the CLI takes as files; for affected with nothing given, a diff piped to stdin."""
-    for prm in tool.params:
-        if (tool.name, prm.name) in FILE_PARAMS and kwargs.get(prm.name) is not None:
-            kwargs[prm.name] = _read_text(kwargs[prm.name], f"--{prm.name.replace('_', '-')}")
-    if tool.name == "affected" and all(kwargs.get(k) is None for k in ("names", "diff", "rev")):
-        kwargs["diff"] = _piped_stdin()
-
-
 def _tree(args):
     from .source.tree import find_source
     return find_source(getattr(args, "source", None))
@@ -254,8 +205,8 @@ def ensure_index(tree, quiet: bool = False, codegen: bool = True):
     """
     from .index.indexer import refresh
     from .index.usable import index_problem
-    from .store.reader import Index
     from .store.db import ReadOnlyCache
+    from .store.reader import Index
     log = (lambda m: None) if quiet else _err
     try:
         report = refresh(tree, codegen=codegen, log=log)
@@ -270,6 +221,7 @@ def ensure_index(tree, quiet: bool = False, codegen: bool = True):
 
 
 def cmd_tool(args) -> int:
+    from .cli_input import file_args
     from .query.results import NotFound
     from .tools import answer, get_tool, to_json
     tool = get_tool(args.tool)
@@ -282,7 +234,7 @@ def cmd_tool(args) -> int:
             _err(f"error: {tool.name} needs {prm.name} ({prm.help})")
             return EXIT_ERROR
         kwargs[prm.name] = prm.default if value is None else value
-    _file_args(tool, kwargs)
+    file_args(tool, kwargs)
     ix = ensure_index(_tree(args))
     try:
         a = answer(tool, ix, **kwargs)
@@ -307,8 +259,7 @@ def cmd_quickstart(args) -> int:
     from .errors import SourceError
     from .onboard.claude import record_server_command
     from .source.tree import find_source, save_source_in_config
-    from .tools import warm_server_start
-    from .tools import get_tool, run
+    from .tools import get_tool, run, warm_server_start
     try:
         tree = find_source(args.source)
     except SourceError:

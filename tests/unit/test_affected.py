@@ -274,7 +274,7 @@ def test_decomposition_reaches_its_op_and_the_decomposition_suite(cix):
 
 def test_python_function_finds_the_modules_calling_it(cix):
     tree, ix = cix
-    res, _, _ = ask(ix, diff=edit_diff(tree, "torch/nn/functional.py", 16, "torch.relu(input)",
+    res, _, _ = ask(ix, diff=edit_diff(tree, "torch/nn/functional.py", 18, "torch.relu(input)",
                                        "torch.relu(input + 0)"))
     assert [c.node.key for c in res.changed] == ["torch.nn.functional.relu"]
     assert [m.name for m in res.modules] == ["torch.nn.ReLU"]

@@ -2,7 +2,7 @@
 
 import ast
 
-from torchtalk.extract.testutils import op_test_marks
+from torchtalk.extract.opinfo import op_test_marks
 from torchtalk.query.tests import _name_score, _norm
 from torchtalk.tools import get_tool, run
 

@@ -16,13 +16,30 @@ import json
 from ast import Attribute, Call, Constant, Name
 
 from ..model import (
-    FileFacts, InstantiationKind, OpInfoEntry, OpTestMark, PyImport, TestClass, TestInstantiation, TestMethod, TestUtil,
+    FileFacts,
+    InstantiationKind,
+    OpInfoEntry,
+    OpTestMark,
+    PyImport,
+    TestClass,
+    TestInstantiation,
+    TestMethod,
+    TestUtil,
 )
+from .opinfo import op_test_marks, opinfo_entries
 from .pyast import (
-    DEFS, block_statements, decorator_texts, dotted, import_rows, last_part, module_name, push_children,
-    run_extractor, text,
+    DEFS,
+    block_statements,
+    decorator_texts,
+    dotted,
+    import_rows,
+    last_part,
+    module_name,
+    push_children,
+    run_extractor,
+    text,
 )
-from .testutils import INTERNAL, classify_helpers, op_test_marks, opinfo_entries
+from .testutils import INTERNAL, classify_helpers
 
 MAX_TOUCHES = 200
 _INSTANTIATORS = {

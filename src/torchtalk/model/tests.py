@@ -96,8 +96,8 @@ class OpTestMark:
     device_type: str  # "cpu", "cuda", ""
     dtypes: str  # "torch.float32 torch.float64", ""
     line: int
-    id: int = stored_id()
-    path: str = stored_path()
+    id: Annotated[int, Stored.ID] = field(default=0, compare=False)
+    path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         check_line("OpTestMark", self.line)

@@ -351,12 +351,12 @@ def _answer(ix: Index, source: str, depth: int, limit: int, files: list[ChangedF
     if bases_total > len(ops):
         cuts.append(f"tests: looked up for the {len(ops)} closest of {bases_total} ops reached "
                     "(find_similar_tests on the others)")
-    own, calling = _modules(ix, uniq, reached_ops)
+    own, calling = apy.affected_modules(ix, uniq, [(r.op.key, r.python) for r in reached_ops[:at.MAX_OPS_FOR_TESTS]])
     modules = own + [m for m in calling if m.fq not in {o.fq for o in own}]
     device = _device(ix, uniq)
     groups = [at.changed_tests(ix, tests, device), at.changed_opinfos(ix, opinfos, device)]
     groups += [at.module_tests(ix, m.name, m.why, device) for m in own[:MAX_MODULE_LOOKUPS]]
-    groups += [at.op_tests(ix, o, device) for o in _python_functions(ix, uniq) + ops]
+    groups += [at.op_tests(ix, o, device) for o in apy.python_functions(ix, uniq, MAX_MODULE_LOOKUPS) + ops]
     groups += [at.module_tests(ix, m.name, m.why, device) for m in calling[:max(0, MAX_MODULE_LOOKUPS - len(own))]
                if not m.why.startswith("subclass of ")]
     groups.append(at.suite_tests([(s, f"runs every op through the {layer.layer} {gen.source} writes")
@@ -370,45 +370,3 @@ def _answer(ix: Index, source: str, depth: int, limit: int, files: list[ChangedF
     return AffectedResult(source, depth, device, files, uniq, removed, unknown, reached_ops[:MAX_OPS],
                           len(reached_ops), functions, public[:MAX_PYTHON], modules[:MAX_MODULES], generators,
                           ranked[:limit], len(ranked), first, len(tests) + len(opinfos), cuts)
-
-
-def _python_functions(ix: Index, changed: list[ChangedNode]) -> list[at.OpForTests]:
-    """Changed Python functions users call by name (torch.nn.functional.X, torch.X defined in Python):
-    their tests are looked up like an op's."""
-    out: list[at.OpForTests] = []
-    for c in changed:
-        if c.node.kind is not NodeKind.PY_FUNCTION or apy.owner_class(ix, c.node) is not None:
-            continue
-        public = apy.public_name(ix, c.node.key)
-        if public == c.node.key and any(p.startswith("_") for p in public.split(".")):
-            continue  # a private helper: what reaches it is not known by name
-        if len(out) < MAX_MODULE_LOOKUPS:
-            out.append(at.OpForTests(public, public, set(), f"Python {public}: {c.why}"))
-    return out
-
-
-def _modules(ix: Index, changed: list[ChangedNode], ops: list[ReachedOp]) -> tuple[list[apy.AffectedModule],
-                                                                                    list[apy.AffectedModule]]:
-    """(modules and optimizers whose own code changed, with their subclasses; nn modules whose methods call a
-    changed Python function or the Python name of an op reached, closest ops first)."""
-    own: dict[str, apy.AffectedModule] = {}
-    inherited: dict[str, apy.AffectedModule] = {}
-    calling: dict[str, apy.AffectedModule] = {}
-    for c in changed:
-        if c.node.kind not in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS):
-            continue
-        row = apy.owner_class(ix, c.node)
-        if row is not None:
-            own.setdefault(row.fq, apy.as_module(ix, row, f"{c.node.label}: {c.why}"))
-            for sub in apy.subclasses(ix, row.fq):
-                if any(r in ("module", "optimizer", "lr_scheduler") for r in sub.roots):
-                    inherited.setdefault(sub.fq, apy.as_module(ix, sub, f"subclass of {row.name}"))
-        elif c.node.kind is NodeKind.PY_FUNCTION:
-            for m in apy.modules_calling(ix, apy.spellings(c.node.key), f" (calls changed {c.node.key})"):
-                calling.setdefault(m.fq, m)
-    for r in ops[:at.MAX_OPS_FOR_TESTS]:
-        names = [s for n in r.python if n.startswith("torch.") for s in apy.spellings(n)]
-        for m in apy.modules_calling(ix, names, f" (reaches op {r.op.key})"):
-            calling.setdefault(m.fq, m)
-    others = {**inherited, **calling}
-    return list(own.values()), [m for fq, m in others.items() if fq not in own]

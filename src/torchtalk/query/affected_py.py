@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from ..graph.pynames import pynames
 from ..model import Loc, Node, NodeKind
 from ..store.reader import Index
+from . import affected_tests as at
+from .changes import ChangedNode
 
 MODULE_DIRS = ("torch/nn/modules/",)
 MAX_SUBCLASSES = 8
@@ -121,3 +123,45 @@ def modules_calling(ix: Index, names: list[str], via: str) -> list[AffectedModul
             if row is not None and any(r in _ROOTS for r in row.roots):
                 out[cls_fq] = as_module(ix, row, f"{name}(...) at {ix.path_of(fid)}:{line}{via}")
     return list(out.values())
+
+
+def python_functions(ix: Index, changed: list[ChangedNode], most: int) -> list[at.OpForTests]:
+    """Changed Python functions users call by name (torch.nn.functional.X, torch.X defined in Python):
+    their tests are looked up like an op's."""
+    out: list[at.OpForTests] = []
+    for c in changed:
+        if c.node.kind is not NodeKind.PY_FUNCTION or owner_class(ix, c.node) is not None:
+            continue
+        public = public_name(ix, c.node.key)
+        if public == c.node.key and any(p.startswith("_") for p in public.split(".")):
+            continue  # a private helper: what reaches it is not known by name
+        if len(out) < most:
+            out.append(at.OpForTests(public, public, set(), f"Python {public}: {c.why}"))
+    return out
+
+
+def affected_modules(ix: Index, changed: list[ChangedNode],
+                     ops: list[tuple[str, list[str]]]) -> tuple[list[AffectedModule], list[AffectedModule]]:
+    """(modules and optimizers whose own code changed, with their subclasses; nn modules whose methods call a
+    changed Python function or the Python name of an op reached (``ops``: (op, its Python names), closest first))."""
+    own: dict[str, AffectedModule] = {}
+    inherited: dict[str, AffectedModule] = {}
+    calling: dict[str, AffectedModule] = {}
+    for c in changed:
+        if c.node.kind not in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS):
+            continue
+        row = owner_class(ix, c.node)
+        if row is not None:
+            own.setdefault(row.fq, as_module(ix, row, f"{c.node.label}: {c.why}"))
+            for sub in subclasses(ix, row.fq):
+                if any(r in ("module", "optimizer", "lr_scheduler") for r in sub.roots):
+                    inherited.setdefault(sub.fq, as_module(ix, sub, f"subclass of {row.name}"))
+        elif c.node.kind is NodeKind.PY_FUNCTION:
+            for m in modules_calling(ix, spellings(c.node.key), f" (calls changed {c.node.key})"):
+                calling.setdefault(m.fq, m)
+    for op, python in ops:
+        names = [s for n in python if n.startswith("torch.") for s in spellings(n)]
+        for m in modules_calling(ix, names, f" (reaches op {op})"):
+            calling.setdefault(m.fq, m)
+    others = {**inherited, **calling}
+    return list(own.values()), [m for fq, m in others.items() if fq not in own]

@@ -1,20 +1,15 @@
-"""find_similar_tests, list_test_utils, test_file_info: from an op or concept to the tests to run."""
+"""find_similar_tests: from an op or concept to the tests to run (the other test tools: testfiles.py)."""
 
 from __future__ import annotations
 
-import difflib
 import json
-import os
-from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 
 from ..errors import BadArgument
-from .args import MAX_LIMIT, check_int, clean_text, shown
-from ..store.reader import Index
-from ..model import Loc
-from .results import NotFound
 from ..graph.registry import registry
+from ..model import Loc
+from ..store.reader import Index
+from .args import MAX_LIMIT, check_int, clean_text, shown
 from .testnames import generated_names
 
 
@@ -267,170 +262,3 @@ def _opinfos(ix: Index, key: str, ops: list) -> list[OpInfoHit]:
             hit.marks.append(MarkHit(mark, cls, test, device, dtypes, Loc(ix.path_of(mfid), mline), entry))
         out.append(hit)
     return out
-
-
-# ------------------------------------------------------------------ list_test_utils
-
-@dataclass
-class TestUtilsResult:
-    __test__ = False
-    category: str
-    groups: dict[str, list[tuple[str, str, Loc, str, int]]]  # category -> [(name, kind, loc, doc, used_by)]
-    counts: dict[str, int]
-    hidden: dict[str, int] = field(default_factory=dict)
-    limit: int = 0  # per category; counts says how many there are
-
-
-def util_categories(ix: Index) -> list[str]:
-    return ix.cached("util_categories", lambda: sorted(r[0] for r in ix.q("SELECT DISTINCT category FROM test_util")))
-
-
-def util_usage(ix: Index) -> dict[str, int]:
-    """How many test files import each name from torch.testing._internal (the signal for what matters)."""
-    def load() -> dict[str, int]:
-        rows = ix.q("SELECT i.target, count(DISTINCT i.file_id) FROM py_import i JOIN files f ON f.id = i.file_id "
-                    "WHERE f.path LIKE 'test/%' AND i.target LIKE 'torch.testing._internal.%' GROUP BY i.target")
-        usage: dict[str, int] = {}
-        for target, n in rows:
-            name = target.rsplit(".", 1)[-1]
-            usage[name] = usage.get(name, 0) + n
-        return usage
-    return ix.cached("util_usage", load)
-
-
-def list_test_utils(ix: Index, category: str = "all", limit: int = 25) -> TestUtilsResult:
-    cat = clean_text(category, "category", "all", max_len=100).lower()
-    limit = check_int(limit, "limit", 1, MAX_LIMIT)
-    cats = util_categories(ix)
-    if cat != "all" and cat not in cats:
-        if not cats:
-            raise BadArgument(f"category {shown(cat)}: no test utilities are indexed (torch/testing/_internal is "
-                              "missing from this tree); the only valid category is 'all'")
-        raise BadArgument(f"category {shown(cat)} is not valid; choose one of: all, {', '.join(cats)}")
-    counts = dict(ix.q("SELECT category, count(*) FROM test_util GROUP BY category"))
-    usage = util_usage(ix)
-    # "all" lists the categories a test author reaches for; the long tail stays countable.
-    chosen = [c for c in cats if c != "other"] if cat == "all" else [cat]
-    groups: dict[str, list[tuple[str, str, Loc, str, int]]] = {}
-    for c in chosen:
-        rows = ix.q("SELECT name, kind, file_id, line, doc FROM test_util WHERE category = ? ORDER BY file_id, line",
-                    (c,))
-        # Most-imported first (a method counts its class's imports), then source order.
-        items = [(name, kind, Loc(ix.path_of(fid), line), doc, usage.get(name.split(".")[0], 0))
-                 for name, kind, fid, line, doc in rows]
-        items.sort(key=lambda it: -it[4])
-        groups[c] = items[:limit]
-    hidden = {c: counts[c] for c in cats if c not in chosen}
-    return TestUtilsResult(cat, groups, counts, hidden, limit)
-
-
-# ------------------------------------------------------------------ test_file_info
-
-@dataclass
-class TestClassInfo:
-    __test__ = False
-    name: str
-    loc: Loc
-    bases: list[str]
-    tests: int
-    device_type: str  # options JSON when instantiated per device, else ""
-    generated_classes: list[str]
-    parametrized: bool
-
-
-@dataclass
-class TestFileInfo:
-    __test__ = False
-    path: str
-    classes: list[TestClassInfo]
-    functions: list[tuple[str, Loc]]
-    instantiations: list[tuple[str, str, Loc, str]]  # kind, class, loc, options
-    decorators: list[tuple[str, int]]
-    utilities: list[tuple[str, str]]  # imported name, from module
-    ops: list[tuple[str, int]]
-    total_tests: int
-    command: str
-
-
-def _safe_relpath(ix: Index, text: str) -> list[str]:
-    """Candidate relpaths for ``text``, refusing anything that leaves the source tree."""
-    root = ix.source_root
-    p = text.replace("\\", "/")
-    if p.startswith("~") or p.startswith("/") or (len(p) > 1 and p[1] == ":"):
-        if root is None:
-            raise BadArgument("file_path must be relative to the source tree, e.g. 'test/test_nn.py'")
-        real = os.path.realpath(os.path.expanduser(p))
-        if not (real + os.sep).startswith(str(root) + os.sep):
-            raise BadArgument(f"file_path {shown(text)} is outside the source tree {root}; give a path inside it, "
-                              "e.g. 'test/test_nn.py' or 'test_nn'")
-        p = os.path.relpath(real, root)
-    norm = os.path.normpath(p)
-    if norm == ".." or norm.startswith("../") or ".." in PurePosixPath(p).parts:
-        raise BadArgument(f"file_path {shown(text)} leaves the source tree ('..' is not allowed); give a path such as "
-                          "'test/test_nn.py' or 'test_nn'")
-    cands = []
-    for c in (norm, f"test/{norm}"):
-        cands += [c, c + ".py"] if not c.endswith(".py") else [c]
-    if root is not None:
-        for c in cands:
-            full = os.path.join(root, c)
-            if os.path.lexists(full) and not (os.path.realpath(full) + os.sep).startswith(str(root) + os.sep):
-                raise BadArgument(f"file_path {shown(text)} is a link that leads outside the source tree; refused")
-    return cands
-
-
-def test_file_info(ix: Index, file_path: str) -> TestFileInfo | NotFound:
-    text = clean_text(file_path, "file_path", "test_nn")
-    cands = _safe_relpath(ix, text)
-    inv = {p: fid for fid, p in ix.paths().items()}
-    fid = next((inv[c] for c in cands if c in inv and (c.startswith("test/") or c.startswith("torch/testing/"))), None)
-    if fid is None:
-        names = sorted(p for p in inv if p.startswith("test/") and p.endswith(".py"))
-        stem = PurePosixPath(text).name
-        close = difflib.get_close_matches(stem if stem.endswith(".py") else stem + ".py",
-                                          [PurePosixPath(n).name for n in names], n=8, cutoff=0.6)
-        full = [n for n in names if PurePosixPath(n).name in close][:8]
-        return NotFound("test file", text, full, "Give a file under test/, e.g. 'test_torch', 'test_nn.py', "
-                                                 "'test/distributed/test_c10d.py'.")
-    path = ix.path_of(fid)
-    status = ix.one("SELECT status FROM files WHERE id = ?", (fid,))
-    if status and status[0] != "ok":
-        return NotFound("indexed test file", text, [], f"{path} is in the tree but was not indexed: {status[0]}.")
-    insts = ix.q("SELECT kind, cls, line, options FROM test_instantiation WHERE file_id = ? ORDER BY line", (fid,))
-    device = {cls: opts for kind, cls, _l, opts in insts if kind == "device_type"}
-    param = {cls for kind, cls, _l, _o in insts if kind == "parametrized"}
-    classes = []
-    counts = dict(ix.q("SELECT cls, count(*) FROM test_method WHERE file_id = ? GROUP BY cls", (fid,)))
-    for cid, name, bases, line in ix.q("SELECT id, name, bases, line FROM test_class WHERE file_id = ? ORDER BY line",
-                                       (fid,)):
-        n = counts.get(cid, 0)
-        if not n and name not in device:
-            continue  # helpers and fixtures classes without tests
-        gen = [g.split(".")[0] for g in generated_names(name, "x", [], device[name])] if name in device else []
-        classes.append(TestClassInfo(name, Loc(path, line), json.loads(bases or "[]"), n, device.get(name, ""),
-                                     list(dict.fromkeys(gen)), name in param))
-    functions = [(name, Loc(path, line)) for name, line in ix.q(
-        "SELECT name, line FROM test_method WHERE file_id = ? AND cls IS NULL ORDER BY line", (fid,))]
-    decos: Counter = Counter()
-    touched: Counter = Counter()
-    for decorators, touches in ix.q("SELECT decorators, touches FROM test_method WHERE file_id = ?", (fid,)):
-        for d in json.loads(decorators or "[]"):
-            decos[d.split("(")[0]] += 1
-        touched.update(touches.split())
-    utilities = [(alias, target.rsplit(".", 1)[0]) for alias, target in ix.q(
-        "SELECT alias, target FROM py_import WHERE file_id = ? AND target LIKE 'torch.testing._internal.%' "
-        "ORDER BY id", (fid,))]
-    reg = registry(ix)
-    ops: Counter = Counter()
-    for tok, n in touched.items():
-        name = tok.lstrip(".")
-        if tok.startswith("torch.") and tok in reg.py_by_name:
-            ops[tok] += n
-        elif tok.startswith(".") and f"Tensor.{name}" in reg.py_by_name:
-            ops[f"Tensor.{name}"] += n
-        elif tok.startswith("F.") and f"torch.nn.functional.{tok[2:]}" in reg.py_by_name:
-            ops[f"torch.nn.functional.{tok[2:]}"] += n
-    total = sum(counts.values())
-    return TestFileInfo(path, classes, functions, [(k, c, Loc(path, l), o) for k, c, l, o in insts],
-                        decos.most_common(20), utilities, ops.most_common(40), total,
-                        f"python {path}" if path.startswith("test/") else f"python -m pytest {path}")

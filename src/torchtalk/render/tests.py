@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from ..query.tests import SimilarTestsResult, TestFileInfo, TestUtilsResult
+from ..query.testfiles import TestFileInfo, TestUtilsResult
+from ..query.tests import SimilarTestsResult
 from .common import IN_STRUCTURED, raise_limit, showing
 
 

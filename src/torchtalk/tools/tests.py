@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..query import tests
+from ..query import testfiles, tests
 from ..render import next as nxt
 from ..render import tests as r_tests
 from . import knows
@@ -23,12 +23,12 @@ TOOLS = [
          "or 'all'; most imported first. Example: list_test_utils(\"decorators\")",
          (Param("category", str, "all", "all | fixtures | assertions | decorators | ...", metavar="CATEGORY"),
           Param("limit", int, 25, "how many per category, most imported first, 1..500", metavar="N")),
-         tests.list_test_utils, r_tests.render_test_utils, nxt.next_test_utils),
+         testfiles.list_test_utils, r_tests.render_test_utils, nxt.next_test_utils),
     Tool("test_file_info",
          "What is in this test file? Its classes with test counts, device-type and parametrized instantiation, the "
          "decorators and torch.testing._internal utilities it uses, and the ops it exercises. Accepts 'test_torch', "
          "'test_nn.py' or 'test/test_nn.py'; paths outside the source tree are refused. "
          "Example: test_file_info(\"test_torch\")",
          (Param("file_path", str, REQUIRED, "test file: test_torch, test_nn.py, test/test_nn.py", metavar="PATH"),),
-         tests.test_file_info, r_tests.render_test_file, nxt.next_test_file, knows.test_file),
+         testfiles.test_file_info, r_tests.render_test_file, nxt.next_test_file, knows.test_file),
 ]

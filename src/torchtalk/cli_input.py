@@ -1,0 +1,55 @@
+"""What the CLI reads from files and stdin for a tool (the diff of ``affected``), bounded in size and wait."""
+
+from __future__ import annotations
+
+import os
+import select
+import stat
+import sys
+
+from .errors import BadArgument
+from .query.diff import MAX_DIFF_CHARS
+
+# Tool parameters whose text the CLI reads from a file ('-': stdin) rather than from the command line.
+FILE_PARAMS = {("affected", "diff"): "read the unified diff from FILE ('-' for stdin); with no names, --rev or "
+                                     "--diff, a diff piped to stdin is read (`git diff | torchtalk affected`)"}
+STDIN_WAIT_S = 10
+
+
+def _read_text(path: str, what: str) -> str:
+    try:
+        if path == "-":
+            return sys.stdin.read(MAX_DIFF_CHARS + 1)
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(MAX_DIFF_CHARS + 1)  # beyond the limit the query says so
+    except OSError as exc:
+        raise BadArgument(f"{what} {path}: cannot read it ({exc.strerror or exc})") from None
+
+
+def _piped_stdin() -> str | None:
+    """A diff piped in (`git diff | torchtalk affected`), or None when stdin is a terminal or nothing.
+    A pipe that stays silent is not waited on for ever."""
+    try:
+        fd = sys.stdin.fileno()
+        mode = os.fstat(fd).st_mode
+    except (OSError, ValueError, AttributeError):
+        return None  # no real stdin (an embedding program, a test harness)
+    if stat.S_ISREG(mode):
+        return _read_text("-", "stdin")
+    if not stat.S_ISFIFO(mode):
+        return None
+    ready, _w, _x = select.select([fd], [], [], STDIN_WAIT_S)
+    if not ready:
+        raise BadArgument(f"stdin is a pipe but nothing came through it in {STDIN_WAIT_S}s; give the change with "
+                          "--diff FILE, --rev REV or names")
+    text = _read_text("-", "stdin")
+    return text if text.strip() else None
+
+
+def file_args(tool, kwargs: dict) -> None:
+    """Read the parameters the CLI takes as files; for affected with nothing given, a diff piped to stdin."""
+    for prm in tool.params:
+        if (tool.name, prm.name) in FILE_PARAMS and kwargs.get(prm.name) is not None:
+            kwargs[prm.name] = _read_text(kwargs[prm.name], f"--{prm.name.replace('_', '-')}")
+    if tool.name == "affected" and all(kwargs.get(k) is None for k in ("names", "diff", "rev")):
+        kwargs["diff"] = _piped_stdin()
