@@ -50,7 +50,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import tt_adapter as tt  # noqa: I001
-from wheel import BenchError, open_wheel, read_text  
+from wheel import BenchError, open_wheel, read_text
 
 NATIVE_H = re.compile(r"^torch/include/ATen/ops/(\w+)_native\.h$")
 DECL = re.compile(r"^TORCH_API\s+(.+?)\b(\w+)\s*\((.*)\);\s*$")

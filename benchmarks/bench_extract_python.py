@@ -19,9 +19,9 @@ from collections import Counter
 from multiprocessing import Pool
 from pathlib import Path
 
+from torchtalk.extract.pyast import parse
 from torchtalk.extract.pymodules import extract_python
 from torchtalk.extract.pytests import extract_tests
-from torchtalk.extract.pyast import parse
 
 
 def _one(args: tuple[str, str, bool]) -> tuple[str, list[dict]]:

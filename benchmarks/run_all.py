@@ -191,11 +191,11 @@ def pct(values: list[float], q: float) -> float:
 
 def in_process_latency(tree: Path, cache: Path, calls: int) -> dict[str, list[float]]:
     os.environ["TORCHTALK_CACHE_DIR"] = str(cache)
-    from torchtalk.store.reader import Index
     from torchtalk.server import _warm_up
     from torchtalk.source.tree import find_source
-    from torchtalk.tools.structured import structured
+    from torchtalk.store.reader import Index
     from torchtalk.tools import answer, get_tool
+    from torchtalk.tools.structured import structured
 
     st = find_source(tree)
     ix = Index(st.index_path, st.root)

@@ -35,8 +35,8 @@ def tree(tmp_path) -> Path:
 def indexed(tree):
     """(tree path, Index) after a full build of the fixture tree."""
     from torchtalk.index.indexer import refresh
-    from torchtalk.store.reader import Index
     from torchtalk.source.tree import find_source
+    from torchtalk.store.reader import Index
 
     st = find_source(tree)
     refresh(st, workers=1, codegen=False)
@@ -70,8 +70,8 @@ def build_index(tree: Path, cache: Path, **refresh_kw):
     """(SourceTree, Index, report) for ``tree`` indexed into ``cache``: for fixtures wider than one
     test, which cannot use monkeypatch; the environment is restored afterwards."""
     from torchtalk.index.indexer import refresh
-    from torchtalk.store.reader import Index
     from torchtalk.source.tree import find_source
+    from torchtalk.store.reader import Index
 
     old = os.environ.get("TORCHTALK_CACHE_DIR")
     os.environ["TORCHTALK_CACHE_DIR"] = str(cache)
@@ -101,8 +101,8 @@ def real_index(tmp_path_factory):
 def py_indexed(tmp_path):
     """(tree, Index): the fixture tree plus a sliver of torch/ and test/ (tests/fixtures/tree_py)."""
     from torchtalk.index.indexer import refresh
-    from torchtalk.store.reader import Index
     from torchtalk.source.tree import find_source
+    from torchtalk.store.reader import Index
 
     dest = tmp_path / "pytorch"
     shutil.copytree(FIXTURE_TREE, dest)

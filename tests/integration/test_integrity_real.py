@@ -8,8 +8,8 @@ import shutil
 import pytest
 
 from tests.unit.test_integrity import damage, pages_of
-from torchtalk.store.reader import Index
 from torchtalk.store import integrity
+from torchtalk.store.reader import Index
 from torchtalk.tools import get_tool, run
 
 pytestmark = pytest.mark.integration

@@ -9,13 +9,13 @@ holds the old side).
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import io
 import os
 import shutil
 import subprocess
 import sys
-import contextlib
 from pathlib import Path
 
 import pytest

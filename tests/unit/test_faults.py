@@ -27,9 +27,9 @@ import psutil
 import pytest
 from mcp import Client, StdioServerParameters
 
-from torchtalk.store.reader import Index
 from torchtalk.server import build_server
 from torchtalk.source.tree import find_source
+from torchtalk.store.reader import Index
 from torchtalk.tools import get_tool, run
 
 NATIVE = "aten/src/ATen/native"

@@ -9,8 +9,8 @@ a YAML edit changes their output.
 import textwrap
 
 from torchtalk.index.indexer import refresh
-from torchtalk.store.reader import Index
 from torchtalk.source.tree import find_source
+from torchtalk.store.reader import Index
 from torchtalk.tools import get_tool, run
 
 TORCHGEN = '''

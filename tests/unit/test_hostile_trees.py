@@ -17,8 +17,8 @@ import pytest
 
 from torchtalk.errors import TorchTalkError
 from torchtalk.index.indexer import refresh
-from torchtalk.store.reader import Index
 from torchtalk.source.tree import find_source
+from torchtalk.store.reader import Index
 from torchtalk.tools import all_tools, get_tool, run
 
 FIXTURE_TREE = Path(__file__).parents[1] / "fixtures" / "tree"

@@ -2,8 +2,8 @@ import os
 import time
 
 from torchtalk.index.indexer import refresh
-from torchtalk.store.reader import Index
 from torchtalk.source.tree import find_source
+from torchtalk.store.reader import Index
 
 
 def test_full_then_noop_then_incremental(tree):

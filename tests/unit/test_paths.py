@@ -308,8 +308,8 @@ def test_unreadable_outside_file_behind_a_link_leaks_no_exception(hostile):
 def test_unreadable_test_file_inside_the_tree(tree, tmp_path):
     """A test file with mode 000 inside the tree: the build and test_file_info answer without an exception."""
     from torchtalk.index.indexer import refresh
-    from torchtalk.store.reader import Index
     from torchtalk.source.tree import find_source
+    from torchtalk.store.reader import Index
 
     (tree / "test").mkdir(exist_ok=True)
     locked = tree / "test" / "test_locked.py"
@@ -381,8 +381,8 @@ def test_every_tool_with_a_name_refuses_nothing_it_should_not(hostile):
 def _build_watching(tree: Path, outside: Path):
     """Index ``tree`` in this process while the audit hook watches ``outside``."""
     from torchtalk.index.indexer import refresh
-    from torchtalk.store.reader import Index
     from torchtalk.source.tree import find_source
+    from torchtalk.store.reader import Index
 
     _WATCHED[:] = [os.path.realpath(outside)]
     _OPENED.clear()

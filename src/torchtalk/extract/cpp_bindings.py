@@ -4,9 +4,10 @@ pybind11 ``.def*`` chains (any receiver; ``py::class_`` chains name the class)."
 from __future__ import annotations
 
 import re
-from .cpp_text import call_args, clean_target, collapse, string_value
+
 from ..model import Registration, RegistrationKind
 from .cpp_state import WalkState
+from .cpp_text import call_args, clean_target, collapse, string_value
 
 PYBIND = frozenset({
     "def", "def_static", "def_property", "def_property_readonly", "def_readonly",

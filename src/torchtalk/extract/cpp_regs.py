@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from .cpp_text import call_args, clean_target, collapse, match_close, skip_quoted, split_args, string_value
+
 from ..model import Registration, RegistrationKind
 from .cpp_state import WalkState
+from .cpp_text import call_args, clean_target, collapse, match_close, skip_quoted, split_args, string_value
 
 _DISPATCH = re.compile(r"\b((?:ALSO_)?REGISTER_(?:\w+_)?DISPATCH|DECLARE_DISPATCH|DEFINE_DISPATCH)\s*\(")
 _ARCH_KEY = {

@@ -14,8 +14,8 @@ from __future__ import annotations
 import bisect
 import re
 
-from .cpp import extract_cpp
 from ..model import CppSymbol, FileFacts, GeneratedFact, GeneratedKind
+from .cpp import extract_cpp
 
 _PARSER_START = re.compile(rb"static PythonArgParser parser\(\{")
 _STRING = re.compile(rb'"((?:[^"\\]|\\.)*)"')

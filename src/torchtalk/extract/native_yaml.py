@@ -12,8 +12,8 @@ from typing import Any
 
 from ..model import (
     Derivative,
-    DispatchKey,
     DerivativeFormula,
+    DispatchKey,
     FileFacts,
     FileProblems,
     FormulaKind,
@@ -23,9 +23,9 @@ from ..model import (
     SchemaError,
     Tag,
     Variant,
+    autogen,
     parse_key,
 )
-from ..model import autogen
 from .yamlnodes import YamlError, end_line_of, line_of, load_with_nodes, mapping_items
 
 NATIVE_FUNCTIONS = "aten/src/ATen/native/native_functions.yaml"

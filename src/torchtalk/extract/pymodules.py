@@ -16,8 +16,19 @@ from dataclasses import replace
 from ..model import FileFacts, PyAssign, PyCall, PyClass, PyFunction, PyFunctionKind, PyImport, PyOpRef, PyOpRefKind
 from .opregs import kind_for, op_name, op_names, ref_op
 from .pyast import (
-    DEFS, block_statements, decorator_texts, doc_assigned, dotted, first_doc_line, import_rows, last_part, module_name,
-    push_children, run_extractor, signature, text,
+    DEFS,
+    block_statements,
+    decorator_texts,
+    doc_assigned,
+    dotted,
+    first_doc_line,
+    import_rows,
+    last_part,
+    module_name,
+    push_children,
+    run_extractor,
+    signature,
+    text,
 )
 
 _FuncDef, _AsyncDef, _ClassDef = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef

@@ -26,7 +26,7 @@ from .cpp_edges import callers, op_callers, out_edges
 from .nodes import autograd_node, cpp_node, op_node, symbol_id, unresolved_node
 from .registry import OpRegistry, registry
 from .resolve import op_named
-from .symbols import defs_in_file, kernel_definitions, symbol, to_symbol, SYMBOL_COLS
+from .symbols import SYMBOL_COLS, defs_in_file, kernel_definitions, symbol, to_symbol
 
 MAX_KERNEL_DEFS = 4
 _CALLED = re.compile(r"(?<![\w.:])(?:at::)?([A-Za-z_]\w*)\s*\(")

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..link.pyclasses import follow_reexports
-from ..store.reader import Index
 from ..model import Loc
+from ..store.reader import Index
 
 
 @dataclass(frozen=True)

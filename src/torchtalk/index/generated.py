@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..source.codegen import CodegenJob, codegen_inputs_hash, generated_files_to_index, read_manifest, start_codegen
 from ..model import Layer
+from ..source.codegen import CodegenJob, codegen_inputs_hash, generated_files_to_index, read_manifest, start_codegen
 from ..source.files import FileEntry
 from ..source.tree import SourceTree
 

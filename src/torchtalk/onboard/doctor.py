@@ -135,8 +135,8 @@ def check_source(source: str | None) -> tuple[SourceTree | None, Check]:
 
 
 def check_index(tree: SourceTree) -> list[Check]:
-    from ..store.reader import Index
     from ..query.status import status as q_status
+    from ..store.reader import Index
     problem = index_problem(tree)
     if problem:
         return [Check("problem", f"index {tree.index_path}: {problem}", FIX_INDEX)]

@@ -120,8 +120,8 @@ def record_source(tree: SourceTree) -> bool:
 
 def verify(tree: SourceTree) -> tuple[list[str], list[str]]:
     """Ask the index what a new user asks first, in-process: (answered, problems)."""
-    from ..store.reader import Index
     from ..query.results import NotFound
+    from ..store.reader import Index
     from ..tools import get_tool, run
     ok: list[str] = []
     problems: list[str] = []

@@ -117,7 +117,7 @@ def _from_diff(fd: FileDiff, files: TreeFiles) -> FileChange:
     new = [n for n in defined_names(plus, lang) if n not in set(defined_names(minus, lang))]
     if fd.status == "added":
         if fc.side == "old":
-            fc.problem, fc.added = f"new in the diff and not in the tree yet: nothing of it is indexed", new
+            fc.problem, fc.added = "new in the diff and not in the tree yet: nothing of it is indexed", new
         else:
             fc.whole = True
         return fc

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..graph import graph
-from ..graph.symbols import defs_by_qualname, defs_in_file, symbol
 from ..graph.nodes import op_node, symbol_id
+from ..graph.symbols import defs_by_qualname, defs_in_file, symbol
 from ..model import GENERATED_PREFIX, CppSymbol, Edge, EdgeKind, GeneratedKind, Op, PyApiKind
 from ..model.codegen import template_for
 from ..store.reader import Index

@@ -48,7 +48,7 @@ class CallNode:
     target: str  # what it resolved to: "torch.nn.functional.linear", "op linear", "" (unresolved)
     target_loc: Loc | None
     ops: list[Op] = field(default_factory=list)
-    children: list["CallNode"] = field(default_factory=list)
+    children: list[CallNode] = field(default_factory=list)
     note: str = ""
 
 
@@ -68,7 +68,7 @@ class TraceModuleResult:
     base_chain: list[tuple[str, Loc | None]]
     init: MethodInfo | None
     entry: MethodInfo | None  # forward or step
-    ops: "OrderedDict[str, tuple[Op, list[str]]]"  # op full name -> (op, how reached)
+    ops: OrderedDict[str, tuple[Op, list[str]]]  # op full name -> (op, how reached)
     others: list[tuple[str, Loc]]
     op_kernels: dict[str, str] = field(default_factory=dict)  # op full name -> "CPU: k; CUDA: k2"
 
@@ -275,7 +275,7 @@ def _group_of(c: ClassInfo) -> str:
 @dataclass
 class ListModulesResult:
     category: str
-    groups: "OrderedDict[str, list[ClassInfo]]"
+    groups: OrderedDict[str, list[ClassInfo]]
     total: int
     notes: list[str] = field(default_factory=list)
 

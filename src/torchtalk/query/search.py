@@ -12,7 +12,7 @@ from ..graph.op_edges import AutogradNode, autograd_nodes
 from ..graph.registry import registry
 from ..graph.resolve import stub_names
 from ..graph.stubs import stub_declared
-from ..graph.symbols import SYMBOL_COLS, kernel_definitions, to_symbol
+from ..graph.symbols import kernel_definitions
 from ..model import CppSymbol, DispatchEntry, EdgeKind, Loc, Op, SymbolKind
 from ..store.reader import Index
 from .args import MAX_LIMIT, check_int, clean_text, shown

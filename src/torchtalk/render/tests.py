@@ -8,7 +8,6 @@ from ..query.testfiles import TestFileInfo, TestUtilsResult
 from ..query.tests import SimilarTestsResult
 from .common import IN_STRUCTURED, raise_limit, showing
 
-
 MAX_MARKS = 8
 
 

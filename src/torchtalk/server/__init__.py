@@ -24,8 +24,8 @@ import anyio
 
 from ..index.indexer import refresh
 from ..index.usable import index_problem
-from ..store.reader import Index
 from ..source.tree import SourceTree, find_source
+from ..store.reader import Index
 from .app import INSTRUCTIONS, build_server
 from .backend import Backend, _warm_up
 from .builds import Refresher

@@ -27,8 +27,8 @@ from .. import __version__
 from ..errors import BadArgument, TorchTalkError
 from ..query.args import shown
 from ..store.reader import Index
-from ..tools.structured import output_schemas, structured
 from ..tools import Tool, all_tools, answer
+from ..tools.structured import output_schemas, structured
 from .arguments import check_arguments
 from .backend import Backend, Unavailable
 from .builds import Refresher

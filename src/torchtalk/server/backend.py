@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SourceError
+from ..graph.registry import registry
+from ..graph.resolve import stub_names
 from ..index.usable import index_problem
-from ..store.reader import Index
+from ..query.status import changed_files
 from ..source.tree import SourceTree, config_path, find_source, read_config
 from ..store import integrity
 from ..store.db import corrupt_marker
-from ..graph.registry import registry
-from ..graph.resolve import stub_names
-from ..query.status import changed_files
+from ..store.reader import Index
 from ..tools import all_tools
 from ..tools.structured import output_model
 from .builds import BuildState, Refresher

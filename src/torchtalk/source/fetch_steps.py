@@ -9,7 +9,6 @@ from pathlib import Path
 
 from ..errors import SourceError
 
-
 MARKER = "aten/src/ATen/native/native_functions.yaml"
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..model import Layer
-from pathlib import Path
 
 OPS_FILES = (
     "aten/src/ATen/native/native_functions.yaml",

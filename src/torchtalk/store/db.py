@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from ..errors import IndexUnavailable
-from ..procs import pid_alive
 from ..model import FACT_TABLES, FileStatus, Layer
+from ..procs import pid_alive
 from .codec import Row, codec_for_table
 from .schema import LINK_DDL, SCHEMA_VERSION, all_indexes_ddl, all_tables_ddl
 

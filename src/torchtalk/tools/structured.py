@@ -18,9 +18,8 @@ import typing
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
-
 import pydantic
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from .. import __version__
 from ..atomic import write_text_atomic

@@ -17,7 +17,7 @@ from ..query.results import Ambiguous, NotFound
 from ..render.collapse import collapse
 from ..render.common import ambiguous, not_found
 from ..render.mermaid import mermaid_answer
-from ..render.next import MAX_NEXT, next_line, not_found_next
+from ..render.next import next_line
 from ..render.picture import picture
 from ..store.reader import Index
 
