@@ -28,6 +28,8 @@ MERMAID_CALLS = [
     ("cuda_kernels", {}),
     ("trace_module", {"module_name": "nn.Linear"}),
     ("trace_module", {"module_name": "torch.optim.Adam"}),
+    ("affected", {"names": "aten/src/ATen/native/cpu/SoftMaxKernel.cpp:1208"}),
+    ("affected", {"names": "cumsum, torch.nn.Linear"}),
 ]
 
 

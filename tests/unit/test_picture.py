@@ -98,6 +98,16 @@ def test_trace_module_is_drawn_from_the_class(py_indexed):
     assert pic.nodes["py_class:torch.nn.modules.linear.Linear"].root
 
 
+def test_affected_is_drawn_from_the_change_to_the_tests_to_run(py_indexed):
+    _, pix = py_indexed
+    pic = pic_of(pix, "affected", names="relu")
+    got = edges(pic)
+    assert ("relu", "TestNNDeviceType.test_relu", "tested_by", "") in got
+    assert ("relu", "OpInfo('relu')", "tested_by", "") in got
+    assert pic.nodes["op:relu"].root and pic.nodes["op:relu"].layer == "op"
+    assert {n.layer for n in pic.nodes.values()} == {"op", "test"}
+
+
 def test_fact_nodes_are_the_graphs_nodes(indexed):
     """The picture builds nodes from facts itself (render/ does not import graph/): they must be the same."""
     _, ix = indexed
@@ -189,7 +199,7 @@ def test_format_mermaid_draws_the_answer_and_keeps_the_typed_answer(indexed):
 def test_format_is_a_parameter_of_the_graph_tools_only(indexed):
     _, ix = indexed
     drawing = {t.name for t in all_tools() if draws(t)}
-    assert drawing == {"trace", "calls", "called_by", "impact", "cuda_kernels", "trace_module"}
+    assert drawing == {"trace", "calls", "called_by", "impact", "cuda_kernels", "trace_module", "affected"}
     with pytest.raises(BadArgument, match="search has no argument 'format'"):
         check_arguments(get_tool("search"), {"query": "relu", "format": "mermaid"})
 

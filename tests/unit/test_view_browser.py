@@ -94,7 +94,8 @@ def test_every_graph_tools_mermaid_renders_with_the_vendored_library(py_indexed,
     _tree, ix = py_indexed
     calls = {"trace": {"function_name": "atan2"}, "calls": {"function_name": "index_select_out_cuda_impl"},
              "called_by": {"function_name": "index_select_out_cpu_"}, "impact": {"function_name": "index_select_out_cpu_"},
-             "cuda_kernels": {"function_name": "index_select"}, "trace_module": {"module_name": "Linear"}}
+             "cuda_kernels": {"function_name": "index_select"}, "trace_module": {"module_name": "Linear"},
+             "affected": {"names": "relu"}}
     assert set(calls) == {t.name for t in all_tools() if draws(t)}
     browser.get(view.url)
     wait_idle(browser)

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..model import GENERATED_PREFIX, CppSymbol, Edge, Loc, Node, NodeKind, Op
+from ..query.affected import AffectedResult
 from ..query.modules import CallNode, TraceModuleResult
 from ..query.trace import BindingTrace, KernelInfo, OpTrace, PythonEntry
 
@@ -33,6 +34,7 @@ LAYER_OF = {NodeKind.PY_FUNCTION: "python", NodeKind.PY_CLASS: "python", NodeKin
 # Picture-only edge kinds, for links a result states without an Edge value.
 REACHES = "reaches"  # a kernel reaches a stub call or a launch within a few calls (the path is not in the answer)
 DEFINES = "defines"  # a class -> its forward / step
+TESTED_BY = "tested_by"  # an op (or changed Python name) -> a test that affected ranks for it
 
 
 @dataclass
@@ -198,8 +200,25 @@ def _call_node(b: _Builder, parent: Node, c: CallNode) -> None:
         _call_node(b, targets[0], child)
 
 
+def _affected(b: _Builder, r: AffectedResult) -> None:
+    """The changed nodes are what the answer is about; each ranked test hangs from the op (or the changed
+    node) it was chosen for, so the picture goes from the change to the tests to run."""
+    for c in r.changed:
+        b.node(c.node, root=True)
+    targets: dict[str, Node] = {}
+    for c in r.changed:
+        targets.setdefault(c.node.key, c.node)
+    for o in r.ops:
+        targets.setdefault(o.op.key, o.op)
+        targets.setdefault(o.op.key.split(".")[0], o.op)
+    for t in r.tests:
+        src = targets.get(t.target)
+        if src is not None:
+            b.edge(src, Node(NodeKind.TEST, t.name, t.name, t.loc), TESTED_BY, note=t.kind)
+
+
 _ADAPTERS = {OpTrace: _op_trace, PythonEntry: _python_entry, BindingTrace: _binding_trace,
-             TraceModuleResult: _trace_module}
+             TraceModuleResult: _trace_module, AffectedResult: _affected}
 
 
 # ------------------------------------------------------------------ the generic walk

@@ -8,7 +8,7 @@ from ..query.diff import MAX_DIFF_CHARS, MAX_FILES
 from ..query.git import REV_HELP
 from ..render import affected as r_affected
 from ..render import next as nxt
-from .table import Param, Tool
+from .table import FORMAT, Param, Tool
 
 TOOLS = [
     Tool("affected",
@@ -32,6 +32,6 @@ TOOLS = [
           Param("rev", str, None, REV_HELP, metavar="REV"),
           Param("depth", int, 2, "levels of callers to walk up, 1..5 (calls; registrations cost none)",
                 metavar="N"),
-          Param("limit", int, 20, "how many tests, 1..500", metavar="N")),
+          Param("limit", int, 20, "how many tests, 1..500", metavar="N"), FORMAT),
          affected.affected, r_affected.render_affected, nxt.next_affected),
 ]
