@@ -30,6 +30,7 @@ CALLS = {
     "find_similar_tests": ({"query": "cumsum", "limit": 5}, "run: "),
     "list_test_utils": ({"category": "decorators", "limit": 5}, "torch/testing/_internal/common_utils.py:594"),
     "test_file_info": ({"file_path": "test_torch"}, "test/test_torch.py"),
+    "affected": ({"names": "aten/src/ATen/native/ReduceOps.cpp:495"}, "pytest test/test_ops.py"),
 }
 
 
