@@ -396,7 +396,9 @@ def classify_py_failures(h, fails: list[str], ops: set[str]) -> dict[str, list[s
 
 def print_table(r: dict) -> None:
     k = r["kernels"]
-    pct = lambda a, b: f"{100.0 * a / b:5.1f}%" if b else "  n/a"
+    def pct(a: int, b: int) -> str:
+        return f"{100.0 * a / b:5.1f}%" if b else "  n/a"
+
     print(f"TorchTalk coverage vs the torch {r['version']} wheel  ({r['index']})")
     print(f"native kernels: {k['headers']} *_native.h, {k['declarations']} declarations, "
           f"{k['total']} {k['unit']} ({k['distinct_name_structured']} distinct (name, structured))")

@@ -77,7 +77,7 @@ def _entries(relpath: str, data: bytes) -> tuple[list[tuple[dict, Any]], list[st
         return [], []
     if not isinstance(value, list):
         return [], [f"{relpath}:1: expected a list of entries, found {type(value).__name__}"]
-    return [(v, n) for v, n in zip(value, node.value) if isinstance(v, dict)], []
+    return [(v, n) for v, n in zip(value, node.value, strict=True) if isinstance(v, dict)], []
 
 
 def extract_native_functions(relpath: str, data: bytes) -> FileFacts:

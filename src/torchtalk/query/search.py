@@ -73,11 +73,10 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
     if backend is not None and not (isinstance(backend, str) and not backend.strip()):
         b = clean_text(backend, "backend", "CUDA", max_len=100)
         valid = backends(ix)
-        match = [k for k in valid if k.lower() == b.lower()]
-        if not match:
+        matching = [k for k in valid if k.lower() == b.lower()]
+        if not matching:
             raise BadArgument(f"backend {shown(b)} is not a dispatch key of any op; valid keys: {', '.join(valid)}")
-        key = match[0]
-    reg = registry(ix)
+        key = matching[0]
     ql = q.lower()
     scored: list[tuple[tuple, SearchHit, Op | None]] = []
     for rec, full_l, name_l, entries, kernels_l in _op_table(ix):

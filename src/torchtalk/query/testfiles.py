@@ -179,6 +179,6 @@ def test_file_info(ix: Index, file_path: str) -> TestFileInfo | NotFound:
         elif tok.startswith("F.") and f"torch.nn.functional.{tok[2:]}" in reg.py_by_name:
             ops[f"torch.nn.functional.{tok[2:]}"] += n
     total = sum(counts.values())
-    return TestFileInfo(path, classes, functions, [(k, c, Loc(path, l), o) for k, c, l, o in insts],
+    return TestFileInfo(path, classes, functions, [(k, c, Loc(path, ln), o) for k, c, ln, o in insts],
                         decos.most_common(20), utilities, ops.most_common(40), total,
                         f"python {path}" if path.startswith("test/") else f"python -m pytest {path}")
