@@ -196,7 +196,8 @@ def _merge_ops(nodes: list[CallNode]) -> list[CallNode]:
     return out
 
 
-def _walk(ix: Index, entry: PyDef, mro: list[ClassInfo]) -> tuple[list[CallNode], OrderedDict[str, tuple[Op, list[str]]]]:
+def _walk(ix: Index, entry: PyDef,
+          mro: list[ClassInfo]) -> tuple[list[CallNode], OrderedDict[str, tuple[Op, list[str]]]]:
     """PY_CALL edges down from ``entry`` (forward or step), ``self`` being an instance of mro[0]."""
     ctx = PyContext([c.fq for c in mro])
 

@@ -129,7 +129,8 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
             kh.defs = kernel_definitions(ix, kh.entry.kernel, kh.entry.structured)
     res = SearchResult(q, key, hits, len(scored), limit)
     if key is not None:
-        res.notes.append(f"Only ops with a {key} kernel are shown, with their {key} entries; bindings are not filtered by backend.")
+        res.notes.append(f"Only ops with a {key} kernel are shown, with their {key} entries; "
+                         "bindings are not filtered by backend.")
     return res
 
 

@@ -81,8 +81,9 @@ def status(ix: Index) -> StatusResult:
     if "generated code" in readiness:
         codegen = meta.get("codegen_status", "not run")
         cpu = meta.get("codegen_cpu_seconds")
-        readiness["generated code"] = (f"ready (generators: {codegen}" + (f", {cpu}s CPU" if cpu and cpu != "0.0" else "")
-                                       + ")") if codegen.startswith("ok") else codegen
+        cpu_note = f", {cpu}s CPU" if cpu and cpu != "0.0" else ""
+        readiness["generated code"] = (f"ready (generators: {codegen}{cpu_note})" if codegen.startswith("ok")
+                                       else codegen)
     built = meta.get("built_at")
     built_at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(built))) if built else "?"
     skipped = ix.meta_json("skipped", [])

@@ -91,8 +91,9 @@ def _norm(name: str) -> str:
 
 def _test_names(ix: Index) -> list[tuple[int, int, str, str]]:
     """(method id, file id, name, normalized name) of every test, once per index version."""
-    return ix.cached("test_names_norm", lambda: [(mid, fid, n, "test" + _norm(n[4:]) if n.startswith("test") else _norm(n))
-                                                 for mid, fid, n in ix.q("SELECT id, file_id, name FROM test_method")])
+    return ix.cached("test_names_norm", lambda: [
+        (mid, fid, n, "test" + _norm(n[4:]) if n.startswith("test") else _norm(n))
+        for mid, fid, n in ix.q("SELECT id, file_id, name FROM test_method")])
 
 
 def _name_score(name: str, norm: str, nkey: str) -> int | None:
@@ -200,9 +201,10 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsRe
             return
         decorators = json.loads(decos or "[]")
         opts = inst.get((fid, cls))
+        ops_stem = stem if any(d.startswith("ops(") for d in decorators) else None
         scored[mid] = (rank, FoundTest(
             name, cls, Loc(path, line), why, _command(path, cls, name), decorators,
-            generated_names(cls, name, decorators, opts, stem if any(d.startswith("ops(") for d in decorators) else None)))
+            generated_names(cls, name, decorators, opts, ops_stem)))
 
     base_sql = ("SELECT m.id, m.file_id, coalesce(c.name, ''), m.name, m.line, m.decorators, m.touches "
                 "FROM test_method m LEFT JOIN test_class c ON c.id = m.cls ")
