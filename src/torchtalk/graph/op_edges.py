@@ -242,7 +242,7 @@ def _defined_in(ix: Index, file_id: int, target: str) -> CppSymbol | None:
     defs = defs_in_file(ix, file_id, target.split("::")[-1])
     # VariableType::atan2 is defined inside an anonymous namespace: compare without it.
     exact = [d for d in defs if d.qualname.replace("(anonymous)::", "").endswith(target)]
-    return (exact or defs or [None])[0]
+    return next(iter(exact or defs), None)
 
 
 def wrapper_edges(ix: Index, node: Node) -> list[Edge]:
