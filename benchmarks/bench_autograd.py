@@ -70,7 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     except (BenchError, tt.AdapterError) as exc:
         print(f"bench_autograd: {exc}", file=sys.stderr)
         return 2
-    pct = lambda a, b: f"{100.0 * a / b:5.1f}%" if b else "n/a"
+    def pct(a: int, b: int) -> str:
+        return f"{100.0 * a / b:5.1f}%" if b else "n/a"
+
     print(f"autograd nodes vs the torch {args.version} wheel's Functions.h  ({r['index']})")
     print(f"  node structs                          {r['structs']}  ({r['suffixed']} with a suffix after the digit)")
     print(f"  linked to an op (AUTOGRAD edges)      {r['linked']}/{r['structs']}  {pct(r['linked'], r['structs'])}")

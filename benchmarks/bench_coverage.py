@@ -396,14 +396,17 @@ def classify_py_failures(h, fails: list[str], ops: set[str]) -> dict[str, list[s
 
 def print_table(r: dict) -> None:
     k = r["kernels"]
-    pct = lambda a, b: f"{100.0 * a / b:5.1f}%" if b else "  n/a"
+    def pct(a: int, b: int) -> str:
+        return f"{100.0 * a / b:5.1f}%" if b else "  n/a"
+
     print(f"TorchTalk coverage vs the torch {r['version']} wheel  ({r['index']})")
     print(f"native kernels: {k['headers']} *_native.h, {k['declarations']} declarations, "
           f"{k['total']} {k['unit']} ({k['distinct_name_structured']} distinct (name, structured))")
-    print(f"  {'with a definition (file:line)':44} {k['with_definition']:5}/{k['total']:<5} {pct(k['with_definition'], k['total'])}")
-    print(f"  {'  hand-written in the tree':44} {k['hand_written']:5}/{k['total']:<5} {pct(k['hand_written'], k['total'])}")
-    print(f"  {'  only <generated>/':44} {k['generated_only']:5}/{k['total']:<5} {pct(k['generated_only'], k['total'])}")
-    print(f"  {'named by trace(op, focus=dispatch)':44} {k['named_by_trace']:5}/{k['total']:<5} {pct(k['named_by_trace'], k['total'])}")
+    for label, col in (("with a definition (file:line)", "with_definition"),
+                       ("  hand-written in the tree", "hand_written"),
+                       ("  only <generated>/", "generated_only"),
+                       ("named by trace(op, focus=dispatch)", "named_by_trace")):
+        print(f"  {label:44} {k[col]:5}/{k['total']:<5} {pct(k[col], k['total'])}")
     print(f"  {'distinct (name, structured) with a def':44} {k['distinct_with_definition']:5}/"
           f"{k['distinct_name_structured']:<5} {pct(k['distinct_with_definition'], k['distinct_name_structured'])}")
     print(f"  {'  not named by trace, by origin':44} " + ", ".join(

@@ -236,7 +236,8 @@ def main() -> int:
     reconnects = sum(s.reconnects for s in sessions)
     print(f"{args.clients} clients x {args.calls} calls: {done} answered, {len(errors)} errors, in {wall:.1f}s"
           f" ({reconnects} reconnects after the server closed an idle connection)")
-    print(f"throughput: {done / wall:.1f} calls/s; the server used {cpu:.1f} CPU-s, {cpu / max(done, 1) * 1e3:.1f} ms a call, "
+    print(f"throughput: {done / wall:.1f} calls/s; the server used {cpu:.1f} CPU-s, "
+          f"{cpu / max(done, 1) * 1e3:.1f} ms a call, "
           f"{cpu / wall:.2f} cores on average (the machine's load average was {os.getloadavg()[0]:.1f})")
     print(f"latency (ms): p50 {statistics.median(lat) * 1e3:.0f}  p95 {pct(lat, 95) * 1e3:.0f}  "
           f"max {max(lat) * 1e3:.0f}")

@@ -314,7 +314,8 @@ def main() -> int:
         if isinstance(value, float):
             shown = f"{value:.2f}" if value < 100 else f"{value:.0f}"
             if target is not None:
-                extra = (extra + "; " if extra else "") + f"target < {target:g}: {'met' if value < target else 'MISSED'}"
+                verdict = "met" if value < target else "MISSED"
+                extra = (extra + "; " if extra else "") + f"target < {target:g}: {verdict}"
         else:
             shown = value
         rows.append((label, shown, extra))

@@ -98,7 +98,8 @@ def main() -> int:
         # Frame the way down: _softmax, its kernels, the stubs and the CUDA kernels with what launches them.
         driver.execute_script("const cy = window.torchtalkView.cy;"
                               "const down = cy.nodes('.gpu, .stub').union(cy.getElementById('op:_softmax'));"
-                              "const near = down.union(down.incomers('node')).union(down.incomers('node').incomers('node.cpp'));"
+                              "const near = down.union(down.incomers('node'))"
+                              ".union(down.incomers('node').incomers('node.cpp'));"
                               "cy.fit(near, 16);")
         time.sleep(0.3)
         driver.save_screenshot(str(out / "view-trace-softmax.png"))

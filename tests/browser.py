@@ -33,7 +33,7 @@ def missing() -> str | None:
         import selenium  # noqa: F401
     except ImportError:
         return "selenium is not installed (pip install -e '.[test]')"
-    for path, pkg in ((CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")):
+    for path in (CHROMIUM, CHROMEDRIVER):
         if not os.access(path, os.X_OK):
             return f"{path} is missing (apt-get install -y chromium chromium-driver; .ci/run does it)"
     return None

@@ -38,7 +38,8 @@ def test_trace_relu_kernels_per_backend(real_index):
 def test_trace_tanh_stub_and_macro_built_kernel(real_index):
     text = text_of(real_index, "trace", function_name="tanh")
     assert "TORCH_IMPL_FUNC(tanh_out)  aten/src/ATen/native/UnaryOps.cpp:361 via CREATE_UNARY_TORCH_IMPL_FUNC" in text
-    assert re.search(r"CUDA: tanh_kernel_cuda .*registered aten/src/ATen/native/cuda/UnaryGeometricTanhKernel.cu:56", text)
+    assert re.search(r"CUDA: tanh_kernel_cuda .*registered "
+                     r"aten/src/ATen/native/cuda/UnaryGeometricTanhKernel.cu:56", text)
 
 
 def test_atan2_stub_registrations(real_index):

@@ -78,7 +78,8 @@ def test_trace_softmax_shows_the_op_its_kernels_and_a_click_reaches_the_cuda_ker
 
 def test_a_big_answer_is_folded_and_a_group_opens_when_clicked(view, browser):
     open_answer(browser, view.url, "impact", function_name="index_select_out_cpu_", depth=3)
-    groups = browser.execute_script("return window.torchtalkView.cy.nodes('.collapsed').map(n => [n.id(), n.data('label')])")
+    groups = browser.execute_script(
+        "return window.torchtalkView.cy.nodes('.collapsed').map(n => [n.id(), n.data('label')])")
     assert groups and any(label.endswith(" callers") for _id, label in groups), groups
     shown = len(node_labels(browser))
     gid, label = max(groups, key=lambda g: int(g[1].split()[0].lstrip("+")))

@@ -33,12 +33,14 @@ at::Tensor atan2(c10::DispatchKeySet ks, const at::Tensor & self, const at::Tens
   }
   return result;
 }
-::std::tuple<at::Tensor,at::Tensor> max_dim(c10::DispatchKeySet ks, const at::Tensor & self, int64_t dim, bool keepdim) {
+::std::tuple<at::Tensor,at::Tensor> max_dim(c10::DispatchKeySet ks, const at::Tensor & self, \
+int64_t dim, bool keepdim) {
   std::shared_ptr<MaxBackward0> grad_fn;
   grad_fn = std::shared_ptr<MaxBackward0>(new MaxBackward0(), deleteNode);
   return std::make_tuple(std::move(values), std::move(indices));
 }
-::std::tuple<at::Tensor,at::Tensor> max_dim_AutogradNestedTensor(c10::DispatchKeySet ks, const at::Tensor & self, int64_t dim, bool keepdim) {
+::std::tuple<at::Tensor,at::Tensor> max_dim_AutogradNestedTensor(c10::DispatchKeySet ks, \
+const at::Tensor & self, int64_t dim, bool keepdim) {
   std::shared_ptr<MaxBackwardAutogradNestedTensor0> grad_fn;
   grad_fn = std::shared_ptr<MaxBackwardAutogradNestedTensor0>(new MaxBackwardAutogradNestedTensor0(), deleteNode);
   return std::make_tuple(std::move(values), std::move(indices));

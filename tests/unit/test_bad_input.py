@@ -300,8 +300,8 @@ def test_mcp_missing_required_argument_names_it(mcp, tool_name, param):
 
 
 @SETTINGS
-@given(extra=st.dictionaries(st.text(min_size=1, max_size=20), anything.map(real).filter(lambda v: not isinstance(v, bytes)),
-                             max_size=4),
+@given(extra=st.dictionaries(st.text(min_size=1, max_size=20),
+                             anything.map(real).filter(lambda v: not isinstance(v, bytes)), max_size=4),
        name=st.sampled_from([t.name for t in all_tools()]))
 def test_mcp_unknown_extra_arguments_do_not_break_a_call(mcp, name, extra):
     tool = get_tool(name)

@@ -144,7 +144,8 @@ def test_ctrl_c_while_the_pool_starts(tree):
     _enlarge(tree)
     for n in (1, 2, 3, 1, 2, 3):
         proc, tag = _start(tree, "--no-codegen", "--workers", "2")
-        _wait_for(lambda: _forkserver_processes(tag) >= n or proc.poll() is not None, 120, step=0.002)
+        _wait_for(lambda tag=tag, n=n, proc=proc: _forkserver_processes(tag) >= n or proc.poll() is not None, 120,
+                  step=0.002)
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(timeout=60)
         survivors = _survivors_after(tag, 3.0)
@@ -184,7 +185,7 @@ def test_sigkill_at_any_moment_leaves_no_helper_and_no_temp_file(tree):
     for moment in [*moments, "pool"]:
         proc, tag = _start(tree)  # the codegen driver too (on this tree the generators fail quickly)
         if moment == "pool":
-            assert _wait_for(lambda: _workers_running(tag) or proc.poll() is not None, 120)
+            assert _wait_for(lambda tag=tag, proc=proc: _workers_running(tag) or proc.poll() is not None, 120)
         else:
             time.sleep(moment)
         running = _describe(_tagged(tag))

@@ -56,7 +56,8 @@ def generate_code(gen_dir, native_functions_path=None, tags_path=None, install_d
 def make_tree(root: Path, torchgen: str | None = TORCHGEN_OK, autograd: str | None = AUTOGRAD_OK) -> Path:
     tree = root / "tree"
     (tree / "aten/src/ATen/native").mkdir(parents=True)
-    (tree / "aten/src/ATen/native/native_functions.yaml").write_text("- func: atan2(Tensor self, Tensor other) -> Tensor\n")
+    (tree / "aten/src/ATen/native/native_functions.yaml").write_text(
+        "- func: atan2(Tensor self, Tensor other) -> Tensor\n")
     (tree / "aten/src/ATen/native/tags.yaml").write_text("- tag: core\n")
     (tree / "aten/src/ATen/templates").mkdir()
     (tree / "aten/src/ATen/templates/RegisterDispatchKey.cpp").write_text("// ${generated_comment}\n")
@@ -159,7 +160,8 @@ def test_a_foreign_out_dir_is_never_replaced(tmp_path):
 
 def test_torchgen_argv_adapts_to_the_trees_options(tmp_path):
     old = '"-d", "--install_dir"  "--mps" "--backend_whitelist" "--generate"'
-    new = '"--install-dir" "--aoti-install-dir" "--aoti_install_dir" "--mps" "--backend-whitelist" "--backend_whitelist" "--generate"'
+    new = ('"--install-dir" "--aoti-install-dir" "--aoti_install_dir" "--mps" "--backend-whitelist" '
+           '"--backend_whitelist" "--generate"')
     a_old = torchgen_argv(old, tmp_path, False, ("CPU",))
     assert "--aoti-install-dir" not in a_old and "--backend_whitelist" in a_old
     assert a_old[:4] == ["-s", "aten/src/ATen", "-d", str(tmp_path / "aten/src/ATen")]
@@ -223,7 +225,9 @@ def test_missing_module_reason(tmp_path):
 def test_nonzero_exit_reports_last_stderr_line(tmp_path):
     tree = make_tree(
         tmp_path,
-        torchgen="import sys\ndef main():\n    sys.stderr.write('usage: gen.py\\ngen.py: error: unrecognized arguments: --mps\\n')\n    sys.exit(2)\n",
+        torchgen="import sys\ndef main():\n"
+                 "    sys.stderr.write('usage: gen.py\\ngen.py: error: unrecognized arguments: --mps\\n')\n"
+                 "    sys.exit(2)\n",
     )
     res = start_codegen(tree, tmp_path / "gen").wait()
     r = res.generators["torchgen"].reason
@@ -448,7 +452,8 @@ def test_inputs_hash_is_fast_on_a_fake_tree(tmp_path):
         ("aten/src/ATen/RegisterCPU.cpp", ("torchgen/gen.py", "aten/src/ATen/templates/RegisterDispatchKey.cpp")),
         ("aten/src/ATen/RegisterCompositeExplicitAutogradNonFunctional.cpp",
          ("torchgen/gen.py", "aten/src/ATen/templates/RegisterDispatchKey.cpp")),
-        ("aten/src/ATen/RegisterBackendSelect.cpp", ("torchgen/gen.py", "aten/src/ATen/templates/RegisterBackendSelect.cpp")),
+        ("aten/src/ATen/RegisterBackendSelect.cpp",
+         ("torchgen/gen.py", "aten/src/ATen/templates/RegisterBackendSelect.cpp")),
         ("aten/src/ATen/RegisterSchema.cpp", ("torchgen/gen.py", "aten/src/ATen/templates/RegisterSchema.cpp")),
         ("aten/src/ATen/RegisterFunctionalization_2.cpp",
          ("torchgen/gen.py", "aten/src/ATen/templates/RegisterFunctionalization.cpp")),
@@ -456,7 +461,8 @@ def test_inputs_hash_is_fast_on_a_fake_tree(tmp_path):
         ("aten/src/ATen/Operators.h", ("torchgen/gen.py", "aten/src/ATen/templates/Operators.h")),
         ("aten/src/ATen/Functions.h", ("torchgen/gen.py", "aten/src/ATen/templates/Functions.h")),
         ("aten/src/ATen/CPUFunctions.h", ("torchgen/gen.py", "aten/src/ATen/templates/DispatchKeyFunctions.h")),
-        ("aten/src/ATen/CUDAFunctions_inl.h", ("torchgen/gen.py", "aten/src/ATen/templates/DispatchKeyFunctions_inl.h")),
+        ("aten/src/ATen/CUDAFunctions_inl.h",
+         ("torchgen/gen.py", "aten/src/ATen/templates/DispatchKeyFunctions_inl.h")),
         ("aten/src/ATen/UfuncCPU_add.cpp", ("torchgen/gen.py", "aten/src/ATen/templates/UfuncCPU.cpp")),
         ("aten/src/ATen/UfuncCPUKernel_add.cpp", ("torchgen/gen.py", "aten/src/ATen/templates/UfuncCPUKernel.cpp")),
         ("aten/src/ATen/UfuncCUDA_add.cu", ("torchgen/gen.py", "aten/src/ATen/templates/UfuncCUDA.cu")),

@@ -496,7 +496,7 @@ def test_concurrent_index_runs_serialise_and_leave_a_whole_index(tree):
         for p in procs:
             if p.poll() is None:
                 _kill_group(p.pid)
-    for p, (out, err) in zip(procs, results):
+    for p, (_out, err) in zip(procs, results, strict=True):
         assert p.returncode == 0 and "Traceback" not in err, err
     assert_whole(st.index_path, st.root, "after 4 concurrent runs")
     assert sorted(p.name for p in st.index_path.parent.glob(".index.db.tmp-*")) == []

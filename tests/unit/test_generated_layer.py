@@ -80,7 +80,8 @@ def test_generated_code_is_indexed_linked_and_shown(tree):
                      "<generated>/torch/csrc/autograd/generated/python_torch_functions_0.cpp"]
     assert "generated code" in " ".join(rep.layer_seconds)
     _, text = run(get_tool("trace"), ix, function_name="relu", focus="dispatch")
-    assert "- Python torch.relu: THPVariable_relu  <generated>/torch/csrc/autograd/generated/python_torch_functions_0.cpp:2" in text
+    assert ("- Python torch.relu: THPVariable_relu  "
+            "<generated>/torch/csrc/autograd/generated/python_torch_functions_0.cpp:2") in text
     assert "    parser: relu(Tensor input)" in text
     assert "- CPU: wrapper_CPU_relu  <generated>/aten/src/ATen/RegisterCPU.cpp:" in text
     res, text = run(get_tool("impact"), ix, function_name="relu", depth=2)

@@ -92,7 +92,8 @@ def hostile(tree, tmp_path):
     # NUL bytes, a BOM, CRLF, odd names: valid ones are indexed, the binary one skipped.
     (n / "Nul.cpp").write_bytes(b"int nul_fn(int x) { return x; }\n\x00\x00\x01")
     (n / "Bom.cpp").write_bytes(b"\xef\xbb\xbfint bom_fn(int x) { return x; }\n")
-    (n / "Crlf.cpp").write_bytes(b"namespace at { namespace native {\r\nint crlf_fn(int x) {\r\n  return x;\r\n}\r\n}}\r\n")
+    (n / "Crlf.cpp").write_bytes(b"namespace at { namespace native {\r\n"
+                                 b"int crlf_fn(int x) {\r\n  return x;\r\n}\r\n}}\r\n")
     (n / "With Space.cpp").write_text("int space_fn(int x) { return x; }\n")
     (n / "Ünïcødé.cpp").write_text("int unicode_fn(int x) { return x; }\n")
     (n / "Dir.cpp").mkdir()
@@ -232,8 +233,10 @@ def test_permission_denied_is_listed_as_skipped(tree, monkeypatch):
 
     (tree / NATIVE / "Locked.cpp").write_text("int locked_fn(int x) { return x; }\n")
     real_access = os.access
-    monkeypatch.setattr(files_mod.os, "access",
-                        lambda p, mode, *a, **k: False if str(p).endswith("Locked.cpp") else real_access(p, mode, *a, **k))
+    def access(p, mode, *a, **k):
+        return False if str(p).endswith("Locked.cpp") else real_access(p, mode, *a, **k)
+
+    monkeypatch.setattr(files_mod.os, "access", access)
     st, rep, ix = build(tree)
     assert f"{NATIVE}/Locked.cpp: unreadable (permission denied)" in rep.skipped, rep.skipped
     assert f"- {NATIVE}/Locked.cpp: skipped: unreadable (permission denied)" in status_text(ix)

@@ -136,7 +136,8 @@ def test_loopback_only_and_foreign_origin_or_host_is_refused(http_server):
              for c in p.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN}
     assert addrs == {"127.0.0.1"}, addrs
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "0"}}}
     assert s.post(init, {"Origin": "http://evil.example"})[0] == 403
     assert s.post(init, {"Host": "evil.example"})[0] == 421
     assert s.post(init, {"Origin": f"http://127.0.0.1:{s.port}"})[0] == 200

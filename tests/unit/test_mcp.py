@@ -184,7 +184,8 @@ def test_input_schemas_are_built_from_the_tool_table(indexed):
 def test_arguments_are_held_to_the_schema_through_the_sdk_client(indexed):
     _, ix = indexed
     calls = [
-        ("impact", {"function_name": "index_select_out_cpu_", "depth": "3"}, "depth must be an integer, not the string '3'"),
+        ("impact", {"function_name": "index_select_out_cpu_", "depth": "3"},
+         "depth must be an integer, not the string '3'"),
         ("search", {"query": "relu", "limit": "5"}, "limit must be an integer, not the string '5'"),
         ("search", {"query": 5}, "query must be a string, not the number 5"),
         ("impact", {"function_name": "index_select_out_cpu_", "depth": None}, "depth must be an integer, not null"),

@@ -109,7 +109,8 @@ def server(tmp_path_factory):
     tree = base / "pytorch"
     shutil.copytree(FIXTURE_TREE, tree)
     build_index(tree, base / "cache", workers=1, codegen=False)
-    s = RawServer(["--source", str(tree), "--no-codegen"], env=dict(os.environ, TORCHTALK_CACHE_DIR=str(base / "cache")))
+    s = RawServer(["--source", str(tree), "--no-codegen"],
+                  env=dict(os.environ, TORCHTALK_CACHE_DIR=str(base / "cache")))
     assert "result" in s.initialize()
     yield s
     assert s.close() == 0
@@ -131,7 +132,8 @@ def _call_line(msg_id, name: str, arguments_json: str) -> str:
 def test_lone_surrogate_escape_gets_a_tool_error(server, tool, arg, escaped):
     required = {"trace": '"function_name":"relu"', "test_file_info": '"file_path":"test_nn"',
                 "search": '"query":"relu"'}[tool]
-    args = "{" + (f'"{arg}":"{escaped}"' if required.startswith(f'"{arg}"') else f'{required},"{arg}":"{escaped}"') + "}"
+    pair = f'"{arg}":"{escaped}"'
+    args = "{" + (pair if required.startswith(f'"{arg}"') else f'{required},{pair}') + "}"
     server.send(_call_line(11, tool, args))
     text = _tool_error(server.receive(), 11)
     assert arg in text and "lone surrogate" in text and "U+D" in text, text

@@ -182,7 +182,7 @@ def test_absolute_paths_outside_the_tree_are_refused(hostile):
         assert is_error, f"{path!r} was not refused: {text[:300]}"
         assert "file_path" in text and ("outside the source tree" in text or "'..' is not allowed" in text), text
     results = _mcp_calls(ix, [("test_file_info", {"file_path": p}) for p in _outside_paths(hostile)])
-    for path, (is_error, text) in zip(_outside_paths(hostile), results):
+    for path, (is_error, text) in zip(_outside_paths(hostile), results, strict=True):
         assert is_error and "file_path" in text and "Traceback" not in text, (path, text)
 
 
@@ -218,7 +218,7 @@ def test_the_outside_files_are_never_opened_and_never_shown(hostile):
     calls += [("list_test_utils", {}), ("list_modules", {"category": "all"}),
               ("find_similar_tests", {"query": "test"}), ("find_similar_tests", {"query": "leak"})]
     results = _mcp_calls(ix, calls)
-    for (name, args), (_is_error, text) in zip(calls, results):
+    for (name, args), (_is_error, text) in zip(calls, results, strict=True):
         shown = text.replace(repr(args.get("file_path", "")), "").replace(repr(args.get("query", "")), "")
         for v in args.values():
             shown = shown.replace(v, "")  # the query itself may be echoed; the file's contents may not

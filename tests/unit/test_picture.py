@@ -43,8 +43,9 @@ def test_trace_draws_the_op_its_kernels_per_key_and_the_cuda_kernels(indexed):
     assert ("index_select", "at::native::index_select_cpu_", "kernel", "CPU") in got
     assert ("torch.index_select", "index_select", "binding", "") in got
     gpu = {n.label: n.loc for n in pic.nodes.values() if n.layer == "gpu"}
-    assert gpu == {"__global__ at::native::(anonymous)::indexSelectSmallIndex": "aten/src/ATen/native/cuda/Indexing.cu:7",
-                   "__global__ at::native::(anonymous)::indexSelectLargeIndex": "aten/src/ATen/native/cuda/Indexing.cu:14"}
+    assert gpu == {
+        "__global__ at::native::(anonymous)::indexSelectSmallIndex": "aten/src/ATen/native/cuda/Indexing.cu:7",
+        "__global__ at::native::(anonymous)::indexSelectLargeIndex": "aten/src/ATen/native/cuda/Indexing.cu:14"}
     assert ("at::native::index_select_out_cuda_impl", "__global__ at::native::(anonymous)::indexSelectSmallIndex",
             "launch", "") in got
     # The launcher is found a few calls below the CUDA kernel; the picture links them, marked as such.
@@ -176,7 +177,8 @@ def test_mermaid_text_is_safe_for_any_name():
     pic.edges["e"] = PEdge("e", "a", "b", "launch", "", "", "a.cpp:3")
     out = mermaid(pic)
     assert out.splitlines()[0] == "flowchart LR"
-    assert 'n0(["std::optional#60;at::Tensor#62; operator#40;#41;#124;#34;x#34;<br/><small>a.cpp:1</small>"]):::cpp' in out
+    assert ('n0(["std::optional#60;at::Tensor#62; operator#40;#41;#124;#34;x#34;'
+            '<br/><small>a.cpp:1</small>"]):::cpp') in out
     assert '  n0 -->|"launch"| n1' in out and "classDef gpu" in out
 
 

@@ -60,8 +60,10 @@ def test_tensor_members_defined_in_python(py_indexed):
 
 def test_alias_table_is_read_not_listed():
     data = (b'void gatherTorchFunctions(std::vector<PyMethodDef>& f) {\n'
-            b'  static std::array<std::pair<const char*, const char*>, 2> aliases{{{"mm", "spmm"}, {"hspmm", "hsmm"}}};\n'
-            b'  for (const auto& alias : aliases) {\n    PyMethodDef d = f[0];\n    d.ml_name = alias.second;\n  }\n}\n')
+            b'  static std::array<std::pair<const char*, const char*>, 2> aliases'
+            b'{{{"mm", "spmm"}, {"hspmm", "hsmm"}}};\n'
+            b'  for (const auto& alias : aliases) {\n    PyMethodDef d = f[0];\n'
+            b'    d.ml_name = alias.second;\n  }\n}\n')
     facts = extract_cpp("torch/csrc/autograd/python_torch_functions_manual.cpp", data)
     rows = binding_text_facts(data, facts[CppSymbol])
     assert [(r.kind, r.value, r.line) for r in rows] == [(GeneratedKind.PY_ALIAS, "mm spmm", 2),

@@ -34,7 +34,8 @@ def test_calls_resolves_qualified_and_marks_ops_and_launches(indexed):
     res, text = call(ix, "calls", function_name="index_select_out_cuda_impl")
     launched = sorted(e.dst.label.split("::")[-1] for e in res.sections[0].launches)
     assert launched == ["indexSelectLargeIndex", "indexSelectSmallIndex"]
-    assert re.search(r"indexSelectSmallIndex<<<1, 128, 0, stream>>>  __global__ aten/src/ATen/native/cuda/Indexing.cu:7", text)
+    assert re.search(r"indexSelectSmallIndex<<<1, 128, 0, stream>>>  "
+                     r"__global__ aten/src/ATen/native/cuda/Indexing.cu:7", text)
 
 
 def test_calls_through_the_dispatcher_and_stubs(indexed):
@@ -73,7 +74,8 @@ def test_impact_crosses_dispatcher_and_reaches_python(indexed):
     _, ix = indexed
     res, text = call(ix, "impact", function_name="impl_func_cum_ops", depth=2)
     sec = res.sections[0]
-    assert {e.src.label for e in sec.levels[0].callers} == {"TORCH_IMPL_FUNC(cumsum_out)", "TORCH_IMPL_FUNC(cumprod_out)"}
+    assert {e.src.label for e in sec.levels[0].callers} == {"TORCH_IMPL_FUNC(cumsum_out)",
+                                                           "TORCH_IMPL_FUNC(cumprod_out)"}
     assert {op.key for op, _, _ in sec.ops} >= {"cumsum", "cumsum.out", "cumprod", "cumprod.out"}
     assert "torch.cumsum" in text and "Tensor.cumprod" in text
     res, text = call(ix, "impact", function_name="index_select_out_cpu_", depth=3)

@@ -47,7 +47,8 @@ def test_trace_module_spellings_reach_the_op(py_indexed, name):
     assert res.cls.fq == "torch.nn.modules.linear.Linear"
     assert "torch/nn/modules/linear.py:16" in text and "forward(self, input: Tensor) -> Tensor" in text
     assert "F.linear -> torch.nn.functional.linear = torch._C._nn.linear" in text
-    assert re.search(r"- linear  aten/src/ATen/native/native_functions.yaml:78  \[CompositeImplicitAutograd: linear", text)
+    assert re.search(r"- linear  aten/src/ATen/native/native_functions.yaml:78  "
+                     r"\[CompositeImplicitAutograd: linear", text)
 
 
 def test_trace_module_optimizer_follows_function_aliases(py_indexed):
@@ -71,7 +72,8 @@ def test_find_similar_tests_names_generated_tests_and_commands(py_indexed):
     first = res.tests[0]
     assert (first.cls, first.name) == ("TestNNDeviceType", "test_relu")
     assert first.command == 'pytest test/test_nn.py -k "TestNNDeviceType and test_relu"'
-    assert first.generated[:2] == ["TestNNDeviceTypeCPU.test_relu_cpu_float32", "TestNNDeviceTypeCPU.test_relu_cpu_float64"]
+    assert first.generated[:2] == ["TestNNDeviceTypeCPU.test_relu_cpu_float32",
+                                   "TestNNDeviceTypeCPU.test_relu_cpu_float64"]
     assert "TestNNDeviceTypeMPS.test_relu_mps_float32" in first.generated  # allow_mps=True
     assert any(t.name == "test_relu_functional" for t in res.tests)
     assert "UnaryUfuncInfo('relu')" in text

@@ -62,7 +62,8 @@ def test_clicking_a_node_expands_it_and_shows_its_source(view, browser):
     after = set(node_labels(browser))
     # Expanded with calls(...) of the kernel, named by its path:line: its callee joins the picture.
     assert before < after and "at::native::index_select_out_cpu_dim1_\nTensorAdvancedIndexing.cpp:3" in after
-    assert browser.execute_script(f"return window.torchtalkView.cy.getElementById({json.dumps(node)}).hasClass('expanded')")
+    assert browser.execute_script(
+        f"return window.torchtalkView.cy.getElementById({json.dumps(node)}).hasClass('expanded')")
     here = browser.find_element("css selector", "#source pre.source span.here")
     assert here.find_element("css selector", "b").text == "7" and "index_select_out_cpu_(" in here.text
     panel = browser.find_element("id", "panel").text
@@ -93,7 +94,8 @@ def test_the_search_box_answers_and_a_name_not_there_says_so(view, browser):
 def test_every_graph_tools_mermaid_renders_with_the_vendored_library(py_indexed, view, browser):
     _tree, ix = py_indexed
     calls = {"trace": {"function_name": "atan2"}, "calls": {"function_name": "index_select_out_cuda_impl"},
-             "called_by": {"function_name": "index_select_out_cpu_"}, "impact": {"function_name": "index_select_out_cpu_"},
+             "called_by": {"function_name": "index_select_out_cpu_"},
+             "impact": {"function_name": "index_select_out_cpu_"},
              "cuda_kernels": {"function_name": "index_select"}, "trace_module": {"module_name": "Linear"},
              "affected": {"names": "relu"}}
     assert set(calls) == {t.name for t in all_tools() if draws(t)}

@@ -28,7 +28,8 @@ _MODULE_VAR = re.compile(
     rb"\(\s*(\w+)(?:\.ptr\(\))?\s*\)"  # 6: py::handle(module).cast<py::module>()
     rb")"
 )
-# static struct PyModuleDef torchmodule = {PyModuleDef_HEAD_INIT, "torch._C", ...}; module = PyModule_Create(&torchmodule);
+# static struct PyModuleDef torchmodule = {PyModuleDef_HEAD_INIT, "torch._C", ...};
+# module = PyModule_Create(&torchmodule);
 _MODULE_DEF = re.compile(rb"PyModuleDef\s+(\w+)\s*=\s*\{\s*PyModuleDef_HEAD_INIT\s*,\s*\"([\w.]+)\"")
 _MODULE_CREATE = re.compile(rb"\b(\w+)\s*=\s*PyModule_Create\(\s*&(\w+)\s*\)")
 # Where a PyMethodDef table ends up: THPUtils_addPyMethodDefs(methods, extra_methods | python_functions()),

@@ -77,7 +77,7 @@ def _entries(relpath: str, data: bytes) -> tuple[list[tuple[dict, Any]], list[st
         return [], []
     if not isinstance(value, list):
         return [], [f"{relpath}:1: expected a list of entries, found {type(value).__name__}"]
-    return [(v, n) for v, n in zip(value, node.value) if isinstance(v, dict)], []
+    return [(v, n) for v, n in zip(value, node.value, strict=True) if isinstance(v, dict)], []
 
 
 def extract_native_functions(relpath: str, data: bytes) -> FileFacts:
@@ -222,7 +222,8 @@ def extract_derivatives(relpath: str, data: bytes) -> FileFacts:
         def kind_of(key: str, outputs: set[str] = outputs) -> FormulaKind:
             # Keys naming outputs ("result", "values") are forward-mode formulas; the rest are inputs'.
             names = {v.strip() for v in key.split(",")}
-            return FormulaKind.RESULT if all(n.startswith("result") or n in outputs for n in names) else FormulaKind.INPUT
+            of_result = all(n.startswith("result") or n in outputs for n in names)
+            return FormulaKind.RESULT if of_result else FormulaKind.INPUT
 
         derivs.append(Derivative(
             op_full_name=schema.full_name,
@@ -236,7 +237,8 @@ def extract_derivatives(relpath: str, data: bytes) -> FileFacts:
         for key, disp_node in items:
             if key == "dispatch":
                 for dkey, sub in mapping_items(disp_node):
-                    formulas.extend(_formula_rows(index, mapping_items(sub), lambda _k: FormulaKind.DISPATCH, str(dkey)))
+                    formulas.extend(_formula_rows(index, mapping_items(sub), lambda _k: FormulaKind.DISPATCH,
+                                                  str(dkey)))
     facts: FileFacts = {Derivative: derivs, DerivativeFormula: formulas}
     if errors:
         facts[FileProblems] = errors

@@ -167,7 +167,7 @@ def signature(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> str:
         parts.append(_arg(a.vararg, None, "*"))
     elif a.kwonlyargs:
         parts.append("*")
-    for arg, d in zip(a.kwonlyargs, a.kw_defaults):
+    for arg, d in zip(a.kwonlyargs, a.kw_defaults, strict=True):
         parts.append(_arg(arg, d))
     if a.kwarg is not None:
         parts.append(_arg(a.kwarg, None, "**"))

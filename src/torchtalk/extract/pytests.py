@@ -155,7 +155,7 @@ class _TestExtractor:
             return
         opts: dict = {}
         if kind == "device_type":
-            for pname, a in zip(_DEVICE_TYPE_POSITIONAL, call.args[2:]):
+            for pname, a in zip(_DEVICE_TYPE_POSITIONAL, call.args[2:], strict=False):
                 opts[pname] = _option(a)
         for k in call.keywords:
             opts[k.arg if k.arg else "**"] = _option(k.value)

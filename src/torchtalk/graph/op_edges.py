@@ -154,7 +154,8 @@ def _derivatives(ix: Index) -> dict[str, list[tuple[Derivative, list[DerivativeF
 
 def view_of_copy(ix: Index, op: Op) -> Op | None:
     """The view op whose derivatives.yaml entry a view_copy op without one of its own uses (torchgen's
-    load_derivatives.add_view_copy_derivatives: ``alias_copy`` differentiates as ``alias``, node AliasBackward0_copy)."""
+    load_derivatives.add_view_copy_derivatives: ``alias_copy`` differentiates as ``alias``, node
+    AliasBackward0_copy)."""
     if "view_copy" not in op.tags or op.full_name in _derivatives(ix) or not op.name.endswith("_copy"):
         return None
     view = registry(ix).by_full.get(op.full_name.replace("_copy", "", 1))
@@ -241,7 +242,7 @@ def _defined_in(ix: Index, file_id: int, target: str) -> CppSymbol | None:
     defs = defs_in_file(ix, file_id, target.split("::")[-1])
     # VariableType::atan2 is defined inside an anonymous namespace: compare without it.
     exact = [d for d in defs if d.qualname.replace("(anonymous)::", "").endswith(target)]
-    return (exact or defs or [None])[0]
+    return next(iter(exact or defs), None)
 
 
 def wrapper_edges(ix: Index, node: Node) -> list[Edge]:

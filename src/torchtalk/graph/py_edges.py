@@ -132,7 +132,8 @@ def python_callers(ix: Index, node: Node, reaches: Callable[[str], bool]) -> lis
 
 
 def _params(signature: str) -> dict[str, str]:
-    """Parameter name -> annotation ("" if none) of a signature "(self, input: Tensor, memo: Optional[Set[M]] = None)"."""
+    """Parameter name -> annotation ("" if none) of a signature
+    "(self, input: Tensor, memo: Optional[Set[M]] = None)"."""
     inner = signature[signature.find("(") + 1:signature.rfind(")")] if "(" in signature else ""
     parts, depth, cur = [], 0, ""
     for ch in inner:

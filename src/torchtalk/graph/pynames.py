@@ -111,13 +111,7 @@ class PyNames:
         elif first in names:
             base = names[first]
         else:
-            base = None
-            for star in stars:
-                if self.canonical(f"{star}.{first}"):
-                    base = f"{star}.{first}"
-                    break
-            if base is None:
-                base = first
+            base = next((f"{star}.{first}" for star in stars if self.canonical(f"{star}.{first}")), first)
         full = f"{base}.{rest}" if rest else base
         return self.canonical(full) or full
 

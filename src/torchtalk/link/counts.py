@@ -18,7 +18,8 @@ COMPONENTS: dict[str, dict[str, str]] = {
         "tags": "SELECT count(*) FROM tag",
     },
     "bindings": {
-        "Python names of ops": f"SELECT count(*) FROM py_api WHERE op != '' AND kind != '{PyApiKind.GENERATED_BINDING}'",
+        "Python names of ops":
+            f"SELECT count(*) FROM py_api WHERE op != '' AND kind != '{PyApiKind.GENERATED_BINDING}'",
         "generated bindings (THPVariable_*)":
             f"SELECT count(DISTINCT target) FROM py_api WHERE kind = '{PyApiKind.GENERATED_BINDING}'",
         "PyMethodDef entries": f"SELECT count(*) FROM py_api WHERE kind = '{PyApiKind.PYMETHODDEF}'",
@@ -31,7 +32,8 @@ COMPONENTS: dict[str, dict[str, str]] = {
         "call sites": "SELECT count(*) FROM cpp_call",
         "structured kernels (TORCH_IMPL_FUNC)": "SELECT count(*) FROM cpp_symbol WHERE kind = 'impl_func'",
         "DispatchStub registrations": "SELECT count(*) FROM cpp_registration WHERE kind = 'register_dispatch'",
-        "TORCH_LIBRARY defs/impls": "SELECT count(*) FROM cpp_registration WHERE kind IN ('library_def', 'library_impl')",
+        "TORCH_LIBRARY defs/impls":
+            "SELECT count(*) FROM cpp_registration WHERE kind IN ('library_def', 'library_impl')",
         "GPU kernels (__global__)": "SELECT count(*) FROM cpp_symbol WHERE kind = 'global_kernel'",
         "kernel launch sites": "SELECT count(*) FROM cpp_call WHERE kind IN ('launch', 'gpu_launch')",
         "Metal kernels": "SELECT count(*) FROM cpp_symbol WHERE kind = 'metal_kernel'",

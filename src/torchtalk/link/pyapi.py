@@ -44,8 +44,8 @@ def _functional_rows(conn: sqlite3.Connection, by_py: dict[str, list[str]]) -> l
     rows: list[Row] = []
     if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'py_assign'").fetchone():
         return rows
-    for name, value, file_id, line, path in conn.execute(
-            "SELECT a.name, a.value, a.file_id, a.line, f.path FROM py_assign a JOIN files f ON f.id = a.file_id "
+    for name, value, file_id, line in conn.execute(
+            "SELECT a.name, a.value, a.file_id, a.line FROM py_assign a JOIN files f ON f.id = a.file_id "
             "WHERE f.path = 'torch/nn/functional.py'"):
         for full in by_py.get(value, ()):
             rows.append((f"torch.nn.functional.{name}", PyApiKind.FUNCTIONAL, full, value, file_id, line))

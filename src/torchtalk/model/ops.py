@@ -47,7 +47,8 @@ class Op:
     structured_delegate: str  # "cumsum.out" or ""
     structured_inherits: str
     precomputed: str  # as written, JSON
-    ufunc_inner_loop: tuple[tuple[str, str], ...]  # (key, loop) pairs as written: (("Generic", "add (AllAndComplex, BFloat16, Half, ComplexHalf)"),)
+    # (key, loop) pairs as written: (("Generic", "add (AllAndComplex, BFloat16, Half, ComplexHalf)"),)
+    ufunc_inner_loop: tuple[tuple[str, str], ...]
     autogen: tuple[str, ...]  # the full names this entry makes torchgen generate
     tags: tuple[str, ...]
     device_check: str
@@ -62,7 +63,8 @@ class Op:
 
     def __post_init__(self) -> None:
         check_line("Op", self.line, self.end_line)
-        if (self.schema.name, self.schema.overload, self.schema.full_name) != (self.name, self.overload, self.full_name):
+        named = (self.schema.name, self.schema.overload, self.schema.full_name)
+        if named != (self.name, self.overload, self.full_name):
             raise ValueError(f"Op {self.full_name}: the schema names {self.schema.full_name}")
         for v in self.variants:
             check_enum("Op", "variants", v, Variant)

@@ -90,7 +90,8 @@ class OpTestMark:
     op: str  # the OpInfo name it applies to: "nn.functional.group_norm" (for PythonRefInfo: torch_opinfo_name)
     variant: str  # the OpInfo variant_test_name, "" for the default one
     entry: str  # the OpInfo entry that holds it ("_refs.cumsum"), "" for a test file's list
-    mark: str  # how it is marked: "unittest.expectedFailure", "unittest.skip('Skipped!')", "xfail", "toleranceOverride(...)"
+    # how it is marked: "unittest.expectedFailure", "unittest.skip('Skipped!')", "xfail", "toleranceOverride(...)"
+    mark: str
     test_class: str  # "TestJit", "" for every class
     test_name: str  # "test_variant_consistency_jit", "" for every test
     device_type: str  # "cpu", "cuda", ""

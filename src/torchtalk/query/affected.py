@@ -11,6 +11,7 @@ Every walk and list is capped, and the answer says what each cap cut.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from ..errors import BadArgument
@@ -295,7 +296,7 @@ def _answer(ix: Index, source: str, depth: int, limit: int, files: list[ChangedF
     starts = [c.node for c in uniq if c.node.kind not in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS)]
     cap = LevelCap(MAX_LEVEL_NODES, CPP_KINDS, per_start=True)  # each change walks with its own budget
 
-    def into(node: Node, kinds) -> list[Edge]:
+    def into(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
         edges = g.into(node, kinds)
         if node.kind is NodeKind.STUB and not any(e.kind is EdgeKind.STUB_CALL for e in edges):
             edges += stub_uses(ix, node)  # a stub handed to a helper: the graph has no call for it

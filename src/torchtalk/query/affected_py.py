@@ -103,7 +103,8 @@ def _module_calls(ix: Index) -> dict[str, list[tuple[str, int, int]]]:
         dirs = " OR ".join("path LIKE ?" for _ in MODULE_DIRS)
         for callee, line, fid, module, cls in ix.q(
                 "SELECT c.callee, c.line, c.file_id, f.module, f.cls FROM py_call c "
-                f"JOIN py_function f ON f.id = c.func WHERE c.file_id IN (SELECT id FROM files WHERE {dirs}) AND f.cls != ''",
+                "JOIN py_function f ON f.id = c.func "
+                f"WHERE c.file_id IN (SELECT id FROM files WHERE {dirs}) AND f.cls != ''",
                 [d + "%" for d in MODULE_DIRS]):
             out.setdefault(callee, []).append((f"{module}.{cls.split('.')[0]}", line, fid))
         return out

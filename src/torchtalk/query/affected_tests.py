@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ..model import Loc
 from ..store.reader import Index
 from .changes import ChangedOpInfo, ChangedTest
 from .testnames import generated_names
-from .tests import find_similar_tests
+from .tests import FoundTest, find_similar_tests
 
 MAX_OPS_FOR_TESTS = 6  # distinct ops whose tests are looked up (each is one find_similar_tests call)
 PER_OP = 6  # tests taken per op from find_similar_tests
@@ -118,11 +117,12 @@ def _db_names(ix: Index) -> dict[str, dict[str, int]]:
     database files of the tree (their entries are constructor calls the index does not keep)."""
     def load() -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {"module": {}, "optim": {}}
+        root = ix.source_root
         for key, rel, pat in (("module", _MODULE_DB, r"ModuleInfo\(\s*(?:torch\.)?(nn\.[\w.]+)"),
                               ("optim", _OPTIM_DB, r"OptimizerInfo\(\s*(?:optim_cls=)?([A-Z]\w+)")):
             try:
-                text = (Path(ix.source_root) / rel).read_text(encoding="utf-8", errors="replace")
-            except (OSError, TypeError):  # no such file here, or no tree (source_root None)
+                text = (root / rel).read_text(encoding="utf-8", errors="replace") if root is not None else ""
+            except OSError:  # no such file here
                 text = ""
             for m in re.finditer(pat, text):
                 out[key].setdefault(m.group(1), text.count("\n", 0, m.start()) + 1)
@@ -190,7 +190,7 @@ def op_tests(ix: Index, op: OpForTests, device: str) -> list[AffectedTest]:
     return out
 
 
-def _found(tests: list, base: str, target: str, how: str, device: str) -> list[AffectedTest]:
+def _found(tests: list[FoundTest], base: str, target: str, how: str, device: str) -> list[AffectedTest]:
     out = []
     for t in tests:
         keep, generated, narrow = _for_device(t.loc.path, t.cls, t.generated, device)

@@ -19,7 +19,8 @@ def clean_text(value: object, arg: str, example: str, max_len: int = MAX_NAME) -
     if not text:
         raise BadArgument(f"{arg} is empty; give a name such as {example!r}")
     if len(text) > max_len:
-        raise BadArgument(f"{arg} is {len(text):,} characters long; the limit is {max_len}. Give a name such as {example!r}")
+        raise BadArgument(f"{arg} is {len(text):,} characters long; the limit is {max_len}. "
+                          f"Give a name such as {example!r}")
     if _CONTROL.search(text):
         raise BadArgument(f"{arg} contains control characters; give a plain name such as {example!r}")
     if any(unicodedata.category(ch) == "Cs" for ch in text):

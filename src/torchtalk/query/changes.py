@@ -10,8 +10,9 @@ guessed at (a declaration, a macro, an include).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from ..graph.nodes import cpp_node, op_node, py_node, stub_node
 from ..graph.py_edges import ops_of_python
@@ -24,6 +25,7 @@ from ..store.reader import Index
 from .changeset import FileChange
 
 MAX_NODES_PER_FILE = 40
+T = TypeVar("T")
 NATIVE_YAML = "aten/src/ATen/native/native_functions.yaml"
 DERIVATIVES_YAML = "tools/autograd/derivatives.yaml"
 TAGS_YAML = "aten/src/ATen/native/tags.yaml"
@@ -99,9 +101,10 @@ def _span(lines: set[int], gaps: set[tuple[int, int]]) -> tuple[int, int]:
     return (max(1, min(pts)), max(pts)) if pts else (1, 0)
 
 
-def _innermost(items: list, lines: set[int], gaps: set[tuple[int, int]], start, end) -> dict[int, tuple[object, int]]:
+def _innermost(items: Sequence[T], lines: set[int], gaps: set[tuple[int, int]], start: Callable[[T], int],
+               end: Callable[[T], int]) -> dict[int, tuple[T, int]]:
     """id(item) -> (item, first changed line) for the innermost item spanning each changed line or gap."""
-    out: dict[int, tuple[object, int]] = {}
+    out: dict[int, tuple[T, int]] = {}
     for n in sorted(lines):
         hits = [x for x in items if start(x) <= n <= end(x)]
         if hits:
@@ -146,7 +149,6 @@ def _cpp(ix: Index, fid: int, fc: FileChange) -> ChangeMap:
     picked = sorted(chosen.values(), key=lambda v: v[1])
     out.cut = max(0, len(picked) - MAX_NODES_PER_FILE)
     for sym, first in picked[:MAX_NODES_PER_FILE]:
-        assert isinstance(sym, CppSymbol)
         inside = sorted(n for n in fc.lines if sym.line <= n <= sym.end_line)
         why = ("in the file" if fc.whole else f"{'body' if inside and inside[0] > sym.line else 'definition'} "
                f"changed ({_lines_text(inside) if inside else f'lines near {first}'})")
@@ -207,7 +209,6 @@ def _native_yaml(ix: Index, fc: FileChange) -> ChangeMap:
     chosen = _innermost(ops, fc.lines, fc.gaps, lambda o: o.line, lambda o: o.end_line)
     seen: set[str] = set()
     for op, first in sorted(chosen.values(), key=lambda v: v[1]):
-        assert isinstance(op, Op)
         rows = [d for d in reg.own.get(op.full_name, []) if d.line in fc.lines]
         if rows:
             why = f"dispatch line {rows[0].line} changed: " + ", ".join(f"{d.key}: {d.kernel}" for d in rows)
@@ -361,7 +362,7 @@ def _tests(ix: Index, fid: int, fc: FileChange) -> ChangeMap:
     rest = [] if fc.whole else _covered(fc.lines, ((m[2], m[3]) for m in methods))
     if rest:
         classes = ix.q("SELECT name, line, end_line FROM test_class WHERE file_id = ? ORDER BY line", (fid,))
-        scopes = {}
+        scopes: dict[str, tuple[int, int]] = {}
         for n in rest:
             cls = next((c for c in classes if c[1] <= n <= c[2]), None)
             key = cls[0] if cls else ""

@@ -160,7 +160,9 @@ def split_names(text: object) -> list[str]:
     if any("\ud800" <= c <= "\udfff" for c in text):
         raise BadArgument("names is not valid Unicode text (it holds a lone surrogate)")
     # Commas and line breaks separate names; spaces do too, except inside parentheses ("f(int a)").
-    out, depth, cur = [], 0, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         depth += (ch == "(") - (ch == ")")
         if ch in ",\n\r" or ch in " \t" and depth <= 0:

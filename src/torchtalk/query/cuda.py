@@ -119,8 +119,9 @@ def _walk(ix: Index, starts: list[Node]) -> tuple[dict[str, GpuKernel], list[Ker
 
 
 def _summary(ix: Index) -> CudaKernelsResult:
-    rows = [to_symbol(ix, r) for r in ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE kind = ? ORDER BY file_id, line",
-                                           (SymbolKind.GLOBAL_KERNEL.value,))]
+    rows = [to_symbol(ix, r)
+            for r in ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE kind = ? ORDER BY file_id, line",
+                          (SymbolKind.GLOBAL_KERNEL.value,))]
     by_file = Counter(d.path for d in rows)
     launches = ix.one("SELECT count(*) FROM cpp_call WHERE kind = 'launch'")[0]
     helpers = ix.one("SELECT count(*) FROM cpp_call WHERE kind = 'gpu_launch'")[0]

@@ -82,7 +82,7 @@ def excerpt(ix: Index, where: object, context: int = CONTEXT) -> Excerpt:
             raise BadArgument(f"{path} is larger than {MAX_FILE_BYTES >> 20} MiB; open it in an editor")
         lines = full.read_bytes().decode("utf-8", errors="replace").splitlines()
     except OSError as exc:
-        raise BadArgument(f"{path} cannot be read now ({exc.strerror}); the index may be older than the tree")
+        raise BadArgument(f"{path} cannot be read now ({exc.strerror}); the index may be older than the tree") from exc
     if not 1 <= line <= max(len(lines), 1):
         raise BadArgument(f"{path} has {len(lines)} lines, not {line}; the index may be older than the tree")
     first = max(1, line - context)

@@ -73,7 +73,7 @@ class TraceModuleResult:
     op_kernels: dict[str, str] = field(default_factory=dict)  # op full name -> "CPU: k; CUDA: k2"
 
 
-def _class_rows(ix: Index, where: str, params: tuple) -> list[ClassInfo]:
+def _class_rows(ix: Index, where: str, params: tuple[str, ...]) -> list[ClassInfo]:
     out = []
     for cid, fq, name, module, file_id, line, bases, roots in ix.q(
             f"SELECT id, fq, name, module, file_id, line, bases, roots FROM py_class_fq WHERE {where}", params):
@@ -82,7 +82,7 @@ def _class_rows(ix: Index, where: str, params: tuple) -> list[ClassInfo]:
     return out
 
 
-def _rank(c: ClassInfo) -> tuple:
+def _rank(c: ClassInfo) -> tuple[bool, bool, bool, int]:
     private = any(p.startswith("_") for p in c.fq.split(".")[1:-1])
     special = any(p in ("ao", "quantized", "qat", "intrinsic", "testing", "distributed", "fx") for p in c.fq.split("."))
     return (not any(k in c.roots for k in KINDS), special, private, len(c.fq))
@@ -196,7 +196,8 @@ def _merge_ops(nodes: list[CallNode]) -> list[CallNode]:
     return out
 
 
-def _walk(ix: Index, entry: PyDef, mro: list[ClassInfo]) -> tuple[list[CallNode], OrderedDict[str, tuple[Op, list[str]]]]:
+def _walk(ix: Index, entry: PyDef,
+          mro: list[ClassInfo]) -> tuple[list[CallNode], OrderedDict[str, tuple[Op, list[str]]]]:
     """PY_CALL edges down from ``entry`` (forward or step), ``self`` being an instance of mro[0]."""
     ctx = PyContext([c.fq for c in mro])
 
@@ -223,7 +224,7 @@ def trace_module(ix: Index, module_name: str) -> TraceModuleResult | NotFound:
         return found
     cls, others = found
     mro = _mro(ix, cls)
-    chain = [(c.fq, c.loc) for c in mro[1:]]
+    chain: list[tuple[str, Loc | None]] = [(c.fq, c.loc) for c in mro[1:]]
     init_def = _method(ix, mro, "__init__")
     init = MethodInfo("__init__", init_def.signature, init_def.loc, init_def.fq.rsplit(".", 1)[0]) if init_def else None
     entry_name = "step" if ("optimizer" in cls.roots or "lr_scheduler" in cls.roots) else "forward"

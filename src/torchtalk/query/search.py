@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..errors import BadArgument
 from ..graph import graph
@@ -44,6 +45,12 @@ class SearchResult:
     notes: list[str] = field(default_factory=list)
 
 
+# Hits sort by (rank: exact 0 .. kernel 3, group: op 0 binding 1 C++ 2 named 3, name length, name).
+SortKey = tuple[int, int, int, str]
+Scored = tuple[SortKey, SearchHit, Op | None]
+Binding = tuple[str, str, Loc]  # (kind, target or op, loc) of a Python name in py_api
+
+
 def _rank(query: str, name: str) -> int | None:
     return _rank_l(query.lower(), name.lower())
 
@@ -73,13 +80,12 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
     if backend is not None and not (isinstance(backend, str) and not backend.strip()):
         b = clean_text(backend, "backend", "CUDA", max_len=100)
         valid = backends(ix)
-        match = [k for k in valid if k.lower() == b.lower()]
-        if not match:
+        matching = [k for k in valid if k.lower() == b.lower()]
+        if not matching:
             raise BadArgument(f"backend {shown(b)} is not a dispatch key of any op; valid keys: {', '.join(valid)}")
-        key = match[0]
-    reg = registry(ix)
+        key = matching[0]
     ql = q.lower()
-    scored: list[tuple[tuple, SearchHit, Op | None]] = []
+    scored: list[Scored] = []
     for rec, full_l, name_l, entries, kernels_l in _op_table(ix):
         rank = _rank_l(ql, full_l)
         if rank is None:
@@ -101,12 +107,12 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
                         str(rec.schema), [KernelHit(d, []) for d in kernels])
         scored.append(((rank, 0, len(rec.name), rec.full_name), hit, rec))
     if key is None:
-        for name, name_l, entries in _binding_table(ix):
+        for name, name_l, bindings in _binding_table(ix):
             rank = _rank_l(ql, name_l)
             if rank is None:
                 continue
-            kind, _target, loc = entries[0]
-            detail = ", ".join(sorted({t for _k, t, _l in entries if t}))[:200]
+            kind, _target, loc = bindings[0]
+            detail = ", ".join(sorted({t for _k, t, _l in bindings if t}))[:200]
             scored.append(((rank, 1, len(name), name), SearchHit("binding", name, loc,
                                                                    ["exact", "prefix", "substring"][rank],
                                                                    f"{kind} -> {detail}"), None))
@@ -123,14 +129,14 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
             h.detail = _node_detail(ix, nodes[h.name])
     by_name = {h.name: r for _s, h, r in scored[:limit] if r is not None}
     for h in hits:
-        rec = by_name.get(h.name)
-        if rec is None:
+        if h.name not in by_name:
             continue
         for kh in h.kernels:
             kh.defs = kernel_definitions(ix, kh.entry.kernel, kh.entry.structured)
     res = SearchResult(q, key, hits, len(scored), limit)
     if key is not None:
-        res.notes.append(f"Only ops with a {key} kernel are shown, with their {key} entries; bindings are not filtered by backend.")
+        res.notes.append(f"Only ops with a {key} kernel are shown, with their {key} entries; "
+                         "bindings are not filtered by backend.")
     return res
 
 
@@ -139,10 +145,9 @@ _FUNCTION_KINDS = tuple(k.value for k in (SymbolKind.FUNCTION, SymbolKind.METHOD
                                          SymbolKind.GLOBAL_KERNEL, SymbolKind.DEVICE_FUNCTION, SymbolKind.METAL_KERNEL))
 
 
-def _named_hits(ql: str, kind: str, names: list[str], where: Callable[[str], Loc | None]
-                ) -> list[tuple[tuple, SearchHit, None]]:
+def _named_hits(ql: str, kind: str, names: list[str], where: Callable[[str], Loc | None]) -> list[Scored]:
     """Hits among a small list of names (stubs, autograd nodes), ranked like the others."""
-    out = []
+    out: list[Scored] = []
     for n in names:
         rank = _rank_l(ql, n.lower())
         if rank is not None:
@@ -161,7 +166,7 @@ def _node_detail(ix: Index, node: AutogradNode) -> str:
     return "; ".join(parts)
 
 
-def _function_hits(ix: Index, q: str, taken: set[str]) -> list[tuple[tuple, SearchHit, None]]:
+def _function_hits(ix: Index, q: str, taken: set[str]) -> list[Scored]:
     """C++ functions and GPU kernels by name, through the trigram index (ranked after ops and bindings)."""
     if len(q) >= 3:
         phrase = '"' + q.replace('"', '""') + '"'
@@ -179,7 +184,8 @@ def _function_hits(ix: Index, q: str, taken: set[str]) -> list[tuple[tuple, Sear
                 f"AND kind IN ({','.join('?' * len(_FUNCTION_KINDS))}) "
                 f"AND name IN ({','.join('?' * len(rank_of))}) ORDER BY file_id, line",
                 (*_FUNCTION_KINDS, *rank_of))
-    out, per_name = [], {}
+    out: list[Scored] = []
+    per_name: dict[str, int] = {}
     for name, kind, qualname, file_id, line in rows:
         if per_name.setdefault(name, 0) >= 3:
             continue
@@ -191,26 +197,38 @@ def _function_hits(ix: Index, q: str, taken: set[str]) -> list[tuple[tuple, Sear
     return out
 
 
-def _op_table(ix: Index) -> list[tuple]:
-    """Per op, once per index version: (op, names lower-cased, dispatch entries, kernel names lower-cased)."""
-    def build():
+class _OpRow(NamedTuple):
+    """An op with what search matches it on."""
+
+    op: Op
+    full_l: str  # full name, lower-cased
+    name_l: str
+    entries: list[DispatchEntry]
+    kernels_l: list[str]  # kernel names, lower-cased
+
+
+def _op_table(ix: Index) -> list[_OpRow]:
+    """Per op, once per index version."""
+    def build() -> list[_OpRow]:
         reg = registry(ix)
         out = []
         for rec in reg.by_id.values():
             entries = reg.dispatch(rec)
-            out.append((rec, rec.full_name.lower(), rec.name.lower(), entries, [d.kernel.lower() for d in entries]))
+            out.append(_OpRow(rec, rec.full_name.lower(), rec.name.lower(), entries,
+                              [d.kernel.lower() for d in entries]))
         return out
     return ix.cached("search_ops", build)
 
 
-def _binding_table(ix: Index) -> list[tuple[str, str, list]]:
+def _binding_table(ix: Index) -> list[tuple[str, str, list[Binding]]]:
+    """(Python name, the same lower-cased, its bindings) per name."""
     return ix.cached("search_bindings", lambda: [(n, n.lower(), e) for n, e in _bindings(ix).items()])
 
 
-def _bindings(ix: Index) -> dict[str, list[tuple[str, str, Loc]]]:
-    """Python name -> [(kind, target or op, loc)] from the py_api table."""
-    def build():
-        out: dict[str, list[tuple[str, str, Loc]]] = {}
+def _bindings(ix: Index) -> dict[str, list[Binding]]:
+    """Python name -> its bindings, from the py_api table."""
+    def build() -> dict[str, list[Binding]]:
+        out: dict[str, list[Binding]] = {}
         for name, kind, op, target, file_id, line in ix.q("SELECT name, kind, op, target, file_id, line FROM py_api"):
             out.setdefault(name, []).append((kind, target or op, Loc(ix.path_of(file_id), line)))
         return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..source.files import list_files
 from ..store.integrity import reported_damage
@@ -38,9 +39,9 @@ _checking: set[str] = set()
 _lock = threading.Lock()
 
 
-def _check(ix: Index, key: str) -> list[str]:
+def _check(ix: Index, root: Path, key: str) -> list[str]:
     indexed = {p: (s, m) for p, s, m in ix.q("SELECT path, size, mtime_ns FROM files WHERE generated = 0")}
-    entries = list_files(ix.source_root)
+    entries = list_files(root)
     current = {e.relpath for e in entries}
     changed = [e.relpath for e in entries if indexed.get(e.relpath) != (e.size, e.mtime_ns)]
     changed += [p for p in indexed if p not in current]
@@ -50,7 +51,7 @@ def _check(ix: Index, key: str) -> list[str]:
     return changed
 
 
-def changed_files(ix: Index) -> tuple[list[str], float]:
+def changed_files(ix: Index, root: Path) -> tuple[list[str], float]:
     """Indexed files whose size or mtime differ on disk (plus new and deleted ones), and the age of that answer."""
     key = f"{ix.path}:{ix.meta.get('built_at')}"
     with _lock:
@@ -59,9 +60,9 @@ def changed_files(ix: Index) -> tuple[list[str], float]:
         if start_thread:
             _checking.add(key)
     if hit is None or time.monotonic() - hit[0] >= FRESHNESS_MAX_STALE_S:
-        return _check(ix, key), 0.0
+        return _check(ix, root, key), 0.0
     if start_thread:
-        threading.Thread(target=_check, args=(ix, key), daemon=True).start()
+        threading.Thread(target=_check, args=(ix, root, key), daemon=True).start()
     return hit[1], time.monotonic() - hit[0]
 
 
@@ -69,11 +70,11 @@ def status(ix: Index) -> StatusResult:
     meta = ix.meta
     counts = ix.meta_json("counts", {})
     root = meta.get("source_root", "")
-    changed = []
+    changed: list[str] = []
     fresh = None
     age = 0.0
     if ix.source_root is not None:
-        changed, age = changed_files(ix)
+        changed, age = changed_files(ix, ix.source_root)
         fresh = not changed
     readiness = {}
     for comp, values in counts.items():
@@ -81,8 +82,9 @@ def status(ix: Index) -> StatusResult:
     if "generated code" in readiness:
         codegen = meta.get("codegen_status", "not run")
         cpu = meta.get("codegen_cpu_seconds")
-        readiness["generated code"] = (f"ready (generators: {codegen}" + (f", {cpu}s CPU" if cpu and cpu != "0.0" else "")
-                                       + ")") if codegen.startswith("ok") else codegen
+        cpu_note = f", {cpu}s CPU" if cpu and cpu != "0.0" else ""
+        readiness["generated code"] = (f"ready (generators: {codegen}{cpu_note})" if codegen.startswith("ok")
+                                       else codegen)
     built = meta.get("built_at")
     built_at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(built))) if built else "?"
     skipped = ix.meta_json("skipped", [])

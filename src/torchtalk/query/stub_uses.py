@@ -25,21 +25,22 @@ _SKIP = re.compile(r"\b(DEFINE_DISPATCH|DECLARE_DISPATCH|REGISTER_\w*DISPATCH)\b
 
 
 def stub_uses(ix: Index, node: Node) -> list[Edge]:
-    if node.kind is not NodeKind.STUB or ix.source_root is None:
+    root = ix.source_root
+    if node.kind is not NodeKind.STUB or root is None:
         return []
     memo: dict[str, list[Edge]] = ix.cached("stub_uses", dict)
     if node.key not in memo:
-        memo[node.key] = _uses(ix, node)
+        memo[node.key] = _uses(ix, root, node)
     return memo[node.key]
 
 
-def _uses(ix: Index, node: Node) -> list[Edge]:
+def _uses(ix: Index, root: Path, node: Node) -> list[Edge]:
     out: list[Edge] = []
     pat = re.compile(rf"\b{re.escape(node.key)}\b")
     for fid, path in ix.q("SELECT DISTINCT r.file_id, f.path FROM cpp_registration r JOIN files f ON f.id = r.file_id "
                           "WHERE r.kind = ? AND r.name = ?", (RegistrationKind.DEFINE_DISPATCH.value, node.key)):
         try:
-            lines = (Path(ix.source_root) / path).read_text(encoding="utf-8", errors="replace").split("\n")
+            lines = (root / path).read_text(encoding="utf-8", errors="replace").split("\n")
         except OSError:
             continue
         hits = [n for n, text in enumerate(lines, 1) if pat.search(text) and not _SKIP.search(text)

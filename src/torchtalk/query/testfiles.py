@@ -159,8 +159,8 @@ def test_file_info(ix: Index, file_path: str) -> TestFileInfo | NotFound:
                                      list(dict.fromkeys(gen)), name in param))
     functions = [(name, Loc(path, line)) for name, line in ix.q(
         "SELECT name, line FROM test_method WHERE file_id = ? AND cls IS NULL ORDER BY line", (fid,))]
-    decos: Counter = Counter()
-    touched: Counter = Counter()
+    decos: Counter[str] = Counter()
+    touched: Counter[str] = Counter()
     for decorators, touches in ix.q("SELECT decorators, touches FROM test_method WHERE file_id = ?", (fid,)):
         for d in json.loads(decorators or "[]"):
             decos[d.split("(")[0]] += 1
@@ -169,7 +169,7 @@ def test_file_info(ix: Index, file_path: str) -> TestFileInfo | NotFound:
         "SELECT alias, target FROM py_import WHERE file_id = ? AND target LIKE 'torch.testing._internal.%' "
         "ORDER BY id", (fid,))]
     reg = registry(ix)
-    ops: Counter = Counter()
+    ops: Counter[str] = Counter()
     for tok, n in touched.items():
         name = tok.lstrip(".")
         if tok.startswith("torch.") and tok in reg.py_by_name:
@@ -179,6 +179,6 @@ def test_file_info(ix: Index, file_path: str) -> TestFileInfo | NotFound:
         elif tok.startswith("F.") and f"torch.nn.functional.{tok[2:]}" in reg.py_by_name:
             ops[f"torch.nn.functional.{tok[2:]}"] += n
     total = sum(counts.values())
-    return TestFileInfo(path, classes, functions, [(k, c, Loc(path, l), o) for k, c, l, o in insts],
+    return TestFileInfo(path, classes, functions, [(k, c, Loc(path, ln), o) for k, c, ln, o in insts],
                         decos.most_common(20), utilities, ops.most_common(40), total,
                         f"python {path}" if path.startswith("test/") else f"python -m pytest {path}")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..errors import BadArgument
 from ..graph.registry import registry
-from ..model import Loc
+from ..model import Loc, Op
 from ..store.reader import Index
 from .args import MAX_LIMIT, check_int, clean_text, shown
 from .testnames import generated_names
@@ -57,6 +58,22 @@ class SimilarTestsResult:
     home_why: str = ""
 
 
+# How a found test ranks: (group, score, home file rank, path depth, path, line); lower first.
+_Rank = tuple[int, int, int, int, str, int]
+
+
+class _MethodRow(NamedTuple):
+    """A test method as find_similar_tests selects it (base_sql)."""
+
+    id: int
+    file_id: int
+    cls: str  # "" outside a class
+    name: str
+    line: int
+    decorators: str | None  # JSON list
+    touches: str  # the names its body uses, space-separated
+
+
 def _like(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
@@ -91,8 +108,9 @@ def _norm(name: str) -> str:
 
 def _test_names(ix: Index) -> list[tuple[int, int, str, str]]:
     """(method id, file id, name, normalized name) of every test, once per index version."""
-    return ix.cached("test_names_norm", lambda: [(mid, fid, n, "test" + _norm(n[4:]) if n.startswith("test") else _norm(n))
-                                                 for mid, fid, n in ix.q("SELECT id, file_id, name FROM test_method")])
+    return ix.cached("test_names_norm", lambda: [
+        (mid, fid, n, "test" + _norm(n[4:]) if n.startswith("test") else _norm(n))
+        for mid, fid, n in ix.q("SELECT id, file_id, name FROM test_method")])
 
 
 def _name_score(name: str, norm: str, nkey: str) -> int | None:
@@ -130,15 +148,15 @@ def _module_callers(ix: Index) -> dict[str, set[str]]:
     return ix.cached("nn_module_callers", build)
 
 
-def home_files(ix: Index, ops: list, stem: str) -> tuple[list[str], str]:
+def home_files(ix: Index, ops: list[Op], stem: str) -> tuple[list[str], str]:
     """The op's home test files, by PyTorch's test layout: its Python package's test/test_<package>.py
     (torch.cumsum -> test/test_torch.py, F.group_norm -> test/test_nn.py), and for an nn module's file
     torch/nn/modules/<stem>.py the test/nn/test_<stem>*.py next to it (nn.AvgPool2d -> test/nn/test_pooling.py)."""
     reg = registry(ix)
     packages: list[str] = []
     for op in ops:
-        for p in reg.python_names(op):
-            pkg = next((ns for prefix, ns in _NAMESPACES if p.name.startswith(prefix)), None)
+        for py in reg.python_names(op):
+            pkg = next((ns for prefix, ns in _NAMESPACES if py.name.startswith(prefix)), None)
             if pkg and pkg not in packages:
                 packages.append(pkg)
     callers = _module_callers(ix)
@@ -165,7 +183,7 @@ def home_files(ix: Index, ops: list, stem: str) -> tuple[list[str], str]:
     return out, "; ".join(why)
 
 
-def _ops_for(ix: Index, stem: str) -> list:
+def _ops_for(ix: Index, stem: str) -> list[Op]:
     reg = registry(ix)
     ops = reg.lookup(stem)
     if not ops:
@@ -189,9 +207,9 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsRe
     home_rank = {fid: home.index(p) for fid, p in ix.paths().items() if p in home}  # the nn module's file first
     home_ids = set(home_rank)
     inst = _instantiations(ix)
-    scored: dict[int, tuple[tuple, FoundTest]] = {}
+    scored: dict[int, tuple[_Rank, FoundTest]] = {}
 
-    def add(row, group: int, score: int, why: str) -> None:
+    def add(row: _MethodRow, group: int, score: int, why: str) -> None:
         mid, fid, cls, name, line, decos, _touches = row
         path = ix.path_of(fid)
         # Top-level test files (test/test_torch.py) before subsystem suites (test/inductor/...).
@@ -200,9 +218,10 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsRe
             return
         decorators = json.loads(decos or "[]")
         opts = inst.get((fid, cls))
+        ops_stem = stem if any(d.startswith("ops(") for d in decorators) else None
         scored[mid] = (rank, FoundTest(
             name, cls, Loc(path, line), why, _command(path, cls, name), decorators,
-            generated_names(cls, name, decorators, opts, stem if any(d.startswith("ops(") for d in decorators) else None)))
+            generated_names(cls, name, decorators, opts, ops_stem)))
 
     base_sql = ("SELECT m.id, m.file_id, coalesce(c.name, ''), m.name, m.line, m.decorators, m.touches "
                 "FROM test_method m LEFT JOIN test_class c ON c.id = m.cls ")
@@ -218,8 +237,8 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsRe
                     named[mid] = (fid, sc)
     for i in range(0, len(named), 900):
         chunk = list(named)[i:i + 900]
-        for row in ix.q(base_sql + f"WHERE m.id IN ({','.join('?' * len(chunk))})", chunk):
-            fid, sc = named[row[0]]
+        for row in map(_MethodRow._make, ix.q(base_sql + f"WHERE m.id IN ({','.join('?' * len(chunk))})", chunk)):
+            fid, sc = named[row.id]
             in_home = fid in home_ids
             group = (0 if in_home else 1) if sc <= 1 else 3
             add(row, group, sc, "name, home file" if in_home and sc <= 1 else "name")
@@ -227,20 +246,20 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsRe
     # bodies for every spelling (each scan reads all ~25k test bodies).
     where = " OR ".join(["m.touches LIKE ? ESCAPE '\\'"] * len(spellings))
     rows = ix.q(base_sql + f"WHERE {where} LIMIT {2000 * len(spellings)}", [_like(sp) for sp in spellings])
-    bodies = [(row, set(row[6].split())) for row in rows]
-    for method_call, group in ((False, spellings[:1] + spellings[2:]), (True, spellings[1:2])):
+    bodies = [(row, set(row.touches.split())) for row in map(_MethodRow._make, rows)]
+    for method_call, batch in ((False, spellings[:1] + spellings[2:]), (True, spellings[1:2])):
         if method_call and len(scored) >= limit:
             break
-        for spelling in group:
+        for spelling in batch:
             for row, touched in bodies:
                 if spelling in touched:
-                    g = 2 if row[1] in home_ids and not method_call else 4 if not method_call else 5
+                    g = 2 if row.file_id in home_ids and not method_call else 4 if not method_call else 5
                     add(row, g, 0, f"calls {spelling}" + ("()" if method_call else ""))
     ranked = [t for _s, t in sorted(scored.values(), key=lambda x: x[0])]
     return SimilarTestsResult(q, ranked[:limit], len(ranked), _opinfos(ix, key, ops), home, home_why)
 
 
-def _opinfos(ix: Index, key: str, ops: list) -> list[OpInfoHit]:
+def _opinfos(ix: Index, key: str, ops: list[Op]) -> list[OpInfoHit]:
     names = {key} | {o.name.lower() for o in ops[:1]}
     rows = []
     for k in names:

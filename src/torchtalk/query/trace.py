@@ -214,7 +214,8 @@ def _op_trace(ix: Index, op: Op, focus: str, cpp: bool, cache: dict[tuple[str, b
 def _kernel(ix: Index, op: Op, entry: DispatchEntry, focus: str) -> KernelInfo:
     g = graph(ix)
     info = KernelInfo(entry)
-    edges = [e for e in g.out(op_node(op), [EdgeKind.KERNEL]) if e.key == entry.key and e.dst.kind != NodeKind.UNRESOLVED]
+    edges = [e for e in g.out(op_node(op), [EdgeKind.KERNEL])
+             if e.key == entry.key and e.dst.kind != NodeKind.UNRESOLVED]
     info.definitions = [s for e in edges if (sid := symbol_id(e.dst)) is not None and (s := symbol(ix, sid))]
     roots = [e.dst for e in edges]
     steps = down(roots, g.out, [EdgeKind.CALL, EdgeKind.STUB_CALL], REACH_DEPTH, fan_out=40, max_nodes=300)

@@ -91,7 +91,8 @@ def render_test_file(r: TestFileInfo) -> str:
         for kind, cls, loc, opts in r.instantiations:
             fn = "instantiate_device_type_tests" if kind == "device_type" else "instantiate_parametrized_tests"
             shown = json.loads(opts or "{}")
-            out.append(f"- {fn}({cls}{', ' + ', '.join(f'{k}={v!r}' for k, v in shown.items()) if shown else ''})  {loc}")
+            opts_shown = ", " + ", ".join(f"{k}={v!r}" for k, v in shown.items()) if shown else ""
+            out.append(f"- {fn}({cls}{opts_shown})  {loc}")
     if r.decorators:
         out.append("\nDecorators: " + ", ".join(f"{d} ({n})" for d, n in r.decorators))
     if r.utilities:

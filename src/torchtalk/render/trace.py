@@ -72,7 +72,8 @@ def _render_kernels(t: OpTrace, focus: str, shown: set[str], out: list[str], cpp
             continue
         shown.add(kernel)
         if not info.definitions:
-            out.append(f"    C++: no definition of {kernel} found in the indexed C++ (it may be generated or macro-built)")
+            out.append(f"    C++: no definition of {kernel} found in the indexed C++ "
+                       "(it may be generated or macro-built)")
         for d in info.definitions[:4]:
             out.append(f"    C++: {_cpp_line(d)}")
         _stubs(info, out)

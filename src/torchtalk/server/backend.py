@@ -49,7 +49,8 @@ def _warm_up(ix: Index) -> None:
     try:
         registry(ix)
         stub_names(ix)
-        changed_files(ix)
+        if ix.source_root is not None:
+            changed_files(ix, ix.source_root)
         for tool in all_tools():
             output_model(tool)  # the pydantic models that serialise answers
     except Exception:  # warm-up is an optimisation; the first query reports any real problem

@@ -62,7 +62,7 @@ def run(cmd: Sequence[str], *, timeout: float, cwd: Path | None = None,
     try:
         cp = subprocess.run(
             list(cmd), cwd=cwd, env=dict(env) if env is not None else None,
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL, capture_output=True,
             timeout=timeout, check=False,
         )
     except FileNotFoundError:

@@ -87,7 +87,8 @@ def _walk(root: Path, top: str, out: list[FileEntry], real_root: str) -> None:
                         target = os.path.realpath(entry.path)
                         if not _inside(entry.path, real_root):
                             if layer_of(rel):
-                                out.append(FileEntry(rel, entry.path, layer_of(rel), 0, 0, "symlink leads outside the tree"))
+                                out.append(FileEntry(rel, entry.path, layer_of(rel), 0, 0,
+                                                     "symlink leads outside the tree"))
                             continue
                         if not os.path.exists(target):
                             if layer_of(rel):

@@ -99,7 +99,7 @@ class RowCodec:
         return self.cls(*values, id=id, path=path)
 
     def ddl(self) -> str:
-        cols = ",\n    ".join(f"{c} {t}" for c, t in zip(self.columns, self.sql_types))
+        cols = ",\n    ".join(f"{c} {t}" for c, t in zip(self.columns, self.sql_types, strict=True))
         return (f"CREATE TABLE IF NOT EXISTS {self.table} (\n    id INTEGER PRIMARY KEY,\n"
                 f"    file_id INTEGER NOT NULL,\n    {cols}\n);")
 

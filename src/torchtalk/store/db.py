@@ -224,7 +224,8 @@ class IndexWriter:
         self._sql = {}
         for t in FACT_TABLES:
             cols = codec_for_table(t).columns
-            self._sql[t] = f"INSERT INTO {t} (id, file_id, {', '.join(cols)}) VALUES ({', '.join('?' * (len(cols) + 2))})"
+            marks = ", ".join("?" * (len(cols) + 2))
+            self._sql[t] = f"INSERT INTO {t} (id, file_id, {', '.join(cols)}) VALUES ({marks})"
         self._new_names: set[str] = set()
 
     # ------------------------------------------------------------ files and facts

@@ -14,8 +14,9 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from ..errors import IndexUnavailable
 from .db import mark_corrupt, open_readonly
@@ -27,6 +28,7 @@ RECHECK_S = 0.5
 POOL_IDLE = 4
 
 Version = tuple[int, int] | None  # (inode, mtime) of the file a connection reads
+T = TypeVar("T")
 
 
 class _Conn:
@@ -161,7 +163,7 @@ class Index:
 
     # ------------------------------------------------------------ cached lookups (per index version)
 
-    def cached(self, key: str, build):
+    def cached(self, key: str, build: Callable[[], T]) -> T:
         held = getattr(self._local, "held", None)
         if held is None:
             with self.using():
@@ -178,7 +180,8 @@ class Index:
                         self._caches.popitem(last=False)
         if key not in cache:
             cache[key] = build()
-        return cache[key]
+        value: T = cache[key]
+        return value
 
     @property
     def meta(self) -> dict[str, str]:

@@ -38,6 +38,7 @@ TOOLS = [
          "definition file:line, its launch sites and the chain from the op, following composite kernels into the "
          "ops they call and the op's backward (marked [backward]); also launch helpers (gpu_kernel...). Without a "
          "name: a summary of the tree's GPU kernels. Example: cuda_kernels(\"softmax\")",
-         (Param("function_name", str, None, "op, C++ function or GPU kernel (omit for a summary)", metavar="NAME"), FORMAT),
+         (Param("function_name", str, None, "op, C++ function or GPU kernel (omit for a summary)", metavar="NAME"),
+          FORMAT),
          cuda.cuda_kernels, r_cg.render_cuda, nxt.next_cuda, knows.op_or_function),
 ]

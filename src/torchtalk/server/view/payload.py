@@ -80,7 +80,7 @@ def parse_call(text: str) -> dict[str, Any] | None:
         return None
     try:
         tool = get_tool(node.func.id)
-        args = {p.name: ast.literal_eval(a) for p, a in zip(tool.params, node.args)}
+        args = {p.name: ast.literal_eval(a) for p, a in zip(tool.params, node.args, strict=False)}
         args.update({k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg})
     except (KeyError, ValueError):
         return None

@@ -348,9 +348,11 @@ def start_codegen(
     if not (tree / "tools/setup_helpers/generate_code.py").is_file():
         gens["autograd"].reason = "generator missing: no tools/setup_helpers/generate_code.py in the tree"
     if not (tree / "torchgen/gen.py").is_file():
-        gens["torchgen"].reason = "generator missing: no torchgen/gen.py in the tree (torchgen appeared in PyTorch 1.12)"
+        gens["torchgen"].reason = ("generator missing: no torchgen/gen.py in the tree "
+                                   "(torchgen appeared in PyTorch 1.12)")
     if _foreign(out_dir):
-        return fail_all(f"{out_dir} exists and was not made by torchtalk's codegen (no {MANIFEST_NAME}); not replacing it")
+        return fail_all(f"{out_dir} exists and was not made by torchtalk's codegen (no {MANIFEST_NAME}); "
+                        "not replacing it")
     runnable = [n for n in GENERATORS if not gens[n].reason]
     if not runnable:
         return fail_all("no generator to run")
