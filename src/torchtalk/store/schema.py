@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..model import FACT_TABLES
 from .codec import codec_for_table
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # Extra indexes per table, beyond file_id (every table) and the primary key.
 INDEXES: dict[str, list[str]] = {
@@ -21,6 +21,9 @@ INDEXES: dict[str, list[str]] = {
     "cpp_symbol": ["name", "qualname"],
     "cpp_call": ["caller", "callee"],
     "cpp_registration": ["name", "target"],
+    "cpp_using": ["alias"],
+    "cpp_class": ["qualname", "name"],
+    "cpp_field": ["cls"],
     "generated_fact": ["scope", "value"],
     "py_class": ["name", "module"],
     "py_function": ["name", "module"],
