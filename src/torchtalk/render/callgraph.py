@@ -41,9 +41,9 @@ def _sections(title: str, sections: Sequence[CalledBySection | CallsSection | Im
 
 def _by_site(edges: list[Edge]) -> list[list[Edge]]:
     """Edges grouped per call site: several edges at one site are candidates for one call."""
-    groups: dict[tuple[str, int], list[Edge]] = {}
+    groups: dict[tuple[str, int, str], list[Edge]] = {}
     for e in edges:
-        key = (e.site.path, e.site.line) if e.site else ("", id(e))
+        key = (e.site.path, e.site.line, e.key) if e.site else ("", id(e), "")  # e.key: the call as written
         groups.setdefault(key, []).append(e)
     return list(groups.values())
 
