@@ -27,7 +27,8 @@ function (matched by file and line of the definition, within 2 lines) is compare
   named several candidates (it faced overloads).
 
 What counts as a call: CALL_EXPR cursors whose referenced declaration is a function, method
-or function template, and whose callee name is spelled on the call's line in the main file
+or function template, and whose callee name is spelled in the main file, on the line where the
+callee's name is written (a call of a chain written over several lines is on the line of its name)
 (calls that come from a macro's body, e.g. TORCH_CHECK's c10::detail::torchCheckFail, and
 implicit calls such as a range-for's begin()/end() are left out; calls written inside macro
 arguments are kept). Excluded: constructors and destructors (TorchTalk models them as type
@@ -103,7 +104,7 @@ FILES = (
     "aten/src/ATen/functorch/BatchRulesReduceOps.cpp",
     "torch/csrc/autograd/FunctionsManual.cpp",
 )
-EXTRACTOR_VERSION = "8"
+EXTRACTOR_VERSION = "9"
 EXAMPLES = 3
 DISPATCH_HEADER = re.compile(r"ATen/ops/(\w+?)_(cpu|cuda|meta|mps|compositeexplicitautograd|"
                              r"compositeexplicitautogradnonfunctional|compositeimplicitautograd|"
@@ -294,6 +295,18 @@ class _Extractor:
                     yield from visit(ch)
         yield from visit(self.tu.cursor)
 
+    def name_line(self, call, name: str) -> int:
+        """Line (in the main file) where a call's callee name is written: a CALL_EXPR's own location is where
+        the whole expression starts, which for ``TensorIteratorConfig()\n  .add_input(x)\n  .build()`` is not
+        the line of ``build``. 0 if the name is not written in the main file (a macro's body)."""
+        for callee in call.get_children():  # the callee expression comes first
+            for x in callee.walk_preorder():
+                if x.kind.name in ("MEMBER_REF_EXPR", "DECL_REF_EXPR", "OVERLOADED_DECL_REF") and x.spelling == name:
+                    path, line = self.spelling(x.location)
+                    return line if path == self.main else 0
+            break
+        return 0
+
     def caller_facts(self, fn) -> dict:
         calls, dependent = [], []
         for c in fn.walk_preorder():
@@ -318,6 +331,9 @@ class _Extractor:
                 calls.append({"line": line, "name": name, "kind": kind, "qualname": self.qualname(ref),
                               "area": "", "decl": "", "def": "", "ops": [], "form": ""})
                 continue
+            at = self.name_line(c, name)
+            if at:
+                line = at  # a chain written over several lines: the line where this callee's name is
             if not self.line_has(line, name):
                 continue  # implicit (range-for begin/end, ...)
             parent = ref.semantic_parent
