@@ -271,6 +271,11 @@ class Walker:
             parts, name = split_scope(self.t(name_node))
             if not name:
                 return keep
+            tnode = n.child_by_field_name("type")
+            if tnode is not None and self.t(tnode).replace(" ", "").endswith("::operator"):
+                # "BFloat16::operator float() const {": tree-sitter reads "BFloat16::operator" as the type
+                name = f"operator {self.t(name_node).strip()}"
+                parts = split_scope(self.t(tnode).replace(" ", "") + "()")[0]
             if (nt == "identifier" and not cur[5] and n.child_by_field_name("type") is None
                     and _MACRO_NAME.match(name)):
                 if in_body and name not in _LIBRARY:  # CUDA_KERNEL_LOOP(i, n) { ... }: a statement
@@ -336,6 +341,8 @@ class Walker:
         or declaration ``n`` whose function declarator is ``fd``."""
         ret = ""
         tnode = n.child_by_field_name("type")
+        if tnode is not None and self.t(tnode).replace(" ", "").endswith("::operator"):
+            tnode = fd.child_by_field_name("declarator") if fd is not None else None  # operator float(): float
         if tnode is not None and kind is not SymbolKind.CONSTRUCTOR:
             ret = self.t(tnode)
             if ret == "auto" and fd is not None:
@@ -567,7 +574,7 @@ class Walker:
         if ty is None:
             return
         parts, callee = split_scope(strip_templates(self.t(ty)))
-        if callee:
+        if callee and ty.type != "primitive_type":
             self.calls.append(CallSite(caller, callee, "::".join(parts), self.line(n), CallKind.CONSTRUCT, ""))
 
     def _using(self, n, cur) -> None:
