@@ -51,8 +51,10 @@ _FOREIGN_CALL = re.compile(r"([A-Za-z_]\w*)\s*$")
 
 
 def unpaste(name: str) -> str:
-    """``_cast___PASTE_n__`` -> ``_cast_##n``: the pattern of the names a pasting macro makes."""
-    return _PASTED.sub(r"##\1", name)
+    """``_cast___PASTE_n__`` -> ``_cast_##n##``, ``__PASTE_op___out`` -> ``##op##_out``: the names a pasting
+    macro makes, each parameter between two ``##`` so that a pattern says which parts are parameters
+    (``_cast_##n`` alone would not: graph/symbols.py pasted_match matches names against them)."""
+    return _PASTED.sub(r"##\1##", name)
 
 
 class Macro(NamedTuple):

@@ -23,7 +23,7 @@ from ..model import CppClass, CppField, CppSymbol, UsingKind
 from ..store.codec import codec, rows_facts
 from ..store.reader import Index
 from .registry import registry
-from .symbols import SYMBOL_COLS
+from .symbols import SYMBOL_COLS, pasted_match, pasted_symbols
 
 _BUILTINS = frozenset((
     "void bool char wchar_t char16_t char32_t short int long float double unsigned signed "
@@ -198,10 +198,16 @@ def is_class(ix: Index, qualname: str) -> bool:
 
 
 def symbols_named(ix: Index, qualname: str) -> list[CppSymbol]:
+    """Functions of this qualified name; failing that, those a name-pasting macro made in its scope
+    (``c10::Scalar::toDouble`` is ``c10::Scalar::to##name##``)."""
     memo: dict[str, list[CppSymbol]] = ix.cached("symbols_by_qualname", dict)
     if qualname not in memo:
-        memo[qualname] = rows_facts(CppSymbol, ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE qualname = ? "
-                                                    "ORDER BY file_id, line", (qualname,)), ix.paths())
+        found = rows_facts(CppSymbol, ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE qualname = ? "
+                                           "ORDER BY file_id, line", (qualname,)), ix.paths())
+        if not found:
+            name, scope = split_last(qualname)
+            found = [s for pattern, s in pasted_symbols(ix).get(scope, ()) if pasted_match(pattern, name)]
+        memo[qualname] = found
     return memo[qualname]
 
 
