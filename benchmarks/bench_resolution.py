@@ -11,8 +11,10 @@ function (matched by file and line of the definition, within 2 lines) is compare
   (caller, callee) pairs that TorchTalk lists among its resolved callees; precision = share
   of TorchTalk's distinct resolved (caller, callee) pairs that libclang confirms (callees
   libclang cannot check, i.e. calls that are dependent in an uninstantiated template, are
-  left out of precision). Methods (non-static member functions) and free functions (incl.
-  static members) are reported separately.
+  left out of precision; so are, in a function template or a member of a class template,
+  resolved callees libclang lists no call of, as it does not instantiate such code). Methods
+  (non-static member functions) and free functions (incl. static members) are reported
+  separately.
 - dispatcher op calls: calls of the generated op entry points (at::X / at::X_out /
   at::X_symint / at::X_outf in ATen/ops/X.h, at::_ops::S::call / redispatch,
   at::redispatch::X, Tensor / TensorBase methods of the generated TensorBody.h whose body calls
@@ -104,7 +106,7 @@ FILES = (
     "aten/src/ATen/functorch/BatchRulesReduceOps.cpp",
     "torch/csrc/autograd/FunctionsManual.cpp",
 )
-EXTRACTOR_VERSION = "9"
+EXTRACTOR_VERSION = "10"
 EXAMPLES = 3
 DISPATCH_HEADER = re.compile(r"ATen/ops/(\w+?)_(cpu|cuda|meta|mps|compositeexplicitautograd|"
                              r"compositeexplicitautogradnonfunctional|compositeimplicitautograd|"
@@ -295,6 +297,24 @@ class _Extractor:
                     yield from visit(ch)
         yield from visit(self.tu.cursor)
 
+    def callee_token(self, call) -> str:
+        """The name a dependent call calls, from its tokens: ``t.data_ptr<scalar_t>`` -> data_ptr (the last
+        identifier outside template arguments of the callee expression)."""
+        for callee in call.get_children():
+            last, depth = "", 0
+            for tok in callee.get_tokens():
+                sp = tok.spelling
+                if sp == "<":
+                    depth += 1
+                elif sp == ">" and depth:
+                    depth -= 1
+                elif sp == ">>" and depth:
+                    depth = max(0, depth - 2)
+                elif depth == 0 and tok.kind.name == "IDENTIFIER":
+                    last = sp
+            return last
+        return ""
+
     def name_line(self, call, name: str) -> int:
         """Line (in the main file) where a call's callee name is written: a CALL_EXPR's own location is where
         the whole expression starts, which for ``TensorIteratorConfig()\n  .add_input(x)\n  .build()`` is not
@@ -317,15 +337,14 @@ class _Extractor:
                 continue  # from a macro's body
             ref = c.referenced
             if ref is None or ref.kind.name == "OVERLOADED_DECL_REF":
-                name = c.spelling or next((d.spelling for d in c.walk_preorder() if d.kind.name in (
-                    "OVERLOADED_DECL_REF", "DECL_REF_EXPR", "MEMBER_REF_EXPR") and d.spelling), "")
+                name = c.spelling or self.callee_token(c)
                 if name:
                     dependent.append({"line": line, "name": name})
                 continue
             rk = ref.kind.name
             if rk not in _FUNC_KINDS:
                 continue
-            name = ref.spelling
+            name = ref.spelling.split("<")[0]  # an explicit specialization is spelled "to<double>"
             if rk in ("CONSTRUCTOR", "DESTRUCTOR", "CONVERSION_FUNCTION") or name.startswith("operator"):
                 kind = "ctor" if rk == "CONSTRUCTOR" else "operator"
                 calls.append({"line": line, "name": name, "kind": kind, "qualname": self.qualname(ref),
@@ -362,7 +381,17 @@ class _Extractor:
         ext = fn.extent
         return {"name": fn.spelling, "qualname": self.qualname(fn), "kind": fn.kind.name,
                 "line": fn.location.line, "start": ext.start.line, "end": ext.end.line,
-                "calls": calls, "dependent": dependent}
+                "calls": calls, "dependent": dependent, "template": self.in_template(fn)}
+
+    @staticmethod
+    def in_template(fn) -> bool:
+        """A function template, or a member of a class template: code libclang does not instantiate."""
+        c = fn
+        while c is not None and c.kind.name != "TRANSLATION_UNIT":
+            if c.kind.name in ("FUNCTION_TEMPLATE", "CLASS_TEMPLATE", "CLASS_TEMPLATE_PARTIAL_SPECIALIZATION"):
+                return True
+            c = c.semantic_parent
+        return False
 
 
 def _op_structs(wheel_inc: Path) -> dict[str, str]:
@@ -575,7 +604,8 @@ def compare_caller(c: dict, cs: tt.CalleeSet, rel: str, src_lines: list[str], ta
             continue
         same = [k for k in cl_all_names.get(site.name, []) if abs(k["line"] - site.line) <= 1] or \
             cl_all_names.get(site.name, [])
-        if not same and site.name in dep_names:
+        if not same and (site.name in dep_names or c.get("template")):
+            # in an uninstantiated template libclang leaves calls unresolved, or out of its AST: not checkable
             tally.n["tt_resolved_unverifiable"] += 1
             continue
         if any(k["kind"] == "ctor" and norm(k["qualname"]).rsplit("::", 1)[0] == q for k in same):
@@ -685,7 +715,7 @@ def compare_caller(c: dict, cs: tt.CalleeSet, rel: str, src_lines: list[str], ta
                 cause = "an in-tree function of an op's name reported as an op"
             else:
                 cause = f"libclang: a {k['area'] or k['kind']} function, not an op"
-        elif site.name in dep_names:
+        elif site.name in dep_names or c.get("template"):
             tally.n["tt_ops"] -= 1
             tally.n["tt_ops_unverifiable"] += 1
             continue
