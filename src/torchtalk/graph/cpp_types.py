@@ -138,13 +138,20 @@ def applies(fact_path: str, caller_path: str) -> bool:
 
 
 def parse_type(text: str) -> tuple[str, list[str], int]:
-    """``c10::ArrayRef<int64_t>*`` -> ("c10::ArrayRef", ["int64_t"], 1); template arguments of the last
+    """``const c10::ArrayRef<int64_t>*&`` -> ("c10::ArrayRef", ["int64_t"], 1); template arguments of the last
     component only (those of outer components are dropped)."""
     t = text.strip()
     ptrs = 0
-    while t.endswith("*"):
-        ptrs += 1
-        t = t[:-1].rstrip()
+    while True:  # "const T* const&": a reference binds as the object; pointers counted; top-level const dropped
+        if t.endswith("&"):
+            t = t.rstrip("&").rstrip()
+        elif t.endswith("*"):
+            ptrs += 1
+            t = t[:-1].rstrip()
+        elif t.endswith(" const") or t.endswith("*const"):
+            t = t[:-5].rstrip()
+        else:
+            break
     t = t.replace("const ", "").replace("typename ", "").strip().lstrip(":")
     args: list[str] = []
     if t.endswith(">"):
