@@ -237,8 +237,8 @@ class Walker:
         end = n.end_byte
         fd, name_node, params = self._fn_declarator(n.child_by_field_name("declarator"))
         keep = (end, cur[1], cur[2], cur[3], cur[4], None, "")  # a scope that adds nothing
-        if name_node is None:
-            return keep
+        if name_node is None or any(ch.type == "delete_method_clause" for ch in n.children):
+            return keep  # "f(TensorBase&&) = delete": never the function a call reaches
         lib = cur[4]
         kind: SymbolKind | None = None
         nt = name_node.type
