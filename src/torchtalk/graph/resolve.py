@@ -41,7 +41,7 @@ _KEY_NAMESPACES = {"at::cpu", "at::cuda", "at::meta", "at::mps", "at::compositee
 _TENSOR_NAMES = {"self", "other", "result", "out", "output", "input", "grad", "grad_output", "grad_input",
                  "tensor", "weight", "bias", "src", "source", "index", "indices", "values", "mask", "t"}
 _TEMPLATES = "aten/src/ATen/templates/"  # torchgen's templates: their code is generated code's
-_TEST_DIRS = ("/test/", "/tests/", "test/")
+_TEST_DIRS = ("/test/", "/tests/")
 _MAX_NESTING = 3  # type evaluation that needs call resolution that needs type evaluation ...
 
 
@@ -126,7 +126,7 @@ class Resolver:
         self.reg = registry(ix)
         self.scope = caller_scope(caller)
         self.nesting = nesting
-        self.in_test = any(d in caller.path for d in _TEST_DIRS)
+        self.in_test = _is_test(caller.path)
 
     # -------------------------------------------------------------- calls
 
@@ -181,7 +181,16 @@ class Resolver:
             adl = self._adl(name, call)
             if adl:
                 return self.choose(adl, call)
-        return UNRESOLVED
+        return self._construction(name, qual, call)
+
+    def _construction(self, name: str, qual: str, call: CallSite) -> Resolution:
+        """``TensorIteratorConfig()``: a class named as a function is a construction, its constructors (none
+        declared: no function to reach, so no unresolved name either)."""
+        ty = resolve_type(self.ix, f"{qual}::{name}" if qual else name, self.scope)
+        if ty is None or ty.ptr or ty.is_builtin or ty.is_std or not is_class(self.ix, ty.name):
+            return UNRESOLVED
+        ctors = [s for s in symbols_named(self.ix, f"{ty.name}::{split_last(ty.name)[0]}") if self._visible(s)]
+        return self.choose(ctors, call, ty) if ctors else Resolution(TargetKind.LOCAL)
 
     def _in_at(self, qual: str) -> bool:
         """Whether a call can mean an op: written in an op namespace, or unqualified in ATen's namespaces
@@ -476,11 +485,11 @@ class Resolver:
         return not s.is_file_local or s.path == self.caller.path or is_header(s.path)
 
     def _usable(self, syms: list[CppSymbol]) -> list[CppSymbol]:
-        """Test-only headers serve tests, codegen templates serve generated code; others win where they exist."""
-        own = [s for s in syms if self._visible(s)]
-        keep = [s for s in own if (self.in_test or not any(d in s.path for d in _TEST_DIRS))
-                and (self.caller.path.startswith(_TEMPLATES) or not s.path.startswith(_TEMPLATES)
-                     or "::Tensor::" in s.qualname)]
+        """Test-only code serves tests only (never a pick for the library, even as the only name found);
+        codegen templates serve generated code, and others where they exist."""
+        own = [s for s in syms if self._visible(s) and (self.in_test or not _is_test(s.path))]
+        keep = [s for s in own if self.caller.path.startswith(_TEMPLATES) or not s.path.startswith(_TEMPLATES)
+                or "::Tensor::" in s.qualname]
         return keep or own
 
     # -------------------------------------------------------------- types
@@ -620,6 +629,10 @@ def _named_like_tensor(receiver: str) -> bool:
     if r.endswith(")"):
         return r.startswith(("at::", "self.", "result.")) or ".to(" in r or ".contiguous(" in r
     return r.lstrip("*&(").split(".")[0].split("->")[0] in _TENSOR_NAMES
+
+
+def _is_test(path: str) -> bool:
+    return path.startswith(("test/", "tests/")) or any(d in path for d in _TEST_DIRS)
 
 
 def _unique(syms: list[CppSymbol]) -> list[CppSymbol]:
