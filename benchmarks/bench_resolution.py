@@ -452,6 +452,19 @@ def norm(q: str) -> str:
     return "::".join(parts)
 
 
+def unpasted(q: str, called: list[str]) -> str:
+    """A function a name-pasting macro makes is named by its pattern, each parameter between two '##'
+    (c10::Scalar::to##name##); libclang names the instance the call reaches (toDouble, among ``called``,
+    its calls on that line): the qualname with that name."""
+    if "##" not in q:
+        return q
+    scope, _, last = q.rpartition("::")
+    parts = last.split("##")
+    regex = "".join(r"\w+" if i % 2 else re.escape(p) for i, p in enumerate(parts))
+    name = next((n for n in called if re.fullmatch(regex, n)), "")
+    return (f"{scope}::{name}" if scope else name) if name else q
+
+
 def same_loc(a: str, b: str, slack: int = 1) -> bool:
     if not a or not b:
         return False
@@ -510,7 +523,8 @@ def compare_caller(c: dict, cs: tt.CalleeSet, rel: str, src_lines: list[str], ta
     tt_resolved: dict[str, tuple] = {}  # norm qualname -> (site, defs)
     for site, defs in cs.resolved:
         if defs:
-            tt_resolved.setdefault(norm(defs[0].qualname), (site, defs))
+            near = [k["name"] for k in c["calls"] if abs(k["line"] - site.line) <= 1]
+            tt_resolved.setdefault(unpasted(norm(defs[0].qualname), near), (site, defs))
     tt_ops: dict[str, tt.CallSite] = {}
     for site, names, _full in cs.ops:
         for n in names or [site.name]:
@@ -608,8 +622,11 @@ def compare_caller(c: dict, cs: tt.CalleeSet, rel: str, src_lines: list[str], ta
             # in an uninstantiated template libclang leaves calls unresolved, or out of its AST: not checkable
             tally.n["tt_resolved_unverifiable"] += 1
             continue
-        if any(k["kind"] == "ctor" and norm(k["qualname"]).rsplit("::", 1)[0] == q for k in same):
-            tally.n["tt_resolved_ctor"] += 1  # `Tensor(...)` named as its class: right, but not a function call
+        if any(k["kind"] == "ctor" and q in (norm(k["qualname"]), norm(k["qualname"]).rsplit("::", 1)[0])
+               for k in same):
+            # `Tensor(...)` resolved to its class's constructor (or named as its class): constructor calls are
+            # left out on both sides (see the docstring)
+            tally.n["tt_resolved_ctor"] += 1
             continue
         tally.n["tt_resolved"] += 1
         ex = f"{where} line {site.line}: {site.written} -> TorchTalk {defs[0].qualname} {defs[0].path}:{defs[0].line}"
@@ -834,7 +851,7 @@ def print_report(r: dict) -> None:
     o = r["overall"]
     print(f"in-tree callee pairs: {o['callee_pairs']} ({o['method_pairs']} methods, {o['function_pairs']} functions);"
           f" TorchTalk resolved pairs: {o['tt_resolved_pairs']} (not counted: {o['tt_resolved_unverifiable']} dependent "
-          f"in templates, {o['tt_resolved_ctor']} constructor calls named as their class)")
+          f"in templates, {o['tt_resolved_ctor']} constructor calls)")
     print(f"op pairs: {o['op_pairs']}; TorchTalk op pairs: {o['tt_op_pairs']} (+{o['tt_ops_unverifiable']} "
           f"unverifiable)")
     print(f"definition picked = libclang's: {f(o['definition_agreement'])} of {o['definition_sites']} sites; "
