@@ -63,8 +63,33 @@ def terminate_macro_statements(data: bytes) -> bytes:
             continue
         if out is None:
             out = bytearray(data)
-        out[m.start(1)] = ord(";")
+        name = open_at
+        while name > 0 and data[name - 1] in b" \t\r\n":
+            name -= 1
+        while name > 0 and (chr(data[name - 1]).isalnum() or data[name - 1] == 0x5F):
+            name -= 1
+        _terminate(out, name, close, m.start(1), m.end(1))
     return bytes(out) if out is not None else data
+
+
+def _terminate(out: bytearray, name: int, close: int, blank: int, brace: int) -> None:
+    """Put a ';' after the ')' at ``close`` of the macro statement whose name starts at ``name``, keeping
+    every line break on its line (lines are counted from the text): the blanks from ``blank`` to the block's
+    '}' at ``brace`` give up one space or tab for it; else the ')' moves one byte left over a blank or the
+    last character of a string literal before it; else the statement moves one byte left over the
+    indentation before it. A statement at column 0 with none of these (a registration at namespace scope,
+    where tree-sitter loses nothing) is left as it is."""
+    run = bytes(out[blank:brace])
+    k = next((i for i, ch in enumerate(run) if ch in b" \t"), -1)
+    j = close - 1
+    if k >= 0:
+        out[blank:brace] = b";" + run[:k] + run[k + 1:]
+    elif out[j] in b" \t":
+        out[j], out[close] = ord(")"), ord(";")
+    elif out[j] == 0x22 and j >= 2 and out[j - 1] not in b'"\\\n' and out[j - 2] != 0x5C:
+        out[j - 1], out[j], out[close] = 0x22, ord(")"), ord(";")
+    elif name > 0 and out[name - 1] in b" \t":
+        out[name - 1:close + 1] = out[name:close + 1] + b";"
 
 
 def _open_paren(data: bytes, close: int, limit: int = 3000) -> int:

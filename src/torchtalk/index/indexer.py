@@ -28,7 +28,7 @@ from . import generated
 from . import progress as progress_mod
 
 # Bump when extractors change what they produce: an index from another version is rebuilt.
-INDEXER_VERSION = f"{__version__}+x6"
+INDEXER_VERSION = f"{__version__}+x7"
 
 
 @dataclass
