@@ -73,6 +73,11 @@ def _walk(ix: Index, starts: list[Node]) -> tuple[dict[str, GpuKernel], list[Ker
         return [e for e in g.out(node, WALK_KINDS) if _gpu_edge(e)]
 
     def follow(s: Step) -> bool:
+        # In the backward, the formula's own ops run; the ops those call through the dispatcher are other
+        # ops with kernels of their own (index_select_backward's index_add_: index_add's kernels).
+        if s.edge.kind is EdgeKind.OP_CALL and s.parent is not None and \
+                any(e.kind is EdgeKind.BACKWARD for e in s.parent.chain()):
+            return False
         return s.node.kind is not NodeKind.GPU_KERNEL
 
     steps = down(starts, edges, WALK_KINDS, MAX_DEPTH, fan_out=40, max_nodes=1500, follow=follow)
