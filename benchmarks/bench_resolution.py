@@ -11,8 +11,10 @@ function (matched by file and line of the definition, within 2 lines) is compare
   (caller, callee) pairs that TorchTalk lists among its resolved callees; precision = share
   of TorchTalk's distinct resolved (caller, callee) pairs that libclang confirms (callees
   libclang cannot check, i.e. calls that are dependent in an uninstantiated template, are
-  left out of precision). Methods (non-static member functions) and free functions (incl.
-  static members) are reported separately.
+  left out of precision; so are, in a function template or a member of a class template,
+  resolved callees libclang lists no call of, as it does not instantiate such code). Methods
+  (non-static member functions) and free functions (incl. static members) are reported
+  separately.
 - dispatcher op calls: calls of the generated op entry points (at::X / at::X_out /
   at::X_symint / at::X_outf in ATen/ops/X.h, at::_ops::S::call / redispatch,
   at::redispatch::X, Tensor / TensorBase methods of the generated TensorBody.h whose body calls
@@ -27,7 +29,8 @@ function (matched by file and line of the definition, within 2 lines) is compare
   named several candidates (it faced overloads).
 
 What counts as a call: CALL_EXPR cursors whose referenced declaration is a function, method
-or function template, and whose callee name is spelled on the call's line in the main file
+or function template, and whose callee name is spelled in the main file, on the line where the
+callee's name is written (a call of a chain written over several lines is on the line of its name)
 (calls that come from a macro's body, e.g. TORCH_CHECK's c10::detail::torchCheckFail, and
 implicit calls such as a range-for's begin()/end() are left out; calls written inside macro
 arguments are kept). Excluded: constructors and destructors (TorchTalk models them as type
@@ -103,7 +106,7 @@ FILES = (
     "aten/src/ATen/functorch/BatchRulesReduceOps.cpp",
     "torch/csrc/autograd/FunctionsManual.cpp",
 )
-EXTRACTOR_VERSION = "8"
+EXTRACTOR_VERSION = "10"
 EXAMPLES = 3
 DISPATCH_HEADER = re.compile(r"ATen/ops/(\w+?)_(cpu|cuda|meta|mps|compositeexplicitautograd|"
                              r"compositeexplicitautogradnonfunctional|compositeimplicitautograd|"
@@ -294,6 +297,36 @@ class _Extractor:
                     yield from visit(ch)
         yield from visit(self.tu.cursor)
 
+    def callee_token(self, call) -> str:
+        """The name a dependent call calls, from its tokens: ``t.data_ptr<scalar_t>`` -> data_ptr (the last
+        identifier outside template arguments of the callee expression)."""
+        for callee in call.get_children():
+            last, depth = "", 0
+            for tok in callee.get_tokens():
+                sp = tok.spelling
+                if sp == "<":
+                    depth += 1
+                elif sp == ">" and depth:
+                    depth -= 1
+                elif sp == ">>" and depth:
+                    depth = max(0, depth - 2)
+                elif depth == 0 and tok.kind.name == "IDENTIFIER":
+                    last = sp
+            return last
+        return ""
+
+    def name_line(self, call, name: str) -> int:
+        """Line (in the main file) where a call's callee name is written: a CALL_EXPR's own location is where
+        the whole expression starts, which for ``TensorIteratorConfig()\n  .add_input(x)\n  .build()`` is not
+        the line of ``build``. 0 if the name is not written in the main file (a macro's body)."""
+        for callee in call.get_children():  # the callee expression comes first
+            for x in callee.walk_preorder():
+                if x.kind.name in ("MEMBER_REF_EXPR", "DECL_REF_EXPR", "OVERLOADED_DECL_REF") and x.spelling == name:
+                    path, line = self.spelling(x.location)
+                    return line if path == self.main else 0
+            break
+        return 0
+
     def caller_facts(self, fn) -> dict:
         calls, dependent = [], []
         for c in fn.walk_preorder():
@@ -304,20 +337,22 @@ class _Extractor:
                 continue  # from a macro's body
             ref = c.referenced
             if ref is None or ref.kind.name == "OVERLOADED_DECL_REF":
-                name = c.spelling or next((d.spelling for d in c.walk_preorder() if d.kind.name in (
-                    "OVERLOADED_DECL_REF", "DECL_REF_EXPR", "MEMBER_REF_EXPR") and d.spelling), "")
+                name = c.spelling or self.callee_token(c)
                 if name:
                     dependent.append({"line": line, "name": name})
                 continue
             rk = ref.kind.name
             if rk not in _FUNC_KINDS:
                 continue
-            name = ref.spelling
+            name = ref.spelling.split("<")[0]  # an explicit specialization is spelled "to<double>"
             if rk in ("CONSTRUCTOR", "DESTRUCTOR", "CONVERSION_FUNCTION") or name.startswith("operator"):
                 kind = "ctor" if rk == "CONSTRUCTOR" else "operator"
                 calls.append({"line": line, "name": name, "kind": kind, "qualname": self.qualname(ref),
                               "area": "", "decl": "", "def": "", "ops": [], "form": ""})
                 continue
+            at = self.name_line(c, name)
+            if at:
+                line = at  # a chain written over several lines: the line where this callee's name is
             if not self.line_has(line, name):
                 continue  # implicit (range-for begin/end, ...)
             parent = ref.semantic_parent
@@ -346,7 +381,17 @@ class _Extractor:
         ext = fn.extent
         return {"name": fn.spelling, "qualname": self.qualname(fn), "kind": fn.kind.name,
                 "line": fn.location.line, "start": ext.start.line, "end": ext.end.line,
-                "calls": calls, "dependent": dependent}
+                "calls": calls, "dependent": dependent, "template": self.in_template(fn)}
+
+    @staticmethod
+    def in_template(fn) -> bool:
+        """A function template, or a member of a class template: code libclang does not instantiate."""
+        c = fn
+        while c is not None and c.kind.name != "TRANSLATION_UNIT":
+            if c.kind.name in ("FUNCTION_TEMPLATE", "CLASS_TEMPLATE", "CLASS_TEMPLATE_PARTIAL_SPECIALIZATION"):
+                return True
+            c = c.semantic_parent
+        return False
 
 
 def _op_structs(wheel_inc: Path) -> dict[str, str]:
@@ -407,6 +452,19 @@ def norm(q: str) -> str:
     return "::".join(parts)
 
 
+def unpasted(q: str, called: list[str]) -> str:
+    """A function a name-pasting macro makes is named by its pattern, each parameter between two '##'
+    (c10::Scalar::to##name##); libclang names the instance the call reaches (toDouble, among ``called``,
+    its calls on that line): the qualname with that name."""
+    if "##" not in q:
+        return q
+    scope, _, last = q.rpartition("::")
+    parts = last.split("##")
+    regex = "".join(r"\w+" if i % 2 else re.escape(p) for i, p in enumerate(parts))
+    name = next((n for n in called if re.fullmatch(regex, n)), "")
+    return (f"{scope}::{name}" if scope else name) if name else q
+
+
 def same_loc(a: str, b: str, slack: int = 1) -> bool:
     if not a or not b:
         return False
@@ -465,7 +523,8 @@ def compare_caller(c: dict, cs: tt.CalleeSet, rel: str, src_lines: list[str], ta
     tt_resolved: dict[str, tuple] = {}  # norm qualname -> (site, defs)
     for site, defs in cs.resolved:
         if defs:
-            tt_resolved.setdefault(norm(defs[0].qualname), (site, defs))
+            near = [k["name"] for k in c["calls"] if abs(k["line"] - site.line) <= 1]
+            tt_resolved.setdefault(unpasted(norm(defs[0].qualname), near), (site, defs))
     tt_ops: dict[str, tt.CallSite] = {}
     for site, names, _full in cs.ops:
         for n in names or [site.name]:
@@ -559,11 +618,15 @@ def compare_caller(c: dict, cs: tt.CalleeSet, rel: str, src_lines: list[str], ta
             continue
         same = [k for k in cl_all_names.get(site.name, []) if abs(k["line"] - site.line) <= 1] or \
             cl_all_names.get(site.name, [])
-        if not same and site.name in dep_names:
+        if not same and (site.name in dep_names or c.get("template")):
+            # in an uninstantiated template libclang leaves calls unresolved, or out of its AST: not checkable
             tally.n["tt_resolved_unverifiable"] += 1
             continue
-        if any(k["kind"] == "ctor" and norm(k["qualname"]).rsplit("::", 1)[0] == q for k in same):
-            tally.n["tt_resolved_ctor"] += 1  # `Tensor(...)` named as its class: right, but not a function call
+        if any(k["kind"] == "ctor" and q in (norm(k["qualname"]), norm(k["qualname"]).rsplit("::", 1)[0])
+               for k in same):
+            # `Tensor(...)` resolved to its class's constructor (or named as its class): constructor calls are
+            # left out on both sides (see the docstring)
+            tally.n["tt_resolved_ctor"] += 1
             continue
         tally.n["tt_resolved"] += 1
         ex = f"{where} line {site.line}: {site.written} -> TorchTalk {defs[0].qualname} {defs[0].path}:{defs[0].line}"
@@ -669,7 +732,7 @@ def compare_caller(c: dict, cs: tt.CalleeSet, rel: str, src_lines: list[str], ta
                 cause = "an in-tree function of an op's name reported as an op"
             else:
                 cause = f"libclang: a {k['area'] or k['kind']} function, not an op"
-        elif site.name in dep_names:
+        elif site.name in dep_names or c.get("template"):
             tally.n["tt_ops"] -= 1
             tally.n["tt_ops_unverifiable"] += 1
             continue
@@ -788,7 +851,7 @@ def print_report(r: dict) -> None:
     o = r["overall"]
     print(f"in-tree callee pairs: {o['callee_pairs']} ({o['method_pairs']} methods, {o['function_pairs']} functions);"
           f" TorchTalk resolved pairs: {o['tt_resolved_pairs']} (not counted: {o['tt_resolved_unverifiable']} dependent "
-          f"in templates, {o['tt_resolved_ctor']} constructor calls named as their class)")
+          f"in templates, {o['tt_resolved_ctor']} constructor calls)")
     print(f"op pairs: {o['op_pairs']}; TorchTalk op pairs: {o['tt_op_pairs']} (+{o['tt_ops_unverifiable']} "
           f"unverifiable)")
     print(f"definition picked = libclang's: {f(o['definition_agreement'])} of {o['definition_sites']} sites; "

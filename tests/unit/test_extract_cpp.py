@@ -11,11 +11,12 @@ from hypothesis import strategies as st
 
 from torchtalk.extract.cpp import extract_cpp
 from torchtalk.model import CallSite as CppCall
-from torchtalk.model import CppSymbol, SymbolKind, Using, UsingKind
+from torchtalk.model import CppClass, CppField, CppSymbol, SymbolKind, Using, UsingKind
 from torchtalk.model import Registration as CppRegistration
 
 # The facts of a file by the names these tests use for them.
-_NAMES = {CppSymbol: "CppSymbol", CppCall: "CppCall", CppRegistration: "CppRegistration", Using: "CppUsing"}
+_NAMES = {CppSymbol: "CppSymbol", CppCall: "CppCall", CppRegistration: "CppRegistration", Using: "CppUsing",
+          CppClass: "CppClass", CppField: "CppField"}
 
 
 def named(f: dict) -> dict:
@@ -366,7 +367,8 @@ def test_deep_nesting_and_huge_input():
     many = b"".join(b"int f%d(int x) { return g%d(x); }\n" % (i, i) for i in range(20000))
     f = named(extract_cpp("big.cpp", many))
     assert len(f["CppSymbol"]) == 20000 and len(f["CppCall"]) == 20000
-    assert f["CppSymbol"][19999] == CppSymbol("f19999", "f19999", "(int x)", SymbolKind.FUNCTION, 20000, 20000, True, "")
+    assert f["CppSymbol"][19999] == CppSymbol("f19999", "f19999", "(int x)", SymbolKind.FUNCTION, 20000, 20000, True, "",
+                                              ret="int")
 
 
 def test_recursive_and_self_referencing_macros_terminate():

@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .cpp_macros import expand_same_file
-from .cpp_prep import blank_macros, finish_objc, prepare_objc, resolve_conditionals
+from .cpp_prep import (blank_macros, blank_placeholders, finish_objc, prepare_objc, resolve_conditionals,
+                       terminate_macro_statements)
 from .cpp_text import scan_scopes
 from .cpp_walk import QUERY, Walker
-from ..model import CallSite, CppSymbol, FileFacts, Registration, Using
+from ..model import CallSite, CppClass, CppField, CppSymbol, FileFacts, Registration, Using
 
 _CUDA_EXT = (".cu", ".cuh")
 _RETRY_DAMAGE = 3000  # measured: catches most files a retry improves, at ~1/10 of the cost
@@ -46,7 +47,7 @@ _SIBLINGS_PER_SLICE = 512
 
 
 def empty_facts() -> FileFacts:
-    return {CppSymbol: [], CallSite: [], Registration: [], Using: []}
+    return {CppSymbol: [], CallSite: [], Registration: [], Using: [], CppClass: [], CppField: []}
 
 
 def extract_cpp(relpath: str, data: bytes) -> FileFacts:
@@ -56,6 +57,8 @@ def extract_cpp(relpath: str, data: bytes) -> FileFacts:
     objc = low.endswith(".mm")
     if objc:
         data = prepare_objc(data)
+    if "/templates/" in low:
+        data = blank_placeholders(data)
     text = data.decode("latin-1")  # 1 byte = 1 char: str offsets are byte offsets
     spans = []
     if "define" in text:
@@ -65,6 +68,7 @@ def extract_cpp(relpath: str, data: bytes) -> FileFacts:
     if spans or objc:
         data = text.encode("latin-1")
     buf, glob_pos, dev_pos = blank_macros(data)
+    buf = terminate_macro_statements(buf)
     is_cuda = low.endswith(_CUDA_EXT) or b"<<<" in buf
     parser, captures = _tools(is_cuda)
     tree = parser.parse(buf)
@@ -96,7 +100,8 @@ def extract_cpp(relpath: str, data: bytes) -> FileFacts:
     if scopes is None or top < min(_CHUNK_DAMAGE, len(buf) // 8):
         w = Walker(buf.decode("latin-1"), tree.root_node, caps, **common)
         w.run()
-        return {CppSymbol: w.syms, CallSite: w.calls, Registration: w.regs, Using: w.usings}
+        return {CppSymbol: w.syms, CallSite: w.calls, Registration: w.regs, Using: w.usings, CppClass: w.classes,
+                CppField: w.fields}
     # Damage reaches namespace scope: parse each top-level item on its own, so one bad
     # statement costs at most the function or class that holds it.
     return _by_slices(buf, _merge_small(buf, scopes.chunks), parser, captures, common)
@@ -139,6 +144,8 @@ def _append(out: FileFacts, w: Walker) -> None:
     out[CallSite].extend(replace(c, caller=c.caller + base) if c.caller >= 0 else c for c in w.calls)
     out[Registration].extend(replace(r, scope=r.scope + base) if r.scope >= 0 else r for r in w.regs)
     out[Using].extend(w.usings)
+    out[CppClass].extend(w.classes)
+    out[CppField].extend(w.fields)
 
 
 def _top_level_errors(root) -> int:

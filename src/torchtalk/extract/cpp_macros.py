@@ -14,6 +14,13 @@ function-like macro is replaced in place by its expansion (``#``, ``##``,
 conditional compilation ignored). The expansion is written on one line and the
 invocation's newlines follow it, so every later line keeps its number and facts from
 the expansion land on the invocation's line.
+
+A same-file macro that pastes its parameters into names (``Tensor _cast_##n(...)``) is
+often handed by name to a macro of another file that calls it once per scalar type
+(``AT_FORALL_SCALAR_TYPES_AND3(Bool, Half, BFloat16, DEFINE_CAST_OP)``). That list is not
+in this file, so such an invocation is replaced by one expansion with each parameter
+standing for itself (``PASTE`` markers): the definition it makes is kept, at the
+invocation's line, under the pattern of its names (``_cast_##n``, see ``unpaste``).
 """
 
 from __future__ import annotations
@@ -38,6 +45,16 @@ _MAX_DEPTH = 8
 _MAX_SIZE = 100_000  # one expansion
 _MAX_TOTAL = 1_000_000  # all expansions of a file (PyTorch's largest: 160 kB): stops exponential macros
 _BUDGET = "\x00budget"
+PASTE = "__PASTE_"  # a macro parameter standing for itself: "__PASTE_n__" (see unpaste)
+_PASTED = re.compile(r"__PASTE_(\w+?)__")
+_FOREIGN_CALL = re.compile(r"([A-Za-z_]\w*)\s*$")
+
+
+def unpaste(name: str) -> str:
+    """``_cast___PASTE_n__`` -> ``_cast_##n##``, ``__PASTE_op___out`` -> ``##op##_out``: the names a pasting
+    macro makes, each parameter between two ``##`` so that a pattern says which parts are parameters
+    (``_cast_##n`` alone would not: graph/symbols.py pasted_match matches names against them)."""
+    return _PASTED.sub(r"##\1##", name)
 
 
 class Macro(NamedTuple):
@@ -75,6 +92,9 @@ def expand_same_file(text: str) -> tuple[str, list[Span]]:
         events.append((m.start(), m.end(), "", None))  # other directive: never expand in it
     if not names:
         return text, []
+    pasters = {name: mac for _, _, name, mac in events if mac is not None and "##" in mac.body}
+    if pasters:
+        text, events = _x_macro_uses(text, pasters, events)
     pat = _names_re(names)
     memo: dict = {_BUDGET: _MAX_TOTAL}  # body tokens by body, and the characters left to expand
     active: dict[str, Macro] = {}
@@ -123,6 +143,65 @@ def expand_same_file(text: str) -> tuple[str, list[Span]]:
         return text, []
     out.append(text[pos:])
     return "".join(out), spans
+
+
+def _x_macro_uses(text: str, pasters: dict[str, Macro], events: list) -> tuple[str, list]:
+    """Rewrite ``OTHER(..., PASTER)`` (OTHER not of this file) as ``PASTER(__PASTE_a__, ...)``, newlines kept,
+    so the main pass expands it once with each parameter standing for itself. Directive lines are kept."""
+    hits = re.compile(r"\b(" + "|".join(map(re.escape, pasters)) + r")\b(?!\s*\()")
+    edits: list[tuple[int, int, str]] = []
+    ei = 0
+    for m in hits.finditer(text):
+        while ei < len(events) and events[ei][1] <= m.start():
+            ei += 1
+        if ei < len(events) and events[ei][0] <= m.start():
+            continue  # inside a directive
+        if edits and m.start() < edits[-1][1]:
+            continue
+        open_at = _enclosing_paren(text, m.start())
+        if open_at < 0:
+            continue
+        callee = _FOREIGN_CALL.search(text, max(0, open_at - 80), open_at)
+        if callee is None or callee.group(1) in pasters or not callee.group(1).isupper():
+            continue
+        args, end = call_args(text, open_at)
+        if m.group(1) not in (a.strip() for a in args):
+            continue
+        mac = pasters[m.group(1)]
+        params = [*mac.params, *([mac.variadic] if mac.variadic else [])]
+        call = f"{m.group(1)}({', '.join(f'{PASTE}{p}__' for p in params)})"
+        edits.append((callee.start(), end, call + "\n" * text.count("\n", callee.start(), end)))
+    if not edits:
+        return text, events
+    out, pos = [], 0
+    for start, end, new in edits:
+        out += [text[pos:start], new]
+        pos = end
+    out.append(text[pos:])
+    new_text = "".join(out)
+    # directive offsets after an edit move by the edits before them
+    shifted = []
+    for start, end, name, mac in events:
+        delta = sum(len(new) - (e - s) for s, e, new in edits if e <= start)
+        shifted.append((start + delta, end + delta, name, mac))
+    return new_text, shifted
+
+
+def _enclosing_paren(text: str, pos: int, limit: int = 4000) -> int:
+    """Offset of the unmatched ``(`` that encloses ``pos`` (within ``limit`` characters), or -1."""
+    depth = 0
+    lo = max(0, pos - limit)
+    for i in range(pos - 1, lo - 1, -1):
+        ch = text[i]
+        if ch == ")":
+            depth += 1
+        elif ch == "(":
+            if depth == 0:
+                return i
+            depth -= 1
+        elif ch in ";{}":
+            return -1
+    return -1
 
 
 def _parse_define(d: re.Match) -> Macro:

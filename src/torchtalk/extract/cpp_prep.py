@@ -18,7 +18,8 @@ import re
 
 from .cpp_text import match_close, skip_quoted
 
-_ARGS = r"\s*\([^()]*(?:\([^()]*\)[^()]*)*\)"  # one level of nested parentheses
+# one level of nested parentheses; string literals may hold any: C10_DEPRECATED_MESSAGE("... f(g()) ...")
+_ARGS = r'\s*\((?:"(?:\\.|[^"\\\n])*"|[^()"]|\([^()]*\))*\)'
 _BLANK = re.compile(
     rb"\b(?=[A-Z_])(?:"  # the lookahead only makes the scan faster
     rb"(?P<glob>__global__)"
@@ -41,6 +42,87 @@ _OBJC = re.compile(rb"@autoreleasepool\b|@available" + _ARGS.encode() + rb"|@(?=
 _BLOCK = re.compile(rb"\^(?=\s*(?:[A-Za-z_][\w:]*\s*\**\s*)?(?:\([^()]*\)\s*)?\{)")
 _BLOCK_TYPE = re.compile(rb"\(\s*\^(?=\s*\w+\s*\))")  # typedef R (^Name)(args)
 _BLOCK_RET = re.compile(r"\[&\](\s*[A-Za-z_][\w:]*\s*\**\s*)(?=\()")
+
+
+_PLACEHOLDER = re.compile(rb"\$\{\w+\}")
+_CLOSE_BRACE = re.compile(rb"\)([ \t\r\n]+)\}")
+_MACRO_BEFORE = re.compile(rb"(?:^|[;{}:)]|\belse)\s*[A-Z][A-Z0-9_]*\s*$")
+
+
+def terminate_macro_statements(data: bytes) -> bytes:
+    """``{ ...; TORCH_CHECK(x, "...")\n}``: a macro statement written without its ';' before a block's end
+    makes tree-sitter read the whole function as a declaration and lose it. Such a ')' gets its ';' (in
+    place of the first blank after it, so offsets stay)."""
+    if b")" not in data:
+        return data
+    out = None
+    for m in _CLOSE_BRACE.finditer(data):
+        close = m.start()
+        open_at = _open_paren(data, close)
+        if open_at < 0 or not _MACRO_BEFORE.search(data, max(0, open_at - 120), open_at):
+            continue
+        if out is None:
+            out = bytearray(data)
+        name = open_at
+        while name > 0 and data[name - 1] in b" \t\r\n":
+            name -= 1
+        while name > 0 and (chr(data[name - 1]).isalnum() or data[name - 1] == 0x5F):
+            name -= 1
+        _terminate(out, name, close, m.start(1), m.end(1))
+    return bytes(out) if out is not None else data
+
+
+def _terminate(out: bytearray, name: int, close: int, blank: int, brace: int) -> None:
+    """Put a ';' after the ')' at ``close`` of the macro statement whose name starts at ``name``, keeping
+    every line break on its line (lines are counted from the text): the blanks from ``blank`` to the block's
+    '}' at ``brace`` give up one space or tab for it; else the ')' moves one byte left over a blank or the
+    last character of a string literal before it; else the statement moves one byte left over the
+    indentation before it. A statement at column 0 with none of these (a registration at namespace scope,
+    where tree-sitter loses nothing) is left as it is."""
+    run = bytes(out[blank:brace])
+    k = next((i for i, ch in enumerate(run) if ch in b" \t"), -1)
+    j = close - 1
+    if k >= 0:
+        out[blank:brace] = b";" + run[:k] + run[k + 1:]
+    elif out[j] in b" \t":
+        out[j], out[close] = ord(")"), ord(";")
+    elif out[j] == 0x22 and j >= 2 and out[j - 1] not in b'"\\\n' and out[j - 2] != 0x5C:
+        out[j - 1], out[j], out[close] = 0x22, ord(")"), ord(";")
+    elif name > 0 and out[name - 1] in b" \t":
+        out[name - 1:close + 1] = out[name:close + 1] + b";"
+
+
+def _open_paren(data: bytes, close: int, limit: int = 3000) -> int:
+    """Offset of the '(' matching the ')' at ``close`` (strings on the way skipped), or -1."""
+    depth = 0
+    i = close
+    lo = max(0, close - limit)
+    while i >= lo:
+        ch = data[i]
+        if ch == 0x29:  # )
+            depth += 1
+        elif ch == 0x28:  # (
+            depth -= 1
+            if depth == 0:
+                return i
+        elif ch == 0x22:  # a string: back to its opening quote
+            j = data.rfind(b'"', lo, i)
+            while j > 0 and data[j - 1] == 0x5C:
+                j = data.rfind(b'"', lo, j - 1)
+            if j < 0:
+                return -1
+            i = j
+        elif ch in (0x3B, 0x7B, 0x7D) and depth <= 1 and i != close:  # ; { } outside parentheses: too far
+            if depth == 0:
+                return -1
+        i -= 1
+    return -1
+
+
+def blank_placeholders(data: bytes) -> bytes:
+    """Codegen templates (aten/src/ATen/templates/*) hold ``${name}`` where torchgen writes code: blanked,
+    so the hand-written code around them (class Tensor's own methods) parses as the generated file will."""
+    return _PLACEHOLDER.sub(lambda m: b" " * len(m.group(0)), data) if b"${" in data else data
 
 
 def blank_macros(data: bytes) -> tuple[bytes, list[int], list[int]]:

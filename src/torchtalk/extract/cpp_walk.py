@@ -13,9 +13,12 @@ import re
 from bisect import bisect_left, bisect_right
 
 from .cpp_bindings import BINDING_METHODS, record_binding, u
+from .cpp_macros import PASTE, unpaste
 from .cpp_regs import Regs
 from .cpp_text import Scopes, collapse, norm_params, split_scope, strip_templates
-from ..model import CallKind, CallSite, CppSymbol, Registration, RegistrationKind, SymbolKind, Using, UsingKind
+from .cpp_types import Typer, Vars, type_text
+from ..model import (CallKind, CallSite, CppClass, CppField, CppSymbol, Registration, RegistrationKind, SymbolKind,
+                     Using, UsingKind)
 
 QUERY = """
 (namespace_definition) @ns
@@ -28,10 +31,15 @@ QUERY = """
 (call_expression) @call
 (new_expression) @new
 (using_declaration) @using
+(alias_declaration) @using
+(type_definition) @using
+(namespace_alias_definition) @using
+(lambda_expression) @lam
+(for_range_loop) @for
 (ERROR) @e
 (MISSING) @m
 """
-_ORDER = {"ns": 0, "cls": 1, "def": 2, "decl": 3, "using": 4, "call": 5, "new": 6}
+_ORDER = {"ns": 0, "cls": 1, "def": 2, "decl": 3, "using": 4, "call": 5, "new": 6, "lam": 7, "for": 8}
 
 _STRUCTURED = {
     "TORCH_IMPL_FUNC": (SymbolKind.IMPL_FUNC, "impl"),
@@ -85,6 +93,10 @@ class Walker:
         self.calls: list[CallSite] = []
         self.regs: list[Registration] = []
         self.usings: list[Using] = []
+        self.classes: list[CppClass] = []
+        self.fields: list[CppField] = []
+        self.vars = Vars()
+        self.typer = Typer(text, self.vars)
         self.defs: list[tuple[int, int, int]] = []  # (start, end, symbol index) of definitions
         self.namespaces: set[str] = set(_COMMON_NS)
         if scopes is not None:
@@ -108,36 +120,58 @@ class Walker:
             if nm is not None:
                 self.namespaces.update(self.text[nm.start_byte:nm.end_byte].replace(" ", "").split("::"))
         # Stack entries: (end byte, namespaces, inner scope (classes, functions), function
-        # symbol index, TORCH_LIBRARY context, class name if the innermost scope is a class).
+        # symbol index, TORCH_LIBRARY context, class name if the innermost scope is a class,
+        # template arguments of the innermost class if it is a specialization).
         stack: list[tuple] = []
-        top = (1 << 62, (), (), -1, None, None)
+        top = (1 << 62, (), (), -1, None, None, "")
         text = self.text
         for start, negend, o, n in items:
             while stack and stack[-1][0] <= start:
                 stack.pop()
             cur = stack[-1] if stack else top
             if o == 5:
+                if cur[3] < 0:
+                    entry = self._registration_lambda(n, cur)
+                    if entry is not None:
+                        stack.append(entry)
+                        continue
                 self._call(n, cur[3], cur[4])
             elif o == 3:
-                if cur[3] < 0:
-                    self._decl(n, cur)
+                if cur[5] is not None or cur[3] < 0:
+                    entry = self._decl(n, cur)
+                    if entry is not None:
+                        stack.append(entry)
+                else:
+                    p = n.parent
+                    self.typer.declaration(n, p.end_byte if p is not None else n.end_byte)
             elif o == 2:
+                if cur[3] < 0:  # a new top-level function: forget the last one's variables
+                    self.vars.clear()
+                    self.typer.memo.clear()
                 entry = self._def(n, cur)
                 stack.append(entry)
             elif o == 0:
                 nm = n.child_by_field_name("name")
                 parts = (text[nm.start_byte:nm.end_byte].replace(" ", "").split("::")
                          if nm is not None else ["(anonymous)"])
-                stack.append((-negend, cur[1] + tuple(parts), cur[2], cur[3], cur[4], None))
+                if nm is not None and n.child(0) is not None and n.child(0).type == "inline":
+                    # inline namespace X { ... }: its names are members of the enclosing namespace too
+                    outer = "::".join(self.scope(cur, n.start_byte))
+                    inner = "::".join((outer, *parts)) if outer else "::".join(parts)
+                    self.usings.append(Using(UsingKind.NAMESPACE, inner, "", self.line(n), outer))
+                stack.append((-negend, cur[1] + tuple(parts), cur[2], cur[3], cur[4], None, ""))
             elif o == 1:
-                nm = n.child_by_field_name("name")
-                name = (strip_templates(text[nm.start_byte:nm.end_byte]).replace(" ", "").rsplit("::", 1)[-1]
-                        if nm is not None else "(anonymous)")
-                stack.append((-negend, cur[1], cur[2] + (name,), cur[3], cur[4], name))
+                stack.append(self._class(n, cur, -negend))
             elif o == 6:
                 self._new(n, cur[3])
             elif o == 4:
                 self._using(n, cur)
+            elif o == 7:
+                d = n.child_by_field_name("declarator")
+                if d is not None:
+                    self.typer.parameters(d.child_by_field_name("parameters"), n.start_byte, n.end_byte)
+            elif o == 8:
+                self.typer.range_for(n)
         Regs(self).run()
 
     # ------------------------------------------------------------------ helpers
@@ -202,9 +236,9 @@ class Walker:
     def _def(self, n, cur) -> tuple:
         end = n.end_byte
         fd, name_node, params = self._fn_declarator(n.child_by_field_name("declarator"))
-        keep = (end, cur[1], cur[2], cur[3], cur[4], None)  # a scope that adds nothing
-        if name_node is None:
-            return keep
+        keep = (end, cur[1], cur[2], cur[3], cur[4], None, "")  # a scope that adds nothing
+        if name_node is None or any(ch.type == "delete_method_clause" for ch in n.children):
+            return keep  # "f(TensorBase&&) = delete": never the function a call reaches
         lib = cur[4]
         kind: SymbolKind | None = None
         nt = name_node.type
@@ -225,7 +259,8 @@ class Walker:
                 reg_kind = RegistrationKind.IMPL_FUNC if kind is SymbolKind.IMPL_FUNC else RegistrationKind.META_FUNC
                 self.regs.append(Registration(reg_kind, name, "::".join(scope + inner), "",
                                               self.line(name_node), mname, idx))
-                return (end, cur[1], cur[2] + inner, idx, lib, None)
+                self.typer.parameters(params, n.start_byte, end)
+                return (end, cur[1], cur[2] + inner, idx, lib, None, "")
             name, parts = f"{mname}({', '.join(margs)})", []
             if in_body or _garbled(name):
                 return keep
@@ -236,6 +271,11 @@ class Walker:
             parts, name = split_scope(self.t(name_node))
             if not name:
                 return keep
+            tnode = n.child_by_field_name("type")
+            if tnode is not None and self.t(tnode).replace(" ", "").endswith("::operator"):
+                # "BFloat16::operator float() const {": tree-sitter reads "BFloat16::operator" as the type
+                name = f"operator {self.t(name_node).strip()}"
+                parts = split_scope(self.t(tnode).replace(" ", "") + "()")[0]
             if (nt == "identifier" and not cur[5] and n.child_by_field_name("type") is None
                     and _MACRO_NAME.match(name)):
                 if in_body and name not in _LIBRARY:  # CUDA_KERNEL_LOOP(i, n) { ... }: a statement
@@ -254,14 +294,15 @@ class Walker:
                 else:
                     kind = SymbolKind.MACRO_BLOCK
                 idx = self._symbol(label, self.scope(cur, n.start_byte) + (label,), "", kind, n, name_node, True)
-                return (end, cur[1], cur[2] + (label,), idx, lib, None)
+                return (end, cur[1], cur[2] + (label,), idx, lib, None, "")
         inner = tuple(parts) + (name,)
         if kind is None:
             kind = self._kind(n, name_node, name, parts, cur[5])
         ptext = norm_params(self.t(params)) if params is not None else "()"
         idx = self._symbol(name, self.scope(cur, n.start_byte) + inner, ptext, kind, n, name_node,
-                           n.child_by_field_name("body") is not None)
-        return (end, cur[1], cur[2] + inner, idx, lib, None)
+                           n.child_by_field_name("body") is not None, self._traits(n, fd, cur, parts, kind))
+        self.typer.parameters(params, n.start_byte, end)
+        return (end, cur[1], cur[2] + inner, idx, lib, None, "")
 
     def _kind(self, n, name_node, name: str, parts, cls) -> SymbolKind:
         if self.glob_pos or self.dev_pos:
@@ -279,39 +320,169 @@ class Walker:
             return SymbolKind.CONSTRUCTOR if name == cls else SymbolKind.METHOD
         return SymbolKind.FUNCTION
 
-    def _symbol(self, name, qual, params, kind, n, name_node, is_def) -> int:
+    def _symbol(self, name, qual, params, kind, n, name_node, is_def, traits: tuple = ("", False, False, "")) -> int:
         line = name_node.start_point[0] + 1 + self.line_base
         end_line = n.end_point[0] + 1 + self.line_base
         span = self.span_at(name_node.start_byte) if self.spans else None
         if span is not None and n.end_byte + self.base <= span.end:  # wholly inside: end at the invocation's ")"
             end_line = line + span.lines
+        if PASTE in name:  # a name a same-file macro pastes from its parameters (cpp_macros): "_cast_##n"
+            name = unpaste(name)
+            qual = tuple(unpaste(q) for q in qual)
         idx = len(self.syms)
         self.syms.append(CppSymbol(name, "::".join(qual), u(params), kind, line, end_line, is_def,
-                                   span.macro if span is not None else ""))
+                                   span.macro if span is not None else "", *traits))
         if is_def:
             self.defs.append((n.start_byte, n.end_byte, idx))
         return idx
 
-    def _decl(self, n, cur) -> None:
-        fd, name_node, params = self._fn_declarator(n.child_by_field_name("declarator"))
+    def _traits(self, n, fd, cur, parts, kind: SymbolKind) -> tuple[str, bool, bool, str]:
+        """(return type, internal linkage, function template, class specialization arguments) of a definition
+        or declaration ``n`` whose function declarator is ``fd``."""
+        ret = ""
+        tnode = n.child_by_field_name("type")
+        if tnode is not None and self.t(tnode).replace(" ", "").endswith("::operator"):
+            tnode = fd.child_by_field_name("declarator") if fd is not None else None  # operator float(): float
+        if tnode is not None and kind is not SymbolKind.CONSTRUCTOR:
+            ret = self.t(tnode)
+            if ret == "auto" and fd is not None:
+                trail = next((c for c in fd.children if c.type == "trailing_return_type"), None)
+                if trail is not None and trail.named_child_count:
+                    ret = self.t(trail.named_child(0))
+            ptrs = 0
+            d = n.child_by_field_name("declarator")
+            while d is not None and d is not fd and d.type in ("pointer_declarator", "reference_declarator"):
+                ptrs += d.type == "pointer_declarator"
+                d = d.child_by_field_name("declarator") or d.named_child(d.named_child_count - 1)
+            ret = type_text(ret, ptrs) if len(ret) < 200 else ""
+        internal = False
+        if cur[5] is None and not parts:
+            for c in n.children:
+                if c.type == "storage_class_specifier" and self.t(c) == "static":
+                    internal = True
+                    break
+                if c.type in ("function_declarator", "compound_statement"):
+                    break
+        p = n.parent
+        return ret, internal, p is not None and p.type == "template_declaration", cur[6]
+
+    def _decl(self, n, cur) -> tuple | None:
+        """A declaration at namespace or class scope: a prototype, a data member, or (tree-sitter's reading of
+        ``void f() { MACRO(x) }``, a body whose last statement lacks its ';') a definition, whose scope entry
+        is returned."""
+        d = n.child_by_field_name("declarator")
+        body = None
+        if d is not None and d.type == "init_declarator":
+            value = d.child_by_field_name("value")
+            if value is not None and value.type == "initializer_list" and n.child_count and n.child(
+                    n.child_count - 1).is_missing:
+                body = value
+                d = d.child_by_field_name("declarator")
+        fd, name_node, params = self._fn_declarator(d)
+        cls = cur[5]
         if fd is None or name_node is None:
-            return
+            if cls is not None and n.type == "field_declaration":
+                self._fields(n, cur)
+            return None
         nt = name_node.type
         if nt not in ("identifier", "field_identifier", "qualified_identifier", "destructor_name",
                       "operator_name", "template_function"):
-            return
+            return None
         parts, name = split_scope(self.t(name_node))
-        cls = cur[5]
         if not name or _MACRO_NAME.match(name) or name.startswith(("C10_", "TORCH_", "AT_")):
-            return
+            return None
         if n.child_by_field_name("type") is None and not cls and not parts:
-            return  # "FOO(x);" at namespace scope: a macro invocation
+            return None  # "FOO(x);" at namespace scope: a macro invocation
         if "constexpr" in self.text[n.start_byte:fd.start_byte]:
-            return  # "constexpr Symbol x(static_cast<T>(k));": a variable, not a prototype
+            return None  # "constexpr Symbol x(static_cast<T>(k));": a variable, not a prototype
         qual = self.scope(cur, n.start_byte) + tuple(parts) + (name,)
         kind = self._kind(n, name_node, name, parts, cls)
         ptext = norm_params(self.t(params)) if params is not None else "()"
-        self._symbol(name, qual, ptext, kind, n, name_node, False)
+        idx = self._symbol(name, qual, ptext, kind, n, name_node, body is not None,
+                           self._traits(n, fd, cur, parts, kind))
+        if body is None:
+            return None
+        self.vars.clear()
+        self.typer.memo.clear()
+        self.typer.parameters(params, n.start_byte, n.end_byte)
+        return (n.end_byte, cur[1], cur[2] + tuple(parts) + (name,), idx, cur[4], None, "")
+
+    def _fields(self, n, cur) -> None:
+        """Data members of the class being walked, with their declared types."""
+        tnode = n.child_by_field_name("type")
+        if tnode is None:
+            return
+        written = self.t(tnode)
+        if len(written) > 200 or "{" in written:
+            return
+        cls = "::".join(self.scope(cur, n.start_byte))
+        line = self.line(n)
+        for d in n.children_by_field_name("declarator"):
+            ptrs = 0
+            for _ in range(6):
+                if d is None or d.type == "field_identifier":
+                    break
+                if d.type in ("pointer_declarator", "array_declarator"):
+                    ptrs += 1
+                    d = d.child_by_field_name("declarator")
+                elif d.type in ("reference_declarator", "init_declarator", "bitfield_clause"):
+                    d = d.named_child(0) if d.type != "init_declarator" else d.child_by_field_name("declarator")
+                else:
+                    d = None
+            if d is not None and d.type == "field_identifier":
+                self.fields.append(CppField(cls, self.t(d), u(type_text(written, ptrs)), line))
+
+    def _class(self, n, cur, end: int) -> tuple:
+        """A class with a body: its fact (bases, template parameters) and the scope entry for its members."""
+        nm = n.child_by_field_name("name")
+        spec = ""
+        if nm is None:
+            return (end, cur[1], cur[2] + ("(anonymous)",), cur[3], cur[4], "(anonymous)", "")
+        raw = self.t(nm)
+        if nm.type == "template_type":
+            args = nm.child_by_field_name("arguments")
+            if args is not None:
+                spec = type_text(self.t(args)[1:-1])
+        parts, name = split_scope(strip_templates(raw).replace(" ", ""))
+        if not name:
+            return (end, cur[1], cur[2] + ("(anonymous)",), cur[3], cur[4], "(anonymous)", "")
+        scope = self.scope(cur, n.start_byte) + tuple(parts)
+        bases = []
+        for c in n.children:
+            if c.type == "base_class_clause":
+                bases = [type_text(self.t(b)) for b in c.named_children
+                         if b.type not in ("access_specifier", "comment", "virtual")]
+                break
+        tparams = ""
+        p = n.parent
+        if p is not None and p.type == "template_declaration":
+            tparams = ",".join(_template_params(self, p.child_by_field_name("parameters")))
+        self.classes.append(CppClass(name, "::".join(scope + (name,)), u(";".join(bases)), tparams, u(spec),
+                                     self.line(n), n.end_point[0] + 1 + self.line_base))
+        return (end, cur[1], cur[2] + tuple(parts) + (name,), cur[3], cur[4], name, spec)
+
+    def _registration_lambda(self, n, cur) -> tuple | None:
+        """``REGISTER_X(name, id, [](...) {...})`` at namespace scope: the lambda becomes a symbol of its own
+        (REGISTRATION_LAMBDA), so the calls inside it have a caller."""
+        f = n.child_by_field_name("function")
+        args = n.child_by_field_name("arguments")
+        if f is None or args is None or f.type != "identifier":
+            return None
+        macro = self.t(f)
+        if not _MACRO_NAME.match(macro) or macro in Regs.MACROS:
+            return None
+        vals = [c for c in args.named_children if c.type != "comment"]
+        lam = next((c for c in vals if c.type == "lambda_expression"), None)
+        if lam is None:
+            return None
+        label = f"{macro}({', '.join(collapse(self.t(c))[:60] for c in vals if c is not lam)})"
+        if _garbled(label):
+            return None
+        idx = self._symbol(label, self.scope(cur, n.start_byte) + (label,), "", SymbolKind.REGISTRATION_LAMBDA,
+                           n, f, True)
+        self.vars.clear()
+        self.typer.memo.clear()
+        return (n.end_byte, cur[1], cur[2] + (label,), idx, cur[4], None, "")
 
     # ------------------------------------------------------------------ calls
 
@@ -323,13 +494,20 @@ class Walker:
         qual = ""
         kind = CallKind.CALL
         detail = ""
+        recv = targs = ""
+        name_at = n
         if ty == "identifier":
             callee = self.t(f)
+            te = self.vars.get(callee, n.start_byte)
+            if te is not None:
+                recv = te or "?"  # a local variable called (a lambda, a functor): never a function of that name
         elif ty == "qualified_identifier":
             raw = self.t(f).replace("template ", "")
             parts, callee = split_scope(raw)
             # "::atan2(a, b)" names the global (C library) function: keep that apart from "atan2".
             qual = "::".join(parts) if parts else ("::" if raw.lstrip().startswith("::") else "")
+            if ">::" in raw:  # std::numeric_limits<float>::max: the arguments tell specializations apart
+                targs = type_text(_last_scope_args(raw))
         elif ty == "template_function":
             nm = f.child_by_field_name("name")
             callee = self.t(nm) if nm is not None else ""
@@ -342,11 +520,16 @@ class Walker:
                 callee = split_scope(strip_templates(callee).replace("template ", ""))[1]
             if callee in BINDING_METHODS and record_binding(self, n, f, callee, caller, lib):
                 return
-            recv = f.child_by_field_name("argument")
-            qual = collapse(self.t(recv)) if recv is not None else ""
+            obj = f.child_by_field_name("argument")
+            qual = collapse(self.t(obj)) if obj is not None else ""
             if len(qual) > _RECV_MAX:
                 qual = qual[:_RECV_MAX]
             kind = CallKind.METHOD
+            recv = self.typer.expr(obj, n.start_byte) if caller >= 0 else ""
+            op = f.child_by_field_name("operator")
+            if recv and op is not None and self.t(op) == "->":
+                recv += "|*"
+            name_at = fld  # x\n  .f(): the call is where f is written
         else:
             return
         if not callee or callee in _CASTS:
@@ -359,7 +542,9 @@ class Walker:
             detail = self._functor(n, f)
         elif callee in Regs.MACROS:
             return  # handled as a registration
-        self.calls.append(CallSite(caller, callee, u(qual), self.line(n), kind, u(detail)))
+        nargs, args = self.typer.args(n, n.start_byte) if caller >= 0 and not kind.is_launch else (-1, "")
+        self.calls.append(CallSite(caller, callee, u(qual), self.line(name_at), kind, u(detail), u(recv), nargs,
+                                   u(args), u(targs)))
 
     def _functor(self, n, f) -> str:
         args = n.child_by_field_name("arguments")
@@ -389,10 +574,13 @@ class Walker:
         if ty is None:
             return
         parts, callee = split_scope(strip_templates(self.t(ty)))
-        if callee:
+        if callee and ty.type != "primitive_type":
             self.calls.append(CallSite(caller, callee, "::".join(parts), self.line(n), CallKind.CONSTRUCT, ""))
 
     def _using(self, n, cur) -> None:
+        if n.type != "using_declaration":
+            self._alias(n, cur)
+            return
         target = n.named_child(0)
         if target is None or n.child_count < 3:
             return
@@ -402,6 +590,90 @@ class Walker:
             self.usings.append(Using(UsingKind.NAMESPACE, name, "", self.line(n), scope))
         elif "::" in name:  # using c10::maybe_wrap_dim; brings one name into this scope
             self.usings.append(Using(UsingKind.DECLARATION, name, name.rsplit("::", 1)[1], self.line(n), scope))
+
+
+    def _alias(self, n, cur) -> None:
+        """``using T = X;``, ``typedef X T;``, ``namespace a = b;``: T stands for X in its scope."""
+        if n.type == "namespace_alias_definition":
+            nm = n.child_by_field_name("name")
+            target = n.named_child(n.named_child_count - 1)
+            if nm is None or target is None or target is nm:
+                return
+            self.usings.append(Using(UsingKind.NAMESPACE_ALIAS, self.t(target).replace(" ", "").lstrip(":"),
+                                     self.t(nm), self.line(n), "::".join(self.scope(cur, n.start_byte))))
+            return
+        if n.type == "alias_declaration":
+            nm = n.child_by_field_name("name")
+            tn = n.child_by_field_name("type")
+            if nm is None or tn is None:
+                return
+            ptrs = 0
+            written = self.t(tn)
+        else:  # typedef
+            tn = n.child_by_field_name("type")
+            d = n.child_by_field_name("declarator")
+            if tn is None or d is None:
+                return
+            names, ptrs = _type_declarator(d, self.t)
+            if not names:
+                return
+            nm = names
+            written = self.t(tn)
+        if len(written) > 200 or "{" in written:
+            return
+        target = u(type_text(written, ptrs))
+        scope = "::".join(self.scope(cur, n.start_byte))
+        for alias in (nm if isinstance(nm, list) else [self.t(nm)]):
+            if alias != target:
+                self.usings.append(Using(UsingKind.ALIAS, target, alias, self.line(n), scope))
+
+
+def _type_declarator(d, t) -> tuple[list[str], int]:
+    """Names a typedef declares, with its pointer depth (function-pointer typedefs name nothing useful)."""
+    ptrs = 0
+    for _ in range(6):
+        if d is None:
+            return [], 0
+        if d.type == "type_identifier":
+            return [t(d)], ptrs
+        if d.type == "pointer_declarator":
+            ptrs += 1
+            d = d.child_by_field_name("declarator")
+        elif d.type in ("reference_declarator", "array_declarator"):
+            d = d.child_by_field_name("declarator") or d.named_child(0)
+        else:
+            return [], 0
+    return [], 0
+
+
+def _template_params(w: Walker, params) -> list[str]:
+    """Names of a template parameter list: ``<typename T, int N, typename... Ts>`` -> [T, N, Ts]."""
+    if params is None:
+        return []
+    out = []
+    for c in params.named_children:
+        nm = c.child_by_field_name("name") or c.child_by_field_name("declarator")
+        if nm is None:
+            ids = [x for x in c.named_children if x.type in ("type_identifier", "identifier")]
+            nm = ids[-1] if ids else None
+        if nm is not None:
+            out.append(w.t(nm).lstrip(".").strip())
+    return out
+
+
+def _last_scope_args(raw: str) -> str:
+    """Template arguments of the last scope component: ``std::numeric_limits<float>::max`` -> ``float``."""
+    head = raw[: raw.rfind(">::") + 1]
+    depth = 0
+    for i in range(len(head) - 1, -1, -1):
+        ch = head[i]
+        if ch == ">":
+            depth += 1
+        elif ch == "<":
+            depth -= 1
+            if depth == 0:
+                return head[i + 1:-1]
+    return ""
 
 
 def _garbled(label: str) -> bool:

@@ -19,7 +19,7 @@ from .symbols import calls_from, calls_named, symbol
 
 OUT_KINDS = frozenset({EdgeKind.CALL, EdgeKind.DISPATCH_CALL, EdgeKind.STUB_CALL, EdgeKind.LAUNCH,
                        EdgeKind.UNRESOLVED})
-MAX_DEFS = 5  # candidates kept for one call when overloads or same-named functions remain
+MAX_DEFS = 50  # candidates kept for one call when overloads remain (all of them, short of pathological sets)
 
 
 def is_macro(name: str) -> bool:
@@ -36,9 +36,14 @@ def call_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node | None = Non
         return [Edge(src, dst, EdgeKind.LAUNCH, call.loc, note=call.callee)]
     if res.kind is TargetKind.DEFS or res.kind is TargetKind.DECLS:
         kind = EdgeKind.LAUNCH if call.kind is CallKind.LAUNCH else EdgeKind.CALL
-        # A launch keeps its configuration (grid, block, smem, stream); a call says if it reached a declaration only.
-        note = call.detail if kind is EdgeKind.LAUNCH else ("" if res.kind is TargetKind.DEFS else "declaration")
-        return [Edge(src, cpp_node(d), kind, call.loc, note=note) for d in res.defs[:MAX_DEFS]]
+        if kind is EdgeKind.LAUNCH:  # a launch keeps its configuration (grid, block, smem, stream)
+            return [Edge(src, cpp_node(d), kind, call.loc, note=call.detail) for d in res.defs[:MAX_DEFS]]
+        # A call says if it reached a declaration only, and if overloads remain that its arguments do not
+        # decide (each is a candidate); the key names the call as written, to tell calls on one line apart.
+        return [Edge(src, cpp_node(d), kind, call.loc, key=call.written, note=_call_note(d, res.candidates))
+                for d in res.defs[:MAX_DEFS]]
+    if res.kind is TargetKind.LOCAL:
+        return []  # a local lambda or functor called: its body is the caller's own code
     if res.kind is TargetKind.OP:
         reg = registry(ix)
         return [Edge(src, Node(NodeKind.OP, n, n, reg.by_full[n].loc), EdgeKind.DISPATCH_CALL, call.loc,
@@ -48,8 +53,14 @@ def call_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node | None = Non
                      note="passed on" if call.kind is CallKind.REF else "")]
     if call.kind is CallKind.REF:
         return []  # a name passed on that is neither a stub nor known: not a call
-    note = "macro" if is_macro(call.callee) else ""
+    note = "macro" if is_macro(call.callee) else res.note  # "std": the standard library's, not the tree's
     return [Edge(src, unresolved_node(call.written), EdgeKind.UNRESOLVED, call.loc, note=note)]
+
+
+def _call_note(d: CppSymbol, candidate: bool) -> str:
+    if candidate:
+        return "candidate" if d.is_definition else "candidate declaration"
+    return "" if d.is_definition else "declaration"
 
 
 def out_edges(ix: Index, node: Node) -> list[Edge]:

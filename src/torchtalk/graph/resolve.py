@@ -1,22 +1,33 @@
 """Resolve a C++ call site to what it reaches, at query time (stack-graphs style).
 
-Facts are stored per file as written (callee name, qualifier, caller); the targets
-are computed here, from the caller's namespace and class scope, the file's
-``using`` directives and declarations, and qualified names, so a refresh of one
-file never requires relinking the others. Across the dispatcher every C++ spelling
-of an op call is the op (Note [Op call spellings]); a call of a DispatchStub
-reaches the stub.
+Facts are stored per file as written (callee name, qualifier, receiver and argument
+types as the file shows them, Note [Type expressions]); the targets are computed here,
+so a refresh of one file never requires relinking the others. Names are looked up as C++
+does, as far as the source shows: the function's class and its bases, the enclosing
+namespaces with their using-declarations and using-directives, argument-dependent lookup
+for unqualified calls nothing else finds. A receiver's type decides ``x.f()``. Functions
+with internal linkage are seen only from their own file; test-only headers only from
+tests, codegen templates only from templates. Overloads are chosen by argument count and
+known argument types (graph/overloads.py); where those do not decide, every remaining
+candidate is returned, marked as such. Across the dispatcher every C++ spelling of an op
+call is the op (Note [Op call spellings]); a call of a DispatchStub reaches the stub.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from ..model import CallKind, CallSite, CppSymbol, Op, RegistrationKind, StrEnum, SymbolKind, UsingKind, Variant
+from ..model import CallKind, CallSite, CppSymbol, Op, RegistrationKind, StrEnum, SymbolKind, Variant
 from ..store.reader import Index
+from .cpp_types import (
+    Scope, Ty, ancestry, caller_scope, classes, element, field_type, is_class, is_header, methods, named_usings,
+    nominated, resolve_type, return_type, scope_chain, split_last, split_qualified, std_member, symbols_named,
+    using_base,
+)
+from .overloads import op_signature, param_types, return_of, score, signature
 from .registry import OpRegistry, registry
-from .symbols import SYMBOL_COLS, symbol, to_symbol
+from .symbols import calls_from, gpu_kernels_named, symbol
+from ..model import UsingKind
 
 _OP_NAMESPACES = {"at", "torch", "at::_ops", "at::redispatch"}
 # Note [Op call spellings]: the C++ API that torchgen generates for an op X reaches the
@@ -26,17 +37,20 @@ _OP_NAMESPACES = {"at", "torch", "at::_ops", "at::redispatch"}
 _KEY_NAMESPACES = {"at::cpu", "at::cuda", "at::meta", "at::mps", "at::compositeexplicitautograd",
                    "at::compositeimplicitautograd", "at::compositeexplicitautogradnonfunctional",
                    "at::compositeimplicitautogradnestedtensor", "at::redispatch", "at::symint"}
-# Receivers that are Tensors in ATen code by convention, when the parameter list does not say.
+# Receivers that are Tensors in ATen code by convention: used only where the file does not show the type.
 _TENSOR_NAMES = {"self", "other", "result", "out", "output", "input", "grad", "grad_output", "grad_input",
                  "tensor", "weight", "bias", "src", "source", "index", "indices", "values", "mask", "t"}
-_TENSOR_PARAM = re.compile(r"\b(?:at::)?(?:Tensor|TensorBase)\s*(?:const\s*)?&{0,2}\s*(\w+)\s*(?:[,)=])")
+_TEMPLATES = "aten/src/ATen/templates/"  # torchgen's templates: their code is generated code's
+_TEST_DIRS = ("/test/", "/tests/")
+_MAX_NESTING = 3  # type evaluation that needs call resolution that needs type evaluation ...
 
 
 class TargetKind(StrEnum):
-    DEFS = "defs"  # definitions (best first)
+    DEFS = "defs"  # definitions (best first; several when overloads remain: candidates)
     DECLS = "decls"  # only declarations were found
     OP = "op"  # an op, through the dispatcher
     STUB = "stub"  # a DispatchStub
+    LOCAL = "local"  # a local variable called (a lambda, a functor): no function of that name
     UNRESOLVED = "unresolved"
 
 
@@ -47,25 +61,12 @@ class Resolution:
     ops: tuple[str, ...] = ()  # op full names
     stub: str = ""
     spelling: str = ""  # for OP: how the call names it ("at::_ops::add_Tensor::call", "tensor method")
+    candidates: bool = False  # several functions remain: the call's arguments do not say which
+    note: str = ""  # UNRESOLVED: "std" for the standard library (not in the tree)
 
 
 UNRESOLVED = Resolution(TargetKind.UNRESOLVED)
-
-
-def _tensor_params(params: str) -> set[str]:
-    return set(_TENSOR_PARAM.findall(params or ""))
-
-
-def _receiver_is_tensor(receiver: str, caller: CppSymbol) -> bool:
-    """Whether ``receiver.X()`` is a Tensor method call, from the caller's parameters and naming.
-
-    Without types we cannot know; ``a.atan2(b)`` on a Vectorized in a CPU kernel is not the op.
-    """
-    r = receiver.strip()
-    if r.endswith(")"):
-        return r.startswith(("at::", "self.", "result.")) or ".to(" in r or ".contiguous(" in r
-    name = r.lstrip("*&(").split(".")[0].split("->")[0]
-    return name in _tensor_params(caller.params) or name in _TENSOR_NAMES
+_STD = Resolution(TargetKind.UNRESOLVED, note="std")
 
 
 def stub_names(ix: Index) -> set[str]:
@@ -74,51 +75,6 @@ def stub_names(ix: Index) -> set[str]:
         (RegistrationKind.DECLARE_DISPATCH.value, RegistrationKind.DEFINE_DISPATCH.value,
          RegistrationKind.REGISTER_DISPATCH.value))})
     return names
-
-
-def _usings(ix: Index, path: str) -> tuple[list[str], dict[str, str]]:
-    """(namespaces brought in with ``using namespace``, name -> qualified name from using-declarations)."""
-    cache: dict[str, tuple[list[str], dict[str, str]]] = ix.cached("usings", dict)
-    if path not in cache:
-        namespaces: list[str] = []
-        names: dict[str, str] = {}
-        for kind, name, alias in ix.q("SELECT u.kind, u.name, u.alias FROM cpp_using u JOIN files f ON "
-                                      "f.id = u.file_id WHERE f.path = ?", (path,)):
-            if kind == UsingKind.NAMESPACE:
-                namespaces.append(name)
-            elif kind == UsingKind.DECLARATION:
-                names.setdefault(alias, name)
-        cache[path] = (namespaces, names)
-    return cache[path]
-
-
-def scope_chain(qualname: str) -> list[str]:
-    """'at::native::(anonymous)::f' -> ['at::native::(anonymous)', 'at::native', 'at', '']."""
-    parts = qualname.split("::")[:-1]
-    return ["::".join(parts[:i]) for i in range(len(parts), -1, -1)]
-
-
-def _lookup(ix: Index, qualnames: list[str]) -> dict[str, list[CppSymbol]]:
-    if not qualnames:
-        return {}
-    marks = ",".join("?" * len(qualnames))
-    out: dict[str, list[CppSymbol]] = {}
-    for row in ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE qualname IN ({marks})", qualnames):
-        d = to_symbol(ix, row)
-        out.setdefault(d.qualname, []).append(d)
-    return out
-
-
-def _prefer(defs: list[CppSymbol], near_path: str) -> Resolution:
-    # An anonymous namespace in another .cpp/.cu file is out of reach (headers may be included).
-    defs = [d for d in defs if not d.is_file_local or d.path == near_path
-            or d.path.endswith((".h", ".cuh", ".hpp"))] or defs
-    real = [d for d in defs if d.is_definition]
-    if real:
-        # Same-file definitions first: static helpers and anonymous namespaces are file-local.
-        real.sort(key=lambda d: (d.path != near_path, d.path, d.line))
-        return Resolution(TargetKind.DEFS, tuple(real))
-    return Resolution(TargetKind.DECLS, tuple(sorted(defs, key=lambda d: (d.path != near_path, d.path, d.line))))
 
 
 def _struct_ops(ix: Index, reg: OpRegistry) -> dict[str, str]:
@@ -143,84 +99,547 @@ def op_named(reg: OpRegistry, name: str) -> tuple[str, ...]:
     return ()
 
 
-def resolve(ix: Index, call: CallSite, caller: CppSymbol | None = None) -> Resolution:
-    cache: dict[tuple[str, ...], Resolution] = ix.cached("resolutions", dict)
-    caller = caller or symbol(ix, call.caller)
-    if caller is None:
-        return UNRESOLVED
-    key = (caller.qualname if call.kind is not CallKind.LAUNCH else "", call.callee, call.qualifier, call.kind.value,
-           caller.path, caller.params if call.kind is CallKind.METHOD else "")
-    if key not in cache:
-        cache[key] = _resolve(ix, call, caller)
-    return cache[key]
-
-
-def _resolve(ix: Index, call: CallSite, caller: CppSymbol) -> Resolution:
-    reg = registry(ix)
-    name, qual = call.callee, call.qualifier.strip(":")
-    if call.qualifier == "::":
-        # ::f is the global f (usually the C library's): never an op, never a namespace-local f.
-        found = _lookup(ix, [name]).get(name)
-        return _prefer(found, caller.path) if found else UNRESOLVED
-    if call.kind is CallKind.LAUNCH:
-        defs = [to_symbol(ix, r) for r in ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE name = ? AND kind = ?",
-                                               (name, SymbolKind.GLOBAL_KERNEL.value))]
-        return _prefer(defs, caller.path) if defs else UNRESOLVED
-    if call.kind is CallKind.METHOD:
-        return _method(ix, reg, call, caller, name, qual)
-    if call.kind is CallKind.REF:
-        return Resolution(TargetKind.STUB, stub=name) if name in stub_names(ix) else UNRESOLVED
-    if qual.startswith(("at::_ops::", "_ops::")):
-        full = _struct_ops(ix, reg).get(qual.split("::")[-1])
-        return Resolution(TargetKind.OP, ops=(full,), spelling=f"{qual}::{name}") if full else UNRESOLVED
-    if qual in _KEY_NAMESPACES:
-        ops = op_named(reg, name)
-        if ops:
-            return Resolution(TargetKind.OP, ops=ops, spelling=f"{qual}::{name}")
-    if not qual and name in stub_names(ix):
-        return Resolution(TargetKind.STUB, stub=name)
-    chain = scope_chain(caller.qualname)
-    namespaces, declared = _usings(ix, caller.path)
-    target = f"{qual}::{name}" if qual else name
-    candidates: list[str] = []
-    if not qual and name in declared:
-        candidates.append(declared[name])  # using c10::maybe_wrap_dim; names exactly that one
-    for s in chain:
-        candidates.append(f"{s}::{target}" if s else target)
-        if not qual:
-            # Names of an anonymous namespace are visible in the enclosing one.
-            candidates.append(f"{s}::(anonymous)::{name}" if s else f"(anonymous)::{name}")
-    candidates += [f"{u}::{target}" for u in namespaces]
-    found = _lookup(ix, candidates)
-    for cand in candidates:
-        hits = found.get(cand)
-        if hits:
-            if qual in _OP_NAMESPACES and op_named(reg, name) and not any(h.is_definition for h in hits):
-                break  # only a declaration of at::X: the dispatcher's op is the real target
-            return _prefer(hits, caller.path)
-    # Unqualified X in ATen's own namespaces finds at::X; at::vec and friends call math, not ops.
-    in_at = qual in _OP_NAMESPACES or (not qual and (caller.qualname.startswith(("at::native::", "at::meta::"))
-                                                     or chain[0] == "at"))
-    if in_at:
-        ops = op_named(reg, name)
-        if ops:
-            return Resolution(TargetKind.OP, ops=ops, spelling=f"{qual}::{name}" if qual else name)
-    return UNRESOLVED
-
-
-def _method(ix: Index, reg: OpRegistry, call: CallSite, caller: CppSymbol, name: str, qual: str) -> Resolution:
-    if qual in ("this", "") and "::" in caller.qualname:
-        cls = caller.qualname.rsplit("::", 1)[0]
-        found = _lookup(ix, [f"{cls}::{name}"]).get(f"{cls}::{name}")
-        if found:
-            return _prefer(found, caller.path)
-    if reg.has_method(name) and _receiver_is_tensor(call.qualifier, caller):
-        methods = [op.full_name for op in reg.by_name[name] if Variant.METHOD in op.variants]
-        return Resolution(TargetKind.OP, ops=tuple(methods), spelling="Tensor method")
-    return UNRESOLVED
-
-
 def ops_of(reg: OpRegistry, res: Resolution) -> list[Op]:
     """The ops a resolution names (all overloads of a base name when the call does not say which)."""
     return [reg.by_full[n] for n in res.ops if n in reg.by_full]
 
+
+# ------------------------------------------------------------------ entry point
+
+def resolve(ix: Index, call: CallSite, caller: CppSymbol | None = None) -> Resolution:
+    cache: dict[tuple, Resolution] = ix.cached("resolutions", dict)
+    caller = caller or symbol(ix, call.caller)
+    if caller is None:
+        return UNRESOLVED
+    key = (caller.id, call.callee, call.qualifier, call.kind.value, call.recv, call.nargs, call.args, call.targs)
+    if key not in cache:
+        cache[key] = Resolver(ix, caller).call(call)
+    return cache[key]
+
+
+class Resolver:
+    """Resolution of the calls of one caller: its scope, its file, the types its file shows."""
+
+    def __init__(self, ix: Index, caller: CppSymbol, nesting: int = 0) -> None:
+        self.ix = ix
+        self.caller = caller
+        self.reg = registry(ix)
+        self.scope = caller_scope(caller)
+        self.nesting = nesting
+        self.in_test = _is_test(caller.path)
+
+    # -------------------------------------------------------------- calls
+
+    def call(self, call: CallSite) -> Resolution:
+        name, qual = call.callee, call.qualifier.strip(":")
+        if call.kind is CallKind.LAUNCH:
+            defs = [s for s in self._global_kernels(name) if self._visible(s)]
+            return self._prefer(defs) if defs else UNRESOLVED
+        if call.kind is CallKind.METHOD:
+            return self.method(call)
+        if call.kind is CallKind.REF:
+            return Resolution(TargetKind.STUB, stub=name) if name in stub_names(self.ix) else UNRESOLVED
+        if call.recv:  # a local variable called: its call operator, never a function of that name
+            ty = self.type_of(call.recv) if call.recv != "?" else None
+            if ty is not None and not ty.is_std and not ty.is_builtin:
+                owner, syms = methods(self.ix, ty, "operator()")
+                if syms:
+                    return self.choose(syms, call, owner)
+            return Resolution(TargetKind.LOCAL)
+        if call.qualifier == "::":
+            # ::f is the global f (usually the C library's): never an op, never a namespace-local f.
+            found = [s for s in symbols_named(self.ix, name) if self._visible(s)]
+            return self.choose(found, call) if found else _STD
+        if qual.startswith(("at::_ops::", "_ops::")):
+            full = _struct_ops(self.ix, self.reg).get(qual.split("::")[-1])
+            return Resolution(TargetKind.OP, ops=(full,), spelling=f"{qual}::{name}") if full else UNRESOLVED
+        if qual in _KEY_NAMESPACES:
+            ops = op_named(self.reg, name)
+            if ops:
+                return Resolution(TargetKind.OP, ops=ops, spelling=f"{qual}::{name}")
+        if not qual and name in stub_names(self.ix):
+            return Resolution(TargetKind.STUB, stub=name)
+        if name.startswith("__dispatch_") and self.reg.by_name.get(name[len("__dispatch_"):]):
+            # torchgen's __dispatch_X: how hand-written Tensor methods of manual_cpp_binding ops dispatch
+            base = name[len("__dispatch_"):]
+            return Resolution(TargetKind.OP, ops=tuple(o.full_name for o in self.reg.by_name[base]),
+                              spelling=name)
+        if qual == "std" or qual.startswith("std::"):
+            return self._std(call, name, qual)
+        where, found = self.lookup(name, qual)
+        op_scope = qual in _OP_NAMESPACES or (not qual and where in ("at", ""))
+        ops = self._ops_for(name, call) if (op_scope or not found) and self._in_at(qual) else ()
+        if found:
+            found = self._usable(found)
+        if ops and found and all(self.reg.by_full[o].manual_cpp_binding for o in ops):
+            ops = ()  # torchgen writes no at::X for manual_cpp_binding ops: the hand-written one is it
+        if ops and (not found or not self._helper_wins(found, ops, call)):
+            return Resolution(TargetKind.OP, ops=ops, spelling=f"{qual}::{name}" if qual else name)
+        if found:
+            return self.choose(found, call)
+        if not qual:
+            adl = self._adl(name, call)
+            if adl:
+                return self.choose(adl, call)
+        return self._construction(name, qual, call)
+
+    def _construction(self, name: str, qual: str, call: CallSite) -> Resolution:
+        """``TensorIteratorConfig()``: a class named as a function is a construction, its constructors (none
+        declared: no function to reach, so no unresolved name either)."""
+        ty = resolve_type(self.ix, f"{qual}::{name}" if qual else name, self.scope)
+        if ty is None or ty.ptr or ty.is_builtin or ty.is_std or not is_class(self.ix, ty.name):
+            return UNRESOLVED
+        ctors = [s for s in symbols_named(self.ix, f"{ty.name}::{split_last(ty.name)[0]}") if self._visible(s)]
+        return self.choose(ctors, call, ty) if ctors else Resolution(TargetKind.LOCAL)
+
+    def _in_at(self, qual: str) -> bool:
+        """Whether a call can mean an op: written in an op namespace, or unqualified in ATen's namespaces
+        (at::vec and friends call math, not ops)."""
+        if qual:
+            return qual in _OP_NAMESPACES
+        q = self.caller.qualname
+        return q.startswith(("at::native::", "at::meta::", "torch::autograd::", "at::functorch::")) or \
+            self.scope.chain[1:2] == ("at",) or q.startswith("at::") and "::vec::" not in q
+
+    def _ops_for(self, name: str, call: CallSite) -> tuple[str, ...]:
+        ops = op_named(self.reg, name)
+        if not ops or call.nargs < 0:
+            return ops
+        # at::max(self) and at::max(self, dim) are different overloads: keep those the arguments fit
+        out_form = name.endswith(("_out", "_outf")) and not name.removesuffix("_symint") in self.reg.by_name
+        fit = []
+        for full in ops:
+            op = self.reg.by_full[full]
+            tys, required = op_signature(op, method=False)
+            extra = sum(1 for a in op.schema.arguments if a.out) if out_form else 0
+            if required + extra <= call.nargs <= len(tys) + extra:
+                fit.append(full)
+        return tuple(fit) or ops
+
+    def _helper_wins(self, found: list[CppSymbol], ops: tuple[str, ...], call: CallSite) -> bool:
+        """at::X is the op unless a visible, non-template helper named X takes the arguments better."""
+        helpers = [s for s in found if not s.is_template and not s.path.startswith(_TEMPLATES)
+                   and signature(s.params).takes(call.nargs)]
+        if not helpers:
+            return False
+        args = self.arg_types(call)
+        best_helper = max((score(self.ix, args, param_types(self.ix, s, None)) or -1) for s in helpers)
+        best_op = max((score(self.ix, args, op_signature(self.reg.by_full[o], False)[0]) or -1) for o in ops)
+        return best_helper > best_op
+
+    # -------------------------------------------------------------- name lookup
+
+    def lookup(self, name: str, qual: str) -> tuple[str, list[CppSymbol]]:
+        """(scope it was found in, functions) a call ``qual::name`` finds from the caller's scope."""
+        if not qual:
+            for s in self.scope.chain:
+                found = self._in_scope(s, name)
+                if found:
+                    return s, found
+            return "", []
+        parts = split_qualified(qual)
+        for s in self.scope.chain:
+            for target in self._qualified_scopes(s, parts):
+                found = self._in_scope(target, name, qualified=True)
+                if found:
+                    return target, found
+        return "", []
+
+    def _qualified_scopes(self, scope: str, parts: list[str]) -> list[str]:
+        """Scopes ``a::b::c`` may name from ``scope``, component by component: directly, and through the
+        using-directives, namespace aliases and type aliases met on the way (at::GradMode is c10::GradMode,
+        since namespace at { using namespace c10; })."""
+        outs = self._qualifier_at(scope, parts[0])
+        for part in parts[1:]:
+            nxt: list[str] = []
+            for cur in outs:
+                nxt.append(f"{cur}::{part}")
+                nxt += self._qualifier_at(cur, part)[1:]
+                nxt += [f"{ns}::{part}" for ns in nominated(self.ix, cur, self.caller.path)]
+            outs = list(dict.fromkeys(nxt))[:12]
+        return outs
+
+    def _qualifier_at(self, scope: str, first: str) -> list[str]:
+        """What a qualifier's first component names from ``scope``: scope::first, a namespace alias, a class alias."""
+        out = [f"{scope}::{first}" if scope else first]
+        for kind, target, s, p in named_usings(self.ix, first):
+            if s != scope or not (p == self.caller.path or is_header(p)):
+                continue
+            if kind is UsingKind.NAMESPACE_ALIAS:
+                out.append(target.lstrip(":"))
+            elif kind is UsingKind.ALIAS:  # using fVec = vec::Vectorized<float>; fVec::size()
+                ty = resolve_type(self.ix, target, Scope(scope_chain(f"{s}::{first}" if s else first), p))
+                if ty is not None and not ty.is_builtin:
+                    out.append(ty.name)
+        return out
+
+    def _in_scope(self, s: str, name: str, qualified: bool = False) -> list[CppSymbol]:
+        """Functions named ``name`` declared in scope ``s`` (a namespace or class), or brought into it by a
+        using-declaration, or (when it declares none) by its using-directives or, for a class, its bases."""
+        ix = self.ix
+        q = f"{s}::{name}" if s else name
+        found = [x for x in symbols_named(ix, q) if self._visible(x)]
+        # names of an anonymous namespace are members of the enclosing one (an implicit using-directive)
+        found += [x for x in symbols_named(ix, f"{s}::(anonymous)::{name}" if s else f"(anonymous)::{name}")
+                  if self._visible(x)]
+        for kind, target, us, p in named_usings(ix, name):
+            if us == s and kind is UsingKind.DECLARATION and (p == self.caller.path or is_header(p)):
+                found += [x for x in symbols_named(ix, target.lstrip(":")) if self._visible(x)]
+        if found:
+            return _unique(found)
+        if s and is_class(ix, s):
+            owner, syms = methods(ix, Ty(s), name)
+            if syms:
+                return syms
+            return []
+        for ns in nominated(ix, s, self.caller.path):
+            found += [x for x in symbols_named(ix, f"{ns}::{name}") if self._visible(x)]
+        return _unique(found)
+
+    def _adl(self, name: str, call: CallSite) -> list[CppSymbol]:
+        """Argument-dependent lookup: the namespaces of the arguments' classes."""
+        seen: set[str] = set()
+        for ty in self.arg_types(call):
+            if ty is None or ty.is_builtin or ty.is_std:
+                continue
+            ns = "::".join(p for p in split_qualified(ty.name)[:-1])
+            while ns and ns not in seen and is_class(self.ix, ns):  # a nested class: its namespace
+                ns = "::".join(split_qualified(ns)[:-1])
+            if ns in seen:
+                continue
+            seen.add(ns)
+            found = self._in_scope(ns, name) if ns else []
+            if found:
+                return found
+        return []
+
+    # -------------------------------------------------------------- std
+
+    def _std(self, call: CallSite, name: str, qual: str) -> Resolution:
+        """std::X: the tree's own specializations and overloads only when the call's types select them."""
+        found = [s for s in symbols_named(self.ix, f"{qual}::{name}") if self._visible(s)]
+        if not found:
+            return _STD
+        if call.targs:  # std::numeric_limits<c10::Half>::max: the specialization for those arguments
+            want = resolve_type(self.ix, call.targs, self.scope)
+            if want is None:
+                return _STD
+            picked = []
+            for s in found:
+                if not s.spec:
+                    continue
+                have = resolve_type(self.ix, s.spec, Scope(scope_chain(s.qualname), s.path))
+                if have is not None and have.name == want.name:
+                    picked.append(s)
+            return self.choose(picked, call) if picked else _STD
+        args = self.arg_types(call)
+        tree_args = [a for a in args if a is not None and not a.is_builtin and not a.is_std]
+        if not tree_args:
+            return _STD  # std::exp(float): the library's, never the tree's BFloat16 overload
+        picked = [s for s in found if (score(self.ix, args, param_types(self.ix, s, None)) or 0) > len(args)]
+        return self.choose(picked, call) if picked else _STD
+
+    # -------------------------------------------------------------- methods
+
+    def method(self, call: CallSite) -> Resolution:
+        name = call.callee
+        ty = self.type_of(call.recv) if call.recv else None
+        if ty is None:
+            return self._method_untyped(call)
+        if ty.ptr:
+            return UNRESOLVED  # x.f() on a pointer: damaged or a template's
+        if ty.is_tensor or self._tensor_derived(ty):
+            return self.tensor_method(call, ty)
+        if ty.is_std:
+            return _STD
+        if ty.is_builtin:
+            return UNRESOLVED
+        owner, syms = methods(self.ix, ty, name)
+        if not syms:
+            return UNRESOLVED
+        return self.choose(syms, call, owner)
+
+    def _method_untyped(self, call: CallSite) -> Resolution:
+        """The file does not show the receiver's type: a method of the caller's own class (this->f(), or a
+        receiver spelled like one), else a Tensor method when the receiver is named like a Tensor."""
+        name, qual = call.callee, call.qualifier.strip()
+        if qual in ("this", "") and "::" in self.caller.qualname:
+            cls = split_last(self.caller.qualname)[1]
+            if is_class(self.ix, cls):
+                owner, syms = methods(self.ix, Ty(cls), name)
+                if syms:
+                    return self.choose(syms, call, owner)
+        if self.reg.has_method(name) and _named_like_tensor(qual):
+            return self.tensor_method(call, Ty("at::Tensor"))
+        return UNRESOLVED
+
+    def _tensor_derived(self, ty: Ty) -> bool:
+        return not ty.is_std and not ty.is_builtin and any(t.is_tensor for t in ancestry(self.ix, ty)[1:])
+
+    def tensor_method(self, call: CallSite, ty: Ty) -> Resolution:
+        """``t.f()`` on a Tensor: torchgen's method (an op) or a hand-written one (TensorBase.h, the TensorBody.h
+        template); a hand-written one in the template that dispatches is the ops it calls."""
+        ix, name = self.ix, call.callee
+        base = name.removesuffix("_symint") if name.endswith("_symint") and not self.reg.by_name.get(name) else name
+        generated = [op for op in self.reg.by_name.get(base, ()) if Variant.METHOD in op.variants
+                     and not op.manual_cpp_binding]
+        manual = [op for op in self.reg.by_name.get(base, ()) if Variant.METHOD in op.variants
+                  and op.manual_cpp_binding]
+        owner, syms = methods(ix, ty, name)
+        if ty.name != "at::Tensor" or not generated:
+            generated_hides = False
+        else:
+            # torchgen's Tensor::f hides TensorBase::f unless class Tensor brings it in (using TensorBase::size;)
+            generated_hides = owner is None or owner.name != "at::Tensor" and using_base(ix, Ty("at::Tensor"),
+                                                                                        name) is None
+        if generated and (generated_hides or not syms):
+            return self._op_method(generated, call)
+        if syms and generated:
+            args = self.arg_types(call)
+            hand = max((score(ix, args, param_types(ix, s, owner)) or -1) for s in syms
+                       if signature(s.params).takes(call.nargs)) if any(
+                signature(s.params).takes(call.nargs) for s in syms) else -2
+            gen = max((score(ix, args, op_signature(op, True)[0]) or -1) for op in generated)
+            if gen >= hand:  # where the arguments do not tell, torchgen's method: most of Tensor's API
+                return self._op_method(generated, call)
+        if syms:
+            res = self.choose(syms, call, owner)
+            if res.kind is TargetKind.DEFS and res.defs[0].path.startswith(_TEMPLATES) and not res.candidates:
+                ops = self._dispatches(res.defs[0])
+                if ops:
+                    return Resolution(TargetKind.OP, ops=ops, spelling=f"Tensor::{name} (inline)")
+            return res
+        if manual:
+            return Resolution(TargetKind.OP, ops=tuple(op.full_name for op in manual), spelling="Tensor method")
+        return UNRESOLVED
+
+    def _op_method(self, ops: list[Op], call: CallSite) -> Resolution:
+        fit = [op.full_name for op in ops if call.nargs < 0 or
+               op_signature(op, True)[1] <= call.nargs <= len(op_signature(op, True)[0])]
+        return Resolution(TargetKind.OP, ops=tuple(fit or [op.full_name for op in ops]), spelling="Tensor method")
+
+    def _dispatches(self, sym: CppSymbol, depth: int = 0) -> tuple[str, ...]:
+        """Ops a hand-written inline Tensor method reaches: those its body calls, following the methods of
+        Tensor / TensorBase named after it (contiguous -> TensorBase::contiguous -> __dispatch_contiguous)."""
+        memo: dict[int, tuple[str, ...]] = self.ix.cached("inline_dispatch", dict)
+        if sym.id in memo:
+            return memo[sym.id]
+        memo[sym.id] = ()
+        ops: list[str] = []
+        inner = Resolver(self.ix, sym, self.nesting + 1)
+        for c in calls_from(self.ix, sym.id):
+            res = inner.call(c)
+            if res.kind is TargetKind.OP:
+                ops += [o for o in res.ops if o not in ops]
+            elif res.kind is TargetKind.DEFS and depth < 2:
+                for d in res.defs[:1]:
+                    cls = split_last(d.qualname)[1]
+                    if cls in ("at::Tensor", "at::TensorBase") and sym.name in d.name and d.id != sym.id:
+                        ops += [o for o in self._dispatches(d, depth + 1) if o not in ops]
+        memo[sym.id] = tuple(ops)
+        return memo[sym.id]
+
+    # -------------------------------------------------------------- overloads
+
+    def choose(self, syms: list[CppSymbol], call: CallSite, owner: Ty | None = None) -> Resolution:
+        """The function(s) a call means among same-named ones: see graph/overloads.py."""
+        syms = self._usable(syms)
+        if not syms:
+            return UNRESOLVED
+        funcs: dict[tuple, list[CppSymbol]] = {}
+        for s in syms:  # one function's declarations and definitions together
+            funcs.setdefault((s.qualname, signature(s.params).key, s.is_file_local and s.path), []).append(s)
+        groups = list(funcs.values())
+        if len(groups) > 1:
+            fit = [g for g in groups if signature(g[0].params).takes(call.nargs)]
+            groups = fit or groups
+        if len(groups) > 1:
+            args = self.arg_types(call)
+            scored = []
+            for g in groups:
+                rep = next((s for s in g if s.is_definition), g[0])
+                sc = score(self.ix, args, param_types(self.ix, rep, owner))
+                scored.append((sc if sc is not None else -1, g))
+            best = max(sc for sc, _ in scored)
+            groups = [g for sc, g in scored if sc == best]
+        if len(groups) > 1:  # still several: same-file and non-template ones first, all listed
+            groups.sort(key=lambda g: (all(s.path != self.caller.path for s in g),
+                                       not any(s.is_definition for s in g), g[0].is_template, g[0].path, g[0].line))
+            ordered = [self._prefer(g) for g in groups]
+            defs = tuple(d for r in ordered for d in r.defs[:1])
+            kind = TargetKind.DEFS if any(d.is_definition for d in defs) else TargetKind.DECLS
+            return Resolution(kind, defs, candidates=True)
+        return self._prefer(groups[0])
+
+    def _prefer(self, defs: list[CppSymbol]) -> Resolution:
+        real = [d for d in defs if d.is_definition]
+        if real:
+            real.sort(key=lambda d: (d.path != self.caller.path, d.path, d.line))
+            return Resolution(TargetKind.DEFS, tuple(real), candidates=len(real) > 1 and len(
+                {d.path for d in real}) > 1)
+        return Resolution(TargetKind.DECLS, tuple(sorted(defs, key=lambda d: (d.path != self.caller.path, d.path,
+                                                                             d.line))))
+
+    def _visible(self, s: CppSymbol) -> bool:
+        """Internal linkage: only from its own file (a header's reaches its includers)."""
+        return not s.is_file_local or s.path == self.caller.path or is_header(s.path)
+
+    def _usable(self, syms: list[CppSymbol]) -> list[CppSymbol]:
+        """Test-only code serves tests only (never a pick for the library, even as the only name found);
+        codegen templates serve generated code, and others where they exist."""
+        own = [s for s in syms if self._visible(s) and (self.in_test or not _is_test(s.path))]
+        keep = [s for s in own if self.caller.path.startswith(_TEMPLATES) or not s.path.startswith(_TEMPLATES)
+                or "::Tensor::" in s.qualname]
+        return keep or own
+
+    # -------------------------------------------------------------- types
+
+    def arg_types(self, call: CallSite) -> list[Ty | None]:
+        if not call.args:
+            return [None] * max(call.nargs, 0)
+        return [self.type_of(te) if te else None for te in call.args.split(";")]
+
+    def type_of(self, te: str) -> Ty | None:
+        """Evaluate a type expression (Note [Type expressions]) in the caller's scope."""
+        memo: dict[tuple[int, str], Ty | None] = self.ix.cached("type_exprs", dict)
+        key = (self.caller.id, te)
+        if key in memo:
+            return memo[key]
+        memo[key] = None
+        ty = self._eval(te) if self.nesting <= _MAX_NESTING else None
+        memo[key] = ty
+        return ty
+
+    def _eval(self, te: str) -> Ty | None:
+        steps = te.split("|")
+        base = steps[0]
+        ix = self.ix
+        if base.startswith("t:"):
+            ty = resolve_type(ix, base[2:], self.scope)
+        elif base.startswith("c:"):
+            ty = self._call_type(base[2:])
+        elif base.startswith("v:"):
+            ty = self._variable(base[2:])
+        elif base == "this":
+            cls = self._own_class()
+            ty = Ty(cls, (), 1) if cls else None
+        else:
+            ty = None
+        for step in steps[1:]:
+            if ty is None:
+                return None
+            if step.startswith("."):
+                if step.endswith(")"):
+                    name, _, n = step[1:-1].partition("(")
+                    ty = self._method_type(ty, name, int(n) if n.isdigit() else -1)
+                else:
+                    ty = field_type(ix, ty, step[1:]) if not ty.ptr else None
+            elif step == "[]" or step == "*":
+                ty = element(ix, ty, step)
+            elif step == "&":
+                ty = Ty(ty.name, ty.args, ty.ptr + 1)
+            elif step.startswith("#"):
+                ty = ty.arg(int(step[1:])) if ty.name in ("std::tuple", "std::pair") and step[1:].isdigit() else None
+            elif step == "cmp":  # a comparison: a Tensor's gives a Tensor, others bool
+                ty = ty if ty.is_tensor or self._tensor_derived(ty) else Ty("bool")
+            elif step.startswith("()"):
+                owner, syms = methods(ix, ty, "operator()") if not (ty.is_std or ty.is_builtin) else (None, [])
+                ty = return_type(ix, syms[0], owner) if syms else None
+            else:
+                return None
+        return ty
+
+    def _own_class(self) -> str:
+        cls = split_last(self.caller.qualname)[1]
+        return cls if cls and is_class(self.ix, cls) else ""
+
+    def _variable(self, name: str) -> Ty | None:
+        cls = self._own_class()
+        if cls:
+            return field_type(self.ix, Ty(cls), name)
+        return None
+
+    def _method_type(self, ty: Ty, name: str, nargs: int) -> Ty | None:
+        ix = self.ix
+        if ty.ptr:
+            return None
+        if ty.is_std:
+            got = std_member(ty, name)
+            return got if isinstance(got, Ty) else None
+        if ty.is_builtin:
+            return None
+        fake = CallSite(self.caller.id, name, "", 1, CallKind.METHOD, "", "", nargs, "", "")
+        if ty.is_tensor or self._tensor_derived(ty):
+            res = self.tensor_method(fake, ty)
+            if res.kind is TargetKind.OP:
+                rets = {return_of(self.reg.by_full[o]) for o in res.ops if o in self.reg.by_full}
+                return rets.pop() if len(rets) == 1 else None
+        owner, syms = methods(ix, ty, name)
+        if not syms:
+            return None
+        fit = [s for s in syms if signature(s.params).takes(nargs)] or syms
+        for s in fit:
+            rt = return_type(ix, s, owner)
+            if rt is not None:
+                return rt
+        return None
+
+    def _call_type(self, written: str) -> Ty | None:
+        """The type of ``NAME(args)``: a constructor's class, an op's return type, a function's return type."""
+        ix = self.ix
+        name, _, n = written.rpartition("/")
+        nargs = int(n) if n.isdigit() else -1
+        # a class named as a function is a construction: TensorIteratorConfig(), Tensor(x), IntArrayRef(v)
+        as_type = resolve_type(ix, name, self.scope)
+        if as_type is not None and not as_type.is_builtin:
+            if as_type.is_std or classes(ix, as_type.name) or as_type.name != name.split("<")[0]:
+                return as_type
+        plain = "::".join(p.split("<")[0] for p in split_qualified(name))
+        parts = split_qualified(plain)
+        callee, qual = parts[-1], "::".join(parts[:-1])
+        if len(split_qualified(name)) > 1 and "<" in split_qualified(name)[-2]:
+            # C<T>::f(): a static member of a class template, its parameters bound
+            owner = resolve_type(ix, "::".join(split_qualified(name)[:-1]), self.scope)
+            if owner is not None and not owner.is_std and not owner.is_builtin:
+                _, syms = methods(ix, owner, callee)
+                fit = [s for s in syms if signature(s.params).takes(nargs)] or syms
+                return return_type(ix, fit[0], owner) if fit else None
+        fake = CallSite(self.caller.id, callee, qual, 1, CallKind.CALL, "", "", nargs, "", "")
+        res = Resolver(ix, self.caller, self.nesting + 1).call(fake) if self.nesting < _MAX_NESTING else UNRESOLVED
+        if res.kind is TargetKind.OP:
+            rets = {return_of(self.reg.by_full[o]) for o in res.ops if o in self.reg.by_full}
+            return rets.pop() if len(rets) == 1 else None
+        if res.kind in (TargetKind.DEFS, TargetKind.DECLS):
+            for d in res.defs:
+                owner = None
+                cls = split_last(d.qualname)[1]
+                if d.kind is SymbolKind.METHOD and is_class(ix, cls):
+                    owner = Ty(cls)
+                rt = return_type(ix, d, owner)
+                if rt is not None:
+                    return rt
+        return None
+
+    def _global_kernels(self, name: str) -> list[CppSymbol]:
+        return [s for s in gpu_kernels_named(self.ix, name) if s.kind is SymbolKind.GLOBAL_KERNEL]
+
+
+def _named_like_tensor(receiver: str) -> bool:
+    r = receiver.strip()
+    if r.endswith(")"):
+        return r.startswith(("at::", "self.", "result.")) or ".to(" in r or ".contiguous(" in r
+    return r.lstrip("*&(").split(".")[0].split("->")[0] in _TENSOR_NAMES
+
+
+def _is_test(path: str) -> bool:
+    return path.startswith(("test/", "tests/")) or any(d in path for d in _TEST_DIRS)
+
+
+def _unique(syms: list[CppSymbol]) -> list[CppSymbol]:
+    seen: set[int] = set()
+    out = []
+    for s in syms:
+        if s.id not in seen:
+            seen.add(s.id)
+            out.append(s)
+    return out

@@ -8,6 +8,8 @@ different functions and are never returned for a kernel.
 
 from __future__ import annotations
 
+import re
+
 from ..model import CallSite, CppSymbol, SymbolKind
 from ..store.codec import codec, row_fact, rows_facts
 from ..store.reader import Index
@@ -60,6 +62,30 @@ def gpu_kernels_named(ix: Index, name: str) -> list[CppSymbol]:
                                                         SymbolKind.METAL_KERNEL.value), False)
 
 
+def pasted_symbols(ix: Index) -> dict[str, list[tuple[str, CppSymbol]]]:
+    """scope -> [(name pattern, symbol)] of the functions name-pasting macros make (extract/cpp_macros.py)."""
+    def load() -> dict[str, list[tuple[str, CppSymbol]]]:
+        out: dict[str, list[tuple[str, CppSymbol]]] = {}
+        rows = ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE name LIKE '%##%' AND macro != ''")
+        for s in rows_facts(CppSymbol, rows, ix.paths()):
+            if "(" not in s.name:
+                out.setdefault(s.qualname.rsplit("::", 1)[0] if "::" in s.qualname else "", []).append((s.name, s))
+        return out
+    table: dict[str, list[tuple[str, CppSymbol]]] = ix.cached("pasted_symbols", load)
+    return table
+
+
+def pasted_match(pattern: str, name: str) -> bool:
+    """Whether ``name`` is one the pattern makes: its parameters (the parts between ``##`` pairs, see
+    extract/cpp_macros.unpaste) any identifier text, the rest as written. ``_cast_##n##`` makes
+    ``_cast_Byte`` (not ``mean``); a pattern that is all parameters makes nothing we can tell."""
+    parts = pattern.split("##")
+    if not any(p for p in parts[::2]):
+        return False
+    regex = "".join(r"\w+" if i % 2 else re.escape(p) for i, p in enumerate(parts))
+    return re.fullmatch(regex, name) is not None
+
+
 def calls_from(ix: Index, sid: int) -> list[CallSite]:
     return rows_facts(CallSite, ix.q(f"SELECT {CALL_COLS} FROM cpp_call WHERE caller = ? ORDER BY line, id", (sid,)),
                       ix.paths())
@@ -102,4 +128,8 @@ def _kernel_definitions(ix: Index, kernel: str, structured: bool) -> list[CppSym
         found = [d for d in defs_by_name(ix, short)
                  if d.qualname.startswith("at::native::") and not d.kind.is_gpu_kernel
                  and d.kind is not SymbolKind.DEVICE_FUNCTION]
+    if not found:
+        # Kernels a name-pasting macro defines (_cast_##n## makes _cast_Byte): the definition at the macro's use.
+        found = [s for scope, entries in pasted_symbols(ix).items() if scope.startswith("at::native")
+                 for pattern, s in entries if pasted_match(pattern, short)]
     return sorted(found, key=lambda d: (d.in_generated, d.path, d.line))

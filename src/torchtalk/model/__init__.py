@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .cpp import CallSite, CppSymbol, GeneratedFact, Registration, Using
+from .cpp import CallSite, CppClass, CppField, CppSymbol, GeneratedFact, Registration, Using
 from .dispatch import COMPOSITE_KEYS, DispatchKey, is_composite, parse_key, runs_on
 from .facts import NO_REF
 from .graph import Edge, Node
@@ -44,6 +44,7 @@ FACT_TABLES: dict[str, type] = {
     "op": Op, "op_dispatch": OpDispatch, "tag": Tag, "derivative": Derivative,
     "derivative_formula": DerivativeFormula,
     "cpp_symbol": CppSymbol, "cpp_call": CallSite, "cpp_registration": Registration, "cpp_using": Using,
+    "cpp_class": CppClass, "cpp_field": CppField,
     "generated_fact": GeneratedFact,
     "py_class": PyClass, "py_function": PyFunction, "py_call": PyCall, "py_import": PyImport,
     "py_assign": PyAssign, "py_op_ref": PyOpRef,
@@ -61,7 +62,7 @@ class FileProblems:
     """The key of ``FileFacts`` under which an extractor lists what it could not read in a file."""
 
 __all__ = [
-    "Argument", "COMPOSITE_KEYS", "CallKind", "CallSite", "CppSymbol", "Derivative", "DerivativeFormula",
+    "Argument", "COMPOSITE_KEYS", "CallKind", "CallSite", "CppClass", "CppField", "CppSymbol", "Derivative", "DerivativeFormula",
     "DispatchEntry", "DispatchKey", "Edge", "EdgeKind", "EntryOrigin", "FACT_TABLES", "FileFacts", "FileProblems", "FileStatus",
     "FormulaKind", "FunctionSchema", "GENERATED_PREFIX", "GeneratedFact", "GeneratedKind", "InstantiationKind",
     "Layer", "Loc", "NO_REF", "Node", "NodeKind", "Op", "OpDispatch", "OpInfoEntry", "OpTestMark", "PY_MODULES", "PyApiKind",

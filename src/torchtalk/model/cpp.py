@@ -28,6 +28,12 @@ class CppSymbol:
     end_line: int
     is_definition: bool
     macro: str  # "" or the macro whose expansion produced it ("CREATE_UNARY_TORCH_IMPL_FUNC")
+    ret: str = ""  # declared return type as written, cv and & dropped ("Tensor", "std::tuple<Tensor,Tensor>",
+    #                "TensorImpl*"); "" for constructors and macro blocks
+    internal: bool = False  # ``static`` at namespace scope: internal linkage, visible only in its own file
+    is_template: bool = False  # declared under its own ``template <...>``
+    spec: str = ""  # template arguments of the class specialization it is a member of ("c10::BFloat16" for
+    #                 numeric_limits<c10::BFloat16>::infinity); "" otherwise
     id: Annotated[int, Stored.ID] = field(default=0, compare=False)
     path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
@@ -47,8 +53,8 @@ class CppSymbol:
 
     @property
     def is_file_local(self) -> bool:
-        """Internal linkage as the qualified name shows it (anonymous namespace)."""
-        return "(anonymous)" in self.qualname
+        """Internal linkage: an anonymous namespace, or ``static`` at namespace scope."""
+        return self.internal or "(anonymous)" in self.qualname
 
     @property
     def display(self) -> str:
@@ -75,6 +81,18 @@ class CallSite:
     line: int
     kind: CallKind
     detail: str  # LAUNCH: "grid, block[, smem, stream]"; GPU_LAUNCH: functor name or "lambda@LINE"
+    # Note [Type expressions]: what the file shows of types, for resolution at query time (graph/cpp_types.py).
+    # A type expression is a base and "|"-separated steps: "t:TYPE" (a type as written), "c:NAME/N" (the result
+    # of calling NAME with N arguments), "v:NAME" (a name the function does not declare: a member or a global),
+    # "this"; steps ".f(N)" (method call), ".x" (member), "[]" (element), "*" (dereference), "&" (address),
+    # "#K" (tuple element), "()N" (call operator), "cmp" (a comparison: bool, or what the class's operator gives,
+    # a Tensor for Tensors). "self.options().dtype()" in f(const Tensor& self) is
+    # "t:Tensor|.options(0)|.dtype(0)".
+    recv: str = ""  # METHOD: the receiver's type expression; CALL of a local variable (a lambda): the variable's
+    nargs: int = -1  # arguments written; -1 when not a call with an argument list
+    args: str = ""  # the arguments' type expressions, ";"-separated ("" for each unknown one; "" if none known)
+    targs: str = ""  # template arguments written on the qualifier's last component ("float" in
+    #                  std::numeric_limits<float>::max), to tell specializations apart
     id: Annotated[int, Stored.ID] = field(default=0, compare=False)
     path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
@@ -132,19 +150,57 @@ class Registration:
 
 @dataclass(frozen=True, slots=True)
 class Using:
-    """``using namespace X;`` / ``using X::f;`` / a namespace alias: widens lookup after it."""
+    """``using namespace X;`` / ``using X::f;`` / an alias (``namespace fx = ...;``, ``using T = ...;``,
+    ``typedef ... T;``): widens or renames lookup in its scope."""
 
     kind: UsingKind
     name: str  # the namespace (NAMESPACE), the qualified name brought in (DECLARATION), the alias target (ALIAS)
     alias: str  # ALIAS: the new name; DECLARATION: the last component; "" for NAMESPACE
     line: int
-    scope: str  # qualname of the namespace/function it appears in, "" at file level
+    scope: str  # qualname of the namespace, class or function it appears in, "" at file level
     id: Annotated[int, Stored.ID] = field(default=0, compare=False)
     path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         check_line("Using", self.line)
         check_enum("Using", "kind", self.kind, UsingKind)
+
+
+@dataclass(frozen=True, slots=True)
+class CppClass:
+    """A class, struct or union with a body: what member lookup needs (its bases, its template parameters)."""
+
+    name: str  # "ArrayRef"
+    qualname: str  # "c10::ArrayRef"; a nested class "at::TensorIteratorBase::Foo"; template arguments dropped
+    bases: str  # base classes as written, ";"-separated, template arguments kept: "SmallVectorImpl<T>"
+    tparams: str  # template parameter names, ","-separated: "T,N"; "" when not a template
+    spec: str  # a specialization's arguments as written: "c10::BFloat16"; "" for a primary template or a class
+    line: int
+    end_line: int
+    id: Annotated[int, Stored.ID] = field(default=0, compare=False)
+    path: Annotated[str, Stored.PATH] = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        check_line("CppClass", self.line, self.end_line)
+
+    @property
+    def loc(self) -> Loc:
+        return Loc(self.path, self.line)
+
+
+@dataclass(frozen=True, slots=True)
+class CppField:
+    """A data member of a class, with its declared type (``impl_`` of TensorBase is ``c10::intrusive_ptr<...>``)."""
+
+    cls: str  # qualname of the class
+    name: str
+    type: str  # as written, cv and & dropped, pointers kept ("TensorImpl*")
+    line: int
+    id: Annotated[int, Stored.ID] = field(default=0, compare=False)
+    path: Annotated[str, Stored.PATH] = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        check_line("CppField", self.line)
 
 
 @dataclass(frozen=True, slots=True)

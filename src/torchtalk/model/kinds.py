@@ -109,7 +109,8 @@ class RegistrationKind(StrEnum):
 class UsingKind(StrEnum):
     NAMESPACE = "namespace"  # using namespace at::native;
     DECLARATION = "declaration"  # using c10::maybe_wrap_dim;
-    ALIAS = "alias"  # namespace fx = at::native::fx;  /  using T = ...; (type aliases)
+    ALIAS = "alias"  # type aliases: using T = ...; / typedef ... T;  (name: the type as written)
+    NAMESPACE_ALIAS = "namespace_alias"  # namespace fx = at::native::fx;
 
 
 class GeneratedKind(StrEnum):

@@ -92,8 +92,10 @@ def _walk(ix: Index, starts: list[Node]) -> tuple[dict[str, GpuKernel], list[Ker
         return _runs_for_cuda(out, (node.kind, node.key) in first) if node.kind is NodeKind.OP else out
 
     def follow(s: Step) -> bool:
-        # The backward of a backward (second-order gradients) is not what runs for the op.
-        if s.edge.kind is EdgeKind.BACKWARD and s.parent is not None and \
+        # The backward of a backward (second-order gradients) is not what runs for the op; in the backward, the
+        # formula's own ops run, and the ops those call through the dispatcher are other ops with kernels of their
+        # own (index_select_backward's index_add_: index_add's kernels).
+        if s.edge.kind in (EdgeKind.BACKWARD, EdgeKind.OP_CALL) and s.parent is not None and \
                 any(e.kind is EdgeKind.BACKWARD for e in s.parent.chain()):
             return False
         return s.node.kind is not NodeKind.GPU_KERNEL

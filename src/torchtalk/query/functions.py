@@ -46,8 +46,10 @@ def normalise(text: str) -> tuple[str, SymbolKind | None]:
     if m:
         kind = SymbolKind.IMPL_FUNC if m.group(1) == "TORCH_IMPL_FUNC" else SymbolKind.META_FUNC
         return m.group(2).replace(",", "_").replace(" ", ""), kind
-    if "(" in t and not t.startswith("("):
-        t = t[: t.index("(")].strip()
+    # a parameter list "f(int)" is cut off; "(anonymous)" is a namespace, part of the name
+    i = t.replace("(anonymous)", "\0" * len("(anonymous)")).find("(")
+    if i > 0:
+        t = t[:i].strip()
     return t.removeprefix("::"), None
 
 

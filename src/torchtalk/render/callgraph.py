@@ -40,12 +40,13 @@ def _sections(title: str, sections: Sequence[CalledBySection | CallsSection | Im
 
 
 def _by_site(edges: list[Edge]) -> list[list[Edge]]:
-    """Edges grouped per call site: several edges at one site are candidates for one call."""
-    groups: dict[tuple[str, int], list[Edge]] = {}
+    """Edges grouped per call site: several edges at one site are candidates for one call (the same call
+    written twice on a line, ``self.dim() ... self.dim()``, reaches one function: listed once)."""
+    groups: dict[tuple[str, int, str], dict[tuple, Edge]] = {}
     for e in edges:
-        key = (e.site.path, e.site.line) if e.site else ("", id(e))
-        groups.setdefault(key, []).append(e)
-    return list(groups.values())
+        key = (e.site.path, e.site.line, e.key) if e.site else ("", id(e), "")  # e.key: the call as written
+        groups.setdefault(key, {}).setdefault((e.dst.kind, e.dst.key), e)
+    return [list(g.values()) for g in groups.values()]
 
 
 def _calls_body(sec: CallsSection) -> list[str]:

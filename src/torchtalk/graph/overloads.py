@@ -1,0 +1,186 @@
+"""Overloads: which of the functions a name finds a call can mean, by argument count, defaults and the
+argument types the caller's file shows.
+
+A candidate whose parameter count cannot take the arguments is out; of the rest, each
+known argument scores against its parameter (2 the same type, 1 a conversion C++ makes
+without asking: derived to base, between numbers, T to optional<T>; 0 unknown or a
+user conversion that may exist; out when none can). Where the best score is shared,
+every candidate sharing it stays: the caller is told which remain, never one guessed.
+Ops are scored the same way from their schema, as torchgen writes their C++ signature.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model import CppSymbol, Op
+from ..store.reader import Index
+from .cpp_types import Scope, Ty, split_args, ancestry, class_scope, resolve_type, scope_chain
+
+_SCHEMA_CPP = {
+    "Tensor": "at::Tensor", "int": "int64_t", "SymInt": "c10::SymInt", "float": "double", "bool": "bool",
+    "Scalar": "c10::Scalar", "ScalarType": "c10::ScalarType", "Layout": "c10::Layout", "Device": "c10::Device",
+    "MemoryFormat": "c10::MemoryFormat", "Dimname": "at::Dimname", "str": "c10::string_view",
+    "Generator": "at::Generator", "Storage": "c10::Storage", "Stream": "c10::Stream",
+}
+_SCHEMA_LIST = {"int": "int64_t", "SymInt": "c10::SymInt", "Tensor": "at::Tensor", "float": "double",
+                "bool": "bool", "Dimname": "at::Dimname", "Scalar": "c10::Scalar"}
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    types: tuple[str, ...]  # parameter types as written
+    required: int  # parameters without a default
+    variadic: bool
+
+    def takes(self, nargs: int) -> bool:
+        return nargs < 0 or self.required <= nargs and (self.variadic or nargs <= len(self.types))
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        """What tells two declarations of one function from two overloads: the types' last components."""
+        return tuple(t.replace("*", "").split("::")[-1].split("<")[0] + "*" * t.count("*") for t in self.types)
+
+
+def signature(params: str) -> Signature:
+    """``(const Tensor& self, int64_t dim = 0, ...)`` -> types, required count, variadic."""
+    body = params.strip()
+    if body.startswith("(") and body.endswith(")"):
+        body = body[1:-1]
+    body = body.strip()
+    if not body or body == "void":
+        return Signature((), 0, False)
+    types: list[str] = []
+    required = 0
+    variadic = False
+    for p in split_args(body):
+        if p.endswith("...") or p == "...":
+            variadic = True
+            continue
+        default = _top_eq(p)
+        decl = p[:default].strip() if default >= 0 else p
+        types.append(_param_type(decl))
+        if default < 0 and len(types) == required + 1:
+            required += 1
+    return Signature(tuple(types), required, variadic)
+
+
+def _top_eq(p: str) -> int:
+    depth = 0
+    for i, ch in enumerate(p):
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth -= 1
+        elif ch == "=" and depth == 0 and p[i - 1:i] not in ("=", "!", "<", ">") and p[i + 1:i + 2] != "=":
+            return i
+    return -1
+
+
+def _param_type(decl: str) -> str:
+    """``const Tensor& self`` -> ``const Tensor&``; ``int64_t`` -> ``int64_t``; ``T (&arr)[N]`` kept as is."""
+    d = decl.strip()
+    if d.endswith("]"):
+        d = d[: d.rfind("[")].strip() + "*"
+    i = len(d)
+    while i > 0 and (d[i - 1].isalnum() or d[i - 1] == "_"):
+        i -= 1
+    name, head = d[i:], d[:i].rstrip()
+    if name and head and not head.endswith(("::", "<", ",")) and name not in ("int", "long", "short", "char",
+                                                                          "double", "float", "bool", "unsigned",
+                                                                          "signed", "const", "volatile"):
+        return head
+    return d
+
+
+def param_types(ix: Index, sym: CppSymbol, owner: Ty | None) -> tuple[Ty | None, ...]:
+    """The parameters of ``sym`` as types (memoised per symbol and owner)."""
+    memo: dict[tuple[int, Ty | None], tuple[Ty | None, ...]] = ix.cached("param_types", dict)
+    key = (sym.id, owner)
+    if key not in memo:
+        scope = class_scope(ix, owner) if owner is not None else Scope(scope_chain(sym.qualname), sym.path)
+        memo[key] = tuple(resolve_type(ix, t, scope) for t in signature(sym.params).types)
+    return memo[key]
+
+
+def op_signature(op: Op, method: bool) -> tuple[tuple[Ty | None, ...], int]:
+    """The C++ parameters torchgen gives an op's function (or method: ``self`` is the object), and how many
+    of them are required. Out arguments come first (at::X_out) and are left out for at::X."""
+    args = [a for a in op.schema.arguments if not a.out]
+    if method:
+        args = [a for a in args if a.name != "self"]
+    tys = tuple(schema_type(a.type) for a in args)
+    required = sum(1 for a in args if a.default is None)
+    return tys, required
+
+
+def schema_type(t: str) -> Ty | None:
+    """A schema type as torchgen's C++ API spells it (arguments): Tensor -> at::Tensor, int[] -> IntArrayRef..."""
+    optional = t.endswith("?")
+    base = t.rstrip("?")
+    if base.endswith("]"):
+        elem = _SCHEMA_LIST.get(base[: base.index("[")].rstrip("?"))
+        ty = Ty("c10::ArrayRef", (Ty(elem),)) if elem else None
+    else:
+        name = _SCHEMA_CPP.get(base)
+        ty = Ty(name) if name else None
+    if ty is not None and optional:
+        ty = Ty("std::optional", (ty,))
+    return ty
+
+
+def return_of(op: Op) -> Ty | None:
+    """What an op's C++ function returns: Tensor, a tuple of them, std::vector<Tensor>, a number."""
+    rets = op.schema.returns
+    if not rets:
+        return Ty("void")
+    tys = []
+    for r in rets:
+        base = r.type.rstrip("?")
+        if base.endswith("[]"):
+            elem = _SCHEMA_LIST.get(base[:-2])
+            tys.append(Ty("std::vector", (Ty(elem),)) if elem else None)
+        else:
+            name = _SCHEMA_CPP.get(base)
+            tys.append(Ty(name) if name else None)
+    return tys[0] if len(tys) == 1 else Ty("std::tuple", tuple(tys))
+
+
+def compat(ix: Index, arg: Ty | None, param: Ty | None) -> int | None:
+    """How well an argument of type ``arg`` binds a parameter of type ``param``: 2, 1, 0, or None (it cannot)."""
+    if arg is None or param is None:
+        return 0
+    if param.name == "std::optional" and param.ptr == 0 and arg.name != "std::optional":
+        inner = compat(ix, arg, param.arg(0))
+        return None if inner is None else min(inner, 1)
+    if arg.ptr != param.ptr:
+        if arg.name == "std::nullptr_t" and param.ptr:
+            return 1
+        if arg.is_builtin and param.is_builtin:
+            return None if arg.ptr or arg.name != "int" else 0  # a literal 0 may be a null pointer
+        return None if (arg.is_tensor or param.is_tensor) else 0
+    if arg.name == param.name:
+        return 2
+    if arg.is_builtin and param.is_builtin:
+        return 1
+    if arg.is_builtin:
+        return None if param.is_tensor else 0  # Scalar, SymInt, optional<int64_t> take numbers
+    if param.is_builtin:
+        return None if arg.is_tensor else 0  # Half converts to float; a Tensor converts to nothing
+    if any(t.name == param.name for t in ancestry(ix, arg)[1:]):
+        return 1
+    if arg.is_tensor and param.is_tensor:
+        return 0  # Tensor(TensorBase&&) converts rvalues only
+    if arg.is_tensor and param.name in ("c10::ArrayRef", "c10::Scalar"):
+        return None
+    return 0
+
+
+def score(ix: Index, args: list[Ty | None], params: tuple[Ty | None, ...]) -> int | None:
+    total = 0
+    for a, p in zip(args, params):
+        c = compat(ix, a, p)
+        if c is None:
+            return None
+        total += c
+    return total
