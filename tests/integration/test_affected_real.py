@@ -112,9 +112,11 @@ def test_decomposition(real_index):
 
 
 def test_header_only_helper_used_by_many_kernels_is_bounded(real_index):
-    res, text, _ = _ask(real_index, "aten/src/ATen/WrapDimUtils.h", 18, "tensor->dim()", "tensor->dim(), true",
+    # c10::maybe_wrap_dim(int64_t, int64_t): ATen calls it through `using c10::maybe_wrap_dim;` in
+    # WrapDimUtils.h (at::maybe_wrap_dim there is only the TensorImpl* / TensorList overloads).
+    res, text, _ = _ask(real_index, "c10/core/WrapDimMinimal.h", 38, "wrap_scalar);", "wrap_scalar) ;",
                         limit=10)
-    assert [c.node.label for c in res.changed] == ["at::maybe_wrap_dim"]
+    assert [c.node.label for c in res.changed] == ["c10::maybe_wrap_dim"]
     assert res.ops_total > 50 and len(res.ops) == 30 and len(res.tests) == 10
     assert any("not walked from" in c for c in res.cuts) and any("showing the 30 closest" in c for c in res.cuts)
     assert "Cut (bounded answer):" in text and len(text) < 40_000
