@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ..model import GENERATED_PREFIX, CppSymbol, Edge, Loc, Node, NodeKind, Op
+from ..model import GENERATED_PREFIX, CppSymbol, Edge, EdgeKind, Loc, Node, NodeKind, Op
 from ..query.affected import AffectedResult
 from ..query.modules import CallNode, TraceModuleResult
 from ..query.trace import BindingTrace, KernelInfo, OpTrace, PythonEntry
@@ -130,7 +130,10 @@ class _Builder:
             self.pic.edges[eid] = PEdge(eid, s, d, kind, key, note, _loc(site))
 
     def typed(self, e: Edge) -> None:
-        self.edge(e.src, e.dst, e.kind.value, e.key, e.note, e.site)
+        # A call's key is the call as written (it tells calls on one line apart in the graph); in a picture the
+        # edge already joins the two functions, and only dispatch keys and backends label an edge.
+        key = "" if e.kind is EdgeKind.CALL else e.key
+        self.edge(e.src, e.dst, e.kind.value, key, e.note, e.site)
 
     def finish(self) -> Picture:
         led_to = {e.target for e in self.pic.edges.values()}
