@@ -12,13 +12,23 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 
+from ..model import (
+    CallKind,
+    CallSite,
+    CppClass,
+    CppField,
+    CppSymbol,
+    Registration,
+    RegistrationKind,
+    SymbolKind,
+    Using,
+    UsingKind,
+)
 from .cpp_bindings import BINDING_METHODS, record_binding, u
 from .cpp_macros import PASTE, unpaste
 from .cpp_regs import Regs
 from .cpp_text import Scopes, collapse, norm_params, split_scope, strip_templates
 from .cpp_types import Typer, Vars, type_text
-from ..model import (CallKind, CallSite, CppClass, CppField, CppSymbol, Registration, RegistrationKind, SymbolKind,
-                     Using, UsingKind)
 
 QUERY = """
 (namespace_definition) @ns

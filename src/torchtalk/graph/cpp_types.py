@@ -397,7 +397,9 @@ def bases(ix: Index, ty: Ty, depth: int = 0) -> list[Ty]:
 
 def ancestry(ix: Index, ty: Ty) -> list[Ty]:
     """``ty`` and its bases, nearest first (breadth first, each class once)."""
-    out, seen, todo = [], set(), [ty]
+    out: list[Ty] = []
+    seen: set[str] = set()
+    todo = [ty]
     while todo and len(out) < 32:
         t = todo.pop(0)
         if t.name in seen:
