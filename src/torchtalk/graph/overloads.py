@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from ..model import CppSymbol, Op
 from ..store.reader import Index
-from .cpp_types import Scope, Ty, ancestry, class_scope, resolve_type, scope_chain, split_args
+from .cpp_lookup import ancestry, class_scope, resolve_type
+from .cpp_types import Scope, Ty, scope_chain, split_args
 
 _SCHEMA_CPP = {
     "Tensor": "at::Tensor", "int": "int64_t", "SymInt": "c10::SymInt", "float": "double", "bool": "bool",

@@ -19,27 +19,20 @@ from dataclasses import dataclass
 
 from ..model import CallKind, CallSite, CppSymbol, Op, RegistrationKind, StrEnum, SymbolKind, UsingKind, Variant
 from ..store.reader import Index
+from .cpp_lookup import ancestry, element, field_type, methods, resolve_type, return_type, std_member, using_base
 from .cpp_types import (
     Scope,
     Ty,
-    ancestry,
     caller_scope,
     classes,
-    element,
-    field_type,
     is_class,
     is_header,
-    methods,
     named_usings,
     nominated,
-    resolve_type,
-    return_type,
     scope_chain,
     split_last,
     split_qualified,
-    std_member,
     symbols_named,
-    using_base,
 )
 from .overloads import op_signature, param_types, return_of, score, signature
 from .registry import OpRegistry, registry
