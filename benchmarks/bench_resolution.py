@@ -836,7 +836,9 @@ def figures(t: Tally) -> dict:
 
 
 def print_report(r: dict) -> None:
-    f = lambda v: "  -  " if v is None else f"{v:5.3f}"
+    def f(v: float | None) -> str:
+        return "  -  " if v is None else f"{v:5.3f}"
+
     print(f"TorchTalk call resolution vs libclang  ({r['index']})")
     head = (f"{'file':44} {'callers':>7} {'recall':>6} {'meth':>6} {'func':>6} {'prec':>6} "
             f"{'opRec':>6} {'opPrec':>6} {'ovl':>6}  pairs(tree/ops)")
@@ -850,8 +852,8 @@ def print_report(r: dict) -> None:
               f"{f(x['op_precision'])} {f(x['overload_right'])}  {x['callee_pairs']}/{x['op_pairs']}")
     o = r["overall"]
     print(f"in-tree callee pairs: {o['callee_pairs']} ({o['method_pairs']} methods, {o['function_pairs']} functions);"
-          f" TorchTalk resolved pairs: {o['tt_resolved_pairs']} (not counted: {o['tt_resolved_unverifiable']} dependent "
-          f"in templates, {o['tt_resolved_ctor']} constructor calls)")
+          f" TorchTalk resolved pairs: {o['tt_resolved_pairs']} (not counted: {o['tt_resolved_unverifiable']} "
+          f"dependent in templates, {o['tt_resolved_ctor']} constructor calls)")
     print(f"op pairs: {o['op_pairs']}; TorchTalk op pairs: {o['tt_op_pairs']} (+{o['tt_ops_unverifiable']} "
           f"unverifiable)")
     print(f"definition picked = libclang's: {f(o['definition_agreement'])} of {o['definition_sites']} sites; "

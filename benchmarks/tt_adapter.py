@@ -96,8 +96,8 @@ def open_index(source: str | Path) -> Handle:
 
 
 def _tool_json(h: Handle, tool_name: str, **kwargs) -> dict:
-    from torchtalk.tools.structured import structured
     from torchtalk.tools import answer, get_tool
+    from torchtalk.tools.structured import structured
     tool = get_tool(tool_name)
     a = answer(tool, h.ix, **kwargs)
     return structured(tool, a.result, a.next)

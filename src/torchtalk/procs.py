@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 from collections.abc import Iterator
+from multiprocessing.synchronize import Semaphore
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
@@ -35,12 +36,12 @@ def die_with_parent(sig: int = signal.SIGKILL) -> bool:
         return False
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        return libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+        return bool(libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
 
 
-def pool_worker_init(owner: int, ready=None) -> None:
+def pool_worker_init(owner: int, ready: Semaphore | None = None) -> None:
     """Initializer of the indexer's pool workers (``owner``: the indexer's pid; ``ready``: a semaphore the
     worker releases once it is up, which the indexer waits for before it lets a Ctrl-C in).
 

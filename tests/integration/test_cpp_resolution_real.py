@@ -36,8 +36,8 @@ def test_tensor_iterator_config_methods_resolve_by_receiver_type(real_index):
 
 
 def test_static_function_of_another_file_is_not_picked(real_index):
-    # cholesky_solve_out (the definition spanning line 1741) calls checkSameDevice: LinearAlgebraUtils.h's, never quantized/AffineQuantizer.cpp's
-    # (a function of its anonymous namespace)
+    # cholesky_solve_out (the definition spanning line 1741) calls checkSameDevice: LinearAlgebraUtils.h's,
+    # never quantized/AffineQuantizer.cpp's (a function of its anonymous namespace)
     got, _ = calls_at(real_index, "aten/src/ATen/native/BatchLinearAlgebra.cpp:1741")
     picks = {(c, w) for line, c, w, _ in got if c.endswith("checkSameDevice")}
     assert picks == {("at::native::checkSameDevice", "aten/src/ATen/native/LinearAlgebraUtils.h:495")}

@@ -164,7 +164,8 @@ def test_token_pasted_names_resolve_to_the_macro_use(indexed):
     ix2 = Index(find_source(tree).index_path, find_source(tree).root)
     try:
         sec, _ = calls(ix2, "at::native::to_byte")
-        assert picked(sec) == [(10, "at::native::_cast_##n##", "aten/src/ATen/native/TensorFactories.cpp:7", "")]  # the macro's use
+        # the macro's use
+        assert picked(sec) == [(10, "at::native::_cast_##n##", "aten/src/ATen/native/TensorFactories.cpp:7", "")]
         # only the parameter is any text: 'widen' ends like the pattern's parameter 'n' but lacks '_cast_'
         sec, _ = calls(ix2, "at::native::to_wide")
         assert picked(sec) == [] and [e.dst.label for e in sec.unresolved] == ["widen"]

@@ -100,7 +100,8 @@ def test_structured_kernel_macros():
     f = facts("structured.cpp", "aten/src/ATen/native/UnaryOps.cpp")
     check_refs(f)
     tanh = sym(f, "tanh")
-    assert (tanh.qualname, tanh.kind, tanh.line, tanh.end_line) == ("at::meta::structured_tanh::meta", "meta_func", 4, 6)
+    assert (tanh.qualname, tanh.kind, tanh.line, tanh.end_line) == (
+        "at::meta::structured_tanh::meta", "meta_func", 4, 6)
     add = sym(f, "add_Tensor")
     assert (add.qualname, add.kind) == ("at::meta::structured_add_Tensor::meta", "meta_func")
     pool = sym(f, "avg_pool2d")
@@ -367,8 +368,8 @@ def test_deep_nesting_and_huge_input():
     many = b"".join(b"int f%d(int x) { return g%d(x); }\n" % (i, i) for i in range(20000))
     f = named(extract_cpp("big.cpp", many))
     assert len(f["CppSymbol"]) == 20000 and len(f["CppCall"]) == 20000
-    assert f["CppSymbol"][19999] == CppSymbol("f19999", "f19999", "(int x)", SymbolKind.FUNCTION, 20000, 20000, True, "",
-                                              ret="int")
+    assert f["CppSymbol"][19999] == CppSymbol("f19999", "f19999", "(int x)", SymbolKind.FUNCTION, 20000, 20000,
+                                              True, "", ret="int")
 
 
 def test_recursive_and_self_referencing_macros_terminate():

@@ -10,12 +10,18 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..model import CallSite, CppClass, CppField, CppSymbol, FileFacts, Registration, Using
 from .cpp_macros import expand_same_file
-from .cpp_prep import (blank_macros, blank_placeholders, finish_objc, prepare_objc, resolve_conditionals,
-                       terminate_macro_statements)
+from .cpp_prep import (
+    blank_macros,
+    blank_placeholders,
+    finish_objc,
+    prepare_objc,
+    resolve_conditionals,
+    terminate_macro_statements,
+)
 from .cpp_text import scan_scopes
 from .cpp_walk import QUERY, Walker
-from ..model import CallSite, CppClass, CppField, CppSymbol, FileFacts, Registration, Using
 
 _CUDA_EXT = (".cu", ".cuh")
 _RETRY_DAMAGE = 3000  # measured: catches most files a retry improves, at ~1/10 of the cost
@@ -75,7 +81,7 @@ def extract_cpp(relpath: str, data: bytes) -> FileFacts:
     root = tree.root_node
     if root.has_error and root.child_count > _MAX_SIBLINGS:
         cuts = [root.child(i).start_byte for i in range(_SIBLINGS_PER_SLICE, root.child_count, _SIBLINGS_PER_SLICE)]
-        slices = list(zip([0, *cuts], [*cuts, len(buf)]))
+        slices = list(zip([0, *cuts], [*cuts, len(buf)], strict=True))
         common = dict(relpath=relpath, is_cuda=is_cuda, glob_pos=glob_pos, dev_pos=dev_pos,
                       macro_spans=spans, scopes=scan_scopes(buf.decode("latin-1")))
         return _by_slices(buf, slices, parser, captures, common)

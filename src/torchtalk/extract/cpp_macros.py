@@ -243,7 +243,7 @@ def _expand(name: str, args: list[str], macros: dict[str, Macro], pat: re.Patter
     mac = macros[name]
     if len(args) == 1 and not args[0] and not mac.params:
         args = []
-    binding = dict(zip(mac.params, args))
+    binding = dict(zip(mac.params, args, strict=False))  # fewer args: the rest are empty; more: variadic
     for p in mac.params[len(args):]:
         binding[p] = ""
     if mac.variadic:

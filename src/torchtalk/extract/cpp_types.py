@@ -5,7 +5,7 @@ The walker feeds ``Vars`` with every parameter, local, range-for variable and la
 parameter it passes, with where each is visible; ``Typer.expr`` turns an expression
 node into a type expression from those declarations and the expression's shape. Nothing
 here looks outside the file: a call's return type, a member's type, an alias, are left
-as steps for graph/cpp_types.py to evaluate at query time.
+as steps for graph/cpp_lookup.py and graph/resolve.py to evaluate at query time.
 """
 
 from __future__ import annotations

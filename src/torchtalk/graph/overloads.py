@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from ..model import CppSymbol, Op
 from ..store.reader import Index
-from .cpp_types import Scope, Ty, split_args, ancestry, class_scope, resolve_type, scope_chain
+from .cpp_lookup import ancestry, class_scope, resolve_type
+from .cpp_types import Scope, Ty, scope_chain, split_args
 
 _SCHEMA_CPP = {
     "Tensor": "at::Tensor", "int": "int64_t", "SymInt": "c10::SymInt", "float": "double", "bool": "bool",
@@ -178,7 +179,7 @@ def compat(ix: Index, arg: Ty | None, param: Ty | None) -> int | None:
 
 def score(ix: Index, args: list[Ty | None], params: tuple[Ty | None, ...]) -> int | None:
     total = 0
-    for a, p in zip(args, params):
+    for a, p in zip(args, params, strict=False):  # parameters past the arguments have defaults
         c = compat(ix, a, p)
         if c is None:
             return None

@@ -17,17 +17,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model import CallKind, CallSite, CppSymbol, Op, RegistrationKind, StrEnum, SymbolKind, Variant
+from ..model import CallKind, CallSite, CppSymbol, Op, RegistrationKind, StrEnum, SymbolKind, UsingKind, Variant
 from ..store.reader import Index
+from .cpp_lookup import ancestry, element, field_type, methods, resolve_type, return_type, std_member, using_base
 from .cpp_types import (
-    Scope, Ty, ancestry, caller_scope, classes, element, field_type, is_class, is_header, methods, named_usings,
-    nominated, resolve_type, return_type, scope_chain, split_last, split_qualified, std_member, symbols_named,
-    using_base,
+    Scope,
+    Ty,
+    caller_scope,
+    classes,
+    is_class,
+    is_header,
+    named_usings,
+    nominated,
+    scope_chain,
+    split_last,
+    split_qualified,
+    symbols_named,
 )
 from .overloads import op_signature, param_types, return_of, score, signature
 from .registry import OpRegistry, registry
 from .symbols import calls_from, gpu_kernels_named, symbol
-from ..model import UsingKind
 
 _OP_NAMESPACES = {"at", "torch", "at::_ops", "at::redispatch"}
 # Note [Op call spellings]: the C++ API that torchgen generates for an op X reaches the
@@ -107,7 +116,7 @@ def ops_of(reg: OpRegistry, res: Resolution) -> list[Op]:
 # ------------------------------------------------------------------ entry point
 
 def resolve(ix: Index, call: CallSite, caller: CppSymbol | None = None) -> Resolution:
-    cache: dict[tuple, Resolution] = ix.cached("resolutions", dict)
+    cache: dict[tuple[int, str, str, str, str, int, str, str], Resolution] = ix.cached("resolutions", dict)
     caller = caller or symbol(ix, call.caller)
     if caller is None:
         return UNRESOLVED
@@ -206,7 +215,7 @@ class Resolver:
         if not ops or call.nargs < 0:
             return ops
         # at::max(self) and at::max(self, dim) are different overloads: keep those the arguments fit
-        out_form = name.endswith(("_out", "_outf")) and not name.removesuffix("_symint") in self.reg.by_name
+        out_form = name.endswith(("_out", "_outf")) and name.removesuffix("_symint") not in self.reg.by_name
         fit = []
         for full in ops:
             op = self.reg.by_full[full]
@@ -446,7 +455,7 @@ class Resolver:
         syms = self._usable(syms)
         if not syms:
             return UNRESOLVED
-        funcs: dict[tuple, list[CppSymbol]] = {}
+        funcs: dict[tuple[str, tuple[str, ...], str | bool], list[CppSymbol]] = {}
         for s in syms:  # one function's declarations and definitions together
             funcs.setdefault((s.qualname, signature(s.params).key, s.is_file_local and s.path), []).append(s)
         groups = list(funcs.values())

@@ -11,19 +11,19 @@ from __future__ import annotations
 import re
 
 from ..model import CallSite, CppSymbol, SymbolKind
-from ..store.codec import codec, row_fact, rows_facts
+from ..store.codec import Row, codec, row_fact, rows_facts
 from ..store.reader import Index
 
 SYMBOL_COLS = codec(CppSymbol).select()
 CALL_COLS = codec(CallSite).select()
 
 
-def to_symbol(ix: Index, row: tuple) -> CppSymbol:
+def to_symbol(ix: Index, row: Row) -> CppSymbol:
     sym: CppSymbol = row_fact(CppSymbol, row, ix.path_of)
     return sym
 
 
-def to_call(ix: Index, row: tuple) -> CallSite:
+def to_call(ix: Index, row: Row) -> CallSite:
     call: CallSite = row_fact(CallSite, row, ix.path_of)
     return call
 
@@ -40,7 +40,7 @@ def symbol(ix: Index, sid: int) -> CppSymbol | None:
     return memo[sid]
 
 
-def _symbols(ix: Index, where: str, params: tuple, definitions_only: bool) -> list[CppSymbol]:
+def _symbols(ix: Index, where: str, params: tuple[object, ...], definitions_only: bool) -> list[CppSymbol]:
     sql = f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE {where}" + (" AND is_definition" if definitions_only else "")
     return rows_facts(CppSymbol, ix.q(sql + " ORDER BY file_id, line", params), ix.paths())
 

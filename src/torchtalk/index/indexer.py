@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 from .. import __version__
 from ..errors import IndexUnavailable
-from ..model import FileStatus, Layer
 from ..extract.worker import Result, Task, run_task
+from ..model import FileStatus, Layer
 from ..procs import pool_worker_init, sigint_blocked
 from ..source.files import FileEntry, list_files
 from ..source.tree import SourceTree

@@ -29,7 +29,7 @@ def module_of(path: str) -> str:
     return mod.replace("/", ".")
 
 
-def follow_reexports(dotted: str, is_defined: Callable[[str], bool], imports_of: Callable[[str], dict],
+def follow_reexports(dotted: str, is_defined: Callable[[str], bool], imports_of: Callable[[str], dict[str, str]],
                      stars_of: Callable[[str], Iterable[str]], depth: int = 0) -> str | None:
     """A dotted name as defined: follow package re-exports (imports, ``import *``) to its own module."""
     if is_defined(dotted):
@@ -60,7 +60,8 @@ class Resolver:
                 self.stars[mod].append(target)
             else:
                 self.imports[mod].setdefault(alias, target)
-        self.classes: dict[str, tuple] = {}  # fq -> (source, ref, module, name, file_id, line, bases)
+        # fq -> (source, ref, module, name, file_id, line, bases)
+        self.classes: dict[str, tuple[str, int, str, str, int, int, list[str]]] = {}
         for cid, module, qualname, name, bases, file_id, line in conn.execute(
                 "SELECT id, module, qualname, name, bases, file_id, line FROM py_class"):
             self.classes[f"{module}.{qualname}"] = ("py", cid, module, name, file_id, line, json.loads(bases or "[]"))
@@ -113,14 +114,14 @@ def scheduler_like(conn: sqlite3.Connection) -> set[str]:
     return {f"{m}.{c}" for m, c in inits & steps if c}
 
 
-def class_rows(conn: sqlite3.Connection) -> list[tuple]:
+def class_rows(conn: sqlite3.Connection) -> list[tuple[object, ...]]:
     r = Resolver(conn)
     schedulers = scheduler_like(conn)
     bases_fq = {fq: [r.resolve(c[2], b) for b in c[6]] for fq, c in r.classes.items()}
     root_of = {name: kind for kind, names in ROOTS.items() for name in names}
     memo: dict[str, frozenset[str]] = {}
 
-    def roots(fq: str, stack: frozenset = frozenset()) -> frozenset[str]:
+    def roots(fq: str, stack: frozenset[str] = frozenset()) -> frozenset[str]:
         if fq in memo:
             return memo[fq]
         found = {root_of[fq]} if fq in root_of else set()
@@ -134,7 +135,7 @@ def class_rows(conn: sqlite3.Connection) -> list[tuple]:
         memo[fq] = frozenset(found)
         return memo[fq]
 
-    rows = []
+    rows: list[tuple[object, ...]] = []
     for fq, (source, ref, module, name, file_id, line, _bases) in r.classes.items():
         rows.append((source, ref, fq, module, name, file_id, line, json.dumps(bases_fq[fq]),
                      " ".join(sorted(roots(fq)))))

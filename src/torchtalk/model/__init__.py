@@ -62,10 +62,11 @@ class FileProblems:
     """The key of ``FileFacts`` under which an extractor lists what it could not read in a file."""
 
 __all__ = [
-    "Argument", "COMPOSITE_KEYS", "CallKind", "CallSite", "CppClass", "CppField", "CppSymbol", "Derivative", "DerivativeFormula",
-    "DispatchEntry", "DispatchKey", "Edge", "EdgeKind", "EntryOrigin", "FACT_TABLES", "FileFacts", "FileProblems", "FileStatus",
-    "FormulaKind", "FunctionSchema", "GENERATED_PREFIX", "GeneratedFact", "GeneratedKind", "InstantiationKind",
-    "Layer", "Loc", "NO_REF", "Node", "NodeKind", "Op", "OpDispatch", "OpInfoEntry", "OpTestMark", "PY_MODULES", "PyApiKind",
+    "Argument", "COMPOSITE_KEYS", "CallKind", "CallSite", "CppClass", "CppField", "CppSymbol", "Derivative",
+    "DerivativeFormula", "DispatchEntry", "DispatchKey", "Edge", "EdgeKind", "EntryOrigin", "FACT_TABLES", "FileFacts",
+    "FileProblems", "FileStatus", "FormulaKind", "FunctionSchema", "GENERATED_PREFIX", "GeneratedFact", "GeneratedKind",
+    "InstantiationKind", "Layer", "Loc", "NO_REF", "Node", "NodeKind", "Op", "OpDispatch", "OpInfoEntry", "OpTestMark",
+    "PY_MODULES", "PyApiKind",
     "PyAssign", "PyCall", "PyClass", "PyFunction", "PyFunctionKind", "PyImport", "PyOpRef", "PyOpRefKind",
     "Registration", "RegistrationKind", "Return", "SchemaError", "StrEnum", "SymbolKind", "TABLE_OF", "Tag",
     "TestClass", "TestInstantiation", "TestMethod", "TestUtil", "Using", "UsingKind", "UtilKind", "Variant",

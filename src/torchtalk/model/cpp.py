@@ -81,7 +81,7 @@ class CallSite:
     line: int
     kind: CallKind
     detail: str  # LAUNCH: "grid, block[, smem, stream]"; GPU_LAUNCH: functor name or "lambda@LINE"
-    # Note [Type expressions]: what the file shows of types, for resolution at query time (graph/cpp_types.py).
+    # Note [Type expressions]: what the file shows of types, for resolution at query time (graph/cpp_lookup.py).
     # A type expression is a base and "|"-separated steps: "t:TYPE" (a type as written), "c:NAME/N" (the result
     # of calling NAME with N arguments), "v:NAME" (a name the function does not declare: a member or a global),
     # "this"; steps ".f(N)" (method call), ".x" (member), "[]" (element), "*" (dereference), "&" (address),

@@ -92,7 +92,9 @@ def _candidates(ix: Index, name: str, kind_hint: SymbolKind | None) -> list[CppS
     return cands
 
 
-def find_targets(ix: Index, text: object, arg: str = "function_name") -> tuple[list[Target], Ambiguous | None] | NotFound:
+def find_targets(
+    ix: Index, text: object, arg: str = "function_name"
+) -> tuple[list[Target], Ambiguous | None] | NotFound:
     """The functions (best first, at most MAX_ANSWERED) or the stub a name means, and the ambiguity if several."""
     raw = clean_text(text, arg, "index_select_cuda")
     if not has_cpp(ix):

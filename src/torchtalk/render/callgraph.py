@@ -103,7 +103,8 @@ def render_calls(r: CallsResult) -> str:
 
 def _registration(e: Edge) -> str:
     if e.kind.value == "kernel":
-        return f"{e.src.key} dispatch {e.key}: {e.dst.label.split('::')[-1]}  {e.site}" + (f"  [{e.note}]" if e.note else "")
+        note = f"  [{e.note}]" if e.note else ""
+        return f"{e.src.key} dispatch {e.key}: {e.dst.label.split('::')[-1]}  {e.site}{note}"
     if e.kind.value == "stub_kernel":
         return f"REGISTER_DISPATCH({e.src.key}, {e.dst.label.split('::')[-1]}) for {e.key}  {e.site}  [{e.note}]"
     if e.kind.value == "wrapper":
@@ -186,7 +187,8 @@ def render_cuda(r: CudaKernelsResult) -> str:
         out.append(f"\n## __global__ {k.name}  {where}{tag}")
         for launch in k.launches[:10]:
             chain = _chain(launch.chain)
-            out.append(f"- launched at {launch.site.site} by {launch.site.src.label}" + (f"  via {chain}" if chain else ""))
+            via = f"  via {chain}" if chain else ""
+            out.append(f"- launched at {launch.site.site} by {launch.site.src.label}{via}")
         if len(k.launches) > 10:
             out.append(f"- ... {showing(10, len(k.launches), IN_STRUCTURED)} launch sites")
     if r.helpers:

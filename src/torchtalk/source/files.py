@@ -79,20 +79,19 @@ def _walk(root: Path, top: str, out: list[FileEntry], real_root: str) -> None:
                 rel = f"{rel_dir}/{entry.name}"
                 odd = _printable(rel)
                 if odd is not None:
-                    if layer_of(odd):
-                        out.append(FileEntry(odd, entry.path, layer_of(odd), 0, 0, "file name is not valid UTF-8"))
+                    if (odd_layer := layer_of(odd)) is not None:
+                        out.append(FileEntry(odd, entry.path, odd_layer, 0, 0, "file name is not valid UTF-8"))
                     continue
                 try:
                     if entry.is_symlink():
                         target = os.path.realpath(entry.path)
                         if not _inside(entry.path, real_root):
-                            if layer_of(rel):
-                                out.append(FileEntry(rel, entry.path, layer_of(rel), 0, 0,
-                                                     "symlink leads outside the tree"))
+                            if (layer := layer_of(rel)) is not None:
+                                out.append(FileEntry(rel, entry.path, layer, 0, 0, "symlink leads outside the tree"))
                             continue
                         if not os.path.exists(target):
-                            if layer_of(rel):
-                                out.append(FileEntry(rel, entry.path, layer_of(rel), 0, 0, "broken symlink"))
+                            if (layer := layer_of(rel)) is not None:
+                                out.append(FileEntry(rel, entry.path, layer, 0, 0, "broken symlink"))
                             continue
                         if os.path.isdir(target):
                             continue  # never walk linked directories: cycles, duplicates
@@ -112,8 +111,8 @@ def _walk(root: Path, top: str, out: list[FileEntry], real_root: str) -> None:
                         skip = "unreadable (permission denied)"
                     out.append(FileEntry(rel, entry.path, layer, st.st_size, st.st_mtime_ns, skip))
                 except OSError as exc:
-                    if layer_of(rel):
-                        out.append(FileEntry(rel, entry.path, layer_of(rel), 0, 0, f"unreadable ({exc.strerror})"))
+                    if (layer := layer_of(rel)) is not None:
+                        out.append(FileEntry(rel, entry.path, layer, 0, 0, f"unreadable ({exc.strerror})"))
 
 
 def list_files(root: Path) -> list[FileEntry]:

@@ -252,6 +252,7 @@ class IndexWriter:
             (path, str(layer), size, mtime_ns, digest, str(status), reason, int(generated)),
         )
         file_id = cur.lastrowid
+        assert file_id is not None  # set by every INSERT
         if facts:
             self._insert_facts(file_id, facts)
         return file_id

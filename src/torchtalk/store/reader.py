@@ -16,7 +16,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..errors import IndexUnavailable
 from .db import mark_corrupt, open_readonly
@@ -55,7 +55,7 @@ class Index:
         self._checked = -RECHECK_S
         # Cached lookups per index version (file identity): a thread still reading the previous
         # version must never fill the cache of the new one, nor read from it.
-        self._caches: OrderedDict[Version, dict] = OrderedDict()
+        self._caches: OrderedDict[Version, dict[str, Any]] = OrderedDict()
 
     # ------------------------------------------------------------ connections
 
@@ -121,14 +121,16 @@ class Index:
         local = self._local
         held = getattr(local, "held", None)
         if held is not None and getattr(local, "depth", None) is not None:
-            return held.db
+            db: sqlite3.Connection = held.db
+            return db
         version = self._current_version()
         if held is None or (version is not None and held.version != version):
             new = self._borrow()
             if held is not None:
                 held.db.close()
             local.held, local.depth = new, None
-        return local.held.db
+        fresh: sqlite3.Connection = local.held.db
+        return fresh
 
     def close(self) -> None:
         """Close the idle connections and the one bound to this thread by ``conn`` (others close when
@@ -143,7 +145,7 @@ class Index:
         for c in idle:
             c.db.close()
 
-    def q(self, sql: str, params: tuple | list = ()) -> list[tuple]:
+    def q(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[tuple[Any, ...]]:
         try:
             with self.using() as db:
                 return db.execute(sql, params).fetchall()
@@ -157,7 +159,7 @@ class Index:
             raise IndexUnavailable(f"index {self.path} is corrupt ({exc}); run `torchtalk index --force` to "
                                    "rebuild it now (a running server starts that by itself)") from None
 
-    def one(self, sql: str, params: tuple | list = ()):
+    def one(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> Any:  # the first row, or None
         rows = self.q(sql, params)
         return rows[0] if rows else None
 
@@ -191,7 +193,7 @@ class Index:
     def has_fts(self) -> bool:
         return self.cached("has_fts", lambda: bool(self.one("SELECT 1 FROM sqlite_master WHERE name = 'names_fts'")))
 
-    def meta_json(self, key: str, default):
+    def meta_json(self, key: str, default: Any) -> Any:
         try:
             return json.loads(self.meta.get(key, ""))
         except ValueError:

@@ -1,0 +1,151 @@
+"""Calls in a C++/CUDA buffer: call expressions, kernel launches, ``new T(...)``.
+
+A mixin of ``cpp_walk.Walker``: its methods read and fill the walker's state (text,
+typer, calls). Each call keeps its callee as written, its receiver's type expression and
+its arguments' types; nothing is resolved here (graph/resolve.py does that at query time).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..model import CallKind, CallSite
+from .cpp_bindings import BINDING_METHODS, record_binding, u
+from .cpp_regs import Regs
+from .cpp_text import collapse, split_scope, strip_templates
+from .cpp_types import type_text
+
+GPU_HELPERS = frozenset({
+    "gpu_kernel", "gpu_kernel_with_scalars", "gpu_kernel_nocast", "gpu_kernel_multiple_outputs",
+    "gpu_kernel_with_index", "opmath_gpu_kernel_with_scalars",
+    "opmath_symmetric_gpu_kernel_with_scalars", "jitted_gpu_kernel",
+    "opmath_jitted_gpu_kernel_with_scalars", "jitted_gpu_reduce_kernel", "gpu_reduce_kernel",
+    "gpu_index_kernel", "launch_kernel", "launch_vectorized_kernel", "launch_legacy_kernel",
+    "launch_unrolled_kernel", "launch_jitted_unrolled_kernel", "launch_jitted_vectorized_kernel",
+})
+_CASTS = frozenset({"static_cast", "reinterpret_cast", "const_cast", "dynamic_cast", "bit_cast"})
+_RECV_MAX = 80
+_FUNCTOR_NAME = re.compile(r"[\w:]+")
+
+
+class Calls:
+    """The walker's handlers of call expressions and ``new`` expressions."""
+
+    def _call(self, n, caller: int, lib) -> None:
+        f = n.child_by_field_name("function")
+        if f is None:
+            return
+        ty = f.type
+        qual = ""
+        kind = CallKind.CALL
+        detail = ""
+        recv = targs = ""
+        name_at = n
+        if ty == "identifier":
+            callee = self.t(f)
+            te = self.vars.get(callee, n.start_byte)
+            if te is not None:
+                recv = te or "?"  # a local variable called (a lambda, a functor): never a function of that name
+        elif ty == "qualified_identifier":
+            raw = self.t(f).replace("template ", "")
+            parts, callee = split_scope(raw)
+            # "::atan2(a, b)" names the global (C library) function: keep that apart from "atan2".
+            qual = "::".join(parts) if parts else ("::" if raw.lstrip().startswith("::") else "")
+            if ">::" in raw:  # std::numeric_limits<float>::max: the arguments tell specializations apart
+                targs = type_text(_last_scope_args(raw))
+        elif ty == "template_function":
+            nm = f.child_by_field_name("name")
+            callee = self.t(nm) if nm is not None else ""
+        elif ty == "field_expression":
+            fld = f.child_by_field_name("field")
+            if fld is None:
+                return
+            callee = self.t(fld)
+            if fld.type != "field_identifier":
+                callee = split_scope(strip_templates(callee).replace("template ", ""))[1]
+            if callee in BINDING_METHODS and record_binding(self, n, f, callee, caller, lib):
+                return
+            obj = f.child_by_field_name("argument")
+            qual = collapse(self.t(obj)) if obj is not None else ""
+            if len(qual) > _RECV_MAX:
+                qual = qual[:_RECV_MAX]
+            kind = CallKind.METHOD
+            recv = self.typer.expr(obj, n.start_byte) if caller >= 0 else ""
+            op = f.child_by_field_name("operator")
+            if recv and op is not None and self.t(op) == "->":
+                recv += "|*"
+            name_at = fld  # x\n  .f(): the call is where f is written
+        else:
+            return
+        if not callee or callee in _CASTS:
+            return
+        if self.is_cuda and n.child_count > 2 and n.child(1).type == "kernel_call_syntax":
+            kind = CallKind.LAUNCH
+            detail = collapse(self.t(n.child(1)).strip("<> \n"))
+        elif callee in GPU_HELPERS:
+            kind = CallKind.GPU_LAUNCH
+            detail = self._functor(n, f)
+        elif callee in Regs.MACROS:
+            return  # handled as a registration
+        nargs, args = self.typer.args(n, n.start_byte) if caller >= 0 and not kind.is_launch else (-1, "")
+        self.calls.append(CallSite(caller, callee, u(qual), self.line(name_at), kind, u(detail), u(recv), nargs,
+                                   u(args), u(targs)))
+
+    def _functor(self, n, f) -> str:
+        args = n.child_by_field_name("arguments")
+        if args is None:
+            return ""
+        vals = [c for c in args.named_children if c.type != "comment"]
+        for a in vals:
+            lam = a if a.type == "lambda_expression" else _lambda_in(a)
+            if lam is not None:
+                return f"lambda@{self.line(lam)}"
+        if f.type == "template_function" and "jit" in self.t(f.child_by_field_name("name") or f):
+            targs = f.child_by_field_name("arguments")
+            if targs is not None:
+                for c in targs.named_children:
+                    if c.type != "comment":
+                        return collapse(self.t(c))
+        if not vals:
+            return ""
+        text = strip_templates(self.t(vals[1] if len(vals) > 1 else vals[0])).lstrip("&* ")
+        if text.startswith("func_wrapper("):  # func_wrapper<T>(MaxNanFunctor<T>()): the functor inside
+            text = text[len("func_wrapper("):].lstrip("&* ")
+        m = _FUNCTOR_NAME.match(text)
+        return m.group(0) if m else collapse(text)[:_RECV_MAX]
+
+    def _new(self, n, caller: int) -> None:
+        ty = n.child_by_field_name("type")
+        if ty is None:
+            return
+        parts, callee = split_scope(strip_templates(self.t(ty)))
+        if callee and ty.type != "primitive_type":
+            self.calls.append(CallSite(caller, callee, "::".join(parts), self.line(n), CallKind.CONSTRUCT, ""))
+
+
+def _last_scope_args(raw: str) -> str:
+    """Template arguments of the last scope component: ``std::numeric_limits<float>::max`` -> ``float``."""
+    head = raw[: raw.rfind(">::") + 1]
+    depth = 0
+    for i in range(len(head) - 1, -1, -1):
+        ch = head[i]
+        if ch == ">":
+            depth += 1
+        elif ch == "<":
+            depth -= 1
+            if depth == 0:
+                return head[i + 1:-1]
+    return ""
+
+
+def _lambda_in(a):
+    """A lambda passed through one wrapper call: func_wrapper<T>([] (...) {...})."""
+    if a.type != "call_expression":
+        return None
+    args = a.child_by_field_name("arguments")
+    if args is None:
+        return None
+    for c in args.named_children:
+        if c.type == "lambda_expression":
+            return c
+    return None
