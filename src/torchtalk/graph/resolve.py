@@ -11,6 +11,12 @@ tests, codegen templates only from templates. Overloads are chosen by argument c
 known argument types (graph/overloads.py); where those do not decide, every remaining
 candidate is returned, marked as such. Across the dispatcher every C++ spelling of an op
 call is the op (Note [Op call spellings]); a call of a DispatchStub reaches the stub.
+
+Size: one ``Resolver`` whose three parts recurse into each other: typing a receiver needs the
+call that produced it resolved (lookup, then overload choice), and choosing an overload needs
+the arguments' types. Split into mixins, each would have to re-declare the others' methods for
+mypy --strict; type text, class lookup and overload scoring already live apart (cpp_types.py,
+cpp_lookup.py, overloads.py).
 """
 
 from __future__ import annotations
