@@ -21,6 +21,7 @@ from ..errors import SourceError
 from ..graph.registry import registry
 from ..graph.resolve import stub_names
 from ..index.usable import index_problem
+from ..query.cuda import cuda_kernels
 from ..query.status import changed_files
 from ..source.tree import SourceTree, config_path, find_source, read_config
 from ..store import integrity
@@ -45,10 +46,12 @@ class Unavailable:
 
 
 def _warm_up(ix: Index) -> None:
-    """Load what first calls would otherwise pay for (the op registry, stub names), off the request path."""
+    """Load what first calls would otherwise pay for (the op registry, stub names, the GPU kernel summary that
+    counts every launch site), off the request path."""
     try:
         registry(ix)
         stub_names(ix)
+        cuda_kernels(ix)
         if ix.source_root is not None:
             changed_files(ix, ix.source_root)
         for tool in all_tools():
