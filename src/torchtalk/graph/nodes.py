@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-from ..model import GENERATED_PREFIX, CppSymbol, Loc, Node, NodeKind, Op
+from ..model import Loc, Node, NodeKind
+from ..model.graph import cpp_node as cpp_node  # re-exported: the graph's constructors
+from ..model.graph import op_node as op_node
 
 CPP_KINDS = frozenset({NodeKind.CPP_FUNCTION, NodeKind.GPU_KERNEL, NodeKind.WRAPPER})
-
-
-def op_node(op: Op) -> Node:
-    return Node(NodeKind.OP, op.full_name, op.full_name, op.loc)
-
-
-def cpp_node(sym: CppSymbol) -> Node:
-    """A C++ symbol's node: a GPU kernel, a generated Register<Key>.cpp wrapper, or a function."""
-    if sym.kind.is_gpu_kernel:
-        kind = NodeKind.GPU_KERNEL
-    elif sym.path.startswith(GENERATED_PREFIX) and sym.name.startswith("wrapper_"):
-        kind = NodeKind.WRAPPER
-    else:
-        kind = NodeKind.CPP_FUNCTION
-    return Node(kind, str(sym.id), sym.display, sym.loc)
 
 
 def stub_node(name: str, declared: Loc | None = None) -> Node:

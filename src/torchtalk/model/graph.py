@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .cpp import CppSymbol
 from .facts import check_enum
 from .kinds import EdgeKind, NodeKind
-from .loc import Loc
+from .loc import GENERATED_PREFIX, Loc
+from .ops import Op
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,3 +51,20 @@ class Edge:
 
     def __post_init__(self) -> None:
         check_enum("Edge", "kind", self.kind, EdgeKind)
+
+
+# Note [Nodes of facts]: the graph and the pictures of answers (render/) make nodes of ops and C++ symbols
+# the same way, so a picture's nodes are the graph's (the web view merges expansions on them).
+def op_node(op: Op) -> Node:
+    return Node(NodeKind.OP, op.full_name, op.full_name, op.loc)
+
+
+def cpp_node(sym: CppSymbol) -> Node:
+    """A C++ symbol's node: a GPU kernel, a generated Register<Key>.cpp wrapper, or a function."""
+    if sym.kind.is_gpu_kernel:
+        kind = NodeKind.GPU_KERNEL
+    elif sym.path.startswith(GENERATED_PREFIX) and sym.name.startswith("wrapper_"):
+        kind = NodeKind.WRAPPER
+    else:
+        kind = NodeKind.CPP_FUNCTION
+    return Node(kind, str(sym.id), sym.display, sym.loc)

@@ -17,7 +17,8 @@ import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ..model import GENERATED_PREFIX, CppSymbol, Edge, EdgeKind, Loc, Node, NodeKind, Op
+from ..model import Edge, EdgeKind, Loc, Node, NodeKind
+from ..model.graph import cpp_node, op_node
 from ..query.affected import AffectedResult
 from ..query.modules import CallNode, TraceModuleResult
 from ..query.trace import BindingTrace, KernelInfo, OpTrace, PythonEntry
@@ -92,22 +93,6 @@ def _loc(loc: Loc | None) -> str:
     return str(loc) if loc else ""
 
 
-def op_fact_node(op: Op) -> Node:
-    """The node of an op, as graph/nodes.py's op_node makes it (tests hold the two to each other)."""
-    return Node(NodeKind.OP, op.full_name, op.full_name, op.loc)
-
-
-def cpp_fact_node(sym: CppSymbol) -> Node:
-    """The node of a C++ symbol, as graph/nodes.py's cpp_node makes it (tests hold the two to each other)."""
-    if sym.kind.is_gpu_kernel:
-        kind = NodeKind.GPU_KERNEL
-    elif sym.path.startswith(GENERATED_PREFIX) and sym.name.startswith("wrapper_"):
-        kind = NodeKind.WRAPPER
-    else:
-        kind = NodeKind.CPP_FUNCTION
-    return Node(kind, str(sym.id), sym.display, sym.loc)
-
-
 class _Builder:
     def __init__(self, title: str) -> None:
         self.pic = Picture(title)
@@ -146,7 +131,7 @@ class _Builder:
 # ------------------------------------------------------------------ adapters: edges a result states by its shape
 
 def _op_trace(b: _Builder, t: OpTrace) -> None:
-    op = op_fact_node(t.op)
+    op = op_node(t.op)
     b.node(op, root=True)
     for p in t.python:  # torch.softmax, Tensor.softmax -> the op
         b.edge(Node(NodeKind.BINDING, p.name, p.name, p.loc), op, "binding", note=str(p.kind))
@@ -155,7 +140,7 @@ def _op_trace(b: _Builder, t: OpTrace) -> None:
 
 
 def _kernel(b: _Builder, op: Node, k: KernelInfo) -> None:
-    defs = [cpp_fact_node(d) for d in k.definitions]
+    defs = [cpp_node(d) for d in k.definitions]
     if not defs:  # named in the YAML, no definition indexed: keep the name
         defs = [Node(NodeKind.UNRESOLVED, k.entry.kernel, k.entry.kernel)]
     for d in defs:
@@ -192,7 +177,7 @@ def _trace_module(b: _Builder, r: TraceModuleResult) -> None:
 
 def _call_node(b: _Builder, parent: Node, c: CallNode) -> None:
     if c.ops:
-        targets = [op_fact_node(op) for op in c.ops]
+        targets = [op_node(op) for op in c.ops]
     elif c.target and c.target != "?":
         targets = [Node(NodeKind.PY_FUNCTION, c.target, c.target, c.target_loc)]
     else:
