@@ -302,23 +302,14 @@ def cmd_doctor(args) -> int:
     return doctor(args.source)
 
 
-def _is_loopback(host: str) -> bool:
-    import ipaddress
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def cmd_serve(args) -> int:
     from .errors import BadArgument
     from .server import serve
+    from .server.http import is_loopback
     if args.transport == "http":
         if not 1 <= args.port <= 65535:
             raise BadArgument(f"--port must be from 1 to 65535, not {args.port}")
-        if not _is_loopback(args.host) and not args.allow_remote:
+        if not is_loopback(args.host) and not args.allow_remote:
             raise BadArgument(f"--host {args.host} would expose the server beyond this machine, without "
                              "authentication; add --allow-remote to do that deliberately, or use 127.0.0.1")
     if args.workers is not None and not 1 <= args.workers <= 64:
