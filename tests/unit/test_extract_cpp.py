@@ -396,6 +396,26 @@ def test_comments_in_macro_arguments_do_not_swallow_the_expansion():
     assert (after.qualname, after.line, [c.callee for c in calls_of(f, after)]) == ("after", 11, ["tail_call"])
 
 
+def test_macros_defined_inside_a_function_with_block_comments_expand_where_used():
+    # TensorTopK.cu: "#define RUN_T(...)" inside the function, with a /* comment */ on a continued line of its
+    # body: tree-sitter ended the directive at the comment and read the rest of the body ("});") as code, which
+    # closed the function early, so the RUN_T uses below fell outside it and their launches were lost.
+    src = (b"namespace at::native {\nnamespace mb { void launch(int k) { gather<<<1, 1>>>(k); } }\n"
+           b"namespace sb { void launch(int k) { other<<<1, 1>>>(k); } }\n"
+           b"void launch_topk(int k, bool multi) {\n"
+           b"#define RUN_K(FN) FN(k)\n"
+           b"#define RUN_T(T)                   \\\n  DISPATCH(k, [&] {                  \\\n"
+           b"    /* pick one launcher */          \\\n    int n = k;  if (multi) {         \\\n"
+           b"      RUN_K(mb::launch);             \\\n    } else {                         \\\n"
+           b"      RUN_K(sb::launch);             \\\n    }                                \\\n  });\n"
+           b"  if (k > 0) {\n    RUN_T(int);\n  }\n#undef RUN_K\n}\nvoid after() { tail(); }\n}\n")
+    f = walk_facts("aten/src/ATen/native/cuda/TopK.cu", src)
+    fn = sym(f, "launch_topk")
+    assert (fn.line, fn.end_line) == (4, 19)
+    assert {(c.callee, c.qualifier, c.line) for c in calls_of(f, fn)} >= {("launch", "mb", 16), ("launch", "sb", 16)}
+    assert [c.callee for c in calls_of(f, sym(f, "after"))] == ["tail"]
+
+
 def test_macro_fan_out_expands_and_exponential_macros_are_cut_off():
     fan = b"#define A0(x) void x##_f() { g(); }\n" + b"".join(
         b"#define A%d(x) A%d(x##a) A%d(x##b)\n" % (i, i - 1, i - 1) for i in range(1, 7)) + b"A6(z)\n"
@@ -469,6 +489,15 @@ def test_real_tanh_out_from_macro_and_its_stub():
     cu = real_facts("aten/src/ATen/native/cuda/UnaryGeometricTanhKernel.cu")
     assert ("tanh_stub", "tanh_kernel_cuda", "CUDA", 56) in {
         (r.name, r.target, r.key, r.line) for r in regs(cu, "register_dispatch")}
+
+
+@pytest.mark.integration
+@real
+def test_real_topk_launches_through_its_in_function_macros():
+    f = real_facts("aten/src/ATen/native/cuda/TensorTopK.cu")
+    s = sym(f, "launch_gather_topk_kernel")
+    calls = {(c.callee, c.qualifier) for c in calls_of(f, s) if c.line in (897, 899)}  # RUN_T(uint32_t / uint64_t)
+    assert {("launch", "mbtopk"), ("launch", "sbtopk"), ("should_use_multiblock", "")} <= calls
 
 
 @pytest.mark.integration

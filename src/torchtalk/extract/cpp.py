@@ -1,9 +1,9 @@
 """C++ / CUDA / Objective-C++ fact extractor: ``extract_cpp(relpath, data) -> FileFacts``.
 
-Pipeline for one file: Objective-C++ touch-ups -> expand same-file macros in place
-(cpp_macros) -> blank attribute macros (cpp_prep) -> parse with tree-sitter-cpp, or
-tree-sitter-cuda for CUDA sources -> walk the tree (cpp_walk, cpp_regs). Every step
-keeps line numbers. Pure: the only state is a per-process cache of parsers and queries.
+Pipeline for one file: Objective-C++ touch-ups -> blank block comments in continued directives
+(cpp_prep) -> expand same-file macros in place (cpp_macros) -> blank attribute macros (cpp_prep)
+-> parse with tree-sitter-cpp, or tree-sitter-cuda for CUDA sources -> walk the tree (cpp_walk,
+cpp_regs). Every step keeps line numbers. Pure: the only state is a per-process cache of parsers and queries.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import replace
 from ..model import CallSite, CppClass, CppField, CppSymbol, FileFacts, Registration, Using
 from .cpp_macros import expand_same_file
 from .cpp_prep import (
+    blank_directive_comments,
     blank_macros,
     blank_placeholders,
     finish_objc,
@@ -65,6 +66,7 @@ def extract_cpp(relpath: str, data: bytes) -> FileFacts:
         data = prepare_objc(data)
     if "/templates/" in low:
         data = blank_placeholders(data)
+    data = blank_directive_comments(data)
     text = data.decode("latin-1")  # 1 byte = 1 char: str offsets are byte offsets
     spans = []
     if "define" in text:
