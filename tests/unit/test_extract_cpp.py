@@ -416,6 +416,15 @@ def test_macros_defined_inside_a_function_with_block_comments_expand_where_used(
     assert [c.callee for c in calls_of(f, sym(f, "after"))] == ["tail"]
 
 
+def test_macro_parameters_continued_over_lines_are_substituted():
+    # DepthwiseConv3d.cu: "#define DWCONV3D_BACKWARD_INPUT_DISPATCH_SPECIALIZATION(  \\" then "kt, kh, ...)": the
+    # first parameter kept the backslash and was never replaced.
+    src = (b"__global__ void kern(int n) {}\n#define LAUNCH(   \\\n    K, n)         \\\n  K<<<1, n>>>(n)\n"
+           b"void f(int n) { LAUNCH(kern, n); }\n")
+    f = walk_facts("aten/src/ATen/native/cuda/K.cu", src)
+    assert [(c.callee, c.kind, c.line) for c in calls_of(f, sym(f, "f"))] == [("kern", "launch", 5)]
+
+
 def test_macro_fan_out_expands_and_exponential_macros_are_cut_off():
     fan = b"#define A0(x) void x##_f() { g(); }\n" + b"".join(
         b"#define A%d(x) A%d(x##a) A%d(x##b)\n" % (i, i - 1, i - 1) for i in range(1, 7)) + b"A6(z)\n"

@@ -207,7 +207,8 @@ def _enclosing_paren(text: str, pos: int, limit: int = 4000) -> int:
 def _parse_define(d: re.Match) -> Macro:
     lines = [strip_comments(ln) for ln in _CONT.split(d.group(4))]  # "//" ends at the physical line
     body = strip_comments(" ".join(lines)).strip()
-    params = [p.strip() for p in (d.group(3) or ")")[:-1].split(",") if p.strip()]
+    # the parameter list may be continued over lines too: "#define M(  \\" "    a, b)  \\"
+    params = [p.strip() for p in _CONT.sub(" ", (d.group(3) or ")")[:-1]).split(",") if p.strip()]
     variadic = ""
     if params and params[-1].endswith("..."):
         last = params.pop()[:-3].strip()
