@@ -425,6 +425,15 @@ def test_macro_parameters_continued_over_lines_are_substituted():
     assert [(c.callee, c.kind, c.line) for c in calls_of(f, sym(f, "f"))] == [("kern", "launch", 5)]
 
 
+def test_object_like_macros_that_stand_for_statements_expand_where_used():
+    # DepthwiseConv3d.cu: "#define DWCONV3D_FORWARD_DISPATCH_OTHERS { ... kernel<...><<<...>>>(...); }", used bare.
+    src = (b"__global__ void kern(int n) {}\n#define N_THREADS 128\n#define OTHERS        \\\n"
+           b"  {                           \\\n    kern<<<1, N_THREADS>>>(n);  \\\n  }\n"
+           b"void f(int n) {\n  if (n) { g(N_THREADS); }\n  OTHERS\n}\n")
+    f = walk_facts("aten/src/ATen/native/cuda/K.cu", src)
+    assert [(c.callee, c.kind, c.line) for c in calls_of(f, sym(f, "f"))] == [("g", "call", 8), ("kern", "launch", 9)]
+
+
 def test_macro_fan_out_expands_and_exponential_macros_are_cut_off():
     fan = b"#define A0(x) void x##_f() { g(); }\n" + b"".join(
         b"#define A%d(x) A%d(x##a) A%d(x##b)\n" % (i, i - 1, i - 1) for i in range(1, 7)) + b"A6(z)\n"
