@@ -416,6 +416,15 @@ def test_macros_defined_inside_a_function_with_block_comments_expand_where_used(
     assert [c.callee for c in calls_of(f, sym(f, "after"))] == ["tail"]
 
 
+def test_a_call_a_macro_writes_several_times_at_one_line_is_one_fact():
+    # TensorTopK.cu: RUN_DIM expands RUN_MB once per dimension case, each with the same launcher call.
+    src = (b"void launch(int k);\n#define RUN(D) if (d == D) { launch(k); }\n"
+           b"#define ALL() RUN(1) else RUN(2) else RUN(3)\n"
+           b"void f(int d, int k) {\n  ALL();\n  launch(k); launch(k);\n}\n")
+    f = walk_facts("aten/src/ATen/native/cuda/K.cu", src)
+    assert [(c.callee, c.line) for c in calls_of(f, sym(f, "f"))] == [("launch", 5), ("launch", 6), ("launch", 6)]
+
+
 def test_macro_parameters_continued_over_lines_are_substituted():
     # DepthwiseConv3d.cu: "#define DWCONV3D_BACKWARD_INPUT_DISPATCH_SPECIALIZATION(  \\" then "kt, kh, ...)": the
     # first parameter kept the backslash and was never replaced.
