@@ -155,6 +155,8 @@ def ask(server: tt.McpStdio, names: list[str]) -> tuple[dict[str, dict], list[fl
         answers[name] = {"kind": sc.get("kind", "error" if res.get("isError") else "?"),
                          "answered": bool(r.get("kernels") or r.get("helpers") or r.get("libraries")),
                          "kernels": sorted(kernels)}
+        if res.get("isError") or not sc:  # said apart from a miss: the tool failed to answer
+            answers[name]["error"] = " ".join(c.get("text", "") for c in res.get("content", []))[:300]
         if (i + 1) % 100 == 0:
             print(f"census: asked {i + 1}/{len(names)}", file=sys.stderr, flush=True)
     return answers, lat
@@ -381,6 +383,10 @@ def main(argv: list[str] | None = None) -> int:
         g = [b for b in cuda_ops if ops.group[b] == grp]
         if g:
             print(f"  {grp}: {sum(answers[b]['answered'] for b in g)}/{len(g)}")
+    errors = {n: a["error"] for n, a in answers.items() if "error" in a}
+    if errors:
+        first = next(iter(errors.items()))
+        print(f"ERRORS: {len(errors)} calls failed (counted as misses), e.g. {first[0]}: {first[1][:200]}")
     print(f"cuda_kernels latency over {len(lat)} calls (ms): p50 {statistics.median(lat) * 1e3:.1f}  "
           f"p95 {pct(lat, 95) * 1e3:.1f}  max {max(lat) * 1e3:.1f}")
     show("Kernel misses by reason", k_miss, n_k - len(hit_k))
