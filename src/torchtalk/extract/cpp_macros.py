@@ -93,7 +93,7 @@ def expand_same_file(text: str) -> tuple[str, list[Span]]:
         events.append((m.start(), m.end(), "", None))  # other directive: never expand in it
     if not names:
         return text, []
-    pasters = {name: mac for _, _, name, mac in events if mac is not None and "##" in mac.body}
+    pasters = {name: mac for _, _, name, mac in events if mac is not None and not mac.plain and "##" in mac.body}
     if pasters:
         text, events = _x_macro_uses(text, pasters, events)
     plain = {n for _, _, n, mac in events if mac is not None and mac.plain}
