@@ -24,6 +24,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from ...model.paths import NATIVE_FUNCTIONS
 from ...procs import pid_alive
 from .inputs import codegen_inputs_hash
 from .manifest import (
@@ -342,7 +343,7 @@ def start_codegen(
         job._result = job._make_result(seconds=time.monotonic() - job._t0, cpu=0.0)
         return job
 
-    nf = tree / "aten/src/ATen/native/native_functions.yaml"
+    nf = tree / NATIVE_FUNCTIONS
     if not nf.is_file():
         return fail_all(f"not a PyTorch source tree (no {nf})")
     if not (tree / "tools/setup_helpers/generate_code.py").is_file():
