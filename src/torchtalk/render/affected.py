@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..model import NodeKind
-from ..query.affected import AffectedResult, ChangedFile
+from ..query.change.result import AffectedResult, ChangedFile
 from .common import IN_STRUCTURED, showing
 
 MAX_CHANGED = 25
