@@ -119,6 +119,24 @@ class CallSite:
         return cls(caller=caller, callee=callee, qualifier=qualifier, line=1, kind=kind, detail="", nargs=nargs)
 
 
+def split_template_args(text: str) -> tuple[str, str]:
+    """A name as written and the template arguments it ends with: ``c10::ArrayRef<int64_t>`` ->
+    ("c10::ArrayRef", "int64_t"), ``Foo<A<B>, C>`` -> ("Foo", "A<B>, C"); (text, "") when it ends with none,
+    or they do not close."""
+    if not text.endswith(">"):
+        return text, ""
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        ch = text[i]
+        if ch == ">":
+            depth += 1
+        elif ch == "<":
+            depth -= 1
+            if depth == 0:
+                return text[:i], text[i + 1:-1]
+    return text, ""
+
+
 # Note [Type expressions]: what a file shows of types, kept as written for resolution at query time
 # (graph/resolve.py, graph/cpp_lookup.py): a file-local fact cannot name a type another file defines.
 # A type expression is a base and "|"-separated steps. Bases: "t:TYPE" (a type as written), "c:NAME/N"
