@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from .paths import ATEN_TEMPLATES
+from .paths import ATEN_TEMPLATES, TORCHGEN_MAIN
 
 __all__ = ["AOTI_DIR", "ATEN_DIR", "AUTOGRAD_DIR", "template_for"]
 
@@ -22,7 +22,7 @@ ATEN_DIR = "aten/src/ATen"
 AUTOGRAD_DIR = "torch/csrc/autograd/generated"
 AOTI_DIR = "torch/csrc/inductor/aoti_torch/generated"
 
-_TG = "torchgen/gen.py"
+_TG = TORCHGEN_MAIN
 _ATEN_T = ATEN_TEMPLATES
 _AG_T = "tools/autograd/templates/"
 

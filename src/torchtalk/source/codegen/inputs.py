@@ -10,7 +10,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from ...model.paths import ATEN_TEMPLATES, DERIVATIVES, NATIVE_FUNCTIONS, TAGS
+from ...model.paths import ATEN_TEMPLATES, AUTOGRAD_MAIN, DERIVATIVES, NATIVE_FUNCTIONS, TAGS
 
 __all__ = ["SETTINGS_VERSION", "codegen_inputs_hash"]
 
@@ -24,7 +24,7 @@ INPUT_FILES: tuple[str, ...] = (
     TAGS,
     DERIVATIVES,
     "tools/autograd/deprecated.yaml",
-    "tools/setup_helpers/generate_code.py",
+    AUTOGRAD_MAIN,
 )
 
 #: Directories the generators read, with a suffix filter (None: every file).

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ...model.codegen import AOTI_DIR, ATEN_DIR, AUTOGRAD_DIR
-from ...model.paths import NATIVE_FUNCTIONS, TAGS
+from ...model.paths import NATIVE_FUNCTIONS, TAGS, TORCHGEN_MAIN
 from .manifest import GeneratorResult
 
 __all__ = [
@@ -137,7 +137,7 @@ def generator_spec(name: str, tree: Path, stage: Path, full: bool, backends: tup
     }
     if name == "torchgen":
         try:
-            text = (tree / "torchgen/gen.py").read_text(errors="replace")
+            text = (tree / TORCHGEN_MAIN).read_text(errors="replace")
         except OSError:
             text = ""
         g["argv"] = torchgen_argv(text, stage, full, backends)
