@@ -65,7 +65,6 @@ from .symbols import calls_from, gpu_kernels_named, symbol
 
 __all__ = ["Resolution", "Resolver", "TargetKind", "UNRESOLVED", "op_named", "ops_of", "resolve", "stub_names"]
 
-_TEMPLATES = ATEN_TEMPLATES  # torchgen's templates: their code is generated code's
 _MAX_NESTING = 3  # type evaluation that needs call resolution that needs type evaluation ...
 
 
@@ -214,7 +213,7 @@ class Resolver:
 
     def _helper_wins(self, found: list[CppSymbol], ops: tuple[str, ...], call: CallSite) -> bool:
         """at::X is the op unless a visible, non-template helper named X takes the arguments better."""
-        helpers = [s for s in found if not s.is_template and not s.path.startswith(_TEMPLATES)
+        helpers = [s for s in found if not s.is_template and not s.path.startswith(ATEN_TEMPLATES)
                    and signature(s.params).takes(call.nargs)]
         if not helpers:
             return False
@@ -400,7 +399,7 @@ class Resolver:
                 return self._op_method(generated, call)
         if syms:
             res = self.choose(syms, call, owner)
-            if res.kind is TargetKind.DEFS and res.defs[0].path.startswith(_TEMPLATES) and not res.candidates:
+            if res.kind is TargetKind.DEFS and res.defs[0].path.startswith(ATEN_TEMPLATES) and not res.candidates:
                 ops = self._dispatches(res.defs[0])
                 if ops:
                     return Resolution(TargetKind.OP, ops=ops, spelling=f"Tensor::{name} (inline)")
@@ -480,8 +479,8 @@ class Resolver:
         """Test-only code serves tests only (never a pick for the library, even as the only name found);
         codegen templates serve generated code, and others where they exist."""
         own = [s for s in syms if self._visible(s) and (self.in_test or not is_test(s.path))]
-        keep = [s for s in own if self.caller.path.startswith(_TEMPLATES) or not s.path.startswith(_TEMPLATES)
-                or "::Tensor::" in s.qualname]
+        keep = [s for s in own if self.caller.path.startswith(ATEN_TEMPLATES)
+                or not s.path.startswith(ATEN_TEMPLATES) or "::Tensor::" in s.qualname]
         return keep or own
 
     # -------------------------------------------------------------- types
