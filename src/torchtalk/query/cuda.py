@@ -103,7 +103,7 @@ def _walk(ix: Index, starts: list[Node]) -> tuple[dict[str, GpuKernel], list[Ker
     steps = down(starts, edges, WALK_KINDS, MAX_DEPTH, fan_out=40, max_nodes=1500, follow=follow)
     launchers: list[tuple[Node, list[Edge]]] = [(n, []) for n in starts if n.kind in CPP_KINDS]
     launchers += [(s.node, s.chain()) for s in steps if s.node.kind in CPP_KINDS]
-    kernels: dict[str, GpuKernel] = {}
+    kernels: dict[str, GpuKernel] = {}  # by qualified name: one name in two namespaces is two kernels
     helpers: list[KernelLaunch] = []
     for node, chain in launchers:
         backward = any(e.kind is EdgeKind.BACKWARD for e in chain)
@@ -115,7 +115,7 @@ def _walk(ix: Index, starts: list[Node]) -> tuple[dict[str, GpuKernel], list[Ker
                 continue
             sym = symbol(ix, sid)
             name = sym.name if sym else e.dst.label
-            k = kernels.setdefault(name, GpuKernel(name, e.dst, [sym] if sym else []))
+            k = kernels.setdefault(sym.qualname if sym else e.dst.label, GpuKernel(name, e.dst, [sym] if sym else []))
             k.launches.append(launch)
     return kernels, helpers
 
