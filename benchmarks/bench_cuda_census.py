@@ -47,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cuda_text as ct  # noqa: I001
 import tt_adapter as tt
+from torchtalk.model.paths import NATIVE_FUNCTIONS
 
 NATIVE = "aten/src/ATen/native"
 EXCLUDED = (f"{NATIVE}/transformers/cuda/mem_eff_attention/kernels/",)
@@ -69,7 +70,7 @@ class Ops:
     """Op base names that run on CUDA, by group, and the C++ functions their CUDA (or composite) entries name."""
 
     def __init__(self, root: str, text: ct.Tree) -> None:
-        with open(os.path.join(root, NATIVE, "native_functions.yaml"), encoding="utf-8") as f:
+        with open(os.path.join(root, NATIVE_FUNCTIONS), encoding="utf-8") as f:
             entries = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         self.all: list[str] = []
         self.group: dict[str, str] = {}
