@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from torchtalk.errors import BadArgument
+from torchtalk.model import EdgeHow
 from torchtalk.query import affected as affected_mod
 from torchtalk.query.diff import MAX_FILES, defined_names, parse_diff, tree_path
 from torchtalk.query.results import NotFound
@@ -195,7 +196,7 @@ def test_cpu_kernel_registered_with_register_dispatch_reaches_its_ops_through_th
     cumsum = next(r for r in res.ops if r.op.key == "cumsum")
     # cumsum_stub is handed to impl_func_cum_ops, not called: the stub's defining file says who uses it.
     assert "registered for [CPU] cumsum_stub <- used by TORCH_IMPL_FUNC(cumsum_out)" in cumsum.path
-    assert any("found in the source text" in e.note for e in cumsum.chain)
+    assert any(e.how is EdgeHow.TEXT for e in cumsum.chain)
     assert res.device == "cpu" and "Only CPU code changed" in text
     assert res.run_first[0] == 'pytest test/test_ops.py -k "cumsum_with_dtype and cpu"'
     assert nxt[0] == 'trace("cumsum")' and nxt[1] == 'impact("aten/src/ATen/native/cpu/CumKernels.cpp:5", depth=2)'

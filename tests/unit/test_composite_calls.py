@@ -4,7 +4,7 @@ tensors, an op's own CUDA kernel rather than its composite one."""
 from torchtalk.graph import graph
 from torchtalk.graph.nodes import op_node
 from torchtalk.graph.registry import registry
-from torchtalk.model import Edge, EdgeKind, Loc, Node, NodeKind
+from torchtalk.model import Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind
 from torchtalk.query.cuda import _runs_for_cuda
 from torchtalk.tools import get_tool, run
 
@@ -15,7 +15,7 @@ def test_op_calls_through_a_file_local_helper(indexed):
     edges = graph(ix).out(op_node(op), [EdgeKind.OP_CALL])
     assert [(e.dst.key, str(e.site), e.key) for e in edges] == [
         ("_softmax", "aten/src/ATen/native/SoftMax.cpp:8", "CompositeImplicitAutograd")]
-    assert edges[0].note.endswith("(through softmax_impl)")
+    assert edges[0].how is EdgeHow.HELPER and edges[0].note.endswith("(through softmax_impl)")
     back = graph(ix).into(op_node(registry(ix).by_full["_softmax"]), [EdgeKind.OP_CALL])
     assert [e.src.key for e in back] == ["softmax.int"]
     text = run(get_tool("trace"), ix, function_name="softmax.int")[1]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..model import Edge, EdgeKind, Loc, Node, NodeKind, Op, PyApiKind
+from ..model import Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op, PyApiKind
 from ..store.reader import Index
 from .nodes import binding_node, cpp_node, op_node, py_node, symbol_id, unresolved_node
 from .pynames import PyDef, PyNames, pynames
@@ -32,7 +32,7 @@ def bindings_into(ix: Index, node: Node) -> list[Edge]:
             return []
         # The generated binding (THPVariable_X) first: it is where the name enters C++, the YAML line second.
         names = sorted(registry(ix).python_names(op), key=lambda p: p.kind is not PyApiKind.GENERATED_BINDING)
-        out = [Edge(binding_node(p.name, p.loc), node, EdgeKind.BINDING, p.loc, note=p.kind.value) for p in names]
+        out = [Edge(binding_node(p.name, p.loc), node, EdgeKind.BINDING, p.loc, p.kind.value) for p in names]
         bound = {p.name for p in names}
         return out + [e for e in python_callers(ix, node, lambda full: op in ops_of_python(ix, full))
                       if e.src.key not in bound]
@@ -48,7 +48,7 @@ def bindings_into(ix: Index, node: Node) -> list[Edge]:
         loc = Loc(ix.path_of(file_id), line)
         if kind == PyApiKind.GENERATED_BINDING and loc.path != fn.path:
             continue
-        out.append(Edge(binding_node(name, loc), node, EdgeKind.BINDING, loc, note=kind))
+        out.append(Edge(binding_node(name, loc), node, EdgeKind.BINDING, loc, kind))
     return out
 
 
@@ -75,18 +75,17 @@ def bindings_out(ix: Index, node: Node) -> list[Edge]:
             "SELECT kind, op, target, file_id, line FROM py_api WHERE name = ?", (node.key,)):
         loc = Loc(ix.path_of(file_id), line)
         if op_name and op_name in reg.by_full and kind != PyApiKind.GENERATED_BINDING:
-            out.append(Edge(node, op_node(reg.by_full[op_name]), EdgeKind.BINDING, loc, note=kind))
+            out.append(Edge(node, op_node(reg.by_full[op_name]), EdgeKind.BINDING, loc, kind))
         elif target:
             defs = defs_in_file(ix, file_id, target.split("::")[-1]) or []
             dst = cpp_node(defs[0]) if defs else _cpp_named(ix, target) or unresolved_node(target)
-            out.append(Edge(node, dst, EdgeKind.BINDING, loc, note=kind))
+            out.append(Edge(node, dst, EdgeKind.BINDING, loc, kind))
     return out
 
 
 # Where the Python entry points of ops live: the public functions and modules users call.
 _ENTRY_MODULES = ("torch.nn.", "torch.functional", "torch._tensor")
 EXPR = "<expr>"  # extract/pymodules.py: the receiver of a method call on an expression
-CALLS_IT = "calls it"
 
 
 def _entry_calls(ix: Index) -> dict[str, list[tuple[str, str, str, int, int]]]:
@@ -127,7 +126,7 @@ def python_callers(ix: Index, node: Node, reaches: Callable[[str], bool]) -> lis
                 site = Loc(ix.path_of(file_id), line)
                 d = names.definition(fq)
                 out[fq] = Edge(binding_node(fq, d.loc if d else site), node, EdgeKind.BINDING, site,
-                               note=f"{CALLS_IT} ({callee})")
+                               note=f"calls it ({callee})", how=EdgeHow.PY_CALLER, written=callee)
     return list(out.values())
 
 
@@ -251,13 +250,13 @@ def assign_edges(ix: Index, src: Node, d: PyDef) -> list[Edge]:
         full = names.resolve_in(d.module, value)
         ops = ops_of_python(ix, value) or ops_of_python(ix, full) or _tensor_base_ops(ix, full)
         if ops:
-            out += [Edge(src, op_node(op), EdgeKind.BINDING, d.loc, note=value) for op in ops]
+            out += [Edge(src, op_node(op), EdgeKind.BINDING, d.loc, written=value) for op in ops]
             continue
         target = names.definition(full)
         if target is not None and target.kind == "function":
-            out.append(Edge(src, function_node(target), EdgeKind.PY_CALL, d.loc, note=value))
+            out.append(Edge(src, function_node(target), EdgeKind.PY_CALL, d.loc, written=value))
         elif target is not None and target.kind == "assign" and target.fq != d.fq:
-            out.append(Edge(src, assigned_node(target), EdgeKind.PY_CALL, d.loc, note=value))
+            out.append(Edge(src, assigned_node(target), EdgeKind.PY_CALL, d.loc, written=value))
     return out
 
 
@@ -282,7 +281,7 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
             mro = mro[mro.index(owner) + 1:] if owner in mro else mro[1:]
         target = method_of(ix, mro, written.split(".")[1])
         # None: a submodule call (self.linear(x)) or an attribute, not a method of the class.
-        return [Edge(src, function_node(target), EdgeKind.PY_CALL, site, note=written)] if target else []
+        return [Edge(src, function_node(target), EdgeKind.PY_CALL, site, written=written)] if target else []
     if head in ("self", "super()"):
         return []
     full = names.resolve_in(fn.module, written)
@@ -290,19 +289,19 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
         return []
     d = names.definition(full)
     if d is not None and d.kind == "assign":
-        return [Edge(src, assigned_node(d), EdgeKind.PY_CALL, site, note=written)]
+        return [Edge(src, assigned_node(d), EdgeKind.PY_CALL, site, written=written)]
     if d is not None and d.kind == "function":
-        return [Edge(src, function_node(d), EdgeKind.PY_CALL, site, note=written)]
+        return [Edge(src, function_node(d), EdgeKind.PY_CALL, site, written=written)]
     ops = ops_of_python(ix, full)
     if ops:
-        return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, note=written) for op in ops]
+        return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, written=written) for op in ops]
     if "." not in written:
         return []  # a local or builtin callable
     if written.count(".") == 1 and head not in names.imports(fn.module)[0]:
         method = written.split(".")[1]
         ops = ops_of_python(ix, f"Tensor.{method}")
-        return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, note=f"{written} (receiver not typed; assumed a Tensor)")
-                for op in ops]
+        return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, note="receiver not typed; assumed a Tensor",
+                     how=EdgeHow.UNTYPED_RECEIVER, written=written) for op in ops]
     if full.startswith("torch."):
-        return [Edge(src, unresolved_node(full), EdgeKind.PY_CALL, site, note=written)]
+        return [Edge(src, unresolved_node(full), EdgeKind.PY_CALL, site, written=written)]
     return []

@@ -222,3 +222,43 @@ class EdgeKind(StrEnum):
     @property
     def crosses_dispatcher(self) -> bool:
         return self in (EdgeKind.DISPATCH_CALL, EdgeKind.KERNEL, EdgeKind.OP_CALL, EdgeKind.WRAPPER)
+
+
+class EdgeHow(StrEnum):
+    """How the graph made an edge, where its kind alone does not say (Note [Edge provenance]).
+
+    Note [Edge provenance]: an edge is a claim, and how sure it is depends on how it was made: a call
+    resolved to the one definition it names is plain; a call several overloads could answer is a
+    candidate; a call that found only a declaration, a name passed on without a call, a call through an
+    untyped receiver or a use found in the source text say so. Code decides on this field, never on
+    ``Edge.note`` (display text).
+    """
+
+    DIRECT = "direct"  # the plain case of its kind: a call resolved to its definition, a registration as read
+    DECLARATION = "declaration"  # CALL: only a declaration was found (the definition is not indexed)
+    CANDIDATE = "candidate"  # CALL: one of several overloads the call's arguments do not decide between
+    CANDIDATE_DECLARATION = "candidate_declaration"  # both: a candidate of which only a declaration was found
+    PASSED_ON = "passed_on"  # STUB_CALL: the stub is named without being called (handed to a helper)
+    TEXT = "text"  # STUB_CALL: found in the source text, where no call site is recorded (Note [Stub uses])
+    HELPER = "helper"  # OP_CALL: the composite kernel calls the op through a file-local helper
+    MACRO = "macro"  # UNRESOLVED: a macro (AT_DISPATCH_..., TORCH_CHECK), not a function
+    STD = "std"  # UNRESOLVED: the standard library's (::abs, std::max), not in the tree
+    UNTYPED_RECEIVER = "untyped_receiver"  # PY_CALL: ``x.f()`` with x of unknown type, taken for a Tensor method
+    PY_CALLER = "py_caller"  # BINDING into an op or function: a public Python function whose body calls it
+
+    @property
+    def is_candidate(self) -> bool:
+        return self in (EdgeHow.CANDIDATE, EdgeHow.CANDIDATE_DECLARATION)
+
+    @property
+    def is_declaration(self) -> bool:
+        return self in (EdgeHow.DECLARATION, EdgeHow.CANDIDATE_DECLARATION)
+
+
+class CutKind(StrEnum):
+    """Which limit of a walk (graph/walk.py) left something out (Note [No silent cut])."""
+
+    FAN_OUT = "fan_out"  # one node had more new edges than a node may add: the best-ranked were followed
+    DEPTH = "depth"  # nodes reached at the last level were not walked from
+    NODES = "nodes"  # the walk stopped at its node budget
+    LEVEL = "level"  # a level had more nodes than a level may expand (LevelCap): the rest were kept, not walked from

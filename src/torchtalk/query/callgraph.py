@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..graph import LevelCap, graph, up
 from ..graph.nodes import CPP_KINDS
-from ..model import CppSymbol, Edge, EdgeKind, Node, NodeKind
+from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind
 from ..store.reader import Index
 from .args import check_int
 from .functions import Target, find_targets
@@ -117,7 +117,7 @@ def _calls_of(ix: Index, t: Target) -> CallsSection:
             sec.stubs.append(StubCall(e, g.out(e.dst, [EdgeKind.STUB_KERNEL])))
         elif e.kind is EdgeKind.LAUNCH:
             sec.launches.append(e)
-        elif e.note == "macro":
+        elif e.how is EdgeHow.MACRO:
             macros.setdefault(e.dst.label.split("::")[-1])
         else:
             sec.unresolved.append(e)

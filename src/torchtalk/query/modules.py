@@ -18,7 +18,7 @@ from ..graph.py_edges import MAX_CALLS_PER_FUNCTION, PyContext, function_node, p
 from ..graph.pynames import PyDef, pynames
 from ..graph.registry import OpRegistry, registry
 from ..link.pyclasses import ROOTS
-from ..model import Edge, EdgeKind, Loc, Node, NodeKind, Op
+from ..model import Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op
 from ..store.reader import Index
 from .args import clean_text
 from .results import NotFound
@@ -158,11 +158,10 @@ def _tree(steps: list[Step], reg: OpRegistry) -> tuple[list[CallNode], OrderedDi
             if parent is not None:
                 _note_op(reg, ops, parent, e.dst.key, s)
             continue
-        untyped = "receiver not typed" in e.note
+        untyped = e.how is EdgeHow.UNTYPED_RECEIVER
         target = ("?" if untyped else e.dst.key) if e.dst.kind is NodeKind.OP else (
             e.dst.key if e.dst.kind is NodeKind.UNRESOLVED else e.dst.label)
-        node = CallNode(e.note.split(" (")[0], e.site or Loc("?", 0), target, e.dst.loc,
-                        note="receiver not typed; assumed a Tensor" if untyped else "")
+        node = CallNode(e.written, e.site or Loc("?", 0), target, e.dst.loc, note=e.note if untyped else "")
         made[id(s)] = node
         if e.dst.kind is NodeKind.OP:
             _note_op(reg, ops, node, e.dst.key, s)
@@ -178,7 +177,7 @@ def _note_op(reg: OpRegistry, ops: OrderedDict[str, tuple[Op, list[str]]], node:
     node.ops.append(op)
     entry = ops.setdefault(full, (op, []))
     if len(entry[1]) < 3:
-        entry[1].append(" -> ".join(e.note.split(" (")[0] for e in s.chain() if e.kind is EdgeKind.PY_CALL))
+        entry[1].append(" -> ".join(e.written for e in s.chain() if e.kind is EdgeKind.PY_CALL))
 
 
 def _merge_ops(nodes: list[CallNode]) -> list[CallNode]:
@@ -210,7 +209,7 @@ def _walk(ix: Index, entry: PyDef,
             return e.kind is EdgeKind.PY_CALL
         if e.dst.kind is not NodeKind.PY_FUNCTION:
             return False
-        return e.note.startswith(("self.", "super().")) or e.dst.key.startswith(EXPANDED_PREFIXES)
+        return e.written.startswith(("self.", "super().")) or e.dst.key.startswith(EXPANDED_PREFIXES)
 
     steps = down([function_node(entry)], edges, [EdgeKind.PY_CALL, EdgeKind.BINDING], MAX_DEPTH - 1,
                  fan_out=MAX_CALLS_PER_FUNCTION, max_nodes=1500, follow=follow)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..graph.nodes import cpp_node
 from ..graph.symbols import SYMBOL_COLS
-from ..model import CppSymbol, Edge, EdgeKind, Loc, Node, NodeKind, RegistrationKind
+from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, RegistrationKind
 from ..store.codec import rows_facts
 from ..store.reader import Index
 
@@ -57,5 +57,6 @@ def _uses(ix: Index, root: Path, node: Node) -> list[Edge]:
             sym = min(around, key=lambda s: s.end_line - s.line)
             if sym.id not in seen:
                 seen.add(sym.id)
-                out.append(Edge(cpp_node(sym), node, EdgeKind.STUB_CALL, Loc(path, n), note=NOTE))
+                out.append(Edge(cpp_node(sym), node, EdgeKind.STUB_CALL, Loc(path, n), note=NOTE, how=EdgeHow.TEXT,
+                                written=node.key))
     return out

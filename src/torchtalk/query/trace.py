@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from ..graph import Step, down, graph
 from ..graph.nodes import autograd_node, binding_node, op_node, symbol_id
 from ..graph.op_edges import autograd_nodes, derivatives_of, view_of_copy
-from ..graph.py_edges import CALLS_IT, PyContext, assigned_node, function_node, py_call_edges
+from ..graph.py_edges import PyContext, assigned_node, function_node, py_call_edges
 from ..graph.pynames import PyDef, PyNames, pynames
 from ..graph.registry import OpRegistry, PyName, py_spellings, registry
 from ..graph.symbols import has_cpp, symbol
@@ -24,6 +24,7 @@ from ..model import (
     DerivativeFormula,
     DispatchEntry,
     Edge,
+    EdgeHow,
     EdgeKind,
     Loc,
     Node,
@@ -206,7 +207,7 @@ def _op_trace(ix: Index, op: Op, focus: str, cpp: bool, cache: dict[tuple[str, b
               for d, f in derivatives_of(ix, op)]
     refs = python_op_refs(ix, op) if focus == "full" else []
     generated = gen_q.for_op(ix, op) if focus != "yaml" else None
-    callers = [e for e in graph(ix).into(op_node(op), [EdgeKind.BINDING]) if e.note.startswith(CALLS_IT)] \
+    callers = [e for e in graph(ix).into(op_node(op), [EdgeKind.BINDING]) if e.how is EdgeHow.PY_CALLER] \
         if focus == "full" else []
     return OpTrace(op, kernels, python, derivs, refs, generated, callers)
 
@@ -328,7 +329,7 @@ def _bindings(ix: Index, name: str) -> list[BindingTrace]:
     out = []
     for spelling in spellings:
         for e in g.out(binding_node(spelling), [EdgeKind.BINDING]):
-            if e.note == PyApiKind.PYBIND and not spelling.startswith("torch."):
+            if e.binding_kind is PyApiKind.PYBIND and not spelling.startswith("torch."):
                 continue  # a pybind11 name whose module the code does not say: not this Python name
             sid = symbol_id(e.dst)
             fn = symbol(ix, sid) if sid is not None else None
