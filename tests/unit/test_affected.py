@@ -287,11 +287,14 @@ def test_header_helper_used_by_many_kernels_is_bounded_and_says_what_was_cut(cix
     tree, ix = cix
     diff = edit_diff(tree, "aten/src/ATen/native/cpu/CumUtils.h", 7, "self.dim()", "self.dim() + 0")
     res, _, _ = ask(ix, diff=diff)
-    assert {"cumsum", "cumprod"} <= set(op_keys(res)) and not res.cuts
+    # the walk's only limit is its depth (named, with the depth that goes further)
+    assert {"cumsum", "cumprod"} <= set(op_keys(res)) and len(res.cuts) == 1
+    assert "at depth 2 not walked further" in res.cuts[0] and res.cuts[0].endswith("depth=3 goes further")
     monkeypatch.setattr(affected_mod, "MAX_LEVEL_NODES", 1)
     res, text, _ = ask(ix, diff=diff)
     assert set(op_keys(res)) == {"cumsum", "cumsum.out"}  # only the first caller is walked from
-    assert "walk: 1 C++ callers reached but not walked from (at most 1 a level for each change)" in text
+    assert "walk: 1 node reached but not walked from (at most 1 a level; e.g. at::native::(anonymous)::" \
+        'cumprod_cpu_kernel); impact("aten/src/ATen/native/cpu/CumKernels.cpp:8", depth=2) goes further' in text
     assert "Cut (bounded answer):" in text
 
 

@@ -20,7 +20,7 @@ from ..graph.nodes import CPP_KINDS, op_node, py_node
 from ..graph.pynames import pynames
 from ..graph.registry import registry
 from ..graph.symbols import calls_named
-from ..model import Edge, EdgeKind, Loc, Node, NodeKind
+from ..model import Cut, CutKind, Edge, EdgeKind, Loc, Node, NodeKind
 from ..store.reader import Index
 from . import affected_py as apy
 from . import affected_tests as at
@@ -29,6 +29,7 @@ from .callgraph import IMPACT_KINDS
 from .changes import DEVICE_OF_KEY, ChangedNode, ChangedOpInfo, ChangedTest, file_kind, map_file
 from .changeset import FileChange, TreeFiles, from_diff, from_path_name, language, split_names
 from .codegen_change import GeneratorChange, generated_from, is_codegen
+from .cuts import describe, named, node_arg, tool_call
 from .diff import MAX_FILES
 from .functions import find_targets, suggest
 from .git import git_diff, is_checkout
@@ -302,7 +303,8 @@ def _answer(ix: Index, source: str, depth: int, limit: int, files: list[ChangedF
             edges += stub_uses(ix, node)  # a stub handed to a helper: the graph has no call for it
         return edges
 
-    steps = up(starts, into, AFFECTED_KINDS, depth, fan_out=200, max_nodes=WALK_MAX_NODES, follow=cap)
+    walk = up(starts, into, AFFECTED_KINDS, depth, fan_out=200, max_nodes=WALK_MAX_NODES, follow=cap)
+    steps = walk.steps
     reached: list[tuple[Node, int, Node, list[Edge]]] = [(c.node, 0, c.node, []) for c in uniq
                                                          if c.node.kind is NodeKind.OP]
     python: dict[str, None] = {}
@@ -316,11 +318,13 @@ def _answer(ix: Index, source: str, depth: int, limit: int, files: list[ChangedF
             python.setdefault(s.node.key)
         elif s.node.kind in CPP_KINDS:
             functions += 1  # C++ functions on the way up
-    if cap.unexpanded:
-        cuts.append(f"walk: {cap.unexpanded} C++ callers reached but not walked from (at most {MAX_LEVEL_NODES} a "
-                    "level for each change); impact() on one of them goes further")
-    if len(steps) >= WALK_MAX_NODES:
-        cuts.append(f"walk: stopped after {WALK_MAX_NODES} nodes; a smaller depth or change gives the full answer")
+    # What the walk left out (Note [No silent cut]), each with the call that goes on from there.
+    def further(c: Cut) -> str:
+        if c.kind is CutKind.DEPTH:
+            return f"depth={depth + 1}" if depth < 5 else tool_call("impact", node_arg(c.at), depth=5) if c.at else ""
+        return tool_call("impact", node_arg(c.at), depth=depth) if c.at is not None else ""
+
+    cuts += ["walk: " + describe(c) for c in named(walk.cuts + cap.cuts(), further, down=False)]
     ops: list[at.OpForTests] = []
     reached_ops: list[ReachedOp] = []
     aspects: dict[str, set[str]] = {}

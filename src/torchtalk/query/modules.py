@@ -18,9 +18,10 @@ from ..graph.py_edges import MAX_CALLS_PER_FUNCTION, PyContext, function_node, p
 from ..graph.pynames import PyDef, pynames
 from ..graph.registry import OpRegistry, registry
 from ..link.pyclasses import ROOTS
-from ..model import Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op
+from ..model import Cut, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op
 from ..store.reader import Index
 from .args import clean_text
+from .cuts import explore, named
 from .results import NotFound
 
 MAX_DEPTH = 3
@@ -71,6 +72,7 @@ class TraceModuleResult:
     ops: OrderedDict[str, tuple[Op, list[str]]]  # op full name -> (op, how reached)
     others: list[tuple[str, Loc]]
     op_kernels: dict[str, str] = field(default_factory=dict)  # op full name -> "CPU: k; CUDA: k2"
+    cuts: list[Cut] = field(default_factory=list)  # what the walk from the entry method left out
 
 
 def _class_rows(ix: Index, where: str, params: tuple[str, ...]) -> list[ClassInfo]:
@@ -196,7 +198,7 @@ def _merge_ops(nodes: list[CallNode]) -> list[CallNode]:
 
 
 def _walk(ix: Index, entry: PyDef,
-          mro: list[ClassInfo]) -> tuple[list[CallNode], OrderedDict[str, tuple[Op, list[str]]]]:
+          mro: list[ClassInfo]) -> tuple[list[CallNode], OrderedDict[str, tuple[Op, list[str]]], list[Cut]]:
     """PY_CALL edges down from ``entry`` (forward or step), ``self`` being an instance of mro[0]."""
     ctx = PyContext([c.fq for c in mro])
 
@@ -211,9 +213,10 @@ def _walk(ix: Index, entry: PyDef,
             return False
         return e.written.startswith(("self.", "super().")) or e.dst.key.startswith(EXPANDED_PREFIXES)
 
-    steps = down([function_node(entry)], edges, [EdgeKind.PY_CALL, EdgeKind.BINDING], MAX_DEPTH - 1,
-                 fan_out=MAX_CALLS_PER_FUNCTION, max_nodes=1500, follow=follow)
-    return _tree(steps, registry(ix))
+    walk = down([function_node(entry)], edges, [EdgeKind.PY_CALL, EdgeKind.BINDING], MAX_DEPTH - 1,
+                fan_out=MAX_CALLS_PER_FUNCTION, max_nodes=1500, follow=follow)
+    calls, ops = _tree(walk.steps, registry(ix))
+    return calls, ops, named(walk.cuts, lambda c: explore(c.at) if c.at is not None else "")
 
 
 def trace_module(ix: Index, module_name: str) -> TraceModuleResult | NotFound:
@@ -230,9 +233,10 @@ def trace_module(ix: Index, module_name: str) -> TraceModuleResult | NotFound:
     entry_def = _method(ix, mro, entry_name)
     entry = None
     ops: OrderedDict[str, tuple[Op, list[str]]] = OrderedDict()
+    cuts: list[Cut] = []
     if entry_def is not None:
         entry = MethodInfo(entry_name, entry_def.signature, entry_def.loc, entry_def.fq.rsplit(".", 1)[0])
-        entry.calls, ops = _walk(ix, entry_def, mro)
+        entry.calls, ops, cuts = _walk(ix, entry_def, mro)
     doc = ix.one("SELECT doc FROM py_class WHERE id = (SELECT ref FROM py_class_fq WHERE id = ? AND source = 'py')",
                  (cls.id,))
     cls.doc = doc[0] if doc else ""
@@ -242,7 +246,8 @@ def trace_module(ix: Index, module_name: str) -> TraceModuleResult | NotFound:
         entries = reg.dispatch(op)
         kernels[full] = "; ".join(f"{e.key}: {e.kernel}" for e in entries[:6]) + (
             f"; ... {len(entries) - 6} more" if len(entries) > 6 else "")
-    return TraceModuleResult(text, cls, chain, init, entry, ops, [(o.fq, o.loc) for o in others[:12]], kernels)
+    return TraceModuleResult(text, cls, chain, init, entry, ops, [(o.fq, o.loc) for o in others[:12]], kernels,
+                             cuts)
 
 
 # ------------------------------------------------------------------ list_modules

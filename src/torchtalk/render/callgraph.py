@@ -8,7 +8,7 @@ from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind, PyApiKin
 from ..query.callgraph import CalledByResult, CalledBySection, CallsResult, CallsSection, ImpactResult, ImpactSection
 from ..query.cuda import CudaKernelsResult
 from ..query.results import Ambiguous
-from .common import IN_STRUCTURED, ambiguous, showing
+from .common import IN_STRUCTURED, ambiguous, cut_lines, showing
 
 MAX_UNRESOLVED = 40
 MAX_CALLERS = 100
@@ -162,7 +162,8 @@ def _impact_body(sec: ImpactSection, depth: int) -> list[str]:
         if len(sec.python) > 60:
             out.append(f"- ... {showing(60, len(sec.python), IN_STRUCTURED)}")
     stop = f"stopped at depth {sec.stopped_at}" + (" (no further callers)" if sec.stopped_at < depth else "")
-    out.append(f"\n{total} callers in all, {stop}" + ("; levels were capped" if sec.truncated else ""))
+    out.append(f"\n{total} callers in all, {stop}")
+    out += cut_lines(sec.cuts)
     return out
 
 
@@ -202,6 +203,7 @@ def render_cuda(r: CudaKernelsResult) -> str:
             out.append(f"- ... {showing(30, len(r.helpers), IN_STRUCTURED)}")
     for n in r.notes:
         out.append(f"\nNote: {n}")
+    out += cut_lines(r.cuts)
     return "\n".join(out)
 
 

@@ -6,6 +6,7 @@ from collections import OrderedDict
 
 from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, FormulaKind, NodeKind, Op, PyApiKind, SymbolKind
 from ..query.trace import BindingTrace, DerivInfo, KernelInfo, OpTrace, PythonEntry, TraceResult
+from .common import cut_lines
 
 MAX_LAUNCHES = 12
 MAX_OP_CALLS = 15
@@ -233,12 +234,12 @@ def render_trace(r: TraceResult) -> str:
     if r.bindings and not r.ops:
         out = [f"# trace {r.query}: bound to C++ that is not an op"]
         _bindings(r.bindings, out)
-        return "\n".join(out)
+        return "\n".join(out + cut_lines(r.cuts))
     if r.entry is not None and not r.ops:
         out = [f"# trace {r.query}: a Python {r.entry.kind}, not an op"]
         _entry(r.entry, out)
         out += [f"Note: {n}" for n in r.notes]
-        return "\n".join(out)
+        return "\n".join(out + cut_lines(r.cuts))
     out = [f"# trace {r.query} (focus: {r.focus}) — {len(r.ops)} overload{'s' if len(r.ops) != 1 else ''}"]
     if r.via:
         out.append(r.via)
@@ -292,5 +293,5 @@ def render_trace(r: TraceResult) -> str:
         out += ["", "Related ops: " + ", ".join(r.related)]
     for n in r.notes:
         out += ["", f"Note: {n}"]
-    return "\n".join(out)
+    return "\n".join(out + cut_lines(r.cuts))
 
