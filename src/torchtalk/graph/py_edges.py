@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..model import Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op, PyApiKind
+from ..model import Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op, PyApiKind, PyDefKind
 from ..store.reader import Index
 from .nodes import binding_node, cpp_node, op_node, py_node, symbol_id, unresolved_node
 from .pynames import PyDef, PyNames, pynames
@@ -200,7 +200,7 @@ def method_of(ix: Index, mro: Sequence[str], name: str) -> PyDef | None:
     names = pynames(ix)
     for fq in mro:
         d = names.definition(f"{fq}.{name}")
-        if d is not None and d.kind == "function":
+        if d is not None and d.kind is PyDefKind.FUNCTION:
             return d
     return None
 
@@ -216,11 +216,11 @@ def py_call_edges(ix: Index, node: Node, ctx: PyContext) -> list[Edge]:
     names = pynames(ix)
     if node.kind is NodeKind.BINDING:
         d = names.definition(node.key)
-        return assign_edges(ix, node, d) if d is not None and d.kind == "assign" else []
+        return assign_edges(ix, node, d) if d is not None and d.kind is PyDefKind.ASSIGN else []
     if node.kind is not NodeKind.PY_FUNCTION:
         return []
     fn = names.definition(node.key)
-    if fn is None or fn.kind != "function":
+    if fn is None or fn.kind is not PyDefKind.FUNCTION:
         return []
     out: list[Edge] = []
     seen: set[str] = set()
@@ -253,9 +253,9 @@ def assign_edges(ix: Index, src: Node, d: PyDef) -> list[Edge]:
             out += [Edge(src, op_node(op), EdgeKind.BINDING, d.loc, written=value) for op in ops]
             continue
         target = names.definition(full)
-        if target is not None and target.kind == "function":
+        if target is not None and target.kind is PyDefKind.FUNCTION:
             out.append(Edge(src, function_node(target), EdgeKind.PY_CALL, d.loc, written=value))
-        elif target is not None and target.kind == "assign" and target.fq != d.fq:
+        elif target is not None and target.kind is PyDefKind.ASSIGN and target.fq != d.fq:
             out.append(Edge(src, assigned_node(target), EdgeKind.PY_CALL, d.loc, written=value))
     return out
 
@@ -288,9 +288,9 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
     if full.startswith(HIDDEN_PREFIXES):
         return []
     d = names.definition(full)
-    if d is not None and d.kind == "assign":
+    if d is not None and d.kind is PyDefKind.ASSIGN:
         return [Edge(src, assigned_node(d), EdgeKind.PY_CALL, site, written=written)]
-    if d is not None and d.kind == "function":
+    if d is not None and d.kind is PyDefKind.FUNCTION:
         return [Edge(src, function_node(d), EdgeKind.PY_CALL, site, written=written)]
     ops = ops_of_python(ix, full)
     if ops:

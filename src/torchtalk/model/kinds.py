@@ -180,6 +180,48 @@ class PyApiKind(StrEnum):
     PYBIND = "pybind"  # a pybind11 .def
 
 
+class PyDefKind(StrEnum):
+    """What a dotted Python name is defined as in its own module (graph/pynames.py)."""
+
+    CLASS = "class"
+    FUNCTION = "function"  # a def (the last one, when @overload stubs come first)
+    ASSIGN = "assign"  # a name bound by assignment: linear = _add_docstr(torch._C._nn.linear, ...)
+
+    @property
+    def noun(self) -> str:
+        """How answers call it: "class", "function", or "name" (bound by assignment)."""
+        return "name" if self is PyDefKind.ASSIGN else self.value
+
+
+class HitKind(StrEnum):
+    """What a search hit is (values are how answers say it)."""
+
+    OP = "op"
+    BINDING = "binding"  # a Python name bound to native code
+    CPP_FUNCTION = "C++ function"
+    GPU_KERNEL = "GPU kernel"
+    STUB = "DispatchStub"
+    AUTOGRAD_NODE = "autograd node"
+
+
+class MatchKind(StrEnum):
+    """How a search hit matched the query (best first)."""
+
+    EXACT = "exact"
+    PREFIX = "prefix"
+    SUBSTRING = "substring"
+    KERNEL = "kernel"  # an op found through the name of one of its kernels
+
+
+class CodegenState(StrEnum):
+    """What an index build does with the tree's code generators (index/generated.py)."""
+
+    DISABLED = "disabled"  # --no-codegen, or their inputs cannot be read
+    REUSE = "reuse"  # their output for the same inputs is there
+    RUNNING = "running"  # started in parallel with parsing
+    FAILED = "failed"  # the same inputs failed before: not retried
+
+
 class NodeKind(StrEnum):
     """Typed nodes of the graph (graph/): what an answer can start from or reach."""
 

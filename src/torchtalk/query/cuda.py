@@ -108,7 +108,7 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
         names = list(dict.fromkeys(op.name for op in ops))
         matched = f"op {', '.join(names[:4])}" + (f" ({len(ops)} overloads)" if len(ops) > 1 else "")
         if entry is not None:
-            matched += f", reached from Python {entry.kind} {entry.name} ({entry.loc})"
+            matched += f", reached from Python {entry.kind.noun} {entry.name} ({entry.loc})"
     else:
         found = find_targets(ix, name)
         if isinstance(found, NotFound):

@@ -18,7 +18,7 @@ from ..graph.py_edges import MAX_CALLS_PER_FUNCTION, PyContext, function_node, p
 from ..graph.pynames import PyDef, pynames
 from ..graph.registry import OpRegistry, registry
 from ..link.pyclasses import ROOTS
-from ..model import Cut, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op
+from ..model import Cut, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op, PyDefKind
 from ..store.reader import Index
 from .args import clean_text
 from .cuts import explore, named
@@ -143,7 +143,7 @@ def _method(ix: Index, mro: list[ClassInfo], name: str) -> PyDef | None:
     names = pynames(ix)
     for c in mro:
         d = names.definition(f"{c.fq}.{name}")
-        if d is not None and d.kind == "function":
+        if d is not None and d.kind is PyDefKind.FUNCTION:
             return d
     return None
 

@@ -34,6 +34,7 @@ from ..model import (
     NodeKind,
     Op,
     PyApiKind,
+    PyDefKind,
     is_composite,
     runs_on,
 )
@@ -100,7 +101,7 @@ class PythonEntry:
     loc: Loc
     signature: str  # "(input, dim)"; for a name bound by assignment " = <what it is bound to>"
     calls: list[Edge]  # PY_CALL / BINDING edges, in walk order
-    kind: str = "function"  # function | name (bound by assignment)
+    kind: PyDefKind = PyDefKind.FUNCTION  # or ASSIGN: a name bound by assignment
     cuts: list[Cut] = field(default_factory=list)
 
 
@@ -303,7 +304,7 @@ def _defined(names: PyNames, dotted: str) -> PyDef | None:
     head, _, member = dotted.rpartition(".")
     cls = names.canonical(head) if head else None
     c = names.definition(cls) if cls else None
-    return names.definition(f"{cls}.{member}") if c is not None and c.kind == "class" else None
+    return names.definition(f"{cls}.{member}") if c is not None and c.kind is PyDefKind.CLASS else None
 
 
 def _py_definition(ix: Index, name: str) -> PyDef | None:
@@ -315,7 +316,7 @@ def _py_definition(ix: Index, name: str) -> PyDef | None:
         spellings.append(f"torch.{name}")  # torch.Tensor (torch/_tensor.py) over torch._C.TensorBase
     for spelling in spellings:
         d = _defined(names, spelling)
-        if d is not None and d.kind in ("function", "assign") and d.fq.startswith(_PY_FUNCTION_PREFIXES):
+        if d is not None and d.kind is not PyDefKind.CLASS and d.fq.startswith(_PY_FUNCTION_PREFIXES):
             return d
     return None
 
@@ -327,7 +328,7 @@ def _python_function(ix: Index, name: str) -> tuple[PythonEntry | None, list[Op]
     if d is None:
         return None, []
     g = graph(ix)
-    start = function_node(d) if d.kind == "function" else assigned_node(d)
+    start = function_node(d) if d.kind is PyDefKind.FUNCTION else assigned_node(d)
     ctx = PyContext(())
 
     def edges(node: Node, kinds: object) -> list[Edge]:
@@ -346,9 +347,9 @@ def _python_function(ix: Index, name: str) -> tuple[PythonEntry | None, list[Op]
         if s.node.kind is NodeKind.OP and s.node.key in reg.by_full:
             ops.setdefault(s.node.key, reg.by_full[s.node.key])
     reached = sorted(ops.values(), key=lambda o: o.is_out)  # functional overloads first, in the order reached
-    if d.kind == "assign":
+    if d.kind is PyDefKind.ASSIGN:
         return PythonEntry(d.fq, d.loc, " = " + " | ".join(d.values or (d.value,)), [s.edge for s in steps],
-                           "name", cuts), reached
+                           PyDefKind.ASSIGN, cuts), reached
     return PythonEntry(d.fq, d.loc, d.signature, [s.edge for s in steps], cuts=cuts), reached
 
 

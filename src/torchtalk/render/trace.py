@@ -187,7 +187,7 @@ def _backward(d: DerivInfo, out: list[str]) -> None:
 
 
 def _entry(e: PythonEntry, out: list[str]) -> None:
-    out.append(f"Python {e.kind} {e.name}{e.signature}  {e.loc}")
+    out.append(f"Python {e.kind.noun} {e.name}{e.signature}  {e.loc}")
     for edge in e.calls[:12]:
         if edge.kind is EdgeKind.BINDING:
             out.append(f"- {edge.src.key} is bound to op {edge.dst.key}  ({edge.site})")
@@ -236,7 +236,7 @@ def render_trace(r: TraceResult) -> str:
         _bindings(r.bindings, out)
         return "\n".join(out + cut_lines(r.cuts))
     if r.entry is not None and not r.ops:
-        out = [f"# trace {r.query}: a Python {r.entry.kind}, not an op"]
+        out = [f"# trace {r.query}: a Python {r.entry.kind.noun}, not an op"]
         _entry(r.entry, out)
         out += [f"Note: {n}" for n in r.notes]
         return "\n".join(out + cut_lines(r.cuts))
