@@ -9,6 +9,8 @@ same way, so both directions agree by construction.
 
 from __future__ import annotations
 
+import re
+
 from ..model import CallKind, CallSite, CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind, SymbolKind
 from ..store.reader import Index
 from .nodes import cpp_node, stub_node, symbol_id, unresolved_node
@@ -160,6 +162,19 @@ def _op_callers(ix: Index, node: Node, cap: int) -> list[Edge]:
         if len(out) >= cap:
             break
     return sorted(out, key=lambda e: (str(e.site.path), e.site.line) if e.site else ("", 0))
+
+
+def unresolved_callers(ix: Index, node: Node) -> list[Edge]:
+    """UNRESOLVED edges into a name not found in the index: the call sites that write it and resolve to nothing."""
+    if node.kind is not NodeKind.UNRESOLVED:
+        return []
+    names = re.findall(r"\w+", node.key)  # the callee is the last name of the call as written
+    out: list[Edge] = []
+    for call in calls_named(ix, names[-1]) if names else ():
+        caller = symbol(ix, call.caller) if call.has_caller else None
+        if caller is not None and call.written == node.key:
+            out += [e for e in call_edges(ix, caller, call) if e.kind is EdgeKind.UNRESOLVED]
+    return out
 
 
 def stub_callers(ix: Index, node: Node) -> list[Edge]:

@@ -8,6 +8,7 @@ Lookups are made on demand and memoised per index version.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from ..link.pyclasses import follow_reexports
@@ -34,6 +35,7 @@ class PyNames:
         self.ix = ix
         self._imports: dict[str, tuple[dict[str, str], list[str]]] = {}
         self._defs: dict[str, PyDef | None] = {}
+        self._mros: dict[str, tuple[str, ...]] = {}
         self.module_files = ix.cached("py_module_files", self._module_files)
 
     def _module_files(self) -> dict[str, int]:
@@ -97,6 +99,24 @@ class PyNames:
                                       cls=qual.rsplit(".", 1)[0] if "." in qual else "")
         self._defs[dotted] = found
         return found
+
+    def mro(self, fq: str, limit: int = 12) -> tuple[str, ...]:
+        """A class and its bases (resolved full names), nearest first, breadth first; at most ``limit``."""
+        if fq not in self._mros:
+            out: list[str] = []
+            todo, seen = [fq], set()
+            while todo and len(out) < limit:
+                cls = todo.pop(0)
+                if cls in seen:
+                    continue
+                seen.add(cls)
+                row = self.ix.one("SELECT bases FROM py_class_fq WHERE fq = ?", (cls,))
+                if row is None:
+                    continue
+                out.append(cls)
+                todo.extend(json.loads(row[0] or "[]"))
+            self._mros[fq] = tuple(out)
+        return self._mros[fq]
 
     def canonical(self, dotted: str) -> str | None:
         return follow_reexports(dotted, lambda d: self.definition(d) is not None,

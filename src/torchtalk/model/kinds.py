@@ -258,7 +258,6 @@ class EdgeKind(StrEnum):
     WRAPPER = "wrapper"  # op -> generated wrapper the dispatcher calls for one key
     AUTOGRAD = "autograd"  # op -> the autograd node its Autograd kernel creates
     PY_CALL = "py_call"  # Python function -> Python function, class or op it calls
-    REGISTERS = "registers"  # registration lambda -> the op or name it registers
     UNRESOLVED = "unresolved"  # C++ function -> a call target not found in the index
 
     @property

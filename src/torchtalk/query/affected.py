@@ -11,7 +11,6 @@ Every walk and list is capped, and the answer says what each cap cut.
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from ..errors import BadArgument
@@ -34,7 +33,6 @@ from .diff import MAX_FILES
 from .functions import find_targets, suggest
 from .git import git_diff, is_checkout
 from .results import NotFound
-from .stub_uses import stub_uses
 
 AFFECTED_KINDS = IMPACT_KINDS | {EdgeKind.LAUNCH, EdgeKind.OP_CALL, EdgeKind.BACKWARD}
 MAX_LEVEL_NODES = 25  # C++ functions walked from per level and change (the rest are reached, not walked from)
@@ -297,13 +295,7 @@ def _answer(ix: Index, source: str, depth: int, limit: int, files: list[ChangedF
     starts = [c.node for c in uniq if c.node.kind not in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS)]
     cap = LevelCap(MAX_LEVEL_NODES, CPP_KINDS, per_start=True)  # each change walks with its own budget
 
-    def into(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
-        edges = g.into(node, kinds)
-        if node.kind is NodeKind.STUB and not any(e.kind is EdgeKind.STUB_CALL for e in edges):
-            edges += stub_uses(ix, node)  # a stub handed to a helper: the graph has no call for it
-        return edges
-
-    walk = up(starts, into, AFFECTED_KINDS, depth, fan_out=200, max_nodes=WALK_MAX_NODES, follow=cap)
+    walk = up(starts, g.into, AFFECTED_KINDS, depth, fan_out=200, max_nodes=WALK_MAX_NODES, follow=cap)
     steps = walk.steps
     reached: list[tuple[Node, int, Node, list[Edge]]] = [(c.node, 0, c.node, []) for c in uniq
                                                          if c.node.kind is NodeKind.OP]

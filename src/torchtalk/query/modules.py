@@ -13,18 +13,19 @@ import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from ..graph import Step, down
-from ..graph.py_edges import MAX_CALLS_PER_FUNCTION, PyContext, function_node, py_call_edges
+from ..graph import Step, down, graph
+from ..graph.py_calls import PyContext, function_node, method_of
 from ..graph.pynames import PyDef, pynames
 from ..graph.registry import OpRegistry, registry
 from ..link.pyclasses import ROOTS
-from ..model import Cut, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op, PyDefKind
+from ..model import Cut, Edge, EdgeHow, EdgeKind, Loc, NodeKind, Op
 from ..store.reader import Index
 from .args import clean_text
 from .cuts import explore, named
 from .results import NotFound
 
 MAX_DEPTH = 3
+MAX_CALLS_PER_FUNCTION = 30  # calls followed out of one function (ranked: ops and the module's family first)
 # Followed into their bodies: the module families a trace is about. Other callees are shown, not expanded.
 EXPANDED_PREFIXES = ("torch.nn.", "torch.optim.", "torch._refs.", "torch.functional.")
 KINDS = ("module", "optimizer", "lr_scheduler")
@@ -125,27 +126,9 @@ def _suggest(ix: Index, name: str) -> list[str]:
     return difflib.get_close_matches(name, pool, n=8, cutoff=0.6)
 
 
-def _mro(ix: Index, cls: ClassInfo, limit: int = 12) -> list[ClassInfo]:
-    out, todo, seen = [cls], list(cls.bases), {cls.fq}
-    while todo and len(out) < limit:
-        fq = todo.pop(0)
-        if fq in seen:
-            continue
-        seen.add(fq)
-        rows = _class_rows(ix, "fq = ?", (fq,))
-        if rows:
-            out.append(rows[0])
-            todo.extend(rows[0].bases)
-    return out
-
-
-def _method(ix: Index, mro: list[ClassInfo], name: str) -> PyDef | None:
-    names = pynames(ix)
-    for c in mro:
-        d = names.definition(f"{c.fq}.{name}")
-        if d is not None and d.kind is PyDefKind.FUNCTION:
-            return d
-    return None
+def _mro(ix: Index, cls: ClassInfo) -> list[ClassInfo]:
+    """The class and its bases, nearest first (graph/pynames.py's order), as rows."""
+    return [cls] + [r for fq in pynames(ix).mro(cls.fq)[1:] for r in _class_rows(ix, "fq = ?", (fq,))[:1]]
 
 
 def _tree(steps: list[Step], reg: OpRegistry) -> tuple[list[CallNode], OrderedDict[str, tuple[Op, list[str]]]]:
@@ -197,14 +180,17 @@ def _merge_ops(nodes: list[CallNode]) -> list[CallNode]:
     return out
 
 
+def _ops_first(e: Edge) -> int:
+    """trace_module's ranking when a function makes more calls than it follows: ops, then the module families
+    it expands (self., torch.nn, torch.optim, ...), then the rest."""
+    if e.dst.kind is NodeKind.OP:
+        return 0
+    return 1 if e.written.startswith(("self.", "super().")) or e.dst.key.startswith(EXPANDED_PREFIXES) else 2
+
+
 def _walk(ix: Index, entry: PyDef,
           mro: list[ClassInfo]) -> tuple[list[CallNode], OrderedDict[str, tuple[Op, list[str]]], list[Cut]]:
     """PY_CALL edges down from ``entry`` (forward or step), ``self`` being an instance of mro[0]."""
-    ctx = PyContext([c.fq for c in mro])
-
-    def edges(node: Node, kinds: object) -> list[Edge]:
-        return py_call_edges(ix, node, ctx)
-
     def follow(s: Step) -> bool:
         e = s.edge
         if e.dst.kind is NodeKind.BINDING:
@@ -213,8 +199,9 @@ def _walk(ix: Index, entry: PyDef,
             return False
         return e.written.startswith(("self.", "super().")) or e.dst.key.startswith(EXPANDED_PREFIXES)
 
-    walk = down([function_node(entry)], edges, [EdgeKind.PY_CALL, EdgeKind.BINDING], MAX_DEPTH - 1,
-                fan_out=MAX_CALLS_PER_FUNCTION, max_nodes=1500, follow=follow)
+    g = graph(ix).within(PyContext([c.fq for c in mro]))  # self is an instance of mro[0]
+    walk = down([function_node(entry)], g.out, [EdgeKind.PY_CALL, EdgeKind.BINDING], MAX_DEPTH - 1,
+                fan_out=MAX_CALLS_PER_FUNCTION, max_nodes=1500, follow=follow, rank=_ops_first)
     calls, ops = _tree(walk.steps, registry(ix))
     return calls, ops, named(walk.cuts, lambda c: explore(c.at) if c.at is not None else "")
 
@@ -227,10 +214,10 @@ def trace_module(ix: Index, module_name: str) -> TraceModuleResult | NotFound:
     cls, others = found
     mro = _mro(ix, cls)
     chain: list[tuple[str, Loc | None]] = [(c.fq, c.loc) for c in mro[1:]]
-    init_def = _method(ix, mro, "__init__")
+    init_def = method_of(ix, [c.fq for c in mro], "__init__")
     init = MethodInfo("__init__", init_def.signature, init_def.loc, init_def.fq.rsplit(".", 1)[0]) if init_def else None
     entry_name = "step" if ("optimizer" in cls.roots or "lr_scheduler" in cls.roots) else "forward"
-    entry_def = _method(ix, mro, entry_name)
+    entry_def = method_of(ix, [c.fq for c in mro], entry_name)
     entry = None
     ops: OrderedDict[str, tuple[Op, list[str]]] = OrderedDict()
     cuts: list[Cut] = []

@@ -14,7 +14,7 @@ from ..graph import Step, down, graph
 from ..graph.gpu import GPU_BACKENDS, gpu_reach
 from ..graph.nodes import autograd_node, binding_node, op_node, symbol_id
 from ..graph.op_edges import autograd_nodes, derivatives_of, view_of_copy
-from ..graph.py_edges import PyContext, assigned_node, function_node, py_call_edges
+from ..graph.py_calls import assigned_node, function_node
 from ..graph.pynames import PyDef, PyNames, pynames
 from ..graph.registry import OpRegistry, PyName, py_spellings, registry
 from ..graph.symbols import has_cpp, symbol
@@ -329,16 +329,12 @@ def _python_function(ix: Index, name: str) -> tuple[PythonEntry | None, list[Op]
         return None, []
     g = graph(ix)
     start = function_node(d) if d.kind is PyDefKind.FUNCTION else assigned_node(d)
-    ctx = PyContext(())
-
-    def edges(node: Node, kinds: object) -> list[Edge]:
-        return py_call_edges(ix, node, ctx) + g.out(node, [EdgeKind.BINDING])
 
     def follow(s: Step) -> bool:
         return s.node.kind is not NodeKind.OP and (s.node.kind is not NodeKind.PY_FUNCTION
                                                    or s.node.key.startswith(_PY_FUNCTION_PREFIXES))
 
-    walk = down([start], edges, [EdgeKind.PY_CALL, EdgeKind.BINDING], 2, fan_out=30, max_nodes=200, follow=follow)
+    walk = down([start], g.out, [EdgeKind.PY_CALL, EdgeKind.BINDING], 2, fan_out=30, max_nodes=200, follow=follow)
     steps = walk.steps
     cuts = named(walk.cuts, lambda c: explore(c.at) if c.at is not None else "")
     reg = registry(ix)
