@@ -89,25 +89,25 @@ def gpu_rank(e: Edge) -> int:
     return 1 if in_cuda_source(e.dst) else 2
 
 
-def gpu_reach(ix: Index, node: Node) -> GpuReach:
-    """The launches a C++ function (or a DispatchStub) reaches: its calls and CUDA stub registrations, MAX_DEPTH
-    calls deep. Memoised per node and index version: every op whose kernel it is shares it, and trace's GPU lines
-    for a kernel are this walk."""
-    memo: dict[tuple[NodeKind, str], GpuReach] = ix.cached("gpu_reach", dict)
-    key = (node.kind, node.key)
+def gpu_reach(ix: Index, node: Node, depth: int = MAX_DEPTH) -> GpuReach:
+    """The launches a C++ function (or a DispatchStub) reaches within ``depth`` calls: its calls and the CUDA
+    registrations of the stubs it calls. Memoised per node, depth and index version: every op whose kernel it is
+    shares it, and trace's GPU lines for a kernel are this walk."""
+    memo: dict[tuple[NodeKind, str, int], GpuReach] = ix.cached("gpu_reach", dict)
+    key = (node.kind, node.key, depth)
     if key not in memo:
-        memo[key] = _reach(ix, node)
+        memo[key] = _reach(ix, node, depth)
     return memo[key]
 
 
-def _reach(ix: Index, start: Node) -> GpuReach:
+def _reach(ix: Index, start: Node, depth: int) -> GpuReach:
     g = graph(ix)
 
     def edges(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
         # Only the kinds the walk asks for: at its last level, the free ones (walk.py never computes the others).
         return [e for e in g.out(node, [k for k in kinds if k in CPP_WALK_KINDS]) if _gpu_edge(e)]
 
-    walk = down([start], edges, CPP_WALK_KINDS, MAX_DEPTH, fan_out=FAN_OUT, max_nodes=MAX_NODES,
+    walk = down([start], edges, CPP_WALK_KINDS, depth, fan_out=FAN_OUT, max_nodes=MAX_NODES,
                 follow=lambda s: s.node.kind is not NodeKind.GPU_KERNEL, rank=gpu_rank)
     launchers: list[tuple[Node, list[Edge]]] = [(start, [])] if start.kind in CPP_KINDS else []
     launchers += [(s.node, s.chain()) for s in walk.steps if s.node.kind in CPP_KINDS]
@@ -119,7 +119,8 @@ def _reach(ix: Index, start: Node) -> GpuReach:
 
 def gpu_walk(ix: Index, start: Node) -> GpuReach:
     """The launches reached from ``start``: from an op, through its kernels for keys that run on CUDA, the ops its
-    composite kernels call and its backward, each kernel's ``gpu_reach``; from a C++ function or a stub, its own
+    composite kernels call and its backward, each kernel's ``gpu_reach`` (with the levels left: depth counts every
+    call from the op, composite calls and backward included); from a C++ function or a stub, its own
     ``gpu_reach``. Memoised per start and index version."""
     if start.kind is not NodeKind.OP:
         return gpu_reach(ix, start)
@@ -153,7 +154,7 @@ def _op_walk(ix: Index, start: Node) -> GpuReach:
             continue
         chain = s.chain()
         backward = any(e.kind is EdgeKind.BACKWARD for e in chain)
-        reach = gpu_reach(ix, s.node)
+        reach = gpu_reach(ix, s.node, MAX_DEPTH - s.depth)  # depth counts every call from the op
         out.cuts += reach.cuts
         out.launches += [KernelLaunch(launch.site, chain + launch.chain, backward) for launch in reach.launches]
     return out
