@@ -334,7 +334,8 @@ def _python_function(ix: Index, name: str) -> tuple[PythonEntry | None, list[Op]
         return s.node.kind is not NodeKind.OP and (s.node.kind is not NodeKind.PY_FUNCTION
                                                    or s.node.key.startswith(_PY_FUNCTION_PREFIXES))
 
-    walk = down([start], g.out, [EdgeKind.PY_CALL, EdgeKind.BINDING], 2, fan_out=30, max_nodes=200, follow=follow)
+    walk = down([start], g.out, [EdgeKind.PY_CALL, EdgeKind.BINDING], 2, fan_out=30, max_nodes=200, follow=follow,
+                rank=lambda e: 0 if e.dst.kind is NodeKind.OP else 1)  # past 30 calls, the ops first
     steps = walk.steps
     cuts = named(walk.cuts, lambda c: explore(c.at) if c.at is not None else "")
     reg = registry(ix)
