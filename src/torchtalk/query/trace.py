@@ -72,6 +72,7 @@ class KernelInfo:
     launches: list[Edge] = field(default_factory=list)  # LAUNCH edges below the kernel (and its CUDA stubs)
     op_calls: list[OpCall] = field(default_factory=list)  # composite kernels: the ops they call
     cuts: list[Cut] = field(default_factory=list)  # what the walk for its stubs left out
+    gpu_cuts: list[Cut] = field(default_factory=list)  # what its GPU walk (graph/gpu.py) left out
 
 
 @dataclass
@@ -179,7 +180,9 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
     if focus != "yaml" and not has_cpp(ix):
         result.notes.append("The C++ layer is not indexed yet, so kernels are shown by name only.")
     result.cuts = (entry.cuts if entry else []) + [c for b in bindings for c in b.cuts]
-    result.cuts += _merge_cuts([c for k in cache.values() for c in k.cuts])
+    # One line per place: the kernels' stub walks, then their GPU walks.
+    for cuts in ([c for k in cache.values() for c in k.cuts], [c for k in cache.values() for c in k.gpu_cuts]):
+        result.cuts += named(cuts, lambda c: c.shows)
     return result
 
 
@@ -212,8 +215,8 @@ def _op_trace(ix: Index, op: Op, focus: str, cpp: bool, cache: dict[tuple[str, b
         if cpp and key not in cache:
             cache[key] = _kernel(ix, op, entry, focus)
         base = cache.get(key)
-        kernels.append(KernelInfo(entry, base.definitions, base.stubs, base.launches, base.op_calls, base.cuts)
-                       if base else KernelInfo(entry))
+        kernels.append(KernelInfo(entry, base.definitions, base.stubs, base.launches, base.op_calls, base.cuts,
+                                  base.gpu_cuts) if base else KernelInfo(entry))
     python = [p for p in reg.python_names(op) if p.kind is not PyApiKind.GENERATED_BINDING]
     view = view_of_copy(ix, op)
     derivs = [DerivInfo(d, f, _backward(ix, op) if focus == "full" else [], view.full_name if view else "")
@@ -243,7 +246,7 @@ def _kernel(ix: Index, op: Op, entry: DispatchEntry, focus: str) -> KernelInfo:
         seen: set[tuple[str, int]] = set()
         for root in roots:
             reach = gpu_reach(ix, root)
-            info.cuts += gpu_cuts(reach.cuts)
+            info.gpu_cuts += gpu_cuts(reach.cuts)
             for launch in reach.launches:
                 e = launch.site
                 if e.site and (e.site.path, e.site.line) not in seen:
@@ -254,16 +257,6 @@ def _kernel(ix: Index, op: Op, entry: DispatchEntry, focus: str) -> KernelInfo:
         info.op_calls = [OpCall(e, reg.dispatch(reg.by_full[e.dst.key]))
                          for e in g.out(op_node(op), [EdgeKind.OP_CALL]) if e.key == entry.key]
     return info
-
-
-def _merge_cuts(cuts: list[Cut]) -> list[Cut]:
-    """The cuts of the kernels' walks: one line per place, the stub walks' and the GPU walks' apart."""
-    out: dict[tuple[CutKind, str, str], Cut] = {}
-    for c in cuts:
-        key = (c.kind, c.shows.split("(")[0], c.at.key if c.kind is CutKind.FAN_OUT and c.at is not None else "")
-        have = out.get(key)
-        out[key] = c if have is None else have if have.left >= c.left else c
-    return list(out.values())
 
 
 def _stubs_first(e: Edge) -> int:
