@@ -85,11 +85,11 @@ class Resolution:
     stub: str = ""
     spelling: str = ""  # for OP: how the call names it ("at::_ops::add_Tensor::call", "tensor method")
     candidates: bool = False  # several functions remain: the call's arguments do not say which
-    note: str = ""  # UNRESOLVED: "std" for the standard library (not in the tree)
+    std: bool = False  # UNRESOLVED: the standard library's (not in the tree)
 
 
 UNRESOLVED = Resolution(TargetKind.UNRESOLVED)
-_STD = Resolution(TargetKind.UNRESOLVED, note="std")
+_STD = Resolution(TargetKind.UNRESOLVED, std=True)
 
 
 def ops_of(reg: OpRegistry, res: Resolution) -> list[Op]:
