@@ -11,22 +11,16 @@ import re
 
 from ..model import CallKind, CallSite
 from ..model.cpp import split_template_args
+from ..model.cuda import LAUNCH_FAMILIES
 from .cpp_bindings import BINDING_METHODS, record_binding, u
 from .cpp_regs import Regs
 from .cpp_text import collapse, split_scope, strip_templates
 from .cpp_types import type_text
 
-GPU_HELPERS = frozenset({
-    "gpu_kernel", "gpu_kernel_with_scalars", "gpu_kernel_nocast", "gpu_kernel_multiple_outputs",
-    "gpu_kernel_with_index", "opmath_gpu_kernel_with_scalars",
-    "opmath_symmetric_gpu_kernel_with_scalars", "jitted_gpu_kernel",
-    "opmath_jitted_gpu_kernel_with_scalars", "jitted_gpu_reduce_kernel", "gpu_reduce_kernel",
-    "gpu_index_kernel", "launch_kernel", "launch_vectorized_kernel", "launch_legacy_kernel",
-    "launch_unrolled_kernel", "launch_jitted_unrolled_kernel", "launch_jitted_vectorized_kernel",
-})
 _CASTS = frozenset({"static_cast", "reinterpret_cast", "const_cast", "dynamic_cast", "bit_cast"})
 _RECV_MAX = 80
 _FUNCTOR_NAME = re.compile(r"[\w:]+")
+_CONSTRUCTED = re.compile(r"^([A-Za-z_][\w:]*)\s*(<.*>)?\s*(\(\s*\)|\{\s*\})$", re.S)  # Functor<T>() / Functor{}
 
 
 class Calls:
@@ -76,6 +70,12 @@ class Calls:
             if recv and op is not None and self.t(op) == "->":
                 recv += "|*"
             name_at = fld  # x\n  .f(): the call is where f is written
+        elif ty == "compound_literal_expression":  # sum_functor<scalar_t>{}(iter): the type's operator()
+            tn = f.child_by_field_name("type")
+            if tn is None:
+                return
+            parts, name = split_scope(strip_templates(self.t(tn)).replace("template ", ""))
+            callee, qual = "operator()", "::".join([*parts, name])
         else:
             return
         if not callee or callee in _CASTS:
@@ -83,7 +83,7 @@ class Calls:
         if self.is_cuda and n.child_count > 2 and n.child(1).type == "kernel_call_syntax":
             kind = CallKind.LAUNCH
             detail = collapse(self.t(n.child(1)).strip("<> \n"))
-        elif callee in GPU_HELPERS:
+        elif callee in LAUNCH_FAMILIES:
             kind = CallKind.GPU_LAUNCH
             detail = self._functor(n, f)
         elif callee in Regs.MACROS:
@@ -109,6 +109,10 @@ class Calls:
                         return collapse(self.t(c))
         if not vals:
             return ""
+        for a in vals:  # a functor object made at the call site: multi_tensor_apply<4>(lists, FusedAdamMathFunctor<T>(), ...)
+            m = _CONSTRUCTED.match(self.t(a).strip())
+            if m and a.type in ("call_expression", "compound_literal_expression"):
+                return m.group(1).split("::")[-1]
         text = strip_templates(self.t(vals[1] if len(vals) > 1 else vals[0])).lstrip("&* ")
         if text.startswith("func_wrapper("):  # func_wrapper<T>(MaxNanFunctor<T>()): the functor inside
             text = text[len("func_wrapper("):].lstrip("&* ")

@@ -1,0 +1,71 @@
+"""The GPU vocabulary as data: launch families and the libraries ATen calls into.
+
+Note [Launch families]
+A launch family is a host template that takes the device code as a callable (a lambda or a
+functor object) and launches a ``__global__`` template of its own that runs it: ``gpu_kernel``
+(Loops.cuh -> CUDALoops.cuh's ``vectorized_elementwise_kernel`` / ``unrolled_elementwise_kernel``
+/ ``elementwise_kernel``), ``gpu_reduce_kernel`` (Reduce.cuh -> ``reduce_kernel``), jiterator
+(``jitted_gpu_kernel``), ``multi_tensor_apply`` (MultiTensorApply.cuh ->
+``multi_tensor_apply_kernel`` running e.g. ``FusedAdamMathFunctor``). The names below only say
+which calls pass device code (the extractor records the callable passed at the call site); the
+kernel template each family launches is never listed: graph/gpu.py derives it from the
+family's own body (its ``<<<>>>`` launches, through the families it calls in turn).
+
+Note [Libraries]
+A call into a GPU library is recognised by its namespace or its C API prefix, as written at the
+call site or as the callee's qualified name: ``at::cuda::blas::gemm`` (cuBLAS), ``cublasLt...``,
+``cusolverDn...`` / ``magma_...``, ``cufftExec...``, ``cudnn...``, ``cusparse...``, ``cub::`` /
+``at::cuda::cub::`` / ``thrust::``, and the flash / memory-efficient attention entry points.
+"""
+
+from __future__ import annotations
+
+# Calls whose callable argument is the device code (Note [Launch families]).
+LAUNCH_FAMILIES = frozenset({
+    # elementwise (TensorIterator): Loops.cuh, CUDALoops.cuh
+    "gpu_kernel", "gpu_kernel_with_scalars", "gpu_kernel_nocast", "gpu_kernel_multiple_outputs",
+    "gpu_kernel_with_index", "opmath_gpu_kernel_with_scalars", "opmath_symmetric_gpu_kernel_with_scalars",
+    "launch_kernel", "launch_vectorized_kernel", "launch_legacy_kernel", "launch_unrolled_kernel",
+    "gpu_index_kernel",
+    # jiterator: JitLoops.cuh
+    "jitted_gpu_kernel", "opmath_jitted_gpu_kernel_with_scalars", "launch_jitted_unrolled_kernel",
+    "launch_jitted_vectorized_kernel",
+    # reductions: Reduce.cuh
+    "gpu_reduce_kernel", "jitted_gpu_reduce_kernel",
+    # foreach / fused optimizers: MultiTensorApply.cuh
+    "multi_tensor_apply", "multi_tensor_apply_for_fused_optimizer",
+})
+
+# (library, how the call is spelled): a namespace prefix ends in "::", a C API prefix does not.
+# Longer prefixes are tried first, so cublasLt wins over cublas.
+LIBRARIES: tuple[tuple[str, str], ...] = (
+    ("cuBLAS", "at::cuda::blas::"), ("cuBLAS", "cuda::blas::"), ("cuBLAS", "blas::"),
+    ("cuBLASLt", "cublasLt"), ("cuBLAS", "cublas"), ("cuBLAS", "hipblas"),
+    ("cuSOLVER", "at::cuda::solver::"), ("cuSOLVER", "cuda::solver::"), ("cuSOLVER", "cusolver"),
+    ("MAGMA", "magma"),
+    ("cuFFT", "cufft"), ("cuFFT", "hipfft"),
+    ("cuDNN", "cudnn"), ("cuDNN", "at::native::cudnn_frontend::"), ("cuDNN", "cudnn_frontend::"),
+    ("cuSPARSE", "at::cuda::sparse::"), ("cuSPARSE", "cuda::sparse::"), ("cuSPARSE", "cusparse"),
+    ("cuSPARSELt", "cusparseLt"),
+    ("CUB", "at::cuda::cub::"), ("CUB", "cuda::cub::"), ("CUB", "cub::"),
+    ("Thrust", "thrust::"),
+    ("cuRAND", "curand"),
+    ("CUTLASS", "cutlass::"),
+    ("FlashAttention", "pytorch_flash::"), ("FlashAttention", "flash::"),
+    ("mem-efficient attention", "PyTorchMemEffAttention::"),
+)
+_BY_LENGTH = sorted(LIBRARIES, key=lambda lp: -len(lp[1]))
+
+
+def library_of(name: str) -> str | None:
+    """The library a qualified name or a call as written belongs to (Note [Libraries]), or None.
+
+    >>> library_of("at::cuda::blas::gemm"), library_of("cublasLtMatmul"), library_of("at::native::add")
+    ('cuBLAS', 'cuBLASLt', None)
+    """
+    text = name.lstrip(":")
+    for lib, prefix in _BY_LENGTH:
+        if text.startswith(prefix) or (prefix.endswith("::") and f"::{prefix}" in f"::{text}" and
+                                       prefix.count("::") > 1):
+            return lib
+    return None
