@@ -109,7 +109,7 @@ class Calls:
                         return collapse(self.t(c))
         if not vals:
             return ""
-        for a in vals:  # a functor object made at the call site: multi_tensor_apply<4>(lists, FusedAdamMathFunctor<T>(), ...)
+        for a in vals:  # a functor made at the call site: multi_tensor_apply<4>(lists, AdamFunctor<T>(), ...)
             m = _CONSTRUCTED.match(self.t(a).strip())
             if m and a.type in ("call_expression", "compound_literal_expression"):
                 return m.group(1).split("::")[-1]

@@ -17,12 +17,14 @@ is reached as surely as one behind the first.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from ..model import Cut, Edge, EdgeKind, Node, NodeKind, is_composite, runs_on
+from ..model import Cut, Edge, EdgeKind, Loc, Node, NodeKind, is_composite, runs_on
 from ..store.reader import Index
+from .gpu_families import Template, functor_loc, is_library, library_edges, templates
 from .graph import graph
-from .nodes import CPP_KINDS
+from .nodes import CPP_KINDS, symbol_id
+from .op_edges import kernel_of
 from .walk import Step, down
 
 MAX_DEPTH = 6
@@ -39,15 +41,32 @@ class KernelLaunch:
     site: Edge  # the LAUNCH edge: src is the launching function, site the launch
     chain: list[Edge]  # from the op (or function) the walk started at to the launcher
     backward: bool  # reached through a derivative formula
+    # A launch family's call (gpu_kernel(lambda@24)): where its device code is, and the __global__ templates
+    # the family's own body launches (Note [Launch families] in model/cuda.py). Empty for a <<<>>> launch.
+    functor: Loc | None = None
+    templates: list[Template] = field(default_factory=list)
+    via: str = ""  # the other op whose code this is (reached by a composite call or a direct C++ call), or ""
+
+
+@dataclass
+class LibraryCall:
+    """A call into a GPU library (cuBLAS, cuDNN, CUB, ...; Note [Libraries] in model/cuda.py)."""
+
+    library: str
+    site: Edge  # the CALL (or UNRESOLVED) edge: src is the calling function, site the call
+    chain: list[Edge]
+    backward: bool
+    via: str = ""
 
 
 @dataclass
 class GpuReach:
-    """Every launch a walk from one node reaches (walk order), and what the walk's limits left out."""
+    """Every launch and library call a walk from one node reaches (walk order), and what its limits left out."""
 
     start: Node
     launches: list[KernelLaunch] = field(default_factory=list)
     cuts: list[Cut] = field(default_factory=list)
+    libraries: list[LibraryCall] = field(default_factory=list)
 
 
 def _gpu_edge(e: Edge) -> bool:
@@ -107,14 +126,27 @@ def _reach(ix: Index, start: Node, depth: int) -> GpuReach:
         # Only the kinds the walk asks for: at its last level, the free ones (walk.py never computes the others).
         return [e for e in g.out(node, [k for k in kinds if k in CPP_WALK_KINDS]) if _gpu_edge(e)]
 
+    # The walk goes into no library function: the call into it is the answer (Note [Libraries]).
     walk = down([start], edges, CPP_WALK_KINDS, depth, fan_out=FAN_OUT, max_nodes=MAX_NODES,
-                follow=lambda s: s.node.kind is not NodeKind.GPU_KERNEL, rank=gpu_rank)
+                follow=lambda s: s.node.kind is not NodeKind.GPU_KERNEL and not is_library(s.node), rank=gpu_rank)
     launchers: list[tuple[Node, list[Edge]]] = [(start, [])] if start.kind in CPP_KINDS else []
-    launchers += [(s.node, s.chain()) for s in walk.steps if s.node.kind in CPP_KINDS]
+    launchers += [(s.node, s.chain()) for s in walk.steps if s.node.kind in CPP_KINDS and not is_library(s.node)]
     reach = GpuReach(start, cuts=walk.cuts)
     for node, chain in launchers:
-        reach.launches += [KernelLaunch(e, chain, False) for e in g.out(node, [EdgeKind.LAUNCH])]
+        for e in g.out(node, [EdgeKind.LAUNCH]):
+            if symbol_id(e.dst) is None:  # a launch family's call: its device code and its kernel templates
+                made = templates(ix, e, lambda n: _launches(ix, n))
+                reach.launches.append(KernelLaunch(e, chain, False, functor_loc(ix, e), made))
+            else:
+                reach.launches.append(KernelLaunch(e, chain, False))
+        calls = g.out(node, [EdgeKind.CALL, EdgeKind.UNRESOLVED])
+        reach.libraries += [LibraryCall(lib, e, chain, False) for lib, e in library_edges(calls)]
     return reach
+
+
+def _launches(ix: Index, node: Node) -> list[Edge]:
+    """The LAUNCH edges a launch family's body reaches (for gpu_families.templates)."""
+    return [launch.site for launch in gpu_reach(ix, node).launches]
 
 
 def gpu_walk(ix: Index, start: Node) -> GpuReach:
@@ -149,6 +181,7 @@ def _op_walk(ix: Index, start: Node) -> GpuReach:
     walk = down([start], edges, OP_KINDS, MAX_DEPTH, fan_out=FAN_OUT, max_nodes=MAX_NODES, follow=follow,
                 rank=gpu_rank)
     out = GpuReach(start, cuts=list(walk.cuts))
+    base = start.key.split(".", 1)[0]
     for s in walk.steps:
         if s.node.kind not in CPP_KINDS:
             continue
@@ -156,5 +189,25 @@ def _op_walk(ix: Index, start: Node) -> GpuReach:
         backward = any(e.kind is EdgeKind.BACKWARD for e in chain)
         reach = gpu_reach(ix, s.node, MAX_DEPTH - s.depth)  # depth counts every call from the op
         out.cuts += reach.cuts
-        out.launches += [KernelLaunch(launch.site, chain + launch.chain, backward) for launch in reach.launches]
+        out.launches += [replace(launch, chain=chain + launch.chain, backward=backward,
+                                 via=other_op(ix, base, chain + launch.chain)) for launch in reach.launches]
+        out.libraries += [replace(lib, chain=chain + lib.chain, backward=backward,
+                                  via=other_op(ix, base, chain + lib.chain)) for lib in reach.libraries]
     return out
+
+
+def other_op(ix: Index, base: str, chain: list[Edge]) -> str:
+    """Whose code a launch reached from op ``base`` is: "" when it is the op's own (its kernels and what they call),
+    else the first other op on the way: one its composite kernel or formula calls through the dispatcher, or one
+    whose kernel a C++ function calls directly (at::native::copy_ from addmm's code: copy_'s launches)."""
+    for e in chain:
+        if e.kind in (EdgeKind.OP_CALL, EdgeKind.BACKWARD) and e.dst.kind is NodeKind.OP:
+            other = e.dst.key.split(".", 1)[0]
+            if other.rstrip("_") != base.rstrip("_"):
+                return other
+        elif e.kind is EdgeKind.CALL:
+            for k in kernel_of(ix, e.dst):
+                other = k.src.key.split(".", 1)[0]
+                if other.rstrip("_") != base.rstrip("_"):
+                    return other
+    return ""

@@ -42,7 +42,7 @@ LIBRARIES: tuple[tuple[str, str], ...] = (
     ("cuBLAS", "at::cuda::blas::"), ("cuBLAS", "cuda::blas::"), ("cuBLAS", "blas::"),
     ("cuBLASLt", "cublasLt"), ("cuBLAS", "cublas"), ("cuBLAS", "hipblas"),
     ("cuSOLVER", "at::cuda::solver::"), ("cuSOLVER", "cuda::solver::"), ("cuSOLVER", "cusolver"),
-    ("MAGMA", "magma"),
+    ("MAGMA", "magma"), ("MAGMA", "magma_"),
     ("cuFFT", "cufft"), ("cuFFT", "hipfft"),
     ("cuDNN", "cudnn"), ("cuDNN", "at::native::cudnn_frontend::"), ("cuDNN", "cudnn_frontend::"),
     ("cuSPARSE", "at::cuda::sparse::"), ("cuSPARSE", "cuda::sparse::"), ("cuSPARSE", "cusparse"),
@@ -65,7 +65,10 @@ def library_of(name: str) -> str | None:
     """
     text = name.lstrip(":")
     for lib, prefix in _BY_LENGTH:
-        if text.startswith(prefix) or (prefix.endswith("::") and f"::{prefix}" in f"::{text}" and
-                                       prefix.count("::") > 1):
+        if prefix.endswith("::"):
+            if text.startswith(prefix) or (prefix.count("::") > 1 and f"::{prefix}" in f"::{text}"):
+                return lib
+        # a C API: cudnnConvolutionForward, magma_dgesv; not cudnn_is_acceptable (ATen's own)
+        elif text.startswith(prefix) and (prefix.endswith("_") or text[len(prefix):][:1].isupper()):
             return lib
     return None

@@ -1,0 +1,122 @@
+"""Launch families and library calls, as the GPU walk (gpu.py) sees them.
+
+A call to a launch family (Note [Launch families] in model/cuda.py) is a LAUNCH edge to the
+device code passed at the call site (``gpu_kernel(lambda@24)``, ``multi_tensor_apply
+(FusedAdamMathFunctor)``). What the family launches is read from its own body, never listed: the
+family's definition is walked like any function (``gpu_reach``), and the ``__global__`` templates
+it launches, through the families it calls in turn (gpu_kernel -> gpu_kernel_impl ->
+launch_vectorized_kernel -> ``vectorized_elementwise_kernel<<<>>>``), are the call's templates.
+Memoised per family definition, so the templates of ``gpu_kernel`` are found once per index.
+
+A call into a GPU library (Note [Libraries]) is recognised by the callee's qualified name or the
+call as written; the walk records it and goes no further into it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..model import CallKind, CallSite, Edge, EdgeKind, Loc, Node, NodeKind
+from ..model.cuda import library_of
+from ..store.reader import Index
+from .nodes import cpp_node, symbol_id
+from .resolve import TargetKind, resolve
+from .symbols import calls_from, symbol
+
+
+@dataclass(frozen=True)
+class Template:
+    """A ``__global__`` template a launch family launches: the LAUNCH edge (``<<<>>>`` in the family's code)."""
+
+    name: str
+    defined: Loc | None
+    launched: Loc | None
+
+
+def family_call(ix: Index, launch: Edge) -> CallSite | None:
+    """The call site of a family LAUNCH edge (the launcher's call at that line to that family), or None."""
+    sid = symbol_id(launch.src)
+    if sid is None or launch.site is None:
+        return None
+    family = launch.dst.label.split("(", 1)[0]
+    for call in calls_from(ix, sid):
+        if call.kind is CallKind.GPU_LAUNCH and call.line == launch.site.line and call.callee == family:
+            return call
+    return None
+
+
+def family_definitions(ix: Index, launch: Edge) -> list[Node]:
+    """The definitions of the launch family a LAUNCH edge calls (C++ lookup from the launcher, as for any call)."""
+    call = family_call(ix, launch)
+    sid = symbol_id(launch.src)
+    sym = symbol(ix, sid) if sid is not None else None
+    if call is None or sym is None:
+        return []
+    res = resolve(ix, call, sym)
+    if res.kind is not TargetKind.DEFS:
+        return []
+    return [cpp_node(d) for d in res.defs if d.is_definition]
+
+
+def templates(ix: Index, launch: Edge, reach: Callable[[Node], list[Edge]]) -> list[Template]:
+    """The __global__ templates a family LAUNCH edge ends in, read from the family's body: ``reach(node)`` gives
+    the LAUNCH edges a function reaches (gpu.py's walk); a launch of another family is followed into that
+    family's body in turn."""
+    memo: dict[str, list[Template]] = ix.cached("family_templates", dict)
+    out: list[Template] = []
+    for fam in family_definitions(ix, launch):
+        if fam.key not in memo:
+            memo[fam.key] = []  # a family reaching itself (gpu_kernel splits a 64-bit iterator) stops here
+            memo[fam.key] = _templates(ix, fam, reach, memo)
+        out += [t for t in memo[fam.key] if t not in out]
+    return out
+
+
+def _templates(ix: Index, fam: Node, reach: Callable[[Node], list[Edge]],
+               memo: dict[str, list[Template]]) -> list[Template]:
+    found: list[Template] = []
+    for e in reach(fam):
+        if symbol_id(e.dst) is not None:  # a __global__ kernel launched with <<<>>>
+            t = Template(e.dst.label, e.dst.loc, e.site)
+            if t not in found:
+                found.append(t)
+            continue
+        for inner in family_definitions(ix, e):
+            if inner.key not in memo:
+                memo[inner.key] = []
+                memo[inner.key] = _templates(ix, inner, reach, memo)
+            found += [t for t in memo[inner.key] if t not in found]
+    return found
+
+
+def functor_loc(ix: Index, launch: Edge) -> Loc | None:
+    """Where the device code passed to a family is: the lambda's line, or the functor class's definition
+    (one in the launcher's file first)."""
+    functor = launch.dst.label.partition("(")[2].rstrip(")")
+    if launch.site is None or not functor:
+        return None
+    if functor.startswith("lambda@") and functor[7:].isdigit():
+        return Loc(launch.site.path, int(functor[7:]))
+    rows = ix.q("SELECT file_id, line FROM cpp_class WHERE name = ? ORDER BY file_id, line", (functor,))
+    locs = [Loc(ix.path_of(f), line) for f, line in rows]
+    same = [loc for loc in locs if loc.path == launch.site.path]
+    return (same or locs)[0] if locs else None
+
+
+def library_edges(out: list[Edge]) -> list[tuple[str, Edge]]:
+    """The calls among a function's edges that go into a GPU library, with the library's name."""
+    found = []
+    for e in out:
+        if e.kind not in (EdgeKind.CALL, EdgeKind.UNRESOLVED):
+            continue
+        lib = library_of(e.written) if e.written else None
+        if lib is None and e.dst.kind is NodeKind.CPP_FUNCTION:
+            lib = library_of(e.dst.label.split("(", 1)[0])
+        if lib is not None:
+            found.append((lib, e))
+    return found
+
+
+def is_library(node: Node) -> bool:
+    return node.kind is NodeKind.CPP_FUNCTION and library_of(node.label.split("(", 1)[0]) is not None
