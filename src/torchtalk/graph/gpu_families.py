@@ -77,8 +77,10 @@ def _templates(ix: Index, fam: Node, reach: Callable[[Node], list[Edge]],
                memo: dict[str, list[Template]]) -> list[Template]:
     found: list[Template] = []
     for e in reach(fam):
-        if symbol_id(e.dst) is not None:  # a __global__ kernel launched with <<<>>>
-            t = Template(e.dst.label, e.dst.loc, e.site)
+        sid = symbol_id(e.dst)
+        if sid is not None:  # a __global__ kernel launched with <<<>>>
+            sym = symbol(ix, sid)
+            t = Template(sym.name if sym else e.dst.label, e.dst.loc, e.site)
             if t not in found:
                 found.append(t)
             continue

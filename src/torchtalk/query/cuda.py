@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..graph import graph
-from ..graph.gpu import MAX_DEPTH, KernelLaunch, gpu_walk
+from ..graph.gpu import MAX_DEPTH, KernelLaunch, LibraryCall, gpu_walk
 from ..graph.nodes import cpp_node, symbol_id
 from ..graph.registry import registry
 from ..graph.symbols import SYMBOL_COLS, gpu_kernels_named, has_cpp, symbol, to_symbol
@@ -44,37 +44,56 @@ class CudaKernelsResult:
     matched: str
     kernels: list[GpuKernel]
     helpers: list[KernelLaunch]  # gpu_kernel(iter, functor) and kin: the functor is the device code
+    libraries: list[LibraryCall] = field(default_factory=list)  # cuBLAS, cuDNN, CUB, ... calls, with their site
     summary: dict[str, object] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     cuts: list[Cut] = field(default_factory=list)  # what the walk left out, with the call that shows it
 
 
-def _merged(ix: Index, starts: list[Node]) -> tuple[dict[str, GpuKernel], list[KernelLaunch], list[Cut]]:
+def _rank(launch: KernelLaunch | LibraryCall) -> tuple[bool, bool, int]:
+    """The op's own code first, then the forward, then the nearest."""
+    return bool(launch.via), launch.backward, len(launch.chain)
+
+
+@dataclass
+class _Merged:
+    kernels: dict[str, GpuKernel] = field(default_factory=dict)
+    helpers: list[KernelLaunch] = field(default_factory=list)
+    libraries: list[LibraryCall] = field(default_factory=list)
+    cuts: list[Cut] = field(default_factory=list)
+
+
+def _merged(ix: Index, starts: list[Node]) -> _Merged:
     """The GPU walk of each start (graph/gpu.py, the one trace reads too), merged: a launch site reached from
-    several starts is listed once, with the chain of the first."""
-    kernels: dict[str, GpuKernel] = {}
-    helpers: list[KernelLaunch] = []
+    several starts is listed once, with its best-ranked chain (_rank)."""
+    out = _Merged()
+    kernels, helpers = out.kernels, out.helpers
     seen: set[tuple[str, str, int]] = set()
     cuts: list[Cut] = []
-    for start in starts:
-        reach = gpu_walk(ix, start)
+    reaches = [gpu_walk(ix, start) for start in starts]
+    for reach in reaches:
         cuts += reach.cuts
-        for launch in reach.launches:
-            e = launch.site
-            where = (e.src.key, e.dst.key, e.site.line if e.site else 0)
-            if where in seen:
-                continue
-            seen.add(where)
-            sid = symbol_id(e.dst)
-            if sid is None:  # a launch helper's functor or lambda
-                helpers.append(launch)
-                continue
-            sym = symbol(ix, sid)
-            name = sym.name if sym else e.dst.label
-            # by qualified name: one name in two namespaces is two kernels (sbtopk::gatherTopK, mbtopk::gatherTopK)
-            k = kernels.setdefault(sym.qualname if sym else e.dst.label, GpuKernel(name, e.dst, [sym] if sym else []))
-            k.launches.append(launch)
-    return kernels, helpers, gpu_cuts(cuts)
+    libs: dict[tuple[str, str], LibraryCall] = {}
+    for lib in sorted((lib for r in reaches for lib in r.libraries), key=_rank):
+        libs.setdefault((str(lib.site.site), lib.site.written or lib.site.dst.key), lib)
+    out.libraries = list(libs.values())
+    for launch in sorted((launch for r in reaches for launch in r.launches), key=_rank):
+        e = launch.site
+        where = (e.src.key, e.dst.key, e.site.line if e.site else 0)
+        if where in seen:
+            continue
+        seen.add(where)
+        sid = symbol_id(e.dst)
+        if sid is None:  # a launch helper's functor or lambda
+            helpers.append(launch)
+            continue
+        sym = symbol(ix, sid)
+        name = sym.name if sym else e.dst.label
+        # by qualified name: one name in two namespaces is two kernels (sbtopk::gatherTopK, mbtopk::gatherTopK)
+        k = kernels.setdefault(sym.qualname if sym else e.dst.label, GpuKernel(name, e.dst, [sym] if sym else []))
+        k.launches.append(launch)
+    out.cuts = gpu_cuts(cuts)
+    return out
 
 
 def _summary(ix: Index) -> CudaKernelsResult:
@@ -85,7 +104,7 @@ def _summary(ix: Index) -> CudaKernelsResult:
     launches = ix.one("SELECT count(*) FROM cpp_call WHERE kind = 'launch'")[0]
     helpers = ix.one("SELECT count(*) FROM cpp_call WHERE kind = 'gpu_launch'")[0]
     sample = rows[:: max(1, len(rows) // 40)][:40]
-    return CudaKernelsResult(None, "all", [GpuKernel(d.name, cpp_node(d), [d]) for d in sample], [], {
+    return CudaKernelsResult(None, "all", [GpuKernel(d.name, cpp_node(d), [d]) for d in sample], [], summary={
         "global_kernels": len(rows), "files": len(by_file), "launch_sites": launches,
         "helper_launch_sites": helpers, "top_files": by_file.most_common(15)})
 
@@ -119,14 +138,14 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
         targets, _amb = found
         starts = [targets[0].node]
         matched = f"{'DispatchStub' if targets[0].is_stub else 'function'} {targets[0].node}"
-    kernels, helpers, cuts = _merged(ix, starts)
-    ordered = sorted(kernels.values(), key=lambda k: (k.backward, len(k.launches[0].chain) if k.launches else 0,
-                                                      k.name))
-    result = CudaKernelsResult(name, matched, ordered, helpers, cuts=cuts)
-    if not kernels and not helpers:
-        result.notes.append(f"No <<<>>> launch or launch helper was found within {MAX_DEPTH} levels of its CUDA "
-                            "kernels, composite calls and backward (they may use cuBLAS/cuDNN or other libraries, "
-                            "or the op has no CUDA kernel).")
+    m = _merged(ix, starts)
+    ordered = sorted(m.kernels.values(), key=lambda k: (_rank(k.launches[0]) if k.launches else (True, True, 0),
+                                                        k.name))
+    result = CudaKernelsResult(name, matched, ordered, m.helpers, m.libraries, cuts=m.cuts)
+    if not m.kernels and not m.helpers and not m.libraries:
+        result.notes.append(f"No <<<>>> launch, launch family or GPU library call was found within {MAX_DEPTH} "
+                            "levels of its CUDA kernels, composite calls and backward (or the op has no CUDA "
+                            "kernel).")
     return result
 
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind, PyApiKind
 from ..query.callgraph import CalledByResult, CalledBySection, CallsResult, CallsSection, ImpactResult, ImpactSection
-from ..query.cuda import CudaKernelsResult
+from ..query.cuda import CudaKernelsResult, KernelLaunch, LibraryCall
 from ..query.results import Ambiguous
 from .common import IN_STRUCTURED, ambiguous, cut_lines, showing
 
@@ -183,28 +183,50 @@ def render_cuda(r: CudaKernelsResult) -> str:
         out.append("\nGive an op or function name (cuda_kernels('index_select')) to see its kernels and launch sites.")
         return "\n".join(out)
     out = [f"# GPU kernels for {r.query} ({r.matched}): {len(r.kernels)} __global__ kernels, "
-           f"{len(r.helpers)} launch-helper sites"]
+           f"{len(r.helpers)} launch-family calls, {len(r.libraries)} library calls"]
     for k in r.kernels:
         where = ", ".join(str(d.loc) for d in k.definitions[:2]) or "definition not found"
         tag = "  [backward]" if k.backward else ""
         out.append(f"\n## __global__ {k.name}  {where}{tag}")
         for launch in k.launches[:10]:
-            chain = _chain(launch.chain)
-            via = f"  via {chain}" if chain else ""
-            out.append(f"- launched at {launch.site.site} by {launch.site.src.label}{via}")
+            out.append(f"- launched at {launch.site.site} by {launch.site.src.label}{_via(launch)}")
         if len(k.launches) > 10:
             out.append(f"- ... {showing(10, len(k.launches), IN_STRUCTURED)} launch sites")
     if r.helpers:
-        out.append("\n## Launch helpers (TensorIterator kernels: gpu_kernel & kin)")
-        for h in r.helpers[:30]:
-            tag = " [backward]" if h.backward else ""
-            out.append(f"- {h.site.dst.label} at {h.site.site} in {h.site.src.label}  via {_chain(h.chain)}{tag}")
-        if len(r.helpers) > 30:
-            out.append(f"- ... {showing(30, len(r.helpers), IN_STRUCTURED)}")
+        out.append("\n## Launch families (device code -> the __global__ template the family launches)")
+        for h in r.helpers[:HELPERS_SHOWN]:
+            code = h.site.dst.label
+            if h.functor and not code.endswith(f"@{h.functor.line})"):  # a functor class: where it is defined
+                code = f"{code[:-1]} {h.functor})"
+            made = ", ".join(f"{t.name} {t.defined}" for t in h.templates[:3]) or "template not found"
+            more = f" +{len(h.templates) - 3}" if len(h.templates) > 3 else ""
+            out.append(f"- {code} at {h.site.site} in {h.site.src.label} -> {made}{more}"
+                       f"{_via(h)}")
+        if len(r.helpers) > HELPERS_SHOWN:
+            out.append(f"- ... {showing(HELPERS_SHOWN, len(r.helpers), IN_STRUCTURED)}")
+    if r.libraries:
+        out.append("\n## Libraries")
+        for lib in r.libraries[:HELPERS_SHOWN]:
+            name = lib.site.written or lib.site.dst.label
+            out.append(f"- {lib.library}: {name} at {lib.site.site} in {lib.site.src.label}{_via(lib)}")
+        if len(r.libraries) > HELPERS_SHOWN:
+            out.append(f"- ... {showing(HELPERS_SHOWN, len(r.libraries), IN_STRUCTURED)}")
     for n in r.notes:
         out.append(f"\nNote: {n}")
     out += cut_lines(r.cuts)
     return "\n".join(out)
+
+
+HELPERS_SHOWN = 12
+
+
+def _via(launch: KernelLaunch | LibraryCall) -> str:
+    """How a launch is reached: the chain from the op for its own code; the other op's name for another op's."""
+    tag = " [backward]" if launch.backward else ""
+    if launch.via:
+        return f"  ({launch.via}'s code){tag}"
+    chain = _chain(launch.chain)
+    return f"  via {chain}{tag}" if chain else tag
 
 
 def _chain(chain: list[Edge]) -> str:

@@ -1,0 +1,120 @@
+"""Launch families and GPU libraries in cuda_kernels' answers, on a fixture tree.
+
+tests/fixtures/tree_gpu (over tests/fixtures/tree) holds cut-down copies of PyTorch's launch families
+(Loops.cuh / CUDALoops.cuh, Reduce.cuh, MultiTensorApply.cuh) and calls into cuBLAS and CUB. A call to a
+family names the device code passed at the call site (a lambda's line, a functor class) and the __global__
+templates the family's own body launches; a library call is named with its site; a launch reached through a
+direct call into another op's kernel says whose code it is.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from torchtalk.model.cuda import library_of
+from torchtalk.tools import get_tool, run
+
+OVERLAY = Path(__file__).parents[1] / "fixtures" / "tree_gpu"
+CUDA = "aten/src/ATen/native/cuda"
+OPS = """
+- func: nansum(Tensor self) -> Tensor
+  dispatch:
+    CUDA: nansum_cuda
+
+- func: logaddexp(Tensor self, Tensor other) -> Tensor
+  dispatch:
+    CUDA: logaddexp_cuda
+
+- func: _fused_adamw_(Tensor(a!)[] self, Tensor(b!)[] grads, float lr) -> ()
+  dispatch:
+    CUDA: _fused_adamw_kernel_cuda_
+
+- func: bmm(Tensor self, Tensor mat2) -> Tensor
+  dispatch:
+    CUDA: bmm_cuda
+"""
+
+
+def _line(tree: Path, rel: str, text: str) -> int:
+    (n,) = [i for i, ln in enumerate((tree / rel).read_text().splitlines(), 1) if text in ln]
+    return n
+
+
+@pytest.fixture
+def gpu(tree):
+    from torchtalk.index.indexer import refresh
+    from torchtalk.source.tree import find_source
+    from torchtalk.store.reader import Index
+
+    shutil.copytree(OVERLAY / "aten", tree / "aten", dirs_exist_ok=True)
+    with open(tree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
+        f.write(OPS)
+    st = find_source(tree)
+    refresh(st, workers=1, codegen=False)
+    ix = Index(st.index_path, st.root)
+    yield tree, ix
+    ix.close()
+
+
+def test_gpu_kernel_names_its_lambda_and_the_cudaloops_templates(gpu):
+    tree, ix = gpu
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="logaddexp")
+    (h,) = res.helpers
+    lam = _line(tree, f"{CUDA}/LogAddExpKernel.cu", "gpu_kernel(iter, [] GPU_LAMBDA")
+    assert (h.site.written, h.site.site.line, h.functor.line) == ("gpu_kernel", lam, lam)
+    loops = f"{CUDA}/CUDALoops.cuh"
+    assert {(t.name, t.defined.path, t.defined.line, t.launched.line) for t in h.templates} == {
+        ("vectorized_elementwise_kernel", loops, _line(tree, loops, "void vectorized_elementwise_kernel("),
+         _line(tree, loops, "vectorized_elementwise_kernel<4, func_t, array_t><<<")),
+        ("elementwise_kernel", loops, _line(tree, loops, "void elementwise_kernel("),
+         _line(tree, loops, "elementwise_kernel<nt, vt, func_t><<<")),
+    }
+    assert f"vectorized_elementwise_kernel {loops}:" in text and "Launch families" in text
+
+
+def test_a_temporary_functor_leads_to_gpu_reduce_kernel_and_reduce_kernel(gpu):
+    tree, ix = gpu
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="nansum")
+    (h,) = res.helpers
+    cu = f"{CUDA}/ReduceSumProdKernel.cu"
+    assert h.site.written == "gpu_reduce_kernel" and h.site.src.label.endswith("nansum_functor::operator()")
+    assert h.functor.path == cu and h.functor.line == _line(tree, cu, "[] GPU_LAMBDA(acc_t a, acc_t b)")
+    assert [(t.name, t.defined.line) for t in h.templates] == [
+        ("reduce_kernel", _line(tree, f"{CUDA}/Reduce.cuh", "void reduce_kernel(R reduction)"))]
+    assert f"reduce_kernel {CUDA}/Reduce.cuh:" in text
+
+
+def test_multi_tensor_apply_names_the_functor_class(gpu):
+    tree, ix = gpu
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="_fused_adamw_")
+    (h,) = res.helpers
+    utils = f"{CUDA}/fused_adam_utils.cuh"
+    assert h.site.dst.label == "multi_tensor_apply(FusedAdamMathFunctor)"
+    assert (h.functor.path, h.functor.line) == (utils, _line(tree, utils, "struct FusedAdamMathFunctor"))
+    assert [t.name for t in h.templates] == ["multi_tensor_apply_kernel"]
+    assert f"multi_tensor_apply(FusedAdamMathFunctor {utils}:{h.functor.line}) at {CUDA}/FusedAdamWKernel.cu:" in text
+
+
+def test_library_calls_are_named_with_their_site_and_other_ops_code_is_marked(gpu):
+    tree, ix = gpu
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="bmm")
+    blas = f"{CUDA}/Blas.cpp"
+    got = [(lib.library, lib.site.site.path, lib.site.site.line) for lib in res.libraries]
+    assert got == [("cuBLAS", blas, _line(tree, blas, "at::cuda::blas::gemm<float>")),
+                   ("CUB", blas, _line(tree, blas, "at::cuda::cub::inclusive_sum"))]
+    # the walk stops at the library's entry point: cublasSgemm inside CUDABlas.cpp is not listed again
+    assert "cublasSgemm" not in text and "- cuBLAS: at::cuda::blas::gemm" in text
+    # logaddexp_cuda is another op's kernel, called directly: its launch is listed as that op's code
+    (h,) = res.helpers
+    assert h.via == "logaddexp" and "(logaddexp's code)" in text
+    assert "No <<<>>> launch" not in text
+
+
+def test_library_table():
+    assert [library_of(n) for n in ("at::cuda::blas::gemm", "cublasLtMatmul", "cusolverDnXgeqrf", "magma_dgesv",
+                                    "cufftExecC2C", "cudnnConvolutionForward", "cudnn_is_acceptable",
+                                    "thrust::sort", "cub::DeviceScan::InclusiveSum", "at::native::cpublas::gemm")] == [
+        "cuBLAS", "cuBLASLt", "cuSOLVER", "MAGMA", "cuFFT", "cuDNN", None, "Thrust", "CUB", None]
