@@ -14,7 +14,10 @@ PyYAML reads native_functions.yaml), then TorchTalk is asked over MCP stdio, as 
    a ufunc_inner_loop (torchgen writes its CUDA code), or a composite kernel that calls one of those
    through the dispatcher (its body as text: ``at::x(``, ``at::_ops::x::call``, ``t.x(`` for a method
    op; transitively through composites).
-   An op is *answered* when ``cuda_kernels(<op>)`` names at least one kernel, launch helper or library.
+   An op is *answered* when ``cuda_kernels(<op>)`` names at least one kernel, launch helper or library,
+   and answered *by its own code* when one of them is reached without going into another op's code (the
+   answer's ``via`` is empty: not through a composite call or a direct call to another op's kernel, such
+   as at::native::copy_ deep in addmm's code). Both figures are printed.
 
 Misses are classified from the text (never from TorchTalk): who launches a missed kernel (``<<<``,
 a same-file macro, a reference passed to a launcher) and whether any op's CUDA code reaches that
@@ -136,11 +139,21 @@ def gpu_names(obj: object, out: set[tuple[str, str]]) -> None:
             label = obj.get("name") or str(obj.get("label", "")).removeprefix("__global__ ")
             path = loc["path"] if isinstance(loc, dict) else obj["path"]
             out.add((path, label.split("(")[0].split("<")[0].split("::")[-1]))
+        elif isinstance(obj.get("defined"), dict) and obj.get("name"):  # a launch family's kernel template
+            out.add((obj["defined"]["path"], str(obj["name"]).split("<")[0].split("::")[-1]))
         for v in obj.values():
             gpu_names(v, out)
     elif isinstance(obj, list):
         for v in obj:
             gpu_names(v, out)
+
+
+def own_answer(r: dict) -> bool:
+    """Whether an answer names a launch, launch family or library call reached from the op's own code (``via``
+    empty), not only ones in other ops' code (at::native::copy_ reached deep in a composite: copy_'s launches)."""
+    sites = [launch for k in r.get("kernels") or [] for launch in k.get("launches") or []]
+    sites += list(r.get("helpers") or []) + list(r.get("libraries") or [])
+    return any(not s.get("via") for s in sites)
 
 
 def ask(server: tt.McpStdio, names: list[str]) -> tuple[dict[str, dict], list[float]]:
@@ -155,6 +168,7 @@ def ask(server: tt.McpStdio, names: list[str]) -> tuple[dict[str, dict], list[fl
         gpu_names(r, kernels)
         answers[name] = {"kind": sc.get("kind", "error" if res.get("isError") else "?"),
                          "answered": bool(r.get("kernels") or r.get("helpers") or r.get("libraries")),
+                         "own": own_answer(r),
                          "kernels": sorted(kernels)}
         if res.get("isError") or not sc:  # said apart from a miss: the tool failed to answer
             answers[name]["error"] = " ".join(c.get("text", "") for c in res.get("content", []))[:300]
@@ -357,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     hit_k = [k for k in kernels if k in reached_by]
     cuda_ops = [b for b in ops.cuda if b in answers]
     hit_o = [b for b in cuda_ops if answers[b]["answered"]]
+    own_o = [b for b in hit_o if answers[b].get("own")]
 
     entry_of = op_functions(text, ops)
     lib_of = library_ops(text)
@@ -379,11 +394,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"CUDA census of {root}")
     print(f"kernels reached: {len(hit_k)}/{n_k} ({len(hit_k) / max(n_k, 1):.3f})  [__global__ definitions "
           f"under {NATIVE}, {len({p for p, _ in kernels})} files, without {EXCLUDED[0]}]")
-    print(f"ops answered: {len(hit_o)}/{n_o} ({len(hit_o) / max(n_o, 1):.3f})  [op base names that run on CUDA]")
+    print(f"ops answered: {len(hit_o)}/{n_o} ({len(hit_o) / max(n_o, 1):.3f})  [op base names that run on CUDA; "
+          "any launch, family or library]")
+    print(f"ops answered by their own code: {len(own_o)}/{n_o} ({len(own_o) / max(n_o, 1):.3f})  [a launch, family "
+          "or library reached without going into another op's code]")
     for grp in ("dispatch key", "structured_delegate", "ufunc_inner_loop", "composite"):
         g = [b for b in cuda_ops if ops.group[b] == grp]
         if g:
-            print(f"  {grp}: {sum(answers[b]['answered'] for b in g)}/{len(g)}")
+            print(f"  {grp}: {sum(answers[b]['answered'] for b in g)}/{len(g)} any, "
+                  f"{sum(bool(answers[b].get('own')) for b in g)}/{len(g)} own")
     errors = {n: a["error"] for n, a in answers.items() if "error" in a}
     if errors:
         first = next(iter(errors.items()))
@@ -399,7 +418,9 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps({
             "kernels": {"reached": len(hit_k), "defined": n_k, "misses": k_miss,
                         "reached_by": {f"{p}:{n}": op for (p, n), op in reached_by.items() if (p, n) in kernels}},
-            "ops": {"answered": len(hit_o), "cuda_ops": n_o, "groups": {b: ops.group[b] for b in cuda_ops},
+            "ops": {"answered": len(hit_o), "own": len(own_o), "cuda_ops": n_o,
+                    "other_ops_code_only": sorted(set(hit_o) - set(own_o)),
+                    "groups": {b: ops.group[b] for b in cuda_ops},
                     "misses": o_miss},
             "latency_ms": {"p50": statistics.median(lat) * 1e3, "p95": pct(lat, 95) * 1e3, "max": max(lat) * 1e3},
             "answers": answers, "latency_s": lat,
