@@ -32,9 +32,18 @@ OPS = """
   dispatch:
     CUDA: _fused_adamw_kernel_cuda_
 
+- func: nansum_backward(Tensor grad, Tensor self) -> Tensor
+  dispatch:
+    CompositeImplicitAutograd: nansum_backward
+
 - func: bmm(Tensor self, Tensor mat2) -> Tensor
   dispatch:
     CUDA: bmm_cuda
+"""
+
+DERIVATIVES = """
+- name: nansum(Tensor self) -> Tensor
+  self: nansum_backward(grad, self)
 """
 
 
@@ -52,6 +61,8 @@ def gpu(tree):
     shutil.copytree(OVERLAY / "aten", tree / "aten", dirs_exist_ok=True)
     with open(tree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
         f.write(OPS)
+    with open(tree / "tools/autograd/derivatives.yaml", "a") as f:
+        f.write(DERIVATIVES)
     st = find_source(tree)
     refresh(st, workers=1, codegen=False)
     ix = Index(st.index_path, st.root)
@@ -78,7 +89,7 @@ def test_gpu_kernel_names_its_lambda_and_the_cudaloops_templates(gpu):
 def test_a_temporary_functor_leads_to_gpu_reduce_kernel_and_reduce_kernel(gpu):
     tree, ix = gpu
     res, text = run(get_tool("cuda_kernels"), ix, function_name="nansum")
-    (h,) = res.helpers
+    h, back = res.helpers
     cu = f"{CUDA}/ReduceSumProdKernel.cu"
     assert h.site.written == "gpu_reduce_kernel" and h.site.src.label.endswith("nansum_functor::operator()")
     assert h.functor.path == cu and h.functor.line == _line(tree, cu, "[] GPU_LAMBDA(acc_t a, acc_t b)")
@@ -118,3 +129,14 @@ def test_library_table():
                                     "cufftExecC2C", "cudnnConvolutionForward", "cudnn_is_acceptable",
                                     "thrust::sort", "cub::DeviceScan::InclusiveSum", "at::native::cpublas::gemm")] == [
         "cuBLAS", "cuBLASLt", "cuSOLVER", "MAGMA", "cuFFT", "cuDNN", None, "Thrust", "CUB", None]
+
+
+def test_the_backward_follows_the_formulas_ops_through_composites_and_the_dispatcher(gpu):
+    tree, ix = gpu
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="nansum")
+    back = res.helpers[-1]  # forward first
+    formula = _line(tree, "tools/autograd/derivatives.yaml", "self: nansum_backward(grad, self)")
+    # nansum's formula calls nansum_backward, a composite op whose kernel calls at::logaddexp: its gpu_kernel
+    assert back.backward and back.site.src.label == "at::native::logaddexp_cuda" and back.via == "nansum_backward"
+    assert [e.kind.value for e in back.chain] == ["backward", "op_call", "kernel"]
+    assert f"[backward tools/autograd/derivatives.yaml:{formula}]" in text

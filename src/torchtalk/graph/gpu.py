@@ -172,10 +172,10 @@ def _op_walk(ix: Index, start: Node) -> GpuReach:
         return runs_for_cuda(out, node.key == start.key)
 
     def follow(s: Step) -> bool:
-        # The backward of a backward (second-order gradients) is not what runs for the op; in the backward, the
-        # formula's own ops run, and the ops those call through the dispatcher are other ops with kernels of their
-        # own (index_select_backward's index_add_: index_add's kernels).
-        return not (s.edge.kind in (EdgeKind.BACKWARD, EdgeKind.OP_CALL) and s.parent is not None and
+        # The backward of a backward (second-order gradients) is not what runs for the op; the ops a formula calls
+        # are followed through composite kernels and the dispatcher exactly as the forward's are (embedding's
+        # backward: embedding_backward_symint -> embedding_dense_backward -> its CUDA kernel).
+        return not (s.edge.kind is EdgeKind.BACKWARD and s.parent is not None and
                     any(e.kind is EdgeKind.BACKWARD for e in s.parent.chain()))
 
     walk = down([start], edges, OP_KINDS, MAX_DEPTH, fan_out=FAN_OUT, max_nodes=MAX_NODES, follow=follow,

@@ -222,7 +222,8 @@ HELPERS_SHOWN = 12
 
 def _via(launch: KernelLaunch | LibraryCall) -> str:
     """How a launch is reached: the chain from the op for its own code; the other op's name for another op's."""
-    tag = " [backward]" if launch.backward else ""
+    formula = next((e.site for e in launch.chain if e.kind is EdgeKind.BACKWARD and e.site), None)
+    tag = f" [backward {formula}]" if formula else " [backward]" if launch.backward else ""
     if launch.via:
         return f"  ({launch.via}'s code){tag}"
     chain = _chain(launch.chain)
