@@ -144,9 +144,10 @@ def _reach(ix: Index, start: Node, depth: int) -> GpuReach:
     return reach
 
 
-def _launches(ix: Index, node: Node) -> list[Edge]:
-    """The LAUNCH edges a launch family's body reaches (for gpu_families.templates)."""
-    return [launch.site for launch in gpu_reach(ix, node).launches]
+def _launches(ix: Index, node: Node) -> tuple[list[Edge], list[tuple[str, Edge]]]:
+    """The LAUNCH edges and library calls a launch family's body reaches (for gpu_families.templates)."""
+    reach = gpu_reach(ix, node)
+    return [launch.site for launch in reach.launches], [(lib.library, lib.site) for lib in reach.libraries]
 
 
 def gpu_walk(ix: Index, start: Node) -> GpuReach:

@@ -59,10 +59,14 @@ def family_definitions(ix: Index, launch: Edge) -> list[Node]:
     return [cpp_node(d) for d in res.defs if d.is_definition]
 
 
-def templates(ix: Index, launch: Edge, reach: Callable[[Node], list[Edge]]) -> list[Template]:
+Reach = Callable[[Node], tuple[list[Edge], list[tuple[str, Edge]]]]  # a function's LAUNCH edges and library calls
+
+
+def templates(ix: Index, launch: Edge, reach: Reach) -> list[Template]:
     """The __global__ templates a family LAUNCH edge ends in, read from the family's body: ``reach(node)`` gives
-    the LAUNCH edges a function reaches (gpu.py's walk); a launch of another family is followed into that
-    family's body in turn."""
+    the LAUNCH edges and library calls a function reaches (gpu.py's walk); a launch of another family is followed
+    into that family's body in turn. A family that launches through a library (jiterator: at::cuda::jit, code
+    compiled at run time) names that call instead, as "library: function"."""
     memo: dict[str, list[Template]] = ix.cached("family_templates", dict)
     out: list[Template] = []
     for fam in family_definitions(ix, launch):
@@ -73,10 +77,14 @@ def templates(ix: Index, launch: Edge, reach: Callable[[Node], list[Edge]]) -> l
     return out
 
 
-def _templates(ix: Index, fam: Node, reach: Callable[[Node], list[Edge]],
-               memo: dict[str, list[Template]]) -> list[Template]:
+def _templates(ix: Index, fam: Node, reach: Reach, memo: dict[str, list[Template]]) -> list[Template]:
     found: list[Template] = []
-    for e in reach(fam):
+    launches, libraries = reach(fam)
+    for lib, e in libraries:
+        t = Template(f"{lib}: {e.written or e.dst.label}", e.dst.loc, e.site)
+        if t not in found:
+            found.append(t)
+    for e in launches:
         sid = symbol_id(e.dst)
         if sid is not None:  # a __global__ kernel launched with <<<>>>
             sym = symbol(ix, sid)

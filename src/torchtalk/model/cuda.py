@@ -50,6 +50,7 @@ LIBRARIES: tuple[tuple[str, str], ...] = (
     ("CUB", "at::cuda::cub::"), ("CUB", "cuda::cub::"), ("CUB", "cub::"),
     ("Thrust", "thrust::"),
     ("cuRAND", "curand"),
+    ("jiterator (NVRTC)", "at::cuda::jit::"), ("jiterator (NVRTC)", "cuda::jit::"), ("NVRTC", "nvrtc"),
     ("CUTLASS", "cutlass::"),
     ("FlashAttention", "pytorch_flash::"), ("FlashAttention", "flash::"),
     ("mem-efficient attention", "PyTorchMemEffAttention::"),

@@ -198,8 +198,10 @@ def render_cuda(r: CudaKernelsResult) -> str:
             code = h.site.dst.label
             if h.functor and not code.endswith(f"@{h.functor.line})"):  # a functor class: where it is defined
                 code = f"{code[:-1]} {h.functor})"
-            made = ", ".join(f"{t.name} {t.defined}" for t in h.templates[:3]) or "template not found"
-            more = f" +{len(h.templates) - 3}" if len(h.templates) > 3 else ""
+            # one per definition: a template launched at several sites of the family is one kernel
+            shown = list(dict.fromkeys(f"{t.name} {t.defined or t.launched}" for t in h.templates))
+            made = ", ".join(shown[:3]) or "template not found"
+            more = f" +{len(shown) - 3}" if len(shown) > 3 else ""
             out.append(f"- {code} at {h.site.site} in {h.site.src.label} -> {made}{more}"
                        f"{_via(h)}")
         if len(r.helpers) > HELPERS_SHOWN:
