@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind, PyApiKind
 from ..query.callgraph import CalledByResult, CalledBySection, CallsResult, CallsSection, ImpactResult, ImpactSection
-from ..query.cuda import CudaKernelsResult, KernelLaunch, LibraryCall
+from ..query.cuda import CudaKernelsResult, GpuKernel, KernelLaunch, LibraryCall
 from ..query.results import Ambiguous
 from .common import IN_STRUCTURED, ambiguous, cut_lines, showing
 
@@ -184,35 +184,15 @@ def render_cuda(r: CudaKernelsResult) -> str:
         return "\n".join(out)
     out = [f"# GPU kernels for {r.query} ({r.matched}): {len(r.kernels)} __global__ kernels, "
            f"{len(r.helpers)} launch-family calls, {len(r.libraries)} library calls"]
-    for k in r.kernels:
-        where = ", ".join(str(d.loc) for d in k.definitions[:2]) or "definition not found"
-        tag = "  [backward]" if k.backward else ""
-        out.append(f"\n## __global__ {k.name}  {where}{tag}")
-        for launch in k.launches[:10]:
-            out.append(f"- launched at {launch.site.site} by {launch.site.src.label}{_via(launch)}")
-        if len(k.launches) > 10:
-            out.append(f"- ... {showing(10, len(k.launches), IN_STRUCTURED)} launch sites")
+    # Sections in rank order: the one whose best entry is the op's own forward code first.
+    sections = [(_cuda_rank(k.launches[0]) if k.launches else (True, True), _kernel_lines(k)) for k in r.kernels]
     if r.helpers:
-        out.append("\n## Launch families (device code -> the __global__ template the family launches)")
-        for h in r.helpers[:HELPERS_SHOWN]:
-            code = h.site.dst.label
-            if h.functor and not code.endswith(f"@{h.functor.line})"):  # a functor class: where it is defined
-                code = f"{code[:-1]} {h.functor})"
-            # one per definition: a template launched at several sites of the family is one kernel
-            shown = list(dict.fromkeys(f"{t.name} {t.defined or t.launched}" for t in h.templates))
-            made = ", ".join(shown[:3]) or "template not found"
-            more = f" +{len(shown) - 3}" if len(shown) > 3 else ""
-            out.append(f"- {code} at {h.site.site} in {h.site.src.label} -> {made}{more}"
-                       f"{_via(h)}")
-        if len(r.helpers) > HELPERS_SHOWN:
-            out.append(f"- ... {showing(HELPERS_SHOWN, len(r.helpers), IN_STRUCTURED)}")
+        sections.append((_cuda_rank(r.helpers[0]), _family_lines(r.helpers)))
     if r.libraries:
-        out.append("\n## Libraries")
-        for lib in r.libraries[:HELPERS_SHOWN]:
-            name = lib.site.written or lib.site.dst.label
-            out.append(f"- {lib.library}: {name} at {lib.site.site} in {lib.site.src.label}{_via(lib)}")
-        if len(r.libraries) > HELPERS_SHOWN:
-            out.append(f"- ... {showing(HELPERS_SHOWN, len(r.libraries), IN_STRUCTURED)}")
+        sections.append((_cuda_rank(r.libraries[0]), _library_lines(r.libraries)))
+    sections.sort(key=lambda sec: sec[0])
+    for _, lines in sections:
+        out += lines
     for n in r.notes:
         out.append(f"\nNote: {n}")
     out += cut_lines(r.cuts)
@@ -220,6 +200,47 @@ def render_cuda(r: CudaKernelsResult) -> str:
 
 
 HELPERS_SHOWN = 12
+
+
+def _cuda_rank(launch: KernelLaunch | LibraryCall) -> tuple[bool, bool]:
+    return bool(launch.via), launch.backward
+
+
+def _kernel_lines(k: GpuKernel) -> list[str]:
+    where = ", ".join(str(d.loc) for d in k.definitions[:2]) or "definition not found"
+    tag = "  [backward]" if k.backward else ""
+    out = [f"\n## __global__ {k.name}  {where}{tag}"]
+    for launch in k.launches[:10]:
+        out.append(f"- launched at {launch.site.site} by {launch.site.src.label}{_via(launch)}")
+    if len(k.launches) > 10:
+        out.append(f"- ... {showing(10, len(k.launches), IN_STRUCTURED)} launch sites")
+    return out
+
+
+def _family_lines(helpers: list[KernelLaunch]) -> list[str]:
+    out = ["\n## Launch families (device code -> the __global__ template the family launches)"]
+    for h in helpers[:HELPERS_SHOWN]:
+        code = h.site.dst.label
+        if h.functor and not code.endswith(f"@{h.functor.line})"):  # a functor class: where it is defined
+            code = f"{code[:-1]} {h.functor})"
+        # one per definition: a template launched at several sites of the family is one kernel
+        shown = list(dict.fromkeys(f"{t.name} {t.defined or t.launched}" for t in h.templates))
+        made = ", ".join(shown[:3]) or "template not found"
+        more = f" +{len(shown) - 3}" if len(shown) > 3 else ""
+        out.append(f"- {code} at {h.site.site} in {h.site.src.label} -> {made}{more}{_via(h)}")
+    if len(helpers) > HELPERS_SHOWN:
+        out.append(f"- ... {showing(HELPERS_SHOWN, len(helpers), IN_STRUCTURED)}")
+    return out
+
+
+def _library_lines(libraries: list[LibraryCall]) -> list[str]:
+    out = ["\n## Libraries"]
+    for lib in libraries[:HELPERS_SHOWN]:
+        name = lib.site.written or lib.site.dst.label
+        out.append(f"- {lib.library}: {name} at {lib.site.site} in {lib.site.src.label}{_via(lib)}")
+    if len(libraries) > HELPERS_SHOWN:
+        out.append(f"- ... {showing(HELPERS_SHOWN, len(libraries), IN_STRUCTURED)}")
+    return out
 
 
 def _via(launch: KernelLaunch | LibraryCall) -> str:
