@@ -66,6 +66,22 @@ if not os.environ.get("TORCHTALK_TEST_SOURCE") and _configured_source():
         del os.environ["TORCHTALK_TEST_SOURCE"]
 
 
+def overlay_index(tree: Path, overlay: Path, appended: dict[str, str]):
+    """The Index of ``tree`` after copying ``overlay``'s aten/ over it and appending text to its files
+    (``{"aten/src/ATen/native/native_functions.yaml": ops}``): the CUDA fixture trees' setup."""
+    from torchtalk.index.indexer import refresh
+    from torchtalk.source.tree import find_source
+    from torchtalk.store.reader import Index
+
+    shutil.copytree(overlay / "aten", tree / "aten", dirs_exist_ok=True)
+    for rel, text in appended.items():
+        with open(tree / rel, "a") as f:
+            f.write(text)
+    st = find_source(tree)
+    refresh(st, workers=1, codegen=False)
+    return Index(st.index_path, st.root)
+
+
 def build_index(tree: Path, cache: Path, **refresh_kw):
     """(SourceTree, Index, report) for ``tree`` indexed into ``cache``: for fixtures wider than one
     test, which cannot use monkeypatch; the environment is restored afterwards."""

@@ -9,12 +9,13 @@ impact and cuda_kernels alike.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from torchtalk.tools import get_tool, run
+
+from ..conftest import overlay_index
 
 OVERLAY = Path(__file__).parents[1] / "fixtures" / "tree_cuda"
 TOPK_CU = "aten/src/ATen/native/cuda/TensorTopK.cu"
@@ -40,19 +41,10 @@ def _line_of(tree: Path, rel: str, text: str) -> int:
 @pytest.fixture
 def topk(tree):
     """(tree, Index, {name: line}) of the fixture tree with TensorTopK and the topk ops."""
-    from torchtalk.index.indexer import refresh
-    from torchtalk.source.tree import find_source
-    from torchtalk.store.reader import Index
-
-    shutil.copytree(OVERLAY / "aten", tree / "aten", dirs_exist_ok=True)
-    with open(tree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
-        f.write(TOPK_OPS)
+    ix = overlay_index(tree, OVERLAY, {"aten/src/ATen/native/native_functions.yaml": TOPK_OPS})
     lines = {what: _line_of(tree, TOPK_CU, what) for what in (
         "RUN_T(uint32_t);", "RUN_T(uint64_t);", "#define RUN_K", "radixFindKthValues<T, IndexType><<<",
         "gatherTopK<T, IndexType, Dim><<<", "gatherTopK<T, IndexType, Dim, /* WithKthValues= */false><<<")}
-    st = find_source(tree)
-    refresh(st, workers=1, codegen=False)
-    ix = Index(st.index_path, st.root)
     yield tree, ix, lines
     ix.close()
 

@@ -9,13 +9,14 @@ direct call into another op's kernel says whose code it is.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from torchtalk.model.cuda import library_of
 from torchtalk.tools import get_tool, run
+
+from ..conftest import overlay_index
 
 OVERLAY = Path(__file__).parents[1] / "fixtures" / "tree_gpu"
 CUDA = "aten/src/ATen/native/cuda"
@@ -54,18 +55,8 @@ def _line(tree: Path, rel: str, text: str) -> int:
 
 @pytest.fixture
 def gpu(tree):
-    from torchtalk.index.indexer import refresh
-    from torchtalk.source.tree import find_source
-    from torchtalk.store.reader import Index
-
-    shutil.copytree(OVERLAY / "aten", tree / "aten", dirs_exist_ok=True)
-    with open(tree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
-        f.write(OPS)
-    with open(tree / "tools/autograd/derivatives.yaml", "a") as f:
-        f.write(DERIVATIVES)
-    st = find_source(tree)
-    refresh(st, workers=1, codegen=False)
-    ix = Index(st.index_path, st.root)
+    ix = overlay_index(tree, OVERLAY, {"aten/src/ATen/native/native_functions.yaml": OPS,
+                                       "tools/autograd/derivatives.yaml": DERIVATIVES})
     yield tree, ix
     ix.close()
 
