@@ -36,8 +36,10 @@ TOOLS = [
     Tool("cuda_kernels",
          "Which CUDA kernels run for this op? The GPU kernels (__global__) an op or function reaches, each with its "
          "definition file:line, its launch sites and the chain from the op, following composite kernels into the "
-         "ops they call and the op's backward (marked [backward]); also launch helpers (gpu_kernel...). Without a "
-         "name: a summary of the tree's GPU kernels. Example: cuda_kernels(\"softmax\")",
+         "ops they call and the op's backward (marked [backward] with the formula's line); launch families "
+         "(gpu_kernel, gpu_reduce_kernel, multi_tensor_apply...: the lambda or functor and the __global__ template "
+         "they launch) and library calls (cuBLAS, cuDNN, CUB, ...). The op's own code first; another op's is "
+         "marked. Without a name: a summary of the tree's GPU kernels. Example: cuda_kernels(\"softmax\")",
          (Param("function_name", str, None, "op, C++ function or GPU kernel (omit for a summary)", metavar="NAME"),
           FORMAT),
          cuda.cuda_kernels, r_cg.render_cuda, nxt.next_cuda, knows.op_or_function),
