@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -24,6 +25,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from ...errors import no_space
 from ...procs import pid_alive
 from .inputs import codegen_inputs_hash
 from .manifest import (
@@ -131,6 +133,7 @@ class CodegenJob:
         self._stages: dict[str, Path] = {}
         self._timed_out = False
         self._cancelled = False
+        self._write_error = ""  # the output could not be written (a full disk): the machine's fault, not the tree's
 
     # -- state
     @property
@@ -199,6 +202,8 @@ class CodegenJob:
             self._kill()
             self._cleanup()
             _LIVE_JOBS.discard(self)
+            if isinstance(e, OSError) and no_space(e.errno):
+                self._write_error = _one_line(f"placing the output in {self.out_dir}: {no_space(e.errno)} ({e})")
             self._fail_all(_one_line(f"codegen failed: {type(e).__name__}: {e}"))
             self._result = self._make_result(seconds=time.monotonic() - self._t0, cpu=0.0)
             return self._result
@@ -226,6 +231,8 @@ class CodegenJob:
                     g.reason = f"generator process killed by signal {-rc}" + (f" (last output: {last})" if last else "")
                 elif rc not in (0, None):
                     g.reason = f"generator process exited with status {rc}" + (f": {last}" if last else "")
+                    found = re.search(r"\[Errno (\d+)\]", last)  # the driver itself failed to write
+                    g.errno = int(found.group(1)) if found else 0
                 else:
                     g.reason = "did not run"
                 continue
@@ -236,6 +243,7 @@ class CodegenJob:
                 g.ok = True
             else:
                 g.reason = _one_line(rec.get("reason") or "failed")
+                g.errno = int(rec.get("errno") or 0)
         self._place()
         _LIVE_JOBS.discard(self)
         self._result = self._make_result(seconds=time.monotonic() - self._t0, cpu=cpu)
@@ -298,6 +306,8 @@ class CodegenJob:
     def _make_result(self, seconds: float, cpu: float) -> CodegenResult:
         failed = [g for g in self._gens.values() if not g.ok]
         why = "; ".join(f"{g.name}: {g.reason}" for g in failed)
+        full = [f"{g.name}: {no_space(g.errno)} ({g.reason})" for g in failed if no_space(g.errno)]
+        write_error = self._write_error or _one_line("; ".join(full))
         files = sorted({f for g in self._gens.values() if g.ok for f in g.files})
         return CodegenResult(
             ok=not failed and bool(self._gens),
@@ -309,6 +319,7 @@ class CodegenJob:
             inputs_hash=self.inputs_hash,
             cpu_seconds=round(cpu, 3),
             full=self.full,
+            write_error=write_error,
         )
 
 
@@ -363,6 +374,8 @@ def start_codegen(
         tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
         (tmp / "pid").write_text(str(os.getpid()))
     except OSError as e:
+        if no_space(e.errno):
+            job._write_error = _one_line(f"creating a temporary directory beside {out_dir}: {no_space(e.errno)}")
         return fail_all(_one_line(f"cannot create a temporary directory beside {out_dir}: {e}"))
     job._tmp = tmp
     job._status_path = tmp / "status.jsonl"

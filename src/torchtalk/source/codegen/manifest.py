@@ -43,6 +43,7 @@ class GeneratorResult:
     seconds: float = 0.0  # wall time inside the driver
     cpu_seconds: float = 0.0  # CPU time (user+sys) inside the driver
     files: list[str] = dataclasses.field(default_factory=list)  # relative to out_dir
+    errno: int = 0  # the OSError's errno when it failed on one (ENOSPC: the disk, not the tree)
 
 
 @dataclasses.dataclass
@@ -56,6 +57,7 @@ class CodegenResult:
     inputs_hash: str = ""
     cpu_seconds: float = 0.0  # the driver process's CPU time (user+sys), all told
     full: bool = False
+    write_error: str = ""  # set when the output could not be written (a full disk...): not the tree's fault
 
     def files_of(self, generator: str) -> list[str]:
         g = self.generators.get(generator)
