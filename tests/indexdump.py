@@ -2,8 +2,8 @@
 
 Ids are replaced by what they stand for (a file's path; a fact's file and position in it; a name), and rows
 are listed in id order, so two dumps are equal when the tables hold the same rows *and* list them in the same
-order (Note [Canonical ids] in store/keys.py: queries break ties by id). A table this module does not know
-fails the dump: a new table must say how it is compared.
+order (Note [Canonical ids] in store/keys.py: queries break ties by id; hand-written files come first, then
+generated ones). A table this module does not know fails the dump: a new table must say how it is compared.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ def _dump(conn: sqlite3.Connection) -> dict[str, Any]:
     files = conn.execute("SELECT id, path, layer, size, mtime_ns, hash, status, reason, generated FROM files "
                          "ORDER BY id").fetchall()
     path_of = {r[0]: r[1] for r in files}
-    _sorted_like([r[1] for r in files], "files")
+    order_of = {r[0]: (r[8], r[1]) for r in files}  # hand-written files first, then generated ones; by path
+    _sorted_like([order_of[r[0]] for r in files], "files")
     # A generated file's mtime is when the generators wrote it into that cache (each build has its own copy).
     out["files"] = [(*r[1:4], None if r[8] else r[4], *r[5:]) for r in files]
     # A fact's id stands for (its file, its position among that file's rows of the table).
@@ -58,7 +59,7 @@ def _dump(conn: sqlite3.Connection) -> dict[str, Any]:
         for r in rows:
             ids[r[0]] = (path_of[r[1]], counter[r[1]])
             counter[r[1]] += 1
-        _sorted_like([ids[r[0]] for r in rows], t)
+        _sorted_like([(order_of[r[1]], ids[r[0]][1]) for r in rows], t)
         local[t], rows_of[t] = ids, rows
     for t in FACT_TABLES:
         refs = [(pos + 2, target) for pos, target in codec_for_table(t).refs]  # after id, file_id

@@ -198,22 +198,30 @@ def cmd_index(args) -> int:
     return EXIT_OK
 
 
+# A query waits this long for another build of its index (it says so meanwhile), then answers from the index
+# as it is; `index` waits as long as the other build runs.
+QUERY_LOCK_WAIT_S = 10.0
+
+
 def ensure_index(tree, quiet: bool = False, codegen: bool = True):
     """Refresh the index (a no-op when nothing changed) and return an Index over it.
 
-    In a read-only cache a stale index still answers (with a note on stderr): only the refresh needs to write.
+    When the refresh cannot be made (a read-only cache, a full disk, another build holding the index for
+    longer than QUERY_LOCK_WAIT_S), an index that is there still answers, with a warning on stderr naming
+    why; without one, the error stands (exit 2).
     """
+    from .errors import IndexUnavailable
     from .index.indexer import refresh
     from .index.usable import index_problem
-    from .store.db import ReadOnlyCache
     from .store.reader import Index
     log = (lambda m: None) if quiet else _err
+    usable = index_problem(tree) is None
     try:
-        report = refresh(tree, codegen=codegen, log=log)
-    except ReadOnlyCache as exc:
-        if index_problem(tree) is not None:
+        report = refresh(tree, codegen=codegen, log=log, lock_timeout=QUERY_LOCK_WAIT_S if usable else None)
+    except IndexUnavailable as exc:
+        if not usable or index_problem(tree) is not None:
             raise
-        log(f"torchtalk: answering from the index as it is: {exc}")
+        _err(f"torchtalk: warning: answering from the index as it is, which may miss recent changes: {exc}")
     else:
         if report.mode != "up-to-date":
             log(f"torchtalk: {report.summary()}")

@@ -22,7 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "procs": set(),
     "source": {"model", "errors", "atomic", "procs"},
     "store": {"model", "errors", "procs", "atomic"},
-    "extract": {"model", "store"},
+    "extract": {"model", "source", "store"},
     "link": {"model", "store"},
     "index": {"model", "errors", "source", "extract", "store", "link", "procs", "atomic"},
     "graph": {"model", "store", "link", "errors"},

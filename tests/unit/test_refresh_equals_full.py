@@ -254,3 +254,22 @@ def test_a_rename_across_files_leaves_no_old_name_and_the_same_ranking(tmp_path)
         ix.close()
     _compare(tree, tmp_path / "cache", tmp_path / "scratch", ["index_select_out_cpu_", "index_select_out_cpu_v2"],
              "a rename across files")
+
+
+def test_a_file_that_outgrows_the_room_behind_its_rows_is_renumbered_in_place(tmp_path, monkeypatch):
+    """A full build leaves room behind each file's rows; a file that grows past it makes the refresh renumber
+    the table (and the columns that refer to it), and the result still equals a full build."""
+    tree = tmp_path / "pytorch"
+    shutil.copytree(FIXTURE_TREE, tree)
+    _build(tree, tmp_path / "cache", workers=1, codegen=False)[0].close()
+    ed = Editor(tree)
+    rel = f"{NF.rsplit('/', 1)[0]}/Activation.cpp"
+    more = "".join(f"\nnamespace at {{ namespace native {{\nTensor grown_{i}(const Tensor& self) {{\n"
+                   f"  return at::relu(at::relu(self));\n}}\n}} }}\n" for i in range(60))
+    ed._write(rel, (tree / rel).read_bytes() + more.encode())
+    from torchtalk.store import keys
+    respaced: list[str] = []
+    real = keys.FactIds.respace
+    monkeypatch.setattr(keys.FactIds, "respace", lambda self, t, f, n: (respaced.append(t), real(self, t, f, n)))
+    _compare(tree, tmp_path / "cache", tmp_path / "scratch", ["grown_7", "relu"], "60 functions added to one file")
+    assert {"cpp_symbol", "cpp_call"} <= set(respaced), respaced

@@ -137,7 +137,8 @@ def _pool_map(tasks: list[Task], workers: int) -> Iterator[Result]:
         for _ in range(workers):
             ready.acquire(timeout=max(0.0, deadline - time.monotonic()))
     with pool:
-        yield from pool.imap_unordered(run_task, tasks, chunksize=4)
+        # In order: the writer gives each file's rows the ids after the previous file's (Note [Canonical ids]).
+        yield from pool.imap(run_task, tasks, chunksize=4)
 
 
 def refresh(tree: SourceTree, *, force: bool = False, workers: int | None = None,
@@ -316,7 +317,7 @@ def _apply(writer: IndexWriter, report: IndexReport, todo: list[FileEntry], remo
     report.removed += len(removed)
     # A file read again keeps its id; a new one gets an id that sorts like its path (Note [Canonical ids]).
     known = set(ids)
-    ids.update(writer.file_ids(e.relpath for e in todo if e.relpath not in known))
+    ids.update(writer.file_ids((e.relpath, e.layer is Layer.GENERATED) for e in todo if e.relpath not in known))
 
     tasks = []
     # In path order, as their ids go: the rows are then appended to the tables, not slotted in between.
@@ -325,7 +326,7 @@ def _apply(writer: IndexWriter, report: IndexReport, todo: list[FileEntry], remo
             if e.relpath in known:
                 writer.remove_file(ids[e.relpath])
             writer.add_file(e.relpath, e.layer, e.size, e.mtime_ns, "", FileStatus.SKIPPED, e.skip, None,
-                            file_id=ids[e.relpath])
+                            generated=e.layer is Layer.GENERATED, file_id=ids[e.relpath])
             report.skipped.append(f"{e.relpath}: {e.skip}")
         else:
             old = existing.get(e.relpath)

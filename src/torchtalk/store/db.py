@@ -44,6 +44,13 @@ def _searchable(name: str) -> bool:
     return bool(name) and len(name) <= _MAX_NAME
 
 
+# table -> [(table, column)] of the columns that hold its ids (a renumbering updates them too).
+_REFS_INTO: dict[str, list[tuple[str, str]]] = {}
+for _t in FACT_TABLES:
+    for _pos, _target in codec_for_table(_t).refs:
+        _REFS_INTO.setdefault(_target, []).append((_t, codec_for_table(_t).columns[_pos]))
+
+
 def check_file(path: Path) -> str | None:
     """Why ``path`` is not a whole SQLite file, or None. Cheap: reads the 100-byte header."""
     try:
@@ -200,6 +207,7 @@ class IndexWriter:
             if not base_ok:
                 run_script(self.conn, all_tables_ddl())
                 self.set_meta(schema_version=str(SCHEMA_VERSION), complete="0")
+            self.ids = keys.FactIds(self.conn, FACT_TABLES, _REFS_INTO, incremental=base_ok)
         except BaseException:
             self.abort()  # a full disk fails the copy or the first pages: never leave the temp file behind
             raise
@@ -217,9 +225,10 @@ class IndexWriter:
         """path -> (id, size, mtime_ns, hash, layer) of what the index holds now."""
         return {r[0]: r[1:] for r in self.conn.execute("SELECT path, id, size, mtime_ns, hash, layer FROM files")}
 
-    def file_ids(self, paths: Iterable[str]) -> dict[str, int]:
-        """Ids for files to add (Note [Canonical ids]): a path the index holds keeps its id."""
-        return keys.file_ids(self.conn, paths)
+    def file_ids(self, files: Iterable[tuple[str, bool]]) -> dict[str, int]:
+        """path -> id for files to add, given as (path, generated) (Note [Canonical ids]): a path the index
+        holds keeps its id."""
+        return keys.file_ids(self.conn, ((generated, path) for path, generated in files))
 
     def remove_file(self, file_id: int) -> None:
         if self.incremental:
@@ -242,25 +251,25 @@ class IndexWriter:
         """Record one file and its facts (rows per table, as ``store.codec.encode_facts`` makes them), under
         ``file_id`` (from ``file_ids``; by default one is allocated for this path alone)."""
         if file_id is None:
-            file_id = self.file_ids([path])[path]
+            file_id = self.file_ids([(path, generated)])[path]
+        if facts:
+            self.ids.written((generated, path))
         self.conn.execute(
             "INSERT INTO files (id, path, layer, size, mtime_ns, hash, status, reason, generated) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (file_id, path, str(layer), size, mtime_ns, digest, str(status), reason, int(generated)),
         )
         if facts:
-            self._insert_facts(file_id, facts)
+            self._insert_facts(file_id, (generated, path), facts)
         return file_id
 
-    def _insert_facts(self, file_id: int, facts: dict[str, list[Row]]) -> None:
+    def _insert_facts(self, file_id: int, key: keys.FileKey, facts: dict[str, list[Row]]) -> None:
         base: dict[str, int] = {}
         for t in INSERT_ORDER:
             rows = facts.get(t)
             if not rows:
                 continue
-            if len(rows) >= 1 << keys.FACT_SHIFT:
-                raise ValueError(f"{len(rows)} rows of {t} in one file: more than ids can number")
-            start = base[t] = file_id << keys.FACT_SHIFT  # Note [Canonical ids]
+            start = base[t] = self.ids.block(t, file_id, key, len(rows))  # Note [Canonical ids]
             refs = codec_for_table(t).refs
             if not refs:
                 self.conn.executemany(self._sql[t], [(start + i, file_id, *row) for i, row in enumerate(rows)])
@@ -314,13 +323,22 @@ class IndexWriter:
             return
         known = {n for (n,) in self.conn.execute("SELECT name FROM names WHERE name IN (SELECT value FROM "
                                                  "json_each(?))", (json.dumps(names),))}
-        added = keys.name_ids(self.conn, [n for n in names if n not in known])
-        self.conn.executemany("INSERT INTO names (id, name) VALUES (?, ?)", added)
-        self.conn.executemany("INSERT INTO names_fts (rowid, name) VALUES (?, ?)", added)
         gone = [n for n in self._gone_names - self._new_names if _searchable(n) and not self._still_named(n)]
         rows = [(i, n) for n in gone for (i,) in self.conn.execute("SELECT id FROM names WHERE name = ?", (n,))]
         self.conn.executemany("INSERT INTO names_fts (names_fts, rowid, name) VALUES ('delete', ?, ?)", rows)
         self.conn.executemany("DELETE FROM names WHERE id = ?", ((i,) for i, _n in rows))
+        new = [n for n in names if n not in known]
+        try:
+            added = keys.name_ids(self.conn, new)
+        except keys.IdsExhausted:  # too many new names in one place: number them all again (a second or two)
+            everything = sorted({n for (n,) in self.conn.execute("SELECT name FROM names")} | set(new))
+            self.conn.execute("DELETE FROM names")
+            self.conn.executemany("INSERT INTO names (id, name) VALUES (?, ?)",
+                                  zip(keys.spread(0, keys.NAME_ID_LIMIT, len(everything)), everything, strict=True))
+            self.conn.execute("INSERT INTO names_fts(names_fts) VALUES ('rebuild')")
+            added = []
+        self.conn.executemany("INSERT INTO names (id, name) VALUES (?, ?)", added)
+        self.conn.executemany("INSERT INTO names_fts (rowid, name) VALUES (?, ?)", added)
         self._new_names.clear()
         self._gone_names.clear()
 
