@@ -138,7 +138,7 @@ def test_the_http_server_serves_the_view_next_to_mcp(tree, tmp_path):
         conn.close()
         assert "the web view at http://127.0.0.1:" in server.log()
     finally:
-        assert server.stop() == 0
+        assert server.stop() == 143  # SIGTERM
 
 
 def test_the_wheel_ships_every_file_of_the_page():

@@ -33,6 +33,7 @@ from .arguments import check_arguments
 from .backend import Backend, Unavailable
 from .builds import Refresher
 from .schema import input_schema, published
+from .threads import in_thread
 
 log = logging.getLogger("torchtalk")
 
@@ -101,7 +102,8 @@ class _Calls:
         answer_now = functools.partial(_ready_then_run, self.backend, tool, kwargs)
         waited = 0.0
         while True:
-            result = await anyio.to_thread.run_sync(answer_now, limiter=self.limiter)
+            async with self.limiter:  # a daemon thread: a shutdown never waits for a query (threads.py)
+                result = await in_thread(answer_now)
             if not isinstance(result, Unavailable):
                 return result
             if not result.building or waited >= BUILD_WAIT_S:

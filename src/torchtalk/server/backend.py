@@ -81,6 +81,7 @@ class Backend:
         self._tree: SourceTree | None = None
         self._ix: Index | None = None
         self._refresher: Refresher | None = None
+        self._stopping = False
 
     @classmethod
     def over(cls, ix: Index, refresher: Refresher | None = None) -> Backend:
@@ -102,6 +103,8 @@ class Backend:
             if self._refresher is not None:
                 self._refresher.maybe_start()  # freshness, at most every REFRESH_EVERY_S
             return ix
+        if self._stopping:  # the build was ended by the shutdown, not by a failure: a call waiting for it is cut
+            return Unavailable("The server is shutting down.", building=True)
         with self._lock:
             if self._ix is not None:
                 return self._ix
@@ -148,5 +151,6 @@ class Backend:
             self._refresher.maybe_start(urgent=True)
 
     def stop(self) -> None:
+        self._stopping = True
         if self._refresher is not None:
             self._refresher.stop()

@@ -28,6 +28,7 @@ log = logging.getLogger("torchtalk")
 
 REFRESH_EVERY_S = 30.0
 NICE = 10  # builds yield the CPU to the answers
+STOP_GRACE_S = 1.2  # a run told to stop (SIGTERM) gets this long to clean up before SIGKILL
 _STARTED, _PID, _EXIT, _ENDED = range(4)
 _ERROR_BYTES = 400
 
@@ -84,6 +85,7 @@ class Refresher:
         self.state = state or BuildState()
         self._proc: subprocess.Popen | None = None
         self._watcher: threading.Thread | None = None
+        self._stop_lock = threading.Lock()
 
     def status(self) -> BuildStatus:
         with self.state.lock:
@@ -136,17 +138,20 @@ class Refresher:
             self.state.ended(code, error)
 
     def stop(self) -> None:
-        proc = self._proc
-        if proc is None:
-            return
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
+        """End a run this process started, and reap it: SIGTERM to its process group (it removes its temp file
+        and stops its helpers), SIGKILL after STOP_GRACE_S. Safe to call from several threads."""
+        with self._stop_lock:
+            proc = self._proc
+            if proc is None:
+                return
+            if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        if self._watcher is not None:
-            self._watcher.join(timeout=10)
+                    os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=STOP_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+            if self._watcher is not None:
+                self._watcher.join(timeout=2)

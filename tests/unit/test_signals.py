@@ -1,0 +1,220 @@
+"""SIGTERM and SIGINT end `serve` (stdio and HTTP) and `view` within 2 s, at any moment, with 143 / 130, one line
+on stderr and no traceback, no child left; a call in flight is answered or cancelled with a JSON-RPC error.
+And the HTTP server closes connections that send nothing, or half a request, and opens no event stream.
+
+How each failed on main before issue 26: `serve` over stdio ignored SIGTERM and a single Ctrl-C while stdin was
+open (alive 30 s later); HTTP gave a call in flight a 500 and two tracebacks and exited 0; `view` died by the
+signal (-15) or exited 0 on Ctrl-C; GET /mcp opened an event stream that never ended; idle and half-sent
+connections were never closed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from .test_clean_exits import _add_big_files
+from .test_http_server import HttpServer
+from .test_mcp_stdio import RawServer
+
+LIMIT_S = 2.0
+SIGNALS = [pytest.param(signal.SIGTERM, 143, "terminated", id="SIGTERM"),
+           pytest.param(signal.SIGINT, 130, "interrupted", id="SIGINT")]
+
+
+def _family(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _left(family: list[psutil.Process]) -> list[str]:
+    time.sleep(0.3)
+    out = []
+    for p in family:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if p.status() != psutil.STATUS_ZOMBIE:
+                out.append(f"{p.pid} {' '.join(p.cmdline())[:80]}")
+    return out
+
+
+def _ended_within(proc: subprocess.Popen, limit: float) -> tuple[int | None, float]:
+    t0 = time.monotonic()
+    try:
+        code = proc.wait(timeout=limit + 10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return None, time.monotonic() - t0
+    return code, time.monotonic() - t0
+
+
+def _slow_tree(tree: Path) -> Path:
+    """The fixture tree plus two 7 MB files: its first index takes seconds, so a call waits for it (in flight)."""
+    _add_big_files(tree)
+    return tree
+
+
+# ------------------------------------------------------------------ stdio
+
+
+@pytest.mark.parametrize("sig, code, word", SIGNALS)
+def test_stdio_server_ends_on_a_signal_with_stdin_open(indexed, sig, code, word):
+    tree, _ix = indexed
+    s = RawServer(["--source", str(tree), "--no-codegen"])
+    s.initialize()
+    assert not s.call(1, "get_status", {})["result"]["isError"]  # starts a background freshness run, maybe
+    family = _family(s.proc.pid)
+    s.proc.send_signal(sig)
+    got, took = _ended_within(s.proc, LIMIT_S)
+    assert got == code and took <= LIMIT_S, f"exit {got} after {took:.1f} s (stdin still open)"
+    time.sleep(0.2)
+    err = "".join(s.stderr)
+    assert f"torchtalk: {word}" in err and "Traceback" not in err and "Exception ignored" not in err, err
+    assert not _left(family)
+
+
+def test_stdio_call_in_flight_is_cancelled_with_a_jsonrpc_error(tmp_path, tree):
+    _slow_tree(tree)
+    env = dict(os.environ, TORCHTALK_CACHE_DIR=str(tmp_path / "slow-cache"))
+    s = RawServer(["--source", str(tree), "--no-codegen"], env=env)
+    s.initialize()  # the first index build starts in the background
+    s.send_json({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                 "params": {"name": "trace", "arguments": {"function_name": "relu"}}})
+    time.sleep(1.0)  # the call waits for the index
+    family = _family(s.proc.pid)
+    s.proc.send_signal(signal.SIGTERM)
+    reply = s.receive(timeout=LIMIT_S + 5)
+    got, took = _ended_within(s.proc, LIMIT_S)
+    assert reply.get("id") == 7 and reply.get("error", {}).get("code") == -32000, reply
+    assert "shutting down (SIGTERM)" in reply["error"]["message"]
+    assert got == 143 and took <= LIMIT_S, (got, took)
+    assert "Traceback" not in "".join(s.stderr)
+    assert not _left(family)  # the background build was ended too
+
+
+# ------------------------------------------------------------------ HTTP
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("sig, code, word", SIGNALS)
+def test_http_server_ends_on_a_signal(indexed, tmp_path, workers, sig, code, word):
+    tree, _ix = indexed
+    s = HttpServer(tree, tmp_path / "server.log", workers=workers)
+    try:
+        status, _h, _body = s.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert status == 200
+        family = s.descendants()
+        s.proc.send_signal(sig)
+        got, took = _ended_within(s.proc, LIMIT_S)
+    finally:
+        s.stop()
+    log = s.log()
+    assert got == code and took <= LIMIT_S, f"exit {got} after {took:.1f} s: {log[-2000:]}"
+    assert f"torchtalk: {word}" in log and "Traceback" not in log, log[-3000:]
+    assert not _left(family)
+
+
+def test_http_call_in_flight_gets_a_jsonrpc_error_not_a_500(tmp_path, tree, monkeypatch):
+    _slow_tree(tree)
+    monkeypatch.setenv("TORCHTALK_CACHE_DIR", str(tmp_path / "slow-cache"))  # no index yet: built on start
+    s = HttpServer(tree, tmp_path / "server.log", workers=1)
+    out: dict = {}
+
+    def call() -> None:
+        try:
+            out["reply"] = s.post({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                                   "params": {"name": "trace", "arguments": {"function_name": "relu"}}})
+        except Exception as exc:  # the assertion below shows it
+            out["reply"] = (None, {}, repr(exc))
+
+    t = threading.Thread(target=call)
+    t.start()
+    time.sleep(1.5)  # the call waits for the first index
+    family = s.descendants()
+    s.proc.send_signal(signal.SIGTERM)
+    got, took = _ended_within(s.proc, LIMIT_S)
+    t.join(timeout=10)
+    s.stop()
+    status, _headers, body = out["reply"]
+    assert status == 503, (status, body, s.log()[-3000:])
+    reply = json.loads(body)
+    assert reply["id"] == 9 and reply["error"]["code"] == -32000 and "SIGTERM" in reply["error"]["message"]
+    assert got == 143 and took <= LIMIT_S, (got, took)
+    log = s.log()
+    assert "Traceback" not in log and "CancelledError" not in log, log[-3000:]
+    assert not _left(family)
+
+
+@pytest.fixture
+def http_server(indexed, tmp_path):
+    tree, _ix = indexed
+    s = HttpServer(tree, tmp_path / "server.log", workers=1)
+    yield s
+    s.stop()
+
+
+def test_get_on_mcp_is_405_not_a_stream_that_never_ends(http_server):
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", http_server.port, timeout=5)
+    conn.request("GET", "/mcp", headers={"Accept": "text/event-stream", "MCP-Protocol-Version": "2025-06-18"})
+    r = conn.getresponse()
+    body = r.read()  # on main: an event stream that never ends (this read timed out)
+    conn.close()
+    assert r.status == 405 and r.getheader("allow") == "POST", (r.status, body)
+
+
+@pytest.mark.parametrize("what", [b"", b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Len",
+                                  b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{\"js"],
+                         ids=["idle", "half the headers", "half the body"])
+def test_idle_and_half_sent_connections_are_closed(http_server, what):
+    from torchtalk.server.http_guard import REQUEST_TIMEOUT_S
+    with socket.create_connection(("127.0.0.1", http_server.port), timeout=REQUEST_TIMEOUT_S + 10) as sock:
+        sock.sendall(what)
+        t0 = time.monotonic()
+        try:
+            data = sock.recv(65536)
+        except TimeoutError:
+            pytest.fail(f"the connection was still open {REQUEST_TIMEOUT_S + 10:.0f} s later")
+        took = time.monotonic() - t0
+    assert data == b"" or data.startswith(b"HTTP/1.1 4"), data  # closed (or told why first)
+    assert took <= REQUEST_TIMEOUT_S + 3, took
+
+
+# ------------------------------------------------------------------ view
+
+
+@pytest.mark.parametrize("sig, code, word", SIGNALS)
+def test_view_ends_on_a_signal(indexed, sig, code, word):
+    tree, _ix = indexed
+    proc = subprocess.Popen([sys.executable, "-m", "torchtalk", "view", "--source", str(tree), "--no-browser",
+                             "--port", "0", "--no-codegen"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True).start()
+    deadline = time.monotonic() + 120
+    while not any(" is at http://" in ln for ln in lines) and time.monotonic() < deadline:
+        assert proc.poll() is None, "".join(lines)
+        time.sleep(0.1)
+    family = _family(proc.pid)
+    proc.send_signal(sig)
+    got, took = _ended_within(proc, LIMIT_S)
+    time.sleep(0.2)
+    err = "".join(lines)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    assert got == code and took <= LIMIT_S, f"exit {got} after {took:.1f} s: {err[-2000:]}"
+    assert f"torchtalk: {word}" in err and "Traceback" not in err, err
+    assert not _left(family)
