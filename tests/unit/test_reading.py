@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from torchtalk.index.indexer import refresh
-from torchtalk.source.files import Unreadable, list_files, read_limited
+from torchtalk.source.files import list_files
 from torchtalk.source.tree import find_source
 from torchtalk.store.reader import Index
 from torchtalk.tools import get_tool, run
@@ -80,6 +80,8 @@ def test_a_fifo_in_the_tree_is_listed_as_skipped(tree):
 
 
 def test_read_limited_refuses_what_is_not_a_regular_file_and_what_grows(tmp_path):
+    """New in issue 26 (main opened files with open() and read them whole)."""
+    from torchtalk.source.files import Unreadable, read_limited
     fifo = tmp_path / "f.cpp"
     os.mkfifo(fifo)
     t0 = time.monotonic()

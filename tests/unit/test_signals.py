@@ -50,7 +50,7 @@ def _left(family: list[psutil.Process]) -> list[str]:
     return out
 
 
-def _ended_within(proc: subprocess.Popen, limit: float) -> tuple[int | None, float]:
+def _ended_within(proc: subprocess.Popen, limit: float, what: str = "") -> tuple[int | None, float]:
     t0 = time.monotonic()
     try:
         code = proc.wait(timeout=limit + 10)
@@ -58,7 +58,12 @@ def _ended_within(proc: subprocess.Popen, limit: float) -> tuple[int | None, flo
         proc.kill()
         proc.wait()
         return None, time.monotonic() - t0
-    return code, time.monotonic() - t0
+    took = time.monotonic() - t0
+    record = os.environ.get("TT_FAULT_RECORD")  # benchmarks/bench_faults.py collects the exit times
+    if record and what:
+        with open(record, "a") as f:
+            f.write(json.dumps({"what": what, "seconds": round(took, 3)}) + "\n")
+    return code, took
 
 
 def _slow_tree(tree: Path) -> Path:
@@ -78,7 +83,7 @@ def test_stdio_server_ends_on_a_signal_with_stdin_open(indexed, sig, code, word)
     assert not s.call(1, "get_status", {})["result"]["isError"]  # starts a background freshness run, maybe
     family = _family(s.proc.pid)
     s.proc.send_signal(sig)
-    got, took = _ended_within(s.proc, LIMIT_S)
+    got, took = _ended_within(s.proc, LIMIT_S, f"stdio {signal.Signals(sig).name}")
     assert got == code and took <= LIMIT_S, f"exit {got} after {took:.1f} s (stdin still open)"
     time.sleep(0.2)
     err = "".join(s.stderr)
@@ -97,7 +102,7 @@ def test_stdio_call_in_flight_is_cancelled_with_a_jsonrpc_error(tmp_path, tree):
     family = _family(s.proc.pid)
     s.proc.send_signal(signal.SIGTERM)
     reply = s.receive(timeout=LIMIT_S + 5)
-    got, took = _ended_within(s.proc, LIMIT_S)
+    got, took = _ended_within(s.proc, LIMIT_S, "stdio SIGTERM, a call in flight")
     assert reply.get("id") == 7 and reply.get("error", {}).get("code") == -32000, reply
     assert "shutting down (SIGTERM)" in reply["error"]["message"]
     assert got == 143 and took <= LIMIT_S, (got, took)
@@ -118,7 +123,8 @@ def test_http_server_ends_on_a_signal(indexed, tmp_path, workers, sig, code, wor
         assert status == 200
         family = s.descendants()
         s.proc.send_signal(sig)
-        got, took = _ended_within(s.proc, LIMIT_S)
+        got, took = _ended_within(s.proc, LIMIT_S, f"HTTP ({workers} worker{'s' * (workers > 1)}) "
+                                                   f"{signal.Signals(sig).name}")
     finally:
         s.stop()
     log = s.log()
@@ -145,7 +151,7 @@ def test_http_call_in_flight_gets_a_jsonrpc_error_not_a_500(tmp_path, tree, monk
     time.sleep(1.5)  # the call waits for the first index
     family = s.descendants()
     s.proc.send_signal(signal.SIGTERM)
-    got, took = _ended_within(s.proc, LIMIT_S)
+    got, took = _ended_within(s.proc, LIMIT_S, "HTTP SIGTERM, a call in flight")
     t.join(timeout=10)
     s.stop()
     status, _headers, body = out["reply"]
@@ -210,7 +216,7 @@ def test_view_ends_on_a_signal(indexed, sig, code, word):
         time.sleep(0.1)
     family = _family(proc.pid)
     proc.send_signal(sig)
-    got, took = _ended_within(proc, LIMIT_S)
+    got, took = _ended_within(proc, LIMIT_S, f"view {signal.Signals(sig).name}")
     time.sleep(0.2)
     err = "".join(lines)
     with contextlib.suppress(ProcessLookupError):

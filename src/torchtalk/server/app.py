@@ -76,7 +76,15 @@ def _run(backend: Backend, tool: Tool, ix: Index, kwargs: dict[str, Any]) -> Cal
 
 def _ready_then_run(backend: Backend, tool: Tool, kwargs: dict[str, Any]) -> CallToolResult | Unavailable:
     ix = backend.ready()
-    return ix if isinstance(ix, Unavailable) else _run(backend, tool, ix, kwargs)
+    if isinstance(ix, Unavailable):
+        return ix
+    # Changed files are indexed first when that fits in ~2 s; else the answer's first line says what it misses
+    # (get_status says so in its own words).
+    note = backend.freshness_note(ix) if tool.name != "get_status" else None
+    result = _run(backend, tool, ix, kwargs)
+    if note and result.content and isinstance(result.content[0], TextContent):
+        result.content[0] = TextContent(type="text", text=f"{note}\n\n{result.content[0].text}")
+    return result
 
 
 class _Calls:

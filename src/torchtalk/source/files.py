@@ -163,6 +163,52 @@ def _walk(root: Path, top: str, out: list[FileEntry], real_root: str) -> None:
                         out.append(FileEntry(rel, entry.path, layer, 0, 0, f"unreadable ({exc.strerror})"))
 
 
+def entry_at(root: Path, rel: str) -> FileEntry | None:
+    """The entry ``list_files(root)`` gives for ``rel``, or None when it lists nothing there: what a change
+    at one path means for the index, without walking the tree (the server's freshness check)."""
+    path = os.path.join(root, rel)
+    odd_name = _printable(rel)
+    if odd_name is not None:
+        odd_layer = layer_of(odd_name)
+        return FileEntry(odd_name, path, odd_layer, 0, 0, "file name is not valid UTF-8") if odd_layer else None
+    layer = layer_of(rel)
+    if layer is None:
+        return None
+    real_root = os.path.realpath(root)
+    # The walk never enters a linked directory: below one, nothing is listed.
+    parent = os.path.dirname(rel)
+    if parent and os.path.realpath(os.path.join(root, parent)) != os.path.join(real_root, parent):
+        return None
+    try:
+        lst = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return FileEntry(rel, path, layer, 0, 0, f"unreadable ({exc.strerror})")
+    if stat.S_ISLNK(lst.st_mode):
+        if not _inside(path, real_root):
+            return FileEntry(rel, path, layer, 0, 0, "symlink leads outside the tree")
+        if not os.path.exists(path):
+            return None if layer is Layer.OPS else FileEntry(rel, path, layer, 0, 0, "broken symlink")
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return FileEntry(rel, path, layer, 0, 0, f"unreadable ({exc.strerror})")
+    if stat.S_ISDIR(st.st_mode):
+        return None
+    odd = not_regular(st.st_mode)
+    if odd:
+        return FileEntry(rel, path, layer, 0, 0, odd)
+    if st.st_size > MAX_FILE_BYTES:
+        if layer is Layer.OPS:
+            return FileEntry(rel, path, layer, 0, 0, f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
+        return FileEntry(rel, path, layer, st.st_size, st.st_mtime_ns,
+                         f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
+    if layer is not Layer.OPS and not os.access(path, os.R_OK):
+        return FileEntry(rel, path, layer, st.st_size, st.st_mtime_ns, "unreadable (permission denied)")
+    return FileEntry(rel, path, layer, st.st_size, st.st_mtime_ns)
+
+
 def list_files(root: Path) -> list[FileEntry]:
     """Every indexable file under ``root`` (a resolved path), sorted by path."""
     out: list[FileEntry] = []
