@@ -273,3 +273,18 @@ def test_a_file_that_outgrows_the_room_behind_its_rows_is_renumbered_in_place(tm
     monkeypatch.setattr(keys.FactIds, "respace", lambda self, t, f, n: (respaced.append(t), real(self, t, f, n)))
     _compare(tree, tmp_path / "cache", tmp_path / "scratch", ["grown_7", "relu"], "60 functions added to one file")
     assert {"cpp_symbol", "cpp_call"} <= set(respaced), respaced
+
+
+def test_a_full_build_that_reuses_the_generated_code_equals_one_that_runs_the_generators(tmp_path):
+    """`index --force` with the generators' output already there indexes both layers in one pass."""
+    tree = tmp_path / "pytorch"
+    shutil.copytree(FIXTURE_TREE, tree)
+    _add_generators(tree)
+    _build(tree, tmp_path / "cache", workers=1)[0].close()
+    again, _r = _build(tree, tmp_path / "cache", workers=2, force=True)  # reuses <generated>/
+    scratch, _r = _build(tree, tmp_path / "scratch", workers=1)
+    try:
+        assert not differences(dump(again.path), dump(scratch.path))
+    finally:
+        again.close()
+        scratch.close()

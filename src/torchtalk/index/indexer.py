@@ -320,8 +320,9 @@ def _apply(writer: IndexWriter, report: IndexReport, todo: list[FileEntry], remo
     ids.update(writer.file_ids((e.relpath, e.layer is Layer.GENERATED) for e in todo if e.relpath not in known))
 
     tasks = []
-    # In path order, as their ids go: the rows are then appended to the tables, not slotted in between.
-    for e in sorted(todo, key=lambda e: e.relpath):
+    # In the order of their ids (hand-written files by path, then generated ones: Note [Canonical ids]): a full
+    # build then appends every file's rows to the tables.
+    for e in sorted(todo, key=lambda e: (e.layer is Layer.GENERATED, e.relpath)):
         if e.skip:
             if e.relpath in known:
                 writer.remove_file(ids[e.relpath])
