@@ -21,7 +21,7 @@ EXIT_TERMINATED = 143  # SIGTERM
 EPILOG = (f"exit codes: {EXIT_OK} answered; {EXIT_NOT_FOUND} the name asked for is not in the index (the answer "
           f"lists close matches); {EXIT_ERROR} bad arguments, no source tree, or an index that cannot be built "
           f"or read; {EXIT_PROBLEM} doctor/setup found a problem, or an internal error; {EXIT_INTERRUPTED} "
-          "interrupted (Ctrl-C).")
+          f"interrupted (Ctrl-C); {EXIT_TERMINATED} terminated (SIGTERM).")
 
 STATUS_HELP = ("what get_status reports, from the index as it is: nothing is built or refreshed, so it shows "
                "whether the index is stale (`get-status`, like every tool command, refreshes the index first)")

@@ -5,8 +5,12 @@
   held to them;
 - ``backend.py``: the tree and index the answers come from, found and built on demand;
 - ``builds.py``: background ``torchtalk index`` runs;
+- ``freshness.py``: which files differ from the index, known before each answer (Note [Freshness]);
 - ``stdio.py`` / ``jsonrpc.py``: the stdio transport, which answers every line;
-- ``http.py``: streamable HTTP with a worker process per core.
+- ``http.py`` / ``http_guard.py``: streamable HTTP with a worker process per core; time limits on
+  connections, 405 for the event stream, calls cut by a shutdown answered with an error;
+- ``signals.py`` / ``threads.py``: SIGTERM and SIGINT end the server within about a second (143 / 130),
+  blocking work in daemon threads a shutdown does not wait for.
 
 The server starts whatever the state of the setup and answers ``initialize`` at once: without a tree
 or an index, the tools say what is missing and how to fix it (see ``backend.py``). Logs go to stderr,

@@ -64,6 +64,32 @@ class CodegenResult:
         return list(g.files) if g else []
 
 
+def one_line(s: str, limit: int = 300) -> str:
+    s = " ".join(s.split())
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def last_line(path: Path) -> str:
+    try:
+        data = path.read_bytes()[-8000:].decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [ln.strip() for ln in data.splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def foreign(out_dir: Path) -> bool:
+    """True if out_dir holds something other than an earlier output of ours."""
+    if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
+        return True
+    if not out_dir.is_dir() or (out_dir / MANIFEST_NAME).is_file():
+        return False
+    try:
+        return next(out_dir.iterdir(), None) is not None
+    except OSError:
+        return True
+
+
 def write_manifest(out_dir: Path, tree: Path, inputs_hash: str, full: bool,
                    generators: dict[str, GeneratorResult]) -> None:
     manifest = {
