@@ -360,9 +360,17 @@ def test_the_server_exits_cleanly_and_ends_its_background_index_run(indexed, how
     tree, _ix = indexed
     s = RawServer(["--source", str(tree), "--no-codegen"])
     s.initialize()
-    assert not s.call(1, "get_status", {})["result"]["isError"]  # the first call starts a freshness run
-    family = psutil.Process(s.proc.pid).children(recursive=True)
-    assert any("index" in p.cmdline() for p in family), [p.cmdline() for p in family]
+    assert not s.call(1, "get_status", {})["result"]["isError"]
+    # An edit makes the server start a refresh at once (a background `torchtalk index`).
+    cpp = tree / "aten/src/ATen/native/Activation.cpp"
+    cpp.write_text(cpp.read_text() + "\n// edited\n")
+    deadline = time.monotonic() + 60
+    while True:
+        family = psutil.Process(s.proc.pid).children(recursive=True)
+        if any("index" in p.cmdline() for p in family):
+            break
+        assert time.monotonic() < deadline, [p.cmdline() for p in family]
+        time.sleep(0.05)
     if how == "SIGTERM":  # stdin stays open: the signal alone ends the server
         s.proc.send_signal(signal.SIGTERM)
         assert s.proc.wait(timeout=10) == 143

@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Iterator
 
 import anyio
@@ -70,7 +71,7 @@ async def _read(fd: int, to_session: MemoryObjectSendStream, replies: MemoryObje
     number = 0
     async with to_session, replies:
         while True:
-            chunk = await in_thread(os.read, fd, CHUNK, name="torchtalk-stdin")
+            chunk = await in_thread(os.read, fd, CHUNK)
             items = lines.feed(chunk) if chunk else lines.end()
             for item in items:
                 number += 1
@@ -89,11 +90,14 @@ async def _read(fd: int, to_session: MemoryObjectSendStream, replies: MemoryObje
 
 
 def _writer(fd: int):
+    """One line at a time onto the wire, from whichever thread (the writer's, the shutdown's errors)."""
     out = os.fdopen(fd, "wb", closefd=False)
+    lock = threading.Lock()
 
     def write(data: bytes) -> None:
-        out.write(data)
-        out.flush()
+        with lock:
+            out.write(data)
+            out.flush()
 
     return write
 
@@ -103,7 +107,7 @@ async def _write(write, from_session: MemoryObjectReceiveStream, wire: _Wire) ->
         async for message in from_session:
             msg = message.message
             try:
-                await in_thread(write, encode(msg), name="torchtalk-stdout")
+                await in_thread(write, encode(msg))
             except BrokenPipeError:
                 log.info("the client closed stdout")
                 return
