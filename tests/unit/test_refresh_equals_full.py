@@ -288,3 +288,28 @@ def test_a_full_build_that_reuses_the_generated_code_equals_one_that_runs_the_ge
     finally:
         again.close()
         scratch.close()
+
+
+def test_names_without_room_between_them_are_numbered_again(tmp_path, monkeypatch):
+    """Name ids are spread with room for names a refresh adds; when a gap is used up, the names table is
+    numbered again (and its trigram index rebuilt), still equal to a full build."""
+    from torchtalk.store import keys
+    tree = tmp_path / "pytorch"
+    shutil.copytree(FIXTURE_TREE, tree)
+    ix, _r = _build(tree, tmp_path / "cache", workers=1, codegen=False)
+    n = ix.one("SELECT count(*) FROM names")[0]
+    ix.close()
+    with monkeypatch.context() as m:  # a full build with no room at all between names
+        m.setattr(keys, "NAME_ID_LIMIT", n + 1)
+        _build(tree, tmp_path / "cache", workers=1, codegen=False, force=True)[0].close()
+    ed = Editor(tree)
+    for seed in range(3):
+        ed.apply("add_cpp_fn", seed)
+        ed.apply("yaml_op", seed)
+    spread_calls: list[int] = []
+    real = keys.spread
+    with monkeypatch.context() as m:
+        m.setattr(keys, "spread", lambda lo, hi, k: (spread_calls.append(k), real(lo, hi, k))[1])
+        _build(tree, tmp_path / "cache", workers=1, codegen=False)[0].close()  # the refresh
+    assert any(k > n for k in spread_calls), spread_calls  # it numbered every name again
+    _compare(tree, tmp_path / "cache", tmp_path / "scratch", ed.touched, "names added into used-up gaps")
