@@ -205,3 +205,5 @@ class Backend:
         self._stop_watching.set()
         if self._refresher is not None:
             self._refresher.stop()
+        if self._fresh is not None:
+            self._fresh.close()  # its inotify instance (128 per user by default)
