@@ -84,14 +84,13 @@ def _trial(n: int, work: Path) -> tuple[dict[str, list[bool]], list[dict]]:
 
 
 def freshness_cost(source: Path, calls: int = 2000) -> dict[str, float]:
-    from torchtalk.query.status import walk_changes
-    from torchtalk.server.freshness import Freshness
+    from torchtalk.index.freshness import Freshness, walk_changes
     from torchtalk.source.tree import find_source
     from torchtalk.store.reader import Index
 
     tree = find_source(source)
     ix = Index(tree.index_path, tree.root)
-    fresh = Freshness(tree)
+    fresh = Freshness(tree.root)
     t0 = time.perf_counter()
     fresh.start()
     setup = time.perf_counter() - t0

@@ -75,9 +75,9 @@ def test_an_answer_right_after_an_edit_is_fresh_or_says_it_is_not(indexed):
 
 
 def test_the_watch_sees_edits_adds_deletes_and_new_directories_exactly(indexed):
-    from torchtalk.server.freshness import Freshness  # new in issue 26
+    from torchtalk.index.freshness import Freshness  # new in issue 26
     tree, ix = indexed
-    fresh = Freshness(find_source(tree), codegen=False)
+    fresh = Freshness(find_source(tree).root, codegen=False)
     try:
         fresh.start()
         assert fresh.watching, "inotify is available on Linux"

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..source.files import list_files
+from ..index.freshness import Freshness, walk_changes
 from ..store.builds import building, failure_summary, reported_failure
 from ..store.integrity import reported_damage
 from ..store.reader import Index
@@ -30,23 +31,23 @@ class StatusResult:
     stage_seconds: dict[str, float] = field(default_factory=dict)  # where the last build's time went
 
 
-def walk_changes(ix: Index, root: Path) -> list[str]:
-    """Hand-written files whose size or mtime differ from the index (plus new and deleted ones): a walk of the
-    tree, 0.2-0.7 s on 2.6.0. Exact at the moment it runs; never cached (an answer "fresh" must be true)."""
-    indexed = {p: (s, m) for p, s, m in ix.q("SELECT path, size, mtime_ns FROM files WHERE generated = 0")}
-    entries = list_files(root)
-    current = {e.relpath for e in entries}
-    changed = [e.relpath for e in entries if indexed.get(e.relpath) != (e.size, e.mtime_ns)]
-    changed += [p for p in indexed if p not in current]
-    return sorted(changed)
+# Indexes asked about before, without a server's watch (in-process use): from the second ask on they get a
+# watch of their own, so a caller polling get_status pays a walk once, not at every call.
+_asked: weakref.WeakKeyDictionary[Index, bool] = weakref.WeakKeyDictionary()
 
 
 def changed_files(ix: Index, root: Path) -> tuple[list[str], float]:
-    """(changed files, 0.0): from the server's watch of the tree when the index has one (``ix.changes``,
-    microseconds), else from a walk. The second value, the age of the answer, is always 0: it is never reused."""
-    if ix.changes is not None:
-        return ix.changes(), 0.0
-    return walk_changes(ix, root), 0.0
+    """(changed files, 0.0): from the tree's watch (``ix.changes``: the server's, or one made here at the second
+    ask; microseconds, Note [Freshness]), else from a walk. Always exact: the second value, the age of the
+    answer, is always 0 (an answer is never reused)."""
+    if ix.changes is None:
+        if ix not in _asked:
+            _asked[ix] = True
+            return walk_changes(ix, root), 0.0
+        codegen = not ix.meta.get("codegen_status", "").startswith("disabled")
+        fresh = Freshness(root, codegen)
+        ix.changes = lambda: fresh.changed(ix)
+    return ix.changes(), 0.0
 
 
 def status(ix: Index) -> StatusResult:

@@ -20,6 +20,7 @@ from pathlib import Path
 from ..errors import SourceError
 from ..graph.registry import registry
 from ..graph.resolve import stub_names
+from ..index.freshness import Freshness
 from ..index.usable import index_problem
 from ..query.cuda import cuda_kernels
 from ..query.status import changed_files
@@ -31,7 +32,7 @@ from ..store.reader import Index
 from ..tools import all_tools
 from ..tools.structured import output_model
 from .builds import BuildState, Refresher
-from .freshness import FRESH_WAIT_S, Freshness, stale_note, watch_in_background
+from .freshness import FRESH_WAIT_S, stale_note, watch_in_background
 
 log = logging.getLogger("torchtalk")
 
@@ -99,7 +100,7 @@ class Backend:
 
     def _watch_tree(self, tree: SourceTree, ix: Index) -> None:
         """Know before each answer which files differ from the index (Note [Freshness])."""
-        fresh = self._fresh = Freshness(tree, self.codegen)
+        fresh = self._fresh = Freshness(tree.root, self.codegen)
         ix.changes = lambda: fresh.changed(ix)
         threading.Thread(target=fresh.start, name="torchtalk-watch", daemon=True).start()
         watch_in_background(fresh, lambda: self._ix, self._refresh_now, self._stop_watching)

@@ -20,6 +20,7 @@ import errno
 import os
 import struct
 import sys
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,6 +70,7 @@ class TreeWatch:
         self._libc = libc
         self._dirs: dict[int, str] = {}  # watch descriptor -> directory relative to the root ("" = the root)
         self._tops = _tops()
+        self._closer = weakref.finalize(self, _close, fd)  # a watch dropped without close() frees its instance
 
     @classmethod
     def open(cls, root: Path) -> TreeWatch | None:
@@ -173,10 +175,14 @@ class TreeWatch:
         out.paths.add(rel)
 
     def close(self) -> None:
-        try:
-            os.close(self.fd)
-        except OSError:
-            pass
+        self._closer()
+
+
+def _close(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
 
 
 def _tops() -> set[str]:
