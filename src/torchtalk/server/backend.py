@@ -102,7 +102,8 @@ class Backend:
         """Know before each answer which files differ from the index (Note [Freshness])."""
         fresh = self._fresh = Freshness(tree.root, self.codegen)
         ix.changes = lambda: fresh.changed(ix)
-        threading.Thread(target=fresh.start, name="torchtalk-watch", daemon=True).start()
+        # The watch is set up (and the tree compared once) with the warm-up, a moment after start: not while
+        # `initialize` is answered; a call before that sets it up itself.
         watch_in_background(fresh, lambda: self._ix, self._refresh_now, self._stop_watching)
 
     def _refresh_now(self) -> None:

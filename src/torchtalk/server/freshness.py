@@ -19,6 +19,7 @@ from ..store.reader import Index
 
 FRESH_WAIT_S = 2.0  # an answer waits this long for a refresh to land before it answers from the old index
 SETTLE_S = 0.3  # the background watcher lets a burst of writes (a checkout) settle before it refreshes
+WATCH_DELAY_S = 1.0  # as the warm-up: on two cores, setting up the watch would compete with `initialize`
 SHOWN = 5  # changed files named in an answer's first line
 
 
@@ -36,6 +37,9 @@ def watch_in_background(fresh: Freshness, index: Callable[[], Index | None], ref
     refresh that ended with changes still left (made while it ran)."""
 
     def run() -> None:
+        if stop.wait(WATCH_DELAY_S):
+            return
+        fresh.start()
         pending = False
         while not stop.is_set():
             event = fresh.wait_for_change(1.0)
