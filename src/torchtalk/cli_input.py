@@ -8,7 +8,7 @@ import stat
 import sys
 
 from .errors import BadArgument
-from .query.diff import MAX_DIFF_CHARS
+from .query.change.diff import MAX_DIFF_CHARS
 
 # Tool parameters whose text the CLI reads from a file ('-': stdin) rather than from the command line.
 FILE_PARAMS = {("affected", "diff"): "read the unified diff from FILE ('-' for stdin); with no names, --rev or "

@@ -26,3 +26,9 @@ NO_SPACE_ERRNOS = {28: "no space left on the device", 122: "the disk quota is ex
 def no_space(errno_value: int | None) -> str | None:
     """Why writing failed, for an errno that says the place (not the data) is at fault; None otherwise."""
     return NO_SPACE_ERRNOS.get(errno_value or 0)
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """An argument as an error message may quote it: repr'd and cut short."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 4] + "...'"

@@ -24,8 +24,9 @@ import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..model.paths import OPS_FILES
 from .codegen.inputs import INPUT_DIRS, INPUT_FILES
-from .files import CPP_ROOTS, OPS_FILES, PY_ROOTS
+from .files import CPP_ROOTS, PY_ROOTS
 
 IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE = 0x2, 0x4, 0x8
 IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x40, 0x80, 0x100, 0x200
