@@ -3,10 +3,10 @@
 
     python benchmarks/bench_faults.py --trials 3 [--source PATH]
 
-Each scenario is a test of tests/unit (signals to `serve` over stdio and HTTP and to `view`, calls in flight,
-answers right after an edit, a refresh equal to a full build, a full disk while the generators run / while a
-refresh is written / on a first build, a file turned FIFO, a build waiting for another, non-UTF-8 bytes,
-idle and half-sent HTTP connections, GET /mcp). One pytest process runs them all per trial; a scenario
+Each scenario is a test of tests/system or tests/unit (signals to `serve` over stdio and HTTP and to `view`,
+calls in flight, answers right after an edit, a refresh equal to a full build, a full disk while the generators
+run / while a refresh is written / on a first build, a file turned FIFO, a build waiting for another,
+non-UTF-8 bytes, idle and half-sent HTTP connections, GET /mcp). One pytest process runs them all per trial; a scenario
 fails a trial when its test fails. The signal scenarios also record how long the process took to exit
 (the limit is 2 s). The full-disk scenarios use a tmpfs in a private mount namespace (tests/fulldisk.py):
 a real ENOSPC that no other process sees.
@@ -30,9 +30,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SIG = "tests/unit/test_signals.py::"
+SIG = "tests/system/test_signals.py::"
 FRESH = "tests/unit/test_freshness.py::"
-DISK = "tests/unit/test_full_disk.py::"
+DISK = "tests/system/test_full_disk.py::"
 READ = "tests/unit/test_reading.py::"
 SCENARIOS = [
     ("stdio: SIGTERM, stdin open", SIG + "test_stdio_server_ends_on_a_signal_with_stdin_open[SIGTERM]"),

@@ -21,8 +21,8 @@ from torchtalk.index.indexer import refresh
 from torchtalk.source.tree import find_source
 from torchtalk.store.reader import Index
 
+from ..servers import RawServer, reply_text
 from .test_generated_layer import _add_generators
-from .test_mcp_stdio import RawServer, _text
 
 NATIVE = "aten/src/ATen/native"
 NOTE = "Note: this answer is from the index built at"
@@ -50,14 +50,14 @@ def test_an_answer_right_after_an_edit_is_fresh_or_says_it_is_not(indexed):
     s = RawServer(["--source", str(tree), "--no-codegen"])
     try:
         s.initialize()
-        assert "index_select_out_cpu_" in _text(s.call(1, "called_by", {"function_name": "index_select_out_cpu_"}))
+        assert "index_select_out_cpu_" in reply_text(s.call(1, "called_by", {"function_name": "index_select_out_cpu_"}))
         rel = f"{NATIVE}/TensorAdvancedIndexing.cpp"
         for round_, new in enumerate(["index_select_renamed_a", "index_select_renamed_b"]):
             # The second edit comes within seconds of the first refresh: no 30 s throttle any more.
             old = "index_select_out_cpu_" if round_ == 0 else "index_select_renamed_a"
             _rename(tree, rel, old, new)
-            status = _text(s.call(f"s{round_}", "get_status", {}))
-            text = _text(s.call(f"c{round_}", "called_by", {"function_name": new}))
+            status = reply_text(s.call(f"s{round_}", "get_status", {}))
+            text = reply_text(s.call(f"c{round_}", "called_by", {"function_name": new}))
             how = _fresh_or_noted(text, rel, f"callers of at::native::{new}")
             if "; fresh" in status:  # get_status may say fresh only when the index holds the edit
                 assert how == "fresh", (status, text)
@@ -66,7 +66,7 @@ def test_an_answer_right_after_an_edit_is_fresh_or_says_it_is_not(indexed):
             deadline = time.monotonic() + 20
             while how == "noted" and time.monotonic() < deadline:
                 time.sleep(0.5)
-                text = _text(s.call(f"r{round_}", "called_by", {"function_name": new}))
+                text = reply_text(s.call(f"r{round_}", "called_by", {"function_name": new}))
                 how = _fresh_or_noted(text, rel, f"callers of at::native::{new}")
             assert how == "fresh", text[:600]
     finally:

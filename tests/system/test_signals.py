@@ -24,9 +24,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from ..servers import HttpServer, RawServer
 from .test_clean_exits import _add_big_files
-from .test_http_server import HttpServer
-from .test_mcp_stdio import RawServer
 
 LIMIT_S = 2.0
 SIGNALS = [pytest.param(signal.SIGTERM, 143, "terminated", id="SIGTERM"),

@@ -25,7 +25,7 @@ from torchtalk.source.tree import find_source
 
 from ..conftest import build_index
 from ..fulldisk import du, fsize_limit, namespace_problem, run_full
-from .test_generated_layer import AUTOGRAD, _add_generators
+from ..unit.test_generated_layer import AUTOGRAD, _add_generators
 
 NATIVE = "aten/src/ATen/native"
 NO_NAMESPACE = namespace_problem()
