@@ -11,6 +11,7 @@ connections were never closed.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
 import signal
@@ -63,6 +64,13 @@ def _ended_within(proc: subprocess.Popen, limit: float, what: str = "") -> tuple
         with open(record, "a") as f:
             f.write(json.dumps({"what": what, "seconds": round(took, 3)}) + "\n")
     return code, took
+
+
+def _connections(p: psutil.Process) -> list:
+    try:
+        return p.net_connections(kind="tcp")
+    except psutil.Error:
+        return []
 
 
 def _slow_tree(tree: Path) -> Path:
@@ -137,17 +145,32 @@ def test_http_call_in_flight_gets_a_jsonrpc_error_not_a_500(tmp_path, tree, monk
     monkeypatch.setenv("TORCHTALK_CACHE_DIR", str(tmp_path / "slow-cache"))  # no index yet: built on start
     s = HttpServer(tree, tmp_path / "server.log", workers=1)
     out: dict = {}
+    conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
+    conn.connect()
+    port = conn.sock.getsockname()[1]
 
     def call() -> None:
         try:
-            out["reply"] = s.post({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
-                                   "params": {"name": "trace", "arguments": {"function_name": "relu"}}})
+            conn.request("POST", "/mcp", body=json.dumps({
+                "jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                "params": {"name": "trace", "arguments": {"function_name": "relu"}}}), headers={
+                "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": "2025-06-18"})
+            r = conn.getresponse()
+            out["reply"] = r.status, dict(r.getheaders()), r.read().decode()
         except Exception as exc:  # the assertion below shows it
             out["reply"] = (None, {}, repr(exc))
 
     t = threading.Thread(target=call)
     t.start()
-    time.sleep(1.5)  # the call waits for the first index
+    # In flight: a server process has accepted the connection (on a busy machine that can take seconds), and
+    # the call then waits for the first index.
+    deadline = time.monotonic() + 60
+    while not any(c.raddr and c.raddr.port == port for p in [psutil.Process(s.proc.pid), *s.descendants()]
+                  for c in _connections(p)):
+        assert time.monotonic() < deadline, "the server did not accept the call's connection within 60 s"
+        time.sleep(0.05)
+    time.sleep(1.0)
     family = s.descendants()
     s.proc.send_signal(signal.SIGTERM)
     got, took = _ended_within(s.proc, LIMIT_S, "HTTP SIGTERM, a call in flight")
