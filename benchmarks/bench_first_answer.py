@@ -11,8 +11,9 @@ the server's CPU time stops growing, as a user who types a first question would)
 gets the one question. With --one-server, one warmed-up server gets every question once in
 turn (each still new to it; what an earlier question memoised may help a later one).
 
-Prints per question the latency and the answer's characters (the Markdown text an agent
-reads), then p50 / p95 / max of both, with the load average (the machine is shared). Uses the
+Prints per question the latency, the server's CPU time for it and the answer's characters (the
+Markdown text an agent reads), then p50 / p95 / max of each, with the load average: on a shared
+machine the wall time grows with the load, the CPU time much less. Uses the
 index of the tree in $TORCHTALK_CACHE_DIR (built first if missing).
 """
 
@@ -122,12 +123,16 @@ class Server:
             last = now
         return time.perf_counter() - t0
 
-    def ask(self, tool: str, args: dict) -> tuple[float, int, bool]:
+    def ask(self, tool: str, args: dict) -> tuple[float, float, int, bool]:
+        """(wall seconds, server CPU seconds, characters of text, is an error) of one call."""
+        p = psutil.Process(self.proc.pid)
+        c0 = p.cpu_times()
         t0 = time.perf_counter()
         result = self.request("tools/call", {"name": tool, "arguments": args})
         dt = time.perf_counter() - t0
+        c1 = p.cpu_times()
         text = "".join(c.get("text", "") for c in result.get("content", []) if c.get("type") == "text")
-        return dt, len(text), bool(result.get("isError"))
+        return dt, (c1.user + c1.system) - (c0.user + c0.system), len(text), bool(result.get("isError"))
 
     def close(self) -> None:
         assert self.proc.stdin is not None
@@ -155,7 +160,7 @@ def main() -> int:
                    env=env, check=True, stdout=subprocess.DEVNULL)
 
     load0 = os.getloadavg()[0]
-    rows: list[tuple[str, float, int, bool]] = []
+    rows: list[tuple[str, float, float, int, bool]] = []
     for _ in range(args.runs):
         shared = Server(tree, env) if args.one_server else None
         if shared is not None:
@@ -164,26 +169,30 @@ def main() -> int:
             server = shared or Server(tree, env)
             if shared is None:
                 server.settle()
-            dt, chars, err = server.ask(tool, targs)
+            dt, cpu, chars, err = server.ask(tool, targs)
             if shared is None:
                 server.close()
-            rows.append((call_text(tool, targs), dt, chars, err))
-            print(f"  {dt * 1e3:7.0f} ms {chars:7d} chars  {call_text(tool, targs)}{'  ERROR' if err else ''}",
-                  file=sys.stderr, flush=True)
+            rows.append((call_text(tool, targs), dt, cpu, chars, err))
+            print(f"  {dt * 1e3:7.0f} ms {cpu * 1e3:7.0f} ms CPU {chars:7d} chars  {call_text(tool, targs)}"
+                  f"{'  ERROR' if err else ''}", file=sys.stderr, flush=True)
         if shared is not None:
             shared.close()
     load1 = os.getloadavg()[0]
 
     lat = [r[1] * 1e3 for r in rows]
-    chars = [r[2] for r in rows]
+    cpu = [r[2] * 1e3 for r in rows]
+    chars = [r[3] for r in rows]
     mode = "one warmed-up server" if args.one_server else "a fresh warmed-up server per question"
     print(f"first answers: {len(rows)} questions ({len(QUESTIONS)} distinct), {mode}; "
           f"load average {load0:.1f} -> {load1:.1f}")
     print(f"latency (ms):  p50 {statistics.median(lat):.0f}  p95 {pct(lat, 95):.0f}  max {max(lat):.0f}")
+    print(f"server CPU (ms): p50 {statistics.median(cpu):.0f}  p95 {pct(cpu, 95):.0f}  max {max(cpu):.0f}  "
+          "(what the answer costs, whatever else runs on the machine)")
     print(f"answer chars:  p50 {statistics.median(chars):.0f}  p95 {pct(chars, 95):.0f}  max {max(chars)}")
-    print("slowest:", "; ".join(f"{c} {dt * 1e3:.0f} ms" for c, dt, _, _ in sorted(rows, key=lambda r: -r[1])[:5]))
-    print("longest:", "; ".join(f"{c} {n} chars" for c, _, n, _ in sorted(rows, key=lambda r: -r[2])[:5]))
-    errors = [c for c, _, _, e in rows if e]
+    print("slowest:", "; ".join(f"{r[0]} {r[1] * 1e3:.0f} ms ({r[2] * 1e3:.0f} ms CPU)"
+                                for r in sorted(rows, key=lambda r: -r[1])[:5]))
+    print("longest:", "; ".join(f"{r[0]} {r[3]} chars" for r in sorted(rows, key=lambda r: -r[3])[:5]))
+    errors = [r[0] for r in rows if r[4]]
     if errors:
         print("errors:", "; ".join(errors))
     return 1 if errors else 0
