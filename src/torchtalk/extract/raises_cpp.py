@@ -21,6 +21,7 @@ from ..model.facts import NO_REF
 from ..model.raises import (
     ASSERT_MACROS,
     ASSERT_PREFIX,
+    BRACE_FIELD,
     CHECK_ARGS_FROM,
     CHECK_DEFAULT,
     CHECK_MACROS,
@@ -30,7 +31,6 @@ from ..model.raises import (
     PY_ERROR_SETTERS,
     THROWN,
     WARN_MACROS,
-    BRACE_FIELD,
     Parts,
     RaiseKind,
     split_format,
@@ -48,6 +48,8 @@ _ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]+|[0-7]{1,3}|u[0-9A-Fa-f]{4}|.)", re.S)
 _SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "a": "\a", "b": "\b", "f": "\f", "v": "\v", "e": "\x1b"}
 _LITERALS = ("string_literal", "concatenated_string", "raw_string_literal", "char_literal")
 _MAX_DEPTH = 6
+# A value that may name a string constant (ERR_BACKWARD_TWICE, kMsg): a site with only such a value is kept.
+CONSTANT_NAME = re.compile(r"^(?:\w+::)*(?:[A-Z][A-Z0-9_]{3,}|k[A-Z]\w+)$")
 
 
 def _unescape_one(m: re.Match[str]) -> str:
@@ -220,7 +222,7 @@ def record_raise(w, n, callee: str, qual: str, caller: int) -> None:
         printf = callee in _TORCH_PRINTF and qual in ("", "torch")
         parts = _message(w, args, printf)
         callee = f"throw {qual}::{callee}" if qual else f"throw {callee}"
-    if not parts.has_text:
+    if not parts.has_text and not any(CONSTANT_NAME.match(g) for g in parts.gaps):
         return
     pieces, gaps = parts.done()
     span = w.span_at(n.start_byte)
@@ -240,12 +242,10 @@ _STRING = re.compile(r'"((?:\\.|[^"\\\n])*)"')
 
 def string_constants(text: str) -> list[RaiseSite]:
     """The file's named string constants, as CONSTANT sites (matched where a message names them)."""
-    if '= "' not in text and '="' not in text:
-        return []
     out = []
     line, pos = 1, 0
     for m in _CONSTANT.finditer(text):
-        value = u("".join(_ESCAPE.sub(_unescape_one, s) for s in _STRING.findall(m.group(2))))
+        value = "".join(_ESCAPE.sub(_unescape_one, u(s)) for s in _STRING.findall(m.group(2)))
         if len(value.strip()) < 8:  # names for short strings ("cpu", ", ") are no messages
             continue
         line += text.count("\n", pos, m.start(1))

@@ -36,6 +36,15 @@ class RaiseKind(StrEnum):
     CONSTANT = "constant"  # a string constant a message names (const char* ERR_X = "..."): matched where used
 
 
+class Verdict(StrEnum):
+    """How well the best raise site matches a message (query/errors.py)."""
+
+    EXACT = "exact"  # every piece of its text is in the message, in order, anchored at both ends
+    MATCH = "match"  # most of the message is its text
+    WEAK = "weak"  # no site prints the message well
+    NONE = "none"  # nothing in the tree prints it
+
+
 # C++ check macros -> the Python exception class their failure is raised as (c10/util/Exception.h,
 # torch/csrc/Exceptions.h). The message arguments start after ``CHECK_ARGS_FROM`` (the condition, or the
 # error type and the condition).
@@ -156,6 +165,20 @@ class Parts:
 
     def done(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         return tuple(self.pieces), tuple(self.gaps)
+
+
+# PyTorch rewrites legacy type names in the C++ messages it raises in Python (torch/csrc/Exceptions.cpp,
+# processErrorMsg): "CPUFloatType" and "Variable[CPUFloatType]" print as "torch.FloatTensor",
+# "SparseCUDAHalfType" as "torch.cuda.sparse.HalfTensor".
+_LEGACY_TYPE = re.compile(r"(?:Variable\[)?(Sparse)?(CPU|CUDA)(Byte|Char|Double|Float|Int|Long|Short|Half)Type\]?")
+
+
+def as_printed(text: str) -> str:
+    """A C++ message's text as Python shows it (the legacy type-name rewrite)."""
+    if "Type" not in text:
+        return text
+    return _LEGACY_TYPE.sub(lambda m: "torch." + ("cuda." if m.group(2) == "CUDA" else "") +
+                            ("sparse." if m.group(1) else "") + m.group(3) + "Tensor", text)
 
 
 # Note [Printed fields]: the fields of a format string, which print a value.
