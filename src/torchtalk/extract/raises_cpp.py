@@ -25,6 +25,8 @@ from ..model.raises import (
     CHECK_ARGS_FROM,
     CHECK_DEFAULT,
     CHECK_MACROS,
+    DISPATCH_MESSAGE,
+    DISPATCH_PREFIX,
     ERROR_MACROS,
     MAX_TEXT,
     PRINTF_FIELD,
@@ -94,14 +96,18 @@ def _flatten(w, n, parts: Parts, depth: int = 0) -> None:
         if ty == "parenthesized_expression" and n.named_child_count == 1:
             _flatten(w, n.named_children[0], parts, depth + 1)
             return
-        if ty == "binary_expression" and w.t(n.child_by_field_name("operator") or n) == "+" and \
-                _stringish(w, n):
-            _flatten(w, n.child_by_field_name("left"), parts, depth + 1)
-            _flatten(w, n.child_by_field_name("right"), parts, depth + 1)
+        if ty == "binary_expression" and _op(w, n) == "+" and _stringish(w, n):
+            for x in _chain(w, n, "+"):  # a + b + c + ...: one level, however long
+                _flatten(w, x, parts, depth + 1)
             return
         if ty == "call_expression":
             name = _callee(w, n)
             args = _args(n)
+            stream = _stream(w, n) if not args and name.endswith(".str") else None
+            if stream is not None:  # oss.str(): what was streamed into oss in this function
+                for x in stream:
+                    _flatten(w, x, parts, depth + 1)
+                return
             if name in _STR_CALLS and (name != "string" or len(args) == 1):
                 for a in args:
                     _flatten(w, a, parts, depth + 1)
@@ -110,6 +116,48 @@ def _flatten(w, n, parts: Parts, depth: int = 0) -> None:
                 split_format(literal_text(w, args[0]), parts, BRACE_FIELD, [w.t(a) for a in args[1:]])
                 return
     parts.val(u(w.t(n)))
+
+
+def _op(w, n) -> str:
+    op = n.child_by_field_name("operator")
+    return w.t(op) if op is not None else ""
+
+
+def _chain(w, n, op: str) -> list:
+    """The operands of a left-nested chain ``a op b op c`` in order."""
+    out = []
+    while n is not None and n.type == "binary_expression" and _op(w, n) == op:
+        out.append(n.child_by_field_name("right"))
+        n = n.child_by_field_name("left")
+    out.append(n)
+    return [x for x in reversed(out) if x is not None]
+
+
+def _stream(w, n) -> list | None:
+    """For ``oss.str()``: the operands streamed into ``oss`` (``oss << "a" << x;``) in the enclosing function,
+    in source order; None when ``oss`` is not a plain name or nothing is streamed into it."""
+    f = n.child_by_field_name("function")
+    obj = f.child_by_field_name("argument") if f is not None else None
+    if obj is None or obj.type != "identifier":
+        return None
+    name = w.t(obj)
+    body = n.parent
+    while body is not None and body.type not in ("function_definition", "lambda_expression"):
+        body = body.parent
+    if body is None:
+        return None
+    out: list = []
+    stack = [body]
+    while stack:
+        x = stack.pop()
+        if x.type == "binary_expression" and _op(w, x) == "<<":
+            ops = _chain(w, x, "<<")
+            if ops and ops[0].type == "identifier" and w.t(ops[0]) == name:
+                out.append((x.start_byte, ops[1:]))
+                continue
+        stack.extend(x.named_children)
+    out.sort(key=lambda t: t[0])
+    return [o for _at, ops in out for o in ops] or None
 
 
 def _stringish(w, n) -> bool:
@@ -180,6 +228,19 @@ def record_raise(w, n, callee: str, qual: str, caller: int) -> None:
         else:
             parts = Parts()
             parts.lit(CHECK_DEFAULT[0] + cond + CHECK_DEFAULT[1])
+    elif callee.startswith(DISPATCH_PREFIX):
+        # AT_DISPATCH_*(TYPE, NAME, ...): AT_DISPATCH_SWITCH (Dispatch.h) fails for a type it has no case for.
+        if callee.startswith("AT_DISPATCH_CASE") or len(args) < 2:
+            return
+        kind, exc = RaiseKind.CHECK, "RuntimeError"
+        name = next((a for a in args if a.type in _LITERALS), args[1])
+        cond = f"{_squash(u(w.t(args[0])))}: a type {callee} has a case for"
+        parts = Parts()
+        parts.lit('"')
+        _flatten(w, name, parts)
+        parts.lit(DISPATCH_MESSAGE[0])
+        parts.val("toString(_st)")
+        parts.lit(DISPATCH_MESSAGE[1])
     elif callee in ASSERT_MACROS:
         kind, exc = RaiseKind.ASSERT, "RuntimeError"
         if not args:

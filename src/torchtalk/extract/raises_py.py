@@ -49,6 +49,16 @@ def _stringish(node) -> bool:
         _is_str(node.func.value)
 
 
+def _operands(node) -> list:
+    """The operands of a left-nested ``a + b + c`` in order."""
+    out = []
+    while node.__class__ is BinOp and node.op.__class__ is ast.Add:
+        out.append(node.right)
+        node = node.left
+    out.append(node)
+    return out[::-1]
+
+
 def _short(node) -> str:
     d = dotted(node)
     return d if d is not None else text(node, MAX_TEXT)
@@ -140,6 +150,16 @@ class PyRaises:
 
     # ------------------------------------------------------------ messages
 
+    def _constant(self, node, strs: dict) -> str | None:
+        """The string a node stands for when it is a literal or a name bound to one (here or in the module)."""
+        if _is_str(node):
+            return str(node.value)
+        if node.__class__ is Name:
+            exprs = strs.get(node.id) or ([self.consts[node.id]] if node.id in self.consts else [])
+            if len(exprs) == 1 and _is_str(exprs[0]):
+                return str(exprs[0].value)
+        return None
+
     def _add(self, n, func: int, strs: dict, kind: RaiseKind, macro: str, exc: str, msg: ast.expr,
              cond: str) -> None:
         parts = Parts()
@@ -173,8 +193,8 @@ class PyRaises:
             if cls is BinOp:
                 op = node.op.__class__
                 if op is ast.Add and _stringish(node):
-                    self._flatten(node.left, parts, strs, depth + 1)
-                    self._flatten(node.right, parts, strs, depth + 1)
+                    for x in _operands(node):  # a + b + c + ...: one level, however long
+                        self._flatten(x, parts, strs, depth + 1)
                     return
                 if op is ast.Mod and _is_str(node.left):
                     r = node.right
@@ -183,8 +203,9 @@ class PyRaises:
                     return
             if cls is Call:
                 f = node.func
-                if f.__class__ is Attribute and f.attr == "format" and _is_str(f.value):
-                    split_format(f.value.value, parts, BRACE_FIELD, [_short(a) for a in node.args])
+                fmt = self._constant(f.value, strs) if f.__class__ is Attribute and f.attr == "format" else None
+                if fmt is not None:  # "...{}...".format(x), also on a name bound to such a string
+                    split_format(fmt, parts, BRACE_FIELD, [_short(a) for a in node.args])
                     return
                 if last_part(dotted(f) or "") == "dedent" and node.args:
                     self._flatten(node.args[0], parts, strs, depth + 1)

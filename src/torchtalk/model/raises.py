@@ -51,10 +51,11 @@ class Verdict(StrEnum):
 CHECK_MACROS: dict[str, str] = {
     "TORCH_CHECK": "RuntimeError", "TORCH_CHECK_MSG": "RuntimeError", "TORCH_CHECK_INDEX": "IndexError",
     "TORCH_CHECK_VALUE": "ValueError", "TORCH_CHECK_TYPE": "TypeError",
-    "TORCH_CHECK_NOT_IMPLEMENTED": "NotImplementedError", "TORCH_CHECK_LINALG": "torch.linalg.LinAlgError",
+    "TORCH_CHECK_NOT_IMPLEMENTED": "NotImplementedError", "TORCH_CHECK_LINALG": "torch._C._LinAlgError",
     "TORCH_CHECK_ALWAYS_SHOW_CPP_STACKTRACE": "RuntimeError", "TORCH_CHECK_IF_NOT_ON_CUDA": "RuntimeError",
     "TORCH_CHECK_TENSOR_ALL": "RuntimeError", "TORCH_CHECK_WITH": "", "TORCH_CHECK_WITH_MSG": "",
     "TORCH_SYM_CHECK": "RuntimeError", "TORCH_CHECK_ARG": "RuntimeError",
+    "_assert_async": "RuntimeError",  # at::_assert_async(cond, msg): a call that checks and raises the same way
 }
 CHECK_ARGS_FROM = {"TORCH_CHECK_WITH": 2, "TORCH_CHECK_WITH_MSG": 3, "TORCH_CHECK_MSG": 2, "TORCH_CHECK_ARG": 1}
 ASSERT_MACROS = frozenset({"TORCH_INTERNAL_ASSERT", "TORCH_INTERNAL_ASSERT_DEBUG_ONLY", "AT_ASSERT", "AT_ASSERTM"})
@@ -70,12 +71,16 @@ THROWN: dict[str, str] = {
     "exception": "RuntimeError", "IndexError": "IndexError", "out_of_range": "IndexError",
     "ValueError": "ValueError", "invalid_argument": "ValueError", "domain_error": "ValueError",
     "length_error": "ValueError", "TypeError": "TypeError", "NotImplementedError": "NotImplementedError",
-    "AttributeError": "AttributeError", "LinAlgError": "torch.linalg.LinAlgError",
+    "AttributeError": "AttributeError", "LinAlgError": "torch._C._LinAlgError",
     "OutOfMemoryError": "torch.OutOfMemoryError", "EnforceFiniteError": "RuntimeError",
     "DistError": "torch.distributed.DistError", "DistBackendError": "torch.distributed.DistBackendError",
     "DistStoreError": "torch.distributed.DistStoreError", "DistNetworkError": "torch.distributed.DistNetworkError",
     "overflow_error": "OverflowError", "BufferError": "BufferError",
 }
+# AT_DISPATCH_*(TYPE, NAME, ...) fails in AT_DISPATCH_SWITCH (ATen/Dispatch.h) for a type it has no case for,
+# printing '"' NAME "\" not implemented for '" toString(type) "'".
+DISPATCH_PREFIX = "AT_DISPATCH_"
+DISPATCH_MESSAGE = ("\" not implemented for '", "'")
 CHECK_DEFAULT = ("Expected ", " to be true, but got false.  (Could this error message be improved?  If so, "
                  "please report an enhancement request to PyTorch.)")
 ASSERT_PREFIX = (" INTERNAL ASSERT FAILED at \"", "\":", ", please report a bug to PyTorch. ")

@@ -1,14 +1,14 @@
 """Which raise sites print a message: every site's pieces, matched against the message in order.
 
 The sites are read once per index version (string constants substituted, C++ text as
-Python prints it, whitespace runs as one space) into one lower-case text of all their
-literal pieces, in which the message's words are looked up: the sites holding its rarer
-words are the candidates. Each candidate's pieces are then found in the message in order
-(a value matches whatever lies between two pieces). Ranked by: where the pasted text says
-the error came from, how much of the message the site's literal text covers (digits aside:
-a literal "0" is weak evidence against a printed value), how much of the site's text the
-message shows, whether the exception class agrees, code before tests, device- or
-layout-specific code after generic code, then fewer values.
+Python prints it, whitespace runs as one space), with the words of their literal text:
+the sites holding the message's words, rarer words weighing more, are the candidates.
+Each candidate's pieces are then found in the message in order (a value matches whatever
+lies between two pieces). Ranked by: where the pasted text says the error came from, how
+much of the message the site's literal text covers (digits aside: a literal "0" is weak
+evidence against a printed value), how much of the site's text the message shows, whether
+the exception class agrees, code before tests, device- or layout-specific and generated
+code after generic code, then fewer values.
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ from __future__ import annotations
 import json
 import math
 import re
-from bisect import bisect_right
 from collections import defaultdict
 from typing import NamedTuple
 
-from ..model import RaiseKind
+from ..model import GENERATED_PREFIX, RaiseKind
 from ..model.raises import as_printed
 from ..store.reader import Index
 from .error_text import Cleaned, Where
 
-MAX_CANDIDATES = 600  # sites aligned in full
+MAX_CANDIDATES = 300  # sites aligned in full
+MIN_PREFIX = 12  # characters of a piece's start that count when the whole piece is not in the message
 _WORD = re.compile(r"[a-z_][a-z0-9_]{2,}")
 _CONST_GAP = re.compile(r'"(?:\w+::)*(?:[A-Z][A-Z0-9_]{3,}|k[A-Z]\w+)"')
 _IDENT = re.compile(r"^(?:\w+::)*(\w+)$")
@@ -59,15 +59,17 @@ class Site(NamedTuple):
 class PieceHit(NamedTuple):
     piece: str
     at: int  # offset in the matched message; -1 when it is not there
+    length: int  # characters of the piece found there: all of them, or its start (a message edited or cut)
 
 
 class Match(NamedTuple):
     site: Site
     hint: int  # 2: the pasted text names this site's line; 1: its C++ file
     coverage: float  # the share of the message its literal pieces cover (digits aside)
-    shown: float  # the share of its literal text the message shows
+    shown: float  # the share of its literal text the message shows (before the message's end, when cut)
     exact: bool  # every piece found in order, anchored at both ends
     same_class: bool
+    cut: bool  # the message stops inside this site's text (``shown`` counts the text before its end)
     hits: list[PieceHit]
 
     @property
@@ -84,10 +86,11 @@ class Match(NamedTuple):
 
 
 def _rank(path: str) -> int:
+    """0: code; 1: generated code (one copy per op) or code for one device, layout or backend; 2: tests."""
     parts = path.split("/")
     if "test" in parts or "testing" in parts or "tests" in parts or parts[-1].startswith("test_"):
         return 2
-    return 1 if _SPECIAL.intersection(parts[:-1]) else 0
+    return 1 if path.startswith(GENERATED_PREFIX) or _SPECIAL.intersection(parts[:-1]) else 0
 
 
 def _letters(text: str) -> int:
@@ -96,10 +99,8 @@ def _letters(text: str) -> int:
 
 class Sites(NamedTuple):
     sites: list[Site]
-    text: str  # every site's literal pieces, lower case, "\x00" before each site
-    starts: list[int]  # where each site's text starts in ``text``
+    words: dict[str, list[int]]  # word (lower case) -> the sites whose literal text holds it
     by_path: dict[str, list[int]]
-    words: dict[str, tuple[int, ...] | None]  # memo: the sites holding a word (None: too many)
 
 
 def sites(ix: Index) -> Sites:
@@ -114,10 +115,11 @@ def _load(ix: Index) -> Sites:
                                   (RaiseKind.CONSTANT.value,)):
         consts[name].append((fid, tuple(json.loads(pieces))))
     out: list[Site] = []
-    texts: list[str] = []
+    words: dict[str, list[int]] = defaultdict(list)
     by_path: dict[str, list[int]] = defaultdict(list)
     ranks: dict[str, int] = {}
     loads = json.loads
+    findall = _WORD.findall
     for rid, fid, pieces_json, gaps_json, exc, line, end_line in ix.q(
             "SELECT id, file_id, pieces, gaps, exception, line, end_line FROM raise_site WHERE kind != ?",
             (RaiseKind.CONSTANT.value,)):
@@ -136,15 +138,12 @@ def _load(ix: Index) -> Sites:
         rank = ranks.get(path)
         if rank is None:
             rank = ranks[path] = _rank(path)
-        by_path[path].append(len(out))
+        i = len(out)
+        by_path[path].append(i)
         out.append(Site(rid, path, line, end_line, tuple(pieces), literal, exc, rank))
-        texts.append("\x00" + joined.lower())
-    starts = []
-    pos = 0
-    for t in texts:
-        starts.append(pos)
-        pos += len(t)
-    return Sites(out, "".join(texts), starts, dict(by_path), {})
+        for w in set(findall(joined.lower())):
+            words[w].append(i)
+    return Sites(out, dict(words), dict(by_path))
 
 
 def _substitute(pieces: list[str], gaps: list[str], consts: dict[str, list[tuple[int, tuple[str, ...]]]],
@@ -163,14 +162,24 @@ def _substitute(pieces: list[str], gaps: list[str], consts: dict[str, list[tuple
     return out
 
 
-def align(site: Site, msg: str) -> tuple[int, bool, list[PieceHit]]:
-    """(literal characters found in order, digits aside; exact; where each piece was found)."""
+class Aligned(NamedTuple):
+    covered: int  # literal characters found in order, digits aside
+    exact: bool  # every piece found in order, anchored at both ends
+    cut: int  # literal characters of the pieces after the message's end (it stops inside the site's text)
+    hits: list[PieceHit]
+
+
+def align(site: Site, msg: str) -> Aligned:
+    """Find the site's pieces in the message, in order. A message that stops inside the site's text (pasted
+    short, or cut by a terminal) matches the pieces before its end; the start of the next piece may end it."""
     pieces = site.pieces
     last = len(pieces) - 1
     pos = 0
     covered = 0
     exact = True
     hits = []
+    first_missing = -1  # the first piece not found whole, when every piece after it is missing too
+    broken = False  # a piece is missing before one that was found: the message is no cut-short copy
     for i, p in enumerate(pieces):
         if not p:
             continue
@@ -182,43 +191,57 @@ def align(site: Site, msg: str) -> tuple[int, bool, list[PieceHit]]:
         else:
             at = msg.find(p, pos)
             exact = exact and i != last
-        hits.append(PieceHit(p, at))
         if at < 0:
             exact = False
+            k, at = _prefix(p, msg, pos)
+            hits.append(PieceHit(p, at, k))
+            if first_missing < 0:
+                first_missing = i
+            if k:
+                covered += _letters(p[:k])
+                pos = at + k
             continue
+        hits.append(PieceHit(p, at, len(p)))
+        if first_missing >= 0:
+            broken = True
         covered += _letters(p)
         pos = at + len(p)
-    return covered, exact, hits
+    cut = 0
+    if first_missing > 0 and covered and not broken:
+        p = pieces[first_missing]
+        got = next(h.length for h in hits if h.piece is p)
+        k = got or next((k for k in range(min(len(p), len(msg) - pos), 0, -1) if msg.endswith(p[:k])), 0)
+        if not got:
+            covered += _letters(p[:k])
+        cut = sum(_letters(q) for q in pieces[first_missing:]) - _letters(p[:k])
+    return Aligned(covered, exact, cut, hits)
 
 
-def _holding(data: Sites, word: str, common: int) -> tuple[int, ...] | None:
-    """The sites whose text holds ``word`` (memoised per index version); None when more than ``common`` do."""
-    memo = data.words
-    if word in memo:
-        return memo[word]
-    text, starts = data.text, data.starts
-    got: tuple[int, ...] | None = None
-    if text.count(word) <= common:
-        hits: dict[int, None] = {}
-        at = text.find(word)
-        while at >= 0:
-            hits[bisect_right(starts, at) - 1] = None
-            at = text.find(word, at + len(word))
-        got = tuple(hits)
-    memo[word] = got
-    return got
+def _prefix(piece: str, msg: str, pos: int) -> tuple[int, int]:
+    """(length, offset) of the longest start of ``piece`` (12 characters or more) in ``msg`` after ``pos``, or
+    (0, -1): a message edited or cut short inside a long piece still shows where it was."""
+    lo, hi = MIN_PREFIX, len(piece) - 1
+    if hi < lo or msg.find(piece[:lo], pos) < 0:
+        return 0, -1
+    while lo < hi:  # found(k) is monotone: a longer start found means every shorter one is
+        mid = (lo + hi + 1) // 2
+        if msg.find(piece[:mid], pos) >= 0:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo, msg.find(piece[:lo], pos)
 
 
 def _candidates(data: Sites, msg: str) -> set[int]:
-    """Sites holding the message's rarer words: the best MAX_CANDIDATES by summed inverse frequency. When
-    every word of the message is common, the sites holding its longest ones."""
+    """Sites holding the message's words, the best MAX_CANDIDATES by summed inverse frequency (so a site
+    with many of its common words can outrank one with a rare word a value printed); words more than half
+    of the sites hold say nothing."""
     n = max(1, len(data.sites))
-    words = set(_WORD.findall(msg.lower()))
-    found = [h for h in (_holding(data, w, n // 8) for w in words) if h]
-    if not found:
-        found = [h for h in (_holding(data, w, n) for w in sorted(words, key=len)[-2:]) if h]
     score: dict[int, float] = defaultdict(float)
-    for hits in found:
+    for w in set(_WORD.findall(msg.lower())):
+        hits = data.words.get(w)
+        if not hits or len(hits) > n // 2:
+            continue
         weight = math.log(n / len(hits))
         for i in hits:
             score[i] += weight
@@ -248,11 +271,12 @@ def match(ix: Index, cleaned: Cleaned) -> tuple[list[Match], int]:
     out = []
     for i in cands:
         s = data.sites[i]
-        covered, exact, hits = align(s, msg)
-        if not covered:
+        a = align(s, msg)
+        if not a.covered:
             continue
         hint = max((_hint(h, s) for h in cleaned.hints), default=0)
         same = bool(exc) and s.exception.rsplit(".", 1)[-1].lstrip("_") == exc
-        out.append(Match(s, hint, covered / size, covered / s.literal, exact, same, hits))
+        shown = a.covered / max(1, s.literal - a.cut)
+        out.append(Match(s, hint, a.covered / size, shown, a.exact, same, a.cut > 0, a.hits))
     out.sort(key=lambda m: m.key)
     return out, len(cands)

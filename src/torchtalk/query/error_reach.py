@@ -28,7 +28,7 @@ from ..graph.registry import registry
 from ..graph.symbols import symbol
 from ..model import CppSymbol, Edge, EdgeKind, Loc, Node, NodeKind, SymbolKind, is_composite
 from ..store.reader import Index
-from .excerpt import excerpt
+from .excerpt import resolve
 from .stub_uses import stub_uses
 from .tests import FoundTest, find_similar_tests
 
@@ -116,7 +116,7 @@ class _Into:
         self.calls = 0  # the raising function's own edges are always read
 
     def __call__(self, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
-        late = self.calls and time.perf_counter() > self.deadline
+        late = self.calls and time.thread_time() > self.deadline
         self.calls += 1
         if late:
             # Past the budget only a much-called function is still summarised (a few queries, no resolution).
@@ -147,7 +147,7 @@ class _Into:
         """Summarise the callers of a much-called C++ function (and return it), or None."""
         sid = symbol_id(node)
         sym = symbol(self.ix, sid) if sid is not None else None
-        if sym is None:
+        if sym is None or sym.kind.is_structured:  # the generated wrappers call those as op.meta / op.impl
             return None
         n = self.ix.one("SELECT count(*) FROM cpp_call WHERE callee = ?", (sym.name,))
         if not n or n[0] <= FAN_IN:
@@ -207,15 +207,26 @@ def _summary(ix: Index, node: Node, name: str, total: int, prefer: str) -> FanIn
 
 
 def _written(ix: Index, fid: int, line: int) -> str:
-    """The source line of a call site, as written (found by name, not resolved)."""
-    try:
-        return excerpt(ix, f"{ix.path_of(fid)}:{line}", 0).lines[0].strip()[:200]
-    except BadArgument:
-        return ""
+    """The source line of a call site, as written (found by name, not resolved); the last few files read
+    are kept, since the samples of one summary mostly share a (large, generated) file."""
+    memo: dict[int, list[str]] = ix.cached("error_call_lines", dict)
+    lines = memo.get(fid)
+    if lines is None:
+        try:
+            lines = resolve(ix, ix.path_of(fid)).read_bytes().decode("utf-8", "replace").splitlines()
+        except (BadArgument, OSError):
+            lines = []
+        if len(memo) >= 4:
+            memo.pop(next(iter(memo)))
+        memo[fid] = lines
+    return lines[line - 1].strip()[:200] if 0 < line <= len(lines) else ""
 
 
 def cpp_reach(ix: Index, func: Node, budget: float, tests_until: float, message: str = "") -> Reach:
-    into = _Into(ix, time.perf_counter() + budget, message)
+    """What reaches ``func``: its walk up stops expanding after ``budget`` seconds of this thread's CPU
+    (time.thread_time: the answer does not depend on how busy the machine is); tests are looked up when the
+    thread's CPU clock is still before ``tests_until``."""
+    into = _Into(ix, time.thread_time() + budget, message)
     steps = up([func], into, REACH_KINDS, DEPTH, fan_out=60, max_nodes=MAX_NODES,
                follow=LevelCap(PER_LEVEL, CPP_KINDS))
     reach = Reach(fan_in=into.fan_in)
@@ -251,7 +262,7 @@ def cpp_reach(ix: Index, func: Node, budget: float, tests_until: float, message:
         python.update(dict.fromkeys(n for n in o.python if not n.startswith("torch._C._")))
     reach.python = list(python)[:12]
     if into.timed_out:
-        reach.cuts.append(f"the walk up stopped at its time budget ({budget * 1000:.0f} ms); impact() on the "
+        reach.cuts.append(f"the walk up stopped at its budget ({budget * 1000:.0f} ms of CPU); impact() on the "
                           "function walks further")
     if len(steps) >= MAX_NODES:
         reach.cuts.append(f"the walk up stopped at {MAX_NODES} nodes")
@@ -267,7 +278,7 @@ def py_reach(ix: Index, func_id: int, fq: str, cls: str, name: str, tests_until:
     rows = ix.q("SELECT op, kind FROM py_op_ref WHERE func = ?", (func_id,))
     for op_name, kind in rows:
         reach.registered.append(f"{op_name} ({kind})")
-        for op in reg.lookup(op_name)[:2]:
+        for op in sorted(reg.lookup(op_name), key=lambda o: ("." in o.full_name, o.full_name))[:2]:
             names = list(dict.fromkeys(p.name for p in reg.python_names(op)))[:4]
             reach.ops.append(OpReach(op_node(op), 0, [], names))
     reach.ops_total = len(reach.ops)
@@ -285,7 +296,7 @@ def _tests(ix: Index, reach: Reach, names: list[str], until: float) -> None:
     base = names[0].split(".")[0]
     base = base[:-1] if base.endswith("_") and not base.endswith("__") else base
     reach.tests_for = base
-    if time.perf_counter() > until:
+    if time.thread_time() > until:
         reach.cuts.append(f"tests were not looked up within the answer's time budget: "
                           f"find_similar_tests(\"{base}\") lists them")
         return

@@ -5,10 +5,11 @@ Python traceback ("Traceback (most recent call last):", "  File ..., line N, in 
 lines and carets, chained exceptions), the exception class ("RuntimeError: "), a
 warning's "path:line: UserWarning: " and the code line after it, and for C++ errors
 "Exception raised from f at path:line (most recent call first):" with the C++ frames
-(TORCH_SHOW_CPP_STACKTRACES=1). All of it is stripped; what says where the error came
-from ("Exception raised from", an INTERNAL ASSERT's "at path:line", the innermost frame)
-is kept as a hint. The dtype rewrite PyTorch applies (CPUFloatType -> torch.FloatTensor)
-is applied to the sites' pieces instead (model/raises.py ``as_printed``).
+(TORCH_SHOW_CPP_STACKTRACES=1), or a C++ warning's "(Triggered internally at path:line.)".
+All of it is stripped; what says where the error came from ("Exception raised from", an
+INTERNAL ASSERT's "at path:line", "Triggered internally at", the innermost frame) is kept
+as a hint. The dtype rewrite PyTorch applies (CPUFloatType -> torch.FloatTensor) is
+applied to the sites' pieces instead (model/raises.py ``as_printed``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from ..errors import BadArgument
+from ..model import GENERATED_PREFIX
 
 MAX_INPUT = 200_000  # characters read of what was pasted (a long traceback included)
 MAX_MESSAGE = 4_000  # characters of the message itself that are matched
@@ -26,6 +28,7 @@ EXAMPLE = "RuntimeError: mat1 and mat2 shapes cannot be multiplied (64x10 and 20
 _RAISED_FROM = re.compile(r"Exception raised from (?P<func>.*?) at (?P<path>[^\s:]+):(?P<line>\d+)"
                           r" \(most recent call first\):")
 _ASSERT_AT = re.compile(r'INTERNAL ASSERT FAILED at "(?P<path>[^"]+)":(?P<line>\d+)')
+_TRIGGERED = re.compile(r"\s*\(Triggered internally at (?P<path>[^\s:]+):(?P<line>\d+)\.\)")
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
 _CHAINED = re.compile(r"^(?:During handling of the above exception, another exception occurred:|"
                       r"The above exception was the direct cause of the following exception:)\s*$")
@@ -58,10 +61,13 @@ class Cleaned:
 
 
 def tree_path(printed: str) -> str:
-    """``/pytorch/aten/src/ATen/native/X.cpp`` or ``.../site-packages/torch/nn/x.py`` -> the tree's path."""
+    """``/pytorch/aten/src/ATen/native/X.cpp`` or ``.../site-packages/torch/nn/x.py`` -> the tree's path;
+    ``/pytorch/build/aten/src/ATen/core/TensorMethods.cpp`` (written by the build) -> ``<generated>/...``."""
     p = printed.replace("\\", "/")
     if "site-packages/" in p:
         return p.rsplit("site-packages/", 1)[1]
+    if "/build/" in p:
+        return GENERATED_PREFIX + tree_path(p.rsplit("/build/", 1)[1])
     best = -1
     for root in _ROOTS:
         i = p.rfind("/" + root)
@@ -121,6 +127,11 @@ def clean(text: object) -> Cleaned:
             body[0] = body[0][c.end():]
     body = [x for x in body if not _CPP_FRAME.match(x)]
     message = "\n".join(body).strip()
+    t = _TRIGGERED.search(message)
+    if t:  # a C++ warning (TORCH_WARN) as Python shows it: torch/csrc/Exceptions.cpp adds where it was raised
+        hints.append(Where(tree_path(t.group("path")), int(t.group("line")), "", "Triggered internally at"))
+        message = (message[:t.start()] + message[t.end():]).strip()
+        notes.append("stripped \"(Triggered internally at ...)\", which PyTorch adds to C++ warnings")
     a = _ASSERT_AT.search(message)
     if a:
         hints.append(Where(tree_path(a.group("path")), int(a.group("line")), "", "INTERNAL ASSERT FAILED at"))

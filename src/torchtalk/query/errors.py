@@ -27,8 +27,8 @@ from .error_text import Where, clean
 DEFAULT_LIMIT = 5
 MAX_SITES = 50
 REACH_SITES = 3  # sites whose reach is walked (the others name the call that gives it)
-WALK_S = 0.1  # each site's walk up stops expanding after this long (its first step is always taken)
-TESTS_S = 0.3  # tests are looked up when the answer has taken less than this (else the answer names the call)
+WALK_S = 0.05  # each site's walk up stops expanding after this much CPU (its first step is always taken)
+TESTS_S = 0.12  # tests are looked up when the answer has used less CPU than this (else it names the call)
 GOOD = 0.5  # a site covering at least this share of the message, and showing
 SHOWN = 0.7  # at least this share of its own text, is a match; less is a weak one
 NONE = 0.25  # below this share of the message, nothing in the tree prints it
@@ -40,6 +40,7 @@ _FUNC_COLS = codec(PyFunction).select()
 class PieceMatch:
     piece: str
     at: int  # where it is in the message (as matched: whitespace runs as one space); -1 when missing
+    length: int  # characters of the piece found there (fewer than all: only its start is in the message)
 
 
 @dataclass
@@ -58,6 +59,7 @@ class ErrorSite:
     shown: float  # share of its literal text the message shows
     exact: bool  # every piece found in order, anchored at both ends
     hinted: bool  # the pasted text names this line ("Exception raised from", the innermost frame)
+    cut: bool  # the message stops inside this site's text (the pieces after its end are not counted)
     pieces: list[PieceMatch]
     reach: Reach | None = None  # None when not walked (see ErrorOriginResult.cuts)
 
@@ -110,15 +112,15 @@ def _site(ix: Index, m: Match, walk: bool, tests_until: float, message: str) -> 
             reach = py_reach(ix, fn.id, node.key, fn.cls, fn.name, tests_until)
         elif node.kind is not NodeKind.PY_FUNCTION:
             reach = cpp_reach(ix, node, WALK_S, tests_until, message)
-    pieces = [PieceMatch(h.piece, h.at) for h in m.hits]
+    pieces = [PieceMatch(h.piece, h.at, h.length) for h in m.hits]
     return ErrorSite(rs.loc, rs.end_line, "Python" if rs.is_python else "C++", rs.kind, rs.macro, rs.exception,
                      rs.condition, rs.template, rs.via, node, round(m.coverage, 3), round(m.shown, 3), m.exact,
-                     m.hint == 2, pieces, reach)
+                     m.hint == 2, m.cut, pieces, reach)
 
 
 def error_origin(ix: Index, message: str, limit: int = DEFAULT_LIMIT) -> ErrorOriginResult:
     limit = check_int(limit, "limit", 1, MAX_SITES)
-    start = time.perf_counter()
+    start = time.thread_time()  # CPU of this thread: budgets that do not depend on how busy the machine is
     cleaned = clean(message)
     ranked, candidates = match(ix, cleaned)
     best = ranked[0] if ranked else None

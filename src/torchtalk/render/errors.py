@@ -42,7 +42,8 @@ def chain_text(start: Node, chain: list[Edge]) -> str:
 
 
 def _pieces(pieces: list[PieceMatch]) -> str:
-    found = [f"{p.piece!r} at {p.at}" for p in pieces if p.at >= 0]
+    found = [f"{p.piece!r} at {p.at}" if p.length == len(p.piece) else
+             f"the start of {p.piece!r} ({p.piece[:p.length]!r}) at {p.at}" for p in pieces if p.at >= 0]
     missing = [repr(p.piece) for p in pieces if p.at < 0]
     out = []
     if found:
@@ -82,6 +83,8 @@ def _reach(s: ErrorSite, r: Reach, out: list[str]) -> None:
                 out.append(f"         {e.note}")
     if r.python:
         out.append(f"  Python: {', '.join(r.python)}")
+    if r.tests_for and not (r.tests or r.opinfos):
+        out.append(f"  No test is named after {r.tests_for} or calls it.")
     if r.tests or r.opinfos:
         out.append(f"  Tests to run (for {r.tests_for}):")
         out += [f"  - {o}" for o in r.opinfos]
@@ -103,7 +106,8 @@ def _site(i: int, s: ErrorSite, detail: bool, out: list[str]) -> None:
         out.append(f"  check: {s.condition}")
     out.append(f"  prints: {s.template!r}")
     if detail or not s.exact:
-        out.append(f"  pieces: {_pieces(s.pieces)} (covers {s.coverage:.0%} of the message)")
+        cut = "; the message stops inside its text" if s.cut else ""
+        out.append(f"  pieces: {_pieces(s.pieces)} (covers {s.coverage:.0%} of the message{cut})")
     if s.reach is not None:
         _reach(s, s.reach, out)
 
