@@ -32,6 +32,7 @@ _IDENT = re.compile(r"^(?:\w+::)*(\w+)$")
 _SPACE = re.compile(r"\s+")
 _LOOSE = re.compile(r"\s\s|\\[ntr]")  # whitespace a squash changes, in a piece or its JSON
 _NO_DIGITS = str.maketrans("", "", "0123456789")
+_CPP_FRONTEND = "torch/csrc/api/"  # libtorch's C++ API (torch::nn, torch::optim): what C++ programs call
 # Directories of code that runs for one device, layout or backend only.
 _SPECIAL = frozenset({"cuda", "hip", "mps", "xpu", "mkldnn", "vulkan", "metal", "nested", "sparse", "quantized",
                       "miopen", "cudnn", "mkl", "onednn", "ao", "distributed", "mtia", "lazy", "xnnpack", "qnnpack",
@@ -86,11 +87,13 @@ class Match(NamedTuple):
 
 
 def _rank(path: str) -> int:
-    """0: code; 1: generated code (one copy per op) or code for one device, layout or backend; 2: tests."""
+    """0: code; 1: generated code (one copy per op), the C++ frontend (Python never runs it) or code for one
+    device, layout or backend; 2: tests."""
     parts = path.split("/")
     if "test" in parts or "testing" in parts or "tests" in parts or parts[-1].startswith("test_"):
         return 2
-    return 1 if path.startswith(GENERATED_PREFIX) or _SPECIAL.intersection(parts[:-1]) else 0
+    special = path.startswith((GENERATED_PREFIX, _CPP_FRONTEND)) or _SPECIAL.intersection(parts[:-1])
+    return 1 if special else 0
 
 
 def _letters(text: str) -> int:

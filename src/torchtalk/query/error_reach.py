@@ -35,7 +35,7 @@ from .tests import FoundTest, find_similar_tests
 DEPTH = 3  # calls walked up from the raising function (registrations cost none)
 PER_LEVEL = 8  # C++ functions walked on from per level (the rest are reached, not walked from)
 MAX_NODES = 400
-FAN_IN = 40  # call sites of one name above which its callers are summarised, not resolved
+FAN_IN = 25  # call sites of one name above which its callers are summarised, not resolved
 MAX_BY_NAME = 300  # call sites read when finding them by name
 MAX_OPS = 12
 MAX_TESTS = 5
@@ -149,10 +149,14 @@ class _Into:
         sym = symbol(self.ix, sid) if sid is not None else None
         if sym is None or sym.kind.is_structured:  # the generated wrappers call those as op.meta / op.impl
             return None
-        n = self.ix.one("SELECT count(*) FROM cpp_call WHERE callee = ?", (sym.name,))
-        if not n or n[0] <= FAN_IN:
+        counts: dict[str, int] = self.ix.cached("error_call_counts", dict)
+        n = counts.get(sym.name)
+        if n is None:
+            row = self.ix.one("SELECT count(*) FROM cpp_call WHERE callee = ?", (sym.name,))
+            n = counts[sym.name] = row[0] if row else 0
+        if n <= FAN_IN:
             return None
-        self.fan_in.append(_summary(self.ix, node, sym.name, n[0], self.prefer))
+        self.fan_in.append(_summary(self.ix, node, sym.name, n, self.prefer))
         return sym
 
 
@@ -202,7 +206,8 @@ def _summary(ix: Index, node: Node, name: str, total: int, prefer: str) -> FanIn
             continue
         src = cpp_node(sym)
         samples.append(Edge(src, node, EdgeKind.CALL, Loc(paths.get(fid, "?"), line), note=_written(ix, fid, line)))
-        wrapped += g.into(src, [EdgeKind.WRAPPER])
+        if src.kind is NodeKind.WRAPPER:
+            wrapped += g.into(src, [EdgeKind.WRAPPER])
     return FanIn(node, total, generated, files.most_common(4), samples, wrapped)
 
 
@@ -300,7 +305,7 @@ def _tests(ix: Index, reach: Reach, names: list[str], until: float) -> None:
         reach.cuts.append(f"tests were not looked up within the answer's time budget: "
                           f"find_similar_tests(\"{base}\") lists them")
         return
-    found = find_similar_tests(ix, base, MAX_TESTS)
+    found = find_similar_tests(ix, base, MAX_TESTS, by_body=False)  # named tests and OpInfo entries
     reach.opinfos = [f"OpInfo('{o.name}')" + (f" variant {o.variant!r}" if o.variant else "") + f": {o.command}"
                      for o in found.opinfos[:2]]
     reach.tests = found.tests

@@ -20,15 +20,17 @@ from ..model.raises import Verdict
 from ..store.codec import codec, row_fact
 from ..store.reader import Index
 from .args import check_int
-from .error_match import Match, match
+from .error_match import Match, match, sites
 from .error_reach import Reach, cpp_reach, py_reach
 from .error_text import Where, clean
+from .tests import find_similar_tests
 
 DEFAULT_LIMIT = 5
 MAX_SITES = 50
 REACH_SITES = 3  # sites whose reach is walked (the others name the call that gives it)
-WALK_S = 0.05  # each site's walk up stops expanding after this much CPU (its first step is always taken)
-TESTS_S = 0.12  # tests are looked up when the answer has used less CPU than this (else it names the call)
+WALK_S = 0.07  # the walks up of one answer stop expanding after this much CPU, the first site's taking at most
+FIRST_WALK_S = 0.04  # this much (each walk's first step is always taken)
+TESTS_S = 0.25  # tests are looked up when the answer has used less CPU than this (else it names the call)
 GOOD = 0.5  # a site covering at least this share of the message, and showing
 SHOWN = 0.7  # at least this share of its own text, is a match; less is a weak one
 NONE = 0.25  # below this share of the message, nothing in the tree prints it
@@ -100,22 +102,29 @@ def _function(ix: Index, site: RaiseSite) -> tuple[Node | None, PyFunction | Non
     return None, None
 
 
-def _site(ix: Index, m: Match, walk: bool, tests_until: float, message: str) -> ErrorSite | None:
+def _site(ix: Index, m: Match, walk: float, tests_until: float, message: str) -> ErrorSite | None:
+    """The answer's part for one site; ``walk`` is the CPU its walk up may take (negative: no walk)."""
     row = ix.one(f"SELECT {_SITE_COLS} FROM raise_site WHERE id = ?", (m.site.id,))
     if row is None:
         return None
     rs: RaiseSite = row_fact(RaiseSite, row, ix.path_of)
     node, fn = _function(ix, rs)
     reach = None
-    if walk and node is not None:
+    if walk >= 0 and node is not None:
         if fn is not None:
             reach = py_reach(ix, fn.id, node.key, fn.cls, fn.name, tests_until)
         elif node.kind is not NodeKind.PY_FUNCTION:
-            reach = cpp_reach(ix, node, WALK_S, tests_until, message)
+            reach = cpp_reach(ix, node, walk, tests_until, message)
     pieces = [PieceMatch(h.piece, h.at, h.length) for h in m.hits]
     return ErrorSite(rs.loc, rs.end_line, "Python" if rs.is_python else "C++", rs.kind, rs.macro, rs.exception,
                      rs.condition, rs.template, rs.via, node, round(m.coverage, 3), round(m.shown, 3), m.exact,
                      m.hint == 2, m.cut, pieces, reach)
+
+
+def warm(ix: Index) -> None:
+    """Load what a first answer would otherwise pay for: the raise sites and the test names."""
+    sites(ix)
+    find_similar_tests(ix, "add", 1, by_body=False)
 
 
 def error_origin(ix: Index, message: str, limit: int = DEFAULT_LIMIT) -> ErrorOriginResult:
@@ -136,8 +145,10 @@ def error_origin(ix: Index, message: str, limit: int = DEFAULT_LIMIT) -> ErrorOr
         total = len(good)
         shown = good[:max(limit, 1)] if verdict is not Verdict.NONE else ranked[:min(limit, 3)]
     sites = []
+    walks_until = time.thread_time() + WALK_S
     for i, m in enumerate(shown):
-        walk = i < REACH_SITES and verdict is not Verdict.NONE
+        left = max(0.0, walks_until - time.thread_time())
+        walk = -1.0 if i >= REACH_SITES or verdict is Verdict.NONE else min(left, FIRST_WALK_S) if not i else left
         s = _site(ix, m, walk, 0.0 if i else start + TESTS_S, cleaned.message)
         if s is not None:
             sites.append(s)

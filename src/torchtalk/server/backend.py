@@ -22,7 +22,7 @@ from ..graph.registry import registry
 from ..graph.resolve import stub_names
 from ..index.usable import index_problem
 from ..query.cuda import cuda_kernels
-from ..query.error_match import sites as error_sites
+from ..query.errors import warm as warm_errors
 from ..query.status import changed_files
 from ..source.tree import SourceTree, config_path, find_source, read_config
 from ..store import integrity
@@ -53,7 +53,7 @@ def _warm_up(ix: Index) -> None:
         registry(ix)
         stub_names(ix)
         cuda_kernels(ix)
-        error_sites(ix)  # error_origin's table of raise sites
+        warm_errors(ix)  # error_origin's raise sites and test names
         if ix.source_root is not None:
             changed_files(ix, ix.source_root)
         for tool in all_tools():
