@@ -63,7 +63,7 @@ class FanIn:
     generated: int  # of them in generated code (<generated>/..., the Register*.cpp wrappers)
     files: list[tuple[str, int]]  # the files with most of them
     samples: list[Edge]  # a few call sites, each a CALL edge from its caller (found by name; note: the line)
-    wrapped: list[Edge]  # WRAPPER edges: the ops whose generated wrappers are among the samples
+    entries: list[Edge]  # WRAPPER / KERNEL edges into the samples: the ops that dispatch to them
 
 
 @dataclass
@@ -185,7 +185,7 @@ def _op_callers_by_name(ix: Index, node: Node) -> list[Edge]:
 
 def _summary(ix: Index, node: Node, name: str, total: int, prefer: str) -> FanIn:
     """The call sites of a much-called function: by file, and a few callers (those the message names first,
-    then one per file, spread over the rest), with the call as written and the ops of generated wrappers."""
+    then one per file, spread over the rest), with the call as written and the op each is a wrapper or kernel of."""
     rows = ix.q("SELECT c.caller, c.file_id, c.line, s.name FROM cpp_call c JOIN cpp_symbol s ON s.id = c.caller "
                 "WHERE c.callee = ?", (name,))
     paths = ix.paths()
@@ -199,16 +199,15 @@ def _summary(ix: Index, node: Node, name: str, total: int, prefer: str) -> FanIn
             picks[c] = (f, ln)
     g = graph(ix)
     samples: list[Edge] = []
-    wrapped: list[Edge] = []
+    entries: list[Edge] = []
     for caller, (fid, line) in picks.items():
         sym = symbol(ix, caller)
         if sym is None:
             continue
         src = cpp_node(sym)
         samples.append(Edge(src, node, EdgeKind.CALL, Loc(paths.get(fid, "?"), line), note=_written(ix, fid, line)))
-        if src.kind is NodeKind.WRAPPER:
-            wrapped += g.into(src, [EdgeKind.WRAPPER])
-    return FanIn(node, total, generated, files.most_common(4), samples, wrapped)
+        entries += g.into(src, [EdgeKind.WRAPPER] if src.kind is NodeKind.WRAPPER else [EdgeKind.KERNEL])[:1]
+    return FanIn(node, total, generated, files.most_common(4), samples, entries)
 
 
 def _written(ix: Index, fid: int, line: int) -> str:
@@ -252,7 +251,7 @@ def cpp_reach(ix: Index, func: Node, budget: float, tests_until: float, message:
     chains = {(st.node.kind, st.node.key): st.chain() for st in steps}
     for fan in into.fan_in:
         base = chains.get((fan.callee.kind, fan.callee.key), [])
-        for w in fan.wrapped:
+        for w in fan.entries:
             op = reg.by_full.get(w.src.key)
             sample = next((e for e in fan.samples if e.src.key == w.dst.key), None)
             if op is not None and sample is not None and all(o.op.key != op.full_name for o in ops):

@@ -74,10 +74,10 @@ def _reach(s: ErrorSite, r: Reach, out: list[str]) -> None:
         gen = f", {f.generated:,} of them in generated code" if f.generated else ""
         out.append(f"  {f.callee.label} is called at {f.sites:,} sites{gen}; too many to walk, so by name: "
                    + ", ".join(f"{p} ({n:,})" for p, n in f.files))
-        ops = {w.dst.key: w for w in f.wrapped}
+        ops = {w.dst.key: w for w in f.entries}
         for e in f.samples:
             w = ops.get(e.src.key)
-            serves = f"  (the generated wrapper of [{w.key}] {w.src.label})" if w is not None else ""
+            serves = f"  ({_UP[w.kind]} [{w.key}] {w.src.label})" if w is not None else ""
             out.append(f"    e.g. {e.src.label}  {e.site}{serves}")
             if e.note:
                 out.append(f"         {e.note}")
