@@ -51,7 +51,7 @@ _PROPERTY = {"property", "cached_property", "setter", "getter", "deleter", "abst
 
 def extract_python(relpath: str, data: bytes, tree: ast.Module | None = None) -> FileFacts:
     """Facts of one torch/** module; a file that does not parse comes back with its FileProblems."""
-    return run_extractor(_Extractor, relpath, data, tree)
+    return run_extractor(lambda rel, t: _Extractor(rel, t, data), relpath, data, tree)
 
 
 def _literal_strs(node) -> list[str]:
@@ -61,7 +61,7 @@ def _literal_strs(node) -> list[str]:
 
 
 class _Extractor:
-    def __init__(self, relpath: str, tree: ast.Module):
+    def __init__(self, relpath: str, tree: ast.Module, data: bytes = b""):
         self.relpath = relpath
         self.tree = tree
         self.module, self.is_pkg = module_name(relpath)
@@ -76,7 +76,7 @@ class _Extractor:
         self.is_refs = relpath.startswith("torch/_refs/")
         self.refs_all: set[str] | None = None
         self.pending: list[tuple[list[int], dict[str, list[str]]]] = []
-        self.raises = PyRaises(tree, self.aliases)
+        self.raises = PyRaises(tree, self.aliases, data)
 
     def run(self) -> FileFacts:
         self._module_prepass()

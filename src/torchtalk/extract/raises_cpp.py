@@ -294,10 +294,13 @@ def record_raise(w, n, callee: str, qual: str, caller: int) -> None:
 
 
 # A string constant: ``const char* ERR_X = "..." "...";``, ``constexpr auto kMsg = "...";``,
-# ``static const std::string MSG = "...";``, ``const char kMsg[] = "...";``.
-_CONSTANT = re.compile(
-    r'\b(?:char|string|string_view|auto)\b\s*(?:const\s*)?\*?\s*(?:const\s+)?([A-Za-z_]\w*)\s*(?:\[\s*\w*\s*\])?'
-    r'\s*=\s*((?:(?:u8|L|u|U)?"(?:\\.|[^"\\\n])*"\s*)+);')
+# ``static const std::string MSG = "...";``, ``const char kMsg[] = "...";``. Found from its ``= "`` (rare, and a
+# literal the regex engine looks for quickly), then read backwards for the declaration and forwards for the
+# strings up to the ``;``.
+_ASSIGN_STRING = re.compile(r'=[ \t]*\r?\n?[ \t]*(?:u8|L|u|U)?"')
+_DECLARED = re.compile(r'\b(?:char|string|string_view|auto)\b\s*(?:const\s*)?\*?\s*(?:const\s+)?([A-Za-z_]\w*)\s*'
+                       r'(?:\[\s*\w*\s*\])?\s*$')
+_STRINGS = re.compile(r'\s*((?:(?:u8|L|u|U)?"(?:\\.|[^"\\\n])*"\s*)+);')
 _STRING = re.compile(r'"((?:\\.|[^"\\\n])*)"')
 
 
@@ -305,15 +308,21 @@ def string_constants(text: str) -> list[RaiseSite]:
     """The file's named string constants, as CONSTANT sites (matched where a message names them)."""
     out = []
     line, pos = 1, 0
-    for m in _CONSTANT.finditer(text):
-        value = "".join(_ESCAPE.sub(_unescape_one, u(s)) for s in _STRING.findall(m.group(2)))
+    for m in _ASSIGN_STRING.finditer(text):
+        d = _DECLARED.search(text, max(0, m.start() - 120), m.start())
+        if d is None:
+            continue
+        strings = _STRINGS.match(text, m.end() - 1)
+        if strings is None:
+            continue
+        value = "".join(_ESCAPE.sub(_unescape_one, u(x)) for x in _STRING.findall(strings.group(1)))
         if len(value.strip()) < 8:  # names for short strings ("cpu", ", ") are no messages
             continue
-        line += text.count("\n", pos, m.start(1))
-        pos = m.start(1)
+        line += text.count("\n", pos, d.start(1))
+        pos = d.start(1)
         parts = Parts()
         parts.lit(value)
         pieces, gaps = parts.done()
-        out.append(RaiseSite(NO_REF, NO_REF, RaiseKind.CONSTANT, m.group(1), "", pieces, gaps, "", line,
-                             line + m.group(0).count("\n")))
+        out.append(RaiseSite(NO_REF, NO_REF, RaiseKind.CONSTANT, d.group(1), "", pieces, gaps, "", line,
+                             line + text.count("\n", d.start(1), strings.end())))
     return out

@@ -16,7 +16,7 @@ from ast import Attribute, BinOp, Call, Constant, JoinedStr, Name
 from ..model import RaiseKind, RaiseSite
 from ..model.facts import NO_REF
 from ..model.raises import BRACE_FIELD, MAX_TEXT, PY_PERCENT_FIELD, Parts, split_format
-from .pyast import dotted, last_part, text
+from .pyast import dotted, last_part
 
 WARN_CALLS = frozenset({"warnings.warn", "warn", "_warnings.warn"})
 # torch._check and kin (torch/__init__.py): (exception, position of the message argument)
@@ -59,16 +59,14 @@ def _operands(node) -> list:
     return out[::-1]
 
 
-def _short(node) -> str:
-    d = dotted(node)
-    return d if d is not None else text(node, MAX_TEXT)
 
 
 class PyRaises:
     """Collects one module's raise sites; pymodules' walk calls the hooks (HOOKS, WARN_CALLS, PY_CHECKS)."""
 
-    def __init__(self, tree: ast.Module, aliases: dict[str, str]) -> None:
+    def __init__(self, tree: ast.Module, aliases: dict[str, str], data: bytes) -> None:
         self.sites: list[RaiseSite] = []
+        self.lines = data.split(b"\n")  # expressions are read from the source (ast.unparse costs ~100x more)
         self.aliases = aliases
         self.tests: dict[int, ast.expr] = {}  # id(statement) -> the test of the `if` whose body holds it
         self.consts: dict[str, ast.expr] = {}  # module-level NAME = "..." (and f-strings, concatenations)
@@ -107,12 +105,12 @@ class PyRaises:
         if msg is None:
             return
         test = self.tests.get(id(n))
-        self._add(n, func, strs, RaiseKind.RAISE, f"raise {name or text(exc.func, 80)}", shown, msg,
-                  text(test, MAX_TEXT) if test is not None else "")
+        self._add(n, func, strs, RaiseKind.RAISE, f"raise {name or self._text(exc.func, 80)}", shown, msg,
+                  self._text(test) if test is not None else "")
 
     def on_assert(self, n: ast.Assert, func: int, strs: dict) -> None:
         if n.msg is not None:
-            self._add(n, func, strs, RaiseKind.RAISE, "assert", "AssertionError", n.msg, text(n.test, MAX_TEXT))
+            self._add(n, func, strs, RaiseKind.RAISE, "assert", "AssertionError", n.msg, self._text(n.test))
 
     def warn(self, call: Call, name: str, func: int, strs: dict) -> None:
         if name == "warn" and self.aliases.get("warn") != "warnings.warn":
@@ -140,7 +138,7 @@ class PyRaises:
         msg = args[at] if len(args) > at else next((k.value for k in call.keywords if k.arg == "message"), None)
         if msg is not None and msg.__class__ is ast.Lambda:
             msg = msg.body
-        cond = text(args[0], MAX_TEXT)
+        cond = self._text(args[0])
         if msg is None or (msg.__class__ is Constant and msg.value is None):
             parts = Parts()
             parts.lit(PY_CHECK_DEFAULT)
@@ -149,6 +147,23 @@ class PyRaises:
             self._add(call, func, strs, RaiseKind.CHECK, name, exc, msg, cond)
 
     # ------------------------------------------------------------ messages
+
+    def _text(self, node, limit: int = MAX_TEXT) -> str:
+        """An expression's source text, whitespace runs as one space."""
+        first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+        lines = self.lines
+        if last >= len(lines) or last - first > 20:
+            return "..."
+        if first == last:
+            raw = lines[first][node.col_offset:node.end_col_offset]
+        else:
+            raw = b" ".join([lines[first][node.col_offset:], *lines[first + 1:last],
+                             lines[last][:node.end_col_offset]])
+        return " ".join(raw.decode("utf-8", "replace").split())[:limit]
+
+    def _short(self, node) -> str:
+        d = dotted(node)
+        return d if d is not None else self._text(node)
 
     def _constant(self, node, strs: dict) -> str | None:
         """The string a node stands for when it is a literal or a name bound to one (here or in the module)."""
@@ -188,7 +203,7 @@ class PyRaises:
                     if v.__class__ is Constant:
                         parts.lit(str(v.value))
                     else:
-                        parts.val(_short(v.value))
+                        parts.val(self._short(v.value))
                 return
             if cls is BinOp:
                 op = node.op.__class__
@@ -198,14 +213,14 @@ class PyRaises:
                     return
                 if op is ast.Mod and _is_str(node.left):
                     r = node.right
-                    args = [_short(e) for e in r.elts] if r.__class__ is ast.Tuple else [_short(r)]
+                    args = [self._short(e) for e in r.elts] if r.__class__ is ast.Tuple else [self._short(r)]
                     split_format(node.left.value, parts, PY_PERCENT_FIELD, args)
                     return
             if cls is Call:
                 f = node.func
                 fmt = self._constant(f.value, strs) if f.__class__ is Attribute and f.attr == "format" else None
                 if fmt is not None:  # "...{}...".format(x), also on a name bound to such a string
-                    split_format(fmt, parts, BRACE_FIELD, [_short(a) for a in node.args])
+                    split_format(fmt, parts, BRACE_FIELD, [self._short(a) for a in node.args])
                     return
                 if last_part(dotted(f) or "") == "dedent" and node.args:
                     self._flatten(node.args[0], parts, strs, depth + 1)
@@ -216,7 +231,7 @@ class PyRaises:
                     for e in exprs:
                         self._flatten(e, parts, strs, depth + 1)
                     return
-        parts.val(_short(node))
+        parts.val(self._short(node))
 
 
 # pymodules' walk calls these for the statements it meets (one dict lookup per node).

@@ -34,6 +34,7 @@ TESTS_S = 0.25  # tests are looked up when the answer has used less CPU than thi
 GOOD = 0.5  # a site covering at least this share of the message, and showing
 SHOWN = 0.7  # at least this share of its own text, is a match; less is a weak one
 NONE = 0.25  # below this share of the message, nothing in the tree prints it
+EXACT_LITERAL = 12  # characters of literal text an exact match needs to count whatever the values printed
 _SITE_COLS = codec(RaiseSite).select()
 _FUNC_COLS = codec(PyFunction).select()
 
@@ -82,6 +83,8 @@ class ErrorOriginResult:
 
 
 def _verdict(best: Match | None) -> Verdict:
+    if best is not None and best.exact and best.site.literal >= EXACT_LITERAL:
+        return Verdict.EXACT  # every piece in order: the values printed may be most of the message
     if best is None or best.coverage < NONE:
         return Verdict.NONE
     if best.coverage >= GOOD and best.shown >= SHOWN:

@@ -35,7 +35,6 @@ INDEXES: dict[str, list[str]] = {
     "op_info_entry": ["name"],
     "op_test_mark": ["op"],
     "test_util": ["name"],
-    "raise_site": ["cpp_func", "py_func"],
 }
 
 BASE_DDL = """

@@ -18,7 +18,8 @@ TOOLS = [
          "well is answered with the pieces that matched where. "
          f"Example: error_origin({EXAMPLE!r})",
          (Param("message", str, REQUIRED, f"the error message or traceback as printed (up to {MAX_INPUT:,} "
-                                          "characters are read)", metavar="MESSAGE"),
+                                          "characters are read); the CLI reads it from stdin when given '-'",
+                metavar="MESSAGE"),
           Param("limit", int, errors.DEFAULT_LIMIT, f"how many raise sites, 1..{errors.MAX_SITES}", metavar="N"),
           FORMAT),
          errors.error_origin, r_errors.render_error_origin, r_errors.next_error_origin),
