@@ -9,7 +9,7 @@ import stat
 import sys
 
 from .errors import BadArgument
-from .query.diff import MAX_DIFF_CHARS
+from .query.change.diff import MAX_DIFF_CHARS
 from .query.error_text import MAX_INPUT
 
 # Tool parameters whose text the CLI reads from a file ('-': stdin) rather than from the command line.

@@ -15,3 +15,9 @@ class IndexUnavailable(TorchTalkError):
 
 class BadArgument(TorchTalkError):
     """A tool argument outside its valid values."""
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """An argument as an error message may quote it: repr'd and cut short."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 4] + "...'"

@@ -48,3 +48,21 @@ def test_header_accessor_is_a_call_and_method_op_is_an_op(real_index):
     got, sec = calls_at(real_index, "aten/src/ATen/native/TensorShape.cpp:976")
     assert any(c == "at::TensorBase::dim" and line == 977 for line, c, _, _ in got)
     assert "dim" not in {e.dst.key for e in sec.ops}
+
+
+def test_type_expressions_of_the_tree_round_trip(real_index):
+    # Note [Type expressions]: every receiver and argument text of 2.6.0 parses and is written back as it was,
+    # except a few dozen leftovers of code the extractor could not read (" uint32_t width", " }|.load"): they
+    # have no base, so their type was unknown before they were parsed too.
+    from torchtalk.model.cpp import TypeExpr
+
+    texts = {t for recv, args in real_index.q("SELECT recv, args FROM cpp_call")
+             for t in [recv, *args.split(";")] if t and t != "?"}
+    bad = []
+    for text in texts:
+        try:
+            assert str(TypeExpr.parse(text)) == text
+        except ValueError:
+            bad.append(text)
+    assert len(texts) > 50_000 and len(bad) < 200
+    assert not [b for b in bad if b.split("|")[0].startswith(("t:", "c:", "v:", "this"))]

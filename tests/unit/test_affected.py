@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from torchtalk.errors import BadArgument
-from torchtalk.query import affected as affected_mod
-from torchtalk.query.diff import MAX_FILES, defined_names, parse_diff, tree_path
+from torchtalk.model.change import Language
+from torchtalk.query.change import reach as reach_mod
+from torchtalk.query.change.diff import MAX_FILES, defined_names, parse_diff, tree_path
 from torchtalk.query.results import NotFound
 from torchtalk.tools import answer, get_tool
 
@@ -165,8 +166,8 @@ def test_defined_names_reads_definition_lines_only():
     cpp = ["TORCH_IMPL_FUNC(cumsum_out) (const Tensor& self) {", "static void cumsum_cpu_kernel(const Tensor& r,",
            "    int64_t dim) {", "  foo(1, 2);", "  return bar(x);", "Tensor& f(int a);", "if (x) {",
            "at::Tensor at::native::g(int a) {"]
-    assert defined_names(cpp, "cpp") == ["TORCH_IMPL_FUNC(cumsum_out)", "cumsum_cpu_kernel", "at::native::g"]
-    assert defined_names(["def f(x):", "    return g(x)", "class C(Base):", "async def h():"], "python") == [
+    assert defined_names(cpp, Language.CPP) == ["TORCH_IMPL_FUNC(cumsum_out)", "cumsum_cpu_kernel", "at::native::g"]
+    assert defined_names(["def f(x):", "    return g(x)", "class C(Base):", "async def h():"], Language.PYTHON) == [
         "f", "C", "h"]
 
 
@@ -287,7 +288,7 @@ def test_header_helper_used_by_many_kernels_is_bounded_and_says_what_was_cut(cix
     diff = edit_diff(tree, "aten/src/ATen/native/cpu/CumUtils.h", 7, "self.dim()", "self.dim() + 0")
     res, _, _ = ask(ix, diff=diff)
     assert {"cumsum", "cumprod"} <= set(op_keys(res)) and not res.cuts
-    monkeypatch.setattr(affected_mod, "MAX_LEVEL_NODES", 1)
+    monkeypatch.setattr(reach_mod, "MAX_LEVEL_NODES", 1)
     res, text, _ = ask(ix, diff=diff)
     assert set(op_keys(res)) == {"cumsum", "cumsum.out"}  # only the first caller is walked from
     assert "walk: 1 C++ callers reached but not walked from (at most 1 a level for each change)" in text

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from ..model import CallKind, CallSite
+from ..model.cpp import split_template_args
 from .cpp_bindings import BINDING_METHODS, record_binding, u
 from .cpp_regs import Regs
 from .cpp_text import collapse, split_scope, strip_templates
@@ -128,17 +129,7 @@ class Calls:
 
 def _last_scope_args(raw: str) -> str:
     """Template arguments of the last scope component: ``std::numeric_limits<float>::max`` -> ``float``."""
-    head = raw[: raw.rfind(">::") + 1]
-    depth = 0
-    for i in range(len(head) - 1, -1, -1):
-        ch = head[i]
-        if ch == ">":
-            depth += 1
-        elif ch == "<":
-            depth -= 1
-            if depth == 0:
-                return head[i + 1:-1]
-    return ""
+    return split_template_args(raw[: raw.rfind(">::") + 1])[1]
 
 
 def _lambda_in(a):

@@ -11,6 +11,7 @@ import re
 from bisect import bisect_right
 
 from ..model import Registration, RegistrationKind
+from ..model.paths import backend_of_path
 from .cpp_state import WalkState
 from .cpp_text import call_args, clean_target, collapse, match_close, skip_quoted, split_args, string_value
 
@@ -26,20 +27,6 @@ _NOT_CODE = frozenset({
     "char_literal", "preproc_arg", "system_lib_string", "escape_sequence",
 })
 _NOT_CODE_PARENT = frozenset({"preproc_def", "preproc_function_def", "preproc_call", "string_literal"})
-
-
-def backend_for_path(relpath: str) -> str:
-    """Backend a plain REGISTER_DISPATCH registers for, from where the file is compiled."""
-    p = relpath.replace("\\", "/").lower()
-    if p.endswith((".cu", ".cuh")) or "/cuda/" in p or "/cudnn/" in p:
-        return "CUDA"
-    if p.endswith(".mm") or "/mps/" in p:
-        return "MPS"
-    if "/hip/" in p or "/miopen/" in p:
-        return "HIP"
-    if "/xpu/" in p:
-        return "XPU"
-    return "CPU"
 
 
 class Regs:
@@ -80,7 +67,7 @@ class Regs:
 
     def dispatch(self) -> None:
         text = self.text
-        path_key = backend_for_path(self.w.relpath)
+        path_key = backend_of_path(self.w.relpath) or "CPU"  # Note [Backend of a path]
         for m in _DISPATCH.finditer(text):
             macro = m.group(1)
             if not self.is_code(m.start(), m.start(1) + len(macro)):

@@ -28,10 +28,6 @@ from ..model import (
 )
 from .yamlnodes import YamlError, end_line_of, line_of, load_with_nodes, mapping_items
 
-NATIVE_FUNCTIONS = "aten/src/ATen/native/native_functions.yaml"
-TAGS = "aten/src/ATen/native/tags.yaml"
-DERIVATIVES = "tools/autograd/derivatives.yaml"
-
 _MODELED = {
     "func", "dispatch", "variants", "python_module", "structured", "structured_delegate",
     "structured_inherits", "precomputed", "ufunc_inner_loop", "autogen", "tags", "device_check",

@@ -28,9 +28,10 @@ import ast
 from ast import Call, Name
 
 from ..model import TestUtil, UtilKind
+from ..model.paths import TESTING_INTERNAL
 from .pyast import DEFS, block_statements, dotted, first_doc_line, last_part, signature
 
-INTERNAL = "torch/testing/_internal/"
+INTERNAL = TESTING_INTERNAL
 
 _FN_PARAMS = frozenset({
     "fn", "func", "f", "fun", "function", "test", "test_fn", "test_func", "testfn",

@@ -16,6 +16,7 @@ import os
 from typing import NamedTuple
 
 from ..model import FileFacts, FileProblems, FileStatus, Layer
+from ..model.paths import NATIVE_FUNCTIONS, TAGS, TESTING_INTERNAL
 from ..store.codec import Row, encode_facts
 from . import native_yaml
 from .bindtext import add_binding_text
@@ -48,9 +49,9 @@ def extract(relpath: str, layer: Layer, data: bytes) -> FileFacts:
     """The facts of one file, by layer and path."""
     name = relpath.rsplit("<generated>/", 1)[-1]
     if layer is Layer.OPS:
-        if name.endswith("native_functions.yaml"):
+        if relpath == NATIVE_FUNCTIONS:
             return native_yaml.extract_native_functions(relpath, data)
-        if name.endswith("tags.yaml"):
+        if relpath == TAGS:
             return native_yaml.extract_tags(relpath, data)
         return native_yaml.extract_derivatives(relpath, data)
     if layer is Layer.GENERATED:
@@ -67,7 +68,7 @@ def extract(relpath: str, layer: Layer, data: bytes) -> FileFacts:
     if layer is Layer.TESTS:
         return extract_tests(relpath, data, tree)
     facts = extract_python(relpath, data, tree)
-    if name.startswith("torch/testing/_internal/"):
+    if name.startswith(TESTING_INTERNAL):
         for key, rows in extract_tests(relpath, data, tree).items():
             facts.setdefault(key, []).extend(rows)
     return facts

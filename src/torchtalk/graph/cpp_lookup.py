@@ -65,13 +65,8 @@ def resolve_type(ix: Index, text: str, scope: Scope, depth: int = 0) -> Ty | Non
     """The type ``text`` names when written in ``scope`` (None: unknown, a template parameter, or damaged)."""
     if not text or depth > _MAX_DEPTH:
         return None
-    key = (text, scope)
-    memo: dict[tuple[str, Scope], Ty | None] = ix.cached("resolved_types", dict)
-    if key in memo:
-        return memo[key]
-    memo[key] = None  # cycles (using A = B; using B = A;) end as unknown
-    memo[key] = ty = _resolve_type(ix, text, scope, depth)
-    return ty
+    # cycles (using A = B; using B = A;) end as unknown
+    return ix.memo("resolved_types", (text, scope), lambda: _resolve_type(ix, text, scope, depth), None)
 
 
 def _resolve_type(ix: Index, text: str, scope: Scope, depth: int) -> Ty | None:

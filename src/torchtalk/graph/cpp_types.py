@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..model import CppClass, CppField, CppSymbol, UsingKind
+from ..model.cpp import split_template_args
 from ..store.codec import codec, rows_facts
 from ..store.reader import Index
 from .registry import registry
@@ -130,19 +131,8 @@ def parse_type(text: str) -> tuple[str, list[str], int]:
         else:
             break
     t = t.replace("const ", "").replace("typename ", "").strip().lstrip(":")
-    args: list[str] = []
-    if t.endswith(">"):
-        depth = 0
-        for i in range(len(t) - 1, -1, -1):
-            ch = t[i]
-            if ch == ">":
-                depth += 1
-            elif ch == "<":
-                depth -= 1
-                if depth == 0:
-                    args = split_args(t[i + 1:-1])
-                    t = t[:i]
-                    break
+    t, inner = split_template_args(t)
+    args = split_args(inner)
     if "<" in t:  # Outer<T>::Inner: outer arguments dropped
         t = "::".join(p.split("<")[0] for p in split_qualified(t))
     return t.strip(), args, ptrs

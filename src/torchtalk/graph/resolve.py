@@ -10,7 +10,9 @@ with internal linkage are seen only from their own file; test-only headers only 
 tests, codegen templates only from templates. Overloads are chosen by argument count and
 known argument types (graph/overloads.py); where those do not decide, every remaining
 candidate is returned, marked as such. Across the dispatcher every C++ spelling of an op
-call is the op (Note [Op call spellings]); a call of a DispatchStub reaches the stub.
+call is the op (Note [Op call spellings] in op_spellings.py, which holds PyTorch's conventions);
+a call of a DispatchStub reaches the stub. Receiver and argument types are parsed type
+expressions (``model.cpp.TypeExpr``), evaluated step by step in the caller's scope.
 
 Size: one ``Resolver`` whose three parts recurse into each other: typing a receiver needs the
 call that produced it resolved (lookup, then overload choice), and choosing an overload needs
@@ -22,8 +24,11 @@ cpp_lookup.py, overloads.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
-from ..model import CallKind, CallSite, CppSymbol, Op, RegistrationKind, StrEnum, SymbolKind, UsingKind, Variant
+from ..model import CallKind, CallSite, CppSymbol, Op, StrEnum, SymbolKind, UsingKind, Variant
+from ..model.cpp import TypeBase, TypeExpr, TypeStep, TypeStepKind
+from ..model.paths import ATEN_TEMPLATES
 from ..store.reader import Index
 from .cpp_lookup import ancestry, element, field_type, methods, resolve_type, return_type, std_member, using_base
 from .cpp_types import (
@@ -40,23 +45,26 @@ from .cpp_types import (
     split_qualified,
     symbols_named,
 )
+from .op_spellings import (
+    KEY_NAMESPACES,
+    OP_NAMESPACES,
+    STRUCT_QUALIFIERS,
+    dispatch_helper_ops,
+    is_test,
+    may_name_op,
+    methods_fitting,
+    named_like_tensor,
+    op_named,
+    ops_for,
+    struct_op,
+    stub_names,
+)
 from .overloads import op_signature, param_types, return_of, score, signature
 from .registry import OpRegistry, registry
 from .symbols import calls_from, gpu_kernels_named, symbol
 
-_OP_NAMESPACES = {"at", "torch", "at::_ops", "at::redispatch"}
-# Note [Op call spellings]: the C++ API that torchgen generates for an op X reaches the
-# dispatcher under many names: at::X, at::X_symint, at::X_out / at::X_outf (out= overloads),
-# at::_ops::X::call / ::redispatch, at::redispatch::X, the per-key namespaces at::cpu::X,
-# at::cuda::X, at::meta::X, at::compositeexplicitautograd::X ..., and Tensor methods.
-_KEY_NAMESPACES = {"at::cpu", "at::cuda", "at::meta", "at::mps", "at::compositeexplicitautograd",
-                   "at::compositeimplicitautograd", "at::compositeexplicitautogradnonfunctional",
-                   "at::compositeimplicitautogradnestedtensor", "at::redispatch", "at::symint"}
-# Receivers that are Tensors in ATen code by convention: used only where the file does not show the type.
-_TENSOR_NAMES = {"self", "other", "result", "out", "output", "input", "grad", "grad_output", "grad_input",
-                 "tensor", "weight", "bias", "src", "source", "index", "indices", "values", "mask", "t"}
-_TEMPLATES = "aten/src/ATen/templates/"  # torchgen's templates: their code is generated code's
-_TEST_DIRS = ("/test/", "/tests/")
+__all__ = ["Resolution", "Resolver", "TargetKind", "UNRESOLVED", "op_named", "ops_of", "resolve", "stub_names"]
+
 _MAX_NESTING = 3  # type evaluation that needs call resolution that needs type evaluation ...
 
 
@@ -84,36 +92,6 @@ UNRESOLVED = Resolution(TargetKind.UNRESOLVED)
 _STD = Resolution(TargetKind.UNRESOLVED, note="std")
 
 
-def stub_names(ix: Index) -> set[str]:
-    names: set[str] = ix.cached("stub_names", lambda: {r[0] for r in ix.q(
-        "SELECT DISTINCT name FROM cpp_registration WHERE kind IN (?, ?, ?)",
-        (RegistrationKind.DECLARE_DISPATCH.value, RegistrationKind.DEFINE_DISPATCH.value,
-         RegistrationKind.REGISTER_DISPATCH.value))})
-    return names
-
-
-def _struct_ops(ix: Index, reg: OpRegistry) -> dict[str, str]:
-    """at::_ops struct names -> op full names (add_Tensor -> add.Tensor)."""
-    table: dict[str, str] = ix.cached("ops_structs", lambda: {op.struct_name: op.full_name
-                                                              for op in reg.by_id.values()})
-    return table
-
-
-def op_named(reg: OpRegistry, name: str) -> tuple[str, ...]:
-    """The ops a C++ op-API function name means: X, X_symint, X_out / X_outf (out= overloads of X)."""
-    base = name.removesuffix("_symint")
-    if base in reg.by_name:
-        # at::add(...) is one of add's functional overloads; at::add_out(...) names the out= ones.
-        ops = reg.by_name[base]
-        return tuple(op.full_name for op in ops if not op.is_out) or tuple(op.full_name for op in ops)
-    for suffix in ("_outf", "_out"):
-        if base.endswith(suffix):
-            outs = [op.full_name for op in reg.by_name.get(base[: -len(suffix)], []) if op.is_out]
-            if outs:
-                return tuple(outs)
-    return ()
-
-
 def ops_of(reg: OpRegistry, res: Resolution) -> list[Op]:
     """The ops a resolution names (all overloads of a base name when the call does not say which)."""
     return [reg.by_full[n] for n in res.ops if n in reg.by_full]
@@ -122,14 +100,20 @@ def ops_of(reg: OpRegistry, res: Resolution) -> list[Op]:
 # ------------------------------------------------------------------ entry point
 
 def resolve(ix: Index, call: CallSite, caller: CppSymbol | None = None) -> Resolution:
-    cache: dict[tuple[int, str, str, str, str, int, str, str], Resolution] = ix.cached("resolutions", dict)
-    caller = caller or symbol(ix, call.caller)
-    if caller is None:
+    found = caller or symbol(ix, call.caller)
+    if found is None:
         return UNRESOLVED
-    key = (caller.id, call.callee, call.qualifier, call.kind.value, call.recv, call.nargs, call.args, call.targs)
-    if key not in cache:
-        cache[key] = Resolver(ix, caller).call(call)
-    return cache[key]
+    key = (found.id, call.callee, call.qualifier, call.kind.value, call.recv, call.nargs, call.args, call.targs)
+    return ix.memo("resolutions", key, lambda: Resolver(ix, found).call(call), UNRESOLVED)
+
+
+@lru_cache(maxsize=1 << 16)
+def _parsed(te: str) -> TypeExpr | None:
+    """The type expression a fact's text writes; None for text that is not one (its type is unknown)."""
+    try:
+        return TypeExpr.parse(te)
+    except ValueError:
+        return None
 
 
 class Resolver:
@@ -140,12 +124,33 @@ class Resolver:
         self.caller = caller
         self.reg = registry(ix)
         self.scope = caller_scope(caller)
+        self.parent = self.scope.chain[1] if len(self.scope.chain) > 1 else ""  # the scope the caller is in
         self.nesting = nesting
-        self.in_test = _is_test(caller.path)
+        self.in_test = is_test(caller.path)
 
     # -------------------------------------------------------------- calls
 
     def call(self, call: CallSite) -> Resolution:
+        """What ``call`` reaches. The rules are tried in this order; the first that applies answers:
+
+        1. a kernel launch (``k<<<...>>>``): the visible ``__global__`` kernels named ``k``;
+        2. a method call (``x.f()``): ``method``, by the receiver's type;
+        3. a name passed on without a call: the DispatchStub of that name, else nothing;
+        4. a local variable called (a lambda, a functor): its class's call operator, else LOCAL;
+        5. ``::f``: the global ``f`` (never an op, never a namespace's ``f``), else the standard library's;
+        6. ``at::_ops::S::call``: the op whose at::_ops struct is ``S``;
+        7. a per-key namespace (``at::cpu::X``, ``at::redispatch::X``): the op X, if there is one;
+        8. an unqualified DispatchStub name: the stub;
+        9. ``__dispatch_X`` (torchgen's, in hand-written Tensor methods): the ops X;
+        10. ``std::``: the tree's specializations and overloads only where the call's types select them;
+        11. C++ name lookup from the caller's scope (``lookup``); in an op namespace, or when lookup finds
+            nothing, in ATen code (``may_name_op``) the op of that name wins over the functions found,
+            unless it is manual_cpp_binding (the hand-written one is the op's) or a visible helper takes
+            the arguments better;
+        12. the functions lookup found: the overload the arguments choose (``choose``);
+        13. unqualified: argument-dependent lookup in the namespaces of the arguments' classes;
+        14. a class named as a function: a construction, its constructors (``_construction``).
+        """
         name, qual = call.callee, call.qualifier.strip(":")
         if call.kind is CallKind.LAUNCH:
             defs = [s for s in self._global_kernels(name) if self._visible(s)]
@@ -165,25 +170,24 @@ class Resolver:
             # ::f is the global f (usually the C library's): never an op, never a namespace-local f.
             found = [s for s in symbols_named(self.ix, name) if self._visible(s)]
             return self.choose(found, call) if found else _STD
-        if qual.startswith(("at::_ops::", "_ops::")):
-            full = _struct_ops(self.ix, self.reg).get(qual.split("::")[-1])
+        if qual.startswith(STRUCT_QUALIFIERS):
+            full = struct_op(self.ix, self.reg, qual)
             return Resolution(TargetKind.OP, ops=(full,), spelling=f"{qual}::{name}") if full else UNRESOLVED
-        if qual in _KEY_NAMESPACES:
+        if qual in KEY_NAMESPACES:
             ops = op_named(self.reg, name)
             if ops:
                 return Resolution(TargetKind.OP, ops=ops, spelling=f"{qual}::{name}")
         if not qual and name in stub_names(self.ix):
             return Resolution(TargetKind.STUB, stub=name)
-        if name.startswith("__dispatch_") and self.reg.by_name.get(name[len("__dispatch_"):]):
-            # torchgen's __dispatch_X: how hand-written Tensor methods of manual_cpp_binding ops dispatch
-            base = name[len("__dispatch_"):]
-            return Resolution(TargetKind.OP, ops=tuple(o.full_name for o in self.reg.by_name[base]),
-                              spelling=name)
+        helper_ops = dispatch_helper_ops(self.reg, name)
+        if helper_ops:
+            return Resolution(TargetKind.OP, ops=helper_ops, spelling=name)
         if qual == "std" or qual.startswith("std::"):
             return self._std(call, name, qual)
         where, found = self.lookup(name, qual)
-        op_scope = qual in _OP_NAMESPACES or (not qual and where in ("at", ""))
-        ops = self._ops_for(name, call) if (op_scope or not found) and self._in_at(qual) else ()
+        op_scope = qual in OP_NAMESPACES or (not qual and where in ("at", ""))
+        may_be_op = (op_scope or not found) and may_name_op(qual, self.caller.qualname, self.parent)
+        ops = ops_for(self.reg, name, call.nargs) if may_be_op else ()
         if found:
             found = self._usable(found)
         if ops and found and all(self.reg.by_full[o].manual_cpp_binding for o in ops):
@@ -207,33 +211,9 @@ class Resolver:
         ctors = [s for s in symbols_named(self.ix, f"{ty.name}::{split_last(ty.name)[0]}") if self._visible(s)]
         return self.choose(ctors, call, ty) if ctors else Resolution(TargetKind.LOCAL)
 
-    def _in_at(self, qual: str) -> bool:
-        """Whether a call can mean an op: written in an op namespace, or unqualified in ATen's namespaces
-        (at::vec and friends call math, not ops)."""
-        if qual:
-            return qual in _OP_NAMESPACES
-        q = self.caller.qualname
-        return q.startswith(("at::native::", "at::meta::", "torch::autograd::", "at::functorch::")) or \
-            self.scope.chain[1:2] == ("at",) or q.startswith("at::") and "::vec::" not in q
-
-    def _ops_for(self, name: str, call: CallSite) -> tuple[str, ...]:
-        ops = op_named(self.reg, name)
-        if not ops or call.nargs < 0:
-            return ops
-        # at::max(self) and at::max(self, dim) are different overloads: keep those the arguments fit
-        out_form = name.endswith(("_out", "_outf")) and name.removesuffix("_symint") not in self.reg.by_name
-        fit = []
-        for full in ops:
-            op = self.reg.by_full[full]
-            tys, required = op_signature(op, method=False)
-            extra = sum(1 for a in op.schema.arguments if a.out) if out_form else 0
-            if required + extra <= call.nargs <= len(tys) + extra:
-                fit.append(full)
-        return tuple(fit) or ops
-
     def _helper_wins(self, found: list[CppSymbol], ops: tuple[str, ...], call: CallSite) -> bool:
         """at::X is the op unless a visible, non-template helper named X takes the arguments better."""
-        helpers = [s for s in found if not s.is_template and not s.path.startswith(_TEMPLATES)
+        helpers = [s for s in found if not s.is_template and not s.path.startswith(ATEN_TEMPLATES)
                    and signature(s.params).takes(call.nargs)]
         if not helpers:
             return False
@@ -384,7 +364,7 @@ class Resolver:
                 owner, syms = methods(self.ix, Ty(cls), name)
                 if syms:
                     return self.choose(syms, call, owner)
-        if self.reg.has_method(name) and _named_like_tensor(qual):
+        if self.reg.has_method(name) and named_like_tensor(qual):
             return self.tensor_method(call, Ty("at::Tensor"))
         return UNRESOLVED
 
@@ -419,7 +399,7 @@ class Resolver:
                 return self._op_method(generated, call)
         if syms:
             res = self.choose(syms, call, owner)
-            if res.kind is TargetKind.DEFS and res.defs[0].path.startswith(_TEMPLATES) and not res.candidates:
+            if res.kind is TargetKind.DEFS and res.defs[0].path.startswith(ATEN_TEMPLATES) and not res.candidates:
                 ops = self._dispatches(res.defs[0])
                 if ops:
                     return Resolution(TargetKind.OP, ops=ops, spelling=f"Tensor::{name} (inline)")
@@ -429,17 +409,14 @@ class Resolver:
         return UNRESOLVED
 
     def _op_method(self, ops: list[Op], call: CallSite) -> Resolution:
-        fit = [op.full_name for op in ops if call.nargs < 0 or
-               op_signature(op, True)[1] <= call.nargs <= len(op_signature(op, True)[0])]
-        return Resolution(TargetKind.OP, ops=tuple(fit or [op.full_name for op in ops]), spelling="Tensor method")
+        return Resolution(TargetKind.OP, ops=methods_fitting(ops, call.nargs), spelling="Tensor method")
 
     def _dispatches(self, sym: CppSymbol, depth: int = 0) -> tuple[str, ...]:
         """Ops a hand-written inline Tensor method reaches: those its body calls, following the methods of
         Tensor / TensorBase named after it (contiguous -> TensorBase::contiguous -> __dispatch_contiguous)."""
-        memo: dict[int, tuple[str, ...]] = self.ix.cached("inline_dispatch", dict)
-        if sym.id in memo:
-            return memo[sym.id]
-        memo[sym.id] = ()
+        return self.ix.memo("inline_dispatch", sym.id, lambda: self._dispatched(sym, depth), ())
+
+    def _dispatched(self, sym: CppSymbol, depth: int) -> tuple[str, ...]:
         ops: list[str] = []
         inner = Resolver(self.ix, sym, self.nesting + 1)
         for c in calls_from(self.ix, sym.id):
@@ -451,8 +428,7 @@ class Resolver:
                     cls = split_last(d.qualname)[1]
                     if cls in ("at::Tensor", "at::TensorBase") and sym.name in d.name and d.id != sym.id:
                         ops += [o for o in self._dispatches(d, depth + 1) if o not in ops]
-        memo[sym.id] = tuple(ops)
-        return memo[sym.id]
+        return tuple(ops)
 
     # -------------------------------------------------------------- overloads
 
@@ -502,9 +478,9 @@ class Resolver:
     def _usable(self, syms: list[CppSymbol]) -> list[CppSymbol]:
         """Test-only code serves tests only (never a pick for the library, even as the only name found);
         codegen templates serve generated code, and others where they exist."""
-        own = [s for s in syms if self._visible(s) and (self.in_test or not _is_test(s.path))]
-        keep = [s for s in own if self.caller.path.startswith(_TEMPLATES) or not s.path.startswith(_TEMPLATES)
-                or "::Tensor::" in s.qualname]
+        own = [s for s in syms if self._visible(s) and (self.in_test or not is_test(s.path))]
+        keep = [s for s in own if self.caller.path.startswith(ATEN_TEMPLATES)
+                or not s.path.startswith(ATEN_TEMPLATES) or "::Tensor::" in s.qualname]
         return keep or own
 
     # -------------------------------------------------------------- types
@@ -516,53 +492,47 @@ class Resolver:
 
     def type_of(self, te: str) -> Ty | None:
         """Evaluate a type expression (Note [Type expressions]) in the caller's scope."""
-        memo: dict[tuple[int, str], Ty | None] = self.ix.cached("type_exprs", dict)
-        key = (self.caller.id, te)
-        if key in memo:
-            return memo[key]
-        memo[key] = None
-        ty = self._eval(te) if self.nesting <= _MAX_NESTING else None
-        memo[key] = ty
-        return ty
+        return self.ix.memo("type_exprs", (self.caller.id, te), lambda: self._evaluate(te), None)
 
-    def _eval(self, te: str) -> Ty | None:
-        steps = te.split("|")
-        base = steps[0]
-        ix = self.ix
-        if base.startswith("t:"):
-            ty = resolve_type(ix, base[2:], self.scope)
-        elif base.startswith("c:"):
-            ty = self._call_type(base[2:])
-        elif base.startswith("v:"):
-            ty = self._variable(base[2:])
-        elif base == "this":
-            cls = self._own_class()
-            ty = Ty(cls, (), 1) if cls else None
-        else:
-            ty = None
-        for step in steps[1:]:
+    def _evaluate(self, te: str) -> Ty | None:
+        parsed = _parsed(te)
+        return self._eval(parsed) if parsed is not None and self.nesting <= _MAX_NESTING else None
+
+    def _eval(self, te: TypeExpr) -> Ty | None:
+        ty = self._base_type(te)
+        for step in te.steps:
             if ty is None:
                 return None
-            if step.startswith("."):
-                if step.endswith(")"):
-                    name, _, n = step[1:-1].partition("(")
-                    ty = self._method_type(ty, name, int(n) if n.isdigit() else -1)
-                else:
-                    ty = field_type(ix, ty, step[1:]) if not ty.ptr else None
-            elif step == "[]" or step == "*":
-                ty = element(ix, ty, step)
-            elif step == "&":
-                ty = Ty(ty.name, ty.args, ty.ptr + 1)
-            elif step.startswith("#"):
-                ty = ty.arg(int(step[1:])) if ty.name in ("std::tuple", "std::pair") and step[1:].isdigit() else None
-            elif step == "cmp":  # a comparison: a Tensor's gives a Tensor, others bool
-                ty = ty if ty.is_tensor or self._tensor_derived(ty) else Ty("bool")
-            elif step.startswith("()"):
-                owner, syms = methods(ix, ty, "operator()") if not (ty.is_std or ty.is_builtin) else (None, [])
-                ty = return_type(ix, syms[0], owner) if syms else None
-            else:
-                return None
+            ty = self._step(ty, step)
         return ty
+
+    def _base_type(self, te: TypeExpr) -> Ty | None:
+        if te.base is TypeBase.TYPE:
+            return resolve_type(self.ix, te.text, self.scope)
+        if te.base is TypeBase.CALL:
+            return self._call_type(te.text, te.nargs)
+        if te.base is TypeBase.VARIABLE:
+            return self._variable(te.text)
+        cls = self._own_class()  # TypeBase.THIS
+        return Ty(cls, (), 1) if cls else None
+
+    def _step(self, ty: Ty, step: TypeStep) -> Ty | None:
+        ix, k = self.ix, step.kind
+        if k is TypeStepKind.METHOD:
+            return self._method_type(ty, step.name, step.n)
+        if k is TypeStepKind.MEMBER:
+            return field_type(ix, ty, step.name) if not ty.ptr else None
+        if k is TypeStepKind.ELEMENT or k is TypeStepKind.DEREF:
+            return element(ix, ty, k.value)
+        if k is TypeStepKind.ADDRESS:
+            return Ty(ty.name, ty.args, ty.ptr + 1)
+        if k is TypeStepKind.TUPLE:
+            return ty.arg(step.n) if ty.name in ("std::tuple", "std::pair") else None
+        if k is TypeStepKind.COMPARE:  # a comparison: a Tensor's gives a Tensor, others bool
+            return ty if ty.is_tensor or self._tensor_derived(ty) else Ty("bool")
+        # TypeStepKind.CALL_OP
+        owner, syms = methods(ix, ty, "operator()") if not (ty.is_std or ty.is_builtin) else (None, [])
+        return return_type(ix, syms[0], owner) if syms else None
 
     def _own_class(self) -> str:
         cls = split_last(self.caller.qualname)[1]
@@ -583,9 +553,8 @@ class Resolver:
             return got if isinstance(got, Ty) else None
         if ty.is_builtin:
             return None
-        fake = CallSite(self.caller.id, name, "", 1, CallKind.METHOD, "", "", nargs, "", "")
         if ty.is_tensor or self._tensor_derived(ty):
-            res = self.tensor_method(fake, ty)
+            res = self.tensor_method(CallSite.implied(self.caller.id, name, CallKind.METHOD, nargs=nargs), ty)
             if res.kind is TargetKind.OP:
                 rets = {return_of(self.reg.by_full[o]) for o in res.ops if o in self.reg.by_full}
                 return rets.pop() if len(rets) == 1 else None
@@ -599,11 +568,9 @@ class Resolver:
                 return rt
         return None
 
-    def _call_type(self, written: str) -> Ty | None:
+    def _call_type(self, name: str, nargs: int) -> Ty | None:
         """The type of ``NAME(args)``: a constructor's class, an op's return type, a function's return type."""
         ix = self.ix
-        name, _, n = written.rpartition("/")
-        nargs = int(n) if n.isdigit() else -1
         # a class named as a function is a construction: TensorIteratorConfig(), Tensor(x), IntArrayRef(v)
         as_type = resolve_type(ix, name, self.scope)
         if as_type is not None and not as_type.is_builtin:
@@ -619,8 +586,8 @@ class Resolver:
                 _, syms = methods(ix, owner, callee)
                 fit = [s for s in syms if signature(s.params).takes(nargs)] or syms
                 return return_type(ix, fit[0], owner) if fit else None
-        fake = CallSite(self.caller.id, callee, qual, 1, CallKind.CALL, "", "", nargs, "", "")
-        res = Resolver(ix, self.caller, self.nesting + 1).call(fake) if self.nesting < _MAX_NESTING else UNRESOLVED
+        implied = CallSite.implied(self.caller.id, callee, CallKind.CALL, qualifier=qual, nargs=nargs)
+        res = Resolver(ix, self.caller, self.nesting + 1).call(implied) if self.nesting < _MAX_NESTING else UNRESOLVED
         if res.kind is TargetKind.OP:
             rets = {return_of(self.reg.by_full[o]) for o in res.ops if o in self.reg.by_full}
             return rets.pop() if len(rets) == 1 else None
@@ -637,17 +604,6 @@ class Resolver:
 
     def _global_kernels(self, name: str) -> list[CppSymbol]:
         return [s for s in gpu_kernels_named(self.ix, name) if s.kind is SymbolKind.GLOBAL_KERNEL]
-
-
-def _named_like_tensor(receiver: str) -> bool:
-    r = receiver.strip()
-    if r.endswith(")"):
-        return r.startswith(("at::", "self.", "result.")) or ".to(" in r or ".contiguous(" in r
-    return r.lstrip("*&(").split(".")[0].split("->")[0] in _TENSOR_NAMES
-
-
-def _is_test(path: str) -> bool:
-    return path.startswith(("test/", "tests/")) or any(d in path for d in _TEST_DIRS)
 
 
 def _unique(syms: list[CppSymbol]) -> list[CppSymbol]:

@@ -1,6 +1,6 @@
 """Where PyTorch's code generators put their output, and which generator and template wrote each file.
 
-Pure data and pure functions (no I/O, nothing else of torchtalk imported): the
+Pure data and pure functions (no I/O, nothing of torchtalk beyond model/ imported): the
 directories of a build's generated tree, and ``template_for``, which names the
 generator module and template behind a generated file so an answer can say
 "written by tools/autograd/gen_python_functions.py from
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from .paths import ATEN_TEMPLATES, TORCHGEN_MAIN
+
 __all__ = ["AOTI_DIR", "ATEN_DIR", "AUTOGRAD_DIR", "template_for"]
 
 #: Where each generator's output goes, relative to the output root (as in a build).
@@ -20,8 +22,8 @@ ATEN_DIR = "aten/src/ATen"
 AUTOGRAD_DIR = "torch/csrc/autograd/generated"
 AOTI_DIR = "torch/csrc/inductor/aoti_torch/generated"
 
-_TG = "torchgen/gen.py"
-_ATEN_T = "aten/src/ATen/templates/"
+_TG = TORCHGEN_MAIN
+_ATEN_T = ATEN_TEMPLATES
 _AG_T = "tools/autograd/templates/"
 
 # Generated basenames (shard suffix removed) -> (generator, template basename), for

@@ -7,11 +7,12 @@ never relinks the others.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Annotated
 
 from .facts import NO_REF, Ref, Stored, check_enum, check_line
-from .kinds import CallKind, GeneratedKind, RegistrationKind, SymbolKind, UsingKind
+from .kinds import CallKind, GeneratedKind, RegistrationKind, StrEnum, SymbolKind, UsingKind
 from .loc import Loc
 
 
@@ -81,13 +82,7 @@ class CallSite:
     line: int
     kind: CallKind
     detail: str  # LAUNCH: "grid, block[, smem, stream]"; GPU_LAUNCH: functor name or "lambda@LINE"
-    # Note [Type expressions]: what the file shows of types, for resolution at query time (graph/cpp_lookup.py).
-    # A type expression is a base and "|"-separated steps: "t:TYPE" (a type as written), "c:NAME/N" (the result
-    # of calling NAME with N arguments), "v:NAME" (a name the function does not declare: a member or a global),
-    # "this"; steps ".f(N)" (method call), ".x" (member), "[]" (element), "*" (dereference), "&" (address),
-    # "#K" (tuple element), "()N" (call operator), "cmp" (a comparison: bool, or what the class's operator gives,
-    # a Tensor for Tensors). "self.options().dtype()" in f(const Tensor& self) is
-    # "t:Tensor|.options(0)|.dtype(0)".
+    # Type expressions (Note [Type expressions] below, as their text ``str(TypeExpr)``):
     recv: str = ""  # METHOD: the receiver's type expression; CALL of a local variable (a lambda): the variable's
     nargs: int = -1  # arguments written; -1 when not a call with an argument list
     args: str = ""  # the arguments' type expressions, ";"-separated ("" for each unknown one; "" if none known)
@@ -116,6 +111,143 @@ class CallSite:
     @property
     def has_caller(self) -> bool:
         return self.caller != NO_REF
+
+    @classmethod
+    def implied(cls, caller: int, callee: str, kind: CallKind, qualifier: str = "", nargs: int = -1) -> CallSite:
+        """A call no file writes, asked about during resolution: the type of ``x.f()`` or ``f(a, b)`` in a type
+        expression is the return type of the function that call would reach."""
+        return cls(caller=caller, callee=callee, qualifier=qualifier, line=1, kind=kind, detail="", nargs=nargs)
+
+
+def split_template_args(text: str) -> tuple[str, str]:
+    """A name as written and the template arguments it ends with: ``c10::ArrayRef<int64_t>`` ->
+    ("c10::ArrayRef", "int64_t"), ``Foo<A<B>, C>`` -> ("Foo", "A<B>, C"); (text, "") when it ends with none,
+    or they do not close."""
+    if not text.endswith(">"):
+        return text, ""
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        ch = text[i]
+        if ch == ">":
+            depth += 1
+        elif ch == "<":
+            depth -= 1
+            if depth == 0:
+                return text[:i], text[i + 1:-1]
+    return text, ""
+
+
+# Note [Type expressions]: what a file shows of types, kept as written for resolution at query time
+# (graph/resolve.py, graph/cpp_lookup.py): a file-local fact cannot name a type another file defines.
+# A type expression is a base and "|"-separated steps. Bases: "t:TYPE" (a type as written), "c:NAME/N"
+# (the result of calling NAME with N arguments), "v:NAME" (a name the function does not declare: a member
+# or a global), "this". Steps: ".f(N)" (method call), ".x" (member), "[]" (element), "*" (dereference),
+# "&" (address), "#K" (tuple element), "()N" (call operator), "cmp" (a comparison: bool, or what the
+# class's operator gives, a Tensor for Tensors). "self.options().dtype()" in f(const Tensor& self) is
+# "t:Tensor|.options(0)|.dtype(0)". The extractor (extract/cpp_types.py) writes the text; ``TypeExpr.parse``
+# reads it back, and ``str()`` writes it again unchanged.
+
+class TypeBase(StrEnum):
+    """What a type expression starts from (its text's prefix)."""
+
+    TYPE = "t:"  # a type as written
+    CALL = "c:"  # the result of a call: callee as written, and how many arguments
+    VARIABLE = "v:"  # a name the function does not declare (a member or a global)
+    THIS = "this"
+
+
+class TypeStepKind(StrEnum):
+    METHOD = "method"  # .f(N): a method's result
+    MEMBER = "member"  # .x: a data member
+    ELEMENT = "[]"
+    DEREF = "*"
+    ADDRESS = "&"
+    TUPLE = "#"  # #K: element K of a std::tuple / std::pair
+    CALL_OP = "()"  # ()N: the call operator's result
+    COMPARE = "cmp"  # a comparison: bool, or what the class's operator gives (a Tensor for Tensors)
+
+
+_PLAIN_STEPS = {"[]": TypeStepKind.ELEMENT, "*": TypeStepKind.DEREF, "&": TypeStepKind.ADDRESS,
+                "cmp": TypeStepKind.COMPARE}
+
+
+@dataclass(frozen=True, slots=True)
+class TypeStep:
+    kind: TypeStepKind
+    name: str = ""  # METHOD, MEMBER: the name
+    n: int = -1  # METHOD, CALL_OP: arguments written; TUPLE: the element
+
+    def __str__(self) -> str:
+        k = self.kind
+        if k is TypeStepKind.METHOD:
+            return f".{self.name}({self.n})"
+        if k is TypeStepKind.MEMBER:
+            return f".{self.name}"
+        if k in (TypeStepKind.TUPLE, TypeStepKind.CALL_OP):
+            return f"{k.value}{self.n}"
+        return k.value
+
+    @staticmethod
+    def parse(text: str) -> TypeStep:
+        """The step ``text`` writes; ValueError naming what is not one. Steps repeat (``|.options(0)``, ``|[]``):
+        each text is parsed once."""
+        return _step(text)
+
+    @staticmethod
+    def _parse(text: str) -> TypeStep:
+        plain = _PLAIN_STEPS.get(text)
+        if plain is not None:
+            return TypeStep(plain)
+        if text.startswith("#") and text[1:].isdigit():
+            return TypeStep(TypeStepKind.TUPLE, n=int(text[1:]))
+        if text.startswith("()") and text[2:].isdigit():
+            return TypeStep(TypeStepKind.CALL_OP, n=int(text[2:]))
+        if text.startswith(".") and len(text) > 1:
+            name, paren, n = text[1:].partition("(")
+            if not paren and ")" not in name:
+                return TypeStep(TypeStepKind.MEMBER, name)
+            if name and n.endswith(")") and n[:-1].isdigit():
+                return TypeStep(TypeStepKind.METHOD, name, int(n[:-1]))
+        raise ValueError(f"{text!r} is not a step of a type expression (Note [Type expressions] in model/cpp.py)")
+
+
+@dataclass(frozen=True, slots=True)
+class TypeExpr:
+    """A type expression, parsed (Note [Type expressions]): ``parse(str(x)) == x``."""
+
+    base: TypeBase
+    text: str = ""  # TYPE: the type as written; CALL: the callee as written; VARIABLE: the name
+    nargs: int = -1  # CALL: arguments written
+    steps: tuple[TypeStep, ...] = ()
+
+    def __str__(self) -> str:
+        if self.base is TypeBase.THIS:
+            head = self.base.value
+        elif self.base is TypeBase.CALL:
+            head = f"{self.base.value}{self.text}/{self.nargs}"
+        else:
+            head = f"{self.base.value}{self.text}"
+        return "|".join([head, *map(str, self.steps)])
+
+    @staticmethod
+    def parse(text: str) -> TypeExpr:
+        """The type expression ``text`` writes; ValueError naming what is not one."""
+        head, *rest = text.split("|")
+        steps = tuple(map(_step, rest))
+        if head == "this":
+            return TypeExpr(TypeBase.THIS, steps=steps)
+        base = _BASES.get(head[:2])
+        if base is TypeBase.CALL:
+            name, slash, n = head[2:].rpartition("/")
+            if slash and n.isdigit():
+                return TypeExpr(base, name, int(n), steps)
+        elif base is not None:
+            return TypeExpr(base, head[2:], steps=steps)
+        raise ValueError(f"{text!r} is not a type expression (Note [Type expressions] in model/cpp.py)")
+
+
+_BASES = {b.value: b for b in TypeBase if b is not TypeBase.THIS}
+_step = functools.lru_cache(maxsize=4096)(TypeStep._parse)
 
 
 @dataclass(frozen=True, slots=True)

@@ -201,3 +201,33 @@ def is_composite(key: str) -> bool:
 def runs_on(key: str, backend: str) -> bool:
     """Whether a kernel registered under ``key`` runs for tensors of ``backend`` (CPU, CUDA, ...)."""
     return key == backend or key.endswith(backend) and key[: -len(backend)] in FUNCTIONALITIES or is_composite(key)
+
+
+class Device(StrEnum):
+    """A torch device type PyTorch's tests are generated for (``instantiate_device_type_tests``:
+    test_x_cuda, TestFooCUDA): what a change can be narrowed to."""
+
+    CPU = "cpu"
+    CUDA = "cuda"
+    MPS = "mps"
+    XPU = "xpu"
+
+
+# The device type a backend component's kernels run on. HIP is ROCm's CUDA: PyTorch on ROCm calls the
+# device "cuda" and runs the CUDA tests.
+DEVICE_OF_BACKEND: dict[str, Device] = {"CPU": Device.CPU, "CUDA": Device.CUDA, "HIP": Device.CUDA,
+                                        "MPS": Device.MPS, "XPU": Device.XPU}
+
+
+def backend_of(key: str) -> str:
+    """The backend component of a per-backend key (``QuantizedCUDA`` -> ``CUDA``, ``CPU`` -> ``CPU``); ""
+    for keys that are not one backend's (composite, Autograd alone, MkldnnCPU, Meta ...)."""
+    for backend in BACKEND_COMPONENTS:
+        if key.endswith(backend) and key[: -len(backend)] in FUNCTIONALITIES:
+            return backend
+    return ""
+
+
+def device_of_key(key: str) -> Device | None:
+    """The one device a kernel registered under ``key`` runs on (None: any, or none of the tests' devices)."""
+    return DEVICE_OF_BACKEND.get(backend_of(key))

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from ..errors import BadArgument
+from ..errors import BadArgument, shown
+
+__all__ = ["MAX_LIMIT", "MAX_NAME", "check_choice", "check_int", "clean_text", "shown"]
 
 MAX_NAME = 500
 MAX_LIMIT = 500  # the most rows any limit= may ask for
@@ -26,12 +28,6 @@ def clean_text(value: object, arg: str, example: str, max_len: int = MAX_NAME) -
     if any(unicodedata.category(ch) == "Cs" for ch in text):
         raise BadArgument(f"{arg} contains invalid unicode (lone surrogates)")
     return text
-
-
-def shown(value: object, limit: int = 60) -> str:
-    """An argument as an error message may quote it: repr'd and cut short."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 4] + "...'"
 
 
 def check_choice(value: object, arg: str, choices: tuple[str, ...]) -> str:

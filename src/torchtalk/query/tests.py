@@ -23,6 +23,7 @@ class FoundTest:
     command: str
     decorators: list[str]
     generated: list[str] = field(default_factory=list)
+    by_name: bool = False  # found by its name (``why`` says how), not by what its body calls
 
 
 @dataclass
@@ -211,7 +212,7 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = T
     inst = _instantiations(ix)
     scored: dict[int, tuple[_Rank, FoundTest]] = {}
 
-    def add(row: _MethodRow, group: int, score: int, why: str) -> None:
+    def add(row: _MethodRow, group: int, score: int, why: str, by_name: bool) -> None:
         mid, fid, cls, name, line, decos, _touches = row
         path = ix.path_of(fid)
         # Top-level test files (test/test_torch.py) before subsystem suites (test/inductor/...).
@@ -223,7 +224,7 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = T
         ops_stem = stem if any(d.startswith("ops(") for d in decorators) else None
         scored[mid] = (rank, FoundTest(
             name, cls, Loc(path, line), why, _command(path, cls, name), decorators,
-            generated_names(cls, name, decorators, opts, ops_stem)))
+            generated_names(cls, name, decorators, opts, ops_stem), by_name))
 
     base_sql = ("SELECT m.id, m.file_id, coalesce(c.name, ''), m.name, m.line, m.decorators, m.touches "
                 "FROM test_method m LEFT JOIN test_class c ON c.id = m.cls ")
@@ -243,7 +244,7 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = T
             fid, sc = named[row.id]
             in_home = fid in home_ids
             group = (0 if in_home else 1) if sc <= 1 else 3
-            add(row, group, sc, "name, home file" if in_home and sc <= 1 else "name")
+            add(row, group, sc, "name, home file" if in_home and sc <= 1 else "name", True)
     # Bodies that use the op: torch.X / F.X / nn.X first, then .X() on any receiver. One scan of the
     # bodies for every spelling (each scan reads all ~25k test bodies).
     where = " OR ".join(["m.touches LIKE ? ESCAPE '\\'"] * len(spellings))
@@ -257,7 +258,7 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = T
             for row, touched in bodies:
                 if spelling in touched:
                     g = 2 if row.file_id in home_ids and not method_call else 4 if not method_call else 5
-                    add(row, g, 0, f"calls {spelling}" + ("()" if method_call else ""))
+                    add(row, g, 0, f"calls {spelling}" + ("()" if method_call else ""), False)
     ranked = [t for _s, t in sorted(scored.values(), key=lambda x: x[0])]
     return SimilarTestsResult(q, ranked[:limit], len(ranked), _opinfos(ix, key, ops), home, home_why)
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from ..model import NodeKind
-from ..query.affected import AffectedResult, ChangedFile
+from ..query.change.result import AffectedResult, ChangedFile
 from .common import IN_STRUCTURED, showing
 
 MAX_CHANGED = 25
 MAX_PATH = 220
 _KIND_WORD = {NodeKind.OP: "op", NodeKind.STUB: "DispatchStub", NodeKind.BINDING: "Python name",
               NodeKind.PY_FUNCTION: "Python", NodeKind.PY_CLASS: "Python class", NodeKind.GPU_KERNEL: "GPU kernel"}
-_DEVICE = {"cuda": "CUDA", "cpu": "CPU", "mps": "MPS"}
+_DEVICE = {"cuda": "CUDA", "cpu": "CPU", "mps": "MPS", "xpu": "XPU"}
 WHY_DEPTH = ("Depth counts calls between the change and the op; registrations (op -> kernel, stub -> kernel, "
              "Python name -> op) cost none.")
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ..model import Edge, EdgeKind, Loc, Node, NodeKind
 from ..model.graph import cpp_node, op_node
-from ..query.affected import AffectedResult
+from ..query.change.result import AffectedResult
 from ..query.modules import CallNode, TraceModuleResult
 from ..query.trace import BindingTrace, KernelInfo, OpTrace, PythonEntry
 

@@ -8,8 +8,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ..errors import SourceError
+from ..model.paths import NATIVE_FUNCTIONS
 
-MARKER = "aten/src/ATen/native/native_functions.yaml"
+MARKER = NATIVE_FUNCTIONS
 
 
 class FetchError(SourceError):

@@ -13,12 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..model import Layer
+from ..model.paths import OPS_FILES
 
-OPS_FILES = (
-    "aten/src/ATen/native/native_functions.yaml",
-    "aten/src/ATen/native/tags.yaml",
-    "tools/autograd/derivatives.yaml",
-)
 CPP_ROOTS = ("aten", "c10", "torch/csrc", "functorch")
 CPP_EXTS = frozenset((".cpp", ".cc", ".c", ".h", ".hpp", ".cu", ".cuh", ".mm", ".metal"))
 PY_ROOTS = ("torch", "test")

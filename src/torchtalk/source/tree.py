@@ -17,8 +17,9 @@ import platformdirs
 
 from ..atomic import write_text_atomic
 from ..errors import SourceError
+from ..model.paths import NATIVE_FUNCTIONS
 
-MARKER = "aten/src/ATen/native/native_functions.yaml"
+MARKER = NATIVE_FUNCTIONS
 APP = "torchtalk"
 # Written by fetch-source into a tree it fetched: the release it is (version.txt says "2.6.0a0" in the
 # 2.6.0 release, as in every commit of its branch).

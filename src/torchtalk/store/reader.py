@@ -14,7 +14,7 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -183,6 +183,21 @@ class Index:
         if key not in cache:
             cache[key] = build()
         value: T = cache[key]
+        return value
+
+    def memo(self, table: str, key: Hashable, compute: Callable[[], T], pending: T) -> T:
+        """``compute()`` once per key and index version, kept in the cached dict ``table``. A request for
+        the same key while it is being computed (the computation needs itself: a type alias cycle, a
+        method dispatching to itself) gets ``pending`` instead of recursing."""
+        memo: dict[Hashable, T] = self.cached(table, dict)
+        if key in memo:
+            return memo[key]
+        memo[key] = pending
+        try:
+            value = memo[key] = compute()
+        except BaseException:
+            memo.pop(key, None)
+            raise
         return value
 
     @property

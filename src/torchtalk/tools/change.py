@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ..query import affected
-from ..query.changeset import MAX_NAMES
-from ..query.diff import MAX_DIFF_CHARS, MAX_FILES
-from ..query.git import REV_HELP
+from ..query.change import affected
+from ..query.change.diff import MAX_DIFF_CHARS, MAX_FILES
+from ..query.change.lines import MAX_NAMES
 from ..render import affected as r_affected
 from ..render import next as nxt
+from ..source.git import REV_HELP
 from .table import FORMAT, Param, Tool
 
 TOOLS = [

@@ -10,6 +10,8 @@ import hashlib
 import os
 from pathlib import Path
 
+from ...model.paths import ATEN_TEMPLATES, AUTOGRAD_MAIN, DERIVATIVES, NATIVE_FUNCTIONS, TAGS
+
 __all__ = ["SETTINGS_VERSION", "codegen_inputs_hash"]
 
 #: Changing what the driver generates must invalidate earlier outputs: this string is
@@ -18,16 +20,16 @@ SETTINGS_VERSION = "torchtalk-codegen-1"
 
 #: Single files the generators read (relative to the tree).
 INPUT_FILES: tuple[str, ...] = (
-    "aten/src/ATen/native/native_functions.yaml",
-    "aten/src/ATen/native/tags.yaml",
-    "tools/autograd/derivatives.yaml",
+    NATIVE_FUNCTIONS,
+    TAGS,
+    DERIVATIVES,
     "tools/autograd/deprecated.yaml",
-    "tools/setup_helpers/generate_code.py",
+    AUTOGRAD_MAIN,
 )
 
 #: Directories the generators read, with a suffix filter (None: every file).
 INPUT_DIRS: tuple[tuple[str, str | None], ...] = (
-    ("aten/src/ATen/templates", None),
+    (ATEN_TEMPLATES.rstrip("/"), None),
     ("tools/autograd/templates", None),
     ("torchgen", ".py"),
     ("tools/autograd", ".py"),

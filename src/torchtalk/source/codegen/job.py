@@ -24,6 +24,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from ...model.paths import AUTOGRAD_MAIN, NATIVE_FUNCTIONS, TORCHGEN_MAIN
 from ...procs import pid_alive
 from .inputs import codegen_inputs_hash
 from .manifest import (
@@ -342,13 +343,13 @@ def start_codegen(
         job._result = job._make_result(seconds=time.monotonic() - job._t0, cpu=0.0)
         return job
 
-    nf = tree / "aten/src/ATen/native/native_functions.yaml"
+    nf = tree / NATIVE_FUNCTIONS
     if not nf.is_file():
         return fail_all(f"not a PyTorch source tree (no {nf})")
-    if not (tree / "tools/setup_helpers/generate_code.py").is_file():
-        gens["autograd"].reason = "generator missing: no tools/setup_helpers/generate_code.py in the tree"
-    if not (tree / "torchgen/gen.py").is_file():
-        gens["torchgen"].reason = ("generator missing: no torchgen/gen.py in the tree "
+    if not (tree / AUTOGRAD_MAIN).is_file():
+        gens["autograd"].reason = f"generator missing: no {AUTOGRAD_MAIN} in the tree"
+    if not (tree / TORCHGEN_MAIN).is_file():
+        gens["torchgen"].reason = (f"generator missing: no {TORCHGEN_MAIN} in the tree "
                                    "(torchgen appeared in PyTorch 1.12)")
     if _foreign(out_dir):
         return fail_all(f"{out_dir} exists and was not made by torchtalk's codegen (no {MANIFEST_NAME}); "

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ...model.codegen import AOTI_DIR, ATEN_DIR, AUTOGRAD_DIR
+from ...model.paths import NATIVE_FUNCTIONS, TAGS, TORCHGEN_MAIN
 from .manifest import GeneratorResult
 
 __all__ = [
@@ -48,8 +49,6 @@ DEFAULT_BACKENDS: tuple[str, ...] = ("CPU", "CUDA", "MPS", "Meta")
 #: main() mutates torchgen.model.dispatch_keys, which must not leak into autograd.
 GENERATORS: tuple[str, ...] = ("autograd", "torchgen")
 
-NATIVE_FUNCTIONS = "aten/src/ATen/native/native_functions.yaml"
-TAGS = "aten/src/ATen/native/tags.yaml"
 
 #: Outputs skipped in restricted mode (fnmatch patterns on the path relative to
 #: out_dir).  None of them is indexed; skipping them saves most of the CPU time.
@@ -138,7 +137,7 @@ def generator_spec(name: str, tree: Path, stage: Path, full: bool, backends: tup
     }
     if name == "torchgen":
         try:
-            text = (tree / "torchgen/gen.py").read_text(errors="replace")
+            text = (tree / TORCHGEN_MAIN).read_text(errors="replace")
         except OSError:
             text = ""
         g["argv"] = torchgen_argv(text, stage, full, backends)

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from ..errors import BadArgument
+from ...errors import BadArgument
+from ...model.change import ChangeStatus, HunkLine, Language
 
 MAX_DIFF_CHARS = 2_000_000
 MAX_FILES = 100
@@ -29,51 +30,49 @@ _GIT_HEADER = re.compile(r'^diff --git (?:"?a/(.+?)"? "?b/(.+?)"?|(\S+) (\S+))$'
 class Hunk:
     old_start: int
     new_start: int
-    lines: list[tuple[str, str]] = field(default_factory=list)  # (" " | "-" | "+", text)
+    lines: list[tuple[HunkLine, str]] = field(default_factory=list)
 
     def removed(self) -> list[tuple[int, str]]:
         """(old line number, text) of the removed lines."""
-        return [(n, t) for n, op, t in self._numbered(old=True) if op == "-"]
+        return [(n, t) for n, op, t in self._numbered(old=True) if op is HunkLine.REMOVED]
 
     def added(self) -> list[tuple[int, str]]:
         """(new line number, text) of the added lines."""
-        return [(n, t) for n, op, t in self._numbered(old=False) if op == "+"]
+        return [(n, t) for n, op, t in self._numbered(old=False) if op is HunkLine.ADDED]
 
     def side(self, old: bool) -> list[tuple[int, str]]:
         """The hunk's text as it reads on one side: context plus that side's changed lines, numbered."""
-        drop = "+" if old else "-"
-        return [(n, t) for n, op, t in self._numbered(old) if op != drop]
+        drop = HunkLine.own(not old)
+        return [(n, t) for n, op, t in self._numbered(old) if op is not drop]
 
     def changed(self, old: bool) -> tuple[set[int], set[tuple[int, int]]]:
         """What the hunk changes on one side: that side's own changed lines, and the gaps ``(before,
         after)`` where only the other side has lines (an insertion, seen from the old side, or a
         deletion, seen from the new side): a gap changes a function only when the function spans both
         neighbours."""
-        own = "-" if old else "+"
+        own = HunkLine.own(old)
         lines: set[int] = set()
         gaps: set[tuple[int, int]] = set()
-        block: list[tuple[int, str]] = []  # a run of changed lines between context lines
-        for n, op, _t in self._numbered(old) + [(0, " ", "")]:
-            if op != " ":
+        block: list[tuple[int, HunkLine]] = []  # a run of changed lines between context lines
+        for n, op, _t in self._numbered(old) + [(0, HunkLine.CONTEXT, "")]:
+            if op is not HunkLine.CONTEXT:
                 block.append((n, op))
                 continue
-            if any(o == own for _n, o in block):
-                lines.update(m for m, o in block if o == own)  # a replacement: this side's lines say it all
+            if any(o is own for _n, o in block):
+                lines.update(m for m, o in block if o is own)  # a replacement: this side's lines say it all
             elif block:
                 gaps.add((block[0][0] - 1, block[0][0]))  # only the other side has lines here
             block = []
         return lines, gaps
 
-    def _numbered(self, old: bool) -> list[tuple[int, str, str]]:
+    def _numbered(self, old: bool) -> list[tuple[int, HunkLine, str]]:
         n = self.old_start if old else self.new_start
-        own = "-" if old else "+"
+        own = HunkLine.own(old)
         out = []
         for op, text in self.lines:
-            if op == " " or op == own:
-                out.append((n, op, text))
+            out.append((n, op, text))
+            if op is HunkLine.CONTEXT or op is own:
                 n += 1
-            else:
-                out.append((n, op, text))
         return out
 
 
@@ -81,7 +80,7 @@ class Hunk:
 class FileDiff:
     old_path: str  # as written, git's a/ prefix removed; "" for /dev/null
     new_path: str  # "" for /dev/null
-    status: str  # modified | added | deleted | renamed | binary | mode
+    status: ChangeStatus
     hunks: list[Hunk] = field(default_factory=list)
     problem: str = ""  # what could not be read in this file's part of the diff
 
@@ -133,7 +132,7 @@ def parse_diff(text: object) -> list[FileDiff]:
             if op == "-" and _next_file_header(lines, i - 1):
                 op = "cut"  # "--- a/x" "+++ b/x" "@@": the next file's header, not a removed line
             if op in (" ", "-", "+"):
-                hunk.lines.append((op, line[1:]))
+                hunk.lines.append((HunkLine(op), line[1:]))
                 left = (left[0] - (op != "+"), left[1] - (op != "-"))
                 if min(left) < 0:
                     cur.problem = cur.problem or f"the hunk at old line {hunk.old_start} has more lines than it says"
@@ -146,7 +145,7 @@ def parse_diff(text: object) -> list[FileDiff]:
         m = _GIT_HEADER.match(line)
         if m:
             a, b = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
-            cur, from_git, hunk = FileDiff(_clean_path(a), _clean_path(b), "modified"), True, None
+            cur, from_git, hunk = FileDiff(_clean_path(a), _clean_path(b), ChangeStatus.MODIFIED), True, None
             files.append(cur)
             continue
         if line.startswith("--- ") and i < len(lines) and lines[i].startswith("+++ "):
@@ -155,19 +154,19 @@ def parse_diff(text: object) -> list[FileDiff]:
             if from_git or (old.startswith("a/") and new.startswith("b/")):
                 old, new = _strip_git_prefix(old, "a/"), _strip_git_prefix(new, "b/")
             if cur is None or not from_git:
-                cur = FileDiff(old, new, "modified")
+                cur = FileDiff(old, new, ChangeStatus.MODIFIED)
                 files.append(cur)
             cur.old_path, cur.new_path = old, new
             if not old:
-                cur.status = "added"
+                cur.status = ChangeStatus.ADDED
             elif not new:
-                cur.status = "deleted"
+                cur.status = ChangeStatus.DELETED
             from_git, hunk = False, None
             continue
         if line.startswith("Binary files ") and not from_git:  # diff -u on a binary file
             m = _BINARY.match(line)
             if m:
-                files.append(FileDiff(_clean_path(m.group(1)), _clean_path(m.group(2)), "binary",
+                files.append(FileDiff(_clean_path(m.group(1)), _clean_path(m.group(2)), ChangeStatus.BINARY,
                                       problem="binary file: no lines to map"))
                 cur = None
             continue
@@ -183,15 +182,15 @@ def parse_diff(text: object) -> list[FileDiff]:
         if not from_git:
             continue  # text between files (a commit message, "Only in ...")
         if line.startswith("new file mode"):
-            cur.status, cur.old_path = "added", ""
+            cur.status, cur.old_path = ChangeStatus.ADDED, ""
         elif line.startswith("deleted file mode"):
-            cur.status, cur.new_path = "deleted", ""
+            cur.status, cur.new_path = ChangeStatus.DELETED, ""
         elif line.startswith("rename from "):
-            cur.status, cur.old_path = "renamed", line[len("rename from "):].strip()
+            cur.status, cur.old_path = ChangeStatus.RENAMED, line[len("rename from "):].strip()
         elif line.startswith("rename to "):
-            cur.status, cur.new_path = "renamed", line[len("rename to "):].strip()
+            cur.status, cur.new_path = ChangeStatus.RENAMED, line[len("rename to "):].strip()
         elif line.startswith("Binary files ") or line.startswith("GIT binary patch"):
-            cur.status, cur.problem = "binary", "binary file: no lines to map"
+            cur.status, cur.problem = ChangeStatus.BINARY, "binary file: no lines to map"
             from_git = False  # no ---/+++ follows for this file
     if hunk is not None and cur is not None and left != (0, 0):
         cur.problem = cur.problem or f"the hunk at old line {hunk.old_start} is cut short"
@@ -202,10 +201,10 @@ def parse_diff(text: object) -> list[FileDiff]:
         raise BadArgument(f"diff changes {len(files)} files; the limit is {MAX_FILES}. Give part of it "
                           "(e.g. `git diff -- aten/src/ATen/native`)")
     for f in files:
-        if f.status == "modified" and f.old_path and f.new_path and f.old_path != f.new_path:
-            f.status = "renamed"
-        if f.status in ("modified", "renamed", "added", "deleted") and not f.hunks and not f.problem:
-            f.status = "mode" if f.status == "modified" else f.status
+        if f.status is ChangeStatus.MODIFIED and f.old_path and f.new_path and f.old_path != f.new_path:
+            f.status = ChangeStatus.RENAMED
+        if f.status.has_lines and not f.hunks and not f.problem:
+            f.status = ChangeStatus.MODE if f.status is ChangeStatus.MODIFIED else f.status
     return files
 
 
@@ -247,12 +246,14 @@ _CPP_NOT = frozenset({"if", "for", "while", "switch", "return", "else", "sizeof"
                       "co_return", "static_assert", "decltype", "using", "typedef", "AT_DISPATCH_SWITCH"})
 
 
-def defined_names(lines: list[str], lang: str) -> list[str]:
+def defined_names(lines: list[str], lang: Language | None) -> list[str]:
     """Names the given source lines define (their first lines), as written: for Python ``def``/``class``;
-    for C++ function headers and the structured-kernel macros."""
+    for C++ function headers and the structured-kernel macros; none for other files (YAML, build files)."""
     out: dict[str, None] = {}
+    if lang is None:
+        return []
     for k, text in enumerate(lines):
-        if lang == "python":
+        if lang is Language.PYTHON:
             m = _PY_DEF.match(text)
             if m:
                 out.setdefault(m.group(1) or m.group(2))

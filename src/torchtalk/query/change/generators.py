@@ -4,19 +4,19 @@ Thousands of generated functions are not listed one by one: the answer names eac
 layer the generator writes (dispatcher wrappers, at::_ops entry points, autograd
 kernels and nodes, Python bindings...), the generated files of it that are indexed,
 how many definitions they hold, and the test suites that run every op through that
-layer. ``model.codegen.template_for`` says which generator and template wrote a file.
+layer. ``model.codegen.template_for`` says which generator and template wrote a file;
+``model.paths.file_kind`` which changed files are generators (``FileKind.CODEGEN``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..model import GENERATED_PREFIX
-from ..model.codegen import template_for
-from ..store.reader import Index
-
-_GENERATOR_DIRS = ("torchgen/", "tools/autograd/", "tools/jit/", "aten/src/ATen/templates/")
-_NOT_GENERATORS = ("tools/autograd/derivatives.yaml",)  # per-op data: mapped op by op instead
+from ...model import GENERATED_PREFIX
+from ...model.change import GeneratorRole
+from ...model.codegen import template_for
+from ...model.paths import AUTOGRAD_TOOLS
+from ...store.reader import Index
 
 # Generated basename fragment -> (layer, test files that run every op through that layer).
 _LAYERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -46,14 +46,8 @@ class GeneratedLayer:
 @dataclass
 class GeneratorChange:
     source: str  # the changed template or generator module
-    role: str  # "template of ...", "generator", "shared by every generator"
+    role: GeneratorRole
     layers: list[GeneratedLayer] = field(default_factory=list)
-
-
-def is_codegen(path: str) -> bool:
-    if path in _NOT_GENERATORS or not path.startswith(_GENERATOR_DIRS):
-        return False
-    return "/templates/" in path or path.endswith((".py", ".yaml"))
 
 
 def _layer(gen_rel: str) -> tuple[str, tuple[str, ...]]:
@@ -68,16 +62,16 @@ def generated_from(ix: Index, path: str) -> GeneratorChange:
                  if p.startswith(GENERATED_PREFIX)]
     made = [(fid, p, template_for(rel)) for fid, p, rel in generated]
     if "/templates/" in path:
-        role = "template"
+        role = GeneratorRole.TEMPLATE
         hits = [(fid, p) for fid, p, (_gen, tmpl) in made if tmpl == path]
     elif any(gen == path for _f, _p, (gen, _t) in made):
-        role = "generator"
+        role = GeneratorRole.GENERATOR
         hits = [(fid, p) for fid, p, (gen, _t) in made if gen == path]
-    elif path.startswith("tools/autograd/"):
-        role = "shared by the autograd generators"
-        hits = [(fid, p) for fid, p, (gen, _t) in made if gen.startswith("tools/autograd/")]
+    elif path.startswith(AUTOGRAD_TOOLS):
+        role = GeneratorRole.AUTOGRAD_SHARED
+        hits = [(fid, p) for fid, p, (gen, _t) in made if gen.startswith(AUTOGRAD_TOOLS)]
     else:
-        role = "shared by every generator (torchgen is imported by the ATen and autograd generators)"
+        role = GeneratorRole.SHARED
         hits = [(fid, p) for fid, p, (gen, _t) in made if gen]
     change = GeneratorChange(path, role)
     tests = {p for p in ix.paths().values() if p.startswith("test/")}

@@ -14,25 +14,22 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from ..graph.nodes import cpp_node, op_node, py_node, stub_node
-from ..graph.py_edges import ops_of_python
-from ..graph.registry import registry
-from ..graph.stubs import stub_declared
-from ..graph.symbols import SYMBOL_COLS
-from ..model import CppSymbol, Loc, Node, NodeKind, Op, RegistrationKind, SymbolKind
-from ..store.codec import rows_facts
-from ..store.reader import Index
-from .changeset import FileChange
+from ...graph.nodes import cpp_node, op_node, py_node, stub_node
+from ...graph.py_edges import ops_of_python
+from ...graph.registry import registry
+from ...graph.stubs import stub_declared
+from ...graph.symbols import SYMBOL_COLS
+from ...model import CppSymbol, Loc, Node, NodeKind, Op, PyOpRefKind, RegistrationKind, SymbolKind
+from ...model.change import Aspect, FileKind
+from ...model.dispatch import Device, device_of_key
+from ...model.paths import device_of_path
+from ...store.codec import rows_facts
+from ...store.reader import Index
+from .lines import FileChange
 
 MAX_NODES_PER_FILE = 40
 T = TypeVar("T")
-NATIVE_YAML = "aten/src/ATen/native/native_functions.yaml"
-DERIVATIVES_YAML = "tools/autograd/derivatives.yaml"
-TAGS_YAML = "aten/src/ATen/native/tags.yaml"
-OPINFO_FILES = ("torch/testing/_internal/common_methods_invocations.py", "torch/testing/_internal/opinfo/")
 _SAMPLE_PREFIXES = ("sample_inputs_", "reference_inputs_", "error_inputs_", "reference_", "np_ref_", "ref_")
-DEVICE_OF_KEY = {"CPU": "cpu", "CUDA": "cuda", "MPS": "mps", "QuantizedCPU": "cpu", "QuantizedCUDA": "cuda",
-               "SparseCPU": "cpu", "SparseCUDA": "cuda", "NestedTensorCPU": "cpu", "NestedTensorCUDA": "cuda"}
 
 
 @dataclass
@@ -42,8 +39,8 @@ class ChangedNode:
     path: str
     line: int  # the first changed line in it
     deleted: bool = False  # the change removes it (from the diff's old side)
-    device: str = ""  # cpu | cuda | mps when only that backend runs it, else ""
-    aspect: str = ""  # what of an op changed when not its kernels: backward | decomposition | ref | lowering | meta
+    device: Device | None = None  # the one device that runs it (None: any)
+    aspect: Aspect | None = None  # what of an op changed when not its kernels
 
 
 @dataclass
@@ -71,29 +68,6 @@ class ChangeMap:
     unmapped: list[int] = field(default_factory=list)  # changed lines no definition spans
     note: str = ""
     cut: int = 0  # changed definitions beyond MAX_NODES_PER_FILE
-
-
-def file_kind(path: str, layer: str) -> str:
-    if path == NATIVE_YAML:
-        return "native_functions.yaml"
-    if path == DERIVATIVES_YAML:
-        return "derivatives.yaml"
-    if path == TAGS_YAML:
-        return "tags.yaml"
-    if path.startswith(OPINFO_FILES):
-        return "opinfo"
-    return {"cpp": "cpp", "generated": "cpp", "python": "python", "tests": "test"}.get(layer, "other")
-
-
-def device_of(path: str) -> str:
-    """The one backend a file's kernels run on, from where PyTorch keeps them ("" when any)."""
-    if "/cuda/" in path or path.endswith((".cu", ".cuh")) or "/cudnn/" in path or "/miopen/" in path:
-        return "cuda"
-    if "/mps/" in path or path.endswith((".mm", ".metal")):
-        return "mps"
-    if "/native/cpu/" in path or "/mkldnn/" in path:
-        return "cpu"
-    return ""
 
 
 def _span(lines: set[int], gaps: set[tuple[int, int]]) -> tuple[int, int]:
@@ -130,11 +104,12 @@ def _lines_text(lines: list[int]) -> str:
 # ------------------------------------------------------------------ C++
 
 _NO_NODE = (SymbolKind.LIBRARY_BLOCK,)
+_KEYED = (RegistrationKind.REGISTER_DISPATCH, RegistrationKind.LIBRARY_IMPL)  # their key is a dispatch key or backend
 
 
 def _cpp(ix: Index, fid: int, fc: FileChange) -> ChangeMap:
     out = ChangeMap()
-    device = device_of(fc.path)
+    device = device_of_path(fc.path)
     lo, hi = _span(fc.lines, fc.gaps)
     where = "file_id = ? AND is_definition" + ("" if fc.whole else " AND line <= ? AND end_line >= ?")
     params = (fid,) if fc.whole else (fid, hi, lo)
@@ -157,7 +132,7 @@ def _cpp(ix: Index, fid: int, fc: FileChange) -> ChangeMap:
         if sym.kind in (SymbolKind.META_FUNC, SymbolKind.PRECOMPUTE_META_FUNC):
             for op in _structured_ops(ix, sym.name):
                 out.nodes.append(ChangedNode(op_node(op), f"its {sym.display} (shape and dtype checks) changed",
-                                             fc.path, first, aspect="meta"))
+                                             fc.path, first, aspect=Aspect.META))
     regs = ix.q("SELECT kind, name, target, key, line FROM cpp_registration WHERE file_id = ? AND line BETWEEN ? AND ?",
                 (fid, lo, hi)) if not fc.whole else []
     reg_lines = set()
@@ -170,7 +145,7 @@ def _cpp(ix: Index, fid: int, fc: FileChange) -> ChangeMap:
             what = {RegistrationKind.REGISTER_DISPATCH: f"REGISTER_DISPATCH of {target} for {key}",
                     RegistrationKind.LIBRARY_IMPL: f"TORCH_LIBRARY_IMPL registration for {key}: {target}"}.get(
                 RegistrationKind(kind), f"{kind} registration")
-            dev = DEVICE_OF_KEY.get(key, "") if kind in ("register_dispatch", "library_impl") else ""
+            dev = device_of_key(key) if RegistrationKind(kind) in _KEYED else None
             out.nodes.append(ChangedNode(node, f"{what} (line {line})", fc.path, line, device=dev or device))
     if not fc.whole:
         out.unmapped = _covered(fc.lines - reg_lines, ((s.line, s.end_line) for s in syms))
@@ -212,10 +187,10 @@ def _native_yaml(ix: Index, fc: FileChange) -> ChangeMap:
         rows = [d for d in reg.own.get(op.full_name, []) if d.line in fc.lines]
         if rows:
             why = f"dispatch line {rows[0].line} changed: " + ", ".join(f"{d.key}: {d.kernel}" for d in rows)
-            devices = {DEVICE_OF_KEY.get(d.key, "") for d in rows}
-            device = devices.pop() if len(devices) == 1 else ""
+            devices = {device_of_key(d.key) for d in rows}
+            device = devices.pop() if len(devices) == 1 else None
         else:
-            why, device = f"entry changed (line {first})", ""
+            why, device = f"entry changed (line {first})", None
         out.nodes.append(ChangedNode(op_node(op), why, fc.path, first, device=device))
         seen.add(op.full_name)
         for other in reg.delegating.get(op.full_name, []) + [o for o in reg.by_name.get(op.name, [])
@@ -247,7 +222,7 @@ def _derivatives_yaml(ix: Index, fid: int, fc: FileChange) -> ChangeMap:
             out.note += f"derivatives.yaml:{line} names {name}, which is not an op here. "
             continue
         out.nodes.append(ChangedNode(op_node(op), f"backward: derivatives.yaml {what} changed (line {first})",
-                                     fc.path, first, aspect="backward"))
+                                     fc.path, first, aspect=Aspect.BACKWARD))
     out.unmapped = _covered(fc.lines, ((s[2], s[3]) for s in spans))
     return out
 
@@ -266,31 +241,40 @@ def _tags_yaml(ix: Index, fid: int, fc: FileChange) -> ChangeMap:
 
 # ------------------------------------------------------------------ Python (torch/**) and tests (test/**)
 
+@dataclass(frozen=True)
+class _PyDef:
+    kind: NodeKind  # PY_FUNCTION or PY_CLASS
+    id: int
+    fq: str
+    name: str
+    line: int
+    end_line: int
+
+
 def _python(ix: Index, fid: int, fc: FileChange) -> ChangeMap:
     out = ChangeMap()
     lo, hi = _span(fc.lines, fc.gaps)
     cond = "" if fc.whole else " AND line <= ? AND end_line >= ?"
     params = (fid,) if fc.whole else (fid, hi, lo)
-    fns = ix.q(f"SELECT id, module, qualname, name, cls, line, end_line FROM py_function WHERE file_id = ?{cond}",
-               params)
-    classes = ix.q(f"SELECT id, module, qualname, name, line, end_line FROM py_class WHERE file_id = ?{cond}", params)
+    defs = [_PyDef(NodeKind.PY_FUNCTION, i, f"{m}.{q}", n, a, b) for i, m, q, n, a, b in ix.q(
+        f"SELECT id, module, qualname, name, line, end_line FROM py_function WHERE file_id = ?{cond}", params)]
+    defs += [_PyDef(NodeKind.PY_CLASS, i, f"{m}.{q}", n, a, b) for i, m, q, n, a, b in ix.q(
+        f"SELECT id, module, qualname, name, line, end_line FROM py_class WHERE file_id = ?{cond}", params)]
     if fc.whole:
-        picked = [(("f",) + r, r[5]) for r in fns if "<locals>" not in r[2]] + [(("c",) + r, r[4]) for r in classes]
+        picked = [(d, d.line) for d in defs if d.kind is NodeKind.PY_CLASS or "<locals>" not in d.fq]
     else:
-        items = [("f",) + r for r in fns] + [("c",) + r for r in classes]
-        picked = list(_innermost(items, fc.lines, fc.gaps, lambda x: x[-2], lambda x: x[-1]).values())
+        picked = list(_innermost(defs, fc.lines, fc.gaps, lambda d: d.line, lambda d: d.end_line).values())
     picked.sort(key=lambda v: v[1])
     out.cut = max(0, len(picked) - MAX_NODES_PER_FILE)
     removed = set(fc.removed)
     func_ids = []
-    for item, first in picked[:MAX_NODES_PER_FILE]:
-        kind, module, qualname, name = item[0], item[2], item[3], item[4]
-        node = py_node(NodeKind.PY_FUNCTION if kind == "f" else NodeKind.PY_CLASS, f"{module}.{qualname}",
-                       Loc(fc.path, item[-2]))
-        why = "in the file" if fc.whole else f"{'def' if kind == 'f' else 'class body'} changed (line {first})"
-        out.nodes.append(ChangedNode(node, why, fc.path, first, name in removed))
-        if kind == "f":
-            func_ids.append(item[1])
+    for d, first in picked[:MAX_NODES_PER_FILE]:
+        is_func = d.kind is NodeKind.PY_FUNCTION
+        why = "in the file" if fc.whole else f"{'def' if is_func else 'class body'} changed (line {first})"
+        out.nodes.append(ChangedNode(py_node(d.kind, d.fq, Loc(fc.path, d.line)), why, fc.path, first,
+                                     d.name in removed))
+        if is_func:
+            func_ids.append(d.id)
     # Ops given Python meaning here (decompositions, refs, lowerings, meta kernels): by function or by line.
     marks = ",".join("?" * len(func_ids))
     refs = ix.q(f"SELECT kind, op, line FROM py_op_ref WHERE file_id = ? AND (func IN ({marks}) OR line "
@@ -302,7 +286,7 @@ def _python(ix: Index, fid: int, fc: FileChange) -> ChangeMap:
             if op.full_name not in seen:
                 seen.add(op.full_name)
                 out.nodes.append(ChangedNode(op_node(op), f"its {kind} ({op_text}, line {line}) changed", fc.path,
-                                             line, aspect=kind))
+                                             line, aspect=Aspect(PyOpRefKind(kind))))
     # Module-level names bound to native functions (``linear = _add_docstr(torch._C._nn.linear, ...)``).
     for name, value, line in ix.q("SELECT name, value, line FROM py_assign WHERE file_id = ? AND line BETWEEN ? AND ?",
                                   (fid, lo, hi)) if not fc.whole else []:
@@ -310,10 +294,11 @@ def _python(ix: Index, fid: int, fc: FileChange) -> ChangeMap:
             for op in ops_of_python(ix, value)[:4]:
                 out.nodes.append(ChangedNode(op_node(op), f"{name} = {value} changed (line {line})", fc.path, line))
     entry_lines: set[int] = set()
-    if fc.path.startswith(OPINFO_FILES):
-        out.opinfos, entry_lines = _opinfos(ix, fid, fc, [(it[4], it[-2], it[-1]) for it, _f in picked if it[0] == "f"])
+    if fc.kind is FileKind.OPINFO:
+        out.opinfos, entry_lines = _opinfos(ix, fid, fc, [(d.name, d.line, d.end_line) for d, _f in picked
+                                                          if d.kind is NodeKind.PY_FUNCTION])
     if not fc.whole:
-        out.unmapped = _covered(fc.lines - entry_lines, [(r[5], r[6]) for r in fns] + [(r[4], r[5]) for r in classes])
+        out.unmapped = _covered(fc.lines - entry_lines, [(d.line, d.end_line) for d in defs])
     return out
 
 
@@ -373,18 +358,19 @@ def _tests(ix: Index, fid: int, fc: FileChange) -> ChangeMap:
     return out
 
 
-def map_file(ix: Index, fid: int, layer: str, fc: FileChange) -> ChangeMap:
-    kind = file_kind(fc.path, layer)
-    if kind == "native_functions.yaml":
+def map_file(ix: Index, fid: int, fc: FileChange) -> ChangeMap:
+    """The changed definitions, entries and tests of one indexed file, by what the file is (``fc.kind``)."""
+    kind = fc.kind
+    if kind is FileKind.NATIVE_FUNCTIONS:
         return _native_yaml(ix, fc)
-    if kind == "derivatives.yaml":
+    if kind is FileKind.DERIVATIVES:
         return _derivatives_yaml(ix, fid, fc)
-    if kind == "tags.yaml":
+    if kind is FileKind.TAGS:
         return _tags_yaml(ix, fid, fc)
-    if kind == "cpp":
+    if kind is FileKind.CPP:
         return _cpp(ix, fid, fc)
-    if kind in ("python", "opinfo"):
+    if kind in (FileKind.PYTHON, FileKind.OPINFO):
         return _python(ix, fid, fc)
-    if kind == "test":
+    if kind is FileKind.TEST:
         return _tests(ix, fid, fc)
     return ChangeMap(note="no code facts are indexed for this file")

@@ -13,8 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..errors import BadArgument
-from .args import shown
+from ..errors import BadArgument, shown
 
 GIT_TIMEOUT_S = 30
 MAX_REV = 200

@@ -12,23 +12,23 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ..graph.pynames import pynames
-from ..model import Loc, Node, NodeKind
-from ..store.reader import Index
-from . import affected_tests as at
-from .changes import ChangedNode
+from ...graph.pynames import pynames
+from ...model import Loc, Node, NodeKind
+from ...model.change import ModuleKind
+from ...store.reader import Index
+from . import tests as at
+from .definitions import ChangedNode
 
 MODULE_DIRS = ("torch/nn/modules/",)
 MAX_SUBCLASSES = 8
 _PUBLIC = ("torch.nn.", "torch.optim.", "torch.optim.lr_scheduler.", "torch.nn.functional.", "torch.")
-_ROOTS = ("module", "optimizer", "lr_scheduler")
 
 
 @dataclass
 class AffectedModule:
     name: str  # as users write it: "torch.nn.Linear"
     fq: str  # where it is defined: "torch.nn.modules.linear.Linear"
-    kind: str  # module | optimizer | lr_scheduler
+    kind: ModuleKind
     loc: Loc
     why: str
 
@@ -38,14 +38,20 @@ class ClassRow:
     fq: str
     name: str
     loc: Loc
-    roots: tuple[str, ...]
+    kinds: tuple[ModuleKind, ...]  # the roots it descends from that users build with (none: other code)
 
 
 def _class(ix: Index, fq: str) -> ClassRow | None:
     row = ix.one("SELECT fq, name, file_id, line, roots FROM py_class_fq WHERE fq = ? AND source = 'py'", (fq,))
     if row is None:
         return None
-    return ClassRow(row[0], row[1], Loc(ix.path_of(row[2]), row[3]), tuple(row[4].split()))
+    return ClassRow(row[0], row[1], Loc(ix.path_of(row[2]), row[3]), _kinds(row[4]))
+
+
+def _kinds(roots: str) -> tuple[ModuleKind, ...]:
+    """The class roots (link/pyclasses.py, space-separated) that users build with, in ModuleKind's order."""
+    names = roots.split()
+    return tuple(k for k in ModuleKind if k.value in names)
 
 
 def public_name(ix: Index, fq: str) -> str:
@@ -68,12 +74,11 @@ def owner_class(ix: Index, node: Node) -> ClassRow | None:
             return None
         fq = f"{fn.module}.{fn.cls.split('.<locals>')[0]}"
     row = _class(ix, fq)
-    return row if row is not None and any(r in _ROOTS for r in row.roots) else None
+    return row if row is not None and row.kinds else None
 
 
 def as_module(ix: Index, row: ClassRow, why: str) -> AffectedModule:
-    kind = next(r for r in _ROOTS if r in row.roots)
-    return AffectedModule(public_name(ix, row.fq), row.fq, kind, row.loc, why)
+    return AffectedModule(public_name(ix, row.fq), row.fq, row.kinds[0], row.loc, why)
 
 
 def subclasses(ix: Index, fq: str) -> list[ClassRow]:
@@ -83,7 +88,7 @@ def subclasses(ix: Index, fq: str) -> list[ClassRow]:
             "SELECT fq, name, file_id, line, roots, bases FROM py_class_fq WHERE source = 'py' AND bases LIKE ? "
             "ESCAPE '\\' ORDER BY fq", ('%"' + fq.replace("_", "\\_") + '"%',)):
         if fq in json.loads(bases or "[]"):
-            out.append(ClassRow(sub_fq, name, Loc(ix.path_of(fid), line), tuple(roots.split())))
+            out.append(ClassRow(sub_fq, name, Loc(ix.path_of(fid), line), _kinds(roots)))
     return out[:MAX_SUBCLASSES]
 
 
@@ -121,7 +126,7 @@ def modules_calling(ix: Index, names: list[str], via: str) -> list[AffectedModul
             if cls_fq in out:
                 continue
             row = _class(ix, cls_fq)
-            if row is not None and any(r in _ROOTS for r in row.roots):
+            if row is not None and row.kinds:
                 out[cls_fq] = as_module(ix, row, f"{name}(...) at {ix.path_of(fid)}:{line}{via}")
     return list(out.values())
 
@@ -155,7 +160,7 @@ def affected_modules(ix: Index, changed: list[ChangedNode],
         if row is not None:
             own.setdefault(row.fq, as_module(ix, row, f"{c.node.label}: {c.why}"))
             for sub in subclasses(ix, row.fq):
-                if any(r in ("module", "optimizer", "lr_scheduler") for r in sub.roots):
+                if sub.kinds:
                     inherited.setdefault(sub.fq, as_module(ix, sub, f"subclass of {row.name}"))
         elif c.node.kind is NodeKind.PY_FUNCTION:
             for m in modules_calling(ix, spellings(c.node.key), f" (calls changed {c.node.key})"):

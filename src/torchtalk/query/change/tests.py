@@ -14,32 +14,33 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..model import Loc
-from ..store.reader import Index
-from .changes import ChangedOpInfo, ChangedTest
-from .testnames import generated_names
-from .tests import FoundTest, find_similar_tests
+from ...model import Loc
+from ...model.change import Aspect, ModuleKind, TestReason
+from ...model.dispatch import Device
+from ...model.paths import MODULE_DB, OPTIM_DB
+from ...store.reader import Index
+from ..testnames import generated_names
+from ..tests import FoundTest, find_similar_tests
+from .definitions import ChangedOpInfo, ChangedTest
 
 MAX_OPS_FOR_TESTS = 6  # distinct ops whose tests are looked up (each is one find_similar_tests call)
 PER_OP = 6  # tests taken per op from find_similar_tests
 RUN_FIRST = 5
 # The suites that check one aspect of every OpInfo op, by what the change touched.
-ASPECT_SUITES = {
-    "backward": ("test/test_ops_gradients.py", "test/test_ops_fwd_gradients.py"),
-    "decomposition": ("test/test_decomp.py", "test/inductor/test_torchinductor_opinfo.py"),
-    "ref": ("test/test_ops.py",),
-    "lowering": ("test/inductor/test_torchinductor_opinfo.py",),
-    "meta": ("test/test_meta.py",),
+ASPECT_SUITES: dict[Aspect, tuple[str, ...]] = {
+    Aspect.BACKWARD: ("test/test_ops_gradients.py", "test/test_ops_fwd_gradients.py"),
+    Aspect.DECOMPOSITION: ("test/test_decomp.py", "test/inductor/test_torchinductor_opinfo.py"),
+    Aspect.REF: ("test/test_ops.py",),
+    Aspect.LOWERING: ("test/inductor/test_torchinductor_opinfo.py",),
+    Aspect.META: ("test/test_meta.py",),
 }
-_MODULE_DB = "torch/testing/_internal/common_modules.py"
-_OPTIM_DB = "torch/testing/_internal/common_optimizers.py"
 
 
 @dataclass
 class AffectedTest:
     name: str  # "TestReductionsCPU.test_cumsum", "OpInfo('cumsum')", "ModuleInfo(nn.Linear)", a suite's path
     loc: Loc | None
-    kind: str  # changed | opinfo | named | calls | module | suite
+    kind: TestReason
     target: str  # the op, module or file it is for
     why: str
     command: str
@@ -50,7 +51,7 @@ class AffectedTest:
 class OpForTests:
     base: str  # the name tests use: "cumsum" for cumsum.out and cumsum_
     op: str  # the op reached
-    aspects: set[str]  # backward | decomposition | ref | lowering | meta: what about it changed
+    aspects: set[Aspect]  # what about it changed, when not its kernels
     path: str  # one line on how the change reaches it
     python: list[str] = field(default_factory=list)  # its Python names: OpInfo entries are named after them
 
@@ -62,7 +63,7 @@ _OPINFO_SPELLINGS = (("torch._C._nn.", "nn.functional."), ("torch.nn.functional.
                      ("torch._C._fft.fft_", "fft."), ("torch.fft.", "fft."), ("torch.", ""), ("Tensor.", ""))
 
 
-def with_device(command: str, device: str) -> str:
+def with_device(command: str, device: Device | None) -> str:
     """Narrow a pytest -k selection to one device type's generated tests (test_x_cuda, TestFooCUDA)."""
     if not device:
         return command
@@ -73,30 +74,31 @@ def with_device(command: str, device: str) -> str:
     return f'{m.group(1)}"{m.group(2)} and {device}"' if m else command
 
 
-_DEVICES = ("cpu", "cuda", "mps", "xpu")
+_DEVICE_TYPED = re.compile(rf"_({'|'.join(d.value for d in Device)})(_|$)")
 
 
-def _on_device(names: list[str], device: str) -> list[str]:
+def _on_device(names: list[str], device: Device | None) -> list[str]:
     return [n for n in names if re.search(rf"_{device}(_|$)", n.split(".")[-1])] if device else names
 
 
 def _device_typed(names: list[str]) -> bool:
-    return any(re.search(rf"_({'|'.join(_DEVICES)})(_|$)", n.split(".")[-1]) for n in names)
+    return any(_DEVICE_TYPED.search(n.split(".")[-1]) for n in names)
 
 
-def _for_device(path: str, cls: str, generated: list[str], device: str) -> tuple[bool, list[str], str]:
+def _for_device(path: str, cls: str, generated: list[str],
+                device: Device | None) -> tuple[bool, list[str], Device | None]:
     """(keep it, its generated names on the device, the device to narrow its command to) for a test
     found by name: a CUDA-only change keeps the CUDA variants of device-type tests, drops tests generated
     for other devices only, and tests written for another device (TestMPS, test_cuda.py for a CPU change)."""
     if not device:
-        return True, generated, ""
+        return True, generated, None
     if _device_typed(generated):
         on = _on_device(generated, device)
         return bool(on), on, device
-    others = [d for d in _DEVICES if d != device]
+    others = [d.value for d in Device if d is not device]
     foreign = any(f"test_{d}" in path.rsplit("/", 1)[-1] or cls.lower().startswith(f"test{d}") or
                   cls.endswith(d.upper()) for d in others)
-    return not foreign, generated, ""
+    return not foreign, generated, None
 
 
 def _command(path: str, cls: str, name: str) -> str:
@@ -112,14 +114,14 @@ def _present(ix: Index) -> set[str]:
     return ix.cached("test_paths", lambda: {p for p in ix.paths().values() if p.startswith("test/")})
 
 
-def _db_names(ix: Index) -> dict[str, dict[str, int]]:
+def _db_names(ix: Index) -> dict[ModuleKind, dict[str, int]]:
     """Modules with a ModuleInfo entry and optimizers with an OptimizerInfo entry: read from the two
     database files of the tree (their entries are constructor calls the index does not keep)."""
-    def load() -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {"module": {}, "optim": {}}
+    def load() -> dict[ModuleKind, dict[str, int]]:
+        out: dict[ModuleKind, dict[str, int]] = {ModuleKind.MODULE: {}, ModuleKind.OPTIMIZER: {}}
         root = ix.source_root
-        for key, rel, pat in (("module", _MODULE_DB, r"ModuleInfo\(\s*(?:torch\.)?(nn\.[\w.]+)"),
-                              ("optim", _OPTIM_DB, r"OptimizerInfo\(\s*(?:optim_cls=)?([A-Z]\w+)")):
+        for key, rel, pat in ((ModuleKind.MODULE, MODULE_DB, r"ModuleInfo\(\s*(?:torch\.)?(nn\.[\w.]+)"),
+                              (ModuleKind.OPTIMIZER, OPTIM_DB, r"OptimizerInfo\(\s*(?:optim_cls=)?([A-Z]\w+)")):
             try:
                 text = (root / rel).read_text(encoding="utf-8", errors="replace") if root is not None else ""
             except OSError:  # no such file here
@@ -130,7 +132,7 @@ def _db_names(ix: Index) -> dict[str, dict[str, int]]:
     return ix.cached("affected_db_names", load)
 
 
-def changed_tests(ix: Index, tests: list[ChangedTest], device: str) -> list[AffectedTest]:
+def changed_tests(ix: Index, tests: list[ChangedTest], device: Device | None) -> list[AffectedTest]:
     out = []
     inst = dict(((fid, cls), opts) for fid, cls, opts in ix.cached("affected_device_classes", lambda: ix.q(
         "SELECT file_id, cls, options FROM test_instantiation WHERE kind = 'device_type'")))
@@ -141,13 +143,14 @@ def changed_tests(ix: Index, tests: list[ChangedTest], device: str) -> list[Affe
         gen = generated_names(t.cls, t.name, t.decorators, opts) if t.name else []
         # A changed test is run whatever the device; a device-type one on the changed device when it has it.
         on = _on_device(gen, device) if _device_typed(gen) else []
-        out.append(AffectedTest(label, t.loc, "changed", t.loc.path, t.why,
-                                with_device(_command(t.loc.path, t.cls, t.name), device if on else ""), on or gen))
+        out.append(AffectedTest(label, t.loc, TestReason.CHANGED, t.loc.path, t.why,
+                                with_device(_command(t.loc.path, t.cls, t.name), device if on else None), on or gen))
     return out
 
 
-def changed_opinfos(ix: Index, infos: list[ChangedOpInfo], device: str) -> list[AffectedTest]:
-    return [AffectedTest(f"OpInfo('{o.name}')" + (f" variant {o.variant!r}" if o.variant else ""), o.loc, "opinfo",
+def changed_opinfos(ix: Index, infos: list[ChangedOpInfo], device: Device | None) -> list[AffectedTest]:
+    return [AffectedTest(f"OpInfo('{o.name}')" + (f" variant {o.variant!r}" if o.variant else ""), o.loc,
+                         TestReason.OPINFO,
                          o.name, f"OpInfo entry: {o.why}",
                          with_device(f'pytest test/test_ops.py -k "{_opinfo_sel(o.name, o.variant)}"', device))
             for o in infos]
@@ -164,7 +167,7 @@ def _opinfos_named(ix: Index, python: list[str], have: set[tuple[str, str]]) -> 
     return [(n, v, Loc(ix.path_of(f), ln)) for n, v, f, ln in rows if (n, v) not in have]
 
 
-def op_tests(ix: Index, op: OpForTests, device: str) -> list[AffectedTest]:
+def op_tests(ix: Index, op: OpForTests, device: Device | None) -> list[AffectedTest]:
     found = find_similar_tests(ix, op.base, PER_OP)
     present = _present(ix)
     out = []
@@ -173,7 +176,7 @@ def op_tests(ix: Index, op: OpForTests, device: str) -> list[AffectedTest]:
              for n, v, loc in _opinfos_named(ix, op.python, {(h[0], h[1]) for h in hits})]
     for name, variant, loc, command in hits:
         label = f"OpInfo('{name}')" + (f" variant {variant!r}" if variant else "")
-        out.append(AffectedTest(label, loc, "opinfo", op.op,
+        out.append(AffectedTest(label, loc, TestReason.OPINFO, op.op,
                                 f"the generic @ops tests run op {op.op} through this OpInfo entry ({op.path})",
                                 with_device(command, device)))
     # The suites that check what changed for every OpInfo op; -k matches the op inside OpInfo names too
@@ -183,46 +186,47 @@ def op_tests(ix: Index, op: OpForTests, device: str) -> list[AffectedTest]:
         for suite in ASPECT_SUITES.get(aspect, ()):
             if suite in present and suite != "test/test_ops.py":
                 for sel in sels:
-                    out.append(AffectedTest(f"{suite} for {sel}", Loc(suite, 1), "opinfo", op.op,
+                    out.append(AffectedTest(f"{suite} for {sel}", Loc(suite, 1), TestReason.OPINFO, op.op,
                                             f"its {aspect} changed: {suite} checks that for every OpInfo op "
                                             f"({op.path})", with_device(f'pytest {suite} -k "{sel}"', device)))
     out += _found(found.tests, op.base, op.op, op.path, device)
     return out
 
 
-def _found(tests: list[FoundTest], base: str, target: str, how: str, device: str) -> list[AffectedTest]:
+def _found(tests: list[FoundTest], base: str, target: str, how: str, device: Device | None) -> list[AffectedTest]:
     out = []
     for t in tests:
         keep, generated, narrow = _for_device(t.loc.path, t.cls, t.generated, device)
         if not keep:
             continue
-        kind = "named" if t.why == "name" else "calls"
-        why = (f"named after {base}" if kind == "named" else t.why) + f" ({how})"
+        kind = TestReason.NAMED if t.by_name else TestReason.CALLS
+        why = (f"named after {base}" if kind is TestReason.NAMED else t.why) + f" ({how})"
         out.append(AffectedTest(f"{t.cls}.{t.name}" if t.cls else t.name, t.loc, kind, target, why,
                                 with_device(t.command, narrow), generated))
     return out
 
 
-def module_tests(ix: Index, public: str, why: str, device: str) -> list[AffectedTest]:
+def module_tests(ix: Index, public: str, why: str, device: Device | None) -> list[AffectedTest]:
     """Tests of an nn module or optimizer: its ModuleInfo / OptimizerInfo tests, tests named after it or
     building it."""
     dbs = _db_names(ix)
     short = public.rsplit(".", 1)[-1]
     out = []
     spelled = public.removeprefix("torch.")
-    if spelled in dbs["module"] and "test/test_modules.py" in _present(ix):
-        out.append(AffectedTest(f"ModuleInfo({spelled})", Loc(_MODULE_DB, dbs["module"][spelled]), "module", public,
+    modules, optims = dbs[ModuleKind.MODULE], dbs[ModuleKind.OPTIMIZER]
+    if spelled in modules and "test/test_modules.py" in _present(ix):
+        out.append(AffectedTest(f"ModuleInfo({spelled})", Loc(MODULE_DB, modules[spelled]), TestReason.MODULE, public,
                                 f"test_modules.py runs every ModuleInfo module ({why})",
                                 with_device(f'pytest test/test_modules.py -k "{spelled.replace(".", "_")}"', device)))
-    if short in dbs["optim"] and "test/test_optim.py" in _present(ix):
-        out.append(AffectedTest(f"OptimizerInfo({short})", Loc(_OPTIM_DB, dbs["optim"][short]), "module", public,
+    if short in optims and "test/test_optim.py" in _present(ix):
+        out.append(AffectedTest(f"OptimizerInfo({short})", Loc(OPTIM_DB, optims[short]), TestReason.MODULE, public,
                                 f"test_optim.py runs every OptimizerInfo optimizer ({why})",
                                 with_device(f'pytest test/test_optim.py -k "{short}"', device)))
     return out + _found(find_similar_tests(ix, spelled, PER_OP).tests, short, public, why, device)
 
 
 def suite_tests(suites: list[tuple[str, str]]) -> list[AffectedTest]:
-    return [AffectedTest(path, Loc(path, 1), "suite", path, why, f"pytest {path}") for path, why in suites]
+    return [AffectedTest(path, Loc(path, 1), TestReason.SUITE, path, why, f"pytest {path}") for path, why in suites]
 
 
 def rank(groups: list[list[AffectedTest]]) -> tuple[list[AffectedTest], list[str]]:

@@ -6,6 +6,10 @@ old side when the diff is a patch not applied yet. Each file's hunks are compare
 with the file to find out which, so changed lines are always numbered as the index
 numbers them. Definitions that only the other side has (a function the change
 deletes or renames, or one it adds) are read from the diff's own lines.
+
+Note [Diff sides]: each file's hunks are compared with the tree's copy: when every hunk's new side
+matches, the tree holds the new side (``DiffSide.NEW``); when every old side does, the old one; else
+neither (edited since, or another version), and lines are read as numbered on the new side.
 """
 
 from __future__ import annotations
@@ -15,15 +19,17 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import BadArgument
-from ..store.reader import Index
-from .args import shown
+from ...errors import BadArgument
+from ...model import Layer
+from ...model.change import ChangeStatus, DiffSide, FileKind
+from ...model.paths import file_kind
+from ...store.reader import Index
+from ..args import shown
 from .diff import FileDiff, defined_names, parse_diff, tree_path
 
 MAX_NAMES = 50
 MAX_NAMES_CHARS = 20_000
 MAX_RANGE = 5_000  # lines one path:A-B entry may span
-_CPP_EXT = (".cpp", ".cc", ".cu", ".cuh", ".h", ".hpp", ".mm", ".m", ".metal", ".c")
 _LINES = re.compile(r"^(?P<path>[^\s:]+?):(?P<a>\d+)(?:-(?P<b>\d+))?$")
 
 
@@ -31,29 +37,29 @@ _LINES = re.compile(r"^(?P<path>[^\s:]+?):(?P<a>\d+)(?:-(?P<b>\d+))?$")
 class FileChange:
     written: str  # the path as the input wrote it
     path: str  # relative to the tree; "" when it names nothing here
-    status: str  # modified | added | deleted | renamed | binary | mode | lines (from names)
+    status: ChangeStatus
+    kind: FileKind = FileKind.OTHER  # what the file is (model.paths.file_kind); OTHER when it names nothing here
     lines: set[int] = field(default_factory=set)  # changed lines, numbered as in the tree's copy
     gaps: set[tuple[int, int]] = field(default_factory=set)  # (before, after): lines only the other side has
-    side: str = ""  # which side of the diff the tree holds: new | old | neither ("" for names)
+    side: DiffSide | None = None  # which side of the diff the tree holds (None for names)
     whole: bool = False  # every definition in the file (an added or deleted file, a path given alone)
     removed: list[str] = field(default_factory=list)  # definitions the change deletes, from the diff's lines
     added: list[str] = field(default_factory=list)  # definitions only the patch has (not in the tree yet)
     problem: str = ""
 
 
-def language(path: str) -> str:
-    if path.endswith(".py"):
-        return "python"
-    return "cpp" if path.endswith(_CPP_EXT) else ""
-
-
 class TreeFiles:
-    """Which relative paths name files of the tree: indexed, or on disk inside it."""
+    """Which relative paths name files of the tree: indexed (with their id and layer), or on disk inside it."""
 
     def __init__(self, ix: Index) -> None:
         self.ix = ix
         self.root = ix.source_root
-        self.indexed = {p: fid for fid, p in ix.paths().items()}
+        self.indexed: dict[str, tuple[int, Layer]] = ix.cached("change_files", lambda: {
+            p: (fid, Layer(layer)) for fid, p, layer in ix.q("SELECT id, path, layer FROM files")})
+
+    def kind(self, rel: str) -> FileKind:
+        got = self.indexed.get(rel)
+        return file_kind(rel, got[1] if got else None)
 
     def exists(self, rel: str) -> bool:
         if rel in self.indexed:
@@ -83,14 +89,16 @@ def _matches(text: list[str], numbered: list[tuple[int, str]]) -> bool:
     return all(0 < n <= len(text) and text[n - 1].rstrip() == t.rstrip() for n, t in numbered)
 
 
-def _side(text: list[str] | None, fd: FileDiff) -> str:
+def _side(text: list[str] | None, fd: FileDiff) -> DiffSide:
+    """Note [Diff sides]."""
     if text is None:
-        return "old" if fd.status == "added" else "new" if fd.status == "deleted" else "neither"
+        return (DiffSide.OLD if fd.status is ChangeStatus.ADDED else DiffSide.NEW if fd.status is ChangeStatus.DELETED
+                else DiffSide.NEITHER)
     if all(_matches(text, h.side(old=False)) for h in fd.hunks):
-        return "new"
+        return DiffSide.NEW
     if all(_matches(text, h.side(old=True)) for h in fd.hunks):
-        return "old"
-    return "neither"
+        return DiffSide.OLD
+    return DiffSide.NEITHER
 
 
 def _from_diff(fd: FileDiff, files: TreeFiles) -> FileChange:
@@ -101,47 +109,47 @@ def _from_diff(fd: FileDiff, files: TreeFiles) -> FileChange:
         if problem or files.exists(path):
             break
     fc = FileChange(fd.path, path, fd.status, problem=problem or fd.problem)
-    if problem or fd.status in ("binary", "mode"):
+    if problem or not fd.status.has_lines:
         return fc
+    fc.kind = files.kind(path)
     text = files.lines(path)
-    if text is None and fd.status not in ("added", "deleted"):
+    if text is None and fd.status not in (ChangeStatus.ADDED, ChangeStatus.DELETED):
         fc.problem = f"{path} is not in the source tree: nothing of it is indexed"
         return fc
-    if fd.status == "renamed" and fd.old_path and tree_path(fd.old_path, files.exists, root)[0] == path:
-        fc.status = "modified"  # two copies of one file (git diff --no-index old/ new/)
+    if fd.status is ChangeStatus.RENAMED and fd.old_path and tree_path(fd.old_path, files.exists, root)[0] == path:
+        fc.status = ChangeStatus.MODIFIED  # two copies of one file (git diff --no-index old/ new/)
     fc.side = _side(text, fd)
-    lang = language(path)
+    lang = fc.kind.language
     minus = [t for h in fd.hunks for _n, t in h.removed()]
     plus = [t for h in fd.hunks for _n, t in h.added()]
     gone = [n for n in defined_names(minus, lang) if n not in set(defined_names(plus, lang))]
     new = [n for n in defined_names(plus, lang) if n not in set(defined_names(minus, lang))]
-    if fd.status == "added":
-        if fc.side == "old":
+    if fd.status is ChangeStatus.ADDED:
+        if fc.side is DiffSide.OLD:
             fc.problem, fc.added = "new in the diff and not in the tree yet: nothing of it is indexed", new
         else:
             fc.whole = True
         return fc
-    if fd.status == "deleted":
+    if fd.status is ChangeStatus.DELETED:
         if text is None:
             fc.removed = gone
             fc.problem = "deleted by the diff and gone from the tree"
         else:
             fc.whole, fc.removed = True, gone
         return fc
-    old = fc.side == "old"
+    old = fc.side is DiffSide.OLD
     for h in fd.hunks:
         lines, gaps = h.changed(old=old)
         fc.lines |= lines
         fc.gaps |= gaps
     fc.removed, fc.added = gone, new if old else []
-    if fc.side == "neither":
+    if fc.side is DiffSide.NEITHER:
         fc.problem = ("the tree's copy matches neither side of the diff (edited since, or another version): "
                       "lines are mapped as numbered on the diff's new side")
     return fc
 
 
-def from_diff(ix: Index, text: str) -> list[FileChange]:
-    files = TreeFiles(ix)
+def from_diff(files: TreeFiles, text: str) -> list[FileChange]:
     return [_from_diff(fd, files) for fd in parse_diff(text)]
 
 
@@ -183,7 +191,7 @@ def split_names(text: object) -> list[str]:
     return names
 
 
-def from_path_name(ix: Index, files: TreeFiles, name: str) -> FileChange | None:
+def from_path_name(files: TreeFiles, name: str) -> FileChange | None:
     """``path:line``, ``path:start-end`` or a path alone, as a change of the tree; None when ``name`` is no path."""
     m = _LINES.match(name)
     written = m.group("path") if m else name
@@ -191,16 +199,16 @@ def from_path_name(ix: Index, files: TreeFiles, name: str) -> FileChange | None:
         return None
     path, problem = tree_path(written, files.exists, str(files.root) if files.root else None)
     if problem:
-        return FileChange(name, "", "lines", problem=problem)
+        return FileChange(name, "", ChangeStatus.LINES, problem=problem)
     if not files.exists(path):
-        if not m and not language(path) and "." not in path.rsplit("/", 1)[-1]:
+        if not m and "." not in path.rsplit("/", 1)[-1]:
             return None  # torch.nn/whatever: a dotted or qualified name, not a path
-        return FileChange(name, "", "lines", problem=f"{shown(written)} is not a file of the source tree")
+        return FileChange(name, "", ChangeStatus.LINES, problem=f"{shown(written)} is not a file of the source tree")
     if not m:
-        return FileChange(name, path, "lines", whole=True)
+        return FileChange(name, path, ChangeStatus.LINES, files.kind(path), whole=True)
     a = int(m.group("a"))
     b = int(m.group("b") or a)
     if not 1 <= a <= b or b - a > MAX_RANGE:
         raise BadArgument(f"names: {shown(name)} is not a line range of 1 to {MAX_RANGE} lines (path:line or "
                           "path:start-end, start <= end)")
-    return FileChange(name, path, "lines", lines=set(range(a, b + 1)))
+    return FileChange(name, path, ChangeStatus.LINES, files.kind(path), lines=set(range(a, b + 1)))

@@ -1,0 +1,181 @@
+"""From what changed to what it reaches: one walk up the graph from every changed node, the ops it
+reaches (closest first, each with its path from the change), the Python modules and the tests.
+
+The walk crosses callers, DispatchStubs, the dispatcher, composite and backward ops and Python
+bindings; Python modules are found by the names their code calls (python.py); tests are ranked from
+what was reached (tests.py). Every walk and list is capped, and the answer says what each cap cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from ...graph import LevelCap, graph, up
+from ...graph.nodes import CPP_KINDS
+from ...graph.registry import registry
+from ...model import Edge, EdgeKind, Node, NodeKind
+from ...model.change import Aspect
+from ...model.dispatch import Device, device_of_key
+from ...store.reader import Index
+from ..args import MAX_LIMIT
+from ..callgraph import IMPACT_KINDS
+from ..stub_uses import stub_uses
+from . import python as apy
+from . import tests as at
+from .definitions import ChangedNode, ChangedOpInfo, ChangedTest
+from .generators import GeneratorChange
+from .result import AffectedResult, ChangedFile, ReachedOp, RemovedName, UnknownName
+
+AFFECTED_KINDS = IMPACT_KINDS | {EdgeKind.LAUNCH, EdgeKind.OP_CALL, EdgeKind.BACKWARD}
+MAX_LEVEL_NODES = 25  # C++ functions walked from per level and change (the rest are reached, not walked from)
+WALK_MAX_NODES = 1500
+MAX_OPS = 30
+MAX_PYTHON = 30
+MAX_MODULES = 12
+MAX_MODULE_LOOKUPS = 3
+_STEP_WORDS = {EdgeKind.CALL: "called by", EdgeKind.KERNEL: "kernel of", EdgeKind.STUB_KERNEL: "registered for",
+               EdgeKind.STUB_CALL: "used by", EdgeKind.DISPATCH_CALL: "called by", EdgeKind.OP_CALL: "called by op",
+               EdgeKind.BACKWARD: "in the backward of", EdgeKind.BINDING: "bound to", EdgeKind.LAUNCH: "launched by"}
+
+
+@dataclass
+class MappedChange:
+    """The change mapped onto the index (affected.py): what ``answer`` walks from and reports."""
+
+    source: str  # where the change came from
+    depth: int
+    limit: int
+    files: list[ChangedFile] = field(default_factory=list)
+    changed: list[ChangedNode] = field(default_factory=list)
+    removed: list[RemovedName] = field(default_factory=list)
+    unknown: list[UnknownName] = field(default_factory=list)
+    tests: list[ChangedTest] = field(default_factory=list)
+    opinfos: list[ChangedOpInfo] = field(default_factory=list)
+    generators: list[GeneratorChange] = field(default_factory=list)
+    cuts: list[str] = field(default_factory=list)
+
+
+def chain_text(ix: Index, start: Node, chain: list[Edge]) -> str:
+    parts = [start.label]
+    for e in chain:
+        key = f" [{e.key}]" if e.key and e.kind is EdgeKind.STUB_KERNEL else ""
+        if e.kind is EdgeKind.KERNEL:
+            # The walk crossed one key; name every key the op serves with this same kernel.
+            keys = [k.key for k in graph(ix).out(e.src, [EdgeKind.KERNEL]) if k.dst.key == e.dst.key]
+            key = f" [{', '.join(dict.fromkeys(keys or [e.key]))}]"
+        parts.append(f"{_STEP_WORDS.get(e.kind, e.kind.value)}{key} {e.src.label}")
+    return " <- ".join(parts)
+
+
+def _variant(op: str) -> bool:
+    """An out= or in-place overload (atan2.out, atan2_)."""
+    name, _, overload = op.partition(".")
+    return "out" in overload or (name.endswith("_") and not name.endswith("__"))
+
+
+def _base(op: str) -> str:
+    """The name tests use for an op: cumsum for cumsum.out and cumsum_."""
+    base = op.split(".")[0]
+    return base[:-1] if base.endswith("_") and not base.endswith("__") else base
+
+
+def _device(ix: Index, changed: list[ChangedNode]) -> Device | None:
+    """The one device all changed code runs on (None when any): from where a file is, else from the
+    dispatch keys a changed kernel is registered for (a TORCH_IMPL_FUNC only CPU dispatches to)."""
+    devices: set[Device | None] = set()
+    for c in changed:
+        dev = c.device
+        if dev is None and c.node.kind in CPP_KINDS:
+            keys = {device_of_key(e.key) for e in graph(ix).into(c.node, [EdgeKind.KERNEL])}
+            dev = keys.pop() if len(keys) == 1 else None
+        devices.add(dev)
+    return devices.pop() if len(devices) == 1 else None
+
+
+def answer(ix: Index, m: MappedChange) -> AffectedResult:
+    g = graph(ix)
+    reg = registry(ix)
+    cuts = list(m.cuts)
+    uniq = list({(c.node.kind, c.node.key): c for c in reversed(m.changed)}.values())[::-1]
+    by_key = {(c.node.kind, c.node.key): c for c in uniq}
+    starts = [c.node for c in uniq if c.node.kind not in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS)]
+    cap = LevelCap(MAX_LEVEL_NODES, CPP_KINDS, per_start=True)  # each change walks with its own budget
+
+    def into(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
+        edges = g.into(node, kinds)
+        if node.kind is NodeKind.STUB and not any(e.kind is EdgeKind.STUB_CALL for e in edges):
+            edges += stub_uses(ix, node)  # a stub handed to a helper: the graph has no call for it
+        return edges
+
+    steps = up(starts, into, AFFECTED_KINDS, m.depth, fan_out=200, max_nodes=WALK_MAX_NODES, follow=cap)
+    reached: list[tuple[Node, int, Node, list[Edge]]] = [(c.node, 0, c.node, []) for c in uniq
+                                                         if c.node.kind is NodeKind.OP]
+    python: dict[str, None] = {}
+    functions = 0
+    for s in steps:
+        chain = s.chain()
+        start = chain[0].dst
+        if s.node.kind is NodeKind.OP:
+            reached.append((s.node, s.depth, start, chain))
+        elif s.node.kind is NodeKind.BINDING:
+            python.setdefault(s.node.key)
+        elif s.node.kind in CPP_KINDS:
+            functions += 1  # C++ functions on the way up
+    if cap.unexpanded:
+        cuts.append(f"walk: {cap.unexpanded} C++ callers reached but not walked from (at most {MAX_LEVEL_NODES} a "
+                    "level for each change); impact() on one of them goes further")
+    if len(steps) >= WALK_MAX_NODES:
+        cuts.append(f"walk: stopped after {WALK_MAX_NODES} nodes; a smaller depth or change gives the full answer")
+    ops: list[at.OpForTests] = []
+    reached_ops: list[ReachedOp] = []
+    aspects: dict[str, set[Aspect]] = {}
+    for node, d, start, chain in reached:
+        start_change = by_key.get((start.kind, start.key))
+        path = start_change.why if not chain and start_change else chain_text(ix, start, chain)
+        # What changed about an op itself (its backward, decomposition...) is tested for that op; ops
+        # reaching it get their generic tests.
+        aspect = start_change.aspect if start_change and not chain else None
+        aspects.setdefault(node.key, set()).update({aspect} if aspect is not None else set())
+        op = reg.by_full.get(node.key)
+        names = list(dict.fromkeys(p.name for p in reg.python_names(op)))[:4] if op else []
+        reached_ops.append(ReachedOp(node, d, path, chain, names))
+        python.update(dict.fromkeys(n for n in names if not n.startswith("torch._C._")))
+    # Closest first; among equals the ops users call (a public Python name) before internal ones, and the
+    # functional overload before its out= and in-place ones.
+    reached_ops.sort(key=lambda r: (r.depth, not any(not n.split(".")[-1].startswith("_") for n in r.python),
+                                    _variant(r.op.key)))
+    seen_bases: dict[str, None] = {}
+    # Tests are named after public ops: an internal op (_softmax) counts as one level further than it is.
+    for r in sorted(reached_ops, key=lambda r: (r.depth + r.op.key.startswith("_"), r.op.key.startswith("_"))):
+        base = _base(r.op.key)
+        if base not in seen_bases and len(seen_bases) < at.MAX_OPS_FOR_TESTS:
+            seen_bases[base] = None
+            via = r.chain[-1].dst.label if r.chain else r.path
+            how = f"op {r.op.key}, changed: {via}" if not r.depth else f"op {r.op.key} at depth {r.depth}, via {via}"
+            ops.append(at.OpForTests(base, r.op.key, aspects.get(r.op.key, set()), how, r.python))
+    bases_total = len({_base(r.op.key) for r in reached_ops})
+    if bases_total > len(ops):
+        cuts.append(f"tests: looked up for the {len(ops)} closest of {bases_total} ops reached "
+                    "(find_similar_tests on the others)")
+    own, calling = apy.affected_modules(ix, uniq, [(r.op.key, r.python) for r in reached_ops[:at.MAX_OPS_FOR_TESTS]])
+    modules = own + [mod for mod in calling if mod.fq not in {o.fq for o in own}]
+    device = _device(ix, uniq)
+    groups = [at.changed_tests(ix, m.tests, device), at.changed_opinfos(ix, m.opinfos, device)]
+    groups += [at.module_tests(ix, mod.name, mod.why, device) for mod in own[:MAX_MODULE_LOOKUPS]]
+    groups += [at.op_tests(ix, o, device) for o in apy.python_functions(ix, uniq, MAX_MODULE_LOOKUPS) + ops]
+    groups += [at.module_tests(ix, mod.name, mod.why, device) for mod in calling[:max(0, MAX_MODULE_LOOKUPS - len(own))]
+               if not mod.why.startswith("subclass of ")]
+    groups.append(at.suite_tests([(s, f"runs every op through the {layer.layer} {gen.source} writes")
+                                  for gen in m.generators for layer in gen.layers for s in layer.suites]))
+    ranked, first = at.rank([grp for grp in groups if grp])
+    if len(ranked) > m.limit:
+        cuts.append(f"tests: showing {m.limit} of {len(ranked)} (limit={min(len(ranked), MAX_LIMIT)} shows more)")
+    if len(reached_ops) > MAX_OPS:
+        cuts.append(f"ops: showing the {MAX_OPS} closest of {len(reached_ops)}")
+    public = [n for n in python if not n.startswith("torch._C._")]
+    return AffectedResult(
+        source=m.source, depth=m.depth, device=device, files=m.files, changed=uniq, removed=m.removed,
+        unknown=m.unknown, ops=reached_ops[:MAX_OPS], ops_total=len(reached_ops), functions_reached=functions,
+        python=public[:MAX_PYTHON], modules=modules[:MAX_MODULES], generators=m.generators, tests=ranked[:m.limit],
+        tests_total=len(ranked), run_first=first, tests_changed=len(m.tests) + len(m.opinfos), cuts=cuts)
