@@ -20,6 +20,7 @@ from collections import defaultdict
 from typing import NamedTuple
 
 from ..model import GENERATED_PREFIX, RaiseKind
+from ..model.paths import CPP_FRONTEND, backend_of_path
 from ..model.raises import as_printed
 from ..store.reader import Index
 from .error_text import Cleaned, Where
@@ -32,12 +33,11 @@ _IDENT = re.compile(r"^(?:\w+::)*(\w+)$")
 _SPACE = re.compile(r"\s+")
 _LOOSE = re.compile(r"\s\s|\\[ntr]")  # whitespace a squash changes, in a piece or its JSON
 _NO_DIGITS = str.maketrans("", "", "0123456789")
-_CPP_FRONTEND = "torch/csrc/api/"  # libtorch's C++ API (torch::nn, torch::optim): what C++ programs call
-# Directories of code that runs for one device, layout or backend only.
-_SPECIAL = frozenset({"cuda", "hip", "mps", "xpu", "mkldnn", "vulkan", "metal", "nested", "sparse", "quantized",
-                      "miopen", "cudnn", "mkl", "onednn", "ao", "distributed", "mtia", "lazy", "xnnpack", "qnnpack",
-                      "transformers", "_inductor", "_dynamo", "onnx", "jit", "export", "fx", "_export",
-                      "_functorch", "functorch"})
+# Directories of code that runs for one layout, library or subsystem only (a device's code is told by
+# model.paths.backend_of_path).
+_SPECIAL = frozenset({"mkldnn", "vulkan", "metal", "nested", "sparse", "quantized", "mkl", "onednn", "ao",
+                      "distributed", "mtia", "lazy", "xnnpack", "qnnpack", "transformers", "_inductor", "_dynamo",
+                      "onnx", "jit", "export", "fx", "_export", "_functorch", "functorch"})
 
 
 def squash(text: str) -> str:
@@ -92,7 +92,8 @@ def _rank(path: str) -> int:
     parts = path.split("/")
     if "test" in parts or "testing" in parts or "tests" in parts or parts[-1].startswith("test_"):
         return 2
-    special = path.startswith((GENERATED_PREFIX, _CPP_FRONTEND)) or _SPECIAL.intersection(parts[:-1])
+    special = (path.startswith((GENERATED_PREFIX, CPP_FRONTEND)) or backend_of_path(path) not in ("", "CPU")
+               or _SPECIAL.intersection(parts[:-1]))
     return 1 if special else 0
 
 

@@ -149,15 +149,16 @@ class _Into:
         sym = symbol(self.ix, sid) if sid is not None else None
         if sym is None or sym.kind.is_structured:  # the generated wrappers call those as op.meta / op.impl
             return None
-        counts: dict[str, int] = self.ix.cached("error_call_counts", dict)
-        n = counts.get(sym.name)
-        if n is None:
-            row = self.ix.one("SELECT count(*) FROM cpp_call WHERE callee = ?", (sym.name,))
-            n = counts[sym.name] = row[0] if row else 0
+        n = self.ix.memo("error_call_counts", sym.name, lambda: _call_count(self.ix, sym.name), 0)
         if n <= FAN_IN:
             return None
         self.fan_in.append(_summary(self.ix, node, sym.name, n, self.prefer))
         return sym
+
+
+def _call_count(ix: Index, name: str) -> int:
+    row = ix.one("SELECT count(*) FROM cpp_call WHERE callee = ?", (name,))
+    return int(row[0]) if row else 0
 
 
 def _op_callers_by_name(ix: Index, node: Node) -> list[Edge]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from ..errors import BadArgument
 from ..model import GENERATED_PREFIX
+from ..model.paths import SOURCE_ROOTS
 
 MAX_INPUT = 200_000  # characters read of what was pasted (a long traceback included)
 MAX_MESSAGE = 4_000  # characters of the message itself that are matched
@@ -38,7 +39,6 @@ _WARNING_LINE = re.compile(r"^(?P<path>[^\s:][^:]*\.py):(?P<line>\d+): (?P<cls>\
 _CPP_FRAME = re.compile(r"^frame #\d+:")
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
-_ROOTS = ("aten/", "c10/", "torch/", "functorch/", "caffe2/", "third_party/")
 
 
 @dataclass
@@ -69,17 +69,17 @@ def tree_path(printed: str) -> str:
     if "/build/" in p:
         return GENERATED_PREFIX + tree_path(p.rsplit("/build/", 1)[1])
     best = -1
-    for root in _ROOTS:
+    for root in SOURCE_ROOTS:
         i = p.rfind("/" + root)
         if i >= 0 and (best < 0 or i < best):
             best = i
     if best >= 0:
         return p[best + 1:]
-    return p.lstrip("./") if p.startswith(_ROOTS) or p.startswith("../") else p
+    return p.lstrip("./") if p.startswith(SOURCE_ROOTS) or p.startswith("../") else p
 
 
 def _is_torch(path: str) -> bool:
-    return tree_path(path).startswith(_ROOTS)
+    return tree_path(path).startswith(SOURCE_ROOTS)
 
 
 def clean(text: object) -> Cleaned:
