@@ -14,7 +14,7 @@ import pytest
 from torchtalk.errors import BadArgument
 from torchtalk.extract.cpp import extract_cpp
 from torchtalk.extract.pymodules import extract_python
-from torchtalk.model import CppSymbol, PyFunction, RaiseKind, RaiseSite
+from torchtalk.model import CppSymbol, Layer, PyFunction, RaiseKind, RaiseSite
 from torchtalk.model.raises import Verdict
 from torchtalk.query import error_reach
 from torchtalk.query.error_text import MAX_INPUT, MAX_MESSAGE, clean
@@ -223,10 +223,10 @@ def test_a_constant_used_as_the_message_is_matched_where_it_is_used(fixture_ix):
 def test_python_raise_with_its_function_and_the_op_it_is_registered_for(fixture_ix):
     r, text = ask(fixture_ix, "ValueError: batch_size should be a positive integer value, but got batch_size=-1")
     best = r.sites[0]
-    assert r.verdict is Verdict.EXACT and best.language == "Python" and best.exception == "ValueError"
+    assert r.verdict is Verdict.EXACT and best.language is Layer.PYTHON and best.exception == "ValueError"
     assert best.function.key == "torch.utils.data.dataloader.DataLoader.__init__"
     r, _ = ask(fixture_ix, "RuntimeError: mat1 must be a matrix, got 3-D tensor")
-    py = next(s for s in r.sites if s.language == "Python")
+    py = next(s for s in r.sites if s.language is Layer.PYTHON)
     assert py.reach.registered == ["aten.addmm (meta)"] and py.reach.ops[0].op.key == "addmm"
     assert r.same_text == 2  # the meta registration and ADDMM_META's first check print the same text
 

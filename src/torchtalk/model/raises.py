@@ -36,6 +36,15 @@ class RaiseKind(StrEnum):
     CONSTANT = "constant"  # a string constant a message names (const char* ERR_X = "..."): matched where used
 
 
+class HintKind(StrEnum):
+    """What in a pasted error says where it came from (query/error_text.py); the value is the text that says it."""
+
+    RAISED_FROM = "Exception raised from"  # a C++ error's first frame (TORCH_SHOW_CPP_STACKTRACES)
+    TRIGGERED = "Triggered internally at"  # a C++ warning as Python shows it
+    ASSERT = "INTERNAL ASSERT FAILED at"  # TORCH_INTERNAL_ASSERT's own text
+    FRAME = "innermost frame"  # the last frame of a Python traceback: its file, not its line, hints
+
+
 class Verdict(StrEnum):
     """How well the best raise site matches a message (query/errors.py)."""
 

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from ..model import GENERATED_PREFIX, RaiseKind
 from ..model.paths import CPP_FRONTEND, backend_of_path
-from ..model.raises import as_printed
+from ..model.raises import HintKind, as_printed
 from ..store.reader import Index
 from .error_text import Cleaned, Where
 
@@ -260,7 +260,7 @@ def _hint(h: Where, s: Site) -> int:
         return 0
     if s.line <= h.line <= s.end_line:
         return 2
-    return 1 if h.how != "innermost frame" else 0
+    return 1 if h.how is not HintKind.FRAME else 0
 
 
 def match(ix: Index, cleaned: Cleaned) -> tuple[list[Match], int]:

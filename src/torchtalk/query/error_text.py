@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from ..errors import BadArgument
 from ..model import GENERATED_PREFIX
 from ..model.paths import SOURCE_ROOTS
+from ..model.raises import HintKind
 
 MAX_INPUT = 200_000  # characters read of what was pasted (a long traceback included)
 MAX_MESSAGE = 4_000  # characters of the message itself that are matched
@@ -48,7 +49,7 @@ class Where:
     path: str  # relative to a PyTorch tree when it lies in one ("aten/src/ATen/..."), else as printed
     line: int
     func: str = ""
-    how: str = ""  # "Exception raised from", "INTERNAL ASSERT FAILED at", "innermost frame"
+    how: HintKind = HintKind.FRAME
 
 
 @dataclass
@@ -99,7 +100,7 @@ def clean(text: object) -> Cleaned:
     hints: list[Where] = []
     m = _RAISED_FROM.search(text)
     if m:
-        hints.append(Where(tree_path(m.group("path")), int(m.group("line")), m.group("func"), "Exception raised from"))
+        hints.append(Where(tree_path(m.group("path")), int(m.group("line")), m.group("func"), HintKind.RAISED_FROM))
         notes.append("stripped the C++ stack trace (\"Exception raised from ...\" and its frames)")
         text = text[:m.start()].rstrip() + text[m.end():]  # the frame lines go below
     lines = text.splitlines()
@@ -129,17 +130,17 @@ def clean(text: object) -> Cleaned:
     message = "\n".join(body).strip()
     t = _TRIGGERED.search(message)
     if t:  # a C++ warning (TORCH_WARN) as Python shows it: torch/csrc/Exceptions.cpp adds where it was raised
-        hints.append(Where(tree_path(t.group("path")), int(t.group("line")), "", "Triggered internally at"))
+        hints.append(Where(tree_path(t.group("path")), int(t.group("line")), "", HintKind.TRIGGERED))
         message = (message[:t.start()] + message[t.end():]).strip()
         notes.append("stripped \"(Triggered internally at ...)\", which PyTorch adds to C++ warnings")
     a = _ASSERT_AT.search(message)
     if a:
-        hints.append(Where(tree_path(a.group("path")), int(a.group("line")), "", "INTERNAL ASSERT FAILED at"))
+        hints.append(Where(tree_path(a.group("path")), int(a.group("line")), "", HintKind.ASSERT))
     foreign = ""
     if frames:
         path, line, func = frames[-1]
         if _is_torch(path):
-            hints.append(Where(tree_path(path), line, func, "innermost frame"))
+            hints.append(Where(tree_path(path), line, func, HintKind.FRAME))
         else:
             foreign = path
     if exception.endswith("KeyError") and len(message) > 1 and message[0] == message[-1] and message[0] in "'\"":

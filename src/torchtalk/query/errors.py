@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 
 from ..graph.nodes import cpp_node, py_node
 from ..graph.symbols import symbol
-from ..model import Loc, Node, NodeKind, PyFunction, RaiseKind, RaiseSite
+from ..model import Layer, Loc, Node, NodeKind, PyFunction, RaiseKind, RaiseSite
 from ..model.raises import Verdict
 from ..store.codec import codec, row_fact
 from ..store.reader import Index
 from .args import check_int
 from .error_match import Match, match, sites
 from .error_reach import Reach, cpp_reach, py_reach
-from .error_text import Where, clean
+from .error_text import EXAMPLE, Where, clean
 from .tests import find_similar_tests
 
 DEFAULT_LIMIT = 5
@@ -50,7 +50,7 @@ class PieceMatch:
 class ErrorSite:
     loc: Loc
     end_line: int
-    language: str  # "C++" | "Python"
+    language: Layer  # Layer.CPP or Layer.PYTHON
     kind: RaiseKind
     macro: str  # TORCH_CHECK_INDEX, throw std::runtime_error, raise ValueError, warnings.warn
     exception: str  # the class Python shows ("" when not known)
@@ -119,15 +119,17 @@ def _site(ix: Index, m: Match, walk: float, tests_until: float, message: str) ->
         elif node.kind is not NodeKind.PY_FUNCTION:
             reach = cpp_reach(ix, node, walk, tests_until, message)
     pieces = [PieceMatch(h.piece, h.at, h.length) for h in m.hits]
-    return ErrorSite(rs.loc, rs.end_line, "Python" if rs.is_python else "C++", rs.kind, rs.macro, rs.exception,
+    return ErrorSite(rs.loc, rs.end_line, Layer.PYTHON if rs.is_python else Layer.CPP, rs.kind, rs.macro, rs.exception,
                      rs.condition, rs.template, rs.via, node, round(m.coverage, 3), round(m.shown, 3), m.exact,
                      m.hint == 2, m.cut, pieces, reach)
 
 
 def warm(ix: Index) -> None:
-    """Load what a first answer would otherwise pay for: the raise sites and the test names."""
+    """Load what a first answer would otherwise pay for (the raise sites, the test names, the tables the walks
+    up build on first use: stub registrations, bindings, structured ops) by answering the example."""
     sites(ix)
     find_similar_tests(ix, "add", 1, by_body=False)
+    error_origin(ix, EXAMPLE)
 
 
 def error_origin(ix: Index, message: str, limit: int = DEFAULT_LIMIT) -> ErrorOriginResult:

@@ -7,7 +7,7 @@ Python APIs, and tests to run. A weak or missing match says which pieces matched
 
 from __future__ import annotations
 
-from ..model import Edge, EdgeKind, Node
+from ..model import Edge, EdgeKind, Layer, Node
 from ..model.raises import Verdict
 from ..query.error_reach import META_NOTE, Reach
 from ..query.errors import ErrorOriginResult, ErrorSite, PieceMatch
@@ -155,7 +155,7 @@ def next_error_origin(r: ErrorOriginResult) -> list[str]:
     reach = first.reach
     if reach is not None and reach.ops:
         out.append(call("trace", reach.ops[0].op.key))
-    if first.language == "C++" and first.function is not None and first.function.loc is not None:
+    if first.language is Layer.CPP and first.function is not None and first.function.loc is not None:
         out.append(call("impact", str(first.function.loc), depth=3))
     if reach is not None and reach.tests:
         out.append(call("test_file_info", reach.tests[0].loc.path))
