@@ -5,6 +5,7 @@ Each case is one a C++ front-end (libclang, benchmarks/bench_resolution.py) reso
 
 import pytest
 
+from torchtalk.model import EdgeHow
 from torchtalk.tools import get_tool, run
 
 pytestmark = pytest.mark.integration
@@ -14,7 +15,8 @@ def calls_at(ix, where: str):
     res, text = run(get_tool("calls"), ix, function_name=where)
     assert len(res.sections) == 1, text
     sec = res.sections[0]
-    return {(e.site.line, e.dst.label, f"{e.dst.loc.path}:{e.dst.loc.line}", e.note) for e in sec.calls}, sec
+    return {(e.site.line, e.dst.label, f"{e.dst.loc.path}:{e.dst.loc.line}", "" if e.how is EdgeHow.DIRECT else e.how)
+            for e in sec.calls}, sec
 
 
 def test_using_declaration_picks_c10_maybe_wrap_dim(real_index):

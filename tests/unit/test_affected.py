@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from torchtalk.errors import BadArgument
+from torchtalk.model import EdgeHow
 from torchtalk.model.change import Language
 from torchtalk.query.change import reach as reach_mod
 from torchtalk.query.change.diff import MAX_FILES, defined_names, parse_diff, tree_path
@@ -196,7 +197,7 @@ def test_cpu_kernel_registered_with_register_dispatch_reaches_its_ops_through_th
     cumsum = next(r for r in res.ops if r.op.key == "cumsum")
     # cumsum_stub is handed to impl_func_cum_ops, not called: the stub's defining file says who uses it.
     assert "registered for [CPU] cumsum_stub <- used by TORCH_IMPL_FUNC(cumsum_out)" in cumsum.path
-    assert any("found in the source text" in e.note for e in cumsum.chain)
+    assert any(e.how is EdgeHow.TEXT for e in cumsum.chain)
     assert res.device == "cpu" and "Only CPU code changed" in text
     assert res.run_first[0] == 'pytest test/test_ops.py -k "cumsum_with_dtype and cpu"'
     assert nxt[0] == 'trace("cumsum")' and nxt[1] == 'impact("aten/src/ATen/native/cpu/CumKernels.cpp:5", depth=2)'
@@ -287,11 +288,14 @@ def test_header_helper_used_by_many_kernels_is_bounded_and_says_what_was_cut(cix
     tree, ix = cix
     diff = edit_diff(tree, "aten/src/ATen/native/cpu/CumUtils.h", 7, "self.dim()", "self.dim() + 0")
     res, _, _ = ask(ix, diff=diff)
-    assert {"cumsum", "cumprod"} <= set(op_keys(res)) and not res.cuts
+    # the walk's only limit is its depth (named, with the depth that goes further)
+    assert {"cumsum", "cumprod"} <= set(op_keys(res)) and len(res.cuts) == 1
+    assert "at depth 2 not walked further" in res.cuts[0] and res.cuts[0].endswith("depth=3 goes further")
     monkeypatch.setattr(reach_mod, "MAX_LEVEL_NODES", 1)
     res, text, _ = ask(ix, diff=diff)
     assert set(op_keys(res)) == {"cumsum", "cumsum.out"}  # only the first caller is walked from
-    assert "walk: 1 C++ callers reached but not walked from (at most 1 a level for each change)" in text
+    assert "walk: 1 node reached but not walked from (at most 1 a level; e.g. at::native::(anonymous)::" \
+        'cumprod_cpu_kernel); impact("aten/src/ATen/native/cpu/CumKernels.cpp:8", depth=2) goes further' in text
     assert "Cut (bounded answer):" in text
 
 

@@ -2,10 +2,10 @@
 tensors, an op's own CUDA kernel rather than its composite one."""
 
 from torchtalk.graph import graph
+from torchtalk.graph.gpu import runs_for_cuda
 from torchtalk.graph.nodes import op_node
 from torchtalk.graph.registry import registry
-from torchtalk.model import Edge, EdgeKind, Loc, Node, NodeKind
-from torchtalk.query.cuda import _runs_for_cuda
+from torchtalk.model import Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind
 from torchtalk.tools import get_tool, run
 
 
@@ -15,7 +15,7 @@ def test_op_calls_through_a_file_local_helper(indexed):
     edges = graph(ix).out(op_node(op), [EdgeKind.OP_CALL])
     assert [(e.dst.key, str(e.site), e.key) for e in edges] == [
         ("_softmax", "aten/src/ATen/native/SoftMax.cpp:8", "CompositeImplicitAutograd")]
-    assert edges[0].note.endswith("(through softmax_impl)")
+    assert edges[0].how is EdgeHow.HELPER and edges[0].note.endswith("(through softmax_impl)")
     back = graph(ix).into(op_node(registry(ix).by_full["_softmax"]), [EdgeKind.OP_CALL])
     assert [e.src.key for e in back] == ["softmax.int"]
     text = run(get_tool("trace"), ix, function_name="softmax.int")[1]
@@ -33,9 +33,9 @@ def test_cuda_runs_the_backend_kernel_not_the_composite():
            _edge(EdgeKind.KERNEL, "NestedTensorCUDA", "3"), _edge(EdgeKind.OP_CALL, "CompositeExplicitAutograd", "4"),
            _edge(EdgeKind.BACKWARD, "", "5")]
     # the op asked about: its CUDA and NestedTensorCUDA kernels, its backward; not the composite kernel's calls
-    assert [e.dst.key for e in _runs_for_cuda(own, start=True)] == ["1", "3", "5"]
+    assert [e.dst.key for e in runs_for_cuda(own, start=True)] == ["1", "3", "5"]
     # an op reached from dense code runs its dense CUDA kernel only
-    assert [e.dst.key for e in _runs_for_cuda(own, start=False)] == ["1", "5"]
+    assert [e.dst.key for e in runs_for_cuda(own, start=False)] == ["1", "5"]
     composite = [_edge(EdgeKind.KERNEL, "CompositeImplicitAutograd", "6"),
                  _edge(EdgeKind.OP_CALL, "CompositeImplicitAutograd", "7")]
-    assert [e.dst.key for e in _runs_for_cuda(composite, start=False)] == ["6", "7"]  # no CUDA kernel of its own
+    assert [e.dst.key for e in runs_for_cuda(composite, start=False)] == ["6", "7"]  # no CUDA kernel of its own

@@ -10,6 +10,7 @@ and an anonymous-namespace function), native/TensorShape.cpp (the callers), ATen
 from __future__ import annotations
 
 from torchtalk.index.indexer import refresh
+from torchtalk.model import EdgeHow
 from torchtalk.source.tree import find_source
 from torchtalk.store.reader import Index
 from torchtalk.tools import get_tool, run
@@ -25,8 +26,9 @@ def calls(ix, name: str):
 
 
 def picked(section) -> list[tuple[int, str, str, str]]:
-    """(line of the call, callee, where it is defined, edge note) of each resolved call."""
-    return [(e.site.line, e.dst.label, f"{e.dst.loc.path}:{e.dst.loc.line}", e.note) for e in section.calls]
+    """(line of the call, callee, where it is defined, how the edge was made: "" when plain) of each resolved call."""
+    return [(e.site.line, e.dst.label, f"{e.dst.loc.path}:{e.dst.loc.line}", "" if e.how is EdgeHow.DIRECT else e.how)
+            for e in section.calls]
 
 
 def test_using_declaration_brings_c10_overloads_into_at(indexed):

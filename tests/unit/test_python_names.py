@@ -5,7 +5,7 @@ import re
 
 from torchtalk.extract.bindtext import binding_text_facts
 from torchtalk.extract.cpp import extract_cpp
-from torchtalk.model import CppSymbol, GeneratedKind
+from torchtalk.model import CppSymbol, GeneratedKind, PyDefKind
 from torchtalk.tools import get_tool, run
 
 
@@ -22,7 +22,7 @@ def test_boolean_dispatch_assignment_reaches_both_functions(py_indexed):
     res, text = call(ix, "trace", function_name="F.cumulative", focus="yaml")
     assert set(ops_of(res)) == {"cumsum", "cumprod", "cumsum.out", "cumprod.out"}
     assert [o.is_out for o in (t.op for t in res.ops)] == [False, False, True, True]  # functional ones first
-    assert res.entry.kind == "name" and res.entry.loc.path == "torch/nn/functional.py"
+    assert res.entry.kind is PyDefKind.ASSIGN and res.entry.loc.path == "torch/nn/functional.py"
     line = res.entry.loc.line
     assert "cumulative = boolean_dispatch(" in (py_indexed[0] / "torch/nn/functional.py").read_text().splitlines()[
         line - 1]

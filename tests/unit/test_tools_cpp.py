@@ -107,7 +107,7 @@ def test_cuda_kernels_for_an_op_follow_its_cuda_kernel_only(indexed):
     assert "aten/src/ATen/native/cuda/Indexing.cu:14" in text  # C10_LAUNCH_BOUNDS between __global__ and the name
     assert "indexFuncLargeIndex" not in text
     res, text = call(ix, "cuda_kernels", function_name="atan2")
-    assert [h.site.note for h in res.helpers] == ["gpu_kernel_with_scalars"]
+    assert [h.site.written for h in res.helpers] == ["gpu_kernel_with_scalars"]
     assert "atan2_stub [CUDA]" in text
 
 

@@ -154,7 +154,7 @@ class _TestExtractor:
         if kind is None or not call.args:
             return
         opts: dict = {}
-        if kind == "device_type":
+        if kind is InstantiationKind.DEVICE_TYPE:
             for pname, a in zip(_DEVICE_TYPE_POSITIONAL, call.args[2:], strict=False):
                 opts[pname] = _option(a)
         for k in call.keywords:

@@ -7,6 +7,6 @@ file, linked at query time), so a refresh of one file never relinks the rest.
 from __future__ import annotations
 
 from .graph import INTO, OUT, Graph, graph
-from .walk import FREE, LevelCap, Step, down, up
+from .walk import FREE, LevelCap, Step, Walk, down, up
 
-__all__ = ["FREE", "INTO", "OUT", "Graph", "LevelCap", "Step", "down", "graph", "up"]
+__all__ = ["FREE", "INTO", "OUT", "Graph", "LevelCap", "Step", "Walk", "down", "graph", "up"]

@@ -9,7 +9,9 @@ same way, so both directions agree by construction.
 
 from __future__ import annotations
 
-from ..model import CallKind, CallSite, CppSymbol, Edge, EdgeKind, Node, NodeKind, SymbolKind
+import re
+
+from ..model import CallKind, CallSite, CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind, SymbolKind
 from ..store.reader import Index
 from .nodes import cpp_node, stub_node, symbol_id, unresolved_node
 from .registry import registry
@@ -27,40 +29,43 @@ def is_macro(name: str) -> bool:
 
 
 def call_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node | None = None) -> list[Edge]:
-    """The edges one call site of ``sym`` makes."""
+    """The edges one call site of ``sym`` makes; each keeps the call as written (``Edge.written``), which
+    tells two calls on one line apart."""
     src = src or cpp_node(sym)
     res = resolve(ix, call, sym)
+    written = call.written
     if call.kind is CallKind.GPU_LAUNCH:
         functor = call.detail or "lambda"
         dst = Node(NodeKind.GPU_KERNEL, f"{call.path}:{call.line}:{functor}", f"{call.callee}({functor})", call.loc)
-        return [Edge(src, dst, EdgeKind.LAUNCH, call.loc, note=call.callee)]
+        return [Edge(src, dst, EdgeKind.LAUNCH, call.loc, written=written)]
     if res.kind is TargetKind.DEFS or res.kind is TargetKind.DECLS:
-        kind = EdgeKind.LAUNCH if call.kind is CallKind.LAUNCH else EdgeKind.CALL
-        if kind is EdgeKind.LAUNCH:  # a launch keeps its configuration (grid, block, smem, stream)
-            return [Edge(src, cpp_node(d), kind, call.loc, note=call.detail) for d in res.defs[:MAX_DEFS]]
+        if call.kind is CallKind.LAUNCH:  # a launch keeps its configuration (grid, block, smem, stream) to show
+            return [Edge(src, cpp_node(d), EdgeKind.LAUNCH, call.loc, note=call.detail, written=written)
+                    for d in res.defs[:MAX_DEFS]]
         # A call says if it reached a declaration only, and if overloads remain that its arguments do not
-        # decide (each is a candidate); the key names the call as written, to tell calls on one line apart.
-        return [Edge(src, cpp_node(d), kind, call.loc, key=call.written, note=_call_note(d, res.candidates))
+        # decide (each is a candidate).
+        return [Edge(src, cpp_node(d), EdgeKind.CALL, call.loc, how=_how(d, res.candidates), written=written)
                 for d in res.defs[:MAX_DEFS]]
     if res.kind is TargetKind.LOCAL:
         return []  # a local lambda or functor called: its body is the caller's own code
     if res.kind is TargetKind.OP:
         reg = registry(ix)
         return [Edge(src, Node(NodeKind.OP, n, n, reg.by_full[n].loc), EdgeKind.DISPATCH_CALL, call.loc,
-                     note=res.spelling) for n in res.ops if n in reg.by_full]
+                     note=res.spelling, written=written) for n in res.ops if n in reg.by_full]
     if res.kind is TargetKind.STUB:
-        return [Edge(src, stub_node(res.stub, stub_declared(ix, res.stub)), EdgeKind.STUB_CALL, call.loc,
-                     note="passed on" if call.kind is CallKind.REF else "")]
+        how = EdgeHow.PASSED_ON if call.kind is CallKind.REF else EdgeHow.DIRECT
+        return [Edge(src, stub_node(res.stub, stub_declared(ix, res.stub)), EdgeKind.STUB_CALL, call.loc, how=how,
+                     written=written)]
     if call.kind is CallKind.REF:
         return []  # a name passed on that is neither a stub nor known: not a call
-    note = "macro" if is_macro(call.callee) else res.note  # "std": the standard library's, not the tree's
-    return [Edge(src, unresolved_node(call.written), EdgeKind.UNRESOLVED, call.loc, note=note)]
+    how = EdgeHow.MACRO if is_macro(call.callee) else EdgeHow.STD if res.std else EdgeHow.DIRECT
+    return [Edge(src, unresolved_node(written), EdgeKind.UNRESOLVED, call.loc, how=how, written=written)]
 
 
-def _call_note(d: CppSymbol, candidate: bool) -> str:
+def _how(d: CppSymbol, candidate: bool) -> EdgeHow:
     if candidate:
-        return "candidate" if d.is_definition else "candidate declaration"
-    return "" if d.is_definition else "declaration"
+        return EdgeHow.CANDIDATE if d.is_definition else EdgeHow.CANDIDATE_DECLARATION
+    return EdgeHow.DIRECT if d.is_definition else EdgeHow.DECLARATION
 
 
 def out_edges(ix: Index, node: Node) -> list[Edge]:
@@ -157,6 +162,19 @@ def _op_callers(ix: Index, node: Node, cap: int) -> list[Edge]:
         if len(out) >= cap:
             break
     return sorted(out, key=lambda e: (str(e.site.path), e.site.line) if e.site else ("", 0))
+
+
+def unresolved_callers(ix: Index, node: Node) -> list[Edge]:
+    """UNRESOLVED edges into a name not found in the index: the call sites that write it and resolve to nothing."""
+    if node.kind is not NodeKind.UNRESOLVED:
+        return []
+    names = re.findall(r"\w+", node.key)  # the callee is the last name of the call as written
+    out: list[Edge] = []
+    for call in calls_named(ix, names[-1]) if names else ():
+        caller = symbol(ix, call.caller) if call.has_caller else None
+        if caller is not None and call.written == node.key:
+            out += [e for e in call_edges(ix, caller, call) if e.kind is EdgeKind.UNRESOLVED]
+    return out
 
 
 def stub_callers(ix: Index, node: Node) -> list[Edge]:

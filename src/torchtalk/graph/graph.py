@@ -2,19 +2,35 @@
 
 ``out(node, kinds)`` gives the edges leaving a node, ``into(node, kinds)`` those
 arriving; walk.py's ``down`` / ``up`` traverse them. Each rule lives in the module
-of its family (cpp_edges, op_edges, stubs, py_edges); this table is the only place
-that says which rule answers which kind, so every query crosses a link the same way.
+of its family (cpp_edges, op_edges, stubs, stub_uses, py_edges, py_calls); this table is
+the only place that says which rule answers which kind, so every query crosses a link
+the same way. Every kind has a rule in both directions (tests/unit/test_architecture.py);
+asking for a kind without one raises ``NoRule``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 
 from ..model import Edge, EdgeKind, Node
 from ..store.reader import Index
-from . import cpp_edges, op_edges, py_edges, stubs
+from . import cpp_edges, op_edges, py_calls, py_edges, stub_uses, stubs
+from .py_calls import PyContext
 
 Rule = Callable[[Index, Node], list[Edge]]
+
+
+@dataclass(frozen=True)
+class InContext:
+    """A rule whose edges depend on the walk's context: PY_CALL's ``self.f()`` is looked up in the class
+    ``self`` is an instance of (``Graph.within``; None: a method's own class)."""
+
+    rule: Callable[[Index, Node, PyContext | None], list[Edge]]
+
+
+class NoRule(LookupError):
+    """A walk or query asked for edges of a kind the graph table has no rule for (a bug, never an answer)."""
 
 
 def _cpp_out(kind: EdgeKind) -> Rule:
@@ -27,7 +43,13 @@ def _launch_into(ix: Index, node: Node) -> list[Edge]:
     return cpp_edges.callers(ix, node, EdgeKind.LAUNCH)
 
 
-OUT: dict[EdgeKind, Rule] = {
+def _stub_callers(ix: Index, node: Node) -> list[Edge]:
+    """The recorded calls of a stub; for a stub that no recorded call reaches, its uses in the source text of
+    the file that defines it (Note [Stub uses])."""
+    return cpp_edges.stub_callers(ix, node) or stub_uses.stub_uses(ix, node)
+
+
+OUT: dict[EdgeKind, Rule | InContext] = {
     EdgeKind.CALL: _cpp_out(EdgeKind.CALL),
     EdgeKind.DISPATCH_CALL: _cpp_out(EdgeKind.DISPATCH_CALL),
     EdgeKind.STUB_CALL: _cpp_out(EdgeKind.STUB_CALL),
@@ -40,13 +62,15 @@ OUT: dict[EdgeKind, Rule] = {
     EdgeKind.AUTOGRAD: op_edges.autograd_edges,
     EdgeKind.STUB_KERNEL: stubs.kernel_edges,
     EdgeKind.BINDING: py_edges.bindings_out,
+    EdgeKind.PY_CALL: InContext(py_calls.py_call_edges),
 }
 
-INTO: dict[EdgeKind, Rule] = {
+INTO: dict[EdgeKind, Rule | InContext] = {
     EdgeKind.CALL: cpp_edges.callers,
     EdgeKind.LAUNCH: _launch_into,
     EdgeKind.DISPATCH_CALL: cpp_edges.op_callers,
-    EdgeKind.STUB_CALL: cpp_edges.stub_callers,
+    EdgeKind.STUB_CALL: _stub_callers,
+    EdgeKind.UNRESOLVED: cpp_edges.unresolved_callers,
     EdgeKind.KERNEL: op_edges.kernel_of,
     EdgeKind.OP_CALL: op_edges.op_called_by,
     EdgeKind.BACKWARD: op_edges.backward_of,
@@ -54,20 +78,40 @@ INTO: dict[EdgeKind, Rule] = {
     EdgeKind.STUB_KERNEL: stubs.registering,
     EdgeKind.BINDING: py_edges.bindings_into,
     EdgeKind.AUTOGRAD: op_edges.autograd_of,
+    EdgeKind.PY_CALL: py_calls.py_callers,
 }
 
 
 class Graph:
-    """Read-only view of one index as typed nodes and edges (answers are computed on demand)."""
+    """Read-only view of one index as typed nodes and edges (answers are computed on demand).
 
-    def __init__(self, ix: Index) -> None:
+    ``ctx`` is the context of the rules that need one (``InContext``): ``graph(ix).within(PyContext(mro))``
+    walks methods as those of an instance of ``mro[0]``."""
+
+    def __init__(self, ix: Index, ctx: PyContext | None = None) -> None:
         self.ix = ix
+        self.ctx = ctx
+
+    def within(self, ctx: PyContext) -> Graph:
+        return Graph(self.ix, ctx)
 
     def out(self, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
-        return [e for k in _ordered(kinds) if k in OUT for e in OUT[k](self.ix, node)]
+        return self._edges(OUT, "out", node, kinds)
 
     def into(self, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
-        return [e for k in _ordered(kinds) if k in INTO for e in INTO[k](self.ix, node)]
+        return self._edges(INTO, "into", node, kinds)
+
+    def _edges(self, table: dict[EdgeKind, Rule | InContext], direction: str, node: Node,
+               kinds: Collection[EdgeKind]) -> list[Edge]:
+        out: list[Edge] = []
+        for k in _ordered(kinds):
+            rule = table.get(k)
+            if rule is None:
+                raise NoRule(f"Graph.{direction}: no rule gives {k.value} edges {direction} of a node; kinds with "
+                             f"one: {', '.join(sorted(table))} (add it to graph/graph.py's "
+                             f"{'OUT' if table is OUT else 'INTO'}, see ARCHITECTURE.md 'Adding an edge kind')")
+            out += rule.rule(self.ix, node, self.ctx) if isinstance(rule, InContext) else rule(self.ix, node)
+        return out
 
 
 def _ordered(kinds: Collection[EdgeKind]) -> list[EdgeKind]:

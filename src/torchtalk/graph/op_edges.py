@@ -11,6 +11,7 @@ from ..model import (
     Derivative,
     DerivativeFormula,
     Edge,
+    EdgeHow,
     EdgeKind,
     GeneratedKind,
     Loc,
@@ -65,7 +66,7 @@ def kernel_of(ix: Index, node: Node) -> list[Edge]:
     if fn is None:
         return []
     reg = registry(ix)
-    names = {fn.name, f"ufunc::{fn.name}", fn.qualname.removeprefix("at::native::")}
+    names = {fn.name, fn.qualname.removeprefix("at::native::")}
     out = []
     for name in names:
         for op, entry in reg.kernel_ops.get(name, ()):
@@ -102,7 +103,8 @@ def op_call_edges(ix: Index, node: Node) -> list[Edge]:
                 for e in out_edges(ix, fn):
                     if e.kind is EdgeKind.DISPATCH_CALL and e.dst.key != node.key and e.dst.key not in out:
                         out[e.dst.key] = Edge(node, e.dst, EdgeKind.OP_CALL, e.site, k.key,
-                                              f"{k.dst.label} calls {e.note}{via}")
+                                              f"{k.dst.label} calls {e.note}{via}",
+                                              EdgeHow.HELPER if via else EdgeHow.DIRECT, e.written)
                     elif (e.kind is EdgeKind.CALL and depth < HELPER_DEPTH and e.dst.key not in seen
                           and _is_helper(ix, e.dst, k.dst)):
                         seen.add(e.dst.key)
@@ -124,7 +126,8 @@ def op_called_by(ix: Index, node: Node) -> list[Edge]:
                 for k in kernels:
                     if is_composite(k.key) and k.src.key != node.key and k.src.key not in out:
                         out[k.src.key] = Edge(k.src, node, EdgeKind.OP_CALL, call.site, k.key,
-                                              f"{call.src.label} calls it")
+                                              f"{call.src.label} calls it",
+                                              EdgeHow.HELPER if depth else EdgeHow.DIRECT, call.written)
                 if kernels or depth == HELPER_DEPTH or fn.kind is not NodeKind.CPP_FUNCTION:
                     continue
                 for c in callers(ix, fn):
@@ -325,7 +328,7 @@ def autograd_edges(ix: Index, node: Node) -> list[Edge]:
             site = Loc(w.dst.loc.path, line) if w.dst.loc else None
             apply = known.apply if known else None
             out.append(Edge(node, _node_of(ix, name), EdgeKind.AUTOGRAD, site, w.key,
-                            f"{apply.qualname} {apply.loc}" if apply else ""))
+                            f"{apply.name} {apply.loc}" if apply else ""))
     return out
 
 

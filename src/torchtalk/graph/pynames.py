@@ -8,16 +8,17 @@ Lookups are made on demand and memoised per index version.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from ..link.pyclasses import follow_reexports
-from ..model import Loc
+from ..model import Loc, PyDefKind
 from ..store.reader import Index
 
 
 @dataclass(frozen=True)
 class PyDef:
-    kind: str  # class | function | assign
+    kind: PyDefKind
     fq: str  # canonical dotted name
     module: str
     qualname: str
@@ -34,6 +35,7 @@ class PyNames:
         self.ix = ix
         self._imports: dict[str, tuple[dict[str, str], list[str]]] = {}
         self._defs: dict[str, PyDef | None] = {}
+        self._mros: dict[str, tuple[str, ...]] = {}
         self.module_files = ix.cached("py_module_files", self._module_files)
 
     def _module_files(self) -> dict[str, int]:
@@ -80,23 +82,41 @@ class PyNames:
             fid = self.module_files[mod]
             row = self.ix.one("SELECT id, file_id, line FROM py_class_fq WHERE fq = ?", (dotted,))
             if row:
-                found = PyDef("class", dotted, mod, qual, Loc(self.ix.path_of(row[1]), row[2]), row[0])
+                found = PyDef(PyDefKind.CLASS, dotted, mod, qual, Loc(self.ix.path_of(row[1]), row[2]), row[0])
             else:
                 # The last def binds the name (earlier ones are often @overload stubs).
                 row = self.ix.one("SELECT id, line, signature, cls FROM py_function WHERE file_id = ? AND qualname = ? "
                                   "ORDER BY line DESC LIMIT 1", (fid, qual))
                 if row:
-                    found = PyDef("function", dotted, mod, qual, Loc(self.ix.path_of(fid), row[1]), row[0],
+                    found = PyDef(PyDefKind.FUNCTION, dotted, mod, qual, Loc(self.ix.path_of(fid), row[1]), row[0],
                                   signature=row[2], cls=row[3])
                 else:
                     rows = self.ix.q("SELECT value, line FROM py_assign WHERE file_id = ? AND name = ? ORDER BY id",
                                      (fid, qual))
                     if rows:
-                        found = PyDef("assign", dotted, mod, qual, Loc(self.ix.path_of(fid), rows[0][1]), 0,
+                        found = PyDef(PyDefKind.ASSIGN, dotted, mod, qual, Loc(self.ix.path_of(fid), rows[0][1]), 0,
                                       value=rows[0][0], values=tuple(dict.fromkeys(r[0] for r in rows)),
                                       cls=qual.rsplit(".", 1)[0] if "." in qual else "")
         self._defs[dotted] = found
         return found
+
+    def mro(self, fq: str, limit: int = 12) -> tuple[str, ...]:
+        """A class and its bases (resolved full names), nearest first, breadth first; at most ``limit``."""
+        if fq not in self._mros:
+            out: list[str] = []
+            todo, seen = [fq], set()
+            while todo and len(out) < limit:
+                cls = todo.pop(0)
+                if cls in seen:
+                    continue
+                seen.add(cls)
+                row = self.ix.one("SELECT bases FROM py_class_fq WHERE fq = ?", (cls,))
+                if row is None:
+                    continue
+                out.append(cls)
+                todo.extend(json.loads(row[0] or "[]"))
+            self._mros[fq] = tuple(out)
+        return self._mros[fq]
 
     def canonical(self, dotted: str) -> str | None:
         return follow_reexports(dotted, lambda d: self.definition(d) is not None,

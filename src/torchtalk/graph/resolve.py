@@ -85,11 +85,11 @@ class Resolution:
     stub: str = ""
     spelling: str = ""  # for OP: how the call names it ("at::_ops::add_Tensor::call", "tensor method")
     candidates: bool = False  # several functions remain: the call's arguments do not say which
-    note: str = ""  # UNRESOLVED: "std" for the standard library (not in the tree)
+    std: bool = False  # UNRESOLVED: the standard library's (not in the tree)
 
 
 UNRESOLVED = Resolution(TargetKind.UNRESOLVED)
-_STD = Resolution(TargetKind.UNRESOLVED, note="std")
+_STD = Resolution(TargetKind.UNRESOLVED, std=True)
 
 
 def ops_of(reg: OpRegistry, res: Resolution) -> list[Op]:
@@ -133,7 +133,8 @@ class Resolver:
     def call(self, call: CallSite) -> Resolution:
         """What ``call`` reaches. The rules are tried in this order; the first that applies answers:
 
-        1. a kernel launch (``k<<<...>>>``): the visible ``__global__`` kernels named ``k``;
+        1. a kernel launch (``k<<<...>>>``): the visible ``__global__`` kernels named ``k`` (of several, those
+           name lookup from the caller's scope finds);
         2. a method call (``x.f()``): ``method``, by the receiver's type;
         3. a name passed on without a call: the DispatchStub of that name, else nothing;
         4. a local variable called (a lambda, a functor): its class's call operator, else LOCAL;
@@ -154,6 +155,11 @@ class Resolver:
         name, qual = call.callee, call.qualifier.strip(":")
         if call.kind is CallKind.LAUNCH:
             defs = [s for s in self._global_kernels(name) if self._visible(s)]
+            if len({d.qualname for d in defs}) > 1:
+                # kernels of one name in sibling namespaces (TensorTopK.cu: sbtopk::gatherTopK and
+                # mbtopk::gatherTopK): name lookup from the launcher's scope picks, as the compiler does
+                scoped = {s.id for s in self.lookup(name, qual)[1] if s.kind is SymbolKind.GLOBAL_KERNEL}
+                defs = [d for d in defs if d.id in scoped] or defs
             return self._prefer(defs) if defs else UNRESOLVED
         if call.kind is CallKind.METHOD:
             return self.method(call)

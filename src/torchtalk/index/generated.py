@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..model import Layer
+from ..model import CodegenState, Layer
 from ..source.codegen import CodegenJob, codegen_inputs_hash, generated_files_to_index, read_manifest, start_codegen
 from ..source.files import FileEntry
 from ..source.tree import SourceTree
@@ -23,7 +23,7 @@ TIMEOUT_S = 300.0
 
 @dataclass
 class GeneratedPlan:
-    state: str  # disabled | reuse | running | failed (same inputs failed before)
+    state: CodegenState
     inputs_hash: str = ""
     job: CodegenJob | None = None
     status: str = ""  # one line for get_status
@@ -39,18 +39,18 @@ def begin(tree: SourceTree, enabled: bool, meta: dict[str, str]) -> GeneratedPla
     retried either (it would fail again, and a no-op refresh must stay cheap).
     """
     if not enabled:
-        return GeneratedPlan("disabled", status="disabled (--no-codegen)")
+        return GeneratedPlan(CodegenState.DISABLED, status="disabled (--no-codegen)")
     try:
         inputs = codegen_inputs_hash(tree.root)
     except OSError as exc:
-        return GeneratedPlan("disabled", status=f"unavailable: cannot read the generators' inputs ({exc})")
+        return GeneratedPlan(CodegenState.DISABLED, status=f"unavailable: cannot read the generators' inputs ({exc})")
     manifest = read_manifest(tree.generated_dir)
     if manifest and manifest.get("inputs_hash") == inputs:
-        return GeneratedPlan("reuse", inputs, status=_status_of(manifest))
+        return GeneratedPlan(CodegenState.REUSE, inputs, status=_status_of(manifest))
     if meta.get("codegen_hash") == inputs and meta.get("codegen_status", "").startswith("unavailable"):
-        return GeneratedPlan("failed", inputs, status=meta["codegen_status"])
+        return GeneratedPlan(CodegenState.FAILED, inputs, status=meta["codegen_status"])
     job = start_codegen(tree.root, tree.generated_dir, timeout=TIMEOUT_S)
-    return GeneratedPlan("running", inputs, job=job)
+    return GeneratedPlan(CodegenState.RUNNING, inputs, job=job)
 
 
 def _status_of(manifest: dict) -> str:
@@ -65,7 +65,7 @@ def _status_of(manifest: dict) -> str:
 
 def finish(tree: SourceTree, plan: GeneratedPlan) -> list[FileEntry]:
     """Wait for the generators if they run; the generated files to index (stat only)."""
-    if plan.state in ("disabled", "failed"):
+    if plan.state in (CodegenState.DISABLED, CodegenState.FAILED):
         return []
     if plan.job is not None:
         result = plan.job.wait()

@@ -12,17 +12,23 @@ from typing import Any
 from .cpp import CallSite, CppClass, CppField, CppSymbol, GeneratedFact, Registration, Using
 from .dispatch import COMPOSITE_KEYS, DispatchKey, is_composite, parse_key, runs_on
 from .facts import NO_REF
-from .graph import Edge, Node
+from .graph import Cut, Edge, Node
 from .kinds import (
     CallKind,
+    CodegenState,
+    CutKind,
+    EdgeHow,
     EdgeKind,
     FileStatus,
     FormulaKind,
     GeneratedKind,
+    HitKind,
     InstantiationKind,
     Layer,
+    MatchKind,
     NodeKind,
     PyApiKind,
+    PyDefKind,
     PyFunctionKind,
     PyOpRefKind,
     RegistrationKind,
@@ -64,14 +70,14 @@ class FileProblems:
     """The key of ``FileFacts`` under which an extractor lists what it could not read in a file."""
 
 __all__ = [
-    "Argument", "COMPOSITE_KEYS", "CallKind", "CallSite", "CppClass", "CppField", "CppSymbol", "Derivative",
-    "DerivativeFormula", "DispatchEntry", "DispatchKey", "Edge", "EdgeKind", "EntryOrigin", "FACT_TABLES", "FileFacts",
-    "FileProblems", "FileStatus", "FormulaKind", "FunctionSchema", "GENERATED_PREFIX", "GeneratedFact", "GeneratedKind",
-    "InstantiationKind", "Layer", "Loc", "NO_REF", "Node", "NodeKind", "Op", "OpDispatch", "OpInfoEntry", "OpTestMark",
-    "PY_MODULES", "PyApiKind",
-    "PyAssign", "PyCall", "PyClass", "PyFunction", "PyFunctionKind", "PyImport", "PyOpRef", "PyOpRefKind",
-    "RaiseKind", "RaiseSite",
-    "Registration", "RegistrationKind", "Return", "SchemaError", "StrEnum", "SymbolKind", "TABLE_OF", "Tag",
-    "TestClass", "TestInstantiation", "TestMethod", "TestUtil", "Using", "UsingKind", "UtilKind", "Variant",
+    "Argument", "COMPOSITE_KEYS", "CallKind", "CallSite", "CodegenState", "CppClass", "CppField", "CppSymbol", "Cut",
+    "CutKind", "Derivative", "DerivativeFormula", "DispatchEntry", "DispatchKey", "Edge", "EdgeHow", "EdgeKind",
+    "EntryOrigin", "FACT_TABLES", "FileFacts", "FileProblems", "FileStatus", "FormulaKind", "FunctionSchema",
+    "GENERATED_PREFIX", "GeneratedFact", "GeneratedKind", "HitKind", "InstantiationKind", "Layer", "Loc", "MatchKind",
+    "NO_REF", "Node", "NodeKind", "Op", "OpDispatch", "OpInfoEntry", "OpTestMark", "PY_MODULES", "PyApiKind",
+    "PyAssign", "PyCall", "PyClass", "PyDefKind", "PyFunction", "PyFunctionKind", "PyImport", "PyOpRef", "PyOpRefKind",
+    "RaiseKind", "RaiseSite", "Registration", "RegistrationKind", "Return", "SchemaError", "StrEnum", "SymbolKind",
+    "TABLE_OF", "Tag", "TestClass", "TestInstantiation", "TestMethod", "TestUtil", "Using", "UsingKind", "UtilKind",
+    "Variant",
     "is_composite", "parse_key", "runs_on",
 ]

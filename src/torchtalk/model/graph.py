@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .cpp import CppSymbol
 from .facts import check_enum
-from .kinds import EdgeKind, NodeKind
+from .kinds import CutKind, EdgeHow, EdgeKind, NodeKind, PyApiKind
 from .loc import GENERATED_PREFIX, Loc
 from .ops import Op
 
@@ -37,9 +37,12 @@ class Node:
 class Edge:
     """``src`` reaches ``dst`` (Note [Edge direction] in kinds.py), with the site that says so.
 
-    ``key`` qualifies the edge where its kind needs it: the dispatch key of a KERNEL or
-    WRAPPER edge, the backend of a STUB_KERNEL edge. ``note`` is one line on how the
-    link was made ("structured_delegate cumsum.out", "REGISTER_DISPATCH", "at::_ops::add_Tensor::call").
+    ``key`` qualifies the edge where its kind needs it: the dispatch key of a KERNEL, WRAPPER or
+    AUTOGRAD edge, the backend of a STUB_KERNEL edge, the ``PyApiKind`` of a BINDING edge read from
+    the binding tables (``binding_kind``). ``how`` says how the edge was made (Note [Edge provenance]),
+    ``written`` the call or name as the source spells it (``at::empty``, ``self.add_``, ``F.linear``),
+    which tells apart two calls on one line. ``note`` is display text only ("structured_delegate
+    cumsum.out", a launch's ``<<<grid, block>>>``): nothing decides on it.
     """
 
     src: Node
@@ -48,9 +51,40 @@ class Edge:
     site: Loc | None = None  # the call site, YAML line or registration line
     key: str = ""
     note: str = ""
+    how: EdgeHow = EdgeHow.DIRECT
+    written: str = ""
 
     def __post_init__(self) -> None:
         check_enum("Edge", "kind", self.kind, EdgeKind)
+        check_enum("Edge", "how", self.how, EdgeHow)
+
+    @property
+    def binding_kind(self) -> PyApiKind | None:
+        """How a BINDING edge read from the binding tables binds its Python name (None for other edges)."""
+        if self.kind is not EdgeKind.BINDING or not self.key:
+            return None
+        return PyApiKind(self.key)
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """What a walk left out (Note [No silent cut] in graph/walk.py), and the call that shows it.
+
+    ``at`` is where: the node whose edges were cut (FAN_OUT), the first of the nodes not walked
+    from (DEPTH, LEVEL, NODES). ``left`` counts what was left out (edges for FAN_OUT, nodes
+    otherwise), ``limit`` is the limit that applied. ``shows`` is the exact tool call that shows
+    what was left out (``calls("at::native::f")``, ``impact("f", depth=4)``); the query that ran
+    the walk fills it in, since only it knows its tools' parameters.
+    """
+
+    kind: CutKind
+    at: Node | None
+    left: int
+    limit: int
+    shows: str = ""
+
+    def __post_init__(self) -> None:
+        check_enum("Cut", "kind", self.kind, CutKind)
 
 
 # Note [Nodes of facts]: the graph and the pictures of answers (render/) make nodes of ops and C++ symbols

@@ -180,6 +180,48 @@ class PyApiKind(StrEnum):
     PYBIND = "pybind"  # a pybind11 .def
 
 
+class PyDefKind(StrEnum):
+    """What a dotted Python name is defined as in its own module (graph/pynames.py)."""
+
+    CLASS = "class"
+    FUNCTION = "function"  # a def (the last one, when @overload stubs come first)
+    ASSIGN = "assign"  # a name bound by assignment: linear = _add_docstr(torch._C._nn.linear, ...)
+
+    @property
+    def noun(self) -> str:
+        """How answers call it: "class", "function", or "name" (bound by assignment)."""
+        return "name" if self is PyDefKind.ASSIGN else self.value
+
+
+class HitKind(StrEnum):
+    """What a search hit is (values are how answers say it)."""
+
+    OP = "op"
+    BINDING = "binding"  # a Python name bound to native code
+    CPP_FUNCTION = "C++ function"
+    GPU_KERNEL = "GPU kernel"
+    STUB = "DispatchStub"
+    AUTOGRAD_NODE = "autograd node"
+
+
+class MatchKind(StrEnum):
+    """How a search hit matched the query (best first)."""
+
+    EXACT = "exact"
+    PREFIX = "prefix"
+    SUBSTRING = "substring"
+    KERNEL = "kernel"  # an op found through the name of one of its kernels
+
+
+class CodegenState(StrEnum):
+    """What an index build does with the tree's code generators (index/generated.py)."""
+
+    DISABLED = "disabled"  # --no-codegen, or their inputs cannot be read
+    REUSE = "reuse"  # their output for the same inputs is there
+    RUNNING = "running"  # started in parallel with parsing
+    FAILED = "failed"  # the same inputs failed before: not retried
+
+
 class NodeKind(StrEnum):
     """Typed nodes of the graph (graph/): what an answer can start from or reach."""
 
@@ -216,9 +258,49 @@ class EdgeKind(StrEnum):
     WRAPPER = "wrapper"  # op -> generated wrapper the dispatcher calls for one key
     AUTOGRAD = "autograd"  # op -> the autograd node its Autograd kernel creates
     PY_CALL = "py_call"  # Python function -> Python function, class or op it calls
-    REGISTERS = "registers"  # registration lambda -> the op or name it registers
     UNRESOLVED = "unresolved"  # C++ function -> a call target not found in the index
 
     @property
     def crosses_dispatcher(self) -> bool:
         return self in (EdgeKind.DISPATCH_CALL, EdgeKind.KERNEL, EdgeKind.OP_CALL, EdgeKind.WRAPPER)
+
+
+class EdgeHow(StrEnum):
+    """How the graph made an edge, where its kind alone does not say (Note [Edge provenance]).
+
+    Note [Edge provenance]: an edge is a claim, and how sure it is depends on how it was made: a call
+    resolved to the one definition it names is plain; a call several overloads could answer is a
+    candidate; a call that found only a declaration, a name passed on without a call, a call through an
+    untyped receiver or a use found in the source text say so. Code decides on this field, never on
+    ``Edge.note`` (display text).
+    """
+
+    DIRECT = "direct"  # the plain case of its kind: a call resolved to its definition, a registration as read
+    DECLARATION = "declaration"  # CALL: only a declaration was found (the definition is not indexed)
+    CANDIDATE = "candidate"  # CALL: one of several overloads the call's arguments do not decide between
+    CANDIDATE_DECLARATION = "candidate_declaration"  # both: a candidate of which only a declaration was found
+    PASSED_ON = "passed_on"  # STUB_CALL: the stub is named without being called (handed to a helper)
+    TEXT = "text"  # STUB_CALL: found in the source text, where no call site is recorded (Note [Stub uses])
+    HELPER = "helper"  # OP_CALL: the composite kernel calls the op through a file-local helper
+    MACRO = "macro"  # UNRESOLVED: a macro (AT_DISPATCH_..., TORCH_CHECK), not a function
+    STD = "std"  # UNRESOLVED: the standard library's (::abs, std::max), not in the tree
+    UNTYPED_RECEIVER = "untyped_receiver"  # PY_CALL: ``x.f()`` with x of unknown type, taken for a Tensor method
+    PY_CALLER = "py_caller"  # BINDING into an op or function: a public Python function whose body calls it
+    META = "meta"  # KERNEL into a TORCH_META_FUNC: the structured op's meta function, which its wrappers run first
+
+    @property
+    def is_candidate(self) -> bool:
+        return self in (EdgeHow.CANDIDATE, EdgeHow.CANDIDATE_DECLARATION)
+
+    @property
+    def is_declaration(self) -> bool:
+        return self in (EdgeHow.DECLARATION, EdgeHow.CANDIDATE_DECLARATION)
+
+
+class CutKind(StrEnum):
+    """Which limit of a walk (graph/walk.py) left something out (Note [No silent cut])."""
+
+    FAN_OUT = "fan_out"  # one node had more new edges than a node may add: the best-ranked were followed
+    DEPTH = "depth"  # nodes reached at the last level were not walked from
+    NODES = "nodes"  # the walk stopped at its node budget
+    LEVEL = "level"  # a level had more nodes than a level may expand (LevelCap): the rest were kept, not walked from

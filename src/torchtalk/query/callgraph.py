@@ -12,13 +12,15 @@ from dataclasses import dataclass, field
 
 from ..graph import LevelCap, graph, up
 from ..graph.nodes import CPP_KINDS
-from ..model import CppSymbol, Edge, EdgeKind, Node, NodeKind
+from ..model import CppSymbol, Cut, CutKind, Edge, EdgeHow, EdgeKind, Node, NodeKind
 from ..store.reader import Index
 from .args import check_int
+from .cuts import named, node_arg, tool_call
 from .functions import Target, find_targets
 from .results import Ambiguous, NotFound
 
 MAX_LEVEL_NODES = 60
+MAX_DEPTH = 5  # impact's largest depth=
 IMPACT_KINDS = frozenset({EdgeKind.CALL, EdgeKind.KERNEL, EdgeKind.DISPATCH_CALL, EdgeKind.STUB_KERNEL,
                           EdgeKind.STUB_CALL, EdgeKind.BINDING})
 REGISTRATION_KINDS = frozenset({EdgeKind.KERNEL, EdgeKind.STUB_KERNEL, EdgeKind.BINDING, EdgeKind.WRAPPER})
@@ -83,7 +85,7 @@ class ImpactSection:
     ops: list[tuple[Node, Edge, int]]  # (op, the edge that reached it, level)
     python: list[tuple[Node, Edge]]  # (Python name, its binding edge)
     stopped_at: int
-    truncated: bool
+    cuts: list[Cut]  # what the walk left out (a level's cap, its depth, ...), with the call that shows it
 
 
 @dataclass
@@ -117,7 +119,7 @@ def _calls_of(ix: Index, t: Target) -> CallsSection:
             sec.stubs.append(StubCall(e, g.out(e.dst, [EdgeKind.STUB_KERNEL])))
         elif e.kind is EdgeKind.LAUNCH:
             sec.launches.append(e)
-        elif e.note == "macro":
+        elif e.how is EdgeHow.MACRO:
             macros.setdefault(e.dst.label.split("::")[-1])
         else:
             sec.unresolved.append(e)
@@ -166,8 +168,9 @@ def called_by(ix: Index, function_name: str) -> CalledByResult | NotFound:
 def _impact(ix: Index, t: Target, depth: int) -> ImpactSection:
     g = graph(ix)
     # Walk on from at most MAX_LEVEL_NODES functions a level (the rest are counted, not expanded).
-    steps = up([t.node], g.into, IMPACT_KINDS, depth, fan_out=400, max_nodes=3000,
-               follow=LevelCap(MAX_LEVEL_NODES, CPP_KINDS))
+    cap = LevelCap(MAX_LEVEL_NODES, CPP_KINDS)
+    walk = up([t.node], g.into, IMPACT_KINDS, depth, fan_out=400, max_nodes=3000, follow=cap)
+    steps = walk.steps
     levels: dict[int, list[Edge]] = {}
     ops: list[tuple[Node, Edge, int]] = []
     python: dict[str, tuple[Node, Edge]] = {}
@@ -181,13 +184,20 @@ def _impact(ix: Index, t: Target, depth: int) -> ImpactSection:
         elif node.kind is NodeKind.BINDING:
             python.setdefault(node.key, (node, s.edge))
     out = [ImpactLevel(d, edges[:MAX_LEVEL_NODES], len(edges)) for d, edges in sorted(levels.items())]
-    truncated = any(lv.total > len(lv.callers) for lv in out)
     stopped = max(levels) if levels else 0
-    return ImpactSection(t.node, t.symbol, out, ops, list(python.values()), stopped, truncated)
+    me = node_arg(t.node)
+
+    def further(c: Cut) -> str:
+        if c.kind is CutKind.DEPTH and depth < MAX_DEPTH:
+            return tool_call("impact", me, depth=depth + 1)
+        return tool_call("impact", node_arg(c.at), depth=depth) if c.at is not None else ""
+
+    cuts = named(walk.cuts + cap.cuts(), further, down=False)
+    return ImpactSection(t.node, t.symbol, out, ops, list(python.values()), stopped, cuts)
 
 
 def impact(ix: Index, function_name: str, depth: int = 3) -> ImpactResult | NotFound:
-    depth = check_int(depth, "depth", 1, 5)
+    depth = check_int(depth, "depth", 1, MAX_DEPTH)
     found = _targets(ix, function_name)
     if isinstance(found, NotFound):
         return found

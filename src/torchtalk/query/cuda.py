@@ -1,10 +1,10 @@
 """cuda_kernels: the GPU kernels an op or function reaches, where they are defined and launched.
 
-A walk down the graph from the op: its kernels for keys that run on CUDA (composite keys
-included), the ops its composite kernels call, the ops its derivative formulas call (its
-backward), then C++ calls and the CUDA registrations of DispatchStubs down to ``<<<>>>``
-launches and launch helpers (gpu_kernel & kin). Each kernel keeps the chain from the op,
-and whether it was reached through the backward.
+The GPU walk of graph/gpu.py from each op the name means (trace's GPU lines read the same
+walk): its kernels for keys that run on CUDA, its composite calls and backward, C++ calls and
+CUDA stub registrations down to ``<<<>>>`` launches and launch helpers (gpu_kernel & kin).
+Each kernel keeps the chain from the op, and whether it was reached through the backward;
+what the walk's limits left out is named with the call that shows it.
 """
 
 from __future__ import annotations
@@ -12,28 +12,18 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..graph import Step, down, graph
-from ..graph.nodes import CPP_KINDS, cpp_node, symbol_id
+from ..graph import graph
+from ..graph.gpu import MAX_DEPTH, KernelLaunch, gpu_walk
+from ..graph.nodes import cpp_node, symbol_id
 from ..graph.registry import registry
 from ..graph.symbols import SYMBOL_COLS, gpu_kernels_named, has_cpp, symbol, to_symbol
-from ..model import CppSymbol, Edge, EdgeKind, Node, NodeKind, SymbolKind, is_composite, runs_on
+from ..model import CppSymbol, Cut, EdgeKind, Node, NodeKind, SymbolKind
 from ..store.reader import Index
 from .args import clean_text
+from .cuts import gpu_cuts
 from .functions import find_targets
 from .results import NotFound
 from .trace import ops_named
-
-MAX_DEPTH = 6
-WALK_KINDS = frozenset({EdgeKind.KERNEL, EdgeKind.OP_CALL, EdgeKind.BACKWARD, EdgeKind.CALL, EdgeKind.STUB_CALL,
-                        EdgeKind.STUB_KERNEL})
-_GPU_BACKENDS = ("CUDA", "HIP")
-
-
-@dataclass
-class KernelLaunch:
-    site: Edge  # the LAUNCH edge: src is the launching function, site the launch
-    chain: list[Edge]  # from the op (or function) asked about to the launcher
-    backward: bool  # reached through a derivative formula
 
 
 @dataclass
@@ -56,68 +46,35 @@ class CudaKernelsResult:
     helpers: list[KernelLaunch]  # gpu_kernel(iter, functor) and kin: the functor is the device code
     summary: dict[str, object] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    cuts: list[Cut] = field(default_factory=list)  # what the walk left out, with the call that shows it
 
 
-def _gpu_edge(e: Edge) -> bool:
-    """Edges that can lead to what runs on a GPU."""
-    if e.kind is EdgeKind.KERNEL:
-        return any(runs_on(e.key, b) for b in _GPU_BACKENDS)
-    if e.kind is EdgeKind.STUB_KERNEL:
-        return e.key in _GPU_BACKENDS
-    return e.dst.kind is not NodeKind.UNRESOLVED
-
-
-def _runs_for_cuda(edges: list[Edge], start: bool) -> list[Edge]:
-    """An op's edges that run for CUDA tensors: a CUDA kernel of its own wins over its composite kernel (which,
-    and whose op calls, then serve the other backends only); an op reached from dense code runs its dense CUDA
-    kernel, not its NestedTensorCUDA / SparseCUDA ones."""
-    own = any(e.kind is EdgeKind.KERNEL and e.key in _GPU_BACKENDS for e in edges)
-    out = []
-    for e in edges:
-        if e.kind is EdgeKind.KERNEL and (own and is_composite(e.key) or
-                                          not start and not (e.key in _GPU_BACKENDS or is_composite(e.key))):
-            continue
-        if e.kind is EdgeKind.OP_CALL and own:
-            continue
-        out.append(e)
-    return out
-
-
-def _walk(ix: Index, starts: list[Node]) -> tuple[dict[str, GpuKernel], list[KernelLaunch]]:
-    g = graph(ix)
-    first = {(n.kind, n.key) for n in starts}
-
-    def edges(node: Node, kinds: object) -> list[Edge]:
-        out = [e for e in g.out(node, WALK_KINDS) if _gpu_edge(e)]
-        return _runs_for_cuda(out, (node.kind, node.key) in first) if node.kind is NodeKind.OP else out
-
-    def follow(s: Step) -> bool:
-        # The backward of a backward (second-order gradients) is not what runs for the op; in the backward, the
-        # formula's own ops run, and the ops those call through the dispatcher are other ops with kernels of their
-        # own (index_select_backward's index_add_: index_add's kernels).
-        if s.edge.kind in (EdgeKind.BACKWARD, EdgeKind.OP_CALL) and s.parent is not None and \
-                any(e.kind is EdgeKind.BACKWARD for e in s.parent.chain()):
-            return False
-        return s.node.kind is not NodeKind.GPU_KERNEL
-
-    steps = down(starts, edges, WALK_KINDS, MAX_DEPTH, fan_out=40, max_nodes=1500, follow=follow)
-    launchers: list[tuple[Node, list[Edge]]] = [(n, []) for n in starts if n.kind in CPP_KINDS]
-    launchers += [(s.node, s.chain()) for s in steps if s.node.kind in CPP_KINDS]
+def _merged(ix: Index, starts: list[Node]) -> tuple[dict[str, GpuKernel], list[KernelLaunch], list[Cut]]:
+    """The GPU walk of each start (graph/gpu.py, the one trace reads too), merged: a launch site reached from
+    several starts is listed once, with the chain of the first."""
     kernels: dict[str, GpuKernel] = {}
     helpers: list[KernelLaunch] = []
-    for node, chain in launchers:
-        backward = any(e.kind is EdgeKind.BACKWARD for e in chain)
-        for e in g.out(node, [EdgeKind.LAUNCH]):
-            launch = KernelLaunch(e, chain, backward)
+    seen: set[tuple[str, str, int]] = set()
+    cuts: list[Cut] = []
+    for start in starts:
+        reach = gpu_walk(ix, start)
+        cuts += reach.cuts
+        for launch in reach.launches:
+            e = launch.site
+            where = (e.src.key, e.dst.key, e.site.line if e.site else 0)
+            if where in seen:
+                continue
+            seen.add(where)
             sid = symbol_id(e.dst)
             if sid is None:  # a launch helper's functor or lambda
                 helpers.append(launch)
                 continue
             sym = symbol(ix, sid)
             name = sym.name if sym else e.dst.label
-            k = kernels.setdefault(name, GpuKernel(name, e.dst, [sym] if sym else []))
+            # by qualified name: one name in two namespaces is two kernels (sbtopk::gatherTopK, mbtopk::gatherTopK)
+            k = kernels.setdefault(sym.qualname if sym else e.dst.label, GpuKernel(name, e.dst, [sym] if sym else []))
             k.launches.append(launch)
-    return kernels, helpers
+    return kernels, helpers, gpu_cuts(cuts)
 
 
 def _summary(ix: Index) -> CudaKernelsResult:
@@ -153,7 +110,7 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
         names = list(dict.fromkeys(op.name for op in ops))
         matched = f"op {', '.join(names[:4])}" + (f" ({len(ops)} overloads)" if len(ops) > 1 else "")
         if entry is not None:
-            matched += f", reached from Python {entry.kind} {entry.name} ({entry.loc})"
+            matched += f", reached from Python {entry.kind.noun} {entry.name} ({entry.loc})"
     else:
         found = find_targets(ix, name)
         if isinstance(found, NotFound):
@@ -162,10 +119,10 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
         targets, _amb = found
         starts = [targets[0].node]
         matched = f"{'DispatchStub' if targets[0].is_stub else 'function'} {targets[0].node}"
-    kernels, helpers = _walk(ix, starts)
+    kernels, helpers, cuts = _merged(ix, starts)
     ordered = sorted(kernels.values(), key=lambda k: (k.backward, len(k.launches[0].chain) if k.launches else 0,
                                                       k.name))
-    result = CudaKernelsResult(name, matched, ordered, helpers)
+    result = CudaKernelsResult(name, matched, ordered, helpers, cuts=cuts)
     if not kernels and not helpers:
         result.notes.append(f"No <<<>>> launch or launch helper was found within {MAX_DEPTH} levels of its CUDA "
                             "kernels, composite calls and backward (they may use cuBLAS/cuDNN or other libraries, "

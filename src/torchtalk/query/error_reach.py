@@ -26,10 +26,10 @@ from ..graph.nodes import CPP_KINDS, cpp_node, op_node, symbol_id
 from ..graph.op_edges import kernel_of
 from ..graph.registry import registry
 from ..graph.symbols import symbol
-from ..model import CppSymbol, Edge, EdgeKind, Loc, Node, NodeKind, SymbolKind, is_composite
+from ..model import CppSymbol, Cut, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, SymbolKind, is_composite
 from ..store.reader import Index
+from .cuts import named, node_arg, tool_call
 from .excerpt import resolve
-from .stub_uses import stub_uses
 from .tests import FoundTest, find_similar_tests
 
 DEPTH = 3  # calls walked up from the raising function (registrations cost none)
@@ -77,7 +77,8 @@ class Reach:
     tests_for: str = ""  # the name tests are for ("" when not asked for)
     opinfos: list[str] = field(default_factory=list)  # its OpInfo entries, each with the command running it
     tests: list[FoundTest] = field(default_factory=list)
-    cuts: list[str] = field(default_factory=list)
+    cuts: list[str] = field(default_factory=list)  # the answer's own budgets
+    walk_cuts: list[Cut] = field(default_factory=list)  # what the walk up's limits left out
 
 
 def _structured_ops(ix: Index, meta_qualname: str) -> list[Node]:
@@ -135,11 +136,9 @@ class _Into:
         sid = symbol_id(node)
         sym = symbol(self.ix, sid) if sid is not None else None
         if sym is not None and sym.kind in (SymbolKind.META_FUNC, SymbolKind.PRECOMPUTE_META_FUNC):
-            out += [Edge(op, node, EdgeKind.KERNEL, op.loc, note=META_NOTE) for op in _structured_ops(
+            out += [Edge(op, node, EdgeKind.KERNEL, op.loc, note=META_NOTE, how=EdgeHow.META) for op in _structured_ops(
                 self.ix, sym.qualname)]
-        out += self.g.into(node, kinds)
-        if node.kind is NodeKind.STUB and not any(e.kind is EdgeKind.STUB_CALL for e in out):
-            out += stub_uses(self.ix, node)
+        out += self.g.into(node, kinds)  # a stub's uses where no call is recorded are the graph's rule
         return out
 
 
@@ -206,7 +205,8 @@ def _summary(ix: Index, node: Node, name: str, total: int, prefer: str) -> FanIn
         if sym is None:
             continue
         src = cpp_node(sym)
-        samples.append(Edge(src, node, EdgeKind.CALL, Loc(paths.get(fid, "?"), line), note=_written(ix, fid, line)))
+        samples.append(Edge(src, node, EdgeKind.CALL, Loc(paths.get(fid, "?"), line),
+                            written=_written(ix, fid, line)))
         entries += g.into(src, [EdgeKind.WRAPPER] if src.kind is NodeKind.WRAPPER else [EdgeKind.KERNEL])[:1]
     return FanIn(node, total, generated, files.most_common(4), samples, entries)
 
@@ -232,8 +232,9 @@ def cpp_reach(ix: Index, func: Node, budget: float, tests_until: float, message:
     (time.thread_time: the answer does not depend on how busy the machine is); tests are looked up when the
     thread's CPU clock is still before ``tests_until``."""
     into = _Into(ix, time.thread_time() + budget, message)
-    steps = up([func], into, REACH_KINDS, DEPTH, fan_out=60, max_nodes=MAX_NODES,
-               follow=LevelCap(PER_LEVEL, CPP_KINDS))
+    walk = up([func], into, REACH_KINDS, DEPTH, fan_out=60, max_nodes=MAX_NODES,
+              follow=LevelCap(PER_LEVEL, CPP_KINDS))
+    steps = walk.steps
     reach = Reach(fan_in=into.fan_in)
     reg = registry(ix)
     python: dict[str, None] = {}
@@ -269,8 +270,8 @@ def cpp_reach(ix: Index, func: Node, budget: float, tests_until: float, message:
     if into.timed_out:
         reach.cuts.append(f"the walk up stopped at its budget ({budget * 1000:.0f} ms of CPU); impact() on the "
                           "function walks further")
-    if len(steps) >= MAX_NODES:
-        reach.cuts.append(f"the walk up stopped at {MAX_NODES} nodes")
+    reach.walk_cuts = named(walk.cuts, lambda c: tool_call("impact", node_arg(c.at), depth=DEPTH + 1)
+                            if c.at is not None else "", down=False)
     if len(ops) > MAX_OPS:
         reach.cuts.append(f"ops: showing the {MAX_OPS} closest of {len(ops)}")
     _tests(ix, reach, [o.op.key for o in reach.ops], tests_until)

@@ -13,17 +13,19 @@ import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from ..graph import Step, down
-from ..graph.py_edges import MAX_CALLS_PER_FUNCTION, PyContext, function_node, py_call_edges
+from ..graph import Step, down, graph
+from ..graph.py_calls import PyContext, function_node, method_of
 from ..graph.pynames import PyDef, pynames
 from ..graph.registry import OpRegistry, registry
 from ..link.pyclasses import ROOTS
-from ..model import Edge, EdgeKind, Loc, Node, NodeKind, Op
+from ..model import Cut, Edge, EdgeHow, EdgeKind, Loc, NodeKind, Op
 from ..store.reader import Index
 from .args import clean_text
+from .cuts import explore, named
 from .results import NotFound
 
 MAX_DEPTH = 3
+MAX_CALLS_PER_FUNCTION = 30  # calls followed out of one function (ranked: ops and the module's family first)
 # Followed into their bodies: the module families a trace is about. Other callees are shown, not expanded.
 EXPANDED_PREFIXES = ("torch.nn.", "torch.optim.", "torch._refs.", "torch.functional.")
 KINDS = ("module", "optimizer", "lr_scheduler")
@@ -71,6 +73,7 @@ class TraceModuleResult:
     ops: OrderedDict[str, tuple[Op, list[str]]]  # op full name -> (op, how reached)
     others: list[tuple[str, Loc]]
     op_kernels: dict[str, str] = field(default_factory=dict)  # op full name -> "CPU: k; CUDA: k2"
+    cuts: list[Cut] = field(default_factory=list)  # what the walk from the entry method left out
 
 
 def _class_rows(ix: Index, where: str, params: tuple[str, ...]) -> list[ClassInfo]:
@@ -123,27 +126,9 @@ def _suggest(ix: Index, name: str) -> list[str]:
     return difflib.get_close_matches(name, pool, n=8, cutoff=0.6)
 
 
-def _mro(ix: Index, cls: ClassInfo, limit: int = 12) -> list[ClassInfo]:
-    out, todo, seen = [cls], list(cls.bases), {cls.fq}
-    while todo and len(out) < limit:
-        fq = todo.pop(0)
-        if fq in seen:
-            continue
-        seen.add(fq)
-        rows = _class_rows(ix, "fq = ?", (fq,))
-        if rows:
-            out.append(rows[0])
-            todo.extend(rows[0].bases)
-    return out
-
-
-def _method(ix: Index, mro: list[ClassInfo], name: str) -> PyDef | None:
-    names = pynames(ix)
-    for c in mro:
-        d = names.definition(f"{c.fq}.{name}")
-        if d is not None and d.kind == "function":
-            return d
-    return None
+def _mro(ix: Index, cls: ClassInfo) -> list[ClassInfo]:
+    """The class and its bases, nearest first (graph/pynames.py's order), as rows."""
+    return [cls] + [r for fq in pynames(ix).mro(cls.fq)[1:] for r in _class_rows(ix, "fq = ?", (fq,))[:1]]
 
 
 def _tree(steps: list[Step], reg: OpRegistry) -> tuple[list[CallNode], OrderedDict[str, tuple[Op, list[str]]]]:
@@ -158,11 +143,10 @@ def _tree(steps: list[Step], reg: OpRegistry) -> tuple[list[CallNode], OrderedDi
             if parent is not None:
                 _note_op(reg, ops, parent, e.dst.key, s)
             continue
-        untyped = "receiver not typed" in e.note
+        untyped = e.how is EdgeHow.UNTYPED_RECEIVER
         target = ("?" if untyped else e.dst.key) if e.dst.kind is NodeKind.OP else (
             e.dst.key if e.dst.kind is NodeKind.UNRESOLVED else e.dst.label)
-        node = CallNode(e.note.split(" (")[0], e.site or Loc("?", 0), target, e.dst.loc,
-                        note="receiver not typed; assumed a Tensor" if untyped else "")
+        node = CallNode(e.written, e.site or Loc("?", 0), target, e.dst.loc, note=e.note if untyped else "")
         made[id(s)] = node
         if e.dst.kind is NodeKind.OP:
             _note_op(reg, ops, node, e.dst.key, s)
@@ -178,7 +162,7 @@ def _note_op(reg: OpRegistry, ops: OrderedDict[str, tuple[Op, list[str]]], node:
     node.ops.append(op)
     entry = ops.setdefault(full, (op, []))
     if len(entry[1]) < 3:
-        entry[1].append(" -> ".join(e.note.split(" (")[0] for e in s.chain() if e.kind is EdgeKind.PY_CALL))
+        entry[1].append(" -> ".join(e.written for e in s.chain() if e.kind is EdgeKind.PY_CALL))
 
 
 def _merge_ops(nodes: list[CallNode]) -> list[CallNode]:
@@ -196,25 +180,30 @@ def _merge_ops(nodes: list[CallNode]) -> list[CallNode]:
     return out
 
 
+def _ops_first(e: Edge) -> int:
+    """trace_module's ranking when a function makes more calls than it follows: ops, then the module families
+    it expands (self., torch.nn, torch.optim, ...), then the rest."""
+    if e.dst.kind is NodeKind.OP:
+        return 0
+    return 1 if e.written.startswith(("self.", "super().")) or e.dst.key.startswith(EXPANDED_PREFIXES) else 2
+
+
 def _walk(ix: Index, entry: PyDef,
-          mro: list[ClassInfo]) -> tuple[list[CallNode], OrderedDict[str, tuple[Op, list[str]]]]:
+          mro: list[ClassInfo]) -> tuple[list[CallNode], OrderedDict[str, tuple[Op, list[str]]], list[Cut]]:
     """PY_CALL edges down from ``entry`` (forward or step), ``self`` being an instance of mro[0]."""
-    ctx = PyContext([c.fq for c in mro])
-
-    def edges(node: Node, kinds: object) -> list[Edge]:
-        return py_call_edges(ix, node, ctx)
-
     def follow(s: Step) -> bool:
         e = s.edge
         if e.dst.kind is NodeKind.BINDING:
             return e.kind is EdgeKind.PY_CALL
         if e.dst.kind is not NodeKind.PY_FUNCTION:
             return False
-        return e.note.startswith(("self.", "super().")) or e.dst.key.startswith(EXPANDED_PREFIXES)
+        return e.written.startswith(("self.", "super().")) or e.dst.key.startswith(EXPANDED_PREFIXES)
 
-    steps = down([function_node(entry)], edges, [EdgeKind.PY_CALL, EdgeKind.BINDING], MAX_DEPTH - 1,
-                 fan_out=MAX_CALLS_PER_FUNCTION, max_nodes=1500, follow=follow)
-    return _tree(steps, registry(ix))
+    g = graph(ix).within(PyContext([c.fq for c in mro]))  # self is an instance of mro[0]
+    walk = down([function_node(entry)], g.out, [EdgeKind.PY_CALL, EdgeKind.BINDING], MAX_DEPTH - 1,
+                fan_out=MAX_CALLS_PER_FUNCTION, max_nodes=1500, follow=follow, rank=_ops_first)
+    calls, ops = _tree(walk.steps, registry(ix))
+    return calls, ops, named(walk.cuts, lambda c: explore(c.at) if c.at is not None else "")
 
 
 def trace_module(ix: Index, module_name: str) -> TraceModuleResult | NotFound:
@@ -225,15 +214,16 @@ def trace_module(ix: Index, module_name: str) -> TraceModuleResult | NotFound:
     cls, others = found
     mro = _mro(ix, cls)
     chain: list[tuple[str, Loc | None]] = [(c.fq, c.loc) for c in mro[1:]]
-    init_def = _method(ix, mro, "__init__")
+    init_def = method_of(ix, [c.fq for c in mro], "__init__")
     init = MethodInfo("__init__", init_def.signature, init_def.loc, init_def.fq.rsplit(".", 1)[0]) if init_def else None
     entry_name = "step" if ("optimizer" in cls.roots or "lr_scheduler" in cls.roots) else "forward"
-    entry_def = _method(ix, mro, entry_name)
+    entry_def = method_of(ix, [c.fq for c in mro], entry_name)
     entry = None
     ops: OrderedDict[str, tuple[Op, list[str]]] = OrderedDict()
+    cuts: list[Cut] = []
     if entry_def is not None:
         entry = MethodInfo(entry_name, entry_def.signature, entry_def.loc, entry_def.fq.rsplit(".", 1)[0])
-        entry.calls, ops = _walk(ix, entry_def, mro)
+        entry.calls, ops, cuts = _walk(ix, entry_def, mro)
     doc = ix.one("SELECT doc FROM py_class WHERE id = (SELECT ref FROM py_class_fq WHERE id = ? AND source = 'py')",
                  (cls.id,))
     cls.doc = doc[0] if doc else ""
@@ -243,7 +233,8 @@ def trace_module(ix: Index, module_name: str) -> TraceModuleResult | NotFound:
         entries = reg.dispatch(op)
         kernels[full] = "; ".join(f"{e.key}: {e.kernel}" for e in entries[:6]) + (
             f"; ... {len(entries) - 6} more" if len(entries) > 6 else "")
-    return TraceModuleResult(text, cls, chain, init, entry, ops, [(o.fq, o.loc) for o in others[:12]], kernels)
+    return TraceModuleResult(text, cls, chain, init, entry, ops, [(o.fq, o.loc) for o in others[:12]], kernels,
+                             cuts)
 
 
 # ------------------------------------------------------------------ list_modules

@@ -14,7 +14,7 @@ from ..graph.registry import registry
 from ..graph.resolve import stub_names
 from ..graph.stubs import stub_declared
 from ..graph.symbols import kernel_definitions
-from ..model import CppSymbol, DispatchEntry, EdgeKind, Loc, Op, SymbolKind
+from ..model import CppSymbol, DispatchEntry, EdgeKind, HitKind, Loc, MatchKind, Op, SymbolKind
 from ..store.reader import Index
 from .args import MAX_LIMIT, check_int, clean_text, shown
 
@@ -27,10 +27,10 @@ class KernelHit:
 
 @dataclass
 class SearchHit:
-    kind: str  # op | binding | C++ function | GPU kernel | DispatchStub | autograd node
+    kind: HitKind
     name: str
     loc: Loc | None
-    match: str  # exact | prefix | substring | kernel
+    match: MatchKind
     detail: str = ""  # schema for ops, target for bindings
     kernels: list[KernelHit] = field(default_factory=list)
 
@@ -49,6 +49,9 @@ class SearchResult:
 SortKey = tuple[int, int, int, str]
 Scored = tuple[SortKey, SearchHit, Op | None]
 Binding = tuple[str, str, Loc]  # (kind, target or op, loc) of a Python name in py_api
+
+
+_MATCHES = [MatchKind.EXACT, MatchKind.PREFIX, MatchKind.SUBSTRING, MatchKind.KERNEL]  # by rank
 
 
 def _rank(query: str, name: str) -> int | None:
@@ -95,7 +98,7 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
             # Found through a kernel name (search "index_select_cuda" finds index_select first).
             kernel_ranks = [r for k in kernels_l if (r := _rank_l(ql, k)) is not None]
             if kernel_ranks:
-                rank, match = (0 if min(kernel_ranks) == 0 else 3), "kernel"
+                rank, match = (0 if min(kernel_ranks) == 0 else 3), MatchKind.KERNEL
         if rank is None:
             continue
         kernels = entries
@@ -103,7 +106,7 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
             kernels = [d for d in kernels if d.key == key]
             if not kernels:
                 continue
-        hit = SearchHit("op", rec.full_name, rec.loc, match or ["exact", "prefix", "substring", "kernel"][rank],
+        hit = SearchHit(HitKind.OP, rec.full_name, rec.loc, match or _MATCHES[rank],
                         str(rec.schema), [KernelHit(d, []) for d in kernels])
         scored.append(((rank, 0, len(rec.name), rec.full_name), hit, rec))
     if key is None:
@@ -113,19 +116,18 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
                 continue
             kind, _target, loc = bindings[0]
             detail = ", ".join(sorted({t for _k, t, _l in bindings if t}))[:200]
-            scored.append(((rank, 1, len(name), name), SearchHit("binding", name, loc,
-                                                                   ["exact", "prefix", "substring"][rank],
+            scored.append(((rank, 1, len(name), name), SearchHit(HitKind.BINDING, name, loc, _MATCHES[rank],
                                                                    f"{kind} -> {detail}"), None))
     if key is None:
         taken = {h.name for _s, h, _r in scored}
         scored += _function_hits(ix, q, taken)
-        scored += _named_hits(ql, "DispatchStub", sorted(stub_names(ix)), lambda n: stub_declared(ix, n))
+        scored += _named_hits(ql, HitKind.STUB, sorted(stub_names(ix)), lambda n: stub_declared(ix, n))
         nodes = autograd_nodes(ix)
-        scored += _named_hits(ql, "autograd node", list(nodes), lambda n: nodes[n].loc)
+        scored += _named_hits(ql, HitKind.AUTOGRAD_NODE, list(nodes), lambda n: nodes[n].loc)
     scored.sort(key=lambda t: t[0])
     hits = [h for _s, h, _r in scored[:limit]]
     for h in hits:
-        if h.kind == "autograd node":
+        if h.kind is HitKind.AUTOGRAD_NODE:
             h.detail = _node_detail(ix, nodes[h.name])
     by_name = {h.name: r for _s, h, r in scored[:limit] if r is not None}
     for h in hits:
@@ -145,14 +147,13 @@ _FUNCTION_KINDS = tuple(k.value for k in (SymbolKind.FUNCTION, SymbolKind.METHOD
                                          SymbolKind.GLOBAL_KERNEL, SymbolKind.DEVICE_FUNCTION, SymbolKind.METAL_KERNEL))
 
 
-def _named_hits(ql: str, kind: str, names: list[str], where: Callable[[str], Loc | None]) -> list[Scored]:
+def _named_hits(ql: str, kind: HitKind, names: list[str], where: Callable[[str], Loc | None]) -> list[Scored]:
     """Hits among a small list of names (stubs, autograd nodes), ranked like the others."""
     out: list[Scored] = []
     for n in names:
         rank = _rank_l(ql, n.lower())
         if rank is not None:
-            out.append(((rank, 3, len(n), n), SearchHit(kind, n, where(n), ["exact", "prefix", "substring"][rank]),
-                        None))
+            out.append(((rank, 3, len(n), n), SearchHit(kind, n, where(n), _MATCHES[rank]), None))
     return out
 
 
@@ -190,10 +191,10 @@ def _function_hits(ix: Index, q: str, taken: set[str]) -> list[Scored]:
         if per_name.setdefault(name, 0) >= 3:
             continue
         per_name[name] += 1
-        label = "GPU kernel" if kind in (SymbolKind.GLOBAL_KERNEL, SymbolKind.METAL_KERNEL) else "C++ function"
+        label = HitKind.GPU_KERNEL if SymbolKind(kind).is_gpu_kernel else HitKind.CPP_FUNCTION
         rank = rank_of[name]
         out.append(((rank, 2, len(name), qualname), SearchHit(label, qualname, Loc(ix.path_of(file_id), line),
-                                                              ["exact", "prefix", "substring"][rank], kind), None))
+                                                              _MATCHES[rank], kind), None))
     return out
 
 

@@ -11,7 +11,7 @@ from pathlib import PurePosixPath
 
 from ..errors import BadArgument
 from ..graph.registry import registry
-from ..model import Loc
+from ..model import InstantiationKind, Loc
 from ..store.reader import Index
 from .args import MAX_LIMIT, check_int, clean_text, shown
 from .results import NotFound
@@ -145,8 +145,8 @@ def test_file_info(ix: Index, file_path: str) -> TestFileInfo | NotFound:
     if status and status[0] != "ok":
         return NotFound("indexed test file", text, [], f"{path} is in the tree but was not indexed: {status[0]}.")
     insts = ix.q("SELECT kind, cls, line, options FROM test_instantiation WHERE file_id = ? ORDER BY line", (fid,))
-    device = {cls: opts for kind, cls, _l, opts in insts if kind == "device_type"}
-    param = {cls for kind, cls, _l, _o in insts if kind == "parametrized"}
+    device = {cls: opts for kind, cls, _l, opts in insts if kind == InstantiationKind.DEVICE_TYPE}
+    param = {cls for kind, cls, _l, _o in insts if kind == InstantiationKind.PARAMETRIZED}
     classes = []
     counts = dict(ix.q("SELECT cls, count(*) FROM test_method WHERE file_id = ? GROUP BY cls", (fid,)))
     for cid, name, bases, line in ix.q("SELECT id, name, bases, line FROM test_class WHERE file_id = ? ORDER BY line",

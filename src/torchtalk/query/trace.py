@@ -11,34 +11,41 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..graph import Step, down, graph
+from ..graph.gpu import GPU_BACKENDS, gpu_reach
 from ..graph.nodes import autograd_node, binding_node, op_node, symbol_id
 from ..graph.op_edges import autograd_nodes, derivatives_of, view_of_copy
-from ..graph.py_edges import CALLS_IT, PyContext, assigned_node, function_node, py_call_edges
+from ..graph.py_calls import assigned_node, function_node
 from ..graph.pynames import PyDef, PyNames, pynames
 from ..graph.registry import OpRegistry, PyName, py_spellings, registry
 from ..graph.symbols import has_cpp, symbol
 from ..model import (
     COMPOSITE_KEYS,
     CppSymbol,
+    Cut,
+    CutKind,
     Derivative,
     DerivativeFormula,
     DispatchEntry,
     Edge,
+    EdgeHow,
     EdgeKind,
     Loc,
     Node,
     NodeKind,
     Op,
     PyApiKind,
+    PyDefKind,
     is_composite,
+    runs_on,
 )
 from ..store.reader import Index
 from . import generated as gen_q
 from .args import check_choice, clean_text
+from .cuts import calls_cuts, explore, gpu_cuts, named
 from .results import NotFound
 
 FOCUS = ("yaml", "dispatch", "full")
-REACH_DEPTH = 3  # calls below a kernel searched for stubs and launches
+REACH_DEPTH = 3  # calls below a kernel searched for DispatchStubs
 _PY_FUNCTION_PREFIXES = ("torch.nn.functional.", "torch.functional.", "torch._refs.", "torch.special.",
                          "torch.linalg.", "torch.fft.", "torch.")
 
@@ -64,6 +71,8 @@ class KernelInfo:
     stubs: list[StubUse] = field(default_factory=list)
     launches: list[Edge] = field(default_factory=list)  # LAUNCH edges below the kernel (and its CUDA stubs)
     op_calls: list[OpCall] = field(default_factory=list)  # composite kernels: the ops they call
+    cuts: list[Cut] = field(default_factory=list)  # what the walk for its stubs left out
+    gpu_cuts: list[Cut] = field(default_factory=list)  # what its GPU walk (graph/gpu.py) left out
 
 
 @dataclass
@@ -93,7 +102,8 @@ class PythonEntry:
     loc: Loc
     signature: str  # "(input, dim)"; for a name bound by assignment " = <what it is bound to>"
     calls: list[Edge]  # PY_CALL / BINDING edges, in walk order
-    kind: str = "function"  # function | name (bound by assignment)
+    kind: PyDefKind = PyDefKind.FUNCTION  # or ASSIGN: a name bound by assignment
+    cuts: list[Cut] = field(default_factory=list)
 
 
 @dataclass
@@ -105,6 +115,7 @@ class BindingTrace:
     function: CppSymbol | None
     calls: list[Edge]  # what the bound function calls (first level)
     reaches: list[Edge] = field(default_factory=list)  # DISPATCH_CALL edges: the nearest ops it dispatches to
+    cuts: list[Cut] = field(default_factory=list)
 
 
 @dataclass
@@ -119,6 +130,7 @@ class TraceResult:
     via: str = ""  # how a name that is not an op's was resolved (an autograd node, an alias)
     entry: PythonEntry | None = None
     bindings: list[BindingTrace] = field(default_factory=list)
+    cuts: list[Cut] = field(default_factory=list)  # what the walks of this answer left out, and the calls showing it
 
 
 def ops_named(ix: Index, name: str) -> tuple[list[Op], PythonEntry | None, str]:
@@ -148,11 +160,12 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
         ops = list({e.dst.key: reg.by_full[e.dst.key] for b in bindings for e in b.reaches
                     if e.dst.key in reg.by_full}.values())
         if bindings and not ops:
-            return TraceResult(name, focus, [], [], {}, has_cpp(ix), bindings=bindings)
+            return TraceResult(name, focus, [], [], {}, has_cpp(ix), bindings=bindings,
+                               cuts=[c for b in bindings for c in b.cuts])
     if not ops and entry is not None:
         return TraceResult(name, focus, [], [], {}, has_cpp(ix), entry=entry,
                            notes=[f"{entry.name} reaches no op within two calls (it is Python only, or calls "
-                                  "through names that are not bound to ops)."])
+                                  "through names that are not bound to ops)."], cuts=entry.cuts)
     if not ops:
         return NotFound("op", name, reg.suggest(name),
                         "Ops are named as in native_functions.yaml (e.g. 'softmax', 'add.Tensor') or by their "
@@ -166,6 +179,10 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
                          via=via or _alias_note(reg, name, ops), entry=entry, bindings=bindings)
     if focus != "yaml" and not has_cpp(ix):
         result.notes.append("The C++ layer is not indexed yet, so kernels are shown by name only.")
+    result.cuts = (entry.cuts if entry else []) + [c for b in bindings for c in b.cuts]
+    # One line per place: the kernels' stub walks, then their GPU walks.
+    for cuts in ([c for k in cache.values() for c in k.cuts], [c for k in cache.values() for c in k.gpu_cuts]):
+        result.cuts += named(cuts, lambda c: c.shows)
     return result
 
 
@@ -198,15 +215,15 @@ def _op_trace(ix: Index, op: Op, focus: str, cpp: bool, cache: dict[tuple[str, b
         if cpp and key not in cache:
             cache[key] = _kernel(ix, op, entry, focus)
         base = cache.get(key)
-        kernels.append(KernelInfo(entry, base.definitions, base.stubs, base.launches, base.op_calls) if base
-                       else KernelInfo(entry))
+        kernels.append(KernelInfo(entry, base.definitions, base.stubs, base.launches, base.op_calls, base.cuts,
+                                  base.gpu_cuts) if base else KernelInfo(entry))
     python = [p for p in reg.python_names(op) if p.kind is not PyApiKind.GENERATED_BINDING]
     view = view_of_copy(ix, op)
     derivs = [DerivInfo(d, f, _backward(ix, op) if focus == "full" else [], view.full_name if view else "")
               for d, f in derivatives_of(ix, op)]
     refs = python_op_refs(ix, op) if focus == "full" else []
     generated = gen_q.for_op(ix, op) if focus != "yaml" else None
-    callers = [e for e in graph(ix).into(op_node(op), [EdgeKind.BINDING]) if e.note.startswith(CALLS_IT)] \
+    callers = [e for e in graph(ix).into(op_node(op), [EdgeKind.BINDING]) if e.how is EdgeHow.PY_CALLER] \
         if focus == "full" else []
     return OpTrace(op, kernels, python, derivs, refs, generated, callers)
 
@@ -218,23 +235,35 @@ def _kernel(ix: Index, op: Op, entry: DispatchEntry, focus: str) -> KernelInfo:
              if e.key == entry.key and e.dst.kind != NodeKind.UNRESOLVED]
     info.definitions = [s for e in edges if (sid := symbol_id(e.dst)) is not None and (s := symbol(ix, sid))]
     roots = [e.dst for e in edges]
-    steps = down(roots, g.out, [EdgeKind.CALL, EdgeKind.STUB_CALL], REACH_DEPTH, fan_out=40, max_nodes=300)
-    info.stubs = [StubUse(s.edge, g.out(s.node, [EdgeKind.STUB_KERNEL])) for s in steps
+    walk = down(roots, g.out, [EdgeKind.CALL, EdgeKind.STUB_CALL], REACH_DEPTH, fan_out=40, max_nodes=300,
+                rank=_stubs_first)
+    info.stubs = [StubUse(s.edge, g.out(s.node, [EdgeKind.STUB_KERNEL])) for s in walk.steps
                   if s.edge.kind is EdgeKind.STUB_CALL]
-    if focus == "full":
-        gpu_roots = roots + [k.dst for st in info.stubs for k in st.kernels if k.key in ("CUDA", "HIP")]
-        reach = down(gpu_roots, g.out, [EdgeKind.CALL], REACH_DEPTH, fan_out=40, max_nodes=300)
+    info.cuts = calls_cuts(walk.cuts)
+    if focus == "full" and any(runs_on(e.key, b) for e in registry(ix).dispatch(op) if e.kernel == entry.kernel
+                               for b in GPU_BACKENDS):
+        # The GPU lines of a kernel that runs on CUDA are its walk of graph/gpu.py, the one cuda_kernels composes.
         seen: set[tuple[str, int]] = set()
-        for node in gpu_roots + [s.node for s in reach]:
-            for e in g.out(node, [EdgeKind.LAUNCH]):
+        for root in roots:
+            reach = gpu_reach(ix, root)
+            info.gpu_cuts += gpu_cuts(reach.cuts)
+            for launch in reach.launches:
+                e = launch.site
                 if e.site and (e.site.path, e.site.line) not in seen:
                     seen.add((e.site.path, e.site.line))
                     info.launches.append(e)
-        if is_composite(entry.key):
-            reg = registry(ix)
-            info.op_calls = [OpCall(e, reg.dispatch(reg.by_full[e.dst.key]))
-                             for e in g.out(op_node(op), [EdgeKind.OP_CALL]) if e.key == entry.key]
+    if focus == "full" and is_composite(entry.key):
+        reg = registry(ix)
+        info.op_calls = [OpCall(e, reg.dispatch(reg.by_full[e.dst.key]))
+                         for e in g.out(op_node(op), [EdgeKind.OP_CALL]) if e.key == entry.key]
     return info
+
+
+def _stubs_first(e: Edge) -> int:
+    """The stub walk's ranking: stub calls, then calls of definitions, then candidates and declarations."""
+    if e.kind is EdgeKind.STUB_CALL:
+        return 0
+    return 2 if e.how.is_candidate or e.how.is_declaration else 1
 
 
 def _backward(ix: Index, op: Op) -> list[Edge]:
@@ -268,7 +297,7 @@ def _defined(names: PyNames, dotted: str) -> PyDef | None:
     head, _, member = dotted.rpartition(".")
     cls = names.canonical(head) if head else None
     c = names.definition(cls) if cls else None
-    return names.definition(f"{cls}.{member}") if c is not None and c.kind == "class" else None
+    return names.definition(f"{cls}.{member}") if c is not None and c.kind is PyDefKind.CLASS else None
 
 
 def _py_definition(ix: Index, name: str) -> PyDef | None:
@@ -280,7 +309,7 @@ def _py_definition(ix: Index, name: str) -> PyDef | None:
         spellings.append(f"torch.{name}")  # torch.Tensor (torch/_tensor.py) over torch._C.TensorBase
     for spelling in spellings:
         d = _defined(names, spelling)
-        if d is not None and d.kind in ("function", "assign") and d.fq.startswith(_PY_FUNCTION_PREFIXES):
+        if d is not None and d.kind is not PyDefKind.CLASS and d.fq.startswith(_PY_FUNCTION_PREFIXES):
             return d
     return None
 
@@ -292,27 +321,26 @@ def _python_function(ix: Index, name: str) -> tuple[PythonEntry | None, list[Op]
     if d is None:
         return None, []
     g = graph(ix)
-    start = function_node(d) if d.kind == "function" else assigned_node(d)
-    ctx = PyContext(())
-
-    def edges(node: Node, kinds: object) -> list[Edge]:
-        return py_call_edges(ix, node, ctx) + g.out(node, [EdgeKind.BINDING])
+    start = function_node(d) if d.kind is PyDefKind.FUNCTION else assigned_node(d)
 
     def follow(s: Step) -> bool:
         return s.node.kind is not NodeKind.OP and (s.node.kind is not NodeKind.PY_FUNCTION
                                                    or s.node.key.startswith(_PY_FUNCTION_PREFIXES))
 
-    steps = down([start], edges, [EdgeKind.PY_CALL, EdgeKind.BINDING], 2, fan_out=30, max_nodes=200, follow=follow)
+    walk = down([start], g.out, [EdgeKind.PY_CALL, EdgeKind.BINDING], 2, fan_out=30, max_nodes=200, follow=follow,
+                rank=lambda e: 0 if e.dst.kind is NodeKind.OP else 1)  # past 30 calls, the ops first
+    steps = walk.steps
+    cuts = named(walk.cuts, lambda c: explore(c.at) if c.at is not None else "")
     reg = registry(ix)
     ops: dict[str, Op] = {}
     for s in steps:
         if s.node.kind is NodeKind.OP and s.node.key in reg.by_full:
             ops.setdefault(s.node.key, reg.by_full[s.node.key])
     reached = sorted(ops.values(), key=lambda o: o.is_out)  # functional overloads first, in the order reached
-    if d.kind == "assign":
+    if d.kind is PyDefKind.ASSIGN:
         return PythonEntry(d.fq, d.loc, " = " + " | ".join(d.values or (d.value,)), [s.edge for s in steps],
-                           "name"), reached
-    return PythonEntry(d.fq, d.loc, d.signature, [s.edge for s in steps]), reached
+                           PyDefKind.ASSIGN, cuts), reached
+    return PythonEntry(d.fq, d.loc, d.signature, [s.edge for s in steps], cuts=cuts), reached
 
 
 BINDING_REACH = 3  # calls below a bound C++ function searched for the ops it dispatches to
@@ -328,22 +356,29 @@ def _bindings(ix: Index, name: str) -> list[BindingTrace]:
     out = []
     for spelling in spellings:
         for e in g.out(binding_node(spelling), [EdgeKind.BINDING]):
-            if e.note == PyApiKind.PYBIND and not spelling.startswith("torch."):
+            if e.binding_kind is PyApiKind.PYBIND and not spelling.startswith("torch."):
                 continue  # a pybind11 name whose module the code does not say: not this Python name
             sid = symbol_id(e.dst)
             fn = symbol(ix, sid) if sid is not None else None
             calls = g.out(e.dst, [EdgeKind.CALL, EdgeKind.DISPATCH_CALL]) if fn else []
-            out.append(BindingTrace(spelling, e, fn, calls, _ops_below(ix, e.dst) if fn else []))
+            reaches, cuts = _ops_below(ix, e.dst) if fn else ([], [])
+            out.append(BindingTrace(spelling, e, fn, calls, reaches, cuts))
         if out:
             break
     return out
 
 
-def _ops_below(ix: Index, node: Node) -> list[Edge]:
-    """The first ops a C++ function reaches through the dispatcher (the nearest level that has any)."""
+def _ops_below(ix: Index, node: Node) -> tuple[list[Edge], list[Cut]]:
+    """The first ops a C++ function reaches through the dispatcher (the nearest level that has any), and what the
+    search left out that could hide a nearer one (its depth only matters when it found none)."""
     g = graph(ix)
-    steps = down([node], g.out, [EdgeKind.CALL, EdgeKind.DISPATCH_CALL], BINDING_REACH, fan_out=30, max_nodes=200,
-                 follow=lambda s: s.edge.kind is EdgeKind.CALL)
-    found = [s for s in steps if s.edge.kind is EdgeKind.DISPATCH_CALL]
+    walk = down([node], g.out, [EdgeKind.CALL, EdgeKind.DISPATCH_CALL], BINDING_REACH, fan_out=30, max_nodes=200,
+                follow=lambda s: s.edge.kind is EdgeKind.CALL, rank=_ops_first)
+    found = [s for s in walk.steps if s.edge.kind is EdgeKind.DISPATCH_CALL]
     nearest = min((s.depth for s in found), default=0)
-    return [s.edge for s in found if s.depth == nearest]
+    cuts = [c for c in walk.cuts if not found or c.kind is not CutKind.DEPTH]
+    return [s.edge for s in found if s.depth == nearest], calls_cuts(cuts)
+
+
+def _ops_first(e: Edge) -> int:
+    return 0 if e.kind is EdgeKind.DISPATCH_CALL else 2 if e.how.is_candidate or e.how.is_declaration else 1

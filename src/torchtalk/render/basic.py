@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..model import HitKind
 from ..query.search import SearchResult
 from ..query.status import StatusResult
 from .common import IN_STRUCTURED, raise_limit, showing
@@ -13,7 +14,7 @@ def render_search(r: SearchResult) -> str:
     if not r.hits:
         out.append("No op, kernel, binding or C++ function name contains it.")
     for h in r.hits:
-        if h.kind == "op":
+        if h.kind is HitKind.OP:
             out.append(f"- op {h.name}  {h.loc}  [{h.match}]")
             out.append(f"    {h.detail}")
             for kh in h.kernels[:12]:
@@ -22,10 +23,10 @@ def render_search(r: SearchResult) -> str:
                 out.append(f"    {kh.entry.key}: {kh.entry.kernel}{via}" + (f"  -> {where}" if where else ""))
             if len(h.kernels) > 12:
                 out.append(f"    ... {showing(12, len(h.kernels), IN_STRUCTURED)} dispatch entries")
-        elif h.kind == "binding":
+        elif h.kind is HitKind.BINDING:
             out.append(f"- binding {h.name}  {h.loc}  [{h.match}]  {h.detail}")
         else:
-            detail = f"  {h.detail}" if h.detail and h.kind == "autograd node" else ""
+            detail = f"  {h.detail}" if h.detail and h.kind is HitKind.AUTOGRAD_NODE else ""
             out.append(f"- {h.kind} {h.name}  {h.loc}  [{h.match}]{detail}")
     for n in r.notes:
         out.append(f"Note: {n}")

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..model import CppSymbol, Edge, Node, NodeKind
+from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind, PyApiKind
 from ..query.callgraph import CalledByResult, CalledBySection, CallsResult, CallsSection, ImpactResult, ImpactSection
 from ..query.cuda import CudaKernelsResult
 from ..query.results import Ambiguous
-from .common import IN_STRUCTURED, ambiguous, showing
+from .common import IN_STRUCTURED, ambiguous, cut_lines, showing
 
 MAX_UNRESOLVED = 40
 MAX_CALLERS = 100
+_PASSED = {EdgeHow.PASSED_ON: "passed on", EdgeHow.TEXT: "passed on, found in the source text"}
 
 
 def _head(title: str, node: Node, sym: CppSymbol | None) -> list[str]:
@@ -44,7 +45,7 @@ def _by_site(edges: list[Edge]) -> list[list[Edge]]:
     written twice on a line, ``self.dim() ... self.dim()``, reaches one function: listed once)."""
     groups: dict[tuple[str, int, str], dict[tuple, Edge]] = {}
     for e in edges:
-        key = (e.site.path, e.site.line, e.key) if e.site else ("", id(e), "")  # e.key: the call as written
+        key = (e.site.path, e.site.line, e.written) if e.site else ("", id(e), "")
         groups.setdefault(key, {}).setdefault((e.dst.kind, e.dst.key), e)
     return [list(g.values()) for g in groups.values()]
 
@@ -61,7 +62,7 @@ def _calls_body(sec: CallsSection) -> list[str]:
         for g in groups:
             e = g[0]
             more = f" (+{len(g) - 1} candidates: the call does not say which)" if len(g) > 1 else ""
-            decl = " (declaration)" if e.note == "declaration" else ""
+            decl = " (declaration)" if e.how is EdgeHow.DECLARATION else ""
             out.append(f"- {e.dst}{decl}{more}  [called at {e.site}]")
     if sec.ops:
         groups = _by_site(sec.ops)
@@ -75,7 +76,7 @@ def _calls_body(sec: CallsSection) -> list[str]:
         for s in sec.stubs:
             kernels = "; ".join(f"{k.key}: {k.dst.label.split('::')[-1]} {k.site}" for k in s.kernels) or \
                 "no registrations found"
-            how = "passed on" if s.call.note == "passed on" else "called"
+            how = _PASSED.get(s.call.how, "called")
             out.append(f"- {s.call.dst.key} -> {kernels}  [{how} at {s.call.site}]")
     if sec.launches:
         out.append(f"\nGPU launches ({len(sec.launches)}):")
@@ -102,20 +103,21 @@ def render_calls(r: CallsResult) -> str:
 
 
 def _registration(e: Edge) -> str:
-    if e.kind.value == "kernel":
+    if e.kind is EdgeKind.KERNEL:
         note = f"  [{e.note}]" if e.note else ""
         return f"{e.src.key} dispatch {e.key}: {e.dst.label.split('::')[-1]}  {e.site}{note}"
-    if e.kind.value == "stub_kernel":
+    if e.kind is EdgeKind.STUB_KERNEL:
         return f"REGISTER_DISPATCH({e.src.key}, {e.dst.label.split('::')[-1]}) for {e.key}  {e.site}  [{e.note}]"
-    if e.kind.value == "wrapper":
+    if e.kind is EdgeKind.WRAPPER:
         return f"generated m.impl({e.src.key!r}) for {e.key}  {e.site}"
-    return f"Python {e.src.key} ({e.note})  {e.site}"
+    return f"Python {e.src.key} ({e.key or e.note})  {e.site}"
 
 
 def _called_by_body(sec: CalledBySection) -> list[str]:
     out = [f"\nDirect callers ({sec.total_callers}):"]
     for e in sec.callers[:MAX_CALLERS]:
-        how = " (passes it on)" if e.note == "passed on" else ""
+        how = f" (passes it on{', found in the source text' if e.how is EdgeHow.TEXT else ''})" \
+            if e.how in _PASSED else ""
         out.append(f"- {e.src}  [call at {e.site}]{how}")
     if sec.total_callers > MAX_CALLERS:
         out.append(f"- ... {showing(MAX_CALLERS, sec.total_callers, IN_STRUCTURED)}")
@@ -140,7 +142,7 @@ def _impact_body(sec: ImpactSection, depth: int) -> list[str]:
     for lv in sec.levels:
         out.append(f"\nLevel {lv.depth}: {showing(len(lv.callers), lv.total)} callers")
         for e in lv.callers:
-            via = "" if e.kind.value == "call" else (f" (calls op {e.dst.key})" if e.dst.kind is NodeKind.OP
+            via = "" if e.kind is EdgeKind.CALL else (f" (calls op {e.dst.key})" if e.dst.kind is NodeKind.OP
                                                       else f" (through {e.kind.value} {e.dst.key})")
             out.append(f"- {e.src}  [call at {e.site}]{via}")
     if not sec.levels:
@@ -148,19 +150,20 @@ def _impact_body(sec: ImpactSection, depth: int) -> list[str]:
     if sec.ops:
         out.append(f"\nOps reached ({len(sec.ops)}):")
         for op, edge, level in sec.ops:
-            how = f"{edge.dst.label} is its {edge.key} kernel" if edge.kind.value == "kernel" else edge.kind.value
+            how = f"{edge.dst.label} is its {edge.key} kernel" if edge.kind is EdgeKind.KERNEL else edge.kind.value
             out.append(f"- {op.key}  {op.loc}  ({how}; level {level})")
     if sec.python:
         out.append(f"\nPython entry points ({len(sec.python)}):")
         for node, edge in sec.python[:60]:
-            if edge.note == "generated_binding":
+            if edge.binding_kind is PyApiKind.GENERATED_BINDING:
                 out.append(f"- {node.key}  (via op {edge.dst.key}, binding {edge.site})")
             else:
-                out.append(f"- {node.key}  (via {edge.dst.label}, {edge.note} {edge.site})")
+                out.append(f"- {node.key}  (via {edge.dst.label}, {edge.key or edge.note} {edge.site})")
         if len(sec.python) > 60:
             out.append(f"- ... {showing(60, len(sec.python), IN_STRUCTURED)}")
     stop = f"stopped at depth {sec.stopped_at}" + (" (no further callers)" if sec.stopped_at < depth else "")
-    out.append(f"\n{total} callers in all, {stop}" + ("; levels were capped" if sec.truncated else ""))
+    out.append(f"\n{total} callers in all, {stop}")
+    out += cut_lines(sec.cuts)
     return out
 
 
@@ -200,6 +203,7 @@ def render_cuda(r: CudaKernelsResult) -> str:
             out.append(f"- ... {showing(30, len(r.helpers), IN_STRUCTURED)}")
     for n in r.notes:
         out.append(f"\nNote: {n}")
+    out += cut_lines(r.cuts)
     return "\n".join(out)
 
 
@@ -209,15 +213,15 @@ def _chain(chain: list[Edge]) -> str:
         return ""
     parts = [chain[0].src.label]
     for e in chain:
-        if e.kind.value == "kernel":
+        if e.kind is EdgeKind.KERNEL:
             parts[-1] += f" [{e.key}]"
             parts.append(e.dst.label)
-        elif e.kind.value == "stub_kernel":
+        elif e.kind is EdgeKind.STUB_KERNEL:
             parts.append(f"{e.src.key} [{e.key}]")
             parts.append(e.dst.label)
-        elif e.kind.value == "backward":
+        elif e.kind is EdgeKind.BACKWARD:
             parts.append(f"backward {e.dst.label}")
-        elif e.kind.value == "stub_call":
+        elif e.kind is EdgeKind.STUB_CALL:
             continue
         else:
             parts.append(e.dst.label)

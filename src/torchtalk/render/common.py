@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from ..model import Cut
 from ..query.args import MAX_LIMIT
+from ..query.cuts import describe
 from ..query.results import Ambiguous, NotFound
 
 
@@ -47,3 +49,14 @@ def raise_limit(total: int) -> str:
 def showing(n: int, total: int, more: str = "") -> str:
     """'showing N of M', and when N < M how to see the rest (a limit= to raise, or where the rest is)."""
     return f"showing {n} of {total}" + (f"; {more}" if more and n < total else "")
+
+
+MAX_CUT_LINES = 8
+
+
+def cut_lines(cuts: list[Cut]) -> list[str]:
+    """A line per cut (Note [No silent cut]), the first MAX_CUT_LINES of them (the structured answer holds all)."""
+    lines = [f"Cut: {describe(c)}" for c in cuts[:MAX_CUT_LINES]]
+    if len(cuts) > MAX_CUT_LINES:
+        lines.append(f"Cut: ... {showing(MAX_CUT_LINES, len(cuts), IN_STRUCTURED)}")
+    return [""] + lines if lines else []

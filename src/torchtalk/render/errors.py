@@ -7,9 +7,10 @@ Python APIs, and tests to run. A weak or missing match says which pieces matched
 
 from __future__ import annotations
 
-from ..model import Edge, EdgeKind, Layer, Node
+from ..model import Edge, EdgeHow, EdgeKind, Layer, Node
 from ..model.raises import Verdict
-from ..query.error_reach import META_NOTE, Reach
+from ..query.cuts import describe
+from ..query.error_reach import Reach
 from ..query.errors import ErrorOriginResult, ErrorSite, PieceMatch
 from .common import showing
 from .next import NextCall, call
@@ -32,7 +33,7 @@ def chain_text(start: Node, chain: list[Edge]) -> str:
     """The way up from the raise site's function to what reaches it, one hop at a time."""
     parts = [start.label]
     for e in chain:
-        if e.note == META_NOTE:
+        if e.how is EdgeHow.META:
             word = "the meta function of"
         else:
             word = _UP.get(e.kind, e.kind.value)
@@ -79,8 +80,8 @@ def _reach(s: ErrorSite, r: Reach, out: list[str]) -> None:
             w = ops.get(e.src.key)
             serves = f"  ({_UP[w.kind]} [{w.key}] {w.src.label})" if w is not None else ""
             out.append(f"    e.g. {e.src.label}  {e.site}{serves}")
-            if e.note:
-                out.append(f"         {e.note}")
+            if e.written:
+                out.append(f"         {e.written}")
     if r.python:
         out.append(f"  Python: {', '.join(r.python)}")
     if r.tests_for and not (r.tests or r.opinfos):
@@ -93,6 +94,7 @@ def _reach(s: ErrorSite, r: Reach, out: list[str]) -> None:
             out.append(f"      run: {t.command}")
     for c in r.cuts:
         out.append(f"  Cut: {c}")
+    out += [f"  Cut: {describe(c)}" for c in r.walk_cuts]
 
 
 def _site(i: int, s: ErrorSite, detail: bool, out: list[str]) -> None:

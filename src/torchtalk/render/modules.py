@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..query.modules import CallNode, ListModulesResult, TraceModuleResult
-from .common import IN_STRUCTURED, showing
+from .common import IN_STRUCTURED, cut_lines, showing
 
 
 def _calls(nodes: list[CallNode], out: list[str], indent: int) -> None:
@@ -47,7 +47,7 @@ def render_trace_module(r: TraceModuleResult) -> str:
             out.append(f"- ... {showing(40, len(r.ops), IN_STRUCTURED)}")
     if r.others:
         out.append("\nOther classes with this name: " + "; ".join(f"{fq} ({loc})" for fq, loc in r.others))
-    return "\n".join(out)
+    return "\n".join(out + cut_lines(r.cuts))
 
 
 def render_list_modules(r: ListModulesResult) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..model import CppSymbol, EdgeKind, Node, NodeKind
+from ..model import CppSymbol, CutKind, EdgeKind, HitKind, Node, NodeKind
 from ..query.results import NotFound
 from .common import full_limit
 
@@ -76,9 +76,9 @@ def next_trace(r: Any) -> list[str]:
 
 
 def next_search(r: Any) -> list[str]:
-    top = _first(r.hits, lambda h: h.kind == "op")
+    top = _first(r.hits, lambda h: h.kind is HitKind.OP)
     out = [call("trace", top.name)] if top else []
-    stub = _first(r.hits, lambda h: h.kind == "DispatchStub")
+    stub = _first(r.hits, lambda h: h.kind is HitKind.STUB)
     if stub and not top:
         out.append(call("called_by", stub.name))
     if r.total > len(r.hits):
@@ -119,7 +119,7 @@ def next_impact(r: Any) -> list[str]:
         op = sec.ops[0][0].key
         out.append(call("find_similar_tests", op.split(".")[0]))
         out.append(call("trace", op))
-    if sec.truncated and r.depth < 5:
+    if any(c.kind is not CutKind.DEPTH for c in sec.cuts) and r.depth < 5:
         out.append(call("impact", _qualname(sec.function, sec.symbol), depth=r.depth + 1))
     return out
 

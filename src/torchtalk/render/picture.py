@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ..model import Edge, EdgeKind, Loc, Node, NodeKind
+from ..model import Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind
 from ..model.graph import cpp_node, op_node
 from ..query.change.result import AffectedResult
 from ..query.modules import CallNode, TraceModuleResult
@@ -93,6 +93,13 @@ def _loc(loc: Loc | None) -> str:
     return str(loc) if loc else ""
 
 
+def _edge_note(e: Edge) -> str:
+    """An edge's display line: a Python call as written, the edge's note, how it was made when not plain."""
+    parts = [e.written] if e.kind is EdgeKind.PY_CALL and e.written else [e.key] if e.binding_kind else []
+    parts += [e.note] if e.note else [e.how.value.replace("_", " ")] if e.how is not EdgeHow.DIRECT else []
+    return "; ".join(parts)
+
+
 class _Builder:
     def __init__(self, title: str) -> None:
         self.pic = Picture(title)
@@ -115,10 +122,9 @@ class _Builder:
             self.pic.edges[eid] = PEdge(eid, s, d, kind, key, note, _loc(site))
 
     def typed(self, e: Edge) -> None:
-        # A call's key is the call as written (it tells calls on one line apart in the graph); in a picture the
-        # edge already joins the two functions, and only dispatch keys and backends label an edge.
-        key = "" if e.kind is EdgeKind.CALL else e.key
-        self.edge(e.src, e.dst, e.kind.value, key, e.note, e.site)
+        # Dispatch keys and backends label an edge; a binding's kind is its note, like the call as written.
+        binding = e.kind is EdgeKind.BINDING
+        self.edge(e.src, e.dst, e.kind.value, "" if binding else e.key, _edge_note(e), e.site)
 
     def finish(self) -> Picture:
         led_to = {e.target for e in self.pic.edges.values()}

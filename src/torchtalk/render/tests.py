@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from ..model import InstantiationKind, UtilKind
 from ..query.testfiles import TestFileInfo, TestUtilsResult
 from ..query.tests import SimilarTestsResult
 from .common import IN_STRUCTURED, raise_limit, showing
@@ -65,7 +66,7 @@ def render_test_utils(r: TestUtilsResult) -> str:
         count = r.counts.get(cat, len(items))
         out.append(f"\n## {cat} ({showing(len(items), count, raise_limit(count))})")
         for name, kind, loc, doc, used_by in items:
-            used = f", imported by {used_by} test files" if used_by and kind != "method" else ""
+            used = f", imported by {used_by} test files" if used_by and kind != UtilKind.METHOD else ""
             out.append(f"- {name} ({kind}{used})  {loc}" + (f"  — {doc[:100]}" if doc else ""))
     if r.hidden:
         out.append("\nNot listed here: " + ", ".join(f"{c} ({n}; category='{c}' lists them)"
@@ -89,7 +90,8 @@ def render_test_file(r: TestFileInfo) -> str:
     if r.instantiations:
         out.append("\nTest generation:")
         for kind, cls, loc, opts in r.instantiations:
-            fn = "instantiate_device_type_tests" if kind == "device_type" else "instantiate_parametrized_tests"
+            fn = "instantiate_device_type_tests" if kind == InstantiationKind.DEVICE_TYPE else \
+                "instantiate_parametrized_tests"
             shown = json.loads(opts or "{}")
             opts_shown = ", " + ", ".join(f"{k}={v!r}" for k, v in shown.items()) if shown else ""
             out.append(f"- {fn}({cls}{opts_shown})  {loc}")

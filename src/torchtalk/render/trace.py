@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from ..model import CppSymbol, Edge, NodeKind, Op, SymbolKind
+from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, FormulaKind, NodeKind, Op, PyApiKind, SymbolKind
 from ..query.trace import BindingTrace, DerivInfo, KernelInfo, OpTrace, PythonEntry, TraceResult
+from .common import cut_lines
 
 MAX_LAUNCHES = 12
 MAX_OP_CALLS = 15
@@ -29,7 +30,7 @@ def _kernel_groups(kernels: list[KernelInfo]) -> OrderedDict[tuple[str, str], li
 def _stubs(info: KernelInfo, out: list[str]) -> None:
     for s in info.stubs:
         decl = f", declared {s.call.dst.loc}" if s.call.dst.loc else ""
-        how = " (passed on)" if s.call.note == "passed on" else ""
+        how = f" ({_PASSED[s.call.how]})" if s.call.how in _PASSED else ""
         out.append(f"    DispatchStub {s.call.dst.key}: called at {s.call.site} by {s.call.src.label}{how}{decl}")
         for k in s.kernels:
             where = f"defined {k.dst.loc}, " if k.dst.loc else ""
@@ -113,7 +114,7 @@ def _render_generated(t: OpTrace, out: list[str], shown: set[str]) -> None:
         out.append(f"- {a.wrapper.key}: {fn}  (m.impl at {a.wrapper.site})")
         for n in a.nodes:
             where = f"  struct {n.dst.loc}" if n.dst.loc else ""
-            apply = f"; {n.note.split('::')[-1]}" if n.note else ""
+            apply = f"; {n.note}" if n.note else ""
             out.append(f"    grad_fn {n.dst.key}{where}{apply} (created at {n.site})")
 
 
@@ -172,7 +173,7 @@ def _derivatives(t: OpTrace, out: list[str]) -> None:
         if d.derivative.output_differentiability:
             out.append(f"- output_differentiability: {d.derivative.output_differentiability}")
         for f in d.formulas:
-            tag = "" if f.kind.value == "input" else f" [{f.kind.value}{': ' + f.key if f.key else ''}]"
+            tag = "" if f.kind is FormulaKind.INPUT else f" [{f.kind.value}{': ' + f.key if f.key else ''}]"
             out.append(f"- {f.variables}{tag}: {f.formula[:300]}  ({f.loc})")
         _backward(d, out)
     if not t.derivatives and not t.op.is_out:
@@ -186,34 +187,37 @@ def _backward(d: DerivInfo, out: list[str]) -> None:
 
 
 def _entry(e: PythonEntry, out: list[str]) -> None:
-    out.append(f"Python {e.kind} {e.name}{e.signature}  {e.loc}")
+    out.append(f"Python {e.kind.noun} {e.name}{e.signature}  {e.loc}")
     for edge in e.calls[:12]:
-        if edge.kind.value == "binding":
+        if edge.kind is EdgeKind.BINDING:
             out.append(f"- {edge.src.key} is bound to op {edge.dst.key}  ({edge.site})")
         elif edge.src.kind is NodeKind.BINDING:
             target = f"op {edge.dst.key}" if edge.dst.kind is NodeKind.OP else edge.dst.key
             out.append(f"- {edge.src.key} is bound to {target}  ({edge.site})")
         else:
             target = f"op {edge.dst.key}" if edge.dst.kind is NodeKind.OP else edge.dst.label
-            out.append(f"- calls {edge.note} -> {target}  (at {edge.site})")
+            how = f" ({edge.note})" if edge.note else ""
+            out.append(f"- calls {edge.written}{how} -> {target}  (at {edge.site})")
     if len(e.calls) > 12:
         out.append(f"- ... showing 12 of {len(e.calls)} steps")
 
 
-_BINDING_KINDS = {"generated_binding": "a generated binding (tools/autograd/gen_python_functions.py)",
-                  "pymethoddef": "a PyMethodDef entry", "pybind": "pybind11 .def"}
+_BINDING_KINDS = {PyApiKind.GENERATED_BINDING: "a generated binding (tools/autograd/gen_python_functions.py)",
+                  PyApiKind.PYMETHODDEF: "a PyMethodDef entry", PyApiKind.PYBIND: "pybind11 .def"}
+_PASSED = {EdgeHow.PASSED_ON: "passed on", EdgeHow.TEXT: "passed on; found in the source text"}
 
 
 def _bindings(bs: list[BindingTrace], out: list[str]) -> None:
     for b in bs:
         fn = f"{b.function.display}{b.function.params}  {b.function.loc}" if b.function else b.edge.dst.label
-        how = _BINDING_KINDS.get(b.edge.note, b.edge.note)
+        kind = b.edge.binding_kind
+        how = _BINDING_KINDS.get(kind, str(kind)) if kind else b.edge.note
         out.append(f"## {b.python_name}: bound by {how}" + ("" if b.reaches else ", not an op"))
         out.append(f"- bound at {b.edge.site} to {fn}")
         # Calls at one site that several definitions could answer are one line (the call does not say which).
         sites: dict[tuple[str, str], list[Edge]] = {}
         for e in b.calls:
-            target = f"op {e.dst.key}" if e.kind.value == "dispatch_call" else e.dst.label
+            target = f"op {e.dst.key}" if e.kind is EdgeKind.DISPATCH_CALL else e.dst.label
             sites.setdefault((str(e.site), target), []).append(e)
         for (site, target), edges in list(sites.items())[:20]:
             where = f"  {edges[0].dst.loc}" if edges[0].dst.loc and len(edges) == 1 else \
@@ -230,12 +234,12 @@ def render_trace(r: TraceResult) -> str:
     if r.bindings and not r.ops:
         out = [f"# trace {r.query}: bound to C++ that is not an op"]
         _bindings(r.bindings, out)
-        return "\n".join(out)
+        return "\n".join(out + cut_lines(r.cuts))
     if r.entry is not None and not r.ops:
-        out = [f"# trace {r.query}: a Python {r.entry.kind}, not an op"]
+        out = [f"# trace {r.query}: a Python {r.entry.kind.noun}, not an op"]
         _entry(r.entry, out)
         out += [f"Note: {n}" for n in r.notes]
-        return "\n".join(out)
+        return "\n".join(out + cut_lines(r.cuts))
     out = [f"# trace {r.query} (focus: {r.focus}) — {len(r.ops)} overload{'s' if len(r.ops) != 1 else ''}"]
     if r.via:
         out.append(r.via)
@@ -289,5 +293,5 @@ def render_trace(r: TraceResult) -> str:
         out += ["", "Related ops: " + ", ".join(r.related)]
     for n in r.notes:
         out += ["", f"Note: {n}"]
-    return "\n".join(out)
+    return "\n".join(out + cut_lines(r.cuts))
 

@@ -14,7 +14,7 @@ from ...graph.nodes import op_node, py_node
 from ...graph.pynames import pynames
 from ...graph.registry import registry
 from ...graph.symbols import calls_named
-from ...model import Loc, NodeKind
+from ...model import Loc, NodeKind, PyDefKind
 from ...model.change import DiffSide, FileKind, Language
 from ...source.git import git_diff, is_checkout
 from ...store.reader import Index
@@ -85,8 +85,8 @@ def _name_nodes(ix: Index, name: str) -> list[ChangedNode]:
     for cand in (name, f"torch.{name}", f"torch.nn.{name}", f"torch.optim.{name}"):
         fq = names.canonical(cand)
         d = names.definition(fq) if fq else None
-        if d is not None and d.kind in ("class", "function"):
-            kind = NodeKind.PY_CLASS if d.kind == "class" else NodeKind.PY_FUNCTION
+        if d is not None and d.kind in (PyDefKind.CLASS, PyDefKind.FUNCTION):
+            kind = NodeKind.PY_CLASS if d.kind is PyDefKind.CLASS else NodeKind.PY_FUNCTION
             return [ChangedNode(py_node(kind, d.fq, d.loc), "named", d.loc.path, d.loc.line)]
     return []
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from ...graph.nodes import cpp_node, op_node, py_node, stub_node
-from ...graph.py_edges import ops_of_python
+from ...graph.py_calls import ops_of_python
 from ...graph.registry import registry
 from ...graph.stubs import stub_declared
 from ...graph.symbols import SYMBOL_COLS

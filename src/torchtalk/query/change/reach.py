@@ -8,19 +8,18 @@ what was reached (tests.py). Every walk and list is capped, and the answer says 
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from ...graph import LevelCap, graph, up
 from ...graph.nodes import CPP_KINDS
 from ...graph.registry import registry
-from ...model import Edge, EdgeKind, Node, NodeKind
+from ...model import Cut, CutKind, Edge, EdgeKind, Node, NodeKind
 from ...model.change import Aspect
 from ...model.dispatch import Device, device_of_key
 from ...store.reader import Index
 from ..args import MAX_LIMIT
 from ..callgraph import IMPACT_KINDS
-from ..stub_uses import stub_uses
+from ..cuts import describe, named, node_arg, tool_call
 from . import python as apy
 from . import tests as at
 from .definitions import ChangedNode, ChangedOpInfo, ChangedTest
@@ -102,13 +101,8 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
     starts = [c.node for c in uniq if c.node.kind not in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS)]
     cap = LevelCap(MAX_LEVEL_NODES, CPP_KINDS, per_start=True)  # each change walks with its own budget
 
-    def into(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
-        edges = g.into(node, kinds)
-        if node.kind is NodeKind.STUB and not any(e.kind is EdgeKind.STUB_CALL for e in edges):
-            edges += stub_uses(ix, node)  # a stub handed to a helper: the graph has no call for it
-        return edges
-
-    steps = up(starts, into, AFFECTED_KINDS, m.depth, fan_out=200, max_nodes=WALK_MAX_NODES, follow=cap)
+    walk = up(starts, g.into, AFFECTED_KINDS, m.depth, fan_out=200, max_nodes=WALK_MAX_NODES, follow=cap)
+    steps = walk.steps
     reached: list[tuple[Node, int, Node, list[Edge]]] = [(c.node, 0, c.node, []) for c in uniq
                                                          if c.node.kind is NodeKind.OP]
     python: dict[str, None] = {}
@@ -122,11 +116,15 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
             python.setdefault(s.node.key)
         elif s.node.kind in CPP_KINDS:
             functions += 1  # C++ functions on the way up
-    if cap.unexpanded:
-        cuts.append(f"walk: {cap.unexpanded} C++ callers reached but not walked from (at most {MAX_LEVEL_NODES} a "
-                    "level for each change); impact() on one of them goes further")
-    if len(steps) >= WALK_MAX_NODES:
-        cuts.append(f"walk: stopped after {WALK_MAX_NODES} nodes; a smaller depth or change gives the full answer")
+    # What the walk left out (Note [No silent cut]), each with the call that goes on from there.
+    depth = m.depth
+
+    def further(c: Cut) -> str:
+        if c.kind is CutKind.DEPTH:
+            return f"depth={depth + 1}" if depth < 5 else tool_call("impact", node_arg(c.at), depth=5) if c.at else ""
+        return tool_call("impact", node_arg(c.at), depth=depth) if c.at is not None else ""
+
+    cuts += ["walk: " + describe(c) for c in named(walk.cuts + cap.cuts(), further, down=False)]
     ops: list[at.OpForTests] = []
     reached_ops: list[ReachedOp] = []
     aspects: dict[str, set[Aspect]] = {}

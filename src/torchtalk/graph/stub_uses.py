@@ -1,12 +1,13 @@
-"""Functions that pass a DispatchStub on without calling it, found in the stub's defining file.
+"""STUB_CALL edges found in the source text: functions that pass a DispatchStub on without calling it.
 
-``impl_func_cum_ops(self, dim, result, cumsum_stub)`` hands the stub to a helper that
+Note [Stub uses]: ``impl_func_cum_ops(self, dim, result, cumsum_stub)`` hands the stub to a helper that
 calls it: the index records calls, not names passed as arguments, so the graph has
 no STUB_CALL edge for it and a walk up from a CPU or CUDA kernel would stop at the
 stub. The file that defines the stub (``DEFINE_DISPATCH``) is where its kernels are
 called from, so that file's text is searched for the stub's name, and each hit
-belongs to the innermost definition around it. Used only for a stub the graph gives
-no caller; every edge it makes says how it was found.
+belongs to the innermost definition around it. graph.py's INTO rule for STUB_CALL uses
+this only for a stub no recorded call site reaches; every edge it makes says how it was
+found (``EdgeHow.TEXT``).
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..graph.nodes import cpp_node
-from ..graph.symbols import SYMBOL_COLS
-from ..model import CppSymbol, Edge, EdgeKind, Loc, Node, NodeKind, RegistrationKind
+from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, RegistrationKind
 from ..store.codec import rows_facts
 from ..store.reader import Index
+from .nodes import cpp_node
+from .symbols import SYMBOL_COLS
 
 NOTE = "passes the stub on (found in the source text: no call site is recorded for it)"
 _SKIP = re.compile(r"\b(DEFINE_DISPATCH|DECLARE_DISPATCH|REGISTER_\w*DISPATCH)\b")
@@ -57,5 +58,6 @@ def _uses(ix: Index, root: Path, node: Node) -> list[Edge]:
             sym = min(around, key=lambda s: s.end_line - s.line)
             if sym.id not in seen:
                 seen.add(sym.id)
-                out.append(Edge(cpp_node(sym), node, EdgeKind.STUB_CALL, Loc(path, n), note=NOTE))
+                out.append(Edge(cpp_node(sym), node, EdgeKind.STUB_CALL, Loc(path, n), note=NOTE, how=EdgeHow.TEXT,
+                                written=node.key))
     return out

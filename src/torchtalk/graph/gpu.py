@@ -1,0 +1,160 @@
+"""The GPU walk: from an op or a C++ function down to what runs on a GPU, once for every tool.
+
+Two levels, each one walk (graph/walk.py). Below a C++ function (``gpu_reach``): its calls and
+the CUDA registrations of the DispatchStubs it calls, MAX_DEPTH calls deep, down to ``<<<>>>``
+launches and launch helpers (gpu_kernel & kin). Above, from an op (``gpu_walk``): its kernels for
+keys that run on CUDA (composite keys included), the ops its composite kernels call and the ops
+its derivative formulas call (its backward), and for every kernel reached its ``gpu_reach``.
+``cuda_kernels`` reads ``gpu_walk``, ``trace``'s GPU lines for a kernel read that kernel's
+``gpu_reach``: the same walk, memoised per node, so the two tools cannot disagree about an op.
+
+Fan-out ranks before it cuts (Note [No silent cut]): registrations and stub calls first, then
+calls into CUDA sources (.cu, .cuh, cuda/ directories), then other calls, then candidates and
+declarations (which have no body to walk), so a launch behind the 47th call of a host function
+is reached as surely as one behind the first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from ..model import Cut, Edge, EdgeKind, Node, NodeKind, is_composite, runs_on
+from ..store.reader import Index
+from .graph import graph
+from .nodes import CPP_KINDS
+from .walk import Step, down
+
+MAX_DEPTH = 6
+FAN_OUT = 40
+MAX_NODES = 1500
+OP_KINDS = frozenset({EdgeKind.KERNEL, EdgeKind.OP_CALL, EdgeKind.BACKWARD})  # between ops, and op -> kernel
+CPP_WALK_KINDS = frozenset({EdgeKind.CALL, EdgeKind.STUB_CALL, EdgeKind.STUB_KERNEL})  # below a kernel
+GPU_BACKENDS = ("CUDA", "HIP")
+_CUDA_SOURCES = (".cu", ".cuh")
+
+
+@dataclass
+class KernelLaunch:
+    site: Edge  # the LAUNCH edge: src is the launching function, site the launch
+    chain: list[Edge]  # from the op (or function) the walk started at to the launcher
+    backward: bool  # reached through a derivative formula
+
+
+@dataclass
+class GpuReach:
+    """Every launch a walk from one node reaches (walk order), and what the walk's limits left out."""
+
+    start: Node
+    launches: list[KernelLaunch] = field(default_factory=list)
+    cuts: list[Cut] = field(default_factory=list)
+
+
+def _gpu_edge(e: Edge) -> bool:
+    """Edges that can lead to what runs on a GPU."""
+    if e.kind is EdgeKind.KERNEL:
+        return any(runs_on(e.key, b) for b in GPU_BACKENDS)
+    if e.kind is EdgeKind.STUB_KERNEL:
+        return e.key in GPU_BACKENDS
+    return e.dst.kind is not NodeKind.UNRESOLVED
+
+
+def runs_for_cuda(edges: list[Edge], start: bool) -> list[Edge]:
+    """An op's edges that run for CUDA tensors: a CUDA kernel of its own wins over its composite kernel (which,
+    and whose op calls, then serve the other backends only); an op reached from dense code runs its dense CUDA
+    kernel, not its NestedTensorCUDA / SparseCUDA ones."""
+    own = any(e.kind is EdgeKind.KERNEL and e.key in GPU_BACKENDS for e in edges)
+    out = []
+    for e in edges:
+        if e.kind is EdgeKind.KERNEL and (own and is_composite(e.key) or
+                                          not start and not (e.key in GPU_BACKENDS or is_composite(e.key))):
+            continue
+        if e.kind is EdgeKind.OP_CALL and own:
+            continue
+        out.append(e)
+    return out
+
+
+def in_cuda_source(node: Node) -> bool:
+    path = node.loc.path if node.loc is not None else ""
+    return path.endswith(_CUDA_SOURCES) or "/cuda/" in path or "/hip/" in path
+
+
+def gpu_rank(e: Edge) -> int:
+    """Which edges of a node the GPU walk keeps first when it has more than FAN_OUT."""
+    if e.kind is not EdgeKind.CALL:
+        return 0  # registrations, stub calls, op calls, backward: the structure of the op
+    if e.how.is_candidate or e.how.is_declaration:
+        return 3  # one of several overloads, or a body the index does not have
+    return 1 if in_cuda_source(e.dst) else 2
+
+
+def gpu_reach(ix: Index, node: Node, depth: int = MAX_DEPTH) -> GpuReach:
+    """The launches a C++ function (or a DispatchStub) reaches within ``depth`` calls: its calls and the CUDA
+    registrations of the stubs it calls. Memoised per node, depth and index version: every op whose kernel it is
+    shares it, and trace's GPU lines for a kernel are this walk."""
+    memo: dict[tuple[NodeKind, str, int], GpuReach] = ix.cached("gpu_reach", dict)
+    key = (node.kind, node.key, depth)
+    if key not in memo:
+        memo[key] = _reach(ix, node, depth)
+    return memo[key]
+
+
+def _reach(ix: Index, start: Node, depth: int) -> GpuReach:
+    g = graph(ix)
+
+    def edges(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
+        # Only the kinds the walk asks for: at its last level, the free ones (walk.py never computes the others).
+        return [e for e in g.out(node, [k for k in kinds if k in CPP_WALK_KINDS]) if _gpu_edge(e)]
+
+    walk = down([start], edges, CPP_WALK_KINDS, depth, fan_out=FAN_OUT, max_nodes=MAX_NODES,
+                follow=lambda s: s.node.kind is not NodeKind.GPU_KERNEL, rank=gpu_rank)
+    launchers: list[tuple[Node, list[Edge]]] = [(start, [])] if start.kind in CPP_KINDS else []
+    launchers += [(s.node, s.chain()) for s in walk.steps if s.node.kind in CPP_KINDS]
+    reach = GpuReach(start, cuts=walk.cuts)
+    for node, chain in launchers:
+        reach.launches += [KernelLaunch(e, chain, False) for e in g.out(node, [EdgeKind.LAUNCH])]
+    return reach
+
+
+def gpu_walk(ix: Index, start: Node) -> GpuReach:
+    """The launches reached from ``start``: from an op, through its kernels for keys that run on CUDA, the ops its
+    composite kernels call and its backward, each kernel's ``gpu_reach`` (with the levels left: depth counts every
+    call from the op, composite calls and backward included); from a C++ function or a stub, its own
+    ``gpu_reach``. Memoised per start and index version."""
+    if start.kind is not NodeKind.OP:
+        return gpu_reach(ix, start)
+    memo: dict[str, GpuReach] = ix.cached("gpu_walks", dict)
+    if start.key not in memo:
+        memo[start.key] = _op_walk(ix, start)
+    return memo[start.key]
+
+
+def _op_walk(ix: Index, start: Node) -> GpuReach:
+    g = graph(ix)
+
+    def edges(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
+        if node.kind is not NodeKind.OP:
+            return []
+        out = [e for e in g.out(node, [k for k in kinds if k in OP_KINDS]) if _gpu_edge(e)]
+        return runs_for_cuda(out, node.key == start.key)
+
+    def follow(s: Step) -> bool:
+        # The backward of a backward (second-order gradients) is not what runs for the op; in the backward, the
+        # formula's own ops run, and the ops those call through the dispatcher are other ops with kernels of their
+        # own (index_select_backward's index_add_: index_add's kernels).
+        return not (s.edge.kind in (EdgeKind.BACKWARD, EdgeKind.OP_CALL) and s.parent is not None and
+                    any(e.kind is EdgeKind.BACKWARD for e in s.parent.chain()))
+
+    walk = down([start], edges, OP_KINDS, MAX_DEPTH, fan_out=FAN_OUT, max_nodes=MAX_NODES, follow=follow,
+                rank=gpu_rank)
+    out = GpuReach(start, cuts=list(walk.cuts))
+    for s in walk.steps:
+        if s.node.kind not in CPP_KINDS:
+            continue
+        chain = s.chain()
+        backward = any(e.kind is EdgeKind.BACKWARD for e in chain)
+        reach = gpu_reach(ix, s.node, MAX_DEPTH - s.depth)  # depth counts every call from the op
+        out.cuts += reach.cuts
+        out.launches += [KernelLaunch(launch.site, chain + launch.chain, backward) for launch in reach.launches]
+    return out

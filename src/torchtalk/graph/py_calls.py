@@ -1,0 +1,196 @@
+"""PY_CALL edges: what a Python function calls, resolved as the interpreter would bind the names.
+
+Out of a function (``py_call_edges``): the methods, functions and ops its body calls; a call
+through ``self`` or ``super()`` is looked up in the class ``self`` is an instance of, which is
+the rule's context (``PyContext``: a module walked from its ``forward`` gives its own class; by
+default a method's own class). Into a function, a name bound by assignment or an op
+(``py_callers``): the calls that name it, resolved the same way in their callers' modules, so
+both directions agree by construction. Out of a name bound by assignment: the Python functions
+it is bound to (the ops it is bound to are BINDING edges, graph/py_edges.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..model import Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op, PyDefKind
+from ..store.reader import Index
+from .nodes import op_node, py_node, unresolved_node
+from .pynames import PyDef, pynames
+from .registry import registry
+
+# Plumbing every nn function goes through (__torch_function__ overrides, scripting checks): never
+# a step towards the op.
+HIDDEN_PREFIXES = ("torch.overrides.", "torch._jit_internal.", "torch.jit.", "torch.compiler.", "torch._C._log_api",
+                   "torch._dynamo.", "warnings.", "typing.")
+_OP_MODULES = ("torch._C._VariableFunctions.", "torch._VF.", "_VF.")
+_TENSOR_BASE = ("torch._C.TensorBase.", "torch._C._TensorBase.")
+
+
+@dataclass(frozen=True)
+class PyContext:
+    """What ``self`` is while methods are walked: its class and bases, nearest first."""
+
+    mro: Sequence[str]  # fully qualified class names
+
+
+def ops_of_python(ix: Index, dotted: str) -> list[Op]:
+    """The ops a Python name reaches directly (torch.X, torch._C._nn.X, torch._VF.X, torch.ops.aten.X)."""
+    reg = registry(ix)
+    if dotted.startswith("torch.ops.aten."):
+        return reg.lookup(dotted)
+    candidates = [dotted] + ["torch." + dotted[len(p):] for p in _OP_MODULES if dotted.startswith(p)]
+    for c in candidates:
+        if c in reg.py_by_name:
+            return [reg.by_full[f] for f in dict.fromkeys(reg.py_by_name[c]) if f in reg.by_full]
+    return []
+
+
+def method_of(ix: Index, mro: Sequence[str], name: str) -> PyDef | None:
+    """The method ``name`` of an instance whose class and bases are ``mro`` (the nearest definition)."""
+    names = pynames(ix)
+    for fq in mro:
+        d = names.definition(f"{fq}.{name}")
+        if d is not None and d.kind is PyDefKind.FUNCTION:
+            return d
+    return None
+
+
+def function_node(d: PyDef) -> Node:
+    return py_node(NodeKind.PY_FUNCTION, d.fq, d.loc)
+
+
+def assigned_node(d: PyDef) -> Node:
+    """A name bound by assignment (``linear = _add_docstr(torch._C._nn.linear, ...)``) as a node."""
+    return Node(NodeKind.BINDING, d.fq, f"{d.fq} = {' | '.join(d.values or (d.value,))}", d.loc)
+
+
+def own_context(ix: Index, fn: PyDef) -> PyContext:
+    """The context of a method walked without one: ``self`` is an instance of the class that defines it."""
+    return PyContext(pynames(ix).mro(f"{fn.module}.{fn.cls}") if fn.cls else ())
+
+
+def py_call_edges(ix: Index, node: Node, ctx: PyContext | None = None) -> list[Edge]:
+    """PY_CALL edges out of a Python function: to the methods, functions and ops it calls (one per
+    distinct callee, in line order); a call through an untyped receiver (x.sum()) is taken for a
+    Tensor method and says so. Out of a name bound by assignment: the Python functions it is bound to."""
+    names = pynames(ix)
+    if node.kind is NodeKind.BINDING:
+        d = names.definition(node.key)
+        return [e for e in assign_edges(ix, node, d) if e.kind is EdgeKind.PY_CALL] \
+            if d is not None and d.kind is PyDefKind.ASSIGN else []
+    if node.kind is not NodeKind.PY_FUNCTION:
+        return []
+    fn = names.definition(node.key)
+    if fn is None or fn.kind is not PyDefKind.FUNCTION:
+        return []
+    ctx = ctx or own_context(ix, fn)
+    out: list[Edge] = []
+    seen: set[str] = set()
+    for callee, line, file_id in ix.q("SELECT callee, line, file_id FROM py_call WHERE func = ? ORDER BY line, id",
+                                      (fn.row_id,)):
+        if callee in seen:
+            continue  # the same callee again (a guard repeated in branches): once is enough
+        seen.add(callee)
+        out += _call(ix, node, fn, callee, Loc(ix.path_of(file_id), line), ctx)
+    return out
+
+
+def py_callers(ix: Index, node: Node) -> list[Edge]:
+    """PY_CALL edges into a Python function, a name bound by assignment or an op: every call that names it (by
+    its last component), resolved in its caller as ``py_call_edges`` resolves it (memoised per index version)."""
+    memo: dict[tuple[NodeKind, str], list[Edge]] = ix.cached("py_callers", dict)
+    key = (node.kind, node.key)
+    if key not in memo:
+        memo[key] = _callers(ix, node)
+    return memo[key]
+
+
+def _callers(ix: Index, node: Node) -> list[Edge]:
+    if node.kind is NodeKind.OP:
+        op = registry(ix).by_full.get(node.key)
+        lasts = {p.name.rsplit(".", 1)[-1] for p in registry(ix).python_names(op)} if op else set()
+    elif node.kind in (NodeKind.PY_FUNCTION, NodeKind.BINDING):
+        lasts = {node.key.rsplit(".", 1)[-1]}
+    else:
+        return []
+    names = pynames(ix)
+    out: list[Edge] = []
+    for last in sorted(lasts):
+        for module, qualname, callee, file_id, line in ix.q(
+                "SELECT f.module, f.qualname, c.callee, c.file_id, c.line FROM py_call c JOIN py_function f "
+                "ON f.id = c.func WHERE c.callee = ? OR c.callee LIKE ? ESCAPE '\\' ORDER BY c.file_id, c.line",
+                (last, "%." + last.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_"))):
+            fn = names.definition(f"{module}.{qualname}")
+            if fn is None or fn.kind is not PyDefKind.FUNCTION:
+                continue
+            src = function_node(fn)
+            site = Loc(ix.path_of(file_id), line)
+            out += [e for e in _call(ix, src, fn, callee, site, own_context(ix, fn))
+                    if e.dst.kind is node.kind and e.dst.key == node.key]
+    return out
+
+
+def assign_edges(ix: Index, src: Node, d: PyDef) -> list[Edge]:
+    """What a name bound by assignment is bound to: the ops of a native function (BINDING), or the Python
+    functions it names (PY_CALL: ``max_pool2d = boolean_dispatch(if_true=max_pool2d_with_indices,
+    if_false=_max_pool2d)``, ``__neg__ = _C.TensorBase.neg``)."""
+    names = pynames(ix)
+    out: list[Edge] = []
+    for value in d.values or (d.value,):
+        full = names.resolve_in(d.module, value)
+        ops = ops_of_python(ix, value) or ops_of_python(ix, full) or _tensor_base_ops(ix, full)
+        if ops:
+            out += [Edge(src, op_node(op), EdgeKind.BINDING, d.loc, written=value) for op in ops]
+            continue
+        target = names.definition(full)
+        if target is not None and target.kind is PyDefKind.FUNCTION:
+            out.append(Edge(src, function_node(target), EdgeKind.PY_CALL, d.loc, written=value))
+        elif target is not None and target.kind is PyDefKind.ASSIGN and target.fq != d.fq:
+            out.append(Edge(src, assigned_node(target), EdgeKind.PY_CALL, d.loc, written=value))
+    return out
+
+
+def _tensor_base_ops(ix: Index, full: str) -> list[Op]:
+    """``_C.TensorBase.neg``: the method of the C++ base of torch.Tensor, bound to the op like Tensor.neg."""
+    for prefix in _TENSOR_BASE:
+        if full.startswith(prefix):
+            return ops_of_python(ix, "Tensor." + full[len(prefix):])
+    return []
+
+
+def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyContext) -> list[Edge]:
+    names = pynames(ix)
+    head = written.split(".")[0]
+    if written.startswith(("self.", "super().")) and written.count(".") == 1:
+        mro = list(ctx.mro)
+        if written.startswith("super()"):
+            owner = fn.fq.rsplit(".", 1)[0]
+            mro = mro[mro.index(owner) + 1:] if owner in mro else mro[1:]
+        target = method_of(ix, mro, written.split(".")[1])
+        # None: a submodule call (self.linear(x)) or an attribute, not a method of the class.
+        return [Edge(src, function_node(target), EdgeKind.PY_CALL, site, written=written)] if target else []
+    if head in ("self", "super()"):
+        return []
+    full = names.resolve_in(fn.module, written)
+    if full.startswith(HIDDEN_PREFIXES):
+        return []
+    d = names.definition(full)
+    if d is not None and d.kind is PyDefKind.ASSIGN:
+        return [Edge(src, assigned_node(d), EdgeKind.PY_CALL, site, written=written)]
+    if d is not None and d.kind is PyDefKind.FUNCTION:
+        return [Edge(src, function_node(d), EdgeKind.PY_CALL, site, written=written)]
+    ops = ops_of_python(ix, full)
+    if ops:
+        return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, written=written) for op in ops]
+    if "." not in written:
+        return []  # a local or builtin callable
+    if written.count(".") == 1 and head not in names.imports(fn.module)[0]:
+        method = written.split(".")[1]
+        ops = ops_of_python(ix, f"Tensor.{method}")
+        return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, note="receiver not typed; assumed a Tensor",
+                     how=EdgeHow.UNTYPED_RECEIVER, written=written) for op in ops]
+    if full.startswith("torch."):
+        return [Edge(src, unresolved_node(full), EdgeKind.PY_CALL, site, written=written)]
+    return []
