@@ -408,7 +408,8 @@ def test_tree_with_only_the_yaml_files(tree, keep):
     assert "## op registry: ready" in text
     assert "## C++ call graph: not indexed" in text and "## tests: not indexed" in text, text
     # Every tool answers: a result or a clear message, never an exception.
-    args = {"function_name": "relu", "query": "relu", "module_name": "Linear", "file_path": "test_nn"}
+    args = {"function_name": "relu", "query": "relu", "module_name": "Linear", "file_path": "test_nn",
+            "message": "RuntimeError: Boolean inputs not supported for relu"}
     for tool in all_tools():
         kw = {p.name: args[p.name] for p in tool.params if p.required}
         try:

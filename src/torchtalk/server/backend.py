@@ -25,6 +25,7 @@ from ..graph.symbols import pasted_symbols
 from ..index.freshness import Freshness
 from ..index.usable import index_problem
 from ..query.cuda import cuda_kernels
+from ..query.errors import warm as warm_errors
 from ..query.status import changed_files
 from ..source.tree import SourceTree, config_path, find_source, read_config
 from ..store import integrity
@@ -61,6 +62,7 @@ def _warm_up(ix: Index) -> None:
         directives(ix)
         pasted_symbols(ix)
         cuda_kernels(ix)
+        warm_errors(ix)  # error_origin's raise sites and test names
         if ix.source_root is not None:
             changed_files(ix, ix.source_root)
         for tool in all_tools():
