@@ -19,15 +19,22 @@ whose caret points at a name on the nearest code line above it says what that na
 - ``unresolved: NAME`` -- the call stays unresolved, under ``NAME``.
 
 The caret must stand at the first character of the name, and the name must be the target's last
-identifier: a misplaced annotation fails when it is read, not by silently asserting something else.
+identifier (for ``op``, the name must start with the op's base name: ``at::cumsum_out`` calls ``cumsum.out``):
+a misplaced annotation fails when it is read, not by silently asserting something else.
+
+``facts`` puts a tool's edges in the shape of ``Expectations.expected``, so a test compares the two sets
+for every function that holds an annotation: a call the tool finds and no annotation names fails too.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from torchtalk.model import Edge, EdgeHow, NodeKind
 
 SOURCES = (".cpp", ".h", ".cu", ".cuh", ".mm", ".py")
 KINDS = ("defines", "calls", "op", "unresolved")
@@ -83,7 +90,7 @@ def read_file(root: Path, rel: str) -> list[Annotation]:
         word = re.match(r"\w*", code[col:]).group(0)
         if not word or (col and re.match(r"\w", code[col - 1])):
             raise AnnotationError(f"{rel}:{n}: the caret (column {col}) points at no name's start on line {code_line}")
-        if word != last_name(target):
+        if word != last_name(target) and not (kind == "op" and word.startswith(target.split(".")[0])):
             raise AnnotationError(f"{rel}:{n}: the caret points at {word!r}, but the annotation is about {target!r}")
         out.append(Annotation(rel, code_line, col, word, kind, target, m["tag"] or "", m["how"] or "", n))
     return out
@@ -124,6 +131,13 @@ class Expectations:
                                   + (f"; its tags: {', '.join(tags)}" if tags else ""))
         return d.where
 
+    def site(self, kind: str, target: str) -> str:
+        """``path:line`` of the one call annotated ``kind: target``."""
+        found = [a.where for a in self.uses() if (a.kind, a.target) == (kind, target)]
+        if len(found) != 1:
+            raise AnnotationError(f"{len(found)} '{kind}: {target}' annotations, where one was expected: {found}")
+        return found[0]
+
     def uses(self) -> Iterator[Annotation]:
         """The annotations about calls (all but ``defines``)."""
         return (a for a in self.all if a.kind != "defines")
@@ -132,3 +146,42 @@ class Expectations:
         """What an edge must be for annotation ``a``: (path, line, name, kind, target, where defined, how)."""
         defined = self.where(a.target, a.tag) if a.kind == "calls" else ""
         return a.path, a.line, a.word, a.kind, a.target, defined, a.how
+
+
+Fact = tuple[str, int, str, str, str, str, str]
+
+
+def facts(edges: Iterable[Edge]) -> set[Fact]:
+    """Edges out of one function as (path, line, name called, kind, target, where defined, how): the shape
+    of ``Expectations.expected``. The kind is the callee's: an op, an unresolved name, or a definition."""
+    out = set()
+    for e in edges:
+        assert e.site is not None, e
+        kind = {NodeKind.OP: "op", NodeKind.UNRESOLVED: "unresolved"}.get(e.dst.kind, "calls")
+        target = e.dst.key if kind == "op" else e.dst.label
+        defined = f"{e.dst.loc}" if kind == "calls" else ""
+        how = "" if e.how is EdgeHow.DIRECT else e.how.value
+        out.add((e.site.path, e.site.line, last_name(e.written), kind, target, defined, how))
+    return out
+
+
+def python_function_at(root: Path, rel: str, line: int) -> str:
+    """The dotted name of the innermost Python function whose body holds ``line`` of ``rel``."""
+    module = rel.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+    best = ""
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        nonlocal best
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}.{child.name}"
+                if isinstance(child, ast.ClassDef) or not child.lineno <= line <= (child.end_lineno or 0):
+                    visit(child, name)
+                else:
+                    best = name
+                    visit(child, name)
+
+    visit(ast.parse((root / rel).read_text(encoding="utf-8")), module)
+    if not best:
+        raise AnnotationError(f"{rel}:{line}: no function holds this line")
+    return best

@@ -24,12 +24,11 @@ mirror the real cases:
 from __future__ import annotations
 
 from torchtalk.index.indexer import refresh
-from torchtalk.model import EdgeHow
 from torchtalk.source.tree import find_source
 from torchtalk.store.reader import Index
 from torchtalk.tools import get_tool, run
 
-from ..annotations import Expectations, last_name, read_tree
+from ..annotations import Expectations, Fact, facts, read_tree
 from ..conftest import FIXTURE_TREE
 
 TREE = Expectations(read_tree(FIXTURE_TREE))
@@ -41,16 +40,9 @@ def calls(ix, name: str):
     return res.sections[0], text
 
 
-def found(sec) -> set[tuple[str, int, str, str, str, str, str]]:
-    """A `calls` section's edges in the shape of Expectations.expected."""
-    out = set()
-    for kind, edges in (("calls", sec.calls), ("op", sec.ops), ("unresolved", sec.unresolved)):
-        for e in edges:
-            target = e.dst.key if kind == "op" else e.dst.label
-            defined = f"{e.dst.loc}" if kind == "calls" else ""
-            how = "" if e.how is EdgeHow.DIRECT else e.how.value
-            out.add((e.site.path, e.site.line, last_name(e.written), kind, target, defined, how))
-    return out
+def found(sec) -> set[Fact]:
+    """A `calls` section's edges: resolved calls, op calls and unresolved names."""
+    return facts([*sec.calls, *sec.ops, *sec.unresolved])
 
 
 def mismatches(ix, expectations: Expectations) -> dict[str, dict[str, list]]:
