@@ -23,6 +23,8 @@ mirror the real cases:
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from torchtalk.index.indexer import refresh
 from torchtalk.source.tree import find_source
 from torchtalk.store.reader import Index
@@ -71,7 +73,7 @@ def test_a_wrong_annotation_fails(indexed):
     _, ix = indexed
     # combine(k) is the one-parameter overload: say it is the (Tensor, int64_t) one instead
     wrong = [a if not (a.kind == "calls" and a.target == "at::native::combine" and a.tag == "one")
-             else type(a)(**{**a.__dict__, "tag": "tensor"}) for a in TREE.all]
+             else replace(a, tag="tensor") for a in TREE.all]
     bad = mismatches(ix, Expectations(wrong))
     (function,) = bad
     assert function.startswith("at::native::combine_calls (aten/src/ATen/native/TensorShape.cpp:")
