@@ -92,6 +92,9 @@ def read_file(root: Path, rel: str) -> list[Annotation]:
             raise AnnotationError(f"{rel}:{n}: the caret (column {col}) points at no name's start on line {code_line}")
         if word != last_name(target) and not (kind == "op" and word.startswith(target.split(".")[0])):
             raise AnnotationError(f"{rel}:{n}: the caret points at {word!r}, but the annotation is about {target!r}")
+        if m["how"] and m["how"] not in {h.value for h in EdgeHow}:
+            raise AnnotationError(f"{rel}:{n}: ({m['how']}) is no EdgeHow; "
+                                  f"one of {', '.join(h.value for h in EdgeHow)}")
         out.append(Annotation(rel, code_line, col, word, kind, target, m["tag"] or "", m["how"] or "", n))
     return out
 

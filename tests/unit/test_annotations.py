@@ -50,6 +50,8 @@ def test_python_files_use_hash_comments(tmp_path):
     ("  combine(k);\n//^ resolves: at::native::combine\n", r"a\.cpp:2: unknown kind 'resolves'"),
     ("  combine(k);\n//^ calls at::native::combine\n", r"a\.cpp:2: not an annotation"),
     ("// ^ calls: combine\n", r"a\.cpp:1: an annotation needs a code line above it"),
+    ("  combine(k);\n//^ calls: at::native::combine (candidat)\n",
+     r"a\.cpp:2: \(candidat\) is no EdgeHow; one of direct"),
 ])
 def test_a_misplaced_or_malformed_annotation_is_an_error(tmp_path, text, error):
     with pytest.raises(AnnotationError, match=error):
