@@ -43,7 +43,7 @@ def _sections(title: str, sections: Sequence[CalledBySection | CallsSection | Im
 def _by_site(edges: list[Edge]) -> list[list[Edge]]:
     """Edges grouped per call site: several edges at one site are candidates for one call (the same call
     written twice on a line, ``self.dim() ... self.dim()``, reaches one function: listed once)."""
-    groups: dict[tuple[str, int, str], dict[tuple, Edge]] = {}
+    groups: dict[tuple[str, int, str], dict[tuple[NodeKind, str], Edge]] = {}
     for e in edges:
         key = (e.site.path, e.site.line, e.written) if e.site else ("", id(e), "")
         groups.setdefault(key, {}).setdefault((e.dst.kind, e.dst.key), e)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 
 from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, FormulaKind, NodeKind, Op, PyApiKind, SymbolKind
 from ..query.trace import BindingTrace, DerivInfo, KernelInfo, OpTrace, PythonEntry, TraceResult
@@ -139,7 +140,8 @@ def _context(r: TraceResult) -> list[str]:
     return out
 
 
-def _same_as(seen: dict[tuple[str, tuple[str, ...]], str], key: str, value: list[object], op_name: str) -> str | None:
+def _same_as(seen: dict[tuple[str, tuple[str, ...]], str], key: str, value: Sequence[object],
+             op_name: str) -> str | None:
     """The overload already shown with an identical ``key`` section, else None (and remember this one)."""
     marker = (key, tuple(map(str, value)))
     if marker in seen:

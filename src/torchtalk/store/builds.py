@@ -20,6 +20,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from ..errors import no_space
 from ..procs import pid_alive
@@ -183,7 +184,7 @@ def clear_failure(index_path: Path) -> None:
         failure_path(index_path).unlink()
 
 
-def reported_failure(index_path: Path) -> dict | None:
+def reported_failure(index_path: Path) -> dict[str, Any] | None:
     """{"since", "last" (epoch seconds), "count", "error"} of the builds failing since the last success."""
     try:
         record = json.loads(failure_path(index_path).read_text(encoding="utf-8"))
@@ -192,7 +193,7 @@ def reported_failure(index_path: Path) -> dict | None:
     return record if isinstance(record, dict) and record.get("count") else None
 
 
-def failure_summary(record: dict) -> str:
+def failure_summary(record: dict[str, Any]) -> str:
     """One sentence: "the last 3 builds failed (since 12:01:07, the last at 12:02:40): <error>"."""
     n = int(record.get("count", 1))
     since = time.strftime("%H:%M:%S", time.localtime(float(record.get("since", 0))))
