@@ -6,10 +6,12 @@ An agent reads every character a tool returns (Claude Code warns above ~10k toke
 cuts at 25k), and it asks most questions once. So every renderer builds its answer as a ``lead``
 (the few lines that answer the question: always kept), ``Section`` s of detail in the order of
 their relevance (each saying what it is and the exact call that shows it whole), and a ``tail``
-(notes and the walks' own cut lines: always kept). ``fit`` keeps the lead, then whole sections
-in order while they fit within ``BUDGET`` characters; of the first section that does not fit it
-keeps the head and as many items as fit; it keeps no section after that one (a later section may
-point back at an earlier one: "details above"). Each section left out, whole or in part, becomes
+(notes and the walks' own cut lines: always kept). ``fit`` keeps the lead, then the first
+``keep`` items of each section that asks for some (so an impact shows a few callers of each
+level, a few ops and Python names, before any list is complete), then whole sections in order
+while they fit within ``BUDGET`` characters; of the first section that does not fit it keeps the
+head and as many items as fit, and it fills no section after that one (a later section may point
+back at an earlier one: "details above"). Each section left out, whole or in part, becomes
 one ``Cut:`` line naming what it was and the call that shows it (``trace("upsample_nearest2d.vec")``,
 ``called_by("at::native::copy_")``), so nothing is dropped silently. The budget is on the text
 only: the structured answer (MCP structuredContent, CLI --json) keeps everything.
@@ -37,6 +39,7 @@ class Section:
     what: str = ""
     shows: str = ""
     noun: str = "lines"  # what an item is, for "showing 12 of 40 callers"
+    keep: int = 0  # items kept before any later section is filled (a few of each: the closest callers, ops, ...)
 
     def __post_init__(self) -> None:
         if not self.what or not self.shows:
@@ -71,49 +74,56 @@ def cut_part(s: Section, kept: int) -> str:
 
 
 def fit(lead: Sequence[str], sections: Sequence[Section], tail: Sequence[str] = (), budget: int = BUDGET) -> Fitted:
-    """The lead, the sections that fit in order (the first that does not, in part), the tail, and a ``Cut:``
-    line for each section left out; the cut lines count against the budget."""
-    out = Fitted(list(lead))
-    used = size(lead) + size(tail)
-    pending = [cut_whole(s) for s in sections]  # were every section still to come cut
-    reserve = size(pending)
-    stopped = False
+    """The lead, the sections that fit (in order; see Note [Answer budget]), the tail, and a ``Cut:`` line for
+    each section left out whole or in part; the cut lines count against the budget."""
+    shown = [-1] * len(sections)  # items shown of each section; -1: the section is cut whole
+    used = size(lead) + size(tail) + 1 + sum(len(cut_whole(s)) + 1 for s in sections)
+
+    def cost(i: int, k: int) -> int:
+        """Characters section i takes (its lines and its cut line) when it shows k items (-1: none)."""
+        s = sections[i]
+        if k < 0:
+            return len(cut_whole(s)) + 1
+        cut = len(cut_part(s, k)) + 1 if k < len(s.items) else 0
+        return size(s.head) + size(s.items[:k]) + cut
+
+    def grow(i: int, k: int) -> bool:
+        """Show k items of section i if the budget allows."""
+        nonlocal used
+        delta = cost(i, k) - cost(i, shown[i])
+        if used + delta > budget:
+            return False
+        used += delta
+        shown[i] = k
+        return True
+
+    # First the few items each section asks to keep (the closest callers, the first ops reached) ...
     for i, s in enumerate(sections):
-        reserve -= len(pending[i]) + 1
-        room = budget - used - reserve
-        whole = size(s.head) + size(s.items)
-        if not stopped and whole <= room:
-            out.lines += [*s.head, *s.items]
-            used += whole
+        if s.keep and not grow(i, min(s.keep, len(s.items))):
+            break
+    # ... then each section whole, in order; of the first that does not fit, as many items as fit, then stop.
+    for i, s in enumerate(sections):
+        if grow(i, len(s.items)):
             continue
-        if not stopped and s.items:
-            kept = _prefix(s.items, room - size(s.head) - len(cut_part(s, len(s.items))) - 1)
-            if kept >= min(MIN_ITEMS, len(s.items)) and kept:
-                out.lines += [*s.head, *s.items[:kept]]
-                out.cuts.append(cut_part(s, kept))
-                used += size(s.head) + size(s.items[:kept]) + len(out.cuts[-1]) + 1
-                stopped = True
-                continue
-        stopped = True
-        out.cuts.append(pending[i])
-        used += len(pending[i]) + 1
+        k = max(shown[i], 0)
+        low = min(MIN_ITEMS, len(s.items))
+        while k < len(s.items) and cost(i, k + 1) - cost(i, shown[i]) + used <= budget:
+            k += 1
+        if k >= low and k > shown[i]:
+            grow(i, k)
+        break
+    out = Fitted(list(lead))
+    for i, s in enumerate(sections):
+        if shown[i] >= 0:
+            out.lines += [*s.head, *s.items[:shown[i]]]
+        if shown[i] < len(s.items):
+            out.cuts.append(cut_whole(s) if shown[i] < 0 else cut_part(s, shown[i]))
     out.lines += list(tail)
     if out.cuts:
         if not (out.lines and out.lines[-1].startswith("Cut:")):
             out.lines.append("")
         out.lines += out.cuts
     return out
-
-
-def _prefix(items: Sequence[str], room: int) -> int:
-    """How many of ``items``, from the first, fit in ``room`` characters."""
-    n = 0
-    for item in items:
-        room -= len(item) + 1
-        if room < 0:
-            break
-        n += 1
-    return n
 
 
 def fitted(lead: Sequence[str], sections: Sequence[Section], tail: Sequence[str] = ()) -> str:

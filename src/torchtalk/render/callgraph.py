@@ -15,6 +15,7 @@ from .common import IN_STRUCTURED, ambiguous, cut_lines, showing
 
 MAX_UNRESOLVED = 40
 MAX_CALLERS = 100
+KEEP = 10  # an impact shows this many of the closest callers, the ops and the Python names before the rest
 _PASSED = {EdgeHow.PASSED_ON: "passed on", EdgeHow.TEXT: "passed on, found in the source text"}
 
 
@@ -180,9 +181,9 @@ def _impact_body(sec: ImpactSection, depth: int) -> tuple[list[str], list[Sectio
     stop = f"stopped at depth {sec.stopped_at}" + (" (no further callers)" if sec.stopped_at < depth else "")
     lead = [f"\n{total} callers in all, {stop}; {len(sec.ops)} ops and {len(sec.python)} Python entry points "
             "reached:"]
-    lead += [f"- level {lv.depth}: {lv.total} callers ({_kinds(lv.callers)})"
-             + ("" if len(lv.callers) == lv.total else f"; {showing(len(lv.callers), lv.total)}")
-             for lv in sec.levels]
+    lead += [f"- level {lv.depth}: {lv.total} callers ("
+             + ("" if len(lv.callers) == lv.total else f"of the {len(lv.callers)} the walk kept: ")
+             + f"{_kinds(lv.callers)})" for lv in sec.levels]
     if not sec.levels:
         lead.append("\nNo callers found in the indexed C++.")
     levels = []
@@ -193,14 +194,14 @@ def _impact_body(sec: ImpactSection, depth: int) -> tuple[list[str], list[Sectio
                                                       else f" (through {e.kind.value} {e.dst.key})")
             lines.append(f"- {e.src}  [call at {e.site}]{via}")
         levels.append(Section([f"\nLevel {lv.depth}: {showing(len(lv.callers), lv.total)} callers"], lines,
-                              f"level {lv.depth} callers", shows, "callers"))
+                              f"level {lv.depth} callers", shows, "callers", KEEP if lv.depth == 1 else KEEP // 2))
     detail = levels[:1]
     if sec.ops:
         lines = []
         for op, edge, level in sec.ops:
             how = f"{edge.dst.label} is its {edge.key} kernel" if edge.kind is EdgeKind.KERNEL else edge.kind.value
             lines.append(f"- {op.key}  {op.loc}  ({how}; level {level})")
-        detail.append(Section([f"\nOps reached ({len(sec.ops)}):"], lines, "ops reached", shows, "ops"))
+        detail.append(Section([f"\nOps reached ({len(sec.ops)}):"], lines, "ops reached", shows, "ops", KEEP))
     if sec.python:
         lines = []
         for node, edge in sec.python:
@@ -209,7 +210,7 @@ def _impact_body(sec: ImpactSection, depth: int) -> tuple[list[str], list[Sectio
             else:
                 lines.append(f"- {node.key}  (via {edge.dst.label}, {edge.key or edge.note} {edge.site})")
         detail.append(Section([f"\nPython entry points ({len(sec.python)}):"], lines, "Python entry points", shows,
-                              "names"))
+                              "names", KEEP))
     return lead + cut_lines(sec.cuts), detail + levels[1:]
 
 

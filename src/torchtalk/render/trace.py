@@ -248,7 +248,7 @@ def _reached(e: PythonEntry, ops: list[OpTrace]) -> list[str]:
             by_call.setdefault((edge.written or edge.src.key, str(edge.site)), []).append(edge.dst.key)
     if len(by_call) < 2:
         return []
-    out = [f"Ops it reaches ({len(traced)} overloads, by the call that reaches them):"]
+    out = [f"It reaches {len(traced)} overloads, by the call that reaches them:"]
     out += [f"- {written} at {site} -> {', '.join(names)}" for (written, site), names in by_call.items()]
     return out
 
@@ -312,12 +312,13 @@ def render_trace(r: TraceResult) -> str:
     if r.entry is not None:
         out.append("")
         reached = _reached(r.entry, r.ops)
-        out += reached or _entry_lines(r.entry)
+        steps = _entry_lines(r.entry)
+        out += steps[:1] + (reached or steps[1:])
     shown: set[str] = set()
     sections: dict[tuple[str, tuple[str, ...]], str] = {}
     details = [_op_section(r, t, shown, sections) for t in r.ops]
     if r.entry is not None and reached:
-        details.append(Section(["", f"Steps of {r.entry.name}:"], _entry_lines(r.entry)[1:],
+        details.append(Section(["", f"Steps of {r.entry.name}:"], steps[1:],
                                what=f"the steps of {r.entry.name}", shows=STRUCTURED))
     tail: list[str] = []
     if r.composite_notes:
