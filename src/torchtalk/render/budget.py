@@ -127,5 +127,5 @@ def fit(lead: Sequence[str], sections: Sequence[Section], tail: Sequence[str] = 
 
 
 def fitted(lead: Sequence[str], sections: Sequence[Section], tail: Sequence[str] = ()) -> str:
-    """``fit``'s text: what a renderer returns."""
-    return fit(lead, sections, tail).text
+    """``fit``'s text within ``BUDGET`` (read at each call): what a renderer returns."""
+    return fit(lead, sections, tail, BUDGET).text
