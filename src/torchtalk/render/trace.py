@@ -239,8 +239,8 @@ def _bindings(bs: list[BindingTrace], out: list[str]) -> None:
 
 
 def _reached(e: PythonEntry, ops: list[OpTrace]) -> list[str]:
-    """Each op a Python function reaches, once, with the call that reaches it (the lead of a trace whose
-    overloads the budget may cut: the question was which ops the function runs)."""
+    """Each op a Python function reaches, once, with the call that reaches it and the branch that picks it
+    (the lead of a trace whose overloads the budget may cut: the question was which ops the function runs)."""
     traced = {t.op.full_name for t in ops}
     by_call: dict[tuple[str, str], list[str]] = {}
     for edge in e.calls:
@@ -249,7 +249,8 @@ def _reached(e: PythonEntry, ops: list[OpTrace]) -> list[str]:
     if len(by_call) < 2:
         return []
     out = [f"It reaches {len(traced)} overloads, by the call that reaches them:"]
-    out += [f"- {written} at {site} -> {', '.join(names)}" for (written, site), names in by_call.items()]
+    out += [f"- {written} at {site}" + (f" [{e.branches[site]}]" if site in e.branches else "")
+            + f" -> {', '.join(names)}" for (written, site), names in by_call.items()]
     return out
 
 
