@@ -181,7 +181,7 @@ def _impact_body(sec: ImpactSection, depth: int) -> tuple[list[str], list[Sectio
     stop = f"stopped at depth {sec.stopped_at}" + (" (no further callers)" if sec.stopped_at < depth else "")
     lead = [f"\n{total} callers in all, {stop}; {len(sec.ops)} ops and {len(sec.python)} Python entry points "
             "reached:"]
-    lead += [f"- level {lv.depth}: {lv.total} callers ("
+    lead += [f"- level {lv.depth}: {lv.total} caller{'s' if lv.total != 1 else ''} ("
              + ("" if len(lv.callers) == lv.total else f"of the {len(lv.callers)} the walk kept: ")
              + f"{_kinds(lv.callers)})" for lv in sec.levels]
     if not sec.levels:

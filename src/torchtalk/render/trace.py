@@ -318,7 +318,7 @@ def render_trace(r: TraceResult) -> str:
     shown: set[str] = set()
     sections: dict[tuple[str, tuple[str, ...]], str] = {}
     details = [_op_section(r, t, shown, sections) for t in r.ops]
-    if r.entry is not None and reached:
+    if r.entry is not None and reached and any(e.dst.kind is not NodeKind.OP for e in r.entry.calls):
         details.append(Section(["", f"Steps of {r.entry.name}:"], steps[1:],
                                what=f"the steps of {r.entry.name}", shows=STRUCTURED))
     tail: list[str] = []
