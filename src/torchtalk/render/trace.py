@@ -290,8 +290,11 @@ def _op_section(r: TraceResult, t: OpTrace, shown: set[str], sections: dict[tupl
     if r.focus in ("full", "yaml"):
         _derivatives(t, out)
     focus = {} if r.focus == "full" else {"focus": r.focus}
+    alone = tool_call("trace", op.full_name, **focus)
+    # The one overload asked about: its own call would be this answer again; the typed answer holds it whole.
+    shows = alone if len(r.ops) > 1 else f"{STRUCTURED} of {tool_call('trace', r.query, **focus)}"
     return Section(["", f"## {op.full_name}  {op.loc}", f"    {op.schema}", _facts(op)], out,
-                   what=f"overload {op.full_name}", shows=tool_call("trace", op.full_name, **focus))
+                   what=f"overload {op.full_name}", shows=shows)
 
 
 def render_trace(r: TraceResult) -> str:
