@@ -14,7 +14,6 @@ from .budget import BUDGET, STRUCTURED, Section, fitted, size
 from .common import IN_STRUCTURED, ambiguous, cut_lines, showing
 
 MAX_UNRESOLVED = 40
-MAX_CALLERS = 100
 KEEP = 10  # an impact shows this many of the closest callers, the ops and the Python names before the rest
 _PASSED = {EdgeHow.PASSED_ON: "passed on", EdgeHow.TEXT: "passed on, found in the source text"}
 
@@ -134,12 +133,10 @@ def _registration(e: Edge) -> str:
 def _called_by_body(sec: CalledBySection) -> tuple[list[str], list[Section]]:
     shows = f"{STRUCTURED} of {tool_call('called_by', node_arg(sec.function))}"
     lines = []
-    for e in sec.callers[:MAX_CALLERS]:
+    for e in sec.callers:  # the budget cuts the list, and names the rest
         how = f" (passes it on{', found in the source text' if e.how is EdgeHow.TEXT else ''})" \
             if e.how in _PASSED else ""
         lines.append(f"- {e.src}  [call at {e.site}]{how}")
-    if sec.total_callers > MAX_CALLERS:
-        lines.append(f"- ... {showing(MAX_CALLERS, sec.total_callers, IN_STRUCTURED)}")
     if not sec.callers:
         lines.append("- none found in the indexed C++ (it may be reached only through a registration below)")
     if sec.symbol is None:
