@@ -85,3 +85,13 @@ def test_no_silent_cut_in_any_fitted_answer_on_the_fixture_tree(indexed, monkeyp
                 named = [c for c in out.cuts if c.startswith(f"Cut: {s.what}") and s.shows in c]
                 assert named and named[0] in text, f"{tool}: {s.what} was cut without a line naming {s.shows}"
     assert cut_any, "the tiny budget cut nothing: the test would not see a silent cut"
+
+
+def test_two_hundred_sections_cut_whole_share_one_line_that_names_each():
+    sections = [section(f"op{i}", 20) for i in range(200)]
+    out = fit(["# lead"], sections, budget=12_000)
+    assert len(out.text) <= 12_000 + budget.CUT_ROOM
+    last = out.cuts[-1]
+    assert last.startswith("Cut: ") and "more: " in last and 'show("op' in last
+    named = [s.what for s in sections if f"## {s.head[0][3:]}" not in out.lines]
+    assert all(what in "\n".join(out.cuts) for what in named)

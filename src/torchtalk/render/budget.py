@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 BUDGET = 12_000  # characters of an answer's text, about 3k tokens
 STRUCTURED = "the structured answer (MCP structuredContent, CLI --json)"  # holds what the text cuts
 MIN_ITEMS = 3  # a section cut in part keeps at least this many items, or is cut whole
+CUT_ROOM = BUDGET // 3  # characters of cut lines past which the sections cut whole share one line
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def fit(lead: Sequence[str], sections: Sequence[Section], tail: Sequence[str] = 
     """The lead, the sections that fit (in order; see Note [Answer budget]), the tail, and a ``Cut:`` line for
     each section left out whole or in part; the cut lines count against the budget."""
     shown = [-1] * len(sections)  # items shown of each section; -1: the section is cut whole
-    used = size(lead) + size(tail) + 1 + sum(len(cut_whole(s)) + 1 for s in sections)
+    used = size(lead) + size(tail) + 1 + min(CUT_ROOM, sum(len(cut_whole(s)) + 1 for s in sections))
 
     def cost(i: int, k: int) -> int:
         """Characters section i takes (its lines and its cut line) when it shows k items (-1: none)."""
@@ -119,11 +120,27 @@ def fit(lead: Sequence[str], sections: Sequence[Section], tail: Sequence[str] = 
         if shown[i] < len(s.items):
             out.cuts.append(cut_whole(s) if shown[i] < 0 else cut_part(s, shown[i]))
     out.lines += list(tail)
+    out.cuts = _collapse(out.cuts, sections, shown)
     if out.cuts:
         if not (out.lines and out.lines[-1].startswith("Cut:")):
             out.lines.append("")
         out.lines += out.cuts
     return out
+
+
+def _collapse(cuts: list[str], sections: Sequence[Section], shown: list[int]) -> list[str]:
+    """The cut lines, at most CUT_ROOM characters of them: past that, the sections cut whole are one line
+    naming each (an answer about 200 overloads cuts most of them, and 200 lines would be a budget of their own)."""
+    if size(cuts) <= CUT_ROOM:
+        return cuts
+    whole = [s for i, s in enumerate(sections) if shown[i] < 0]
+    keep = [c for c in cuts if c not in {cut_whole(s) for s in whole}]
+    while whole and size(keep) + len(cut_whole(whole[0])) + 1 <= CUT_ROOM // 2:
+        keep.append(cut_whole(whole.pop(0)))
+    if whole:
+        keep.append(f"Cut: {len(whole)} more: " + ", ".join(s.what for s in whole)
+                    + f"; each is shown by its call (e.g. {whole[0].shows}), and {STRUCTURED} holds all")
+    return keep
 
 
 def fitted(lead: Sequence[str], sections: Sequence[Section], tail: Sequence[str] = ()) -> str:
