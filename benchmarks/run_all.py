@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import shutil
 import statistics
@@ -36,6 +35,9 @@ import time
 from pathlib import Path
 
 import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import tt_adapter  # noqa: E402
 
 CPP_DIRS = ("aten", "c10", "torch/csrc", "functorch")
 
@@ -234,47 +236,17 @@ async def stdio_latency(tree: Path, env: dict, calls: int) -> tuple[float, dict[
 
 
 def stdio_raw_latency(tree: Path, env: dict, calls: int) -> list[float]:
-    """Round trips of plain JSON-RPC lines over the server's stdio: what the server costs, without the
-    Python SDK client's own work (it re-validates every structuredContent against the outputSchema with
-    jsonschema, 5-45 ms for the larger answers; other clients do this differently or not at all)."""
-    from mcp.types import LATEST_PROTOCOL_VERSION
-
-    proc = subprocess.Popen([sys.executable, "-m", "torchtalk", "serve", "--source", str(tree)], env=env,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-
-    def send(msg: dict) -> None:
-        proc.stdin.write(json.dumps(msg) + "\n")
-        proc.stdin.flush()
-
-    def answer(msg_id: int) -> dict:
-        while True:
-            line = proc.stdout.readline()
-            if not line:
-                raise SystemExit("the server closed its stdout")
-            msg = json.loads(line)
-            if msg.get("id") == msg_id:
-                return msg
-
-    try:
-        send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-              "params": {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
-                         "clientInfo": {"name": "bench", "version": "0"}}})
-        answer(0)
-        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        lat = []
+    """Round trips of plain JSON-RPC lines over the server's stdio (tt_adapter.McpStdio): what the server costs,
+    without the Python SDK client's own work."""
+    lat = []
+    with tt_adapter.McpStdio(tree, env) as server:
         for i in range(calls):
             name, args = MIX[i % len(MIX)]
-            t0 = time.perf_counter()
-            send({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": {"name": name, "arguments": args}})
-            msg = answer(i + 1)
-            lat.append(time.perf_counter() - t0)
-            if "error" in msg or msg["result"].get("isError"):
-                raise SystemExit(f"{name}({args}) failed over raw stdio: {msg}")
-        return lat
-    finally:
-        proc.stdin.close()
-        proc.terminate()
-        proc.wait(timeout=30)
+            result, dt = server.call(name, args)
+            lat.append(dt)
+            if result.get("isError"):
+                raise SystemExit(f"{name}({args}) failed over raw stdio: {result}")
+    return lat
 
 
 def baseline_ctags(tree: Path, tmp: Path) -> float | None:
@@ -305,6 +277,8 @@ def main() -> int:
     ap.add_argument("--source", required=True, help="a PyTorch source tree (not modified)")
     ap.add_argument("--calls", type=int, default=500, help="calls in the latency mix (default 500)")
     ap.add_argument("--skip-nocodegen", action="store_true", help="skip the index run without the generated layer")
+    ap.add_argument("--index-only", action="store_true",
+                    help="only ctags and the full index, back to back (their ratio; skips everything else)")
     args = ap.parse_args()
     src = Path(args.source).resolve()
     rows: list[tuple[str, str, str]] = []
@@ -330,6 +304,14 @@ def main() -> int:
         env = {**os.environ, "TORCHTALK_CACHE_DIR": str(cache)}
 
         ctags = baseline_ctags(tree, tmp)
+
+        if args.index_only:
+            dt, peak, _, _ = tt(["index", "--source", str(tree), "--progress", "never"], env, measure_rss=True)
+            add("full index (s)", dt, f"{dt / ctags:.1f}x ctags -R ({ctags:.1f}s)" if ctags else "ctags not installed")
+            add("full index peak RSS, all processes (MB)", f"{peak / 2**20:.0f}")
+            add("per stage (s)", meta(cache, "layer_seconds"))
+            add("load average (1 min) after", f"{os.getloadavg()[0]:.1f}")
+            return _table(rows)
 
         # The op-registry layer alone: a tree holding only the three YAML files.
         yaml_tree = tmp / "yaml-only"
@@ -403,6 +385,10 @@ def main() -> int:
         for question, dt, n in baseline_rg(tree):
             add(f"ripgrep: {question} (ms)", f"{dt * 1e3:.0f}", f"{n} raw lines to read")
 
+    return _table(rows)
+
+
+def _table(rows: list[tuple[str, str, str]]) -> int:
     width = max(len(r[0]) for r in rows)
     print(f"\n{'measure':<{width}}  value  notes")
     for label, value, extra in rows:

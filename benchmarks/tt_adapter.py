@@ -20,10 +20,16 @@ What each function uses today:
 - calls_of:            the `calls` tool, structured JSON, asked by the definition's path:line (so every
                        overload and same-named helper can be asked); CalleeSet.by_name says whether the
                        qualified name alone would have answered for it first.
+- McpStdio:            `torchtalk serve` over stdio, spoken as plain JSON-RPC lines (what any MCP client sends):
+                       each tool call's result (structuredContent, text) and its round-trip time.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -281,3 +287,63 @@ def trace_python(h: Handle, name: str) -> PyTrace:
     loc = (entry["loc"]["path"], entry["loc"]["line"]) if entry and entry.get("loc") else None
     binds = [(b.get("function") or {}).get("qualname") or b["edge"]["dst"]["label"] for b in r.get("bindings", [])]
     return PyTrace("result", [o["op"]["full_name"] for o in r.get("ops", [])], loc, r.get("via", ""), binds)
+
+
+# ------------------------------------------------------------------ MCP over stdio
+
+class McpStdio:
+    """A `torchtalk serve` process over stdio, spoken as plain JSON-RPC lines: what the server costs, without
+    the Python SDK client's own work (it re-validates every structuredContent against the outputSchema with
+    jsonschema, 5-45 ms for the larger answers; other clients do this differently or not at all).
+
+    ``command`` is the server's command line (default: this interpreter's ``-m torchtalk serve --source``);
+    ``env`` its environment (TORCHTALK_CACHE_DIR says which index it serves)."""
+
+    def __init__(self, source: str | Path, env: dict | None = None, command: list[str] | None = None) -> None:
+        from mcp.types import LATEST_PROTOCOL_VERSION
+        cmd = command or [sys.executable, "-m", "torchtalk", "serve", "--source", str(source)]
+        self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        self.next_id = 0
+        self.request("initialize", {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+                                    "clientInfo": {"name": "bench", "version": "0"}})
+        self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def _send(self, msg: dict) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(msg) + "\n")
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict) -> dict:
+        """The reply to one request (the whole JSON-RPC message)."""
+        self.next_id += 1
+        self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise AdapterError(f"the server closed its stdout (exit status {self.proc.poll()})")
+            msg = json.loads(line)
+            if msg.get("id") == self.next_id:
+                return msg
+
+    def call(self, tool: str, arguments: dict) -> tuple[dict, float]:
+        """(the tools/call result: structuredContent, content, isError; seconds). A JSON-RPC error raises."""
+        t0 = time.perf_counter()
+        msg = self.request("tools/call", {"name": tool, "arguments": arguments})
+        dt = time.perf_counter() - t0
+        if "error" in msg:
+            raise AdapterError(f"{tool}({arguments}) failed: {msg['error']}")
+        return msg["result"], dt
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+    def __enter__(self) -> McpStdio:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

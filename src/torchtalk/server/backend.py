@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SourceError
+from ..graph.cpp_types import directives, symbol_qualnames
 from ..graph.registry import registry
 from ..graph.resolve import stub_names
+from ..graph.symbols import pasted_symbols
 from ..index.usable import index_problem
 from ..query.cuda import cuda_kernels
 from ..query.status import changed_files
@@ -51,6 +53,10 @@ def _warm_up(ix: Index) -> None:
     try:
         registry(ix)
         stub_names(ix)
+        # What resolving any C++ call looks up (impact, called_by, calls, cuda_kernels all resolve calls).
+        symbol_qualnames(ix)
+        directives(ix)
+        pasted_symbols(ix)
         cuda_kernels(ix)
         if ix.source_root is not None:
             changed_files(ix, ix.source_root)
