@@ -277,6 +277,8 @@ def main() -> int:
     ap.add_argument("--source", required=True, help="a PyTorch source tree (not modified)")
     ap.add_argument("--calls", type=int, default=500, help="calls in the latency mix (default 500)")
     ap.add_argument("--skip-nocodegen", action="store_true", help="skip the index run without the generated layer")
+    ap.add_argument("--index-only", action="store_true",
+                    help="only ctags and the full index, back to back (their ratio; skips everything else)")
     args = ap.parse_args()
     src = Path(args.source).resolve()
     rows: list[tuple[str, str, str]] = []
@@ -302,6 +304,14 @@ def main() -> int:
         env = {**os.environ, "TORCHTALK_CACHE_DIR": str(cache)}
 
         ctags = baseline_ctags(tree, tmp)
+
+        if args.index_only:
+            dt, peak, _, _ = tt(["index", "--source", str(tree), "--progress", "never"], env, measure_rss=True)
+            add("full index (s)", dt, f"{dt / ctags:.1f}x ctags -R ({ctags:.1f}s)" if ctags else "ctags not installed")
+            add("full index peak RSS, all processes (MB)", f"{peak / 2**20:.0f}")
+            add("per stage (s)", meta(cache, "layer_seconds"))
+            add("load average (1 min) after", f"{os.getloadavg()[0]:.1f}")
+            return _table(rows)
 
         # The op-registry layer alone: a tree holding only the three YAML files.
         yaml_tree = tmp / "yaml-only"
@@ -375,6 +385,10 @@ def main() -> int:
         for question, dt, n in baseline_rg(tree):
             add(f"ripgrep: {question} (ms)", f"{dt * 1e3:.0f}", f"{n} raw lines to read")
 
+    return _table(rows)
+
+
+def _table(rows: list[tuple[str, str, str]]) -> int:
     width = max(len(r[0]) for r in rows)
     print(f"\n{'measure':<{width}}  value  notes")
     for label, value, extra in rows:

@@ -9,6 +9,7 @@ query's dataclasses.
 What each function uses today:
 
 - open_index:          torchtalk.source.tree.find_source + torchtalk.store.reader.Index
+- generated_dir:       where the index keeps the code the tree's generators wrote (<generated>/ paths)
 - trace_json:          the `trace` tool, structured JSON
 - trace_resolves:      the `trace` tool: kind == "result"
 - trace_kernels:       the `trace` tool (focus=dispatch): kernel name -> definitions it names
@@ -99,6 +100,12 @@ def open_index(source: str | Path) -> Handle:
         raise AdapterError(f"no TorchTalk index for {tree.root}; run `torchtalk index --source {tree.root}` "
                            "(with the same TORCHTALK_CACHE_DIR) first")
     return Handle(Index(tree.index_path, tree.root), Path(tree.root), Path(tree.index_path))
+
+
+def generated_dir(source: str | Path) -> Path:
+    """The directory holding the files answers cite as ``<generated>/...``."""
+    from torchtalk.source.tree import find_source
+    return Path(find_source(str(source)).generated_dir)
 
 
 def _tool_json(h: Handle, tool_name: str, **kwargs) -> dict:

@@ -21,7 +21,7 @@ EXIT_TERMINATED = 143  # SIGTERM
 EPILOG = (f"exit codes: {EXIT_OK} answered; {EXIT_NOT_FOUND} the name asked for is not in the index (the answer "
           f"lists close matches); {EXIT_ERROR} bad arguments, no source tree, or an index that cannot be built "
           f"or read; {EXIT_PROBLEM} doctor/setup found a problem, or an internal error; {EXIT_INTERRUPTED} "
-          "interrupted (Ctrl-C).")
+          f"interrupted (Ctrl-C); {EXIT_TERMINATED} terminated (SIGTERM).")
 
 STATUS_HELP = ("what get_status reports, from the index as it is: nothing is built or refreshed, so it shows "
                "whether the index is stale (`get-status`, like every tool command, refreshes the index first)")
@@ -198,22 +198,30 @@ def cmd_index(args) -> int:
     return EXIT_OK
 
 
+# A query waits this long for another build of its index (it says so meanwhile), then answers from the index
+# as it is; `index` waits as long as the other build runs.
+QUERY_LOCK_WAIT_S = 10.0
+
+
 def ensure_index(tree, quiet: bool = False, codegen: bool = True):
     """Refresh the index (a no-op when nothing changed) and return an Index over it.
 
-    In a read-only cache a stale index still answers (with a note on stderr): only the refresh needs to write.
+    When the refresh cannot be made (a read-only cache, a full disk, another build holding the index for
+    longer than QUERY_LOCK_WAIT_S), an index that is there still answers, with a warning on stderr naming
+    why; without one, the error stands (exit 2).
     """
+    from .errors import IndexUnavailable
     from .index.indexer import refresh
     from .index.usable import index_problem
-    from .store.db import ReadOnlyCache
     from .store.reader import Index
     log = (lambda m: None) if quiet else _err
+    usable = index_problem(tree) is None
     try:
-        report = refresh(tree, codegen=codegen, log=log)
-    except ReadOnlyCache as exc:
-        if index_problem(tree) is not None:
+        report = refresh(tree, codegen=codegen, log=log, lock_timeout=QUERY_LOCK_WAIT_S if usable else None)
+    except IndexUnavailable as exc:
+        if not usable or index_problem(tree) is not None:
             raise
-        log(f"torchtalk: answering from the index as it is: {exc}")
+        _err(f"torchtalk: warning: answering from the index as it is, which may miss recent changes: {exc}")
     else:
         if report.mode != "up-to-date":
             log(f"torchtalk: {report.summary()}")

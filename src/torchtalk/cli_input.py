@@ -1,4 +1,5 @@
-"""What the CLI reads from files and stdin for a tool (the diff of ``affected``), bounded in size and wait."""
+"""What the CLI reads from files and stdin for a tool (the diff of ``affected``, an ``error_origin`` message given
+as '-'), bounded in size and wait."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 
 from .errors import BadArgument
 from .query.change.diff import MAX_DIFF_CHARS
+from .query.error_text import MAX_INPUT
 
 # Tool parameters whose text the CLI reads from a file ('-': stdin) rather than from the command line.
 FILE_PARAMS = {("affected", "diff"): "read the unified diff from FILE ('-' for stdin); with no names, --rev or "
@@ -16,10 +18,10 @@ FILE_PARAMS = {("affected", "diff"): "read the unified diff from FILE ('-' for s
 STDIN_WAIT_S = 10
 
 
-def _read_text(path: str, what: str) -> str:
+def _read_text(path: str, what: str, limit: int = MAX_DIFF_CHARS) -> str:
     try:
         if path == "-":
-            return sys.stdin.read(MAX_DIFF_CHARS + 1)
+            return sys.stdin.read(limit + 1)
         with open(path, encoding="utf-8", errors="replace") as f:
             return f.read(MAX_DIFF_CHARS + 1)  # beyond the limit the query says so
     except OSError as exc:
@@ -53,3 +55,5 @@ def file_args(tool, kwargs: dict) -> None:
             kwargs[prm.name] = _read_text(kwargs[prm.name], f"--{prm.name.replace('_', '-')}")
     if tool.name == "affected" and all(kwargs.get(k) is None for k in ("names", "diff", "rev")):
         kwargs["diff"] = _piped_stdin()
+    if tool.name == "error_origin" and kwargs.get("message") == "-":  # a traceback piped in: `... | error-origin -`
+        kwargs["message"] = _read_text("-", "stdin", MAX_INPUT)

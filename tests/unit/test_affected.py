@@ -28,7 +28,10 @@ from torchtalk.query.change.diff import MAX_FILES, defined_names, parse_diff, tr
 from torchtalk.query.results import NotFound
 from torchtalk.tools import answer, get_tool
 
+from ..annotations import Expectations, read_tree
+
 FIXTURES = Path(__file__).parents[1] / "fixtures"
+TREE_PY = Expectations(read_tree(FIXTURES / "tree_py"))
 GIT = shutil.which("git")
 
 
@@ -66,6 +69,12 @@ def edit_diff(tree: Path, rel: str, line: int, old: str, new: str, apply: bool =
     if apply:
         (tree / rel).write_text("\n".join(mod))
     return "".join(x + "\n" for x in difflib.unified_diff(text, mod, f"a/{rel}", f"b/{rel}", lineterm=""))
+
+
+def line_of(tree: Path, rel: str, text: str) -> int:
+    """The one line of ``rel`` that holds ``text`` (so a test names the code it edits, not a line number)."""
+    (n,) = [i for i, line in enumerate((tree / rel).read_text().split("\n"), start=1) if text in line]
+    return n
 
 
 def ask(ix, **kw):
@@ -256,7 +265,9 @@ def test_derivatives_formula_is_the_ops_backward(cix):
 
 def test_nn_module_forward(cix):
     tree, ix = cix
-    res, text, nxt = ask(ix, diff=edit_diff(tree, "torch/nn/modules/linear.py", 24, "self.bias", "bias=self.bias"))
+    linear = "torch/nn/modules/linear.py"
+    line = line_of(tree, linear, "F.linear(input, self.weight, self.bias)")
+    res, text, nxt = ask(ix, diff=edit_diff(tree, linear, line, "self.bias", "bias=self.bias"))
     assert [c.node.key for c in res.changed] == ["torch.nn.modules.linear.Linear.forward"]
     assert [(m.name, m.why.startswith("subclass")) for m in res.modules] == [("torch.nn.Linear", False),
                                                                             ("torch.nn.LazyLinear", True)]
@@ -276,8 +287,8 @@ def test_decomposition_reaches_its_op_and_the_decomposition_suite(cix):
 
 def test_python_function_finds_the_modules_calling_it(cix):
     tree, ix = cix
-    res, _, _ = ask(ix, diff=edit_diff(tree, "torch/nn/functional.py", 18, "torch.relu(input)",
-                                       "torch.relu(input + 0)"))
+    path, line = TREE_PY.site("op", "relu").split(":")  # the `torch.relu(input)` annotated in F.relu
+    res, _, _ = ask(ix, diff=edit_diff(tree, path, int(line), "torch.relu(input)", "torch.relu(input + 0)"))
     assert [c.node.key for c in res.changed] == ["torch.nn.functional.relu"]
     assert [m.name for m in res.modules] == ["torch.nn.ReLU"]
     assert "F.relu(...) at torch/nn/modules/activation.py:11" in res.modules[0].why

@@ -186,9 +186,11 @@ INT_PARAMS = [(t.name, p.name) for t in all_tools() for p in t.params if p.type 
 ALL_PARAMS = [(t.name, p.name) for t in all_tools() for p in t.params]
 REQUIRED_PARAMS = [(t.name, p.name) for t in all_tools() for p in t.params if p.required]
 # A valid value for each required argument, used while another argument is the one under test.
-VALID = {"function_name": "relu", "query": "relu", "module_name": "Linear", "file_path": "test_nn_device"}
+VALID = {"function_name": "relu", "query": "relu", "module_name": "Linear", "file_path": "test_nn_device",
+         "message": "RuntimeError: Boolean inputs not supported for relu"}
 RANGES = {("search", "limit"): (1, 500), ("find_similar_tests", "limit"): (1, 500), ("impact", "depth"): (1, 5),
-          ("list_test_utils", "limit"): (1, 500), ("affected", "depth"): (1, 5), ("affected", "limit"): (1, 500)}
+          ("list_test_utils", "limit"): (1, 500), ("affected", "depth"): (1, 5), ("affected", "limit"): (1, 500),
+          ("error_origin", "limit"): (1, 50)}
 # Tools whose arguments are all optional, but one of a group must be given: (the group, a valid choice).
 ONE_OF = {"affected": ({"names", "diff", "rev"}, {"names": "cumsum"})}
 

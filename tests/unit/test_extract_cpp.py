@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 
 from torchtalk.extract.cpp import extract_cpp
 from torchtalk.model import CallSite as CppCall
-from torchtalk.model import CppClass, CppField, CppSymbol, SymbolKind, Using, UsingKind
+from torchtalk.model import CppClass, CppField, CppSymbol, RaiseSite, SymbolKind, Using, UsingKind
 from torchtalk.model import Registration as CppRegistration
 
 # The facts of a file by the names these tests use for them.
 _NAMES = {CppSymbol: "CppSymbol", CppCall: "CppCall", CppRegistration: "CppRegistration", Using: "CppUsing",
-          CppClass: "CppClass", CppField: "CppField"}
+          CppClass: "CppClass", CppField: "CppField", RaiseSite: "RaiseSite"}
 
 
 def named(f: dict) -> dict:

@@ -35,6 +35,9 @@ CPP_CASES = [
     ("impact-impl_func_cum_ops", "impact", {"function_name": "impl_func_cum_ops", "depth": 2}),
     ("cuda_kernels-index_select", "cuda_kernels", {"function_name": "index_select"}),
     ("cuda_kernels-summary", "cuda_kernels", {}),
+    ("error_origin-mat1", "error_origin",
+     {"message": "RuntimeError: mat1 and mat2 shapes cannot be multiplied (64x10 and 20x30)"}),
+    ("error_origin-weak", "error_origin", {"message": "Expected all tensors on one device: cuda:0 and cpu"}),
 ]
 # ... and of the Python and test layers on tests/fixtures/tree + tree_py.
 PY_CASES = [

@@ -14,7 +14,13 @@ from torchtalk.graph.nodes import op_node
 from torchtalk.graph.py_calls import PyContext, function_node
 from torchtalk.graph.pynames import pynames
 from torchtalk.graph.registry import registry
-from torchtalk.model import EdgeKind, Node, NodeKind
+from torchtalk.model import EdgeKind, Loc, Node, NodeKind
+
+from ..annotations import Expectations, facts, python_function_at, read_tree
+from ..conftest import FIXTURE_TREE
+
+TREE = Expectations(read_tree(FIXTURE_TREE))
+TREE_PY = Expectations(read_tree(FIXTURE_TREE.parent / "tree_py"))
 
 ARCHITECTURE = Path(__file__).resolve().parents[2] / "ARCHITECTURE.md"
 
@@ -68,8 +74,9 @@ def test_py_call_rules_resolve_self_in_the_walks_context_and_agree_both_ways(py_
     assert g.out(call, [EdgeKind.PY_CALL]) == []
     relu = g.within(PyContext(pynames(ix).mro("torch.nn.modules.activation.ReLU")))
     (e,) = relu.out(call, [EdgeKind.PY_CALL])
-    assert (e.dst.key, e.written, str(e.site)) == ("torch.nn.modules.activation.ReLU.forward", "self.forward",
-                                                   "torch/nn/modules/module.py:8")
+    assert call.loc is not None
+    body = Loc(call.loc.path, call.loc.line + 1)  # `return self.forward(...)`, the line under the def
+    assert (e.dst.key, e.written, e.site) == ("torch.nn.modules.activation.ReLU.forward", "self.forward", body)
     # super().__init__() in Linear.__init__ is Module.__init__ (a method's own class by default), found both ways
     init = _fn(ix, "torch.nn.modules.module.Module.__init__")
     e, empty = g.out(_fn(ix, "torch.nn.modules.linear.Linear.__init__"), [EdgeKind.PY_CALL])
@@ -77,7 +84,20 @@ def test_py_call_rules_resolve_self_in_the_walks_context_and_agree_both_ways(py_
     # into an op: torch.relu(input) in F.relu
     relu_op = op_node(registry(ix).by_full["relu"])
     callers = {(e.src.key, str(e.site)) for e in g.into(relu_op, [EdgeKind.PY_CALL])}
-    assert ("torch.nn.functional.relu", "torch/nn/functional.py:18") in callers
+    assert ("torch.nn.functional.relu", TREE_PY.site("op", "relu")) in callers
+
+
+def test_every_annotated_python_call_is_a_py_call_edge(py_indexed):
+    """The annotations under Python calls in tests/fixtures/tree_py (tests/annotations.py) are exactly the
+    PY_CALL edges out of the functions holding them (each walked in its own context)."""
+    root, ix = py_indexed
+    g = graph(ix)
+    expected: dict[str, set] = {}
+    for a in TREE_PY.uses():
+        expected.setdefault(python_function_at(root, a.path, a.line), set()).add(TREE_PY.expected(a))
+    assert len(expected) >= 3
+    got = {fq: facts(g.out(_fn(ix, fq), [EdgeKind.PY_CALL])) for fq in expected}
+    assert got == expected
 
 
 def test_unresolved_edges_into_a_name_are_the_calls_that_write_it(indexed):
@@ -85,6 +105,7 @@ def test_unresolved_edges_into_a_name_are_the_calls_that_write_it(indexed):
     g = graph(ix)
     name = Node(NodeKind.UNRESOLVED, "dimname_to_position", "dimname_to_position")
     (e,) = g.into(name, [EdgeKind.UNRESOLVED])
-    assert (e.src.label, str(e.site), e.written) == ("at::native::cumsum_out", "aten/src/ATen/native/ReduceOps.cpp:38",
+    assert (e.src.label, str(e.site), e.written) == ("at::native::cumsum_out",
+                                                     TREE.site("unresolved", "dimname_to_position"),
                                                      "dimname_to_position")
     assert e in g.out(e.src, [EdgeKind.UNRESOLVED])

@@ -19,7 +19,8 @@ from mcp import Client, StdioServerParameters
 from torchtalk.errors import IndexUnavailable
 from torchtalk.source.tree import find_source
 from torchtalk.store import integrity
-from torchtalk.store.db import IndexWriter, corrupt_marker, read_meta, writer_lock
+from torchtalk.store.builds import writer_lock
+from torchtalk.store.db import IndexWriter, corrupt_marker, read_meta
 
 SEED = int(os.environ.get("TT_FAULTS_SEED", "20240611"))
 

@@ -67,7 +67,8 @@ SAMPLE_CALLS = [("get_status", {}), ("trace", {"function_name": "cumsum"}), ("tr
                 ("trace_module", {"module_name": "nn.Linear"}), ("list_modules", {"category": "all"}),
                 ("find_similar_tests", {"query": "cumsum", "limit": 1}), ("list_test_utils", {"limit": 1}),
                 ("test_file_info", {"file_path": "test_nn"}),
-                ("affected", {"names": "aten/src/ATen/native/ReduceOps.cpp:26, torch.nn.Linear", "limit": 3})]
+                ("affected", {"names": "aten/src/ATen/native/ReduceOps.cpp:26, torch.nn.Linear", "limit": 3}),
+                ("error_origin", {"message": "RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"})]
 
 
 def _parse_call(text: str) -> tuple[str, dict]:

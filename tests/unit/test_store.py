@@ -16,8 +16,9 @@ from torchtalk.model import (
     SymbolKind,
     Variant,
 )
+from torchtalk.store.builds import writer_lock
 from torchtalk.store.codec import encode_facts
-from torchtalk.store.db import IndexWriter, check_file, open_readonly, writer_lock
+from torchtalk.store.db import IndexWriter, check_file, open_readonly
 
 
 def _op(name, line):

@@ -22,7 +22,7 @@ def view(py_indexed, tmp_path):
     tree, _ix = py_indexed
     server = ViewServer(tree, tmp_path / "view.log")
     yield server
-    assert server.stop() == 0, server.log()
+    assert server.stop() == 130, server.log()  # SIGINT
     assert "Traceback" not in server.log()
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..model import CallSite, CppClass, CppField, CppSymbol, FileFacts, Registration, Using
+from ..model import CallSite, CppClass, CppField, CppSymbol, FileFacts, RaiseSite, Registration, Using
 from .cpp_macros import expand_same_file
 from .cpp_prep import (
     blank_directive_comments,
@@ -23,6 +23,7 @@ from .cpp_prep import (
 )
 from .cpp_text import scan_scopes
 from .cpp_walk import QUERY, Walker
+from .raises_cpp import string_constants
 
 _CUDA_EXT = (".cu", ".cuh")
 _RETRY_DAMAGE = 3000  # measured: catches most files a retry improves, at ~1/10 of the cost
@@ -54,7 +55,7 @@ _SIBLINGS_PER_SLICE = 512
 
 
 def empty_facts() -> FileFacts:
-    return {CppSymbol: [], CallSite: [], Registration: [], Using: [], CppClass: [], CppField: []}
+    return {CppSymbol: [], CallSite: [], Registration: [], Using: [], CppClass: [], CppField: [], RaiseSite: []}
 
 
 def extract_cpp(relpath: str, data: bytes) -> FileFacts:
@@ -87,7 +88,7 @@ def extract_cpp(relpath: str, data: bytes) -> FileFacts:
         slices = list(zip([0, *cuts], [*cuts, len(buf)], strict=True))
         common = dict(relpath=relpath, is_cuda=is_cuda, glob_pos=glob_pos, dev_pos=dev_pos,
                       macro_spans=spans, scopes=scan_scopes(buf.decode("latin-1")))
-        return _once(_by_slices(buf, slices, parser, captures, common), span_lines)
+        return _with_constants(_once(_by_slices(buf, slices, parser, captures, common), span_lines), text)
     caps = captures(root)
     scopes = None
     top = 0
@@ -109,11 +110,18 @@ def extract_cpp(relpath: str, data: bytes) -> FileFacts:
     if scopes is None or top < min(_CHUNK_DAMAGE, len(buf) // 8):
         w = Walker(buf.decode("latin-1"), tree.root_node, caps, **common)
         w.run()
-        return _once({CppSymbol: w.syms, CallSite: w.calls, Registration: w.regs, Using: w.usings,
-                      CppClass: w.classes, CppField: w.fields}, span_lines)
+        return _with_constants(_once({CppSymbol: w.syms, CallSite: w.calls, Registration: w.regs, Using: w.usings,
+                                      CppClass: w.classes, CppField: w.fields, RaiseSite: w.raises},
+                                     span_lines), text)
     # Damage reaches namespace scope: parse each top-level item on its own, so one bad
     # statement costs at most the function or class that holds it.
-    return _once(_by_slices(buf, _merge_small(buf, scopes.chunks), parser, captures, common), span_lines)
+    return _with_constants(_once(_by_slices(buf, _merge_small(buf, scopes.chunks), parser, captures, common),
+                                 span_lines), text)
+
+
+def _with_constants(facts: FileFacts, text: str) -> FileFacts:
+    facts[RaiseSite] += string_constants(text)
+    return facts
 
 
 def _once(facts: FileFacts, lines: set[int]) -> FileFacts:
@@ -172,6 +180,7 @@ def _append(out: FileFacts, w: Walker) -> None:
     out[Using].extend(w.usings)
     out[CppClass].extend(w.classes)
     out[CppField].extend(w.fields)
+    out[RaiseSite].extend(replace(r, cpp_func=r.cpp_func + base) if r.cpp_func >= 0 else r for r in w.raises)
 
 
 def _top_level_errors(root) -> int:

@@ -16,6 +16,7 @@ from .cpp_bindings import BINDING_METHODS, record_binding, u
 from .cpp_regs import Regs
 from .cpp_text import collapse, split_scope, strip_templates
 from .cpp_types import type_text
+from .raises_cpp import DISPATCH_PREFIX, RAISE_CALLEES, record_raise
 
 _CASTS = frozenset({"static_cast", "reinterpret_cast", "const_cast", "dynamic_cast", "bit_cast"})
 _RECV_MAX = 80
@@ -80,6 +81,8 @@ class Calls:
             return
         if not callee or callee in _CASTS:
             return
+        if (callee in RAISE_CALLEES or callee.startswith(DISPATCH_PREFIX)) and kind is CallKind.CALL:
+            record_raise(self, n, callee, qual, caller)
         if self.is_cuda and n.child_count > 2 and n.child(1).type == "kernel_call_syntax":
             kind = CallKind.LAUNCH
             detail = collapse(self.t(n.child(1)).strip("<> \n"))

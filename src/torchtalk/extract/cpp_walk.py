@@ -20,6 +20,7 @@ from ..model import (
     CppClass,
     CppField,
     CppSymbol,
+    RaiseSite,
     Registration,
     Using,
     UsingKind,
@@ -86,6 +87,7 @@ class Walker(Definitions, Declarations, Calls):
         self.usings: list[Using] = []
         self.classes: list[CppClass] = []
         self.fields: list[CppField] = []
+        self.raises: list[RaiseSite] = []  # raise_cpp.record_raise
         self.vars = Vars()
         self.typer = Typer(text, self.vars)
         self.defs: list[tuple[int, int, int]] = []  # (start, end, symbol index) of definitions

@@ -13,7 +13,18 @@ import json
 from ast import Attribute, Call, Constant, Name
 from dataclasses import replace
 
-from ..model import FileFacts, PyAssign, PyCall, PyClass, PyFunction, PyFunctionKind, PyImport, PyOpRef, PyOpRefKind
+from ..model import (
+    FileFacts,
+    PyAssign,
+    PyCall,
+    PyClass,
+    PyFunction,
+    PyFunctionKind,
+    PyImport,
+    PyOpRef,
+    PyOpRefKind,
+    RaiseSite,
+)
 from .opregs import kind_for, op_name, op_names, ref_op
 from .pyast import (
     DEFS,
@@ -30,6 +41,7 @@ from .pyast import (
     signature,
     text,
 )
+from .raises_py import CALL_NAMES, HOOKS, PyRaises, on_call
 
 _FuncDef, _AsyncDef, _ClassDef = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef
 _Import, _ImportFrom, _Assign, _Lambda = ast.Import, ast.ImportFrom, ast.Assign, ast.Lambda
@@ -39,7 +51,7 @@ _PROPERTY = {"property", "cached_property", "setter", "getter", "deleter", "abst
 
 def extract_python(relpath: str, data: bytes, tree: ast.Module | None = None) -> FileFacts:
     """Facts of one torch/** module; a file that does not parse comes back with its FileProblems."""
-    return run_extractor(_Extractor, relpath, data, tree)
+    return run_extractor(lambda rel, t: _Extractor(rel, t, data), relpath, data, tree)
 
 
 def _literal_strs(node) -> list[str]:
@@ -49,7 +61,7 @@ def _literal_strs(node) -> list[str]:
 
 
 class _Extractor:
-    def __init__(self, relpath: str, tree: ast.Module):
+    def __init__(self, relpath: str, tree: ast.Module, data: bytes = b""):
         self.relpath = relpath
         self.tree = tree
         self.module, self.is_pkg = module_name(relpath)
@@ -64,6 +76,7 @@ class _Extractor:
         self.is_refs = relpath.startswith("torch/_refs/")
         self.refs_all: set[str] | None = None
         self.pending: list[tuple[list[int], dict[str, list[str]]]] = []
+        self.raises = PyRaises(tree, self.aliases, data)
 
     def run(self) -> FileFacts:
         self._module_prepass()
@@ -78,6 +91,7 @@ class _Extractor:
             PyImport: self.imports,
             PyAssign: self.assigns,
             PyOpRef: _dedupe(self.oprefs),
+            RaiseSite: self.raises.sites,
         }
 
     # ------------------------------------------------------------ module level
@@ -161,6 +175,7 @@ class _Extractor:
         level); ``qual``: qualname prefix for defs here; ``cls``: class qualname if a class body."""
         calls, append_call = self.calls, self.calls.append
         local: dict[str, list[str]] = {}  # func = _multi_tensor_sgd: callee aliases in a def
+        strs: dict[str, list[ast.expr]] = {}  # msg = f"..."; msg += ...: messages built before a raise
         pending: list[int] = []  # calls through a bare local name, resolved at scope end
         stack = list(reversed(body))
         pop = stack.pop
@@ -176,6 +191,8 @@ class _Extractor:
                     if func >= 0 and f.__class__ is Name:
                         pending.append(len(calls))
                     append_call(PyCall(func, name, n.lineno))
+                    if name in CALL_NAMES:
+                        on_call(self.raises, n, name, func, strs)
                     if n.args:
                         kind = kind_for(last_part(name), self.relpath)
                         if kind is not None:
@@ -205,6 +222,9 @@ class _Extractor:
                 for row in import_rows(n, self.module, self.is_pkg):
                     self.imports.append(PyImport(*row))
             else:
+                hook = HOOKS.get(t)
+                if hook is not None:
+                    hook(self.raises, n, func, strs)
                 if t is _Assign and func >= 0 and len(n.targets) == 1 and n.targets[0].__class__ is Name:
                     d = dotted(n.value)
                     if d is not None:

@@ -1,8 +1,10 @@
 """What a worker process does with one file: read, hash, pick the extractor, extract, encode.
 
 Runs in a pool, so it takes and returns plain tuples: the facts go back as rows per
-table (``store.codec.encode_facts``), cheaper to pickle than objects. A file that
-cannot be read or decoded is reported with its status and reason instead of facts.
+table (``store.codec.encode_facts``), cheaper to pickle than objects. Files are read
+by ``source.files.read_limited`` (regular files only, within a size and a time limit);
+a file that cannot be read is reported with its status and reason instead of facts,
+and bytes that are not UTF-8 are read as U+FFFD (noted as the file's reason).
 An extractor that raises is a bug: it is recorded against the file (status ERROR,
 the exception as the reason) so one file never stops an index run, and get_status
 shows it.
@@ -12,11 +14,11 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import os
 from typing import NamedTuple
 
 from ..model import FileFacts, FileProblems, FileStatus, Layer
 from ..model.paths import NATIVE_FUNCTIONS, TAGS, TESTING_INTERNAL
+from ..source.files import Unreadable, read_limited
 from ..store.codec import Row, encode_facts
 from . import native_yaml
 from .bindtext import add_binding_text
@@ -79,9 +81,9 @@ def run_task(task: Task) -> Result:
         return Result(task.relpath, task.layer, st.st_size, st.st_mtime_ns, digest, status, reason, facts)
 
     try:
-        st = os.stat(task.abspath)
-        with open(task.abspath, "rb") as f:
-            data = f.read()
+        st, data = read_limited(task.abspath)
+    except Unreadable as exc:  # a FIFO, a file grown past the limit, a read that never ends
+        return Result(task.relpath, task.layer, 0, 0, "", FileStatus.SKIPPED, str(exc), None)
     except OSError as exc:
         return Result(task.relpath, task.layer, 0, 0, "", FileStatus.SKIPPED, f"unreadable ({exc.strerror or exc})",
                       None)
@@ -90,10 +92,14 @@ def run_task(task: Task) -> Result:
         return result(None)
     if not data.strip():
         return result(FileStatus.OK, "", {})
+    note = ""
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return result(FileStatus.SKIPPED, f"not UTF-8 (byte {exc.start})")
+        # A stray byte (a Latin-1 comment) must not cost the whole file, as it costs no compiler or grep: it is
+        # read as U+FFFD; line numbers are unchanged (a newline is never part of a bad sequence).
+        note = f"bytes that are not UTF-8 (the first at byte {exc.start}) were read as U+FFFD"
+        data = data.decode("utf-8", "replace").encode("utf-8")
     if b"\x00" in data:
         return result(FileStatus.SKIPPED, "contains NUL bytes")
     try:
@@ -105,5 +111,5 @@ def run_task(task: Task) -> Result:
     except Exception as exc:  # an extractor bug: recorded against this file, visible in get_status
         return result(FileStatus.ERROR, f"extractor failed ({type(exc).__name__}: {exc})"[:300])
     if problems:
-        return result(FileStatus.ERROR, "; ".join(problems)[:500], rows)
-    return result(FileStatus.OK, "", rows)
+        return result(FileStatus.ERROR, "; ".join([*problems, note] if note else problems)[:500], rows)
+    return result(FileStatus.OK, note, rows)

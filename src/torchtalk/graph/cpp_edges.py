@@ -102,12 +102,17 @@ def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
     if target is None:
         return []
     out = []
-    # Only call sites that could name it: written with a qualifier its scope allows, or as a method call
-    # when it is a method (a receiver's text says nothing of its class).
-    sites = calls_named(ix, target.name, _qualifiers(target))
-    if target.kind in (SymbolKind.METHOD, SymbolKind.CONSTRUCTOR) or kind is EdgeKind.LAUNCH:
-        sites += [c for c in calls_named(ix, target.name) if c.kind is CallKind.METHOD or c.qualifier
-                  not in _qualifiers(target)]
+    if kind is EdgeKind.LAUNCH:
+        # Only a `<<<>>>` site makes a LAUNCH edge to a definition (call_edges): never resolve the name's
+        # other call sites (thousands of method calls for a name like copy_) to find none.
+        sites = [c for c in calls_named(ix, target.name) if c.kind is CallKind.LAUNCH]
+    else:
+        # Only call sites that could name it: written with a qualifier its scope allows, or as a method call
+        # when it is a method (a receiver's text says nothing of its class).
+        sites = calls_named(ix, target.name, _qualifiers(target))
+        if target.kind in (SymbolKind.METHOD, SymbolKind.CONSTRUCTOR):
+            sites += [c for c in calls_named(ix, target.name) if c.kind is CallKind.METHOD or c.qualifier
+                      not in _qualifiers(target)]
     for call in sites:
         caller = symbol(ix, call.caller) if call.has_caller else None
         if caller is None or caller.id == target.id:

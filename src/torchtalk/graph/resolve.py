@@ -246,7 +246,7 @@ class Resolver:
                     return target, found
         return "", []
 
-    def _qualified_scopes(self, scope: str, parts: list[str]) -> list[str]:
+    def _qualified_scopes(self, scope: str, parts: tuple[str, ...]) -> list[str]:
         """Scopes ``a::b::c`` may name from ``scope``, component by component: directly, and through the
         using-directives, namespace aliases and type aliases met on the way (at::GradMode is c10::GradMode,
         since namespace at { using namespace c10; })."""

@@ -16,6 +16,7 @@ from ..model import CodegenState, Layer
 from ..source.codegen import CodegenJob, codegen_inputs_hash, generated_files_to_index, read_manifest, start_codegen
 from ..source.files import FileEntry
 from ..source.tree import SourceTree
+from ..store.db import WriteFailed
 
 PREFIX = "<generated>/"
 TIMEOUT_S = 300.0
@@ -70,6 +71,12 @@ def finish(tree: SourceTree, plan: GeneratedPlan) -> list[FileEntry]:
     if plan.job is not None:
         result = plan.job.wait()
         plan.seconds, plan.cpu_seconds = result.seconds, result.cpu_seconds
+        if result.write_error:
+            # The machine's fault (a full disk), not the tree's: an error, never a silently emptied layer, and
+            # not remembered as "these inputs fail", so the next build runs the generators again.
+            raise WriteFailed(f"the tree's generators could not write their output under {tree.generated_dir.parent} "
+                              f"({result.write_error}); the index was left as it was. Free space there (or set "
+                              "TORCHTALK_CACHE_DIR to a directory with room), then run `torchtalk index`")
         manifest = read_manifest(tree.generated_dir)
         if not result.ok and not any(g.ok for g in result.generators.values()):
             plan.status = f"unavailable: {result.reason}"

@@ -18,17 +18,21 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from .. import __version__
-from ..errors import IndexUnavailable
+from ..errors import IndexUnavailable, TorchTalkError
 from ..extract.worker import Result, Task, run_task
 from ..model import FileStatus, Layer
 from ..procs import pool_worker_init, sigint_blocked
 from ..source.files import FileEntry, list_files
 from ..source.tree import SourceTree
 from ..store import integrity
+from ..store.builds import clear_failure, record_failure, write_failure, writer_lock
+from ..store.builds import holder as lock_holder
 from ..store.db import (
+    BuildBusy,
     BuildRejected,
     IndexWriter,
     ReadOnlyCache,
+    WriteFailed,
     check_file,
     corrupt_marker,
     is_read_only_error,
@@ -38,8 +42,8 @@ from ..store.db import (
     probe_writable,
     read_meta,
     remove_temps,
-    writer_lock,
 )
+from ..store.keys import IdsExhausted
 from ..store.schema import SCHEMA_VERSION
 from . import generated
 from . import progress as progress_mod
@@ -47,7 +51,9 @@ from . import progress as progress_mod
 POOL_START_TIMEOUT_S = 60.0  # for all workers to start; one that takes longer is then waited for by the pool
 
 # Bump when extractors change what they produce: an index from another version is rebuilt.
-INDEXER_VERSION = f"{__version__}+x10"
+# x12: a temporary functor's call (T{}(x)) and the functor passed to a launch family; x11: raise sites
+# (error_origin); x10: canonical ids, U+FFFD, macro calls
+INDEXER_VERSION = f"{__version__}+x12"
 
 
 @dataclass
@@ -133,13 +139,19 @@ def _pool_map(tasks: list[Task], workers: int) -> Iterator[Result]:
         for _ in range(workers):
             ready.acquire(timeout=max(0.0, deadline - time.monotonic()))
     with pool:
-        yield from pool.imap_unordered(run_task, tasks, chunksize=4)
+        # In order: the writer gives each file's rows the ids after the previous file's (Note [Canonical ids]).
+        yield from pool.imap(run_task, tasks, chunksize=4)
 
 
 def refresh(tree: SourceTree, *, force: bool = False, workers: int | None = None,
             show_progress: bool | None = None, codegen: bool = True,
-            log: Callable[[str], None] | None = None) -> IndexReport:
-    """Bring the index of ``tree`` up to date. Safe to kill at any moment."""
+            log: Callable[[str], None] | None = None, lock_timeout: float | None = None) -> IndexReport:
+    """Bring the index of ``tree`` up to date. Safe to kill at any moment.
+
+    Another build of the same index is waited for, saying so on ``log``; after ``lock_timeout`` seconds
+    (None: as long as it runs) BuildBusy is raised. A build that fails is recorded (``store.builds``) until one
+    succeeds; every failure to write is a WriteFailed naming the place, and leaves the previous index as it was.
+    """
     t0 = time.perf_counter()
     log = log or (lambda msg: None)
     try:
@@ -148,23 +160,56 @@ def refresh(tree: SourceTree, *, force: bool = False, workers: int | None = None
         raise IndexUnavailable(f"cannot create the index directory {tree.index_path.parent}: "
                                f"{exc.strerror or exc}. Set TORCHTALK_CACHE_DIR to a writable directory.") from None
     try:
+        report = _attempt(tree, force, workers, show_progress, codegen, log, t0, lock_timeout)
+    except (BuildBusy, ReadOnlyCache):
+        raise  # nothing was tried: not a failed build
+    except TorchTalkError as exc:
+        record_failure(tree.index_path, str(exc))
+        raise
+    except Exception as exc:
+        record_failure(tree.index_path, f"internal error: {type(exc).__name__}: {exc}")
+        raise
+    clear_failure(tree.index_path)
+    return report
+
+
+def _attempt(tree: SourceTree, force: bool, workers: int | None, show_progress: bool | None, codegen: bool,
+             log: Callable[[str], None], t0: float, lock_timeout: float | None) -> IndexReport:
+    try:
         try:
-            return _refresh(tree, force, workers, show_progress, codegen, log, t0)
+            return _refresh(tree, force, workers, show_progress, codegen, log, t0, lock_timeout)
         except _DamagedBase as exc:
             # Latent damage in the published index, found by the incremental build that copied it.
             mark_corrupt(tree.index_path, f"a refresh found it damaged: {exc}")
             log(f"torchtalk: the index is damaged ({exc}); rebuilding it from scratch")
-            report = _refresh(tree, True, workers, show_progress, codegen, log, t0)
+            report = _refresh(tree, True, workers, show_progress, codegen, log, t0, lock_timeout)
             report.reason = "the index was damaged"
             return report
+        except IdsExhausted:
+            log("torchtalk: no id is left between two neighbouring files; rebuilding the index from scratch")
+            report = _refresh(tree, True, workers, show_progress, codegen, log, t0, lock_timeout)
+            report.reason = "ids were used up"
+            return report
     except OSError as exc:
-        raise IndexUnavailable(f"could not write the index under {tree.index_path.parent} ({exc.strerror or exc}); "
-                               "the previous index, if any, is unchanged") from None
+        raise _write_failed(tree, exc) from None
+
+
+def _write_failed(tree: SourceTree, exc: OSError | sqlite3.Error, what: str = "") -> WriteFailed:
+    """The error of a build that could not write: where, why, what was kept, what to do."""
+    why = write_failure(exc) or (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc))
+    where = what or (f"{exc.filename}" if isinstance(exc, OSError) and exc.filename else
+                     f"the index under {tree.index_path.parent}")
+    kept = ("the previous index is unchanged" if tree.index_path.exists() else "there is no index yet")
+    return WriteFailed(f"could not write {where} ({why}); everything it had written was removed and {kept}. "
+                       f"Free space under {tree.index_path.parent} (or set TORCHTALK_CACHE_DIR to a directory with "
+                       "room), then run `torchtalk index`")
 
 
 def _refresh(tree: SourceTree, force: bool, workers: int | None, show_progress: bool | None, codegen: bool,
-             log: Callable[[str], None], t0: float) -> IndexReport:
-    with writer_lock(tree.index_path):
+             log: Callable[[str], None], t0: float, lock_timeout: float | None = None) -> IndexReport:
+    with writer_lock(tree.index_path, timeout=lock_timeout, on_wait=lambda m: log(f"torchtalk: {m}")) as got:
+        if not got:
+            raise BuildBusy(f"another build of {tree.index_path} is running ({lock_holder(tree.index_path)})")
         remove_temps(tree.index_path)  # of builds that were killed; none can be running now
         existing, reason, meta = (None, "--force", {}) if force else _existing_state(tree)
         gen = generated.begin(tree, codegen, meta)
@@ -225,6 +270,8 @@ def _publish(tree: SourceTree, report: IndexReport, todo: list[FileEntry], remov
     try:
         writer = IndexWriter(tree.index_path, base_ok=incremental)
     except sqlite3.DatabaseError as exc:
+        if write_failure(exc):
+            raise _write_failed(tree, exc, f"a new version of the index beside {tree.index_path}") from None
         if incremental:
             raise _DamagedBase(str(exc)) from None
         raise
@@ -240,6 +287,8 @@ def _publish(tree: SourceTree, report: IndexReport, todo: list[FileEntry], remov
         report.layer_seconds["integrity check"] = time.perf_counter() - t
     except (sqlite3.DatabaseError, BuildRejected) as exc:
         writer.abort()
+        if isinstance(exc, sqlite3.DatabaseError) and write_failure(exc):  # a full disk is not a damaged index
+            raise _write_failed(tree, exc, f"the new version of the index {writer.tmp_path}") from None
         if incremental:  # the damage came with the copy of the published index: start from nothing
             raise _DamagedBase(str(exc)) from None
         raise
@@ -268,14 +317,19 @@ def _apply(writer: IndexWriter, report: IndexReport, todo: list[FileEntry], remo
         if path in ids:
             writer.remove_file(ids.pop(path))
     report.removed += len(removed)
+    # A file read again keeps its id; a new one gets an id that sorts like its path (Note [Canonical ids]).
+    known = set(ids)
+    ids.update(writer.file_ids((e.relpath, e.layer is Layer.GENERATED) for e in todo if e.relpath not in known))
 
     tasks = []
-    # Largest first so that the long files do not end up alone at the tail of the pool.
-    for e in sorted(todo, key=lambda e: -e.size):
+    # In the order of their ids (hand-written files by path, then generated ones: Note [Canonical ids]): a full
+    # build then appends every file's rows to the tables.
+    for e in sorted(todo, key=lambda e: (e.layer is Layer.GENERATED, e.relpath)):
         if e.skip:
-            if e.relpath in ids:
-                writer.remove_file(ids.pop(e.relpath))
-            writer.add_file(e.relpath, e.layer, e.size, e.mtime_ns, "", FileStatus.SKIPPED, e.skip, None)
+            if e.relpath in known:
+                writer.remove_file(ids[e.relpath])
+            writer.add_file(e.relpath, e.layer, e.size, e.mtime_ns, "", FileStatus.SKIPPED, e.skip, None,
+                            generated=e.layer is Layer.GENERATED, file_id=ids[e.relpath])
             report.skipped.append(f"{e.relpath}: {e.skip}")
         else:
             old = existing.get(e.relpath)
@@ -291,10 +345,10 @@ def _apply(writer: IndexWriter, report: IndexReport, todo: list[FileEntry], remo
                 writer.touch_file(ids[res.relpath], res.size, res.mtime_ns)
                 report.unchanged += 1
                 continue
-            if res.relpath in ids:
-                writer.remove_file(ids.pop(res.relpath))
+            if res.relpath in known:
+                writer.remove_file(ids[res.relpath])
             writer.add_file(res.relpath, res.layer, res.size, res.mtime_ns, res.hash, res.status, res.reason,
-                            res.facts, generated=res.layer is Layer.GENERATED)
+                            res.facts, generated=res.layer is Layer.GENERATED, file_id=ids[res.relpath])
             report.parsed += 1
             if res.status is not FileStatus.OK:
                 report.skipped.append(f"{res.relpath}: {res.status}: {res.reason}")

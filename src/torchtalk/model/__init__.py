@@ -41,6 +41,7 @@ from .kinds import (
 from .loc import GENERATED_PREFIX, Loc
 from .ops import PY_MODULES, Derivative, DerivativeFormula, DispatchEntry, EntryOrigin, Op, OpDispatch, Tag
 from .python import PyAssign, PyCall, PyClass, PyFunction, PyImport, PyOpRef
+from .raises import RaiseKind, RaiseSite
 from .schema import Argument, FunctionSchema, Return, SchemaError
 from .tests import OpInfoEntry, OpTestMark, TestClass, TestInstantiation, TestMethod, TestUtil
 
@@ -56,6 +57,7 @@ FACT_TABLES: dict[str, type] = {
     "py_assign": PyAssign, "py_op_ref": PyOpRef,
     "test_class": TestClass, "test_method": TestMethod, "test_instantiation": TestInstantiation,
     "op_info_entry": OpInfoEntry, "test_util": TestUtil, "op_test_mark": OpTestMark,
+    "raise_site": RaiseSite,
 }
 TABLE_OF: dict[type, str] = {cls: table for table, cls in FACT_TABLES.items()}
 
@@ -73,8 +75,9 @@ __all__ = [
     "EntryOrigin", "FACT_TABLES", "FileFacts", "FileProblems", "FileStatus", "FormulaKind", "FunctionSchema",
     "GENERATED_PREFIX", "GeneratedFact", "GeneratedKind", "HitKind", "InstantiationKind", "Layer", "Loc", "MatchKind",
     "NO_REF", "Node", "NodeKind", "Op", "OpDispatch", "OpInfoEntry", "OpTestMark", "PY_MODULES", "PyApiKind",
-    "PyAssign", "PyCall", "PyClass", "PyDefKind", "PyFunction", "PyFunctionKind", "PyImport", "PyOpRef",
-    "PyOpRefKind", "Registration", "RegistrationKind", "Return", "SchemaError", "StrEnum", "SymbolKind", "TABLE_OF",
-    "Tag", "TestClass", "TestInstantiation", "TestMethod", "TestUtil", "Using", "UsingKind", "UtilKind", "Variant",
+    "PyAssign", "PyCall", "PyClass", "PyDefKind", "PyFunction", "PyFunctionKind", "PyImport", "PyOpRef", "PyOpRefKind",
+    "RaiseKind", "RaiseSite", "Registration", "RegistrationKind", "Return", "SchemaError", "StrEnum", "SymbolKind",
+    "TABLE_OF", "Tag", "TestClass", "TestInstantiation", "TestMethod", "TestUtil", "Using", "UsingKind", "UtilKind",
+    "Variant",
     "is_composite", "parse_key", "runs_on",
 ]

@@ -286,6 +286,7 @@ class EdgeHow(StrEnum):
     STD = "std"  # UNRESOLVED: the standard library's (::abs, std::max), not in the tree
     UNTYPED_RECEIVER = "untyped_receiver"  # PY_CALL: ``x.f()`` with x of unknown type, taken for a Tensor method
     PY_CALLER = "py_caller"  # BINDING into an op or function: a public Python function whose body calls it
+    META = "meta"  # KERNEL into a TORCH_META_FUNC: the structured op's meta function, which its wrappers run first
 
     @property
     def is_candidate(self) -> bool:

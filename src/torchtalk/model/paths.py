@@ -23,6 +23,8 @@ TESTING_INTERNAL = "torch/testing/_internal/"
 OPINFO_FILES = (TESTING_INTERNAL + "common_methods_invocations.py", TESTING_INTERNAL + "opinfo/")
 MODULE_DB = TESTING_INTERNAL + "common_modules.py"  # ModuleInfo entries
 OPTIM_DB = TESTING_INTERNAL + "common_optimizers.py"  # OptimizerInfo entries
+CPP_FRONTEND = "torch/csrc/api/"  # libtorch's C++ API (torch::nn, torch::optim): what C++ programs call, not Python
+SOURCE_ROOTS = ("aten/", "c10/", "torch/", "functorch/", "caffe2/", "third_party/")  # a path under one is the tree's
 CPP_EXTENSIONS = (".cpp", ".cc", ".cu", ".cuh", ".h", ".hpp", ".mm", ".m", ".metal", ".c")
 
 

@@ -23,6 +23,7 @@ from ..errors import SourceError, TorchTalkError
 from ..index.usable import index_problem
 from ..source.tree import FIX_SOURCE, MARKER, SourceTree, find_source
 from ..store import integrity
+from ..store.builds import failure_summary, reported_failure
 from .claude import (
     CLAUDE_TIMEOUT_S,
     DEFAULT_SCOPE,
@@ -146,6 +147,14 @@ def check_index(tree: SourceTree) -> list[Check]:
     finally:
         ix.close()
     checks = [Check("ok", f"index {tree.index_path} (built {st.built_at}) is usable")]
+    failed = reported_failure(tree.index_path)
+    if failed:  # the index answers, but from before the changes the failing builds would have added
+        checks.append(Check("problem", f"refreshing the index fails: {failure_summary(failed)}",
+                            f"fix what the error names (free space under {tree.index_path.parent}, or set "
+                            "TORCHTALK_CACHE_DIR to a directory with room), then run `torchtalk index`"))
+    generated = st.readiness.get("generated code", "")
+    if generated and not generated.startswith("ready"):
+        checks.append(Check("info", f"generated code: {generated}"))
     # Queries notice damage only on the pages they read: SQLite's own check reads them all (~1 s).
     whole = integrity.check_and_mark(tree.index_path)
     if whole.ok is False:

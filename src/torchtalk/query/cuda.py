@@ -13,7 +13,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..graph import graph
-from ..graph.gpu import MAX_DEPTH, KernelLaunch, LibraryCall, gpu_walk
+from ..graph.gpu import MAX_DEPTH, gpu_walk
+from ..graph.gpu import KernelLaunch as KernelLaunch  # re-exported: render reads the results
+from ..graph.gpu import LibraryCall as LibraryCall
 from ..graph.nodes import cpp_node, symbol_id
 from ..graph.registry import registry
 from ..graph.symbols import SYMBOL_COLS, gpu_kernels_named, has_cpp, symbol, to_symbol

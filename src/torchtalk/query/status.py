@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..source.files import list_files
+from ..index.freshness import Freshness, walk_changes
+from ..store.builds import building, failure_summary, reported_failure
 from ..store.integrity import reported_damage
 from ..store.reader import Index
 
@@ -30,40 +31,23 @@ class StatusResult:
     stage_seconds: dict[str, float] = field(default_factory=dict)  # where the last build's time went
 
 
-# A freshness check walks the tree (~0.15 s). Agents poll get_status, so a recent answer is reused,
-# and an older one is answered at once while a thread checks again (stale-while-revalidate).
-FRESHNESS_TTL_S = 2.0
-FRESHNESS_MAX_STALE_S = 30.0  # older than this, an answer is not trusted: check before answering
-_freshness: dict[str, tuple[float, list[str]]] = {}
-_checking: set[str] = set()
-_lock = threading.Lock()
-
-
-def _check(ix: Index, root: Path, key: str) -> list[str]:
-    indexed = {p: (s, m) for p, s, m in ix.q("SELECT path, size, mtime_ns FROM files WHERE generated = 0")}
-    entries = list_files(root)
-    current = {e.relpath for e in entries}
-    changed = [e.relpath for e in entries if indexed.get(e.relpath) != (e.size, e.mtime_ns)]
-    changed += [p for p in indexed if p not in current]
-    with _lock:
-        _freshness[key] = (time.monotonic(), changed)
-        _checking.discard(key)
-    return changed
+# Indexes asked about before, without a server's watch (in-process use): from the second ask on they get a
+# watch of their own, so a caller polling get_status pays a walk once, not at every call.
+_asked: weakref.WeakKeyDictionary[Index, bool] = weakref.WeakKeyDictionary()
 
 
 def changed_files(ix: Index, root: Path) -> tuple[list[str], float]:
-    """Indexed files whose size or mtime differ on disk (plus new and deleted ones), and the age of that answer."""
-    key = f"{ix.path}:{ix.meta.get('built_at')}"
-    with _lock:
-        hit = _freshness.get(key)
-        start_thread = hit is not None and time.monotonic() - hit[0] >= FRESHNESS_TTL_S and key not in _checking
-        if start_thread:
-            _checking.add(key)
-    if hit is None or time.monotonic() - hit[0] >= FRESHNESS_MAX_STALE_S:
-        return _check(ix, root, key), 0.0
-    if start_thread:
-        threading.Thread(target=_check, args=(ix, root, key), daemon=True).start()
-    return hit[1], time.monotonic() - hit[0]
+    """(changed files, 0.0): from the tree's watch (``ix.changes``: the server's, or one made here at the second
+    ask; microseconds, Note [Freshness]), else from a walk. Always exact: the second value, the age of the
+    answer, is always 0 (an answer is never reused)."""
+    if ix.changes is None:
+        if ix not in _asked:
+            _asked[ix] = True
+            return walk_changes(ix, root), 0.0
+        codegen = not ix.meta.get("codegen_status", "").startswith("disabled")
+        fresh = Freshness(root, codegen)
+        ix.changes = lambda: fresh.changed(ix)
+    return ix.changes(), 0.0
 
 
 def status(ix: Index) -> StatusResult:
@@ -75,7 +59,7 @@ def status(ix: Index) -> StatusResult:
     age = 0.0
     if ix.source_root is not None:
         changed, age = changed_files(ix, ix.source_root)
-        fresh = not changed
+        fresh = not changed and not meta.get("codegen_status", "").startswith("updating")
     readiness = {}
     for comp, values in counts.items():
         readiness[comp] = "ready" if any(values.values()) else "not indexed"
@@ -85,6 +69,9 @@ def status(ix: Index) -> StatusResult:
         cpu_note = f", {cpu}s CPU" if cpu and cpu != "0.0" else ""
         readiness["generated code"] = (f"ready (generators: {codegen}{cpu_note})" if codegen.startswith("ok")
                                        else codegen)
+        if codegen.startswith("updating") and building(ix.path) is None:
+            readiness["generated code"] = ("incomplete: the build that was re-running the generators stopped before "
+                                           "their output was indexed; the next refresh completes it")
     built = meta.get("built_at")
     built_at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(built))) if built else "?"
     skipped = ix.meta_json("skipped", [])
@@ -94,9 +81,22 @@ def status(ix: Index) -> StatusResult:
         skipped_count=int(meta.get("skipped_count", "0") or 0), skipped=skipped,
         last_build=f"{meta.get('last_mode', '?')} build in {meta.get('last_seconds', '?')}s",
         checked_seconds_ago=round(age, 1),
-        notes=_damage_notes(ix),
+        notes=_damage_notes(ix) + _build_notes(ix),
         stage_seconds=ix.meta_json("layer_seconds", {}),
     )
+
+
+def _build_notes(ix: Index) -> list[str]:
+    """A build running now, and builds that keep failing (``store.builds``)."""
+    out = []
+    running = building(ix.path)
+    if running:
+        out.append(f"A build of this index is running ({running}); answers switch to it when it lands.")
+    failed = reported_failure(ix.path)
+    if failed:
+        out.append(f"Refreshing the index fails: {failure_summary(failed)}. Answers come from the index as it "
+                   "is; `torchtalk index` shows the error, and `torchtalk doctor` checks the setup.")
+    return out
 
 
 def _damage_notes(ix: Index) -> list[str]:

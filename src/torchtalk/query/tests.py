@@ -194,7 +194,9 @@ def _ops_for(ix: Index, stem: str) -> list[Op]:
     return ops
 
 
-def find_similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsResult:
+def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = True) -> SimilarTestsResult:
+    """Tests for ``query``, ranked; ``by_body=False`` leaves out the tests found only by what their bodies call
+    (one scan of every test body, the costly part: error_origin asks without it)."""
     q = clean_text(query, "query", "softmax")
     limit = check_int(limit, "limit", 1, MAX_LIMIT)
     stem, spellings = _terms(q)
@@ -246,7 +248,8 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsRe
     # Bodies that use the op: torch.X / F.X / nn.X first, then .X() on any receiver. One scan of the
     # bodies for every spelling (each scan reads all ~25k test bodies).
     where = " OR ".join(["m.touches LIKE ? ESCAPE '\\'"] * len(spellings))
-    rows = ix.q(base_sql + f"WHERE {where} LIMIT {2000 * len(spellings)}", [_like(sp) for sp in spellings])
+    rows = ix.q(base_sql + f"WHERE {where} LIMIT {2000 * len(spellings)}",
+                [_like(sp) for sp in spellings]) if by_body else []
     bodies = [(row, set(row.touches.split())) for row in map(_MethodRow._make, rows)]
     for method_call, batch in ((False, spellings[:1] + spellings[2:]), (True, spellings[1:2])):
         if method_call and len(scored) >= limit:

@@ -42,6 +42,7 @@ from ..store.reader import Index
 from . import generated as gen_q
 from .args import check_choice, clean_text
 from .cuts import calls_cuts, explore, gpu_cuts, named
+from .excerpt import branch
 from .results import NotFound
 
 FOCUS = ("yaml", "dispatch", "full")
@@ -104,6 +105,7 @@ class PythonEntry:
     calls: list[Edge]  # PY_CALL / BINDING edges, in walk order
     kind: PyDefKind = PyDefKind.FUNCTION  # or ASSIGN: a name bound by assignment
     cuts: list[Cut] = field(default_factory=list)
+    branches: dict[str, str] = field(default_factory=dict)  # call site "path:line" -> the if/elif it runs under
 
 
 @dataclass
@@ -340,7 +342,9 @@ def _python_function(ix: Index, name: str) -> tuple[PythonEntry | None, list[Op]
     if d.kind is PyDefKind.ASSIGN:
         return PythonEntry(d.fq, d.loc, " = " + " | ".join(d.values or (d.value,)), [s.edge for s in steps],
                            PyDefKind.ASSIGN, cuts), reached
-    return PythonEntry(d.fq, d.loc, d.signature, [s.edge for s in steps], cuts=cuts), reached
+    branches = {str(s.edge.site): b for s in steps if s.node.kind is NodeKind.OP and s.edge.site is not None
+                and (b := branch(ix, s.edge.site.path, s.edge.site.line))}
+    return PythonEntry(d.fq, d.loc, d.signature, [s.edge for s in steps], cuts=cuts, branches=branches), reached
 
 
 BINDING_REACH = 3  # calls below a bound C++ function searched for the ops it dispatches to

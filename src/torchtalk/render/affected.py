@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..model import NodeKind
+from ..model.change import DiffSide
 from ..query.change.result import AffectedResult, ChangedFile
 from .common import IN_STRUCTURED, showing
 
@@ -20,8 +21,8 @@ def _cut(text: str, n: int = MAX_PATH) -> str:
 
 
 def _file_line(f: ChangedFile) -> str:
-    side = {"new": "", "old": ", patch not applied: lines read on its old side", "neither": ", matches neither side"}
-    what = ", ".join(x for x in (f.kind, f.status) if x) + side.get(f.side, "")
+    side = {DiffSide.OLD: ", patch not applied: lines read on its old side", DiffSide.NEITHER: ", matches neither side"}
+    what = ", ".join(x for x in (f.kind, f.status) if x) + (side.get(f.side, "") if f.side is not None else "")
     head = f"- {f.path or f.written}  [{what}]" + (f"  {f.found} found" if f.found else "")
     return head + (f"\n    {f.note}" if f.note else "")
 

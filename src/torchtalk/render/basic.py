@@ -49,8 +49,8 @@ def render_status(r: StatusResult) -> str:
         out.append("  changed: " + ", ".join(r.changed_files[:10]) + (" ..." if len(r.changed_files) > 10 else ""))
     for comp, values in r.components.items():
         out.append(f"## {comp}: {r.readiness.get(comp, '?')}")
-        for label, n in values.items():
-            out.append(f"- {label}: {n:,}")
+        for label, count in values.items():
+            out.append(f"- {label}: {count:,}")
     if r.skipped_count:
         out.append(f"## skipped files: {r.skipped_count:,}")
         for s in r.skipped[:20]:

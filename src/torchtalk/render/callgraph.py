@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind, PyApiKind
 from ..query.callgraph import CalledByResult, CalledBySection, CallsResult, CallsSection, ImpactResult, ImpactSection
 from ..query.cuda import CudaKernelsResult, GpuKernel, KernelLaunch, LibraryCall
+from ..query.cuts import node_arg, tool_call
 from ..query.results import Ambiguous
+from .budget import BUDGET, STRUCTURED, Section, fitted, size
 from .common import IN_STRUCTURED, ambiguous, cut_lines, showing
 
 MAX_UNRESOLVED = 40
-MAX_CALLERS = 100
+KEEP = 10  # an impact shows this many of the closest callers, the ops and the Python names before the rest
 _PASSED = {EdgeHow.PASSED_ON: "passed on", EdgeHow.TEXT: "passed on, found in the source text"}
 
 
@@ -27,79 +30,93 @@ def _head(title: str, node: Node, sym: CppSymbol | None) -> list[str]:
     return out
 
 
-def _sections(title: str, sections: Sequence[CalledBySection | CallsSection | ImpactSection], amb: Ambiguous | None,
-              body: object) -> str:
-    out: list[str] = []
-    if amb:
-        out += [ambiguous(amb), ""]
+Body = Callable[[Any], tuple[list[str], list[Section]]]
+
+
+def _sections(title: str, tool: str, sections: Sequence[CalledBySection | CallsSection | ImpactSection],
+              amb: Ambiguous | None, body: Body) -> str:
+    """Each function's head and the lead of its body, then its detail, fitted to the budget: a name several
+    functions share answers the first in the lead and each other as a section of its own."""
+    lead: list[str] = [ambiguous(amb), ""] if amb else []
+    detail: list[Section] = []
     for i, sec in enumerate(sections):
-        if i:
-            out.append("")
-        out += _head(title, sec.function, sec.symbol)
-        out += body(sec)  # type: ignore[operator]
-    return "\n".join(out)
+        head = _head(title, sec.function, sec.symbol)
+        first, more = body(sec)
+        if i == 0:
+            lead += head + first
+        else:
+            detail.append(Section(["", *head], first, what=f"{title} {sec.function.label}",
+                                  shows=tool_call(tool, node_arg(sec.function))))
+        detail += more
+    return fitted(lead, detail)
 
 
 def _by_site(edges: list[Edge]) -> list[list[Edge]]:
     """Edges grouped per call site: several edges at one site are candidates for one call (the same call
     written twice on a line, ``self.dim() ... self.dim()``, reaches one function: listed once)."""
-    groups: dict[tuple[str, int, str], dict[tuple, Edge]] = {}
+    groups: dict[tuple[str, int, str], dict[tuple[NodeKind, str], Edge]] = {}
     for e in edges:
         key = (e.site.path, e.site.line, e.written) if e.site else ("", id(e), "")
         groups.setdefault(key, {}).setdefault((e.dst.kind, e.dst.key), e)
     return [list(g.values()) for g in groups.values()]
 
 
-def _calls_body(sec: CallsSection) -> list[str]:
-    out: list[str] = []
+def _calls_body(sec: CallsSection) -> tuple[list[str], list[Section]]:
     if sec.symbol is None:
-        out.append(f"\nRegistered kernels ({len(sec.kernels)}), one per backend and CPU capability:")
-        out += [f"- {e.key}: {e.dst}  [registered {e.site} {e.note}]" for e in sec.kernels]
-        return out
+        return ([f"\nRegistered kernels ({len(sec.kernels)}), one per backend and CPU capability:"]
+                + [f"- {e.key}: {e.dst}  [registered {e.site} {e.note}]" for e in sec.kernels], [])
+    shows = f"{STRUCTURED} of {tool_call('calls', node_arg(sec.function))}"
+    out: list[Section] = []
     if sec.calls:
         groups = _by_site(sec.calls)
-        out.append(f"\nCalls ({len(groups)}):")
+        lines = []
         for g in groups:
             e = g[0]
             more = f" (+{len(g) - 1} candidates: the call does not say which)" if len(g) > 1 else ""
             decl = " (declaration)" if e.how is EdgeHow.DECLARATION else ""
-            out.append(f"- {e.dst}{decl}{more}  [called at {e.site}]")
+            lines.append(f"- {e.dst}{decl}{more}  [called at {e.site}]")
+        out.append(Section([f"\nCalls ({len(groups)}):"], lines, "calls", shows, "calls"))
     if sec.ops:
         groups = _by_site(sec.ops)
-        out.append(f"\nOps through the dispatcher ({len(groups)}):")
+        lines = []
         for g in groups:
             e = g[0]
             names = ", ".join(x.dst.key for x in g[:4]) + (" ..." if len(g) > 4 else "")
-            out.append(f"- {e.note} -> op {names}  (yaml {e.dst.loc})  [called at {e.site}]")
+            lines.append(f"- {e.note} -> op {names}  (yaml {e.dst.loc})  [called at {e.site}]")
+        out.append(Section([f"\nOps through the dispatcher ({len(groups)}):"], lines, "ops through the dispatcher",
+                           shows, "calls"))
     if sec.stubs:
-        out.append(f"\nDispatchStubs ({len(sec.stubs)}):")
+        lines = []
         for s in sec.stubs:
             kernels = "; ".join(f"{k.key}: {k.dst.label.split('::')[-1]} {k.site}" for k in s.kernels) or \
                 "no registrations found"
             how = _PASSED.get(s.call.how, "called")
-            out.append(f"- {s.call.dst.key} -> {kernels}  [{how} at {s.call.site}]")
+            lines.append(f"- {s.call.dst.key} -> {kernels}  [{how} at {s.call.site}]")
+        out.append(Section([f"\nDispatchStubs ({len(sec.stubs)}):"], lines, "DispatchStubs", shows, "stubs"))
     if sec.launches:
-        out.append(f"\nGPU launches ({len(sec.launches)}):")
+        lines = []
         for e in sec.launches:
             if e.dst.key.isdigit():
                 name = e.dst.label.removeprefix("__global__ ").split("::")[-1]
-                out.append(f"- {name}<<<{e.note}>>>  __global__ {e.dst.loc}  [at {e.site}]")
+                lines.append(f"- {name}<<<{e.note}>>>  __global__ {e.dst.loc}  [at {e.site}]")
             else:
-                out.append(f"- {e.dst.label}  [at {e.site}]")
+                lines.append(f"- {e.dst.label}  [at {e.site}]")
+        out.append(Section([f"\nGPU launches ({len(sec.launches)}):"], lines, "GPU launches", shows, "launches"))
     if sec.unresolved:
-        out.append(f"\nUnresolved, by name ({len(sec.unresolved)}):")
-        out += [f"- {e.dst.label}  [at {e.site}]" for e in sec.unresolved[:MAX_UNRESOLVED]]
+        lines = [f"- {e.dst.label}  [at {e.site}]" for e in sec.unresolved[:MAX_UNRESOLVED]]
         if len(sec.unresolved) > MAX_UNRESOLVED:
-            out.append(f"- ... {showing(MAX_UNRESOLVED, len(sec.unresolved), IN_STRUCTURED)}")
+            lines.append(f"- ... {showing(MAX_UNRESOLVED, len(sec.unresolved), IN_STRUCTURED)}")
+        out.append(Section([f"\nUnresolved, by name ({len(sec.unresolved)}):"], lines, "unresolved calls", shows,
+                           "calls"))
     if sec.macros:
-        out.append("\nMacros used: " + ", ".join(sec.macros[:30]))
+        out.append(Section(["\nMacros used: " + ", ".join(sec.macros[:30])], (), "macros used", shows))
     if not (sec.calls or sec.ops or sec.stubs or sec.launches or sec.unresolved):
-        out.append("\nNo calls found in its body.")
-    return out
+        return ["\nNo calls found in its body."], out
+    return [], out
 
 
 def render_calls(r: CallsResult) -> str:
-    return _sections("calls of", r.sections, r.ambiguity, _calls_body)
+    return _sections("calls of", "calls", r.sections, r.ambiguity, _calls_body)
 
 
 def _registration(e: Edge) -> str:
@@ -113,62 +130,90 @@ def _registration(e: Edge) -> str:
     return f"Python {e.src.key} ({e.key or e.note})  {e.site}"
 
 
-def _called_by_body(sec: CalledBySection) -> list[str]:
-    out = [f"\nDirect callers ({sec.total_callers}):"]
-    for e in sec.callers[:MAX_CALLERS]:
+def _called_by_body(sec: CalledBySection) -> tuple[list[str], list[Section]]:
+    shows = f"{STRUCTURED} of {tool_call('called_by', node_arg(sec.function))}"
+    lines = []
+    for e in sec.callers:  # the budget cuts the list, and names the rest
         how = f" (passes it on{', found in the source text' if e.how is EdgeHow.TEXT else ''})" \
             if e.how in _PASSED else ""
-        out.append(f"- {e.src}  [call at {e.site}]{how}")
-    if sec.total_callers > MAX_CALLERS:
-        out.append(f"- ... {showing(MAX_CALLERS, sec.total_callers, IN_STRUCTURED)}")
+        lines.append(f"- {e.src}  [call at {e.site}]{how}")
     if not sec.callers:
-        out.append("- none found in the indexed C++ (it may be reached only through a registration below)")
+        lines.append("- none found in the indexed C++ (it may be reached only through a registration below)")
     if sec.symbol is None:
-        out.append(f"\nKernels registered for it ({len(sec.registrations)}):")
-        out += [f"- {e.key}: {e.dst}  [registered {e.site} {e.note}]" for e in sec.registrations]
+        regs = [f"\nKernels registered for it ({len(sec.registrations)}):"]
+        regs += [f"- {e.key}: {e.dst}  [registered {e.site} {e.note}]" for e in sec.registrations]
     elif sec.registrations:
-        out.append(f"\nRegistrations that point at it ({len(sec.registrations)}):")
-        out += [f"- {_registration(e)}" for e in sec.registrations]
-    return out
+        regs = [f"\nRegistrations that point at it ({len(sec.registrations)}):"]
+        regs += [f"- {_registration(e)}" for e in sec.registrations]
+    else:
+        regs = []
+    head = [f"\nDirect callers ({sec.total_callers}):"]
+    if size(regs) + size(head) + size(lines) <= BUDGET // 2:  # short: the answer as it reads, callers first
+        return head + lines + regs, []
+    # Long: what points at it (few lines, the entry points) first, then the callers as far as the budget goes.
+    return regs, [Section(head, lines, "direct callers", shows, "callers")]
 
 
 def render_called_by(r: CalledByResult) -> str:
-    return _sections("callers of", r.sections, r.ambiguity, _called_by_body)
+    return _sections("callers of", "called_by", r.sections, r.ambiguity, _called_by_body)
 
 
-def _impact_body(sec: ImpactSection, depth: int) -> list[str]:
-    out: list[str] = []
+def _kinds(callers: list[Edge]) -> str:
+    """How a level's callers reach the level below: '12 C++ calls, 3 through op add.Tensor, ...'."""
+    counts: dict[str, int] = {}
+    for e in callers:
+        how = "C++ calls" if e.kind is EdgeKind.CALL else (f"through op {e.dst.key}" if e.dst.kind is NodeKind.OP
+                                                          else f"through {e.kind.value} {e.dst.key}")
+        counts[how] = counts.get(how, 0) + 1
+    ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+    shown = ", ".join(f"{n} {how}" for how, n in ranked[:4])
+    return shown + (f", {len(ranked) - 4} more kinds" if len(ranked) > 4 else "")
+
+
+def _impact_body(sec: ImpactSection, depth: int) -> tuple[list[str], list[Section]]:
+    """Counts by level and kind first (what breaks, at a glance), then the closest callers, the ops and Python
+    entry points they reach, then the farther levels."""
+    shows = f"{STRUCTURED} of {tool_call('impact', node_arg(sec.function), depth=depth)}"
     total = sum(lv.total for lv in sec.levels)
+    stop = f"stopped at depth {sec.stopped_at}" + (" (no further callers)" if sec.stopped_at < depth else "")
+    lead = [f"\n{total} callers in all, {stop}; {len(sec.ops)} ops and {len(sec.python)} Python entry points "
+            "reached:"]
+    lead += [f"- level {lv.depth}: {lv.total} caller{'s' if lv.total != 1 else ''} ("
+             + ("" if len(lv.callers) == lv.total else f"of the {len(lv.callers)} the walk kept: ")
+             + f"{_kinds(lv.callers)})" for lv in sec.levels]
+    if not sec.levels:
+        lead.append("\nNo callers found in the indexed C++.")
+    levels = []
     for lv in sec.levels:
-        out.append(f"\nLevel {lv.depth}: {showing(len(lv.callers), lv.total)} callers")
+        lines = []
         for e in lv.callers:
             via = "" if e.kind is EdgeKind.CALL else (f" (calls op {e.dst.key})" if e.dst.kind is NodeKind.OP
                                                       else f" (through {e.kind.value} {e.dst.key})")
-            out.append(f"- {e.src}  [call at {e.site}]{via}")
-    if not sec.levels:
-        out.append("\nNo callers found in the indexed C++.")
+            lines.append(f"- {e.src}  [call at {e.site}]{via}")
+        levels.append(Section([f"\nLevel {lv.depth}: {showing(len(lv.callers), lv.total)} callers"], lines,
+                              f"level {lv.depth} callers", shows, "callers", KEEP if lv.depth == 1 else KEEP // 2))
+    detail = levels[:1]
     if sec.ops:
-        out.append(f"\nOps reached ({len(sec.ops)}):")
+        lines = []
         for op, edge, level in sec.ops:
             how = f"{edge.dst.label} is its {edge.key} kernel" if edge.kind is EdgeKind.KERNEL else edge.kind.value
-            out.append(f"- {op.key}  {op.loc}  ({how}; level {level})")
+            lines.append(f"- {op.key}  {op.loc}  ({how}; level {level})")
+        detail.append(Section([f"\nOps reached ({len(sec.ops)}):"], lines, "ops reached", shows, "ops", KEEP))
     if sec.python:
-        out.append(f"\nPython entry points ({len(sec.python)}):")
-        for node, edge in sec.python[:60]:
+        lines = []
+        for node, edge in sec.python:
             if edge.binding_kind is PyApiKind.GENERATED_BINDING:
-                out.append(f"- {node.key}  (via op {edge.dst.key}, binding {edge.site})")
+                lines.append(f"- {node.key}  (via op {edge.dst.key}, binding {edge.site})")
             else:
-                out.append(f"- {node.key}  (via {edge.dst.label}, {edge.key or edge.note} {edge.site})")
-        if len(sec.python) > 60:
-            out.append(f"- ... {showing(60, len(sec.python), IN_STRUCTURED)}")
-    stop = f"stopped at depth {sec.stopped_at}" + (" (no further callers)" if sec.stopped_at < depth else "")
-    out.append(f"\n{total} callers in all, {stop}")
-    out += cut_lines(sec.cuts)
-    return out
+                lines.append(f"- {node.key}  (via {edge.dst.label}, {edge.key or edge.note} {edge.site})")
+        detail.append(Section([f"\nPython entry points ({len(sec.python)}):"], lines, "Python entry points", shows,
+                              "names", KEEP))
+    return lead + cut_lines(sec.cuts), detail + levels[1:]
 
 
 def render_impact(r: ImpactResult) -> str:
-    return _sections(f"impact (depth {r.depth}) of", r.sections, r.ambiguity, lambda s: _impact_body(s, r.depth))
+    return _sections(f"impact (depth {r.depth}) of", "impact", r.sections, r.ambiguity,
+                     lambda s: _impact_body(s, r.depth))
 
 
 def render_cuda(r: CudaKernelsResult) -> str:
@@ -184,19 +229,16 @@ def render_cuda(r: CudaKernelsResult) -> str:
         return "\n".join(out)
     out = [f"# GPU kernels for {r.query} ({r.matched}): {len(r.kernels)} __global__ kernels, "
            f"{len(r.helpers)} launch-family calls, {len(r.libraries)} library calls"]
-    # Sections in rank order: the one whose best entry is the op's own forward code first.
-    sections = [(_cuda_rank(k.launches[0]) if k.launches else (True, True), _kernel_lines(k)) for k in r.kernels]
+    # Sections in rank order: the one whose best entry is the op's own forward code first (the budget cuts
+    # from the end).
+    shows = f"{STRUCTURED} of {tool_call('cuda_kernels', r.query)}"
+    ranked = [(_cuda_rank(k.launches[0]) if k.launches else (True, True), _kernel_section(k)) for k in r.kernels]
     if r.helpers:
-        sections.append((_cuda_rank(r.helpers[0]), _family_lines(r.helpers)))
+        ranked.append((_cuda_rank(r.helpers[0]), _family_section(r.helpers, shows)))
     if r.libraries:
-        sections.append((_cuda_rank(r.libraries[0]), _library_lines(r.libraries)))
-    sections.sort(key=lambda sec: sec[0])
-    for _, lines in sections:
-        out += lines
-    for n in r.notes:
-        out.append(f"\nNote: {n}")
-    out += cut_lines(r.cuts)
-    return "\n".join(out)
+        ranked.append((_cuda_rank(r.libraries[0]), _library_section(r.libraries, shows)))
+    ranked.sort(key=lambda sec: sec[0])
+    return fitted(out, [sec for _, sec in ranked], [f"\nNote: {n}" for n in r.notes] + cut_lines(r.cuts))
 
 
 HELPERS_SHOWN = 12
@@ -206,19 +248,18 @@ def _cuda_rank(launch: KernelLaunch | LibraryCall) -> tuple[bool, bool]:
     return bool(launch.via), launch.backward
 
 
-def _kernel_lines(k: GpuKernel) -> list[str]:
+def _kernel_section(k: GpuKernel) -> Section:
     where = ", ".join(str(d.loc) for d in k.definitions[:2]) or "definition not found"
     tag = "  [backward]" if k.backward else ""
-    out = [f"\n## __global__ {k.name}  {where}{tag}"]
-    for launch in k.launches[:10]:
-        out.append(f"- launched at {launch.site.site} by {launch.site.src.label}{_via(launch)}")
+    lines = [f"- launched at {launch.site.site} by {launch.site.src.label}{_via(launch)}" for launch in k.launches[:10]]
     if len(k.launches) > 10:
-        out.append(f"- ... {showing(10, len(k.launches), IN_STRUCTURED)} launch sites")
-    return out
+        lines.append(f"- ... {showing(10, len(k.launches), IN_STRUCTURED)} launch sites")
+    return Section([f"\n## __global__ {k.name}  {where}{tag}"], lines, f"__global__ {k.name}",
+                   tool_call("cuda_kernels", k.name), "launch lines")
 
 
-def _family_lines(helpers: list[KernelLaunch]) -> list[str]:
-    out = ["\n## Launch families (device code -> the __global__ template the family launches)"]
+def _family_section(helpers: list[KernelLaunch], shows: str) -> Section:
+    lines = []
     for h in helpers[:HELPERS_SHOWN]:
         code = h.site.dst.label
         if h.functor and not code.endswith(f"@{h.functor.line})"):  # a functor class: where it is defined
@@ -227,20 +268,21 @@ def _family_lines(helpers: list[KernelLaunch]) -> list[str]:
         shown = list(dict.fromkeys(f"{t.name} {t.defined or t.launched}" for t in h.templates))
         made = ", ".join(shown[:3]) or "template not found"
         more = f" +{len(shown) - 3}" if len(shown) > 3 else ""
-        out.append(f"- {code} at {h.site.site} in {h.site.src.label} -> {made}{more}{_via(h)}")
+        lines.append(f"- {code} at {h.site.site} in {h.site.src.label} -> {made}{more}{_via(h)}")
     if len(helpers) > HELPERS_SHOWN:
-        out.append(f"- ... {showing(HELPERS_SHOWN, len(helpers), IN_STRUCTURED)}")
-    return out
+        lines.append(f"- ... {showing(HELPERS_SHOWN, len(helpers), IN_STRUCTURED)}")
+    return Section(["\n## Launch families (device code -> the __global__ template the family launches)"], lines,
+                   "launch families", shows, "calls")
 
 
-def _library_lines(libraries: list[LibraryCall]) -> list[str]:
-    out = ["\n## Libraries"]
+def _library_section(libraries: list[LibraryCall], shows: str) -> Section:
+    lines = []
     for lib in libraries[:HELPERS_SHOWN]:
         name = lib.site.written or lib.site.dst.label
-        out.append(f"- {lib.library}: {name} at {lib.site.site} in {lib.site.src.label}{_via(lib)}")
+        lines.append(f"- {lib.library}: {name} at {lib.site.site} in {lib.site.src.label}{_via(lib)}")
     if len(libraries) > HELPERS_SHOWN:
-        out.append(f"- ... {showing(HELPERS_SHOWN, len(libraries), IN_STRUCTURED)}")
-    return out
+        lines.append(f"- ... {showing(HELPERS_SHOWN, len(libraries), IN_STRUCTURED)}")
+    return Section(["\n## Libraries"], lines, "library calls", shows, "calls")
 
 
 def _via(launch: KernelLaunch | LibraryCall) -> str:

@@ -6,6 +6,7 @@ from ..model import Cut
 from ..query.args import MAX_LIMIT
 from ..query.cuts import describe
 from ..query.results import Ambiguous, NotFound
+from .budget import STRUCTURED
 
 
 def not_found(r: NotFound) -> str:
@@ -33,7 +34,7 @@ def ambiguous(r: Ambiguous) -> str:
 
 
 # For lists the text cuts short but the typed answer holds whole: where the rest is.
-IN_STRUCTURED = "the structured answer (MCP structuredContent, CLI --json) holds all"
+IN_STRUCTURED = f"{STRUCTURED} holds all"
 
 
 def full_limit(total: int) -> int:

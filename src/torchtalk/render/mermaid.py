@@ -60,9 +60,9 @@ def mermaid(pic: Picture) -> str:
             continue
         k = (ids[src], ids[dst], e.kind, e.key if (src, dst) == (e.source, e.target) else "")  # a group: per kind
         counts[k] = counts.get(k, 0) + 1
-    for (src, dst, kind, key), n in counts.items():
+    for (src, dst, kind, key), count in counts.items():
         arrow = "-.->" if kind == REACHES else "-->"
-        lines.append(f'  {src} {arrow}|"{text(_edge_label(kind, key, n))}"| {dst}')
+        lines.append(f'  {src} {arrow}|"{text(_edge_label(kind, key, count))}"| {dst}')
     for g in pic.groups.values():  # a group whose members have no edge to a shown node still hangs from its anchor
         if g.anchor and not any(ids[g.id] in (s, d) for s, d, _k, _key in counts):
             src, dst = (ids[g.id], ids[g.anchor]) if g.direction == "in" else (ids[g.anchor], ids[g.id])

@@ -9,11 +9,22 @@ structured answer.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from ..model import CppSymbol, CutKind, EdgeKind, HitKind, Node, NodeKind
+from ..query.callgraph import CalledByResult, CallsResult, ImpactResult
+from ..query.change.result import AffectedResult
+from ..query.cuda import CudaKernelsResult
+from ..query.modules import ListModulesResult, TraceModuleResult
 from ..query.results import NotFound
+from ..query.search import SearchResult
+from ..query.testfiles import TestFileInfo, TestUtilsResult
+from ..query.tests import SimilarTestsResult
+from ..query.trace import TraceResult
 from .common import full_limit
+
+T = TypeVar("T")
 
 MAX_NEXT = 3
 
@@ -36,12 +47,13 @@ class NextCall(str):
 call = NextCall
 
 
-def _first(items, pred=lambda _x: True):
+def _first(items: Iterable[T], pred: Callable[[T], object] = bool) -> T | None:
+    """The first item `pred` holds for (every item counts by default, none being falsy here)."""
     return next((x for x in items if pred(x)), None)
 
 
 def not_found_next(r: NotFound, tool: str) -> list[str]:
-    out = []
+    out: list[str] = []
     if r.suggestions:
         arg = r.suggestions[0].split()[0]
         out.append(call(tool, arg))
@@ -56,7 +68,7 @@ def _qualname(node: Node, sym: CppSymbol | None) -> str:
     return sym.qualname if sym is not None else node.key
 
 
-def next_trace(r: Any) -> list[str]:
+def next_trace(r: TraceResult) -> list[str]:
     out: list[str] = []
     if r.bindings and not r.ops:
         b = r.bindings[0]
@@ -75,9 +87,9 @@ def next_trace(r: Any) -> list[str]:
     return out
 
 
-def next_search(r: Any) -> list[str]:
+def next_search(r: SearchResult) -> list[str]:
     top = _first(r.hits, lambda h: h.kind is HitKind.OP)
-    out = [call("trace", top.name)] if top else []
+    out: list[str] = [call("trace", top.name)] if top else []
     stub = _first(r.hits, lambda h: h.kind is HitKind.STUB)
     if stub and not top:
         out.append(call("called_by", stub.name))
@@ -87,8 +99,8 @@ def next_search(r: Any) -> list[str]:
     return out
 
 
-def next_calls_of(r: Any) -> list[str]:
-    out = []
+def next_calls_of(r: CallsResult) -> list[str]:
+    out: list[str] = []
     sec = r.sections[0]
     callee = _first(sec.calls, lambda e: e.dst.kind is NodeKind.CPP_FUNCTION)
     if callee is not None:
@@ -103,17 +115,17 @@ def next_calls_of(r: Any) -> list[str]:
     return out
 
 
-def next_called_by(r: Any) -> list[str]:
+def next_called_by(r: CalledByResult) -> list[str]:
     sec = r.sections[0]
-    out = [call("impact", _qualname(sec.function, sec.symbol), depth=2)]
+    out: list[str] = [call("impact", _qualname(sec.function, sec.symbol), depth=2)]
     op = _first(sec.registrations, lambda e: e.kind is EdgeKind.KERNEL)
     if op is not None:
         out.append(call("trace", op.src.key))
     return out
 
 
-def next_impact(r: Any) -> list[str]:
-    out = []
+def next_impact(r: ImpactResult) -> list[str]:
+    out: list[str] = []
     sec = r.sections[0]
     if sec.ops:
         op = sec.ops[0][0].key
@@ -124,28 +136,28 @@ def next_impact(r: Any) -> list[str]:
     return out
 
 
-def next_cuda(r: Any) -> list[str]:
+def next_cuda(r: CudaKernelsResult) -> list[str]:
     if r.query is None:
         return [call("cuda_kernels", "softmax"), call("search", "conv", backend="CUDA")]
     k = _first(r.kernels, lambda k: k.launches and k.launches[0].site.src.kind is not NodeKind.UNRESOLVED)
-    out = [call("calls", k.launches[0].site.src.label)] if k else [call("trace", r.query, focus="dispatch")]
+    out: list[str] = [call("calls", k.launches[0].site.src.label)] if k else [call("trace", r.query, focus="dispatch")]
     out.append(call("find_similar_tests", r.query))
     return out
 
 
-def next_trace_module(r) -> list[str]:
-    out = [call("trace", name) for name in list(r.ops)[:2]]
+def next_trace_module(r: TraceModuleResult) -> list[str]:
+    out: list[str] = [call("trace", name) for name in list(r.ops)[:2]]
     out.append(call("find_similar_tests", r.query))
     return out
 
 
-def next_list_modules(r) -> list[str]:
+def next_list_modules(r: ListModulesResult) -> list[str]:
     first = _first(c for classes in r.groups.values() for c in classes)
     return [call("trace_module", first.fq)] if first else []
 
 
-def next_similar_tests(r) -> list[str]:
-    out = []
+def next_similar_tests(r: SimilarTestsResult) -> list[str]:
+    out: list[str] = []
     if r.tests:
         out.append(call("test_file_info", r.tests[0].loc.path))
     if r.total > len(r.tests):
@@ -153,7 +165,7 @@ def next_similar_tests(r) -> list[str]:
     return out
 
 
-def next_test_utils(r) -> list[str]:
+def next_test_utils(r: TestUtilsResult) -> list[str]:
     cuts = [c for c in r.groups if r.counts.get(c, 0) > len(r.groups[c])]
     return [call("list_test_utils", c, limit=full_limit(r.counts[c])) for c in cuts]
 
@@ -163,13 +175,13 @@ _SETUP_OPS = {"randn", "rand", "randint", "zeros", "ones", "empty", "full", "ten
               "size", "item", "clone", "detach", "cpu", "cuda", "float", "double", "view", "reshape", "manual_seed"}
 
 
-def next_test_file(r) -> list[str]:
+def next_test_file(r: TestFileInfo) -> list[str]:
     ops = [op for op, _n in r.ops if op.rsplit(".", 1)[-1] not in _SETUP_OPS]
     return [call("find_similar_tests", op) for op in ops[:2]]
 
 
-def next_affected(r) -> list[str]:
-    out = []
+def next_affected(r: AffectedResult) -> list[str]:
+    out: list[str] = []
     if r.ops:
         out.append(call("trace", r.ops[0].op.key))
     fn = _first(r.changed, lambda c: c.node.kind in (NodeKind.CPP_FUNCTION, NodeKind.GPU_KERNEL, NodeKind.STUB))

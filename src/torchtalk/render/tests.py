@@ -6,13 +6,13 @@ import json
 
 from ..model import InstantiationKind, UtilKind
 from ..query.testfiles import TestFileInfo, TestUtilsResult
-from ..query.tests import SimilarTestsResult
+from ..query.tests import MarkHit, SimilarTestsResult
 from .common import IN_STRUCTURED, raise_limit, showing
 
 MAX_MARKS = 8
 
 
-def _mark_line(m) -> str:
+def _mark_line(m: MarkHit) -> str:
     where = ".".join(x for x in (m.test_class, m.test_name) if x) or "every test"
     extra = ", ".join(x for x in (m.device_type, m.dtypes) if x)
     return f"{where}: {m.mark}" + (f" [{extra}]" if extra else "") + f"  ({m.loc})"

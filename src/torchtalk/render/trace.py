@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 
 from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, FormulaKind, NodeKind, Op, PyApiKind, SymbolKind
+from ..query.cuts import tool_call
 from ..query.trace import BindingTrace, DerivInfo, KernelInfo, OpTrace, PythonEntry, TraceResult
-from .common import cut_lines
+from .budget import STRUCTURED, Section, fitted
+from .common import IN_STRUCTURED, cut_lines, showing
 
 MAX_LAUNCHES = 12
 MAX_OP_CALLS = 15
@@ -139,7 +142,8 @@ def _context(r: TraceResult) -> list[str]:
     return out
 
 
-def _same_as(seen: dict[tuple[str, tuple[str, ...]], str], key: str, value: list[object], op_name: str) -> str | None:
+def _same_as(seen: dict[tuple[str, tuple[str, ...]], str], key: str, value: Sequence[object],
+             op_name: str) -> str | None:
     """The overload already shown with an identical ``key`` section, else None (and remember this one)."""
     marker = (key, tuple(map(str, value)))
     if marker in seen:
@@ -187,7 +191,12 @@ def _backward(d: DerivInfo, out: list[str]) -> None:
 
 
 def _entry(e: PythonEntry, out: list[str]) -> None:
-    out.append(f"Python {e.kind.noun} {e.name}{e.signature}  {e.loc}")
+    out += _entry_lines(e)
+
+
+def _entry_lines(e: PythonEntry) -> list[str]:
+    """A Python function asked about: its definition, then its steps toward the ops (the first 12)."""
+    out = [f"Python {e.kind.noun} {e.name}{e.signature}  {e.loc}"]
     for edge in e.calls[:12]:
         if edge.kind is EdgeKind.BINDING:
             out.append(f"- {edge.src.key} is bound to op {edge.dst.key}  ({edge.site})")
@@ -199,7 +208,8 @@ def _entry(e: PythonEntry, out: list[str]) -> None:
             how = f" ({edge.note})" if edge.note else ""
             out.append(f"- calls {edge.written}{how} -> {target}  (at {edge.site})")
     if len(e.calls) > 12:
-        out.append(f"- ... showing 12 of {len(e.calls)} steps")
+        out.append(f"- ... {showing(12, len(e.calls), IN_STRUCTURED)} steps")
+    return out
 
 
 _BINDING_KINDS = {PyApiKind.GENERATED_BINDING: "a generated binding (tools/autograd/gen_python_functions.py)",
@@ -230,6 +240,65 @@ def _bindings(bs: list[BindingTrace], out: list[str]) -> None:
                 out.append(f"- reaches op {e.dst.key} through {e.src.label} (call at {e.site})")
 
 
+def _reached(e: PythonEntry, ops: list[OpTrace]) -> list[str]:
+    """Each op a Python function reaches, once, with the call that reaches it and the branch that picks it
+    (the lead of a trace whose overloads the budget may cut: the question was which ops the function runs)."""
+    traced = {t.op.full_name for t in ops}
+    by_call: dict[tuple[str, str], list[str]] = {}
+    for edge in e.calls:
+        if edge.dst.kind is NodeKind.OP and edge.dst.key in traced:
+            by_call.setdefault((edge.written or edge.src.key, str(edge.site)), []).append(edge.dst.key)
+    if len(by_call) < 2:
+        return []
+    out = [f"It reaches {len(traced)} overloads, by the call that reaches them:"]
+    out += [f"- {written} at {site}" + (f" [{e.branches[site]}]" if site in e.branches else "")
+            + f" -> {', '.join(names)}" for (written, site), names in by_call.items()]
+    return out
+
+
+def _op_section(r: TraceResult, t: OpTrace, shown: set[str], sections: dict[tuple[str, tuple[str, ...]], str]) \
+        -> Section:
+    """One overload's detail: its registry entry, Python names, kernels per key, generated code, autograd."""
+    op = t.op
+    out: list[str] = []
+    if r.focus == "full" and t.python:
+        if same := _same_as(sections, "python", [p.name for p in t.python], op.full_name):
+            out.append(f"Python: as {same}")
+        else:
+            out.append("Python: " + ", ".join(f"{p.name} ({p.kind.value})" for p in t.python))
+    if r.focus == "full" and t.py_callers:
+        shown_callers = [f"{e.src.key} ({e.site})" for e in t.py_callers[:6]]
+        if same := _same_as(sections, "callers", shown_callers, op.full_name):
+            out.append(f"Called from Python: as {same}")
+        else:
+            more = f" (+{len(t.py_callers) - 6} more)" if len(t.py_callers) > 6 else ""
+            out.append("Called from Python: " + ", ".join(shown_callers) + more)
+    if r.focus == "full" and t.py_refs and (same := _same_as(sections, "refs", list(t.py_refs), op.full_name)):
+        out.append(f"Python decompositions / refs / lowerings: as {same}")
+    elif r.focus == "full" and t.py_refs:
+        out.append("Python decompositions / refs / lowerings:")
+        for kind, func, loc in t.py_refs[:12]:
+            out.append(f"- {kind}: {func or '(registration)'}  {loc}")
+        if len(t.py_refs) > 12:
+            out.append(f"- ... {showing(12, len(t.py_refs), IN_STRUCTURED)}")
+    if t.kernels:
+        out.append("Dispatch:" if r.focus == "yaml" else "Dispatch -> C++:")
+        _render_kernels(t, r.focus, shown, out, r.cpp_indexed)
+    elif r.focus == "yaml":
+        if op.structured_delegate:
+            out.append(f"Dispatch: none of its own; structured_delegate {op.structured_delegate} "
+                       "(use focus='dispatch' to follow it)")
+    _render_generated(t, out, shown)
+    if r.focus in ("full", "yaml"):
+        _derivatives(t, out)
+    focus = {} if r.focus == "full" else {"focus": r.focus}
+    alone = tool_call("trace", op.full_name, **focus)
+    # The one overload asked about: its own call would be this answer again; the typed answer holds it whole.
+    shows = alone if len(r.ops) > 1 else f"{STRUCTURED} of {tool_call('trace', r.query, **focus)}"
+    return Section(["", f"## {op.full_name}  {op.loc}", f"    {op.schema}", _facts(op)], out,
+                   what=f"overload {op.full_name}", shows=shows)
+
+
 def render_trace(r: TraceResult) -> str:
     if r.bindings and not r.ops:
         out = [f"# trace {r.query}: bound to C++ that is not an op"]
@@ -248,50 +317,23 @@ def render_trace(r: TraceResult) -> str:
         _bindings(r.bindings, out)
     if r.entry is not None:
         out.append("")
-        _entry(r.entry, out)
+        reached = _reached(r.entry, r.ops)
+        steps = _entry_lines(r.entry)
+        out += steps[:1] + (reached or steps[1:])
     shown: set[str] = set()
     sections: dict[tuple[str, tuple[str, ...]], str] = {}
-    for t in r.ops:
-        op = t.op
-        out += ["", f"## {op.full_name}  {op.loc}", f"    {op.schema}", _facts(op)]
-        if r.focus == "full" and t.python:
-            if same := _same_as(sections, "python", [p.name for p in t.python], op.full_name):
-                out.append(f"Python: as {same}")
-            else:
-                out.append("Python: " + ", ".join(f"{p.name} ({p.kind.value})" for p in t.python))
-        if r.focus == "full" and t.py_callers:
-            shown_callers = [f"{e.src.key} ({e.site})" for e in t.py_callers[:6]]
-            if same := _same_as(sections, "callers", shown_callers, op.full_name):
-                out.append(f"Called from Python: as {same}")
-            else:
-                more = f" (+{len(t.py_callers) - 6} more)" if len(t.py_callers) > 6 else ""
-                out.append("Called from Python: " + ", ".join(shown_callers) + more)
-        if r.focus == "full" and t.py_refs and (same := _same_as(sections, "refs", list(t.py_refs), op.full_name)):
-            out.append(f"Python decompositions / refs / lowerings: as {same}")
-        elif r.focus == "full" and t.py_refs:
-            out.append("Python decompositions / refs / lowerings:")
-            for kind, func, loc in t.py_refs[:12]:
-                out.append(f"- {kind}: {func or '(registration)'}  {loc}")
-            if len(t.py_refs) > 12:
-                out.append(f"- ... showing 12 of {len(t.py_refs)}")
-        if t.kernels:
-            out.append("Dispatch:" if r.focus == "yaml" else "Dispatch -> C++:")
-            _render_kernels(t, r.focus, shown, out, r.cpp_indexed)
-        elif r.focus == "yaml":
-            if op.structured_delegate:
-                out.append(f"Dispatch: none of its own; structured_delegate {op.structured_delegate} "
-                           "(use focus='dispatch' to follow it)")
-        _render_generated(t, out, shown)
-        if r.focus in ("full", "yaml"):
-            _derivatives(t, out)
+    details = [_op_section(r, t, shown, sections) for t in r.ops]
+    if r.entry is not None and reached and any(e.dst.kind is not NodeKind.OP for e in r.entry.calls):
+        details.append(Section(["", f"Steps of {r.entry.name}:"], steps[1:],
+                               what=f"the steps of {r.entry.name}", shows=STRUCTURED))
+    tail: list[str] = []
     if r.composite_notes:
-        out += ["", "Composite keys:"] + [f"- {key}: {text}" for key, text in r.composite_notes.items()]
+        tail += ["", "Composite keys:"] + [f"- {key}: {text}" for key, text in r.composite_notes.items()]
     context = _context(r)
     if context:
-        out += [""] + [f"Why: {line}" for line in context]
+        tail += [""] + [f"Why: {line}" for line in context]
     if r.related:
-        out += ["", "Related ops: " + ", ".join(r.related)]
+        tail += ["", "Related ops: " + ", ".join(r.related)]
     for n in r.notes:
-        out += ["", f"Note: {n}"]
-    return "\n".join(out + cut_lines(r.cuts))
-
+        tail += ["", f"Note: {n}"]
+    return fitted(out, details, tail + cut_lines(r.cuts))

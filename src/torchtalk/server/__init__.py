@@ -5,8 +5,12 @@
   held to them;
 - ``backend.py``: the tree and index the answers come from, found and built on demand;
 - ``builds.py``: background ``torchtalk index`` runs;
+- ``freshness.py``: which files differ from the index, known before each answer (Note [Freshness]);
 - ``stdio.py`` / ``jsonrpc.py``: the stdio transport, which answers every line;
-- ``http.py``: streamable HTTP with a worker process per core.
+- ``http.py`` / ``http_guard.py``: streamable HTTP with a worker process per core; time limits on
+  connections, 405 for the event stream, calls cut by a shutdown answered with an error;
+- ``signals.py`` / ``threads.py``: SIGTERM and SIGINT end the server within about a second (143 / 130),
+  blocking work in daemon threads a shutdown does not wait for.
 
 The server starts whatever the state of the setup and answers ``initialize`` at once: without a tree
 or an index, the tools say what is missing and how to fix it (see ``backend.py``). Logs go to stderr,
@@ -17,8 +21,8 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import sys
+import threading
 
 import anyio
 
@@ -30,9 +34,11 @@ from .app import INSTRUCTIONS, build_server
 from .backend import Backend, _warm_up
 from .builds import Refresher
 from .http import serve_http
+from .signals import Stopped, said, stop_on_signals
 from .stdio import serve_stdio
 
-__all__ = ["INSTRUCTIONS", "Backend", "Refresher", "_warm_up", "build_server", "prepare", "serve"]
+__all__ = ["INSTRUCTIONS", "Backend", "Refresher", "Stopped", "_warm_up", "build_server", "prepare", "said", "serve",
+           "stop_on_signals"]
 
 
 def prepare(source: str | None, codegen: bool = True) -> tuple[SourceTree, Index]:
@@ -44,22 +50,23 @@ def prepare(source: str | None, codegen: bool = True) -> tuple[SourceTree, Index
     return tree, Index(tree.index_path, tree.root)
 
 
-def _on_sigterm(signum, frame) -> None:
-    raise SystemExit(0)  # unwinds through the cleanup below (a background index run is ended and reaped)
-
-
 def serve(source: str | None, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8765,
           codegen: bool = True, workers: int | None = None) -> int:
-    """Run the server until stdin ends (stdio) or a signal stops it (http). ``workers``: HTTP worker
+    """Run the server until stdin ends (stdio, exit 0) or a signal stops it (143 for SIGTERM, 130 for SIGINT,
+    within about a second: calls in flight are answered or cancelled with an error). ``workers``: HTTP worker
     processes (default: $TORCHTALK_HTTP_WORKERS, else one per core, at most 8)."""
     logging.basicConfig(stream=sys.stderr, level=os.environ.get("TORCHTALK_LOG", "WARNING"))
     if transport == "http":
-        return serve_http(source, codegen, host, port, workers)
-    signal.signal(signal.SIGTERM, _on_sigterm)
+        return said(serve_http(source, codegen, host, port, workers))
+    stop_on_signals()
     backend = Backend(source, codegen)
-    backend.start()
     try:
-        anyio.run(serve_stdio, build_server(backend))
+        backend.start()
+        stopping = threading.Thread(target=backend.stop, name="torchtalk-stop", daemon=True)
+        code = anyio.run(serve_stdio, build_server(backend), stopping.start)
+        stop_on_signals()  # the event loop gave the signals back
+    except Stopped as exc:
+        code = exc.code
     finally:
-        backend.stop()
-    return 0
+        backend.stop()  # a background index run is ended and reaped
+    return said(code)

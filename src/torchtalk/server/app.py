@@ -33,6 +33,7 @@ from .arguments import check_arguments
 from .backend import Backend, Unavailable
 from .builds import Refresher
 from .schema import input_schema, published
+from .threads import in_thread
 
 log = logging.getLogger("torchtalk")
 
@@ -75,7 +76,15 @@ def _run(backend: Backend, tool: Tool, ix: Index, kwargs: dict[str, Any]) -> Cal
 
 def _ready_then_run(backend: Backend, tool: Tool, kwargs: dict[str, Any]) -> CallToolResult | Unavailable:
     ix = backend.ready()
-    return ix if isinstance(ix, Unavailable) else _run(backend, tool, ix, kwargs)
+    if isinstance(ix, Unavailable):
+        return ix
+    # Changed files are indexed first when that fits in ~2 s; else the answer's first line says what it misses
+    # (get_status says so in its own words).
+    note = backend.freshness_note(ix) if tool.name != "get_status" else None
+    result = _run(backend, tool, ix, kwargs)
+    if note and result.content and isinstance(result.content[0], TextContent):
+        result.content[0] = TextContent(type="text", text=f"{note}\n\n{result.content[0].text}")
+    return result
 
 
 class _Calls:
@@ -101,7 +110,8 @@ class _Calls:
         answer_now = functools.partial(_ready_then_run, self.backend, tool, kwargs)
         waited = 0.0
         while True:
-            result = await anyio.to_thread.run_sync(answer_now, limiter=self.limiter)
+            async with self.limiter:  # a daemon thread: a shutdown never waits for a query (threads.py)
+                result = await in_thread(answer_now)
             if not isinstance(result, Unavailable):
                 return result
             if not result.building or waited >= BUILD_WAIT_S:

@@ -18,18 +18,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SourceError
+from ..graph.cpp_types import directives, symbol_qualnames
 from ..graph.registry import registry
 from ..graph.resolve import stub_names
+from ..graph.symbols import pasted_symbols
+from ..index.freshness import Freshness
 from ..index.usable import index_problem
 from ..query.cuda import cuda_kernels
+from ..query.errors import warm as warm_errors
 from ..query.status import changed_files
 from ..source.tree import SourceTree, config_path, find_source, read_config
 from ..store import integrity
+from ..store.builds import failure_summary, reported_failure
 from ..store.db import corrupt_marker
 from ..store.reader import Index
 from ..tools import all_tools
 from ..tools.structured import output_model
 from .builds import BuildState, Refresher
+from .freshness import FRESH_WAIT_S, stale_note, watch_in_background
 
 log = logging.getLogger("torchtalk")
 
@@ -51,7 +57,12 @@ def _warm_up(ix: Index) -> None:
     try:
         registry(ix)
         stub_names(ix)
+        # What resolving any C++ call looks up (impact, called_by, calls, cuda_kernels all resolve calls).
+        symbol_qualnames(ix)
+        directives(ix)
+        pasted_symbols(ix)
         cuda_kernels(ix)
+        warm_errors(ix)  # error_origin's raise sites and test names
         if ix.source_root is not None:
             changed_files(ix, ix.source_root)
         for tool in all_tools():
@@ -81,6 +92,9 @@ class Backend:
         self._tree: SourceTree | None = None
         self._ix: Index | None = None
         self._refresher: Refresher | None = None
+        self._stopping = False
+        self._fresh: Freshness | None = None
+        self._stop_watching = threading.Event()
 
     @classmethod
     def over(cls, ix: Index, refresher: Refresher | None = None) -> Backend:
@@ -89,7 +103,55 @@ class Backend:
         b._ix, b._refresher = ix, refresher
         if refresher is not None:
             b._tree = refresher.tree
+            b._watch_tree(refresher.tree, ix)
         return b
+
+    def _watch_tree(self, tree: SourceTree, ix: Index) -> None:
+        """Know before each answer which files differ from the index (Note [Freshness])."""
+        fresh = self._fresh = Freshness(tree.root, self.codegen)
+        ix.changes = lambda: fresh.changed(ix)
+        # The watch is set up (and the tree compared once) with the warm-up, a moment after start: not while
+        # `initialize` is answered; a call before that sets it up itself.
+        watch_in_background(fresh, lambda: self._ix, self._refresh_now, self._stop_watching)
+
+    def _refresh_now(self) -> None:
+        if self._refresher is not None and not self._stopping:
+            self._refresher.maybe_start()
+
+    def freshness_note(self, ix: Index) -> str | None:
+        """None when ``ix`` holds the tree as it is (after waiting up to FRESH_WAIT_S for a refresh that makes
+        it so); else the first line of the answer, naming the changed files and what is being done."""
+        fresh, refresher = self._fresh, self._refresher
+        if fresh is None or refresher is None:
+            return None
+        changed = fresh.changed(ix)
+        if not changed:
+            return None
+        deadline = time.monotonic() + FRESH_WAIT_S
+        refresher.maybe_start()
+        while time.monotonic() < deadline and not self._stopping:
+            time.sleep(0.05)
+            st = refresher.status()
+            if st.running:
+                continue
+            ix.recheck()
+            changed = fresh.changed(ix)
+            if not changed:
+                return None
+            if st.exit_code not in (None, 0):
+                break  # failing (a full disk): not again at once
+            refresher.maybe_start()  # changes made while the last run ran
+        st = refresher.status()
+        failed = reported_failure(ix.path)
+        if st.running:
+            doing = "a refresh is running, and answers will include them when it lands"
+        elif failed:
+            doing = f"refreshing fails ({failure_summary(failed)}); answers come from the index as it is"
+        else:
+            doing = "a refresh will start shortly"
+        built = ix.meta.get("built_at")
+        when = time.strftime("%H:%M:%S", time.localtime(float(built))) if built else "?"
+        return stale_note(changed, when, doing)
 
     def start(self) -> None:
         """At server start: find the tree, and start building its index now if it has none (cheap: no
@@ -99,9 +161,9 @@ class Backend:
     def ready(self) -> Index | Unavailable:
         ix = self._ix
         if ix is not None:
-            if self._refresher is not None:
-                self._refresher.maybe_start()  # freshness, at most every REFRESH_EVERY_S
             return ix
+        if self._stopping:  # the build was ended by the shutdown, not by a failure: a call waiting for it is cut
+            return Unavailable("The server is shutting down.", building=True)
         with self._lock:
             if self._ix is not None:
                 return self._ix
@@ -117,15 +179,16 @@ class Backend:
             problem = index_problem(tree)
             if problem is None:
                 self._ix = Index(tree.index_path, tree.root)
+                self._watch_tree(tree, self._ix)
                 # Damage no query reads is found too: one quick_check in the background, a rebuild if it fails.
                 refresher = self._refresher
-                integrity.watch(self._ix.path, on_damage=lambda: refresher.maybe_start(urgent=True), log=log.warning)
+                integrity.watch(self._ix.path, on_damage=lambda: refresher.maybe_start(), log=log.warning)
                 # On two cores the warm-up would compete with answering `initialize`: a moment later.
                 timer = threading.Timer(WARM_UP_DELAY_S, _warm_up, args=(self._ix,))
                 timer.daemon = True
                 timer.start()
                 return self._ix
-            self._refresher.maybe_start(urgent=True)
+            self._refresher.maybe_start()
             return self._building(tree, problem)
 
     def _building(self, tree: SourceTree, problem: str) -> Unavailable:
@@ -145,8 +208,12 @@ class Backend:
     def after_error(self, ix: Index) -> None:
         """A query found the index corrupt (it left a marker): rebuild now; answers resume when it lands."""
         if self._refresher is not None and corrupt_marker(ix.path).exists():
-            self._refresher.maybe_start(urgent=True)
+            self._refresher.maybe_start()
 
     def stop(self) -> None:
+        self._stopping = True
+        self._stop_watching.set()
         if self._refresher is not None:
             self._refresher.stop()
+        if self._fresh is not None:
+            self._fresh.close()  # its inotify instance (128 per user by default)

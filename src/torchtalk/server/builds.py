@@ -1,7 +1,8 @@
 """Background index builds: ``torchtalk index`` in a child process, at most one at a time.
 
-The first build of a tree (and a rebuild of a corrupt index) starts at once; a freshness refresh at
-most every REFRESH_EVERY_S, when tools are being called. The state of the runs (is one running,
+A run starts at once when one is asked for and none is running: the first build of a tree, a rebuild of
+a corrupt index, a refresh after files changed (Note [Freshness] in freshness.py); a run that failed is
+tried again after FAILED_RETRY_S. The state of the runs (is one running,
 since when, how did the last one end) lives in a ``BuildState``: in shared memory when the HTTP
 server runs several worker processes, so they start one build between them, not one each.
 """
@@ -26,8 +27,9 @@ from ..source.tree import SourceTree
 
 log = logging.getLogger("torchtalk")
 
-REFRESH_EVERY_S = 30.0
+FAILED_RETRY_S = 30.0  # a run that failed is tried again after this long (or when a call asks after it)
 NICE = 10  # builds yield the CPU to the answers
+STOP_GRACE_S = 1.2  # a run told to stop (SIGTERM) gets this long to clean up before SIGKILL
 _STARTED, _PID, _EXIT, _ENDED = range(4)
 _ERROR_BYTES = 400
 
@@ -84,19 +86,20 @@ class Refresher:
         self.state = state or BuildState()
         self._proc: subprocess.Popen | None = None
         self._watcher: threading.Thread | None = None
+        self._stop_lock = threading.Lock()
 
     def status(self) -> BuildStatus:
         with self.state.lock:
             return self.state.status()
 
-    def maybe_start(self, urgent: bool = False) -> None:
-        """Start a run unless one is running or (unless urgent) one started less than REFRESH_EVERY_S ago.
-        A run that failed is retried after REFRESH_EVERY_S even when urgent: it would fail again now."""
+    def maybe_start(self) -> None:
+        """Start a run unless one is running (in any process sharing the state). A run that failed is retried
+        after FAILED_RETRY_S, not at once: it would fail again now (a full disk)."""
         with self.state.lock:
             st = self.state.status()
             now = time.monotonic()
-            failed_recently = st.exit_code not in (None, 0) and now - self.state.ended_at() < REFRESH_EVERY_S
-            if st.running or failed_recently or (not urgent and now - st.started < REFRESH_EVERY_S):
+            failed_recently = st.exit_code not in (None, 0) and now - self.state.ended_at() < FAILED_RETRY_S
+            if st.running or failed_recently:
                 return
             cmd = [sys.executable, "-m", "torchtalk", "index", "--source", str(self.tree.root), "--progress", "never"]
             if not self.codegen:
@@ -136,17 +139,20 @@ class Refresher:
             self.state.ended(code, error)
 
     def stop(self) -> None:
-        proc = self._proc
-        if proc is None:
-            return
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
+        """End a run this process started, and reap it: SIGTERM to its process group (it removes its temp file
+        and stops its helpers), SIGKILL after STOP_GRACE_S. Safe to call from several threads."""
+        with self._stop_lock:
+            proc = self._proc
+            if proc is None:
+                return
+            if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        if self._watcher is not None:
-            self._watcher.join(timeout=10)
+                    os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=STOP_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+            if self._watcher is not None:
+                self._watcher.join(timeout=2)

@@ -5,7 +5,8 @@ processes. The server is stateless (no session to keep: every call carries what 
 worker can answer any request, and the kernel spreads connections over the workers that accept on
 the shared socket. Each worker reads the same index file (read-only, memory-mapped, so its pages
 are shared); background index runs are coordinated through a BuildState in shared memory. The
-parent only supervises: it forwards SIGTERM/SIGINT, reaps every worker, and replaces one that dies.
+parent only supervises: it forwards SIGTERM/SIGINT, reaps every worker, and replaces one that dies; it
+exits 143 (SIGTERM) or 130 (SIGINT) once they are gone, within about a second (``http_guard.py``).
 """
 
 from __future__ import annotations
@@ -17,19 +18,22 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 
 from ..errors import BadArgument
 from .app import build_server
 from .backend import Backend
 from .builds import BuildState
+from .http_guard import Guard, StoppingServer, TimedH11
+from .signals import Stopped, stop_on_signals
 from .view.routes import PREFIX as VIEW_PREFIX
 from .view.routes import view_routes
 
 log = logging.getLogger("torchtalk")
 
 MAX_WORKERS = 8
-GRACEFUL_S = 5  # a request in flight at shutdown gets this long to finish
+GRACEFUL_S = 1.0  # uvicorn's bound on the shutdown; calls still running are cut at http_guard.GRACE_S
 RESPAWN_LIMIT = 5  # workers dying within RESPAWN_WINDOW_S of their start before the server gives up
 RESPAWN_WINDOW_S = 10.0
 
@@ -70,35 +74,47 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-class _Terminate(SystemExit):
-    """Raised by SIGTERM once uvicorn has shut down gracefully (it re-raises the signal it caught), so the
-    worker's cleanup (ending a background index run) runs before it exits."""
+def serve_uvicorn(app, sock: socket.socket, backend: Backend, lifespan: str) -> int:
+    """Serve ``app`` on ``sock`` until SIGTERM or SIGINT; 128 + the signal's number. At the signal, the calls
+    in flight get GRACE_S and are then answered with an error (``http_guard.Guard``), and the background
+    build is ended at once, beside uvicorn's shutdown: the process is gone within about a second."""
+    import uvicorn
 
+    stop_on_signals()  # uvicorn hands a caught signal back to these once it has shut down
+    guard = Guard(app)
+    stopping = threading.Thread(target=backend.stop, name="torchtalk-stop", daemon=True)
 
-def _on_sigterm(signum, frame) -> None:
-    raise _Terminate(0)
+    def on_signal(signum: int) -> None:
+        guard.stop(signal.Signals(signum).name)
+        stopping.start()
+
+    config = uvicorn.Config(guard, log_level="warning", access_log=False, lifespan=lifespan, http=TimedH11,
+                            timeout_graceful_shutdown=GRACEFUL_S)
+    server = StoppingServer(config, on_signal)
+    try:
+        server.run(sockets=[sock])
+    except Stopped as exc:
+        return exc.code
+    finally:
+        backend.stop()
+    return 128 + server.signum if server.signum else 0
 
 
 def run_worker(sock: socket.socket, source: str | None, codegen: bool, host: str, state: BuildState,
-               unblock: set[signal.Signals] | None = None) -> None:
-    import uvicorn
-
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+               unblock: set[signal.Signals] | None = None) -> int:
+    stop_on_signals()
     if unblock is not None:
         signal.pthread_sigmask(signal.SIG_SETMASK, unblock)
     backend = Backend(source, codegen, state)
-    backend.start()
-    app = build_server(backend).streamable_http_app(stateless_http=True, json_response=True, host=host,
-                                                    custom_starlette_routes=view_routes(backend, is_loopback(host)))
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                            timeout_graceful_shutdown=GRACEFUL_S)
     try:
-        uvicorn.Server(config).run(sockets=[sock])
-    except (_Terminate, KeyboardInterrupt):
-        pass
-    finally:
+        backend.start()
+        app = build_server(backend).streamable_http_app(
+            stateless_http=True, json_response=True, host=host,
+            custom_starlette_routes=view_routes(backend, is_loopback(host)))
+    except Stopped as exc:
         backend.stop()
+        return exc.code
+    return serve_uvicorn(app, sock, backend, lifespan="on")
 
 
 def _fork_worker(sock: socket.socket, source: str | None, codegen: bool, host: str, state: BuildState) -> int:
@@ -108,12 +124,11 @@ def _fork_worker(sock: socket.socket, source: str | None, codegen: bool, host: s
     if pid:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
         return pid
-    code = 0
+    code = 1
     try:
-        run_worker(sock, source, codegen, host, state, unblock=old)
+        code = run_worker(sock, source, codegen, host, state, unblock=old)
     except BaseException:
         log.exception("HTTP worker %d failed", os.getpid())
-        code = 1
     finally:
         sys.stderr.flush()
         os._exit(code)
@@ -127,26 +142,31 @@ def serve_http(source: str | None, codegen: bool, host: str, port: int, workers:
           flush=True)
     if workers == 1:
         try:
-            run_worker(sock, source, codegen, host, BuildState())
+            return run_worker(sock, source, codegen, host, BuildState())
         finally:
             sock.close()
-        return 0
     # Forked before any thread starts, so each worker begins with a clean copy of this process.
     state = BuildState(shared=True)
     children: dict[int, float] = {}
     stopping = False
+    signalled = 0  # the signal that stops the server, if one does
 
-    def stop(signum, frame) -> None:
+    def stop() -> None:
         nonlocal stopping
         stopping = True
         for pid in list(children):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
 
+    def on_signal(signum, frame) -> None:
+        nonlocal signalled
+        signalled = signalled or signum
+        stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     for _ in range(workers):
         children[_fork_worker(sock, source, codegen, host, state)] = time.monotonic()
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
     early_deaths: list[float] = []
     code = 0
     try:
@@ -166,12 +186,12 @@ def serve_http(source: str | None, codegen: bool, host: str, port: int, workers:
                 if len(early_deaths) >= RESPAWN_LIMIT:
                     log.error("HTTP workers keep dying at start-up; stopping the server")
                     code = 1
-                    stop(signal.SIGTERM, None)
+                    stop()
                     continue
             children[_fork_worker(sock, source, codegen, host, state)] = time.monotonic()
     finally:
         sock.close()
-    return code
+    return code or (128 + signalled if signalled else 0)
 
 
 def _describe(status: int) -> str:

@@ -1,14 +1,17 @@
-"""List the files of a tree that TorchTalk indexes, by layer, with their stat.
+"""List the files of a tree that TorchTalk indexes, by layer, with their stat; read one safely.
 
 A refresh starts here: comparing (size, mtime_ns) with what the index holds
 tells which files may have changed without reading any of them. Symlinks are
-followed only when they stay inside the tree.
+followed only when they stay inside the tree. Only regular files are read, and
+within a size and a time limit (``read_limited``): a file that became a FIFO
+after it was listed would otherwise block its reader, and the build, forever.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +23,49 @@ CPP_EXTS = frozenset((".cpp", ".cc", ".c", ".h", ".hpp", ".cu", ".cuh", ".mm", "
 PY_ROOTS = ("torch", "test")
 # Files beyond this are generated blobs, not code anyone reads; they are listed as skipped.
 MAX_FILE_BYTES = 8 * 1024 * 1024
+# A read that takes longer is abandoned (a hung network mount, a device): the file is skipped, the build goes on.
+READ_TIMEOUT_S = 30.0
+_CHUNK = 1 << 20
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
+
+
+class Unreadable(Exception):
+    """Why a file was not read (not a regular file, too large, too slow); the build skips it with this reason."""
+
+
+def not_regular(mode: int) -> str | None:
+    """"not a regular file (a FIFO)" and the like, or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    kind = next((name for test, name in _KINDS if test(mode)), "a special file")
+    return f"not a regular file ({kind})"
+
+
+def read_limited(path: str, max_bytes: int = MAX_FILE_BYTES, timeout_s: float = READ_TIMEOUT_S
+                 ) -> tuple[os.stat_result, bytes]:
+    """(stat, content) of the regular file at ``path``. Opened without blocking (a FIFO without a writer
+    would block ``open`` itself), refused unless regular, and read in chunks within ``max_bytes`` and
+    ``timeout_s``: Unreadable says which limit it met; OSError when it cannot be opened or read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        odd = not_regular(st.st_mode)
+        if odd:
+            raise Unreadable(odd)
+        if st.st_size > max_bytes:
+            raise Unreadable(f"larger than {max_bytes // (1024 * 1024)} MB")
+        chunks, total, t0 = [], 0, time.monotonic()
+        while chunk := os.read(fd, _CHUNK):
+            total += len(chunk)
+            if total > max_bytes:
+                raise Unreadable(f"grew beyond {max_bytes // (1024 * 1024)} MB while it was read")
+            if time.monotonic() - t0 > timeout_s:
+                raise Unreadable(f"reading it took longer than {timeout_s:g} s")
+            chunks.append(chunk)
+        return st, b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -98,7 +144,9 @@ def _walk(root: Path, top: str, out: list[FileEntry], real_root: str) -> None:
                     if layer is None:
                         continue
                     st = entry.stat()
-                    if not stat.S_ISREG(st.st_mode):
+                    odd = not_regular(st.st_mode)
+                    if odd:  # a FIFO or a device would block or never end: listed, so the user hears of it
+                        out.append(FileEntry(rel, entry.path, layer, 0, 0, odd))
                         continue
                     skip = ""
                     if st.st_size > MAX_FILE_BYTES:
@@ -109,6 +157,52 @@ def _walk(root: Path, top: str, out: list[FileEntry], real_root: str) -> None:
                 except OSError as exc:
                     if (layer := layer_of(rel)) is not None:
                         out.append(FileEntry(rel, entry.path, layer, 0, 0, f"unreadable ({exc.strerror})"))
+
+
+def entry_at(root: Path, rel: str) -> FileEntry | None:
+    """The entry ``list_files(root)`` gives for ``rel``, or None when it lists nothing there: what a change
+    at one path means for the index, without walking the tree (the server's freshness check)."""
+    path = os.path.join(root, rel)
+    odd_name = _printable(rel)
+    if odd_name is not None:
+        odd_layer = layer_of(odd_name)
+        return FileEntry(odd_name, path, odd_layer, 0, 0, "file name is not valid UTF-8") if odd_layer else None
+    layer = layer_of(rel)
+    if layer is None:
+        return None
+    real_root = os.path.realpath(root)
+    # The walk never enters a linked directory: below one, nothing is listed.
+    parent = os.path.dirname(rel)
+    if parent and os.path.realpath(os.path.join(root, parent)) != os.path.join(real_root, parent):
+        return None
+    try:
+        lst = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return FileEntry(rel, path, layer, 0, 0, f"unreadable ({exc.strerror})")
+    if stat.S_ISLNK(lst.st_mode):
+        if not _inside(path, real_root):
+            return FileEntry(rel, path, layer, 0, 0, "symlink leads outside the tree")
+        if not os.path.exists(path):
+            return None if layer is Layer.OPS else FileEntry(rel, path, layer, 0, 0, "broken symlink")
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return FileEntry(rel, path, layer, 0, 0, f"unreadable ({exc.strerror})")
+    if stat.S_ISDIR(st.st_mode):
+        return None
+    odd = not_regular(st.st_mode)
+    if odd:
+        return FileEntry(rel, path, layer, 0, 0, odd)
+    if st.st_size > MAX_FILE_BYTES:
+        if layer is Layer.OPS:
+            return FileEntry(rel, path, layer, 0, 0, f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
+        return FileEntry(rel, path, layer, st.st_size, st.st_mtime_ns,
+                         f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
+    if layer is not Layer.OPS and not os.access(path, os.R_OK):
+        return FileEntry(rel, path, layer, st.st_size, st.st_mtime_ns, "unreadable (permission denied)")
+    return FileEntry(rel, path, layer, st.st_size, st.st_mtime_ns)
 
 
 def list_files(root: Path) -> list[FileEntry]:
@@ -124,8 +218,8 @@ def list_files(root: Path) -> list[FileEntry]:
         skip = ""
         if not _inside(str(p), real_root):
             skip = "symlink leads outside the tree"
-        elif not stat.S_ISREG(st.st_mode):
-            skip = "not a regular file"  # a FIFO or device would block or never end
+        elif not_regular(st.st_mode):
+            skip = not_regular(st.st_mode) or ""  # a FIFO or device would block or never end
         elif st.st_size > MAX_FILE_BYTES:
             skip = f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB"
         out.append(FileEntry(rel, str(p), Layer.OPS, st.st_size if not skip else 0, st.st_mtime_ns if not skip else 0,

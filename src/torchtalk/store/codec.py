@@ -26,7 +26,11 @@ _Conv = Callable[[Any], Any]
 
 
 def _json_encode(value: Any) -> str:
-    return json.dumps(list(value) if isinstance(value, (tuple, frozenset, set)) else value, sort_keys=True)
+    # A set is written sorted: its iteration order changes with the process (string hashing), and the same
+    # facts must give the same rows in every build.
+    if isinstance(value, (frozenset, set)):
+        return json.dumps(sorted(value, key=str), sort_keys=True)
+    return json.dumps(list(value) if isinstance(value, tuple) else value, sort_keys=True)
 
 
 def _tuples(value: Any) -> Any:

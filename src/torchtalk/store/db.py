@@ -9,23 +9,23 @@ previous one in use. Journaling is off on the copy because a crash discards it.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
+import json
 import os
 import shutil
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..errors import IndexUnavailable
 from ..model import FACT_TABLES, FileStatus, Layer
 from ..procs import pid_alive
+from . import keys
+from .builds import READ_ONLY_ERRNOS
 from .codec import Row, codec_for_table
 from .schema import LINK_DDL, SCHEMA_VERSION, all_indexes_ddl, all_tables_ddl
 
 _MAGIC = b"SQLite format 3\x00"
-_READ_ONLY_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS}
 
 # Rows referenced by others go first so their ids exist when the referrers are mapped.
 INSERT_ORDER = sorted(FACT_TABLES, key=lambda t: 1 if codec_for_table(t).refs else 0)
@@ -34,6 +34,21 @@ _NAME_COLUMNS: dict[str, tuple[str, ...]] = {
     "op": ("name", "full_name"), "op_dispatch": ("kernel",), "cpp_symbol": ("name",), "py_class": ("name",),
     "py_function": ("name",),
 }
+# Every source of names: those columns, and the Python names of pybind11 defs and PyMethodDef entries
+# (py_api, the link stage's table of Python names, adds its own in build_links).
+_NAME_SOURCES: dict[str, tuple[str, ...]] = {**_NAME_COLUMNS, "cpp_registration": ("name",)}
+_MAX_NAME = 300
+
+
+def _searchable(name: str) -> bool:
+    return bool(name) and len(name) <= _MAX_NAME
+
+
+# table -> [(table, column)] of the columns that hold its ids (a renumbering updates them too).
+_REFS_INTO: dict[str, list[tuple[str, str]]] = {}
+for _t in FACT_TABLES:
+    for _pos, _target in codec_for_table(_t).refs:
+        _REFS_INTO.setdefault(_target, []).append((_t, codec_for_table(_t).columns[_pos]))
 
 
 def check_file(path: Path) -> str | None:
@@ -119,44 +134,9 @@ def open_readonly(path: Path) -> sqlite3.Connection:
     return conn
 
 
-@contextlib.contextmanager
-def writer_lock(index_path: Path, wait: bool = True) -> Iterator[bool]:
-    """One indexer per index at a time; yields False if ``wait`` is off and it is taken.
-
-    In a read-only cache the lock file is opened read-only (flock needs no write access), or, when it
-    does not exist and cannot be created, not at all: nobody can write there, and a refresh that finds
-    nothing to do must still answer (it writes nothing); one that must write fails when it tries.
-    """
-    with contextlib.suppress(OSError):
-        index_path.parent.mkdir(parents=True, exist_ok=True)
-    lock_path = index_path.with_name(index_path.name + ".lock")
-    try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        if exc.errno not in _READ_ONLY_ERRNOS:
-            raise
-        try:
-            fd = os.open(lock_path, os.O_RDONLY)
-        except OSError:
-            yield True
-            return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-
-
 def is_read_only_error(exc: OSError) -> bool:
     """Whether ``exc`` means the place cannot be written (permissions, an immutable file, a read-only mount)."""
-    return exc.errno in _READ_ONLY_ERRNOS
+    return exc.errno in READ_ONLY_ERRNOS
 
 
 class BuildRejected(IndexUnavailable):
@@ -165,6 +145,14 @@ class BuildRejected(IndexUnavailable):
 
 class ReadOnlyCache(IndexUnavailable):
     """The index must be rebuilt or refreshed, but its directory cannot be written."""
+
+
+class WriteFailed(IndexUnavailable):
+    """A build could not write (a full disk, a quota, a file-size limit, an I/O error); nothing was published."""
+
+
+class BuildBusy(IndexUnavailable):
+    """Another build of this index held the lock for longer than the caller would wait."""
 
 
 def probe_writable(index_path: Path) -> None:
@@ -207,26 +195,29 @@ class IndexWriter:
         with contextlib.suppress(FileNotFoundError):
             self.tmp_path.unlink()
         self.incremental = base_ok
-        if base_ok:
-            shutil.copyfile(index_path, self.tmp_path)
-        self.conn = sqlite3.connect(self.tmp_path, isolation_level=None)
-        self.conn.execute("PRAGMA journal_mode = OFF")
-        self.conn.execute("PRAGMA synchronous = OFF")
-        self.conn.execute("PRAGMA cache_size = -262144")
-        self.conn.execute("PRAGMA temp_store = MEMORY")
-        self.conn.execute("BEGIN")
-        if not base_ok:
-            run_script(self.conn, all_tables_ddl())
-            self.set_meta(schema_version=str(SCHEMA_VERSION), complete="0")
-        self._next_id = {
-            t: (self.conn.execute(f"SELECT coalesce(max(id), 0) + 1 FROM {t}").fetchone()[0]) for t in FACT_TABLES
-        }
+        try:
+            if base_ok:
+                shutil.copyfile(index_path, self.tmp_path)
+            self.conn = sqlite3.connect(self.tmp_path, isolation_level=None)
+            self.conn.execute("PRAGMA journal_mode = OFF")
+            self.conn.execute("PRAGMA synchronous = OFF")
+            self.conn.execute("PRAGMA cache_size = -262144")
+            self.conn.execute("PRAGMA temp_store = MEMORY")
+            self.conn.execute("BEGIN")
+            if not base_ok:
+                run_script(self.conn, all_tables_ddl())
+                self.set_meta(schema_version=str(SCHEMA_VERSION), complete="0")
+            self.ids = keys.FactIds(self.conn, FACT_TABLES, _REFS_INTO, incremental=base_ok)
+        except BaseException:
+            self.abort()  # a full disk fails the copy or the first pages: never leave the temp file behind
+            raise
         self._sql = {}
         for t in FACT_TABLES:
             cols = codec_for_table(t).columns
             marks = ", ".join("?" * (len(cols) + 2))
             self._sql[t] = f"INSERT INTO {t} (id, file_id, {', '.join(cols)}) VALUES ({marks})"
         self._new_names: set[str] = set()
+        self._gone_names: set[str] = set()  # names of rows a refresh deleted: kept only if still named
 
     # ------------------------------------------------------------ files and facts
 
@@ -234,7 +225,18 @@ class IndexWriter:
         """path -> (id, size, mtime_ns, hash, layer) of what the index holds now."""
         return {r[0]: r[1:] for r in self.conn.execute("SELECT path, id, size, mtime_ns, hash, layer FROM files")}
 
+    def file_ids(self, files: Iterable[tuple[str, bool]]) -> dict[str, int]:
+        """path -> id for files to add, given as (path, generated) (Note [Canonical ids]): a path the index
+        holds keeps its id."""
+        return keys.file_ids(self.conn, ((generated, path) for path, generated in files))
+
     def remove_file(self, file_id: int) -> None:
+        if self.incremental:
+            for t, cols in _NAME_SOURCES.items():
+                where = " AND kind IN ('pybind_def', 'pymethoddef')" if t == "cpp_registration" else ""
+                for c in cols:
+                    self._gone_names.update(r[0] for r in self.conn.execute(
+                        f"SELECT DISTINCT {c} FROM {t} WHERE file_id = ?{where}", (file_id,)))
         for t in FACT_TABLES:
             self.conn.execute(f"DELETE FROM {t} WHERE file_id = ?", (file_id,))
         self.conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
@@ -244,27 +246,30 @@ class IndexWriter:
         self.conn.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, file_id))
 
     def add_file(self, path: str, layer: Layer, size: int, mtime_ns: int, digest: str, status: FileStatus,
-                 reason: str, facts: dict[str, list[Row]] | None, generated: bool = False) -> int:
-        """Record one file and its facts (rows per table, as ``store.codec.encode_facts`` makes them)."""
-        cur = self.conn.execute(
-            "INSERT INTO files (path, layer, size, mtime_ns, hash, status, reason, generated) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (path, str(layer), size, mtime_ns, digest, str(status), reason, int(generated)),
-        )
-        file_id = cur.lastrowid
-        assert file_id is not None  # set by every INSERT
+                 reason: str, facts: dict[str, list[Row]] | None, generated: bool = False,
+                 file_id: int | None = None) -> int:
+        """Record one file and its facts (rows per table, as ``store.codec.encode_facts`` makes them), under
+        ``file_id`` (from ``file_ids``; by default one is allocated for this path alone)."""
+        if file_id is None:
+            file_id = self.file_ids([(path, generated)])[path]
         if facts:
-            self._insert_facts(file_id, facts)
+            self.ids.written((generated, path))
+        self.conn.execute(
+            "INSERT INTO files (id, path, layer, size, mtime_ns, hash, status, reason, generated) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (file_id, path, str(layer), size, mtime_ns, digest, str(status), reason, int(generated)),
+        )
+        if facts:
+            self._insert_facts(file_id, (generated, path), facts)
         return file_id
 
-    def _insert_facts(self, file_id: int, facts: dict[str, list[Row]]) -> None:
+    def _insert_facts(self, file_id: int, key: keys.FileKey, facts: dict[str, list[Row]]) -> None:
         base: dict[str, int] = {}
         for t in INSERT_ORDER:
             rows = facts.get(t)
             if not rows:
                 continue
-            start = base[t] = self._next_id[t]
-            self._next_id[t] = start + len(rows)
+            start = base[t] = self.ids.block(t, file_id, key, len(rows))  # Note [Canonical ids]
             refs = codec_for_table(t).refs
             if not refs:
                 self.conn.executemany(self._sql[t], [(start + i, file_id, *row) for i, row in enumerate(rows)])
@@ -306,18 +311,45 @@ class IndexWriter:
                               [(k, str(v)) for k, v in values.items()])
 
     def flush_names(self) -> None:
-        """Add the names seen since the last flush to the search tables; call once per build."""
-        names = sorted(n for n in self._new_names if n and len(n) <= 300)
+        """Bring the search tables to the names the index holds now: those seen since the last flush are
+        added, and (in a refresh) those of deleted rows that nothing names any more are removed, so a refresh
+        leaves the same names as a full build, with ids in the same order (Note [Canonical ids])."""
+        names = sorted(n for n in self._new_names if _searchable(n))
         if not self.incremental:
-            self.conn.executemany("INSERT OR IGNORE INTO names (name) VALUES (?)", ((n,) for n in names))
+            ids = keys.spread(0, keys.NAME_ID_LIMIT, len(names)) if names else []
+            self.conn.executemany("INSERT INTO names (id, name) VALUES (?, ?)", zip(ids, names, strict=True))
             self.conn.execute("INSERT INTO names_fts(names_fts) VALUES ('rebuild')")
             self._new_names.clear()
             return
-        for n in names:
-            cur = self.conn.execute("INSERT OR IGNORE INTO names (name) VALUES (?)", (n,))
-            if cur.rowcount == 1:
-                self.conn.execute("INSERT INTO names_fts (rowid, name) VALUES (?, ?)", (cur.lastrowid, n))
+        known = {n for (n,) in self.conn.execute("SELECT name FROM names WHERE name IN (SELECT value FROM "
+                                                 "json_each(?))", (json.dumps(names),))}
+        gone = [n for n in self._gone_names - self._new_names if _searchable(n) and not self._still_named(n)]
+        rows = [(i, n) for n in gone for (i,) in self.conn.execute("SELECT id FROM names WHERE name = ?", (n,))]
+        self.conn.executemany("INSERT INTO names_fts (names_fts, rowid, name) VALUES ('delete', ?, ?)", rows)
+        self.conn.executemany("DELETE FROM names WHERE id = ?", ((i,) for i, _n in rows))
+        new = [n for n in names if n not in known]
+        try:
+            added = keys.name_ids(self.conn, new)
+        except keys.IdsExhausted:  # too many new names in one place: number them all again (a second or two)
+            everything = sorted({n for (n,) in self.conn.execute("SELECT name FROM names")} | set(new))
+            self.conn.execute("DELETE FROM names")
+            self.conn.executemany("INSERT INTO names (id, name) VALUES (?, ?)",
+                                  zip(keys.spread(0, keys.NAME_ID_LIMIT, len(everything)), everything, strict=True))
+            self.conn.execute("INSERT INTO names_fts(names_fts) VALUES ('rebuild')")
+            added = []
+        self.conn.executemany("INSERT INTO names (id, name) VALUES (?, ?)", added)
+        self.conn.executemany("INSERT INTO names_fts (rowid, name) VALUES (?, ?)", added)
         self._new_names.clear()
+        self._gone_names.clear()
+
+    def _still_named(self, name: str) -> bool:
+        """Whether any row the search tables are made of names ``name``."""
+        for t, cols in _NAME_SOURCES.items():
+            where = " AND kind IN ('pybind_def', 'pymethoddef')" if t == "cpp_registration" else ""
+            for c in cols:
+                if self.conn.execute(f"SELECT 1 FROM {t} WHERE {c} = ?{where} LIMIT 1", (name,)).fetchone():
+                    return True
+        return self.conn.execute("SELECT 1 FROM py_api WHERE name = ? LIMIT 1", (name,)).fetchone() is not None
 
     def finish_facts(self) -> None:
         """After all files: indexes (built once, after bulk inserts, which is faster)."""
@@ -326,6 +358,8 @@ class IndexWriter:
                 self.conn.execute(stmt)
 
     def rebuild_link_tables(self) -> None:
+        if self.incremental:  # their names go with them unless the new link tables name them again
+            self._gone_names.update(n for (n,) in self.conn.execute("SELECT DISTINCT name FROM py_api"))
         run_script(self.conn, LINK_DDL)
 
     def commit(self, verify: Callable[[sqlite3.Connection], str | None] | None = None) -> None:
@@ -354,7 +388,9 @@ class IndexWriter:
             os.close(dir_fd)
 
     def abort(self) -> None:
-        with contextlib.suppress(Exception):
-            self.conn.close()
-        with contextlib.suppress(FileNotFoundError):
+        conn = getattr(self, "conn", None)  # None when the constructor failed before connecting
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+        with contextlib.suppress(OSError):
             self.tmp_path.unlink()

@@ -56,6 +56,9 @@ class Index:
         # Cached lookups per index version (file identity): a thread still reading the previous
         # version must never fill the cache of the new one, nor read from it.
         self._caches: OrderedDict[Version, dict[str, Any]] = OrderedDict()
+        # Set by a server that watches the tree: the files that differ from this index now (query/status.py
+        # asks it instead of walking the tree).
+        self.changes: Callable[[], list[str]] | None = None
 
     # ------------------------------------------------------------ connections
 
@@ -75,6 +78,11 @@ class Index:
         with self._lock:
             self._version = version
         return version
+
+    def recheck(self) -> None:
+        """Look for a newly published file at the next query (a build just ended), not up to RECHECK_S later."""
+        with self._lock:
+            self._checked = -RECHECK_S
 
     def _borrow(self) -> _Conn:
         version = self._current_version()

@@ -14,11 +14,11 @@ from ..query.args import check_choice
 from ..query.results import NotFound
 from ..render.next import MAX_NEXT, NextCall, not_found_next, unique
 from ..store.reader import Index
-from . import change, cpp, ops, python, tests
+from . import change, cpp, errors, ops, python, tests
 from .structured import output_schemas, structured
 from .table import FORMAT, FORMATS, REQUIRED, Answer, Param, Tool, call_text, render_any
 
-_TOOLS: list[Tool] = ops.TOOLS + cpp.TOOLS + python.TOOLS + tests.TOOLS + change.TOOLS
+_TOOLS: list[Tool] = ops.TOOLS + cpp.TOOLS + python.TOOLS + tests.TOOLS + change.TOOLS + errors.TOOLS
 _BY_NAME = {t.name: t for t in _TOOLS}
 
 

@@ -16,7 +16,7 @@ import hashlib
 import json
 import typing
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -27,6 +27,7 @@ from ..query.results import NotFound
 from ..source.tree import cache_root
 from .table import Tool
 
+AnswerKind: TypeAlias = Literal["result", "not_found"]
 KIND_HELP = ("'result' when the question was answered; 'not_found' when the name is not in the index "
              "(then result.suggestions holds close matches, never a different symbol's answer)")
 
@@ -46,7 +47,7 @@ def output_model(tool: Tool) -> type[BaseModel]:
         f"{camel}Output",
         __config__=ConfigDict(frozen=True),
         __doc__=f"Structured answer of the {tool.name} tool.",
-        kind=(Literal["result", "not_found"], Field(description=KIND_HELP)),
+        kind=(AnswerKind, Field(description=KIND_HELP)),
         result=(result_type(tool), Field(description="the typed answer; its fields are in the schema's $defs")),
         next=(list[str], Field(description="up to three calls worth making next, with names taken from this "
                                            "answer, e.g. 'cuda_kernels(\"softmax\")'")),

@@ -23,6 +23,7 @@ from starlette.staticfiles import StaticFiles
 from ...errors import TorchTalkError
 from ..app import BUILD_POLL_S, BUILD_WAIT_S
 from ..backend import Backend, Unavailable
+from ..threads import in_thread
 from .payload import answer_json, source_json, tools_json
 
 log = logging.getLogger("torchtalk")
@@ -84,7 +85,14 @@ class View:
             return JSONResponse({"ok": False, "error": f"internal error: {type(exc).__name__}: {exc}"},
                                 status_code=500)
 
-    def answer(self, request: Request) -> Response:
+    # Queries run in daemon threads (../threads.py): a shutdown never waits for one.
+    async def answer(self, request: Request) -> Response:
+        return await in_thread(self._answer, request)
+
+    async def source(self, request: Request) -> Response:
+        return await in_thread(self._source, request)
+
+    def _answer(self, request: Request) -> Response:
         tool = request.query_params.get("tool", "")
         raw = request.query_params.get("args", "{}")
         if len(raw) > MAX_ARGS_CHARS:
@@ -99,7 +107,7 @@ class View:
                                                        "\"softmax\"}"}, status_code=400)
         return self._json(request, lambda ix: answer_json(ix, tool, args))
 
-    def source(self, request: Request) -> Response:
+    def _source(self, request: Request) -> Response:
         where = request.query_params.get("where", "")
         return self._json(request, lambda ix: source_json(ix, where))
 

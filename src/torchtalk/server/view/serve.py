@@ -1,4 +1,4 @@
-"""``torchtalk view``: the web view on 127.0.0.1, one process, until Ctrl-C."""
+"""``torchtalk view``: the web view on 127.0.0.1, one process, until Ctrl-C (130) or SIGTERM (143)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import sys
 import webbrowser
 from urllib.parse import urlencode
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.responses import RedirectResponse
 from starlette.routing import Route
 
 from .. import prepare
 from ..backend import Backend
-from ..http import bind
+from ..http import bind, serve_uvicorn
+from ..signals import Stopped, said, stop_on_signals
 from .routes import PREFIX, view_routes
 
 HOST = "127.0.0.1"
@@ -32,7 +32,12 @@ def view_url(port: int, tool: str = "", name: str = "") -> str:
 
 def serve_view(source: str | None, port: int, codegen: bool = True, open_browser: bool | None = None,
                tool: str = "", name: str = "") -> int:
-    tree, ix = prepare(source, codegen)  # the first index is built here, with progress, before the page opens
+    """Serve the view until SIGTERM (143) or SIGINT (130); the first index is built here, with progress."""
+    stop_on_signals()
+    try:
+        tree, ix = prepare(source, codegen)  # before the page opens
+    except Stopped as exc:
+        return said(exc.code)
     ix.close()
     backend = Backend(str(tree.root), codegen)
     backend.start()
@@ -42,12 +47,7 @@ def serve_view(source: str | None, port: int, codegen: bool = True, open_browser
     print(f"torchtalk: the view of {tree.root} is at {url} (Ctrl-C stops it)", file=sys.stderr, flush=True)
     if open_browser if open_browser is not None else can_open_browser():
         webbrowser.open(url)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
     try:
-        uvicorn.Server(config).run(sockets=[sock])
-    except KeyboardInterrupt:
-        pass
+        return said(serve_uvicorn(app, sock, backend, lifespan="off"))
     finally:
         sock.close()
-        backend.stop()
-    return 0

@@ -295,6 +295,8 @@ def run_one(run: Callable[[], None], stderr: LastLine) -> dict[str, Any]:
         traceback.print_exc()
         msg = (str(e).strip().splitlines() or [""])[0]
         rec["reason"] = f"{type(e).__name__}: {msg}" if msg else type(e).__name__
+        if isinstance(e, OSError) and e.errno is not None:
+            rec["errno"] = e.errno  # a full disk is the machine's problem, not the tree's (job.py tells them apart)
     rec["seconds"] = round(time.monotonic() - t0, 3)
     rec["cpu_seconds"] = round(_cpu() - c0, 3)
     return rec

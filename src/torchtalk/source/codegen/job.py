@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -24,6 +25,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from ...errors import no_space
 from ...model.paths import AUTOGRAD_MAIN, NATIVE_FUNCTIONS, TORCHGEN_MAIN
 from ...procs import pid_alive
 from .inputs import codegen_inputs_hash
@@ -32,6 +34,9 @@ from .manifest import (
     MANIFEST_NAME,
     CodegenResult,
     GeneratorResult,
+    foreign,
+    last_line,
+    one_line,
     write_manifest,
 )
 from .spec import (
@@ -46,32 +51,6 @@ from .spec import (
 )
 
 __all__ = ["CodegenJob", "start_codegen"]
-
-
-def _one_line(s: str, limit: int = 300) -> str:
-    s = " ".join(s.split())
-    return s if len(s) <= limit else s[: limit - 3] + "..."
-
-
-def _last_line(path: Path) -> str:
-    try:
-        data = path.read_bytes()[-8000:].decode("utf-8", "replace")
-    except OSError:
-        return ""
-    lines = [ln.strip() for ln in data.splitlines() if ln.strip()]
-    return lines[-1] if lines else ""
-
-
-def _foreign(out_dir: Path) -> bool:
-    """True if out_dir holds something other than an earlier output of ours."""
-    if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
-        return True
-    if not out_dir.is_dir() or (out_dir / MANIFEST_NAME).is_file():
-        return False
-    try:
-        return next(out_dir.iterdir(), None) is not None
-    except OSError:
-        return True
 
 
 _LIVE_JOBS: weakref.WeakSet[CodegenJob] = weakref.WeakSet()
@@ -132,6 +111,7 @@ class CodegenJob:
         self._stages: dict[str, Path] = {}
         self._timed_out = False
         self._cancelled = False
+        self._write_error = ""  # the output could not be written (a full disk): the machine's fault, not the tree's
 
     # -- state
     @property
@@ -200,7 +180,9 @@ class CodegenJob:
             self._kill()
             self._cleanup()
             _LIVE_JOBS.discard(self)
-            self._fail_all(_one_line(f"codegen failed: {type(e).__name__}: {e}"))
+            if isinstance(e, OSError) and no_space(e.errno):
+                self._write_error = one_line(f"placing the output in {self.out_dir}: {no_space(e.errno)} ({e})")
+            self._fail_all(one_line(f"codegen failed: {type(e).__name__}: {e}"))
             self._result = self._make_result(seconds=time.monotonic() - self._t0, cpu=0.0)
             return self._result
 
@@ -215,7 +197,7 @@ class CodegenJob:
             rc = self._proc.returncode
         cpu = 0.0
         status = self._read_status()
-        last = _one_line(_last_line(self._stderr_path)) if self._stderr_path else ""
+        last = one_line(last_line(self._stderr_path)) if self._stderr_path else ""
         for name, g in self._gens.items():
             if g.reason:  # failed before the driver started (missing generator)
                 continue
@@ -227,6 +209,8 @@ class CodegenJob:
                     g.reason = f"generator process killed by signal {-rc}" + (f" (last output: {last})" if last else "")
                 elif rc not in (0, None):
                     g.reason = f"generator process exited with status {rc}" + (f": {last}" if last else "")
+                    found = re.search(r"\[Errno (\d+)\]", last)  # the driver itself failed to write
+                    g.errno = int(found.group(1)) if found else 0
                 else:
                     g.reason = "did not run"
                 continue
@@ -236,7 +220,8 @@ class CodegenJob:
             if rec.get("ok"):
                 g.ok = True
             else:
-                g.reason = _one_line(rec.get("reason") or "failed")
+                g.reason = one_line(rec.get("reason") or "failed")
+                g.errno = int(rec.get("errno") or 0)
         self._place()
         _LIVE_JOBS.discard(self)
         self._result = self._make_result(seconds=time.monotonic() - self._t0, cpu=cpu)
@@ -282,7 +267,7 @@ class CodegenJob:
         if self._stderr_path is not None and self._stderr_path.is_file():
             os.replace(self._stderr_path, final / LOG_NAME)  # the generators' output
         out = self.out_dir
-        if _foreign(out):
+        if foreign(out):
             raise FileExistsError(f"{out} appeared meanwhile and was not made by torchtalk's codegen")
         if out.exists() or out.is_symlink():
             os.rename(out, self._tmp / "old")  # removed with the temp dir
@@ -299,10 +284,12 @@ class CodegenJob:
     def _make_result(self, seconds: float, cpu: float) -> CodegenResult:
         failed = [g for g in self._gens.values() if not g.ok]
         why = "; ".join(f"{g.name}: {g.reason}" for g in failed)
+        full = [f"{g.name}: {no_space(g.errno)} ({g.reason})" for g in failed if no_space(g.errno)]
+        write_error = self._write_error or one_line("; ".join(full))
         files = sorted({f for g in self._gens.values() if g.ok for f in g.files})
         return CodegenResult(
             ok=not failed and bool(self._gens),
-            reason=_one_line(why) if failed else ("" if self._gens else "no generator"),
+            reason=one_line(why) if failed else ("" if self._gens else "no generator"),
             seconds=round(seconds, 3),
             files=files,
             generators=self._gens,
@@ -310,6 +297,7 @@ class CodegenJob:
             inputs_hash=self.inputs_hash,
             cpu_seconds=round(cpu, 3),
             full=self.full,
+            write_error=write_error,
         )
 
 
@@ -351,7 +339,7 @@ def start_codegen(
     if not (tree / TORCHGEN_MAIN).is_file():
         gens["torchgen"].reason = (f"generator missing: no {TORCHGEN_MAIN} in the tree "
                                    "(torchgen appeared in PyTorch 1.12)")
-    if _foreign(out_dir):
+    if foreign(out_dir):
         return fail_all(f"{out_dir} exists and was not made by torchtalk's codegen (no {MANIFEST_NAME}); "
                         "not replacing it")
     runnable = [n for n in GENERATORS if not gens[n].reason]
@@ -364,7 +352,9 @@ def start_codegen(
         tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
         (tmp / "pid").write_text(str(os.getpid()))
     except OSError as e:
-        return fail_all(_one_line(f"cannot create a temporary directory beside {out_dir}: {e}"))
+        if no_space(e.errno):
+            job._write_error = one_line(f"creating a temporary directory beside {out_dir}: {no_space(e.errno)}")
+        return fail_all(one_line(f"cannot create a temporary directory beside {out_dir}: {e}"))
     job._tmp = tmp
     job._status_path = tmp / "status.jsonl"
     job._stderr_path = tmp / "driver.log"
@@ -392,6 +382,6 @@ def start_codegen(
             )
     except OSError as e:
         job._cleanup()
-        return fail_all(_one_line(f"cannot start {sys.executable}: {e}"))
+        return fail_all(one_line(f"cannot start {sys.executable}: {e}"))
     _LIVE_JOBS.add(job)
     return job

@@ -43,6 +43,7 @@ class GeneratorResult:
     seconds: float = 0.0  # wall time inside the driver
     cpu_seconds: float = 0.0  # CPU time (user+sys) inside the driver
     files: list[str] = dataclasses.field(default_factory=list)  # relative to out_dir
+    errno: int = 0  # the OSError's errno when it failed on one (ENOSPC: the disk, not the tree)
 
 
 @dataclasses.dataclass
@@ -56,10 +57,37 @@ class CodegenResult:
     inputs_hash: str = ""
     cpu_seconds: float = 0.0  # the driver process's CPU time (user+sys), all told
     full: bool = False
+    write_error: str = ""  # set when the output could not be written (a full disk...): not the tree's fault
 
     def files_of(self, generator: str) -> list[str]:
         g = self.generators.get(generator)
         return list(g.files) if g else []
+
+
+def one_line(s: str, limit: int = 300) -> str:
+    s = " ".join(s.split())
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def last_line(path: Path) -> str:
+    try:
+        data = path.read_bytes()[-8000:].decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [ln.strip() for ln in data.splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def foreign(out_dir: Path) -> bool:
+    """True if out_dir holds something other than an earlier output of ours."""
+    if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
+        return True
+    if not out_dir.is_dir() or (out_dir / MANIFEST_NAME).is_file():
+        return False
+    try:
+        return next(out_dir.iterdir(), None) is not None
+    except OSError:
+        return True
 
 
 def write_manifest(out_dir: Path, tree: Path, inputs_hash: str, full: bool,

@@ -9,13 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import random
 import shutil
 import signal
-import subprocess
-import sys
-import threading
 import time
 
 import pytest
@@ -25,81 +21,13 @@ from torchtalk.source.tree import find_source
 from torchtalk.tools import all_tools
 
 from ..conftest import FIXTURE_TREE, build_index
-
-TIMEOUT_S = 30.0
-
-
-class RawServer:
-    """`torchtalk serve` over stdio, spoken to in raw lines."""
-
-    def __init__(self, args: list[str], env: dict | None = None, cwd=None):
-        self.proc = subprocess.Popen([sys.executable, "-m", "torchtalk", "serve", *args], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env or dict(os.environ),
-                                     cwd=cwd)
-        self.lines: queue.Queue[bytes | None] = queue.Queue()
-        self.stderr: list[str] = []
-        threading.Thread(target=self._pump, daemon=True).start()
-        threading.Thread(target=lambda: self.stderr.extend(ln.decode(errors="replace") for ln in self.proc.stderr),
-                         daemon=True).start()
-
-    def _pump(self) -> None:
-        for line in self.proc.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def send(self, raw: bytes | str) -> None:
-        if isinstance(raw, str):
-            raw = raw.encode()
-        self.proc.stdin.write(raw + b"\n")
-        self.proc.stdin.flush()
-
-    def send_json(self, msg: dict) -> None:
-        self.send(json.dumps(msg))
-
-    def receive(self, timeout: float = TIMEOUT_S) -> dict:
-        try:
-            line = self.lines.get(timeout=timeout)
-        except queue.Empty:
-            pytest.fail(f"no answer within {timeout}s; server log:\n{''.join(self.stderr)[-2000:]}")
-        if line is None:
-            pytest.fail(f"the server closed stdout; log:\n{''.join(self.stderr)[-2000:]}")
-        return json.loads(line)  # every line the server writes is JSON
-
-    def nothing_pending(self) -> bool:
-        return self.lines.empty()
-
-    def initialize(self) -> dict:
-        self.send_json({"jsonrpc": "2.0", "id": "init", "method": "initialize",
-                        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                                   "clientInfo": {"name": "raw-test", "version": "0"}}})
-        reply = self.receive(120)
-        self.send_json({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        return reply
-
-    def call(self, msg_id, name: str, arguments) -> dict:
-        self.send_json({"jsonrpc": "2.0", "id": msg_id, "method": "tools/call",
-                        "params": {"name": name, "arguments": arguments}})
-        return self.receive()
-
-    def close(self) -> int:
-        if self.proc.stdin and not self.proc.stdin.closed:
-            self.proc.stdin.close()
-        try:
-            return self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            pytest.fail("the server did not exit within 30 s after stdin closed")
-
-
-def _text(reply: dict) -> str:
-    return "\n".join(c.get("text", "") for c in reply["result"]["content"])
+from ..servers import RawServer, reply_text
 
 
 def _tool_error(reply: dict, msg_id) -> str:
     assert reply.get("id") == msg_id, reply
     assert "result" in reply and reply["result"]["isError"] is True, reply
-    return _text(reply)
+    return reply_text(reply)
 
 
 @pytest.fixture(scope="module")
@@ -143,7 +71,7 @@ def test_lone_surrogate_in_the_id_and_the_tool_name_still_gets_a_line_of_json(se
     server.send('{"jsonrpc":"2.0","id":"\\ud800x","method":"tools/call","params":{"name":"tr\\udcffce","arguments":{}}}')
     reply = server.receive()
     assert reply["id"] == "\ud800x"  # sent back as the same JSON escape
-    assert "Unknown tool" in _text(reply) and "\\udcff" in _text(reply)
+    assert "Unknown tool" in reply_text(reply) and "\\udcff" in reply_text(reply)
 
 
 def test_nesting_1000_levels_deep_gets_a_tool_error(server):
@@ -170,7 +98,7 @@ def test_over_long_line_gets_a_tool_error_and_the_server_stays_whole(server):
     reply = server.receive()
     assert reply["id"] == 15 and reply["error"]["code"] == -32600
     reply = server.call(16, "trace", {"function_name": "relu", "focus": "yaml"})
-    assert not reply["result"]["isError"] and "## relu" in _text(reply)
+    assert not reply["result"]["isError"] and "## relu" in reply_text(reply)
 
 
 def test_a_long_argument_under_the_line_limit_is_the_tools_business(server):
@@ -250,7 +178,7 @@ def test_a_string_is_not_an_integer_and_unknown_arguments_are_named(server):
     assert text == "get_status takes no arguments; got 'verbose'"
     # JSON Schema's integer: 2.0 is one.
     reply = server.call(45, "impact", {"function_name": "index_select_out_cpu_", "depth": 2.0})
-    assert not reply["result"]["isError"], _text(reply)
+    assert not reply["result"]["isError"], reply_text(reply)
 
 
 # ------------------------------------------------------------------ property: one answer per line, always
@@ -340,11 +268,11 @@ def test_a_tree_configured_while_the_server_runs_is_served_without_a_restart(tmp
         # The tree has no index yet: it is built in the background; the call waits a little for it.
         reply = s.call(2, "trace", {"function_name": "relu", "focus": "yaml"})
         deadline = time.monotonic() + 120
-        while reply["result"]["isError"] and "indexing" in _text(reply) and time.monotonic() < deadline:
-            assert "Try again in" in _text(reply)
+        while reply["result"]["isError"] and "indexing" in reply_text(reply) and time.monotonic() < deadline:
+            assert "Try again in" in reply_text(reply)
             time.sleep(2)
             reply = s.call(2, "trace", {"function_name": "relu", "focus": "yaml"})
-        assert not reply["result"]["isError"] and "## relu" in _text(reply), _text(reply)
+        assert not reply["result"]["isError"] and "## relu" in reply_text(reply), reply_text(reply)
         assert find_source(tree).index_path.exists()
     finally:
         assert s.close() == 0
@@ -360,12 +288,21 @@ def test_the_server_exits_cleanly_and_ends_its_background_index_run(indexed, how
     tree, _ix = indexed
     s = RawServer(["--source", str(tree), "--no-codegen"])
     s.initialize()
-    assert not s.call(1, "get_status", {})["result"]["isError"]  # the first call starts a freshness run
-    family = psutil.Process(s.proc.pid).children(recursive=True)
-    assert any("index" in p.cmdline() for p in family), [p.cmdline() for p in family]
-    if how == "SIGTERM":
+    assert not s.call(1, "get_status", {})["result"]["isError"]
+    # An edit makes the server start a refresh at once (a background `torchtalk index`).
+    cpp = tree / "aten/src/ATen/native/Activation.cpp"
+    cpp.write_text(cpp.read_text() + "\n// edited\n")
+    deadline = time.monotonic() + 60
+    while True:
+        family = psutil.Process(s.proc.pid).children(recursive=True)
+        if any("index" in p.cmdline() for p in family):
+            break
+        assert time.monotonic() < deadline, [p.cmdline() for p in family]
+        time.sleep(0.05)
+    if how == "SIGTERM":  # stdin stays open: the signal alone ends the server
         s.proc.send_signal(signal.SIGTERM)
-    assert s.close() == 0
+        assert s.proc.wait(timeout=10) == 143
+    assert s.close() == (143 if how == "SIGTERM" else 0)
     time.sleep(0.5)
     left = [p.pid for p in family if psutil.pid_exists(p.pid)]
     assert not left, f"left behind: {left}"

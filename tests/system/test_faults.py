@@ -105,54 +105,109 @@ def _enlarge(tree: Path, copies: int, repeat: int) -> list[Path]:
     return out
 
 
+KILLS = 6  # kill points, one in each sixth of a refresh (stratified: every phase is hit, with few runs)
+
+
+def _revise(rng: random.Random, copies: list[Path], nf: Path, i: int) -> None:
+    """Work for the next run: about half the copies change, and now and then a new op."""
+    for p in rng.sample(copies, len(copies) // 2):
+        with open(p, "a") as f:
+            f.write(f"// revision {i}\n")
+    if rng.random() < 0.3:
+        with open(nf, "a") as f:
+            f.write(f"\n- func: tt_fault_op_{i}(Tensor self) -> Tensor\n")
+
+
+def _kill_at(cmd: list[str], index_path: Path, moment: float | str | None):
+    """Run a build and SIGKILL it ``moment`` seconds after its start (None: let it finish; "writing": as soon as
+    its temp file, the new index, exists). Returns (proc, rc, seconds, stderr, killed while writing)."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    # The new index is written in a temp file, from the writer's start (during the parse) to the rename that
+    # publishes it (an empty one, earlier, is only the check that the cache is writable).
+    tmp = index_path.with_name(f".{index_path.name}.tmp-{proc.pid}")
+
+    def being_written() -> bool:
+        with contextlib.suppress(OSError):
+            return tmp.stat().st_size > 0
+        return False
+
+    writing = False
+    if moment == "writing":
+        while proc.poll() is None and not being_written():
+            time.sleep(0.01)
+        moment = 0.0
+    try:
+        proc.wait(timeout=300 if moment is None else float(moment))
+    except subprocess.TimeoutExpired:
+        writing = being_written()
+        os.kill(proc.pid, signal.SIGKILL)
+    rc = proc.wait(timeout=60)
+    took = time.monotonic() - t0
+    err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    return proc, rc, took, err, writing
+
+
 @pytest.mark.timeout(400)
 def test_sigkill_at_random_points_keeps_the_previous_index(tree):
+    """SIGKILL a refresh at KILLS moments spread over its whole length, from interpreter start-up to the rename
+    that publishes it (one random moment in each sixth: start-up, the pool, the parse, the writer, the
+    integrity check and the publication are all hit, however slow the machine is): after each kill, the
+    previous index is whole and answers. Runs that reach their end publish a newer one.
+
+    The length of a refresh is measured on this machine, by runs left to finish (the first one, and one after
+    every four kills), so the moments follow the load; a run that ends before its moment counts as completed
+    (its length is the new measure) and another moment is drawn from the same sixth. No assertion is timed:
+    the moments only decide where the kills land. (Before: 20 kills at uniform moments over 1.2x a full build,
+    with 1,350 copied C++ files, took 339-380 s of its 400 s on a busy machine, where starting Python alone
+    took 5 s; now about 12 runs with 120 copied files.)"""
     rng = random.Random(SEED)
-    copies = _enlarge(tree, copies=90, repeat=4)
+    copies = _enlarge(tree, copies=8, repeat=4)
     st = find_source(tree)
     cmd = tt_cmd("index", "--source", str(tree), "--no-codegen", "--progress", "never")
-    t0 = time.monotonic()
     first = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    full_build_s = time.monotonic() - t0
     assert first.returncode == 0, first.stderr
     ops, built = assert_whole(st.index_path, st.root, "first build")
     nf = tree / NF
-    kills, completed, pgids, log = 0, 0, [], []
-    for i in range(80):
-        if kills >= 20:
+    strata = list(range(KILLS))
+    rng.shuffle(strata)
+    kills, completed, measured, mid_write, pgids, log, lengths = 0, 0, 0, 0, [], [], []
+    for i in range(3 * KILLS):
+        if kills >= KILLS and mid_write:
             break
-        # Work for this run: about half the copies change, and now and then a new op.
-        for p in rng.sample(copies, len(copies) // 2):
-            with open(p, "a") as f:
-                f.write(f"// revision {i}\n")
-        if rng.random() < 0.3:
-            with open(nf, "a") as f:
-                f.write(f"\n- func: tt_fault_op_{i}(Tensor self) -> Tensor\n")
-        # Anywhere from interpreter start-up to the rename: some runs finish before the kill.
-        delay = rng.uniform(0.05, 1.2 * full_build_s)
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        _revise(rng, copies, nf, i)
+        # Left to finish: the first run (the length of a refresh here) and one after every 4 kills.
+        to_the_end = kills % 4 == 0 and kills // 4 >= measured
+        measured += to_the_end
+        moment: float | str | None
+        if to_the_end:
+            moment = None
+        elif kills < KILLS:
+            # A fraction of the latest complete run: a load that changes moves the moments with it.
+            moment = (strata[kills] + rng.random()) / KILLS * 1.05 * lengths[-1]
+        else:  # the load hid the writer from every moment: one more kill, once the new index is being written
+            moment = "writing"
+        proc, rc, took, err, writing = _kill_at(cmd, st.index_path, moment)
         pgids.append(proc.pid)
-        try:
-            proc.wait(timeout=delay)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-        rc = proc.wait(timeout=60)
-        err = proc.stderr.read().decode(errors="replace")
-        proc.stderr.close()
         if rc == -signal.SIGKILL:
             kills += 1
+            mid_write += writing
         else:
             assert rc == 0, f"run {i} (seed {SEED}) failed: {err}"
             completed += 1
-        log.append(f"run {i}: delay {delay:.2f}s rc {rc}")
-        what = f"after run {i} (seed {SEED}; {'killed' if rc < 0 else 'completed'} after {delay:.2f}s)"
+            lengths.append(took)
+        shown = "-" if moment is None else moment if isinstance(moment, str) else f"{moment:.2f}s"
+        log.append(f"run {i}: kill at {shown}: rc {rc} after {took:.2f}s" + " (mid-write)" * writing)
+        what = f"after run {i} (seed {SEED}; {'killed' if rc < 0 else 'completed'}: {log[-1]})"
         _ops_now, built_now = assert_whole(st.index_path, st.root, what)
         assert float(built_now) >= float(built), f"{what}: an older index came back"
         if rc == 0:
             assert float(built_now) > float(built), f"{what}: the completed run did not publish"
         built = built_now
-    assert kills >= 20, f"only {kills} runs were killed mid-way ({completed} completed): {log}"
-    assert completed >= 1 or full_build_s < 0.3, f"no run reached its end between kills: {log}"
+    assert kills >= KILLS, f"only {kills} runs were killed mid-way ({completed} completed): {log}"
+    assert completed >= 2, f"no run reached its end between kills: {log}"
+    assert mid_write >= 1, f"no kill landed while a new index was being written: {log}"
 
     # A run to the end publishes the current tree, cleans up the killed runs' temp files, and then
     # the tree is up to date.

@@ -5,14 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import random
-import signal
 import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import psutil
 import pytest
@@ -20,64 +17,9 @@ from mcp import Client
 
 from torchtalk.tools import all_tools
 
+from ..servers import HttpServer
+
 LOG_PROBLEMS = ("Traceback", "ClosedResourceError", "Unexpected ASGI message", "Exception in ASGI application")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class HttpServer:
-    def __init__(self, tree: Path, log: Path, workers: int = 2):
-        self.port = _free_port()
-        self.log_path = log
-        self._log = open(log, "w+")  # noqa: SIM115 - the server writes it until stop()
-        env = dict(os.environ, TORCHTALK_HTTP_WORKERS=str(workers))
-        self.proc = subprocess.Popen([sys.executable, "-m", "torchtalk", "serve", "--source", str(tree), "--transport",
-                                      "http", "--port", str(self.port), "--no-codegen"], stdin=subprocess.DEVNULL,
-                                     stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, f"the server exited: {self.log()}"
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                return
-            time.sleep(0.1)
-        pytest.fail(f"not listening after 120 s: {self.log()}")
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
-
-    def log(self) -> str:
-        if not self._log.closed:
-            self._log.flush()
-        return self.log_path.read_text(errors="replace")
-
-    def descendants(self) -> list[psutil.Process]:
-        return psutil.Process(self.proc.pid).children(recursive=True)
-
-    def post(self, msg: dict, headers: dict | None = None) -> tuple[int, dict, str]:
-        import http.client
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-             "MCP-Protocol-Version": "2025-06-18", **(headers or {})}
-        conn.request("POST", "/mcp", body=json.dumps(msg), headers=h)
-        r = conn.getresponse()
-        out = r.status, dict(r.getheaders()), r.read().decode()
-        conn.close()
-        return out
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=60)
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self._log.close()
 
 
 @pytest.fixture
@@ -99,7 +41,10 @@ def _text(result) -> str:
 
 def test_workers_answer_statelessly_and_a_sigterm_ends_every_process(http_server):
     s = http_server
-    workers = [p for p in s.descendants() if "serve" in " ".join(p.cmdline())]
+    deadline = time.monotonic() + 30  # the socket listens before the workers are forked
+    while len(workers := [p for p in s.descendants() if "serve" in " ".join(p.cmdline())]) < 2:
+        assert time.monotonic() < deadline, workers
+        time.sleep(0.1)
     assert len(workers) == 2, workers
 
     async def go():
@@ -119,7 +64,7 @@ def test_workers_answer_statelessly_and_a_sigterm_ends_every_process(http_server
     assert status == 200 and "mcp-session-id" not in {k.lower() for k in headers}, headers  # stateless
     assert len(json.loads(body)["result"]["tools"]) == len(all_tools())
     family = s.descendants()
-    assert s.stop() == 0
+    assert s.stop() == 143  # 128 + SIGTERM
     time.sleep(0.5)
     left = []
     for p in family:
@@ -187,7 +132,7 @@ def test_clients_that_hang_up_mid_answer_leave_no_traceback(http_server):
     time.sleep(2)
     r = asyncio.run(_call(s.url, "trace", {"function_name": "relu", "focus": "yaml"}))
     assert not r.is_error and "## relu" in _text(r)
-    assert s.stop() == 0
+    assert s.stop() == 143  # SIGTERM
     log = s.log()
     assert not any(m in log for m in LOG_PROBLEMS), log[-3000:]
 

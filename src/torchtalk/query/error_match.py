@@ -1,0 +1,286 @@
+"""Which raise sites print a message: every site's pieces, matched against the message in order.
+
+The sites are read once per index version (string constants substituted, C++ text as
+Python prints it, whitespace runs as one space), with the words of their literal text:
+the sites holding the message's words, rarer words weighing more, are the candidates.
+Each candidate's pieces are then found in the message in order (a value matches whatever
+lies between two pieces). Ranked by: where the pasted text says the error came from, how
+much of the message the site's literal text covers (digits aside: a literal "0" is weak
+evidence against a printed value), how much of the site's text the message shows, whether
+the exception class agrees, code before tests, device- or layout-specific and generated
+code after generic code, then fewer values.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import defaultdict
+from typing import NamedTuple
+
+from ..model import GENERATED_PREFIX, RaiseKind
+from ..model.paths import CPP_FRONTEND, backend_of_path
+from ..model.raises import HintKind, as_printed
+from ..store.reader import Index
+from .error_text import Cleaned, Where
+
+MAX_CANDIDATES = 300  # sites aligned in full
+MIN_PREFIX = 12  # characters of a piece's start that count when the whole piece is not in the message
+_WORD = re.compile(r"[a-z_][a-z0-9_]{2,}")
+_CONST_GAP = re.compile(r'"(?:\w+::)*(?:[A-Z][A-Z0-9_]{3,}|k[A-Z]\w+)"')
+_IDENT = re.compile(r"^(?:\w+::)*(\w+)$")
+_SPACE = re.compile(r"\s+")
+_LOOSE = re.compile(r"\s\s|\\[ntr]")  # whitespace a squash changes, in a piece or its JSON
+_NO_DIGITS = str.maketrans("", "", "0123456789")
+# Directories of code that runs for one layout, library or subsystem only (a device's code is told by
+# model.paths.backend_of_path).
+_SPECIAL = frozenset({"mkldnn", "vulkan", "metal", "nested", "sparse", "quantized", "mkl", "onednn", "ao",
+                      "distributed", "mtia", "lazy", "xnnpack", "qnnpack", "transformers", "_inductor", "_dynamo",
+                      "onnx", "jit", "export", "fx", "_export", "_functorch", "functorch"})
+
+
+def squash(text: str) -> str:
+    return _SPACE.sub(" ", text)
+
+
+class Site(NamedTuple):
+    """A raise site as matched: its row and its pieces as printed."""
+
+    id: int
+    path: str
+    line: int
+    end_line: int
+    pieces: tuple[str, ...]
+    literal: int  # characters of literal text, digits aside
+    exception: str
+    rank: int  # 0: code; 1: device/layout-specific code; 2: tests
+
+
+class PieceHit(NamedTuple):
+    piece: str
+    at: int  # offset in the matched message; -1 when it is not there
+    length: int  # characters of the piece found there: all of them, or its start (a message edited or cut)
+
+
+class Match(NamedTuple):
+    site: Site
+    hint: int  # 2: the pasted text names this site's line; 1: its C++ file
+    coverage: float  # the share of the message its literal pieces cover (digits aside)
+    shown: float  # the share of its literal text the message shows (before the message's end, when cut)
+    exact: bool  # every piece found in order, anchored at both ends
+    same_class: bool
+    cut: bool  # the message stops inside this site's text (``shown`` counts the text before its end)
+    hits: list[PieceHit]
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """Sort key: best first."""
+        s = self.site
+        return (-self.hint, -round(self.coverage, 3), -round(self.shown, 3), not self.same_class, s.rank,
+                len(s.pieces), s.path, s.line)
+
+    @property
+    def text_key(self) -> tuple[object, ...]:
+        """Matches with equal text keys print the same message as far as the message shows."""
+        return (self.hint, round(self.coverage, 3), round(self.shown, 3), self.site.pieces)
+
+
+def _rank(path: str) -> int:
+    """0: code; 1: generated code (one copy per op), the C++ frontend (Python never runs it) or code for one
+    device, layout or backend; 2: tests."""
+    parts = path.split("/")
+    if "test" in parts or "testing" in parts or "tests" in parts or parts[-1].startswith("test_"):
+        return 2
+    special = (path.startswith((GENERATED_PREFIX, CPP_FRONTEND)) or backend_of_path(path) not in ("", "CPU")
+               or _SPECIAL.intersection(parts[:-1]))
+    return 1 if special else 0
+
+
+def _letters(text: str) -> int:
+    return len(text.translate(_NO_DIGITS))
+
+
+class Sites(NamedTuple):
+    sites: list[Site]
+    words: dict[str, list[int]]  # word (lower case) -> the sites whose literal text holds it
+    by_path: dict[str, list[int]]
+
+
+def sites(ix: Index) -> Sites:
+    """The raise sites as matched, read once per index version."""
+    return ix.cached("error_sites", lambda: _load(ix))
+
+
+def _load(ix: Index) -> Sites:
+    paths = ix.paths()
+    consts: dict[str, list[tuple[int, tuple[str, ...]]]] = defaultdict(list)
+    for fid, name, pieces in ix.q("SELECT file_id, macro, pieces FROM raise_site WHERE kind = ?",
+                                  (RaiseKind.CONSTANT.value,)):
+        consts[name].append((fid, tuple(json.loads(pieces))))
+    out: list[Site] = []
+    words: dict[str, list[int]] = defaultdict(list)
+    by_path: dict[str, list[int]] = defaultdict(list)
+    ranks: dict[str, int] = {}
+    loads = json.loads
+    findall = _WORD.findall
+    for rid, fid, pieces_json, gaps_json, exc, line, end_line in ix.q(
+            "SELECT id, file_id, pieces, gaps, exception, line, end_line FROM raise_site WHERE kind != ?",
+            (RaiseKind.CONSTANT.value,)):
+        pieces = loads(pieces_json)
+        if consts and _CONST_GAP.search(gaps_json):
+            pieces = _substitute(pieces, loads(gaps_json), consts, fid)
+        path = paths.get(fid, "?")
+        if "Type" in pieces_json and not path.endswith(".py"):
+            pieces = [as_printed(p) for p in pieces]
+        if _LOOSE.search(pieces_json):
+            pieces = [squash(p) for p in pieces]
+        joined = "\x01".join(pieces)
+        literal = _letters(joined) - len(pieces) + 1
+        if not literal:
+            continue
+        rank = ranks.get(path)
+        if rank is None:
+            rank = ranks[path] = _rank(path)
+        i = len(out)
+        by_path[path].append(i)
+        out.append(Site(rid, path, line, end_line, tuple(pieces), literal, exc, rank))
+        for w in set(findall(joined.lower())):
+            words[w].append(i)
+    return Sites(out, dict(words), dict(by_path))
+
+
+def _substitute(pieces: list[str], gaps: list[str], consts: dict[str, list[tuple[int, tuple[str, ...]]]],
+                fid: int) -> list[str]:
+    """A value that names a string constant prints the constant (its own file's, else the only one of that
+    name): its gap becomes literal text."""
+    out = [pieces[0]]
+    for g, p in zip(gaps, pieces[1:], strict=True):
+        m = _IDENT.match(g)
+        found = consts.get(m.group(1), []) if m else []
+        mine = [c for f, c in found if f == fid] or ([found[0][1]] if len(found) == 1 else [])
+        if mine and len(mine[0]) == 1:
+            out[-1] += mine[0][0] + p
+        else:
+            out.append(p)
+    return out
+
+
+class Aligned(NamedTuple):
+    covered: int  # literal characters found in order, digits aside
+    exact: bool  # every piece found in order, anchored at both ends
+    cut: int  # literal characters of the pieces after the message's end (it stops inside the site's text)
+    hits: list[PieceHit]
+
+
+def align(site: Site, msg: str) -> Aligned:
+    """Find the site's pieces in the message, in order. A message that stops inside the site's text (pasted
+    short, or cut by a terminal) matches the pieces before its end; the start of the next piece may end it."""
+    pieces = site.pieces
+    last = len(pieces) - 1
+    pos = 0
+    covered = 0
+    exact = True
+    hits = []
+    first_missing = -1  # the first piece not found whole, when every piece after it is missing too
+    broken = False  # a piece is missing before one that was found: the message is no cut-short copy
+    for i, p in enumerate(pieces):
+        if not p:
+            continue
+        if i == 0:
+            at = 0 if msg.startswith(p) else msg.find(p)
+            exact = exact and at == 0
+        elif i == last and msg.endswith(p) and len(msg) - len(p) >= pos:
+            at = len(msg) - len(p)
+        else:
+            at = msg.find(p, pos)
+            exact = exact and i != last
+        if at < 0:
+            exact = False
+            k, at = _prefix(p, msg, pos)
+            hits.append(PieceHit(p, at, k))
+            if first_missing < 0:
+                first_missing = i
+            if k:
+                covered += _letters(p[:k])
+                pos = at + k
+            continue
+        hits.append(PieceHit(p, at, len(p)))
+        if first_missing >= 0:
+            broken = True
+        covered += _letters(p)
+        pos = at + len(p)
+    cut = 0
+    if first_missing > 0 and covered and not broken:
+        p = pieces[first_missing]
+        got = next(h.length for h in hits if h.piece is p)
+        k = got or next((k for k in range(min(len(p), len(msg) - pos), 0, -1) if msg.endswith(p[:k])), 0)
+        if not got:
+            covered += _letters(p[:k])
+        cut = sum(_letters(q) for q in pieces[first_missing:]) - _letters(p[:k])
+    return Aligned(covered, exact, cut, hits)
+
+
+def _prefix(piece: str, msg: str, pos: int) -> tuple[int, int]:
+    """(length, offset) of the longest start of ``piece`` (12 characters or more) in ``msg`` after ``pos``, or
+    (0, -1): a message edited or cut short inside a long piece still shows where it was."""
+    lo, hi = MIN_PREFIX, len(piece) - 1
+    if hi < lo or msg.find(piece[:lo], pos) < 0:
+        return 0, -1
+    while lo < hi:  # found(k) is monotone: a longer start found means every shorter one is
+        mid = (lo + hi + 1) // 2
+        if msg.find(piece[:mid], pos) >= 0:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo, msg.find(piece[:lo], pos)
+
+
+def _candidates(data: Sites, msg: str) -> set[int]:
+    """Sites holding the message's words, the best MAX_CANDIDATES by summed inverse frequency (so a site
+    with many of its common words can outrank one with a rare word a value printed); words more than half
+    of the sites hold say nothing."""
+    n = max(1, len(data.sites))
+    score: dict[int, float] = defaultdict(float)
+    for w in set(_WORD.findall(msg.lower())):
+        hits = data.words.get(w)
+        if not hits or len(hits) > n // 2:
+            continue
+        weight = math.log(n / len(hits))
+        for i in hits:
+            score[i] += weight
+    if len(score) <= MAX_CANDIDATES:
+        return set(score)
+    return set(sorted(score, key=score.__getitem__, reverse=True)[:MAX_CANDIDATES])
+
+
+def _hint(h: Where, s: Site) -> int:
+    """2: the pasted text names this site's line; 1: its C++ file (a Python frame's file says little)."""
+    if h.path != s.path:
+        return 0
+    if s.line <= h.line <= s.end_line:
+        return 2
+    return 1 if h.how is not HintKind.FRAME else 0
+
+
+def match(ix: Index, cleaned: Cleaned) -> tuple[list[Match], int]:
+    """Sites ranked for a message (best first), and how many were candidates."""
+    data = sites(ix)
+    msg = squash(cleaned.message).strip()
+    cands = _candidates(data, msg)
+    for h in cleaned.hints:
+        cands.update(data.by_path.get(h.path, ()))
+    exc = cleaned.exception.rsplit(".", 1)[-1].lstrip("_")
+    size = max(1, _letters(msg))
+    out = []
+    for i in cands:
+        s = data.sites[i]
+        a = align(s, msg)
+        if not a.covered:
+            continue
+        hint = max((_hint(h, s) for h in cleaned.hints), default=0)
+        same = bool(exc) and s.exception.rsplit(".", 1)[-1].lstrip("_") == exc
+        shown = a.covered / max(1, s.literal - a.cut)
+        out.append(Match(s, hint, a.covered / size, shown, a.exact, same, a.cut > 0, a.hits))
+    out.sort(key=lambda m: m.key)
+    return out, len(cands)

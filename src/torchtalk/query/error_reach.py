@@ -1,0 +1,313 @@
+"""What leads to a raise site: the ops, Python APIs and tests upward of the function that raises.
+
+For C++ the walk is the graph's ``up`` (graph/walk.py) from the enclosing function, across
+callers, kernel registrations, DispatchStubs, generated wrappers, composite ops and
+Python bindings, closest first, each op with the chain that reaches it. Two things the
+graph does not say are added here, each saying how it was found: a ``TORCH_META_FUNC``
+runs for the structured op it belongs to (the generated wrappers call it as
+``op.meta(...)``), and a function called from more sites than a walk can resolve in time
+(``check_and_update_common_device``, called by every generated wrapper) is summarised
+from its call sites instead of walked through: how many, from which files, and which ops
+the generated wrappers among them serve. For Python the enclosing function is the API;
+an op it is registered for (a meta kernel, decomposition or ref) reaches it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from ..errors import BadArgument
+from ..graph import FREE, LevelCap, graph, up
+from ..graph.cpp_types import structured_base
+from ..graph.nodes import CPP_KINDS, cpp_node, op_node, symbol_id
+from ..graph.op_edges import kernel_of
+from ..graph.registry import registry
+from ..graph.symbols import symbol
+from ..model import CppSymbol, Cut, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, SymbolKind, is_composite
+from ..store.reader import Index
+from .cuts import named, node_arg, tool_call
+from .excerpt import resolve
+from .tests import FoundTest, find_similar_tests
+
+DEPTH = 3  # calls walked up from the raising function (registrations cost none)
+PER_LEVEL = 8  # C++ functions walked on from per level (the rest are reached, not walked from)
+MAX_NODES = 400
+FAN_IN = 25  # call sites of one name above which its callers are summarised, not resolved
+MAX_BY_NAME = 300  # call sites read when finding them by name
+MAX_OPS = 12
+MAX_TESTS = 5
+SAMPLES = 4  # callers shown of a much-called function
+REACH_KINDS = frozenset({EdgeKind.CALL, EdgeKind.KERNEL, EdgeKind.STUB_KERNEL, EdgeKind.STUB_CALL, EdgeKind.BINDING,
+                         EdgeKind.WRAPPER, EdgeKind.OP_CALL})
+META_NOTE = "its TORCH_META_FUNC: the generated wrappers of the structured op run it (op.meta(...)) first"
+BY_NAME = "found by name: {}"  # the note of an OP_CALL edge found from the call's spelling, not resolved
+
+
+@dataclass
+class OpReach:
+    op: Node
+    depth: int  # calls from the raising function (registrations cost none)
+    chain: list[Edge]  # from the raising function up to the op, each edge as the graph has it
+    python: list[str]  # the op's Python names
+
+
+@dataclass
+class FanIn:
+    """A function on the way up called from too many sites to walk through: its call sites, summarised."""
+
+    callee: Node
+    sites: int
+    generated: int  # of them in generated code (<generated>/..., the Register*.cpp wrappers)
+    files: list[tuple[str, int]]  # the files with most of them
+    samples: list[Edge]  # a few call sites, each a CALL edge from its caller (found by name; note: the line)
+    entries: list[Edge]  # WRAPPER / KERNEL edges into the samples: the ops that dispatch to them
+
+
+@dataclass
+class Reach:
+    ops: list[OpReach] = field(default_factory=list)
+    ops_total: int = 0
+    python: list[str] = field(default_factory=list)  # Python names reached (bindings, the ops' names)
+    callers: list[Edge] = field(default_factory=list)  # the raising function's direct callers
+    fan_in: list[FanIn] = field(default_factory=list)
+    registered: list[str] = field(default_factory=list)  # Python: ops this function is registered for
+    tests_for: str = ""  # the name tests are for ("" when not asked for)
+    opinfos: list[str] = field(default_factory=list)  # its OpInfo entries, each with the command running it
+    tests: list[FoundTest] = field(default_factory=list)
+    cuts: list[str] = field(default_factory=list)  # the answer's own budgets
+    walk_cuts: list[Cut] = field(default_factory=list)  # what the walk up's limits left out
+
+
+def _structured_ops(ix: Index, meta_qualname: str) -> list[Node]:
+    """The ops whose structured kernel's meta class is ``at::meta::structured_x``."""
+    def build() -> dict[str, list[str]]:
+        reg = registry(ix)
+        out: dict[str, list[str]] = {}
+        for op in reg.by_id.values():
+            if not op.structured:
+                continue
+            for entry in reg.dispatch(op):
+                meta = structured_base(ix, f"at::native::structured_{entry.kernel.split('::')[-1]}") \
+                    if entry.structured else None
+                if meta is not None:
+                    names = out.setdefault(meta, [])
+                    for o in [op, *reg.delegating.get(op.full_name, [])]:
+                        if o.full_name not in names:
+                            names.append(o.full_name)
+        return out
+    table: dict[str, list[str]] = ix.cached("error_meta_ops", build)
+    reg = registry(ix)
+    return [op_node(reg.by_full[n]) for n in table.get(meta_qualname.removesuffix("::meta"), [])
+            if n in reg.by_full]
+
+
+class _Into:
+    """The walk's edge source: the graph's edges into a node, plus the two links described above."""
+
+    def __init__(self, ix: Index, deadline: float, prefer: str) -> None:
+        self.ix = ix
+        self.prefer = prefer  # the message: callers it names are the samples of a summary
+        self.g = graph(ix)
+        self.deadline = deadline
+        self.fan_in: list[FanIn] = []
+        self.timed_out = False
+        self.calls = 0  # the raising function's own edges are always read
+
+    def __call__(self, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
+        late = self.calls and time.thread_time() > self.deadline
+        self.calls += 1
+        if late:
+            # Past the budget only a much-called function is still summarised (a few queries, no resolution).
+            self.timed_out = True
+            if len(self.fan_in) < 2:
+                self._fan_in(node)
+            return []
+        kinds = set(kinds)
+        out: list[Edge] = []
+        if node.kind is NodeKind.OP and EdgeKind.OP_CALL in kinds:
+            kinds.discard(EdgeKind.OP_CALL)
+            out += _op_callers_by_name(self.ix, node)
+        sym = self._fan_in(node) if EdgeKind.CALL in kinds else None
+        if sym is not None:
+            kinds.discard(EdgeKind.CALL)
+        sid = symbol_id(node)
+        sym = symbol(self.ix, sid) if sid is not None else None
+        if sym is not None and sym.kind in (SymbolKind.META_FUNC, SymbolKind.PRECOMPUTE_META_FUNC):
+            out += [Edge(op, node, EdgeKind.KERNEL, op.loc, note=META_NOTE, how=EdgeHow.META) for op in _structured_ops(
+                self.ix, sym.qualname)]
+        out += self.g.into(node, kinds)  # a stub's uses where no call is recorded are the graph's rule
+        return out
+
+
+    def _fan_in(self, node: Node) -> CppSymbol | None:
+        """Summarise the callers of a much-called C++ function (and return it), or None."""
+        sid = symbol_id(node)
+        sym = symbol(self.ix, sid) if sid is not None else None
+        if sym is None or sym.kind.is_structured:  # the generated wrappers call those as op.meta / op.impl
+            return None
+        n = self.ix.memo("error_call_counts", sym.name, lambda: _call_count(self.ix, sym.name), 0)
+        if n <= FAN_IN:
+            return None
+        self.fan_in.append(_summary(self.ix, node, sym.name, n, self.prefer))
+        return sym
+
+
+def _call_count(ix: Index, name: str) -> int:
+    row = ix.one("SELECT count(*) FROM cpp_call WHERE callee = ?", (name,))
+    return int(row[0]) if row else 0
+
+
+def _op_callers_by_name(ix: Index, node: Node) -> list[Edge]:
+    """OP_CALL edges into an op from the calls spelled ``at::op(...)`` / ``at::_ops::op::call`` in composite
+    kernels. Each edge says it was found by name: the graph's own rule (op_edges.op_called_by) resolves every
+    call site of the op and follows file-local helpers, which costs seconds for a much-called op."""
+    op = registry(ix).by_full.get(node.key)
+    if op is None:
+        return []
+    names = (op.name, f"{op.name}_symint")
+    rows = ix.q("SELECT caller, file_id, line, callee, qualifier FROM cpp_call WHERE (callee IN (?, ?) AND "
+                f"qualifier IN ('at', '::at')) OR (callee = 'call' AND qualifier = ?) LIMIT {MAX_BY_NAME}",
+                (*names, f"at::_ops::{op.struct_name}"))
+    out: dict[str, Edge] = {}
+    for caller, fid, line, callee, qual in rows:
+        sym = symbol(ix, caller) if caller is not None else None
+        if sym is None:
+            continue
+        for k in kernel_of(ix, cpp_node(sym)):
+            if is_composite(k.key) and k.src.key != node.key and k.src.key not in out:
+                out[k.src.key] = Edge(k.src, node, EdgeKind.OP_CALL, Loc(ix.path_of(fid), line), k.key,
+                                      BY_NAME.format(f"{sym.display} calls {qual}::{callee}"))
+    return list(out.values())
+
+
+def _summary(ix: Index, node: Node, name: str, total: int, prefer: str) -> FanIn:
+    """The call sites of a much-called function: by file, and a few callers (those the message names first,
+    then one per file, spread over the rest), with the call as written and the op each is a wrapper or kernel of."""
+    rows = ix.q("SELECT c.caller, c.file_id, c.line, s.name FROM cpp_call c JOIN cpp_symbol s ON s.id = c.caller "
+                "WHERE c.callee = ?", (name,))
+    paths = ix.paths()
+    files = Counter(paths.get(f, "?") for _c, f, _l, _n in rows)
+    generated = sum(n for p, n in files.items() if p.startswith("<generated>/"))
+    picks: dict[int, tuple[int, int]] = {}
+    named = [r for r in rows if r[3] in prefer]
+    firsts = list({r[1]: r for r in reversed(rows)}.values())[::-1]
+    for c, f, ln, _n in named + firsts + rows[:: max(1, len(rows) // 3)]:
+        if len(picks) < SAMPLES and c not in picks:
+            picks[c] = (f, ln)
+    g = graph(ix)
+    samples: list[Edge] = []
+    entries: list[Edge] = []
+    for caller, (fid, line) in picks.items():
+        sym = symbol(ix, caller)
+        if sym is None:
+            continue
+        src = cpp_node(sym)
+        samples.append(Edge(src, node, EdgeKind.CALL, Loc(paths.get(fid, "?"), line),
+                            written=_written(ix, fid, line)))
+        entries += g.into(src, [EdgeKind.WRAPPER] if src.kind is NodeKind.WRAPPER else [EdgeKind.KERNEL])[:1]
+    return FanIn(node, total, generated, files.most_common(4), samples, entries)
+
+
+def _written(ix: Index, fid: int, line: int) -> str:
+    """The source line of a call site, as written (found by name, not resolved); the last few files read
+    are kept, since the samples of one summary mostly share a (large, generated) file."""
+    memo: dict[int, list[str]] = ix.cached("error_call_lines", dict)
+    lines = memo.get(fid)
+    if lines is None:
+        try:
+            lines = resolve(ix, ix.path_of(fid)).read_bytes().decode("utf-8", "replace").splitlines()
+        except (BadArgument, OSError):
+            lines = []
+        if len(memo) >= 4:
+            memo.pop(next(iter(memo)))
+        memo[fid] = lines
+    return lines[line - 1].strip()[:200] if 0 < line <= len(lines) else ""
+
+
+def cpp_reach(ix: Index, func: Node, budget: float, tests_until: float, message: str = "") -> Reach:
+    """What reaches ``func``: its walk up stops expanding after ``budget`` seconds of this thread's CPU
+    (time.thread_time: the answer does not depend on how busy the machine is); tests are looked up when the
+    thread's CPU clock is still before ``tests_until``."""
+    into = _Into(ix, time.thread_time() + budget, message)
+    walk = up([func], into, REACH_KINDS, DEPTH, fan_out=60, max_nodes=MAX_NODES,
+              follow=LevelCap(PER_LEVEL, CPP_KINDS))
+    steps = walk.steps
+    reach = Reach(fan_in=into.fan_in)
+    reg = registry(ix)
+    python: dict[str, None] = {}
+    ops: list[OpReach] = []
+    for s in steps:
+        node = s.node
+        if node.kind is NodeKind.OP:
+            op = reg.by_full.get(node.key)
+            names = list(dict.fromkeys(p.name for p in reg.python_names(op)))[:4] if op else []
+            ops.append(OpReach(node, s.depth, s.chain(), names))
+        elif node.kind is NodeKind.BINDING:
+            python.setdefault(node.key)
+        if s.parent is None and s.edge.kind in (EdgeKind.CALL, EdgeKind.LAUNCH) and node.kind in CPP_KINDS:
+            reach.callers.append(s.edge)
+    # Ops whose generated wrappers are among a much-called function's sampled callers reach the site too.
+    chains = {(st.node.kind, st.node.key): st.chain() for st in steps}
+    for fan in into.fan_in:
+        base = chains.get((fan.callee.kind, fan.callee.key), [])
+        for w in fan.entries:
+            op = reg.by_full.get(w.src.key)
+            sample = next((e for e in fan.samples if e.src.key == w.dst.key), None)
+            if op is not None and sample is not None and all(o.op.key != op.full_name for o in ops):
+                names = list(dict.fromkeys(p.name for p in reg.python_names(op)))[:4]
+                ops.append(OpReach(w.src, sum(e.kind not in FREE for e in base) + 1, [*base, sample, w], names))
+    # Closest first; public ops (a Python name without a leading underscore) before internal ones.
+    ops.sort(key=lambda o: (o.depth, not any(not n.split(".")[-1].startswith("_") for n in o.python),
+                            o.op.key.startswith("_"), "out" in o.op.key.partition(".")[2], o.op.key))
+    reach.ops_total = len(ops)
+    reach.ops = ops[:MAX_OPS]
+    for o in reach.ops:
+        python.update(dict.fromkeys(n for n in o.python if not n.startswith("torch._C._")))
+    reach.python = list(python)[:12]
+    if into.timed_out:
+        reach.cuts.append(f"the walk up stopped at its budget ({budget * 1000:.0f} ms of CPU); impact() on the "
+                          "function walks further")
+    reach.walk_cuts = named(walk.cuts, lambda c: tool_call("impact", node_arg(c.at), depth=DEPTH + 1)
+                            if c.at is not None else "", down=False)
+    if len(ops) > MAX_OPS:
+        reach.cuts.append(f"ops: showing the {MAX_OPS} closest of {len(ops)}")
+    _tests(ix, reach, [o.op.key for o in reach.ops], tests_until)
+    return reach
+
+
+def py_reach(ix: Index, func_id: int, fq: str, cls: str, name: str, tests_until: float) -> Reach:
+    reach = Reach()
+    reg = registry(ix)
+    rows = ix.q("SELECT op, kind FROM py_op_ref WHERE func = ?", (func_id,))
+    for op_name, kind in rows:
+        reach.registered.append(f"{op_name} ({kind})")
+        for op in sorted(reg.lookup(op_name), key=lambda o: ("." in o.full_name, o.full_name))[:2]:
+            names = list(dict.fromkeys(p.name for p in reg.python_names(op)))[:4]
+            reach.ops.append(OpReach(op_node(op), 0, [], names))
+    reach.ops_total = len(reach.ops)
+    reach.python = [fq]
+    subject = cls.split(".")[-1] if cls and name in ("__init__", "__call__", "forward", "step") else name
+    _tests(ix, reach, [o.op.key for o in reach.ops] or [subject], tests_until)
+    return reach
+
+
+def _tests(ix: Index, reach: Reach, names: list[str], until: float) -> None:
+    """Tests for the first name (find_similar_tests, the OpInfo entries first) when there is time left before
+    ``until`` (0: not asked for); the name is kept so the answer can name the call either way."""
+    if not names or not until:
+        return
+    base = names[0].split(".")[0]
+    base = base[:-1] if base.endswith("_") and not base.endswith("__") else base
+    reach.tests_for = base
+    if time.thread_time() > until:
+        reach.cuts.append(f"tests were not looked up within the answer's time budget: "
+                          f"find_similar_tests(\"{base}\") lists them")
+        return
+    found = find_similar_tests(ix, base, MAX_TESTS, by_body=False)  # named tests and OpInfo entries
+    reach.opinfos = [f"OpInfo('{o.name}')" + (f" variant {o.variant!r}" if o.variant else "") + f": {o.command}"
+                     for o in found.opinfos[:2]]
+    reach.tests = found.tests
+

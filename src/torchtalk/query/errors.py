@@ -1,0 +1,167 @@
+"""error_origin: from an error message as PyTorch printed it to the line that raised it, and what leads there.
+
+The pasted text is reduced to the message (error_text.py), matched against every raise
+site's pieces (error_match.py), and for the best sites the answer gives the raise site,
+its condition and enclosing function, then the ops, Python APIs and tests that lead there
+(error_reach.py). Sites that print the same text are all listed, each with what leads to
+it. A message no site prints well is answered as such: which pieces matched where, never
+a silent best guess.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from ..graph.nodes import cpp_node, py_node
+from ..graph.symbols import symbol
+from ..model import Layer, Loc, Node, NodeKind, PyFunction, RaiseKind, RaiseSite
+from ..model.raises import Verdict
+from ..store.codec import codec, row_fact
+from ..store.reader import Index
+from .args import check_int
+from .error_match import Match, match, sites
+from .error_reach import Reach, cpp_reach, py_reach
+from .error_text import EXAMPLE, Where, clean
+from .tests import find_similar_tests
+
+DEFAULT_LIMIT = 5
+MAX_SITES = 50
+REACH_SITES = 3  # sites whose reach is walked (the others name the call that gives it)
+WALK_S = 0.07  # the walks up of one answer stop expanding after this much CPU, the first site's taking at most
+FIRST_WALK_S = 0.04  # this much (each walk's first step is always taken)
+TESTS_S = 0.25  # tests are looked up when the answer has used less CPU than this (else it names the call)
+GOOD = 0.5  # a site covering at least this share of the message, and showing
+SHOWN = 0.7  # at least this share of its own text, is a match; less is a weak one
+NONE = 0.25  # below this share of the message, nothing in the tree prints it
+EXACT_LITERAL = 12  # characters of literal text an exact match needs to count whatever the values printed
+_SITE_COLS = codec(RaiseSite).select()
+_FUNC_COLS = codec(PyFunction).select()
+
+
+@dataclass
+class PieceMatch:
+    piece: str
+    at: int  # where it is in the message (as matched: whitespace runs as one space); -1 when missing
+    length: int  # characters of the piece found there (fewer than all: only its start is in the message)
+
+
+@dataclass
+class ErrorSite:
+    loc: Loc
+    end_line: int
+    language: Layer  # Layer.CPP or Layer.PYTHON
+    kind: RaiseKind
+    macro: str  # TORCH_CHECK_INDEX, throw std::runtime_error, raise ValueError, warnings.warn
+    exception: str  # the class Python shows ("" when not known)
+    condition: str  # the check that failed ("" when none)
+    template: str  # the message it prints, each value as {expression}
+    via: str  # the same-file macro whose expansion holds it ("ADDMM_META"), or ""
+    function: Node | None  # the enclosing C++ or Python function
+    coverage: float  # share of the message its literal text covers
+    shown: float  # share of its literal text the message shows
+    exact: bool  # every piece found in order, anchored at both ends
+    hinted: bool  # the pasted text names this line ("Exception raised from", the innermost frame)
+    cut: bool  # the message stops inside this site's text (the pieces after its end are not counted)
+    pieces: list[PieceMatch]
+    reach: Reach | None = None  # None when not walked (see ErrorOriginResult.cuts)
+
+
+@dataclass
+class ErrorOriginResult:
+    message: str  # the message as matched (after stripping what PyTorch adds)
+    exception: str  # the class the pasted text named
+    verdict: Verdict
+    sites: list[ErrorSite]
+    total: int  # sites that match as well as the shown ones' group
+    same_text: int  # sites printing the best site's text (as far as the message shows)
+    candidates: int  # sites compared in full
+    hints: list[Where] = field(default_factory=list)
+    foreign: str = ""  # the innermost frame's file when it is not PyTorch's
+    notes: list[str] = field(default_factory=list)
+    cuts: list[str] = field(default_factory=list)
+
+
+def _verdict(best: Match | None) -> Verdict:
+    if best is not None and best.exact and best.site.literal >= EXACT_LITERAL:
+        return Verdict.EXACT  # every piece in order: the values printed may be most of the message
+    if best is None or best.coverage < NONE:
+        return Verdict.NONE
+    if best.coverage >= GOOD and best.shown >= SHOWN:
+        return Verdict.EXACT if best.exact else Verdict.MATCH
+    return Verdict.WEAK
+
+
+def _function(ix: Index, site: RaiseSite) -> tuple[Node | None, PyFunction | None]:
+    if site.cpp_func >= 0:
+        sym = symbol(ix, site.cpp_func)
+        return (cpp_node(sym) if sym else None), None
+    if site.py_func >= 0:
+        row = ix.one(f"SELECT {_FUNC_COLS} FROM py_function WHERE id = ?", (site.py_func,))
+        if row:
+            fn: PyFunction = row_fact(PyFunction, row, ix.path_of)
+            qual = fn.qualname.split(".<locals>.")[0]
+            return py_node(NodeKind.PY_FUNCTION, f"{fn.module}.{qual}", fn.loc), fn
+    return None, None
+
+
+def _site(ix: Index, m: Match, walk: float, tests_until: float, message: str) -> ErrorSite | None:
+    """The answer's part for one site; ``walk`` is the CPU its walk up may take (negative: no walk)."""
+    row = ix.one(f"SELECT {_SITE_COLS} FROM raise_site WHERE id = ?", (m.site.id,))
+    if row is None:
+        return None
+    rs: RaiseSite = row_fact(RaiseSite, row, ix.path_of)
+    node, fn = _function(ix, rs)
+    reach = None
+    if walk >= 0 and node is not None:
+        if fn is not None:
+            reach = py_reach(ix, fn.id, node.key, fn.cls, fn.name, tests_until)
+        elif node.kind is not NodeKind.PY_FUNCTION:
+            reach = cpp_reach(ix, node, walk, tests_until, message)
+    pieces = [PieceMatch(h.piece, h.at, h.length) for h in m.hits]
+    return ErrorSite(rs.loc, rs.end_line, Layer.PYTHON if rs.is_python else Layer.CPP, rs.kind, rs.macro, rs.exception,
+                     rs.condition, rs.template, rs.via, node, round(m.coverage, 3), round(m.shown, 3), m.exact,
+                     m.hint == 2, m.cut, pieces, reach)
+
+
+def warm(ix: Index) -> None:
+    """Load what a first answer would otherwise pay for (the raise sites, the test names, the tables the walks
+    up build on first use: stub registrations, bindings, structured ops) by answering the example."""
+    sites(ix)
+    find_similar_tests(ix, "add", 1, by_body=False)
+    error_origin(ix, EXAMPLE)
+
+
+def error_origin(ix: Index, message: str, limit: int = DEFAULT_LIMIT) -> ErrorOriginResult:
+    limit = check_int(limit, "limit", 1, MAX_SITES)
+    start = time.thread_time()  # CPU of this thread: budgets that do not depend on how busy the machine is
+    cleaned = clean(message)
+    ranked, candidates = match(ix, cleaned)
+    best = ranked[0] if ranked else None
+    verdict = _verdict(best)
+    cuts: list[str] = []
+    shown: list[Match] = []
+    same = 0
+    total = 0
+    if best is not None:
+        same = sum(1 for m in ranked if m.text_key == best.text_key)
+        floor = best.coverage * 0.5
+        good = [m for m in ranked if m.coverage >= floor]
+        total = len(good)
+        shown = good[:max(limit, 1)] if verdict is not Verdict.NONE else ranked[:min(limit, 3)]
+    sites = []
+    walks_until = time.thread_time() + WALK_S
+    for i, m in enumerate(shown):
+        left = max(0.0, walks_until - time.thread_time())
+        walk = -1.0 if i >= REACH_SITES or verdict is Verdict.NONE else min(left, FIRST_WALK_S) if not i else left
+        s = _site(ix, m, walk, 0.0 if i else start + TESTS_S, cleaned.message)
+        if s is not None:
+            sites.append(s)
+    if len(shown) > REACH_SITES and verdict is not Verdict.NONE:
+        cuts.append(f"what leads there is walked for the first {REACH_SITES} sites; impact(\"path:line\") on "
+                    "another site's function walks it")
+    if total > len(shown) and verdict is not Verdict.NONE:
+        cuts.append(f"sites: showing {len(shown)} of {total} (limit={min(total, MAX_SITES)} shows more)")
+    return ErrorOriginResult(cleaned.message, cleaned.exception, verdict, sites, total, same, candidates,
+                             cleaned.hints, cleaned.foreign, cleaned.notes, cuts)
+

@@ -1,0 +1,148 @@
+"""Answers within a budget: the lead, then detail by relevance, then a line per thing cut (Note [Answer budget]).
+
+Note [Answer budget]
+~~~~~~~~~~~~~~~~~~~~
+An agent reads every character a tool returns (Claude Code warns above ~10k tokens a result and
+cuts at 25k), and it asks most questions once. So every renderer builds its answer as a ``lead``
+(the few lines that answer the question: always kept), ``Section`` s of detail in the order of
+their relevance (each saying what it is and the exact call that shows it whole), and a ``tail``
+(notes and the walks' own cut lines: always kept). ``fit`` keeps the lead, then the first
+``keep`` items of each section that asks for some (so an impact shows a few callers of each
+level, a few ops and Python names, before any list is complete), then whole sections in order
+while they fit within ``BUDGET`` characters; of the first section that does not fit it keeps the
+head and as many items as fit, and it fills no section after that one (a later section may point
+back at an earlier one: "details above"). Each section left out, whole or in part, becomes
+one ``Cut:`` line naming what it was and the call that shows it (``trace("upsample_nearest2d.vec")``,
+``called_by("at::native::copy_")``), so nothing is dropped silently. The budget is on the text
+only: the structured answer (MCP structuredContent, CLI --json) keeps everything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+BUDGET = 12_000  # characters of an answer's text, about 3k tokens
+STRUCTURED = "the structured answer (MCP structuredContent, CLI --json)"  # holds what the text cuts
+MIN_ITEMS = 3  # a section cut in part keeps at least this many items, or is cut whole
+CUT_ROOM = BUDGET // 3  # characters of cut lines past which the sections cut whole share one line
+
+
+@dataclass(frozen=True)
+class Section:
+    """Detail an answer may cut: ``head`` lines (its title) and ``items`` that may be cut from the end.
+
+    ``what`` names it in its cut line ("overload add.out", "level 2 callers"); ``shows`` is the exact
+    call that shows it whole, or where it is (the structured answer)."""
+
+    head: Sequence[str]
+    items: Sequence[str] = ()
+    what: str = ""
+    shows: str = ""
+    noun: str = "lines"  # what an item is, for "showing 12 of 40 callers"
+    keep: int = 0  # items kept before any later section is filled (a few of each: the closest callers, ops, ...)
+
+    def __post_init__(self) -> None:
+        if not self.what or not self.shows:
+            raise ValueError(f"a Section needs what it is and the call that shows it (Note [Answer budget]); "
+                             f"got what={self.what!r} shows={self.shows!r} for {list(self.head)[:1]}")
+
+
+@dataclass
+class Fitted:
+    """What ``fit`` kept and what it cut (the cut lines, one per section cut whole or in part)."""
+
+    lines: list[str] = field(default_factory=list)
+    cuts: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+def size(lines: Iterable[str]) -> int:
+    return sum(len(line) + 1 for line in lines)
+
+
+def cut_whole(s: Section) -> str:
+    n = len(s.items)
+    count = f" ({n} {s.noun})" if n else ""
+    return f"Cut: {s.what}{count}; {s.shows} shows it"
+
+
+def cut_part(s: Section, kept: int) -> str:
+    return f"Cut: {s.what}: showing {kept} of {len(s.items)} {s.noun}; {s.shows} shows all"
+
+
+def fit(lead: Sequence[str], sections: Sequence[Section], tail: Sequence[str] = (), budget: int = BUDGET) -> Fitted:
+    """The lead, the sections that fit (in order; see Note [Answer budget]), the tail, and a ``Cut:`` line for
+    each section left out whole or in part; the cut lines count against the budget."""
+    shown = [-1] * len(sections)  # items shown of each section; -1: the section is cut whole
+    used = size(lead) + size(tail) + 1 + min(CUT_ROOM, sum(len(cut_whole(s)) + 1 for s in sections))
+
+    def cost(i: int, k: int) -> int:
+        """Characters section i takes (its lines and its cut line) when it shows k items (-1: none)."""
+        s = sections[i]
+        if k < 0:
+            return len(cut_whole(s)) + 1
+        cut = len(cut_part(s, k)) + 1 if k < len(s.items) else 0
+        return size(s.head) + size(s.items[:k]) + cut
+
+    def grow(i: int, k: int) -> bool:
+        """Show k items of section i if the budget allows."""
+        nonlocal used
+        delta = cost(i, k) - cost(i, shown[i])
+        if used + delta > budget:
+            return False
+        used += delta
+        shown[i] = k
+        return True
+
+    # First the few items each section asks to keep (the closest callers, the first ops reached) ...
+    for i, s in enumerate(sections):
+        if s.keep and not grow(i, min(s.keep, len(s.items))):
+            break
+    # ... then each section whole, in order; of the first that does not fit, as many items as fit, then stop.
+    for i, s in enumerate(sections):
+        if grow(i, len(s.items)):
+            continue
+        k = max(shown[i], 0)
+        low = min(MIN_ITEMS, len(s.items))
+        while k < len(s.items) and cost(i, k + 1) - cost(i, shown[i]) + used <= budget:
+            k += 1
+        if k >= low and k > shown[i]:
+            grow(i, k)
+        break
+    out = Fitted(list(lead))
+    for i, s in enumerate(sections):
+        if shown[i] >= 0:
+            out.lines += [*s.head, *s.items[:shown[i]]]
+        if shown[i] < len(s.items):
+            out.cuts.append(cut_whole(s) if shown[i] < 0 else cut_part(s, shown[i]))
+    out.lines += list(tail)
+    out.cuts = _collapse(out.cuts, sections, shown)
+    if out.cuts:
+        if not (out.lines and out.lines[-1].startswith("Cut:")):
+            out.lines.append("")
+        out.lines += out.cuts
+    return out
+
+
+def _collapse(cuts: list[str], sections: Sequence[Section], shown: list[int]) -> list[str]:
+    """The cut lines, at most CUT_ROOM characters of them: past that, the sections cut whole are one line
+    naming each (an answer about 200 overloads cuts most of them, and 200 lines would be a budget of their own)."""
+    if size(cuts) <= CUT_ROOM:
+        return cuts
+    whole = [s for i, s in enumerate(sections) if shown[i] < 0]
+    keep = [c for c in cuts if c not in {cut_whole(s) for s in whole}]
+    while whole and size(keep) + len(cut_whole(whole[0])) + 1 <= CUT_ROOM // 2:
+        keep.append(cut_whole(whole.pop(0)))
+    if whole:
+        keep.append(f"Cut: {len(whole)} more: " + ", ".join(s.what for s in whole)
+                    + f"; each is shown by its call (e.g. {whole[0].shows}), and {STRUCTURED} holds all")
+    return keep
+
+
+def fitted(lead: Sequence[str], sections: Sequence[Section], tail: Sequence[str] = ()) -> str:
+    """``fit``'s text within ``BUDGET`` (read at each call): what a renderer returns."""
+    return fit(lead, sections, tail, BUDGET).text

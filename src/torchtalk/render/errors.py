@@ -1,0 +1,167 @@
+"""Markdown for error_origin, and its next calls.
+
+Leads with the verdict and the best raise site (its check and enclosing function), then
+what leads there per site: the ops closest first with the chain from the raise site, the
+Python APIs, and tests to run. A weak or missing match says which pieces matched where.
+"""
+
+from __future__ import annotations
+
+from ..model import Edge, EdgeHow, EdgeKind, Layer, Node
+from ..model.raises import Verdict
+from ..query.cuts import describe
+from ..query.error_reach import Reach
+from ..query.errors import ErrorOriginResult, ErrorSite, PieceMatch
+from .common import showing
+from .next import NextCall, call
+
+MAX_CHAIN_OPS = 6  # ops shown with their chain per site
+MAX_TESTS = 5
+_UP = {EdgeKind.CALL: "called by", EdgeKind.LAUNCH: "launched by", EdgeKind.KERNEL: "the kernel of",
+       EdgeKind.STUB_KERNEL: "registered in", EdgeKind.STUB_CALL: "run through the stub by",
+       EdgeKind.WRAPPER: "the generated wrapper of", EdgeKind.OP_CALL: "called by the composite op",
+       EdgeKind.BINDING: "bound to Python as", EdgeKind.DISPATCH_CALL: "dispatched to by"}
+_VERDICT = {
+    Verdict.EXACT: "Every piece of the best site's text is in the message, in order.",
+    Verdict.MATCH: "Most of the message is the best site's text; some pieces differ or are missing (listed below).",
+    Verdict.WEAK: "No site prints this message well; these are the closest, with the pieces that matched where.",
+    Verdict.NONE: "Nothing in this tree prints this message.",
+}
+
+
+def chain_text(start: Node, chain: list[Edge]) -> str:
+    """The way up from the raise site's function to what reaches it, one hop at a time."""
+    parts = [start.label]
+    for e in chain:
+        if e.how is EdgeHow.META:
+            word = "the meta function of"
+        else:
+            word = _UP.get(e.kind, e.kind.value)
+        key = f" [{e.key}]" if e.key and e.kind in (EdgeKind.KERNEL, EdgeKind.STUB_KERNEL, EdgeKind.WRAPPER) else ""
+        parts.append(f"{word}{key} {e.src.label}")
+    return " <- ".join(parts)
+
+
+def _pieces(pieces: list[PieceMatch]) -> str:
+    found = [f"{p.piece!r} at {p.at}" if p.length == len(p.piece) else
+             f"the start of {p.piece!r} ({p.piece[:p.length]!r}) at {p.at}" for p in pieces if p.at >= 0]
+    missing = [repr(p.piece) for p in pieces if p.at < 0]
+    out = []
+    if found:
+        out.append("matched " + ", ".join(found))
+    if missing:
+        out.append("not in the message: " + ", ".join(missing))
+    return "; ".join(out)
+
+
+def _reach(s: ErrorSite, r: Reach, out: list[str]) -> None:
+    start = s.function
+    if r.registered:
+        out.append(f"  Registered for: {', '.join(r.registered)}")
+    if r.ops:
+        out.append(f"  Ops that reach it ({showing(min(len(r.ops), MAX_CHAIN_OPS), r.ops_total)}), closest first:")
+        for o in r.ops[:MAX_CHAIN_OPS]:
+            py = f"  Python: {', '.join(o.python)}" if o.python else ""
+            out.append(f"  - {o.op.label}  {o.op.loc}  depth {o.depth}{py}")
+            if o.chain and start is not None:
+                out.append(f"      {chain_text(start, o.chain)}")
+        rest = [o.op.label for o in r.ops[MAX_CHAIN_OPS:]]
+        if rest:
+            out.append(f"    also: {', '.join(rest)}")
+    elif r.callers:
+        out.append("  No op reaches it within the walk; its direct callers:")
+        out += [f"  - {e.src.label}  {e.site}" for e in r.callers[:5]]
+    for f in r.fan_in:
+        gen = f", {f.generated:,} of them in generated code" if f.generated else ""
+        out.append(f"  {f.callee.label} is called at {f.sites:,} sites{gen}; too many to walk, so by name: "
+                   + ", ".join(f"{p} ({n:,})" for p, n in f.files))
+        ops = {w.dst.key: w for w in f.entries}
+        for e in f.samples:
+            w = ops.get(e.src.key)
+            serves = f"  ({_UP[w.kind]} [{w.key}] {w.src.label})" if w is not None else ""
+            out.append(f"    e.g. {e.src.label}  {e.site}{serves}")
+            if e.written:
+                out.append(f"         {e.written}")
+    if r.python:
+        out.append(f"  Python: {', '.join(r.python)}")
+    if r.tests_for and not (r.tests or r.opinfos):
+        out.append(f"  No test is named after {r.tests_for} or calls it.")
+    if r.tests or r.opinfos:
+        out.append(f"  Tests to run (for {r.tests_for}):")
+        out += [f"  - {o}" for o in r.opinfos]
+        for t in r.tests[:MAX_TESTS]:
+            out.append(f"  - {t.cls + '.' if t.cls else ''}{t.name}  {t.loc}")
+            out.append(f"      run: {t.command}")
+    for c in r.cuts:
+        out.append(f"  Cut: {c}")
+    out += [f"  Cut: {describe(c)}" for c in r.walk_cuts]
+
+
+def _site(i: int, s: ErrorSite, detail: bool, out: list[str]) -> None:
+    exc = f" ({s.exception})" if s.exception else ""
+    via = f", in the expansion of {s.via}()" if s.via else ""
+    named = "  [the pasted text names this line]" if s.hinted else ""
+    out.append(f"\n## {i}. {s.loc}  {s.macro}{exc}{via}{named}")
+    if s.function is not None:
+        out.append(f"  in {s.function.label}  {s.function.loc}")
+    if s.condition:
+        out.append(f"  check: {s.condition}")
+    out.append(f"  prints: {s.template!r}")
+    if detail or not s.exact:
+        cut = "; the message stops inside its text" if s.cut else ""
+        out.append(f"  pieces: {_pieces(s.pieces)} (covers {s.coverage:.0%} of the message{cut})")
+    if s.reach is not None:
+        _reach(s, s.reach, out)
+
+
+def render_error_origin(r: ErrorOriginResult) -> str:
+    head = r.message if len(r.message) <= 160 else r.message[:157] + "..."
+    exc = f"{r.exception}: " if r.exception else ""
+    out = [f"# error_origin: {exc}{head}"]
+    for n in r.notes:
+        out.append(f"Note: {n}.")
+    for h in r.hints:
+        out.append(f"The pasted text says: {h.how} {h.func + ' at ' if h.func else ''}{h.path}:{h.line}.")
+    if r.verdict is Verdict.NONE:
+        out.append(f"Nothing in this tree prints this message: the best site covers {r.sites[0].coverage:.0%} of it"
+                   if r.sites else "Nothing in this tree prints this message: no raise site shares its words.")
+        if r.foreign:
+            out.append(f"The innermost frame is in {r.foreign}: the message comes from another library.")
+        else:
+            out.append("It may come from another library, a newer or older PyTorch, or a message built at run "
+                       "time; search() or find_similar_tests() on a name in it may help.")
+        for i, s in enumerate(r.sites, 1):
+            out.append(f"- {i}. {s.loc}  {s.macro}: {s.template!r}\n    {_pieces(s.pieces)}")
+        return "\n".join(out)
+    first = r.sites[0] if r.sites else None
+    if first is None:
+        return "\n".join(out)
+    lead = _VERDICT[r.verdict]
+    if r.same_text > 1:
+        lead = (f"{r.same_text} sites print this same text (the message cannot tell them apart); each is listed "
+                f"with what leads to it. {lead}")
+    out.append(lead)
+    out.append(f"Raise sites: {showing(len(r.sites), r.total)}, best first.")
+    for i, s in enumerate(r.sites, 1):
+        _site(i, s, r.verdict is Verdict.WEAK, out)
+    if r.cuts:
+        out.append("\nCut: " + "; ".join(r.cuts) + ".")
+    return "\n".join(out)
+
+
+def next_error_origin(r: ErrorOriginResult) -> list[str]:
+    out: list[str] = []
+    first = r.sites[0] if r.sites and r.verdict is not Verdict.NONE else None
+    if first is None:
+        return out
+    reach = first.reach
+    if reach is not None and reach.ops:
+        out.append(call("trace", reach.ops[0].op.key))
+    if first.language is Layer.CPP and first.function is not None and first.function.loc is not None:
+        out.append(call("impact", str(first.function.loc), depth=3))
+    if reach is not None and reach.tests:
+        out.append(call("test_file_info", reach.tests[0].loc.path))
+    return out
+
+
+__all__ = ["NextCall", "chain_text", "next_error_origin", "render_error_origin"]

@@ -1,0 +1,266 @@
+"""error_origin: raise sites indexed per file, messages matched to them, and what leads there (fixture trees).
+
+Messages are built from the fixture tree's own raise sites (tests/fixtures/tree:
+aten/src/ATen/native/LinearAlgebra.cpp, aten/src/ATen/core/adaption.cpp, torch/csrc/autograd/*;
+tests/fixtures/tree_py: torch/utils/data/dataloader.py, torch/_meta_registrations.py).
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from torchtalk.errors import BadArgument
+from torchtalk.extract.cpp import extract_cpp
+from torchtalk.extract.pymodules import extract_python
+from torchtalk.model import CppSymbol, Layer, PyFunction, RaiseKind, RaiseSite
+from torchtalk.model.raises import Verdict
+from torchtalk.query import error_reach
+from torchtalk.query.error_text import MAX_INPUT, MAX_MESSAGE, clean
+from torchtalk.tools import get_tool, run
+
+from ..conftest import FIXTURE_TREE, build_index
+
+MAT = "RuntimeError: mat1 and mat2 shapes cannot be multiplied (64x10 and 20x30)"
+
+
+@pytest.fixture(scope="module")
+def fixture_ix(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("errors")
+    tree = tmp / "pytorch"
+    shutil.copytree(FIXTURE_TREE, tree)
+    shutil.copytree(FIXTURE_TREE.parent / "tree_py", tree, dirs_exist_ok=True)
+    _st, ix, _rep = build_index(tree, tmp / "cache", workers=1, codegen=False)
+    yield ix
+    ix.close()
+
+
+def ask(ix, message, **kw):
+    return run(get_tool("error_origin"), ix, message=message, **kw)
+
+
+def cpp_sites(src: str, path: str = "aten/src/ATen/native/X.cpp") -> tuple[list[RaiseSite], list[CppSymbol]]:
+    facts = extract_cpp(path, src.encode())
+    return facts[RaiseSite], facts[CppSymbol]
+
+
+def py_sites(src: str, path: str = "torch/x.py") -> tuple[list[RaiseSite], list[PyFunction]]:
+    facts = extract_python(path, src.encode())
+    return facts[RaiseSite], facts[PyFunction]
+
+
+# ------------------------------------------------------------------ extraction
+
+
+def test_cpp_check_pieces_condition_macro_and_function():
+    sites, syms = cpp_sites('''
+namespace at::native {
+Tensor f(const Tensor& a) {
+  TORCH_CHECK_INDEX(a.dim() ==   2,
+      "expected ", "a 2-D tensor, got ", a.dim(), "-D with sizes ", a.sizes());
+  TORCH_CHECK(a.numel() > 0);
+  TORCH_INTERNAL_ASSERT(a.defined(), "undefined");
+  TORCH_WARN("slow path for ", a.scalar_type());
+  AT_ERROR("no kernel for ", a.device());
+  C10_THROW_ERROR(ValueError, c10::str("bad value: ", a.item()));
+  if (a.dim() > 8) throw std::runtime_error(std::string("too many dims: ") + std::to_string(a.dim()));
+  return a;
+}
+}''')
+    by = {s.macro: s for s in sites}
+    idx = by["TORCH_CHECK_INDEX"]
+    assert (idx.pieces, idx.gaps) == (("expected a 2-D tensor, got ", "-D with sizes ", ""), ("a.dim()", "a.sizes()"))
+    assert idx.condition == "a.dim() == 2" and idx.exception == "IndexError" and idx.kind is RaiseKind.CHECK
+    assert (idx.line, idx.end_line) == (4, 5)
+    assert syms[idx.cpp_func].qualname == "at::native::f"
+    plain = by["TORCH_CHECK"]  # no message: the one TORCH_CHECK_MSG prints, with the condition in it
+    assert plain.pieces == ("Expected a.numel() > 0 to be true, but got false.  (Could this error message be "
+                            "improved?  If so, please report an enhancement request to PyTorch.)",)
+    assert by["TORCH_INTERNAL_ASSERT"].pieces[0] == 'a.defined() INTERNAL ASSERT FAILED at "'
+    assert by["TORCH_INTERNAL_ASSERT"].pieces[-1] == ", please report a bug to PyTorch. undefined"
+    assert by["TORCH_WARN"].exception == "UserWarning" and by["TORCH_WARN"].kind is RaiseKind.WARN
+    assert by["AT_ERROR"].pieces == ("no kernel for ", "")
+    assert by["C10_THROW_ERROR"].exception == "ValueError" and by["C10_THROW_ERROR"].pieces == ("bad value: ", "")
+    thrown = by["throw std::runtime_error"]
+    assert thrown.pieces == ("too many dims: ", "") and thrown.condition == ""
+
+
+def test_cpp_printf_fmt_and_python_error_setters():
+    sites, _ = cpp_sites('''
+PyObject* g(PyObject* o, int64_t n) {
+  PyErr_Format(PyExc_TypeError, "expected %s (got %" PRId64 "), 100%% sure", Py_TYPE(o)->tp_name, n);
+  throw TypeError("%s(): argument '%s' must be %s", "f", "x", "int");
+  TORCH_CHECK(n > 0, fmt::format("n must be positive, got {} ({:d})", n, n));
+}''', "torch/csrc/x.cpp")
+    by = {s.macro: s for s in sites}
+    assert by["PyErr_Format"].exception == "TypeError"
+    assert by["PyErr_Format"].pieces == ("expected ", " (got ", "), 100% sure")
+    assert by["throw TypeError"].pieces == ("", "(): argument '", "' must be ", "")
+    assert by["TORCH_CHECK"].pieces == ("n must be positive, got ", " (", ")")
+
+
+def test_cpp_checks_in_a_same_file_macro_count_at_its_use():
+    sites, syms = cpp_sites((FIXTURE_TREE / "aten/src/ATen/native/LinearAlgebra.cpp").read_text())
+    mult = [s for s in sites if s.pieces[0].startswith("mat1 and mat2 shapes")]
+    assert len(mult) == 1 and mult[0].via == "ADDMM_META" and mult[0].line == 15  # the ADDMM_META(); line
+    assert syms[mult[0].cpp_func].display == "TORCH_META_FUNC(addmm)"
+    assert not [s for s in sites if s.line < 14]  # nothing recorded inside the #define itself
+
+
+def test_cpp_string_constants_are_recorded_where_defined():
+    sites, _ = cpp_sites((FIXTURE_TREE / "torch/csrc/autograd/saved_variable.cpp").read_text(),
+                         "torch/csrc/autograd/saved_variable.cpp")
+    const = [s for s in sites if s.kind is RaiseKind.CONSTANT]
+    assert [c.macro for c in const] == ["ERR_BACKWARD_TWICE"] and const[0].pieces[0].startswith("Trying to backward")
+    use = [s for s in sites if s.kind is RaiseKind.CHECK]
+    assert use[0].gaps == ("ERR_BACKWARD_TWICE",)  # a message that is only a constant's name is kept
+
+
+def test_python_raises_f_strings_format_percent_locals_and_constants():
+    sites, funcs = py_sites((FIXTURE_TREE.parent / "tree_py/torch/utils/data/dataloader.py").read_text(),
+                            "torch/utils/data/dataloader.py")
+    texts = {s.template: s for s in sites}
+    batch = texts["batch_size should be a positive integer value, but got batch_size={batch_size}"]
+    assert batch.exception == "ValueError" and batch.macro == "raise ValueError" and batch.kind is RaiseKind.RAISE
+    assert batch.condition == "not isinstance(batch_size, int) or batch_size <= 0"
+    assert funcs[batch.py_func].qualname == "DataLoader.__init__"
+    assert "sampler option is mutually exclusive with shuffle" in texts  # a module-level constant
+    assert "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing." in texts
+    warn = texts["This DataLoader will create {num_workers} worker processes in total."]
+    assert warn.kind is RaiseKind.WARN and warn.exception == "UserWarning"
+    assert "dataset {type(dataset).__name__} is not a Dataset" in texts
+    assert texts["batch_size is too large"].exception == "AssertionError"
+
+
+def test_python_torch_check_takes_the_lambdas_message():
+    sites, _ = py_sites((FIXTURE_TREE.parent / "tree_py/torch/_meta_registrations.py").read_text(),
+                        "torch/_meta_registrations.py")
+    by = {s.macro: s for s in sites}
+    assert by["torch._check"].template == "mat1 must be a matrix, got {mat1.dim()}-D tensor"
+    assert by["torch._check"].condition == "mat1.dim() == 2"
+    assert by["torch._check_index"].exception == "IndexError"
+    assert by["torch._check_index"].pieces[0].startswith("Expected cond to be True")
+
+
+# ------------------------------------------------------------------ the message as pasted
+
+
+def test_clean_strips_traceback_class_and_cpp_frames_keeping_hints():
+    c = clean('Traceback (most recent call last):\n  File "/x/site-packages/torch/nn/functional.py", line 9, in f\n'
+              "    return torch._C._nn.linear(input, weight)\n           ^^^^^^^^^^^^^\n" + MAT +
+              "\nException raised from meta at /pytorch/aten/src/ATen/native/LinearAlgebra.cpp:15 (most recent "
+              "call first):\nframe #0: c10::Error::Error() + 0x96\nframe #1: at::meta::x() + 0x1\n")
+    assert c.message == "mat1 and mat2 shapes cannot be multiplied (64x10 and 20x30)"
+    assert c.exception == "RuntimeError"
+    assert [(h.path, h.line, h.how) for h in c.hints] == [
+        ("aten/src/ATen/native/LinearAlgebra.cpp", 15, "Exception raised from"),
+        ("torch/nn/functional.py", 9, "innermost frame")]
+    w = clean("/x/m.py:3: UserWarning: slow path (Triggered internally at /pytorch/aten/src/ATen/X.cpp:7.)\n  y()")
+    assert (w.message, w.exception) == ("slow path", "UserWarning") and w.hints[0].path == "aten/src/ATen/X.cpp"
+    assert clean("KeyError: 'parameter name can\\'t contain \".\"'").message.startswith("parameter name can")
+
+
+def test_clean_bad_input():
+    for empty in ("", "   \n\t", "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n"):
+        with pytest.raises(BadArgument, match="message"):
+            clean(empty)
+    with pytest.raises(BadArgument, match="message must be a string"):
+        clean(b"bytes")
+    huge = clean("mat1 and mat2 " * 40_000)
+    assert len(huge.message) == MAX_MESSAGE and any(f"first {MAX_INPUT:,}" in n for n in huge.notes)
+    odd = clean("mat1 and mat2 \udcff\udcfe shapes")  # bytes that were not UTF-8, as surrogateescape reads them
+    assert "\ufffd" in odd.message and any("not UTF-8" in n for n in odd.notes)
+
+
+# ------------------------------------------------------------------ answers on the fixture tree
+
+
+def test_the_check_in_a_macro_is_found_with_the_ops_and_python_apis_reaching_it(fixture_ix):
+    r, text = ask(fixture_ix, MAT)
+    assert r.verdict is Verdict.EXACT and r.exception == "RuntimeError"
+    best = r.sites[0]
+    assert str(best.loc) == "aten/src/ATen/native/LinearAlgebra.cpp:15" and best.via == "ADDMM_META"
+    assert best.condition == "mat1.sizes()[1] == mat2.sizes()[0]" and best.function.label == "TORCH_META_FUNC(addmm)"
+    ops = {o.op.key: o for o in best.reach.ops}
+    assert {"addmm", "addmm.out", "linear"} <= set(ops)
+    assert ops["addmm"].depth == 0 and ops["linear"].depth == 1  # linear's composite kernel calls at::addmm
+    assert "torch.nn.functional.linear" in best.reach.python
+    assert "TORCH_META_FUNC(addmm) <- the meta function of addmm <- called by the composite op linear" in text
+    assert "next: trace(\"addmm\")" in text
+
+
+def test_a_message_cut_short_still_names_its_site(fixture_ix):
+    r, text = ask(fixture_ix, "Expected all tensors to be on the same device, but found at least two devices, "
+                              "cuda:0 and cpu!")
+    best = r.sites[0]
+    assert r.verdict is Verdict.MATCH and best.cut and not best.exact
+    assert str(best.loc) == "aten/src/ATen/core/adaption.cpp:6"
+    assert best.function.label == "c10::impl::common_device_check_failure"
+    assert [e.src.label for e in best.reach.callers] == ["c10::impl::check_and_update_common_device"]
+    assert "the message stops inside its text" in text
+
+
+def test_much_called_functions_are_summarised_by_name(fixture_ix, monkeypatch):
+    monkeypatch.setattr(error_reach, "FAN_IN", 0)  # the fixture has one caller; PyTorch has 1,691 (generated)
+    full = ("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! "
+            "(when checking argument for argument self in method wrapper_CPU_mm)")
+    r, text = ask(fixture_ix, full)
+    fan = r.sites[0].reach.fan_in
+    assert r.verdict is Verdict.EXACT and fan and fan[0].callee.label == "c10::impl::common_device_check_failure"
+    assert fan[0].samples[0].src.label == "c10::impl::check_and_update_common_device"
+    assert "common_device_check_failure(*common_device, tensor, methodName, argName);" in text
+
+
+def test_a_constant_used_as_the_message_is_matched_where_it_is_used(fixture_ix):
+    r, _ = ask(fixture_ix, "RuntimeError: Trying to backward through the graph a second time (or directly access "
+                           "saved tensors after they have already been freed).")
+    assert r.verdict is Verdict.EXACT and r.same_text == 2  # saved_variable.cpp and python_engine.cpp
+    assert {s.loc.path for s in r.sites} == {"torch/csrc/autograd/saved_variable.cpp",
+                                            "torch/csrc/autograd/python_engine.cpp"}
+
+
+def test_python_raise_with_its_function_and_the_op_it_is_registered_for(fixture_ix):
+    r, text = ask(fixture_ix, "ValueError: batch_size should be a positive integer value, but got batch_size=-1")
+    best = r.sites[0]
+    assert r.verdict is Verdict.EXACT and best.language is Layer.PYTHON and best.exception == "ValueError"
+    assert best.function.key == "torch.utils.data.dataloader.DataLoader.__init__"
+    r, _ = ask(fixture_ix, "RuntimeError: mat1 must be a matrix, got 3-D tensor")
+    py = next(s for s in r.sites if s.language is Layer.PYTHON)
+    assert py.reach.registered == ["aten.addmm (meta)"] and py.reach.ops[0].op.key == "addmm"
+    assert r.same_text == 2  # the meta registration and ADDMM_META's first check print the same text
+
+
+def test_exception_class_breaks_ties_and_the_innermost_frame_is_a_hint(fixture_ix):
+    r, _ = ask(fixture_ix, 'Traceback (most recent call last):\n  File "/s/site-packages/torch/utils/data/'
+                           'dataloader.py", line 20, in __init__\n    raise ValueError(msg)\n'
+                           "ValueError: num_workers option should be non-negative; use num_workers=0 to disable "
+                           "multiprocessing.")
+    assert r.sites[0].hinted and str(r.sites[0].loc) == "torch/utils/data/dataloader.py:20"
+
+
+def test_weak_and_foreign_messages_say_what_matched(fixture_ix):
+    r, text = ask(fixture_ix, "RuntimeError: mat1 and mat2 shapes are odd in this message of mine, really odd")
+    assert r.verdict is Verdict.WEAK and "No site prints this message well" in text
+    assert "the start of 'mat1 and mat2 shapes cannot be multiplied (' ('mat1 and mat2 shapes ') at 0" in text
+    assert "not in the message: 'x'" in text
+    r, text = ask(fixture_ix, 'Traceback (most recent call last):\n  File "/s/site-packages/numpy/core/x.py", line 3, '
+                              'in f\nnumpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.73 GiB for an '
+                              "array with shape (1000, 1000, 500) and data type float64")
+    assert r.verdict is Verdict.NONE and "numpy/core/x.py: the message comes from another library" in text
+
+
+def test_mermaid_draws_the_site_and_what_reaches_it(fixture_ix):
+    _r, text = run(get_tool("error_origin"), fixture_ix, message=MAT, format="mermaid")
+    assert text.startswith("```mermaid") or "flowchart" in text
+    assert "TORCH_META_FUNC#40;addmm#41;" in text and '"op_call CompositeImplicitAutograd"' in text
+
+
+def test_bad_arguments(fixture_ix):
+    for bad, what in ((0, "limit"), (51, "limit")):
+        with pytest.raises(BadArgument, match=what):
+            ask(fixture_ix, MAT, limit=bad)
+    with pytest.raises(BadArgument, match="message is empty"):
+        ask(fixture_ix, "  ")
+    r, text = ask(fixture_ix, "x" * 300_000)
+    assert "x" * 1000 not in text and "were read" in text
