@@ -52,9 +52,10 @@ class CudaKernelsResult:
     cuts: list[Cut] = field(default_factory=list)  # what the walk left out, with the call that shows it
 
 
-def _rank(launch: KernelLaunch | LibraryCall) -> tuple[bool, bool, int]:
-    """The op's own code first, then the forward, then the nearest."""
-    return bool(launch.via), launch.backward, len(launch.chain)
+def _rank(launch: KernelLaunch | LibraryCall) -> tuple[bool, bool]:
+    """The op's own code first, then the forward; among equals, walk order (the overloads as asked, nearest
+    first)."""
+    return bool(launch.via), launch.backward
 
 
 @dataclass
@@ -141,8 +142,8 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
         starts = [targets[0].node]
         matched = f"{'DispatchStub' if targets[0].is_stub else 'function'} {targets[0].node}"
     m = _merged(ix, starts)
-    ordered = sorted(m.kernels.values(), key=lambda k: (_rank(k.launches[0]) if k.launches else (True, True, 0),
-                                                        k.name))
+    ordered = sorted(m.kernels.values(), key=lambda k: (*(_rank(k.launches[0]) if k.launches else (True, True)),
+                                                        len(k.launches[0].chain) if k.launches else 0, k.name))
     result = CudaKernelsResult(name, matched, ordered, m.helpers, m.libraries, cuts=m.cuts)
     if not m.kernels and not m.helpers and not m.libraries:
         result.notes.append(f"No <<<>>> launch, launch family or GPU library call was found within {MAX_DEPTH} "
