@@ -97,5 +97,9 @@ def test_tests_layer(real_index):
     assert "OpInfo('cumsum')" in text
     text = text_of(real_index, "test_file_info", file_path="test/test_nn.py")
     assert "TestNNDeviceType" in text and "allow_mps=True" in text
+    assert len(text) < 12500 and 'test_file_info("test/test_nn.py", offset=' in text  # a page, and the rest named
+    text = text_of(real_index, "test_file_info", file_path="test_foreach")
+    assert re.search(r"^- test_parity  test/test_foreach\.py:204  @skipIfRocmVersionLessThan", text, re.M)
+    assert "TestForeachCPU" in text and 'run one: pytest test/test_foreach.py -k "TestForeach and ' in text
     text = text_of(real_index, "list_test_utils", category="decorators")
     assert "torch/testing/_internal/common_utils.py:594" in text
