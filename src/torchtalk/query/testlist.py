@@ -25,8 +25,10 @@ from ..model import Loc
 from .args import MAX_NAME, clean_text, shown
 from .testnames import generated_names, run_command
 
-PAGE_BUDGET = 7000  # characters of test lines one answer lists (the rest of the answer is about 1-4k)
+PAGE_BUDGET = 7200  # characters of test lines one answer lists (the rest of the answer is about 1-4k)
 MAX_DECO_CHARS = 70
+MAX_LINE_DECOS = 150  # characters of decorators on one test's line
+_PARAM_NAMES = re.compile(r"^((?:[\w.]+\.)?parametrize\w*)\(\s*('[^']*'|\"[^\"]*\"|\w+)")
 # Last dotted part of a decorator's callable -> it decides where the test runs. Prefixes end with "*".
 WHERE_IT_RUNS = ("dtypes*", "only*", "skip*", "expectedFailure*", "xfail*", "deviceCountAtLeast", "largeTensorTest",
                  "slowTest", "serialTest", "requires*", "ops", "modules", "parametrize*")
@@ -54,7 +56,8 @@ class ListedTest:
     @property
     def line(self) -> str:
         """The test as the answer lists it (also what the page budget counts)."""
-        decos = "  " + " ".join(f"@{d}" for d in self.decorators) if self.decorators else ""
+        decos = "  " + " ".join(d if d.startswith("... ") else f"@{d}" for d in self.decorators) \
+            if self.decorators else ""
         return f"- {self.name}  {self.loc}{decos}"
 
 
@@ -79,6 +82,33 @@ class TestPage:
     tests: list[ListedTest]  # tests[offset:] that fit the budget
     runs: list[ClassRun]  # per class listed: how to run one of its tests
     next_call: str  # the call that lists the next page ("" when this page ends the list)
+
+
+def shortened(decorators: list[str]) -> list[str]:
+    """Decorators as a test line shows them: where it runs first (dtypes, devices, skips), then what multiplies it,
+    the parametrizes as one ``parametrize(name, name)`` (their values can run to a screenful); each cut to
+    MAX_DECO_CHARS, and no more than MAX_LINE_DECOS characters in all."""
+    params: list[str] = []
+    first: list[str] = []
+    then: list[str] = []
+    for d in decorators:
+        m = _PARAM_NAMES.match(d)
+        if m:
+            params.append(m.group(2).strip("'\""))
+            continue
+        d = d if len(d) <= MAX_DECO_CHARS else d[:MAX_DECO_CHARS - 3] + "..."
+        (then if d.startswith(("ops(", "modules(")) else first).append(d)
+    if params:
+        names = ", ".join(params)
+        then.append(f"parametrize({names if len(names) <= MAX_DECO_CHARS else names[:MAX_DECO_CHARS - 3] + '...'})")
+    out: list[str] = []
+    used = 0
+    for d in first + then:
+        if out and used + len(d) > MAX_LINE_DECOS:
+            return out + [f"... {len(first) + len(then) - len(out)} more"]
+        used += len(d) + 2
+        out.append(d)
+    return out
 
 
 def clean_filter(value: object, arg: str, example: str) -> str:
@@ -112,7 +142,7 @@ def test_page(path: str, rows: list[tuple[str, str, int, str]], instantiation: d
     used = 0
     for cls, name, line, decos in chosen[offset:]:
         ds = json.loads(decos or "[]")
-        where = [d if len(d) <= MAX_DECO_CHARS else d[:MAX_DECO_CHARS - 3] + "..." for d in ds if runs_where(d)]
+        where = shortened([d for d in ds if runs_where(d)])
         t = ListedTest(cls, name, Loc(path, line), where, len(ds) - len(where))
         if tests and used + len(t.line) > PAGE_BUDGET:
             break
