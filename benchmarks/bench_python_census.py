@@ -14,6 +14,12 @@ Everything asked about is enumerated with ``ast`` from the tree, then asked over
 - test files: for each test/**/test_*.py file with 1 to 60 tests (``def test_*`` in a class
   body, or at module level), the tests against what ``test_file_info(<file>)`` lists (class,
   name and line), in its first answer.
+- hand-written bindings: every entry of the PyMethodDef tables in the binding templates
+  (tools/autograd/templates/python_*.cpp, their hand-written entries) and the manual binding
+  files (torch/csrc/autograd/python_variable.cpp, python_*_functions_manual.cpp), whose
+  namespace the file's name says (python_variable* -> Tensor, python_torch_functions* -> torch,
+  python_X_functions* -> torch._C._X): does ``trace(<namespace>.<entry>)`` show the entry's
+  function as a binding of an op it answers with?
 
 Prints the fraction of each and the misses by reason. Targets: optimizers >= 0.95, modules
 >= 0.99, test listing >= 0.95.
@@ -27,6 +33,7 @@ import argparse
 import ast
 import json
 import os
+import re
 import sys
 import time
 from collections import Counter, defaultdict
@@ -193,6 +200,32 @@ def test_files(root: Path, max_tests: int) -> dict[str, list[tuple[str, str, int
     return out
 
 
+_BINDING_FILE = re.compile(r"^python_(?:(variable)(?:_methods)?|(\w+?)_functions)(?:_manual)?\.cpp$")
+_TABLE = re.compile(r"PyMethodDef\s+\w+\[\]\s*=\s*\{(.*?)\n\};", re.S)
+_ENTRY = re.compile(r"\{\s*\"(\w+)\"\s*,\s*([^{}]*?),\s*METH_")
+_CASTS = frozenset({"castPyCFunctionWithKeywords", "castPyCFunctionFast", "PyCFunction", "PyCFunctionWithKeywords",
+                    "TypeError_to_NotImplemented_", "void"})
+
+
+def binding_entries(root: Path) -> list[tuple[str, str, str, int]]:
+    """(Python name, function, file, line) of every PyMethodDef entry written by hand in the binding files."""
+    out = []
+    files = sorted((root / "tools/autograd/templates").glob("python_*.cpp")) + \
+        sorted((root / "torch/csrc/autograd").glob("python_*.cpp"))
+    for path in files:
+        m = _BINDING_FILE.match(path.name)
+        if not m:
+            continue
+        owner = "Tensor" if m.group(1) else "torch" if m.group(2) == "torch" else f"torch._C._{m.group(2)}"
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for table in _TABLE.finditer(text):
+            for e in _ENTRY.finditer(table.group(1)):
+                fn = [w for w in re.findall(r"\w+", e.group(2)) if w not in _CASTS]
+                line = text.count("\n", 0, table.start(1) + e.start()) + 1
+                out.append((f"{owner}.{e.group(1)}", fn[-1] if fn else "?", path.relative_to(root).as_posix(), line))
+    return out
+
+
 # ------------------------------------------------------------------ what TorchTalk answers
 
 def _tree_targets(calls: list[dict]) -> dict[str, bool]:
@@ -309,6 +342,40 @@ def census_tests(server: tt.StdioServer, root: Path, max_tests: int) -> dict:
             "largest_answers": sizes[:3]}
 
 
+def census_bindings(server: tt.StdioServer, root: Path) -> dict:
+    entries = binding_entries(root)
+    linked = 0
+    how: Counter[str] = Counter()
+    misses: Counter[str] = Counter()
+    missed = []
+    for pyname, fn, rel, line in entries:
+        sc, _text = server.tool("trace", function_name=pyname, focus="dispatch")
+        r = sc["result"] if sc.get("kind") == "result" else None
+        found = ""
+        for o in (r or {}).get("ops", []):
+            for b in o.get("handwritten", []):
+                if b["python_name"] == pyname and b["function"]["name"] == fn:
+                    found = found or f"hand-written, by {b['how']}"
+            for b in (o.get("generated") or {}).get("bindings", []):
+                if b["python_name"] == pyname and b["function"]["name"] == fn:
+                    found = found or "a generated function (its dispatch lambdas)"
+        if found:
+            linked += 1
+            how[found] += 1
+            continue
+        if r is None:
+            why = "trace: not found"
+        elif not r.get("ops"):
+            why = ("wraps no op: trace finds none below its function" if r.get("bindings")
+                   else "trace answers neither an op nor a binding")
+        else:
+            why = ("wraps no op of its own: trace answers the ops helpers of other files reach below it, "
+                   "none its own code calls")
+        misses[why] += 1
+        missed.append(f"{pyname} -> {fn}  {rel}:{line}: {why}")
+    return {"entries": len(entries), "linked": linked, "how": dict(how), "misses": dict(misses), "missed": missed}
+
+
 # ------------------------------------------------------------------ report
 
 def frac(a: int, b: int) -> str:
@@ -331,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
             opt = census_optimizers(server, h.root)
             mods = census_modules(server, h.root)
             tests = census_tests(server, h.root, args.max_tests)
+            binds = census_bindings(server, h.root)
     except tt.AdapterError as exc:
         print(f"bench_python_census: {exc}", file=sys.stderr)
         return 2
@@ -356,11 +424,19 @@ def main(argv: list[str] | None = None) -> int:
     for m in tests["missed"][:20]:
         print(f"    {m}")
     print("  largest answers: " + ", ".join(f"{rel} {n} chars" for n, rel in tests["largest_answers"]))
+    print(f"hand-written bindings: PyMethodDef entries that trace shows linked to an op  "
+          f"{frac(binds['linked'], binds['entries'])}")
+    for why, n in sorted(binds["how"].items(), key=lambda kv: -kv[1]):
+        print(f"  linked, {why}: {n}")
+    for why, n in sorted(binds["misses"].items(), key=lambda kv: -kv[1]):
+        print(f"  missed, {why}: {n}")
+    for m in binds["missed"]:
+        print(f"    {m}")
     seconds = round(time.monotonic() - t0, 1)
     print(f"time: {seconds} s")
     if args.json:
         Path(args.json).write_text(json.dumps({"optimizers": opt, "modules": mods, "tests": tests,
-                                               "seconds": seconds}, indent=1))
+                                               "bindings": binds, "seconds": seconds}, indent=1))
     return 0
 
 
