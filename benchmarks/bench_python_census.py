@@ -37,6 +37,7 @@ import re
 import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -54,6 +55,14 @@ def parse(path: Path) -> ast.Module | None:
         return ast.parse(path.read_bytes())
     except (SyntaxError, ValueError):
         return None
+
+
+def parsed_files(root: Path, folder: str) -> Iterator[tuple[str, ast.Module]]:
+    """(path relative to the tree, its ast) of the .py files of one folder (not below it), in name order."""
+    for path in sorted((root / folder).glob("*.py")):
+        tree = parse(path)
+        if tree is not None:
+            yield path.relative_to(root).as_posix(), tree
 
 
 def module_name(rel: str) -> str:
@@ -79,11 +88,7 @@ def _functions(tree: ast.AST, prefix: str = "") -> list[tuple[str, ast.AST]]:
 def optimizer_calls(root: Path) -> dict[str, dict]:
     """optimizer class -> {"module", "file", "calls": {op name: [enclosing function fq]}} for torch/optim."""
     out: dict[str, dict] = {}
-    for path in sorted((root / OPTIM_DIR).glob("*.py")):
-        rel = path.relative_to(root).as_posix()
-        tree = parse(path)
-        if tree is None:
-            continue
+    for rel, tree in parsed_files(root, OPTIM_DIR):
         classes = [n.name for n in tree.body if isinstance(n, ast.ClassDef) and not n.name.startswith("_")
                    and any((b.id if isinstance(b, ast.Name) else getattr(b, "attr", "")) == "Optimizer"
                            for b in n.bases)]
@@ -127,11 +132,7 @@ def module_calls(root: Path) -> dict[str, dict]:
     """nn module class -> {"file", "line", "calls": {F.x name: [lines]}} for classes of torch/nn/modules whose own
     forward calls F.x."""
     out: dict[str, dict] = {}
-    for path in sorted((root / NN_DIR).glob("*.py")):
-        rel = path.relative_to(root).as_posix()
-        tree = parse(path)
-        if tree is None:
-            continue
+    for rel, tree in parsed_files(root, NN_DIR):
         aliases = _functional_aliases(tree, module_name(rel))
         for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
             fwd = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)

@@ -101,3 +101,24 @@ def test_a_template_binding_is_cited_where_it_is_written(tree):
     _, text = run(get_tool("trace"), ix, function_name="unsqueeze")
     assert (f"- Python Tensor.unsqueeze: THPVariable_unsqueeze  {template}:10 (indexed as {gen}:10); "
             f"PyMethodDef {template}:23  [linked by name]") in text
+
+
+def test_parser_signatures_of_hand_written_code_are_facts_of_their_function():
+    from torchtalk.extract.worker import extract
+    from torchtalk.model import CppSymbol, GeneratedFact, GeneratedKind, Layer
+
+    src = b"""namespace torch::autograd {
+static PyObject* THPVariable_range(PyObject* self, PyObject* args, PyObject* kwargs) {
+  static PythonArgParser parser({
+      "range(Scalar start, Scalar end, Scalar step=1, *, Tensor out=None)",
+      "range(Scalar start, Scalar end, Scalar step=1, *, ScalarType dtype=None)",
+  });
+  Py_RETURN_NONE;
+}
+}
+"""
+    facts = extract("torch/csrc/autograd/python_torch_functions_manual.cpp", Layer.CPP, src)
+    fn = [i for i, s in enumerate(facts[CppSymbol]) if s.name == "THPVariable_range"]
+    sigs = [(f.value.split(",")[0], f.line, f.scope) for f in facts[GeneratedFact]
+            if f.kind is GeneratedKind.PARSER_SIGNATURE]
+    assert sigs == [("range(Scalar start", 4, fn[0]), ("range(Scalar start", 5, fn[0])]
