@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import shutil
 import statistics
@@ -36,6 +35,8 @@ import time
 from pathlib import Path
 
 import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 CPP_DIRS = ("aten", "c10", "torch/csrc", "functorch")
 
@@ -237,44 +238,18 @@ def stdio_raw_latency(tree: Path, env: dict, calls: int) -> list[float]:
     """Round trips of plain JSON-RPC lines over the server's stdio: what the server costs, without the
     Python SDK client's own work (it re-validates every structuredContent against the outputSchema with
     jsonschema, 5-45 ms for the larger answers; other clients do this differently or not at all)."""
-    from mcp.types import LATEST_PROTOCOL_VERSION
+    from tt_adapter import StdioServer
 
-    proc = subprocess.Popen([sys.executable, "-m", "torchtalk", "serve", "--source", str(tree)], env=env,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-
-    def send(msg: dict) -> None:
-        proc.stdin.write(json.dumps(msg) + "\n")
-        proc.stdin.flush()
-
-    def answer(msg_id: int) -> dict:
-        while True:
-            line = proc.stdout.readline()
-            if not line:
-                raise SystemExit("the server closed its stdout")
-            msg = json.loads(line)
-            if msg.get("id") == msg_id:
-                return msg
-
-    try:
-        send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-              "params": {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
-                         "clientInfo": {"name": "bench", "version": "0"}}})
-        answer(0)
-        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    with StdioServer(tree, env) as server:
         lat = []
         for i in range(calls):
             name, args = MIX[i % len(MIX)]
             t0 = time.perf_counter()
-            send({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": {"name": name, "arguments": args}})
-            msg = answer(i + 1)
+            msg = server.call(name, args)
             lat.append(time.perf_counter() - t0)
-            if "error" in msg or msg["result"].get("isError"):
+            if msg.get("isError"):
                 raise SystemExit(f"{name}({args}) failed over raw stdio: {msg}")
         return lat
-    finally:
-        proc.stdin.close()
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def baseline_ctags(tree: Path, tmp: Path) -> float | None:

@@ -20,10 +20,18 @@ What each function uses today:
 - calls_of:            the `calls` tool, structured JSON, asked by the definition's path:line (so every
                        overload and same-named helper can be asked); CalleeSet.by_name says whether the
                        qualified name alone would have answered for it first.
+- StdioServer:         `torchtalk serve` as an MCP client starts it, spoken to in plain JSON-RPC lines over
+                       stdio: tool calls answered as an agent gets them (text and structuredContent).
 """
 
 from __future__ import annotations
 
+import json
+import os
+import selectors
+import subprocess
+import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -281,3 +289,82 @@ def trace_python(h: Handle, name: str) -> PyTrace:
     loc = (entry["loc"]["path"], entry["loc"]["line"]) if entry and entry.get("loc") else None
     binds = [(b.get("function") or {}).get("qualname") or b["edge"]["dst"]["label"] for b in r.get("bindings", [])]
     return PyTrace("result", [o["op"]["full_name"] for o in r.get("ops", [])], loc, r.get("via", ""), binds)
+
+
+# ------------------------------------------------------------------ MCP over stdio
+
+class StdioServer:
+    """``torchtalk serve --source S`` over stdio, as an MCP client runs it: initialize, then tools/call lines.
+
+    ``call`` returns the JSON-RPC result of one tool call (``content``, ``structuredContent``, ``isError``);
+    ``tool`` returns its structuredContent (the envelope ``{"kind", "result", "next"}``) and text. The server's
+    stderr goes to a file (progress and logs), never into the pipe the answers come through.
+    """
+
+    def __init__(self, source: str | Path, env: dict | None = None, timeout: float = 600.0):
+        from mcp.types import LATEST_PROTOCOL_VERSION
+        self.timeout = timeout
+        self.next_id = 0
+        self._err = open(os.devnull, "w")  # noqa: SIM115 - closed in close()
+        self.proc = subprocess.Popen([sys.executable, "-m", "torchtalk", "serve", "--source", str(source)],
+                                     env=env if env is not None else dict(os.environ), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self._err, text=True, bufsize=1)
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self.proc.stdout, selectors.EVENT_READ)  # type: ignore[arg-type]
+        self.ready = self.request("initialize", {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+                                                 "clientInfo": {"name": "torchtalk-bench", "version": "0"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, msg: dict) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(msg) + "\n")
+        self.proc.stdin.flush()
+
+    def _reply(self, msg_id: int) -> dict:
+        deadline = time.monotonic() + self.timeout
+        assert self.proc.stdout is not None
+        while True:
+            if not self._sel.select(timeout=max(0.0, deadline - time.monotonic())):
+                raise AdapterError(f"the server did not answer request {msg_id} within {self.timeout:.0f} s")
+            line = self.proc.stdout.readline()
+            if not line:
+                raise AdapterError(f"the server closed its stdout (exit code {self.proc.poll()})")
+            msg = json.loads(line)
+            if msg.get("id") == msg_id:
+                return msg
+
+    def request(self, method: str, params: dict) -> dict:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        msg = self._reply(self.next_id)
+        if "error" in msg:
+            raise AdapterError(f"{method} failed: {msg['error']}")
+        return msg["result"]
+
+    def call(self, tool: str, args: dict) -> dict:
+        return self.request("tools/call", {"name": tool, "arguments": args})
+
+    def tool(self, tool: str, **args: object) -> tuple[dict, str]:
+        """(structuredContent, text) of one call; AdapterError when the tool answered with an error."""
+        r = self.call(tool, args)
+        text = "".join(c.get("text", "") for c in r.get("content", []))
+        if r.get("isError"):
+            raise AdapterError(f"{tool}({args}) answered with an error: {text[:300]}")
+        return r.get("structuredContent") or {}, text
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
+        self._sel.close()
+        self._err.close()
+
+    def __enter__(self) -> StdioServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

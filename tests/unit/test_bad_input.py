@@ -188,7 +188,8 @@ REQUIRED_PARAMS = [(t.name, p.name) for t in all_tools() for p in t.params if p.
 # A valid value for each required argument, used while another argument is the one under test.
 VALID = {"function_name": "relu", "query": "relu", "module_name": "Linear", "file_path": "test_nn_device"}
 RANGES = {("search", "limit"): (1, 500), ("find_similar_tests", "limit"): (1, 500), ("impact", "depth"): (1, 5),
-          ("list_test_utils", "limit"): (1, 500), ("affected", "depth"): (1, 5), ("affected", "limit"): (1, 500)}
+          ("list_test_utils", "limit"): (1, 500), ("affected", "depth"): (1, 5), ("affected", "limit"): (1, 500),
+          ("test_file_info", "offset"): (0, 1_000_000)}
 # Tools whose arguments are all optional, but one of a group must be given: (the group, a valid choice).
 ONE_OF = {"affected": ({"names", "diff", "rev"}, {"names": "cumsum"})}
 

@@ -42,6 +42,7 @@ from ..store.reader import Index
 from . import generated as gen_q
 from .args import check_choice, clean_text
 from .cuts import calls_cuts, explore, gpu_cuts, named
+from .handbound import HandBinding, bindings_of
 from .results import NotFound
 
 FOCUS = ("yaml", "dispatch", "full")
@@ -92,6 +93,7 @@ class OpTrace:
     py_refs: list[tuple[str, str, Loc]] = field(default_factory=list)  # (kind, function, loc)
     generated: gen_q.GeneratedInfo | None = None
     py_callers: list[Edge] = field(default_factory=list)  # BINDING: public Python functions calling it (F.x)
+    handwritten: list[HandBinding] = field(default_factory=list)  # hand-written Python bindings that wrap it
 
 
 @dataclass
@@ -225,7 +227,8 @@ def _op_trace(ix: Index, op: Op, focus: str, cpp: bool, cache: dict[tuple[str, b
     generated = gen_q.for_op(ix, op) if focus != "yaml" else None
     callers = [e for e in graph(ix).into(op_node(op), [EdgeKind.BINDING]) if e.how is EdgeHow.PY_CALLER] \
         if focus == "full" else []
-    return OpTrace(op, kernels, python, derivs, refs, generated, callers)
+    hand = bindings_of(ix, op) if focus != "yaml" and has_cpp(ix) else []
+    return OpTrace(op, kernels, python, derivs, refs, generated, callers, hand)
 
 
 def _kernel(ix: Index, op: Op, entry: DispatchEntry, focus: str) -> KernelInfo:
