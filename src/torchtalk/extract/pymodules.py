@@ -32,7 +32,7 @@ from .pyast import (
 )
 
 _FuncDef, _AsyncDef, _ClassDef = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef
-_Import, _ImportFrom, _Assign, _Lambda = ast.Import, ast.ImportFrom, ast.Assign, ast.Lambda
+_Import, _ImportFrom, _Assign, _Lambda, _If = ast.Import, ast.ImportFrom, ast.Assign, ast.Lambda, ast.If
 EXPR = "<expr>"  # the receiver of a method call that is not a name: (-input).softmax -> "<expr>.softmax"
 _PROPERTY = {"property", "cached_property", "setter", "getter", "deleter", "abstractproperty"}
 
@@ -63,7 +63,7 @@ class _Extractor:
         self.module_funcs: dict[str, int] = {}  # module-level def name -> index
         self.is_refs = relpath.startswith("torch/_refs/")
         self.refs_all: set[str] | None = None
-        self.pending: list[tuple[list[int], dict[str, list[str]]]] = []
+        self.pending: list[tuple[list[int], dict[str, list[str]], dict[tuple[str, str], int], _Arms | None]] = []
 
     def run(self) -> FileFacts:
         self._module_prepass()
@@ -160,8 +160,11 @@ class _Extractor:
         """Walk one scope's statements. ``func``: enclosing PyFunction index (-1 at module
         level); ``qual``: qualname prefix for defs here; ``cls``: class qualname if a class body."""
         calls, append_call = self.calls, self.calls.append
+        first = len(calls)
         local: dict[str, list[str]] = {}  # func = _multi_tensor_sgd: callee aliases in a def
+        assigned_at: dict[tuple[str, str], int] = {}  # (alias, value) -> the line of its first assignment
         pending: list[int] = []  # calls through a bare local name, resolved at scope end
+        arms = _Arms() if func >= 0 else None
         stack = list(reversed(body))
         pop = stack.pop
         while stack:
@@ -205,28 +208,41 @@ class _Extractor:
                 for row in import_rows(n, self.module, self.is_pkg):
                     self.imports.append(PyImport(*row))
             else:
-                if t is _Assign and func >= 0 and len(n.targets) == 1 and n.targets[0].__class__ is Name:
+                if t is _If and arms is not None:
+                    arms.add(n)
+                elif t is _Assign and func >= 0 and len(n.targets) == 1 and n.targets[0].__class__ is Name:
                     d = dotted(n.value)
                     if d is not None:
                         vals = local.setdefault(n.targets[0].id, [])
                         if d not in vals:
                             vals.append(d)
+                            assigned_at[(n.targets[0].id, d)] = n.lineno
                 push_children(n, stack)
+        if arms is not None and arms.spans:
+            for i in range(first, len(calls)):
+                c = calls[i]
+                if c.func == func:
+                    arm = arms.of(c.line)
+                    if arm is not None:
+                        calls[i] = replace(c, branch=arm[0], branch_line=arm[1])
         if pending and local:
-            self.pending.append((pending, local))
+            self.pending.append((pending, local, assigned_at, arms if arms is not None and arms.spans else None))
 
     def _resolve_pending(self) -> None:
         """A call through a local alias (``func = _single_tensor_sgd; func(...)``) is
         recorded as a call of what the alias names (one row per assigned value)."""
-        for idxs, local in self.pending:
+        for idxs, local, assigned_at, arms in self.pending:
             for i in idxs:
                 c = self.calls[i]
                 vals = [v for v in local.get(c.callee, ()) if v != c.callee]
-                if not vals:
-                    continue
-                self.calls[i] = replace(c, callee=vals[0])
-                for v in vals[1:]:
-                    self.calls.append(PyCall(c.func, v, c.line))
+                for k, v in enumerate(vals):
+                    chosen = assigned_at[(c.callee, v)]
+                    arm = arms.of(chosen) if arms is not None else None
+                    row = PyCall(c.func, v, c.line, arm[0] if arm else "", arm[1] if arm else 0, chosen)
+                    if k == 0:
+                        self.calls[i] = row
+                    else:
+                        self.calls.append(row)
 
     def _decorators(self, node, func: int, stack: list) -> None:
         """Decorator expressions run in the enclosing scope: their calls belong there."""
@@ -355,3 +371,40 @@ def _dedupe(rows: list) -> list:
             seen.add(key)
             out.append(r)
     return out
+
+
+class _Arms:
+    """The ``if``/``elif``/``else`` arms of one function body, as line spans (Note [Branch arms] in
+    model/python.py): ``of(line)`` is the innermost arm holding a line, as (arm as written, line of its chain's
+    ``if``). An ``elif`` is an ``if`` alone in its parent's ``else`` at the parent's column; ``else: if`` is not."""
+
+    __slots__ = ("spans", "_heads", "_texts")
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[int, int, int, ast.If, str]] = []  # (first line, last line, chain's if line, if, arm)
+        self._heads: dict[int, int] = {}  # id(an elif's If) -> the line of its chain's if
+        self._texts: dict[tuple[int, str], str] = {}
+
+    def add(self, n: ast.If) -> None:
+        head = self._heads.get(id(n), n.lineno)
+        kind = "elif" if id(n) in self._heads else "if"
+        if n.body:
+            self.spans.append((n.body[0].lineno, n.body[-1].end_lineno or n.body[-1].lineno, head, n, kind))
+        orelse = n.orelse
+        if len(orelse) == 1 and orelse[0].__class__ is _If and orelse[0].col_offset == n.col_offset:
+            self._heads[id(orelse[0])] = head
+        elif orelse:
+            self.spans.append((orelse[0].lineno, orelse[-1].end_lineno or orelse[-1].lineno, head, n, "else"))
+
+    def of(self, line: int) -> tuple[str, int] | None:
+        best = None
+        for span in self.spans:
+            if span[0] <= line <= span[1] and (best is None or (span[0], -span[1]) > (best[0], -best[1])):
+                best = span
+        if best is None:
+            return None
+        _first, _last, head, n, kind = best
+        key = (id(n), kind)
+        if key not in self._texts:
+            self._texts[key] = "else" if kind == "else" else f"{kind} {text(n.test, 160)}"
+        return self._texts[key], head
