@@ -43,6 +43,7 @@ from . import generated as gen_q
 from .args import check_choice, clean_text
 from .cuts import calls_cuts, explore, gpu_cuts, named
 from .handbound import HandBinding, bindings_of
+from .pywalk import Choice, walk_to_ops
 from .results import NotFound
 
 FOCUS = ("yaml", "dispatch", "full")
@@ -106,6 +107,7 @@ class PythonEntry:
     calls: list[Edge]  # PY_CALL / BINDING edges, in walk order
     kind: PyDefKind = PyDefKind.FUNCTION  # or ASSIGN: a name bound by assignment
     cuts: list[Cut] = field(default_factory=list)
+    choices: list[Choice] = field(default_factory=list)  # the paths its code chooses between (query/pywalk.py)
 
 
 @dataclass
@@ -166,8 +168,8 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
                                cuts=[c for b in bindings for c in b.cuts])
     if not ops and entry is not None:
         return TraceResult(name, focus, [], [], {}, has_cpp(ix), entry=entry,
-                           notes=[f"{entry.name} reaches no op within two calls (it is Python only, or calls "
-                                  "through names that are not bound to ops)."], cuts=entry.cuts)
+                           notes=[f"{entry.name} reaches no op (it is Python only, or calls through names that "
+                                  "are not bound to ops)."], cuts=entry.cuts)
     if not ops:
         return NotFound("op", name, reg.suggest(name),
                         "Ops are named as in native_functions.yaml (e.g. 'softmax', 'add.Tensor') or by their "
@@ -330,8 +332,7 @@ def _python_function(ix: Index, name: str) -> tuple[PythonEntry | None, list[Op]
         return s.node.kind is not NodeKind.OP and (s.node.kind is not NodeKind.PY_FUNCTION
                                                    or s.node.key.startswith(_PY_FUNCTION_PREFIXES))
 
-    walk = down([start], g.out, [EdgeKind.PY_CALL, EdgeKind.BINDING], 2, fan_out=30, max_nodes=200, follow=follow,
-                rank=lambda e: 0 if e.dst.kind is NodeKind.OP else 1)  # past 30 calls, the ops first
+    walk = walk_to_ops(g, start, follow, lambda e: 0 if e.dst.kind is NodeKind.OP else 1)  # the ops first
     steps = walk.steps
     cuts = named(walk.cuts, lambda c: explore(c.at) if c.at is not None else "")
     reg = registry(ix)
@@ -342,8 +343,8 @@ def _python_function(ix: Index, name: str) -> tuple[PythonEntry | None, list[Op]
     reached = sorted(ops.values(), key=lambda o: o.is_out)  # functional overloads first, in the order reached
     if d.kind is PyDefKind.ASSIGN:
         return PythonEntry(d.fq, d.loc, " = " + " | ".join(d.values or (d.value,)), [s.edge for s in steps],
-                           PyDefKind.ASSIGN, cuts), reached
-    return PythonEntry(d.fq, d.loc, d.signature, [s.edge for s in steps], cuts=cuts), reached
+                           PyDefKind.ASSIGN, cuts, walk.choices), reached
+    return PythonEntry(d.fq, d.loc, d.signature, [s.edge for s in steps], cuts=cuts, choices=walk.choices), reached
 
 
 BINDING_REACH = 3  # calls below a bound C++ function searched for the ops it dispatches to

@@ -6,7 +6,7 @@ from collections import OrderedDict
 
 from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, FormulaKind, NodeKind, Op, PyApiKind, SymbolKind
 from ..query.trace import BindingTrace, DerivInfo, KernelInfo, OpTrace, PythonEntry, TraceResult
-from .common import cut_lines
+from .common import IN_STRUCTURED, choice_lines, cut_lines, showing
 
 MAX_LAUNCHES = 12
 MAX_OP_CALLS = 15
@@ -216,7 +216,8 @@ def _entry(e: PythonEntry, out: list[str]) -> None:
             how = f" ({edge.note})" if edge.note else ""
             out.append(f"- calls {edge.written}{how} -> {target}  (at {edge.site})")
     if len(e.calls) > 12:
-        out.append(f"- ... showing 12 of {len(e.calls)} steps")
+        out.append(f"- ... steps: {showing(12, len(e.calls), IN_STRUCTURED)}")
+    out += choice_lines(e.choices)
 
 
 _BINDING_KINDS = {PyApiKind.GENERATED_BINDING: "a generated binding (tools/autograd/gen_python_functions.py)",
