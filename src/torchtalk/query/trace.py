@@ -48,6 +48,7 @@ from .results import NotFound
 
 FOCUS = ("yaml", "dispatch", "full")
 REACH_DEPTH = 3  # calls below a kernel searched for DispatchStubs
+MAX_ENTRY_OPS = 8  # op sections of a Python function's answer (the nearest ops first); the rest are named
 _PY_FUNCTION_PREFIXES = ("torch.nn.functional.", "torch.functional.", "torch._refs.", "torch.special.",
                          "torch.linalg.", "torch.fft.", "torch.")
 
@@ -174,6 +175,9 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
         return NotFound("op", name, reg.suggest(name),
                         "Ops are named as in native_functions.yaml (e.g. 'softmax', 'add.Tensor') or by their "
                         "Python name ('torch.add', 'Tensor.add_', 'torch.nn.functional.relu', 'F.relu').")
+    rest: list[Op] = []
+    if entry is not None and len(ops) > MAX_ENTRY_OPS:  # a Python function that reaches many ops: the nearest
+        ops, rest = ops[:MAX_ENTRY_OPS], ops[MAX_ENTRY_OPS:]
     cpp = has_cpp(ix) and focus != "yaml"
     cache: dict[tuple[str, bool], KernelInfo] = {}
     traces = [_op_trace(ix, op, focus, cpp, cache) for op in ops]
@@ -181,6 +185,10 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
     result = TraceResult(name, focus, traces, _related(reg.by_name, ops), {k: v for k, v in COMPOSITE_KEYS.items()
                                                                            if k in keys}, has_cpp(ix),
                          via=via or _alias_note(reg, name, ops), entry=entry, bindings=bindings)
+    if rest:
+        result.notes.append(f"{entry.name if entry else name} reaches {len(ops) + len(rest)} ops; the sections are "
+                            f"the first {len(ops)} it reaches; the others: "
+                            + ", ".join(f'trace("{o.full_name}")' for o in rest))
     if focus != "yaml" and not has_cpp(ix):
         result.notes.append("The C++ layer is not indexed yet, so kernels are shown by name only.")
     result.cuts = (entry.cuts if entry else []) + [c for b in bindings for c in b.cuts]
