@@ -90,6 +90,20 @@ def test_modules_and_optimizers(real_index):
     assert "aten/src/ATen/native/native_functions.yaml:1724" in text
 
 
+def test_trace_module_adamw_reaches_the_ops_of_each_path(real_index):
+    res, text = run(get_tool("trace_module"), real_index, module_name="AdamW")
+    (choice,) = [c for c in res.choices if c.where.key == "torch.optim.adamw.adamw"]
+    assert (choice.head.path, choice.head.line) == ("torch/optim/adamw.py", 868)  # if fused ... elif foreach ... else
+    arms = {a.arm.split()[0]: {o.split(".")[0] for o in a.ops} for a in choice.arms}
+    assert "_fused_adamw_" in arms["if"]
+    assert {"_foreach_lerp_", "_foreach_addcdiv_", "_foreach_sqrt", "_foreach_addcmul_"} <= arms["elif"]
+    assert {"lerp_", "addcdiv_", "addcmul_"} <= arms["else"] and not any(o.startswith("_foreach") for o in arms["else"])
+    assert [a.chosen.line for a in choice.arms] == [869, 871, 873]  # func = _fused_adamw / _multi_tensor / _single
+    assert "Paths: torch.optim.adamw.adamw chooses at torch/optim/adamw.py:868 (3 arms)" in text
+    assert "- if fused and (not torch.jit.is_scripting()): _fused_adamw (chosen at torch/optim/adamw.py:869" in text
+    assert not res.cuts
+
+
 def test_tests_layer(real_index):
     text = text_of(real_index, "find_similar_tests", query="cumsum")
     assert "TestTorchDeviceType.test_cumsum  test/test_torch.py:2610" in text
