@@ -73,8 +73,8 @@ def main() -> None:
     mb = total / 1e6
     print(f"files {len(files)}  MB {mb:.1f}  wall {wall:.2f}s  MB/s {mb / wall:.2f}  procs {a.procs}"
           f"  worker CPU {cpu:.1f}s  load avg {os.getloadavg()[0]:.2f}")
-    for k, v in sorted(rows.items()):
-        print(f"  {k:16s} {v}")
+    for k, v in sorted(rows.items(), key=lambda kv: getattr(kv[0], "__name__", str(kv[0]))):
+        print(f"  {getattr(k, '__name__', str(k)):16s} {v}")  # counts by fact type
     print(f"files with errors: {len(errors)}   (files over 2 kB with no facts: {factless})")
     for rel, err in errors[:20]:
         print("  ", rel, err)

@@ -2,7 +2,7 @@
 """The Python layer, complete by construction: optimizers, nn modules and test files, from the tree itself.
 
 Everything asked about is enumerated with ``ast`` from the tree, then asked over MCP stdio
-(``torchtalk serve``, as an agent would; tt_adapter.StdioServer):
+(``torchtalk serve``, as an agent would; tt_adapter.McpStdio):
 
 - optimizers: for each module of torch/optim that defines an optimizer (a class whose bases
   reach ``Optimizer``), the ``torch._foreach_*`` / ``torch._fused_*`` calls the module makes,
@@ -240,7 +240,7 @@ def _tree_targets(calls: list[dict]) -> dict[str, bool]:
     return out
 
 
-def census_optimizers(server: tt.StdioServer, root: Path) -> dict:
+def census_optimizers(server: tt.McpStdio, root: Path) -> dict:
     found = optimizer_calls(root)
     asked = reached = 0
     misses: Counter[str] = Counter()
@@ -271,7 +271,7 @@ def census_optimizers(server: tt.StdioServer, root: Path) -> dict:
     return {"asked": asked, "reached": reached, "rows": rows, "misses": dict(misses)}
 
 
-def census_modules(server: tt.StdioServer, root: Path) -> dict:
+def census_modules(server: tt.McpStdio, root: Path) -> dict:
     found = module_calls(root)
     asked = reached = with_ops = 0
     misses: Counter[str] = Counter()
@@ -306,7 +306,7 @@ def census_modules(server: tt.StdioServer, root: Path) -> dict:
             "misses": dict(misses), "missed": missed}
 
 
-def census_tests(server: tt.StdioServer, root: Path, max_tests: int) -> dict:
+def census_tests(server: tt.McpStdio, root: Path, max_tests: int) -> dict:
     files = test_files(root, max_tests)
     asked = listed = 0
     misses: Counter[str] = Counter()
@@ -343,7 +343,7 @@ def census_tests(server: tt.StdioServer, root: Path, max_tests: int) -> dict:
             "largest_answers": sizes[:3]}
 
 
-def census_bindings(server: tt.StdioServer, root: Path) -> dict:
+def census_bindings(server: tt.McpStdio, root: Path) -> dict:
     entries = binding_entries(root)
     linked = 0
     how: Counter[str] = Counter()
@@ -395,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     try:
         h = tt.open_index(args.source)  # the index must exist: the server would otherwise build it first
-        with tt.StdioServer(h.root) as server:
+        with tt.McpStdio(h.root, dict(os.environ)) as server:
             opt = census_optimizers(server, h.root)
             mods = census_modules(server, h.root)
             tests = census_tests(server, h.root, args.max_tests)

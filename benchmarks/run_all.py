@@ -37,6 +37,7 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import tt_adapter  # noqa: E402
 
 CPP_DIRS = ("aten", "c10", "torch/csrc", "functorch")
 
@@ -235,21 +236,17 @@ async def stdio_latency(tree: Path, env: dict, calls: int) -> tuple[float, dict[
 
 
 def stdio_raw_latency(tree: Path, env: dict, calls: int) -> list[float]:
-    """Round trips of plain JSON-RPC lines over the server's stdio: what the server costs, without the
-    Python SDK client's own work (it re-validates every structuredContent against the outputSchema with
-    jsonschema, 5-45 ms for the larger answers; other clients do this differently or not at all)."""
-    from tt_adapter import StdioServer
-
-    with StdioServer(tree, env) as server:
-        lat = []
+    """Round trips of plain JSON-RPC lines over the server's stdio (tt_adapter.McpStdio): what the server costs,
+    without the Python SDK client's own work."""
+    lat = []
+    with tt_adapter.McpStdio(tree, env) as server:
         for i in range(calls):
             name, args = MIX[i % len(MIX)]
-            t0 = time.perf_counter()
-            msg = server.call(name, args)
-            lat.append(time.perf_counter() - t0)
-            if msg.get("isError"):
-                raise SystemExit(f"{name}({args}) failed over raw stdio: {msg}")
-        return lat
+            result, dt = server.call(name, args)
+            lat.append(dt)
+            if result.get("isError"):
+                raise SystemExit(f"{name}({args}) failed over raw stdio: {result}")
+    return lat
 
 
 def baseline_ctags(tree: Path, tmp: Path) -> float | None:

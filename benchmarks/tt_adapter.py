@@ -20,15 +20,13 @@ What each function uses today:
 - calls_of:            the `calls` tool, structured JSON, asked by the definition's path:line (so every
                        overload and same-named helper can be asked); CalleeSet.by_name says whether the
                        qualified name alone would have answered for it first.
-- StdioServer:         `torchtalk serve` as an MCP client starts it, spoken to in plain JSON-RPC lines over
-                       stdio: tool calls answered as an agent gets them (text and structuredContent).
+- McpStdio:            `torchtalk serve` over stdio, spoken as plain JSON-RPC lines (what any MCP client sends):
+                       each tool call's result (structuredContent, text) and its round-trip time.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import selectors
 import subprocess
 import sys
 import time
@@ -293,77 +291,67 @@ def trace_python(h: Handle, name: str) -> PyTrace:
 
 # ------------------------------------------------------------------ MCP over stdio
 
-class StdioServer:
-    """``torchtalk serve --source S`` over stdio, as an MCP client runs it: initialize, then tools/call lines.
+class McpStdio:
+    """A `torchtalk serve` process over stdio, spoken as plain JSON-RPC lines: what the server costs, without
+    the Python SDK client's own work (it re-validates every structuredContent against the outputSchema with
+    jsonschema, 5-45 ms for the larger answers; other clients do this differently or not at all).
 
-    ``call`` returns the JSON-RPC result of one tool call (``content``, ``structuredContent``, ``isError``);
-    ``tool`` returns its structuredContent (the envelope ``{"kind", "result", "next"}``) and text. The server's
-    stderr goes to a file (progress and logs), never into the pipe the answers come through.
-    """
+    ``command`` is the server's command line (default: this interpreter's ``-m torchtalk serve --source``);
+    ``env`` its environment (TORCHTALK_CACHE_DIR says which index it serves)."""
 
-    def __init__(self, source: str | Path, env: dict | None = None, timeout: float = 600.0):
+    def __init__(self, source: str | Path, env: dict | None = None, command: list[str] | None = None) -> None:
         from mcp.types import LATEST_PROTOCOL_VERSION
-        self.timeout = timeout
+        cmd = command or [sys.executable, "-m", "torchtalk", "serve", "--source", str(source)]
+        self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
         self.next_id = 0
-        self._err = open(os.devnull, "w")  # noqa: SIM115 - closed in close()
-        self.proc = subprocess.Popen([sys.executable, "-m", "torchtalk", "serve", "--source", str(source)],
-                                     env=env if env is not None else dict(os.environ), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self._err, text=True, bufsize=1)
-        self._sel = selectors.DefaultSelector()
-        self._sel.register(self.proc.stdout, selectors.EVENT_READ)  # type: ignore[arg-type]
-        self.ready = self.request("initialize", {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
-                                                 "clientInfo": {"name": "torchtalk-bench", "version": "0"}})
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self.request("initialize", {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+                                    "clientInfo": {"name": "bench", "version": "0"}})
+        self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
-    def send(self, msg: dict) -> None:
+    def _send(self, msg: dict) -> None:
         assert self.proc.stdin is not None
         self.proc.stdin.write(json.dumps(msg) + "\n")
         self.proc.stdin.flush()
 
-    def _reply(self, msg_id: int) -> dict:
-        deadline = time.monotonic() + self.timeout
+    def request(self, method: str, params: dict) -> dict:
+        """The reply to one request (the whole JSON-RPC message)."""
+        self.next_id += 1
+        self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
         assert self.proc.stdout is not None
         while True:
-            if not self._sel.select(timeout=max(0.0, deadline - time.monotonic())):
-                raise AdapterError(f"the server did not answer request {msg_id} within {self.timeout:.0f} s")
             line = self.proc.stdout.readline()
             if not line:
-                raise AdapterError(f"the server closed its stdout (exit code {self.proc.poll()})")
+                raise AdapterError(f"the server closed its stdout (exit status {self.proc.poll()})")
             msg = json.loads(line)
-            if msg.get("id") == msg_id:
+            if msg.get("id") == self.next_id:
                 return msg
 
-    def request(self, method: str, params: dict) -> dict:
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        msg = self._reply(self.next_id)
+    def call(self, tool: str, arguments: dict) -> tuple[dict, float]:
+        """(the tools/call result: structuredContent, content, isError; seconds). A JSON-RPC error raises."""
+        t0 = time.perf_counter()
+        msg = self.request("tools/call", {"name": tool, "arguments": arguments})
+        dt = time.perf_counter() - t0
         if "error" in msg:
-            raise AdapterError(f"{method} failed: {msg['error']}")
-        return msg["result"]
-
-    def call(self, tool: str, args: dict) -> dict:
-        return self.request("tools/call", {"name": tool, "arguments": args})
+            raise AdapterError(f"{tool}({arguments}) failed: {msg['error']}")
+        return msg["result"], dt
 
     def tool(self, tool: str, **args: object) -> tuple[dict, str]:
-        """(structuredContent, text) of one call; AdapterError when the tool answered with an error."""
-        r = self.call(tool, args)
-        text = "".join(c.get("text", "") for c in r.get("content", []))
-        if r.get("isError"):
+        """(structuredContent, text) of one call, as an agent gets them; AdapterError when the tool answered
+        with an error."""
+        result, _dt = self.call(tool, args)
+        text = "".join(c.get("text", "") for c in result.get("content", []))
+        if result.get("isError"):
             raise AdapterError(f"{tool}({args}) answered with an error: {text[:300]}")
-        return r.get("structuredContent") or {}, text
+        return result.get("structuredContent") or {}, text
 
     def close(self) -> None:
         if self.proc.stdin is not None:
             self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.terminate()
-            self.proc.wait(timeout=30)
-        self._sel.close()
-        self._err.close()
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
 
-    def __enter__(self) -> StdioServer:
+    def __enter__(self) -> McpStdio:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -61,3 +61,13 @@ def test_reduce_lr_on_plateau_is_a_scheduler_without_the_base_class(index_1131):
     res, text = run(get_tool("list_modules"), index_1131, category="optim")
     assert "ReduceLROnPlateau" in [c.name for c in res.groups["learning-rate schedulers"]]
     assert re.search(r"ReduceLROnPlateau  torch/optim/lr_scheduler\.py:906\b", text)
+
+
+def test_ufunc_add_reaches_the_kernels_torchgen_writes(index_1131):
+    # 1.13's torchgen writes the same UfuncCPU_add.cpp / UfuncCUDA_add.cu from add.out's ufunc_inner_loop
+    res, _ = run(get_tool("trace"), index_1131, function_name="add.out", focus="dispatch")
+    defs = {k.entry.key: [d.path for d in k.definitions] for k in res.ops[0].kernels}
+    assert defs["CUDA"] == ["<generated>/aten/src/ATen/UfuncCUDA_add.cu"]
+    assert defs["CPU"] == ["<generated>/aten/src/ATen/UfuncCPU_add.cpp"]
+    res, _ = run(get_tool("cuda_kernels"), index_1131, function_name="add")
+    assert "<generated>/aten/src/ATen/UfuncCUDA_add.cu" in {h.site.site.path for h in res.helpers}

@@ -547,6 +547,9 @@ def _check_real_output(tree: Path, tmp_path: Path, wrapper: str, full: bool = Fa
     assert "Atan2Backward0" in (out / "torch/csrc/autograd/generated/Functions.h").read_text()
     idx = generated_files_to_index(out)
     assert "aten/src/ATen/RegisterCPU.cpp" in idx
+    for name in ("UfuncCPU_add.cpp", "UfuncCPUKernel_add.cpp", "UfuncCUDA_add.cu"):  # torchgen/dest/ufunc.py
+        assert f"aten/src/ATen/{name}" in idx
+    assert "TORCH_IMPL_FUNC(ufunc_add_CUDA)" in (out / "aten/src/ATen/UfuncCUDA_add.cu").read_text()
     assert not any("Everything" in f for f in idx)
     for f in idx:
         gen, tmpl = template_for(f)

@@ -396,6 +396,53 @@ def test_comments_in_macro_arguments_do_not_swallow_the_expansion():
     assert (after.qualname, after.line, [c.callee for c in calls_of(f, after)]) == ("after", 11, ["tail_call"])
 
 
+def test_macros_defined_inside_a_function_with_block_comments_expand_where_used():
+    # TensorTopK.cu: "#define RUN_T(...)" inside the function, with a /* comment */ on a continued line of its
+    # body: tree-sitter ended the directive at the comment and read the rest of the body ("});") as code, which
+    # closed the function early, so the RUN_T uses below fell outside it and their launches were lost.
+    src = (b"namespace at::native {\nnamespace mb { void launch(int k) { gather<<<1, 1>>>(k); } }\n"
+           b"namespace sb { void launch(int k) { other<<<1, 1>>>(k); } }\n"
+           b"void launch_topk(int k, bool multi) {\n"
+           b"#define RUN_K(FN) FN(k)\n"
+           b"#define RUN_T(T)                   \\\n  DISPATCH(k, [&] {                  \\\n"
+           b"    /* pick one launcher */          \\\n    int n = k;  if (multi) {         \\\n"
+           b"      RUN_K(mb::launch);             \\\n    } else {                         \\\n"
+           b"      RUN_K(sb::launch);             \\\n    }                                \\\n  });\n"
+           b"  if (k > 0) {\n    RUN_T(int);\n  }\n#undef RUN_K\n}\nvoid after() { tail(); }\n}\n")
+    f = walk_facts("aten/src/ATen/native/cuda/TopK.cu", src)
+    fn = sym(f, "launch_topk")
+    assert (fn.line, fn.end_line) == (4, 19)
+    assert {(c.callee, c.qualifier, c.line) for c in calls_of(f, fn)} >= {("launch", "mb", 16), ("launch", "sb", 16)}
+    assert [c.callee for c in calls_of(f, sym(f, "after"))] == ["tail"]
+
+
+def test_a_call_a_macro_writes_several_times_at_one_line_is_one_fact():
+    # TensorTopK.cu: RUN_DIM expands RUN_MB once per dimension case, each with the same launcher call.
+    src = (b"void launch(int k);\n#define RUN(D) if (d == D) { launch(k); }\n"
+           b"#define ALL() RUN(1) else RUN(2) else RUN(3)\n"
+           b"void f(int d, int k) {\n  ALL();\n  launch(k); launch(k);\n}\n")
+    f = walk_facts("aten/src/ATen/native/cuda/K.cu", src)
+    assert [(c.callee, c.line) for c in calls_of(f, sym(f, "f"))] == [("launch", 5), ("launch", 6), ("launch", 6)]
+
+
+def test_macro_parameters_continued_over_lines_are_substituted():
+    # DepthwiseConv3d.cu: "#define DWCONV3D_BACKWARD_INPUT_DISPATCH_SPECIALIZATION(  \\" then "kt, kh, ...)": the
+    # first parameter kept the backslash and was never replaced.
+    src = (b"__global__ void kern(int n) {}\n#define LAUNCH(   \\\n    K, n)         \\\n  K<<<1, n>>>(n)\n"
+           b"void f(int n) { LAUNCH(kern, n); }\n")
+    f = walk_facts("aten/src/ATen/native/cuda/K.cu", src)
+    assert [(c.callee, c.kind, c.line) for c in calls_of(f, sym(f, "f"))] == [("kern", "launch", 5)]
+
+
+def test_object_like_macros_that_stand_for_statements_expand_where_used():
+    # DepthwiseConv3d.cu: "#define DWCONV3D_FORWARD_DISPATCH_OTHERS { ... kernel<...><<<...>>>(...); }", used bare.
+    src = (b"__global__ void kern(int n) {}\n#define N_THREADS 128\n#define OTHERS        \\\n"
+           b"  {                           \\\n    kern<<<1, N_THREADS>>>(n);  \\\n  }\n"
+           b"void f(int n) {\n  if (n) { g(N_THREADS); }\n  OTHERS\n}\n")
+    f = walk_facts("aten/src/ATen/native/cuda/K.cu", src)
+    assert [(c.callee, c.kind, c.line) for c in calls_of(f, sym(f, "f"))] == [("g", "call", 8), ("kern", "launch", 9)]
+
+
 def test_macro_fan_out_expands_and_exponential_macros_are_cut_off():
     fan = b"#define A0(x) void x##_f() { g(); }\n" + b"".join(
         b"#define A%d(x) A%d(x##a) A%d(x##b)\n" % (i, i - 1, i - 1) for i in range(1, 7)) + b"A6(z)\n"
@@ -469,6 +516,15 @@ def test_real_tanh_out_from_macro_and_its_stub():
     cu = real_facts("aten/src/ATen/native/cuda/UnaryGeometricTanhKernel.cu")
     assert ("tanh_stub", "tanh_kernel_cuda", "CUDA", 56) in {
         (r.name, r.target, r.key, r.line) for r in regs(cu, "register_dispatch")}
+
+
+@pytest.mark.integration
+@real
+def test_real_topk_launches_through_its_in_function_macros():
+    f = real_facts("aten/src/ATen/native/cuda/TensorTopK.cu")
+    s = sym(f, "launch_gather_topk_kernel")
+    calls = {(c.callee, c.qualifier) for c in calls_of(f, s) if c.line in (897, 899)}  # RUN_T(uint32_t / uint64_t)
+    assert {("launch", "mbtopk"), ("launch", "sbtopk"), ("should_use_multiblock", "")} <= calls
 
 
 @pytest.mark.integration

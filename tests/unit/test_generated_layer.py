@@ -132,3 +132,103 @@ def test_no_codegen_removes_the_layer(tree):
     ix = Index(st.index_path, st.root)
     assert ix.one("SELECT count(*) FROM files WHERE generated = 1")[0] == 0
     assert ix.meta["codegen_status"] == "disabled (--no-codegen)"
+
+
+# torchgen/dest/ufunc.py's output for add.out, in its shape (UfuncCPU.cpp, UfuncCPUKernel.cpp, UfuncCUDA.cu templates).
+TORCHGEN_UFUNC = '''
+import os, sys
+CPU = """namespace at {
+namespace native {
+struct TORCH_API structured_ufunc_add_CPU : public at::meta::structured_add_Tensor {
+void impl(const at::Tensor & self, const at::Tensor & other, const at::Scalar & alpha, const at::Tensor & out);
+};
+using add_fn = void(*)(TensorIteratorBase&, const at::Scalar &);
+DECLARE_DISPATCH(add_fn, add_stub)
+DEFINE_DISPATCH(add_stub);
+TORCH_IMPL_FUNC(ufunc_add_CPU)(const at::Tensor & self, const at::Tensor & other, const at::Scalar & alpha,
+                               const at::Tensor & out) {
+  add_stub(device_type(), *this, alpha);
+}
+}} // namespace at::native
+"""
+CPU_KERNEL = """namespace at {
+namespace native {
+namespace {
+void add_kernel(TensorIteratorBase& iter, const at::Scalar & alpha) {
+  AT_DISPATCH_SWITCH(iter.common_dtype(), "add_stub",
+AT_DISPATCH_CASE(at::ScalarType::Float,
+  [&]() {
+cpu_kernel_vec(iter,
+  [=](scalar_t self, scalar_t other) { return ufunc::add(self, other, alpha.to<scalar_t>()); },
+  [=](at::vec::Vectorized<scalar_t> self, at::vec::Vectorized<scalar_t> other) {
+    return ufunc::add(self, other, alpha); }
+);
+  }
+)
+  );
+}
+} // anonymous namespace
+using add_fn = void(*)(TensorIteratorBase&, const at::Scalar &);
+DECLARE_DISPATCH(add_fn, add_stub)
+REGISTER_DISPATCH(add_stub, &add_kernel)
+}} // namespace at::native
+"""
+CUDA = """namespace at {
+namespace native {
+template <typename scalar_t>
+struct CUDAFunctor_add {
+  using opmath_t = at::opmath_type<scalar_t>;
+  opmath_t alpha_;
+  CUDAFunctor_add(opmath_t alpha) : alpha_(alpha) {}
+  __device__ scalar_t operator()(scalar_t self, scalar_t other) const {
+    return ufunc::add(static_cast<opmath_t>(self), static_cast<opmath_t>(other), alpha_);
+  }
+};
+void add_kernel(TensorIteratorBase& iter, const at::Scalar & alpha) {
+  AT_DISPATCH_SWITCH(iter.common_dtype(), "ufunc_add_CUDA",
+AT_DISPATCH_CASE(at::ScalarType::Float,
+  [&]() {
+    using opmath_t = at::opmath_type<scalar_t>;
+  CUDAFunctor_add<scalar_t> ufunctor((alpha).to<opmath_t>());
+  gpu_kernel(iter, ufunctor);
+  }
+)
+  );
+}
+TORCH_IMPL_FUNC(ufunc_add_CUDA)(const at::Tensor & self, const at::Tensor & other, const at::Scalar & alpha,
+                                const at::Tensor & out) {
+  add_kernel(*this, alpha);
+}
+}} // namespace at::native
+"""
+def main():
+    out = sys.argv[sys.argv.index("-d") + 1]
+    os.makedirs(out, exist_ok=True)
+    for name, text in (("UfuncCPU_add.cpp", CPU), ("UfuncCPUKernel_add.cpp", CPU_KERNEL), ("UfuncCUDA_add.cu", CUDA)):
+        with open(os.path.join(out, name), "w") as f:
+            f.write(text)
+'''
+
+
+def test_ufunc_op_reaches_the_kernels_torchgen_writes(tree):
+    """add.out has no CPU/CUDA dispatch entry: torchgen writes TORCH_IMPL_FUNC(ufunc_add_<key>) from its
+    ufunc_inner_loop; trace and cuda_kernels follow it into the generated code, down to the gpu_kernel launch."""
+    _add_generators(tree, torchgen=TORCHGEN_UFUNC)
+    st = find_source(tree)
+    refresh(st, workers=1)
+    ix = Index(st.index_path, st.root)
+    res, text = run(get_tool("trace"), ix, function_name="add.out", focus="dispatch")
+    entries = {k.entry.key: k for k in res.ops[0].kernels}
+    assert entries["CUDA"].entry.kernel == "ufunc_add_CUDA" and entries["CUDA"].entry.structured
+    defs = {key: [(d.path, d.line) for d in k.definitions] for key, k in entries.items()}
+    assert defs["CUDA"] == [("<generated>/aten/src/ATen/UfuncCUDA_add.cu", 23)]
+    assert defs["CPU"] == [("<generated>/aten/src/ATen/UfuncCPU_add.cpp", 9)]
+    assert "generated from ufunc_inner_loop (Generic: add" in text
+    assert "CPU: add_kernel  (defined <generated>/aten/src/ATen/UfuncCPUKernel_add.cpp:4" in text  # add_stub's
+    _, text = run(get_tool("trace"), ix, function_name="add")
+    assert "CUDA gpu_kernel(ufunctor) at <generated>/aten/src/ATen/UfuncCUDA_add.cu:18 by at::native::add_kernel" \
+        in text
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="add")
+    sites = {(h.site.src.label, h.site.site.path, h.site.site.line) for h in res.helpers}
+    assert ("at::native::add_kernel", "<generated>/aten/src/ATen/UfuncCUDA_add.cu", 18) in sites
+    assert "gpu_kernel" in text and "TORCH_IMPL_FUNC(ufunc_add_CUDA)" in text

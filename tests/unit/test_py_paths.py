@@ -95,4 +95,4 @@ def test_the_budget_is_named_when_it_cuts(paths_indexed, monkeypatch):
     monkeypatch.setattr(pywalk, "BUDGET", 4)
     res, text = call(paths_indexed, "trace_module", module_name="AdamW")
     assert [c.kind for c in res.cuts] == [CutKind.NODES]
-    assert res.cuts[0].shows.startswith('trace("torch.') and f"Cut: " in text and res.cuts[0].shows in text
+    assert res.cuts[0].shows.startswith('trace("torch.') and "Cut: " in text and res.cuts[0].shows in text

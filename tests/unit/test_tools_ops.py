@@ -36,7 +36,8 @@ def test_dispatch_follows_structured_delegate_and_ufunc(indexed):
     res, text = call(ix, "trace", function_name="add.Tensor", focus="dispatch")
     keys = {k.entry.key: k.entry for k in res.ops[0].kernels}
     assert keys["SparseCPU"].kernel == "add_sparse" and keys["SparseCPU"].via == ""
-    assert keys["CPU"].kernel == "ufunc::add" and "structured_delegate add.out" in keys["CPU"].via
+    assert keys["CPU"].kernel == "ufunc_add_CPU" and "structured_delegate add.out" in keys["CPU"].via
+    assert keys["CUDA"].kernel == "ufunc_add_CUDA" and keys["CUDA"].structured  # torchgen's name for it
     assert "ufunc_inner_loop" in keys["CUDA"].via
 
 

@@ -1,9 +1,9 @@
 """C++ / CUDA / Objective-C++ fact extractor: ``extract_cpp(relpath, data) -> FileFacts``.
 
-Pipeline for one file: Objective-C++ touch-ups -> expand same-file macros in place
-(cpp_macros) -> blank attribute macros (cpp_prep) -> parse with tree-sitter-cpp, or
-tree-sitter-cuda for CUDA sources -> walk the tree (cpp_walk, cpp_regs). Every step
-keeps line numbers. Pure: the only state is a per-process cache of parsers and queries.
+Pipeline for one file: Objective-C++ touch-ups -> blank block comments in continued directives
+(cpp_prep) -> expand same-file macros in place (cpp_macros) -> blank attribute macros (cpp_prep)
+-> parse with tree-sitter-cpp, or tree-sitter-cuda for CUDA sources -> walk the tree (cpp_walk,
+cpp_regs). Every step keeps line numbers. Pure: the only state is a per-process cache of parsers and queries.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import replace
 from ..model import CallSite, CppClass, CppField, CppSymbol, FileFacts, Registration, Using
 from .cpp_macros import expand_same_file
 from .cpp_prep import (
+    blank_directive_comments,
     blank_macros,
     blank_placeholders,
     finish_objc,
@@ -65,6 +66,7 @@ def extract_cpp(relpath: str, data: bytes) -> FileFacts:
         data = prepare_objc(data)
     if "/templates/" in low:
         data = blank_placeholders(data)
+    data = blank_directive_comments(data)
     text = data.decode("latin-1")  # 1 byte = 1 char: str offsets are byte offsets
     spans = []
     if "define" in text:
@@ -73,6 +75,7 @@ def extract_cpp(relpath: str, data: bytes) -> FileFacts:
         text = finish_objc(text)
     if spans or objc:
         data = text.encode("latin-1")
+    span_lines = {text.count("\n", 0, sp.start) + 1 for sp in spans}
     buf, glob_pos, dev_pos = blank_macros(data)
     buf = terminate_macro_statements(buf)
     is_cuda = low.endswith(_CUDA_EXT) or b"<<<" in buf
@@ -84,7 +87,7 @@ def extract_cpp(relpath: str, data: bytes) -> FileFacts:
         slices = list(zip([0, *cuts], [*cuts, len(buf)], strict=True))
         common = dict(relpath=relpath, is_cuda=is_cuda, glob_pos=glob_pos, dev_pos=dev_pos,
                       macro_spans=spans, scopes=scan_scopes(buf.decode("latin-1")))
-        return _by_slices(buf, slices, parser, captures, common)
+        return _once(_by_slices(buf, slices, parser, captures, common), span_lines)
     caps = captures(root)
     scopes = None
     top = 0
@@ -106,11 +109,28 @@ def extract_cpp(relpath: str, data: bytes) -> FileFacts:
     if scopes is None or top < min(_CHUNK_DAMAGE, len(buf) // 8):
         w = Walker(buf.decode("latin-1"), tree.root_node, caps, **common)
         w.run()
-        return {CppSymbol: w.syms, CallSite: w.calls, Registration: w.regs, Using: w.usings, CppClass: w.classes,
-                CppField: w.fields}
+        return _once({CppSymbol: w.syms, CallSite: w.calls, Registration: w.regs, Using: w.usings,
+                      CppClass: w.classes, CppField: w.fields}, span_lines)
     # Damage reaches namespace scope: parse each top-level item on its own, so one bad
     # statement costs at most the function or class that holds it.
-    return _by_slices(buf, _merge_small(buf, scopes.chunks), parser, captures, common)
+    return _once(_by_slices(buf, _merge_small(buf, scopes.chunks), parser, captures, common), span_lines)
+
+
+def _once(facts: FileFacts, lines: set[int]) -> FileFacts:
+    """A macro expanded once per case (TensorTopK.cu's RUN_DIM: RUN_MB for 1, 2, 3 and -1 dimensions) writes the
+    same call several times at its use line: one fact per distinct call on such a line is what a reader can tell
+    apart. ``lines``: the lines that hold a same-file macro's expansion."""
+    if lines:
+        seen: set[CallSite] = set()
+        kept = []
+        for c in facts[CallSite]:
+            if c.line in lines:
+                if c in seen:
+                    continue
+                seen.add(c)
+            kept.append(c)
+        facts[CallSite] = kept
+    return facts
 
 
 def _by_slices(buf: bytes, slices: list[tuple[int, int]], parser, captures, common: dict) -> FileFacts:

@@ -61,6 +61,7 @@ class Macro(NamedTuple):
     params: tuple[str, ...]
     variadic: str  # "" or the name standing for the variadic tail ("__VA_ARGS__")
     body: str
+    plain: bool = False  # object-like ("#define NAME body"): used without parentheses
 
 
 class Span(NamedTuple):
@@ -79,7 +80,7 @@ def expand_same_file(text: str) -> tuple[str, list[Span]]:
         if kind == "define":
             d = _DEFINE.match(m.group(0).lstrip())
             if d:
-                mac = _parse_define(d) if d.group(2) else None  # object-like: shadows
+                mac = _parse_define(d) if d.group(2) else _statement_macro(d)  # other object-like ones shadow
                 events.append((m.start(), m.end(), d.group(1), mac))
                 if mac is not None:
                     names.add(d.group(1))
@@ -92,10 +93,11 @@ def expand_same_file(text: str) -> tuple[str, list[Span]]:
         events.append((m.start(), m.end(), "", None))  # other directive: never expand in it
     if not names:
         return text, []
-    pasters = {name: mac for _, _, name, mac in events if mac is not None and "##" in mac.body}
+    pasters = {name: mac for _, _, name, mac in events if mac is not None and not mac.plain and "##" in mac.body}
     if pasters:
         text, events = _x_macro_uses(text, pasters, events)
-    pat = _names_re(names)
+    plain = {n for _, _, n, mac in events if mac is not None and mac.plain}
+    pat = _names_re({n for _, _, n, mac in events if mac is not None and not mac.plain}, plain)
     memo: dict = {_BUDGET: _MAX_TOTAL}  # body tokens by body, and the characters left to expand
     active: dict[str, Macro] = {}
     out: list[str] = []
@@ -117,12 +119,12 @@ def expand_same_file(text: str) -> tuple[str, list[Span]]:
             ei += 1
         if ei < len(events) and events[ei][0] <= start:
             continue  # inside a directive
-        name = m.group(1)
-        if name not in active or _in_comment_or_string(text, start):
+        name = m.group(1) or m.group(2)
+        if name not in active or _in_comment_or_string(text, start) or active[name].plain != bool(m.group(2)):
             continue
         if memo[_BUDGET] < 0:
             break
-        args, end = call_args(text, m.end() - 1)
+        args, end = call_args(text, m.end() - 1) if m.group(1) else ([], m.end())
         args = [strip_comments(a) for a in args]  # the expansion goes on one line
         try:
             expansion = _expand(name, args, active, pat, memo, frozenset(), 0)
@@ -207,7 +209,8 @@ def _enclosing_paren(text: str, pos: int, limit: int = 4000) -> int:
 def _parse_define(d: re.Match) -> Macro:
     lines = [strip_comments(ln) for ln in _CONT.split(d.group(4))]  # "//" ends at the physical line
     body = strip_comments(" ".join(lines)).strip()
-    params = [p.strip() for p in (d.group(3) or ")")[:-1].split(",") if p.strip()]
+    # the parameter list may be continued over lines too: "#define M(  \\" "    a, b)  \\"
+    params = [p.strip() for p in _CONT.sub(" ", (d.group(3) or ")")[:-1]).split(",") if p.strip()]
     variadic = ""
     if params and params[-1].endswith("..."):
         last = params.pop()[:-3].strip()
@@ -221,9 +224,25 @@ def _in_comment_or_string(text: str, pos: int) -> bool:
     return "//" in prefix or prefix.count('"') % 2 == 1 or prefix.lstrip().startswith("*")
 
 
-def _names_re(names: set[str]) -> re.Pattern:
-    alts = "|".join(sorted((re.escape(n) for n in names), key=len, reverse=True))
-    return re.compile(r"\b(" + alts + r")\s*\(")
+def _names_re(names: set[str], plain: set[str]) -> re.Pattern:
+    """Group 1: a function-like macro's name before its "("; group 2: an object-like one's name."""
+    def alts(ns: set[str]) -> str:
+        return "|".join(sorted((re.escape(n) for n in ns), key=len, reverse=True)) or r"(?!x)x"
+    return re.compile(r"\b(?:(" + alts(names) + r")\s*\(|(" + alts(plain) + r")\b(?!\s*\())")
+
+
+_CALLISH = re.compile(r"\w\s*\(")
+
+
+def _statement_macro(d: re.Match) -> Macro | None:
+    """An object-like macro that stands for statements with calls or a launch (DepthwiseConv3d.cu's
+    ``DWCONV3D_FORWARD_DISPATCH_OTHERS``, a ``<<<>>>`` launch in braces) is expanded like a function-like one;
+    constants and other object-like macros are not (they only shadow a function-like one of the name)."""
+    rest = (d.group(3) or "") + (d.group(4) or "")  # no "(" after the name: all of it is the body
+    body = strip_comments(" ".join(strip_comments(ln) for ln in _CONT.split(rest))).strip()
+    if "<<<" in body or ";" in body and _CALLISH.search(body):
+        return Macro((), "", body, True)
+    return None
 
 
 def _tokens(mac: Macro, memo: dict) -> list[tuple[str, str]]:
@@ -278,10 +297,10 @@ def _rescan(text: str, macros: dict[str, Macro], pat: re.Pattern, memo: dict, ac
     parts: list[str] = []
     pos = 0
     for m in pat.finditer(text):
-        name = m.group(1)
-        if m.start() < pos or name in active or name not in macros:
+        name = m.group(1) or m.group(2)
+        if m.start() < pos or name in active or name not in macros or macros[name].plain != bool(m.group(2)):
             continue
-        args, end = call_args(text, m.end() - 1)
+        args, end = call_args(text, m.end() - 1) if m.group(1) else ([], m.end())
         parts.append(text[pos : m.start()])
         parts.append(" " + _expand(name, args, macros, pat, memo, active, depth) + " ")
         pos = end

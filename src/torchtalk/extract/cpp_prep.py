@@ -119,6 +119,31 @@ def _open_paren(data: bytes, close: int, limit: int = 3000) -> int:
     return -1
 
 
+# A directive continued over lines, and the strings and block comments in it.
+_CONTINUED = re.compile(rb"^[ \t]*#[^\n]*\\\r?\n(?:[^\n]*\\\r?\n)*[^\n]*", re.M)
+_STRING_OR_COMMENT = re.compile(rb'"(?:\\.|[^"\\\n])*"|/\*.*?\*/', re.S)
+_KEEP_CONT = re.compile(rb"(?!\\\r?\n)[^\n\r]")  # what a blanked comment loses: not a line end or its backslash
+
+
+def blank_directive_comments(data: bytes) -> bytes:
+    """``#define RUN_K(...) f(a, \\`` ``/* a note */ \\`` ``b)``: a block comment in a directive's continued
+    lines ends tree-sitter's reading of the directive there, so the rest of the body parses as code and can
+    close the enclosing function early (TensorTopK.cu lost every call after its in-function macros). The
+    preprocessor reads such a comment as one blank, so it is blanked (newlines kept, offsets unchanged)."""
+    if b"/*" not in data or b"\\\n" not in data and b"\\\r\n" not in data:
+        return data
+    out = None
+    for m in _CONTINUED.finditer(data):
+        if b"/*" not in m.group(0):
+            continue
+        for c in _STRING_OR_COMMENT.finditer(data, m.start(), m.end()):
+            if c.group(0)[:1] == b"/":
+                if out is None:
+                    out = bytearray(data)
+                out[c.start():c.end()] = _KEEP_CONT.sub(b" ", c.group(0))
+    return bytes(out) if out is not None else data
+
+
 def blank_placeholders(data: bytes) -> bytes:
     """Codegen templates (aten/src/ATen/templates/*) hold ``${name}`` where torchgen writes code: blanked,
     so the hand-written code around them (class Tensor's own methods) parses as the generated file will."""

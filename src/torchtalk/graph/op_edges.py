@@ -66,7 +66,7 @@ def kernel_of(ix: Index, node: Node) -> list[Edge]:
     if fn is None:
         return []
     reg = registry(ix)
-    names = {fn.name, f"ufunc::{fn.name}", fn.qualname.removeprefix("at::native::")}
+    names = {fn.name, fn.qualname.removeprefix("at::native::")}
     out = []
     for name in names:
         for op, entry in reg.kernel_ops.get(name, ()):

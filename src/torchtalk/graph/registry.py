@@ -115,12 +115,14 @@ class OpRegistry:
         entries = [DispatchEntry(d.key, d.kernel, d.loc, origin, structured=op.structured)
                    for d in self.own.get(op.full_name, [])]
         if op.ufunc_inner_loop:
-            # CPU/CUDA kernels are generated from ufunc/<name>.h; there is no hand-written one.
+            # torchgen writes the CPU/CUDA kernels from the loops in ufunc/<loop>.h (torchgen/dest/ufunc.py):
+            # structured TORCH_IMPL_FUNC(ufunc_<op>_<key>) in UfuncCPU_<op>.cpp / UfuncCUDA_<op>.cu, named as
+            # torchgen.api.ufunc.schema_kernel_name names them; no hand-written one exists.
             shown = "; ".join(f"{k}: {v}" for k, v in op.ufunc_inner_loop)
-            loop = op.ufunc_inner_loop[0][1].split(" ")[0]
             for key in (DispatchKey.CPU, DispatchKey.CUDA):
                 if all(e.key != key for e in entries):
-                    entries.append(DispatchEntry(key, f"ufunc::{loop}", op.loc, EntryOrigin.UFUNC, ufunc=shown))
+                    entries.append(DispatchEntry(key, f"ufunc_{op.name}_{key}", op.loc, EntryOrigin.UFUNC,
+                                                 structured=True, ufunc=shown))
         target = self.by_full.get(op.structured_delegate) if op.structured_delegate else None
         if target is not None and target.full_name not in seen:
             have = {e.key for e in entries}

@@ -133,7 +133,8 @@ class Resolver:
     def call(self, call: CallSite) -> Resolution:
         """What ``call`` reaches. The rules are tried in this order; the first that applies answers:
 
-        1. a kernel launch (``k<<<...>>>``): the visible ``__global__`` kernels named ``k``;
+        1. a kernel launch (``k<<<...>>>``): the visible ``__global__`` kernels named ``k`` (of several, those
+           name lookup from the caller's scope finds);
         2. a method call (``x.f()``): ``method``, by the receiver's type;
         3. a name passed on without a call: the DispatchStub of that name, else nothing;
         4. a local variable called (a lambda, a functor): its class's call operator, else LOCAL;
@@ -154,6 +155,11 @@ class Resolver:
         name, qual = call.callee, call.qualifier.strip(":")
         if call.kind is CallKind.LAUNCH:
             defs = [s for s in self._global_kernels(name) if self._visible(s)]
+            if len({d.qualname for d in defs}) > 1:
+                # kernels of one name in sibling namespaces (TensorTopK.cu: sbtopk::gatherTopK and
+                # mbtopk::gatherTopK): name lookup from the launcher's scope picks, as the compiler does
+                scoped = {s.id for s in self.lookup(name, qual)[1] if s.kind is SymbolKind.GLOBAL_KERNEL}
+                defs = [d for d in defs if d.id in scoped] or defs
             return self._prefer(defs) if defs else UNRESOLVED
         if call.kind is CallKind.METHOD:
             return self.method(call)

@@ -1,9 +1,9 @@
 """C++ symbols read back from the index: by id, name or qualified name, and kernels as the YAML names them.
 
 A YAML kernel name ``relu`` means ``at::native::relu``; for a structured op it means
-``TORCH_IMPL_FUNC(relu_out)``; ``ufunc::add`` means the ufunc template in
-``native/ufunc/add.h``. Other functions of the same short name elsewhere are
-different functions and are never returned for a kernel.
+``TORCH_IMPL_FUNC(relu_out)`` (a ufunc op's ``ufunc_add_CUDA``: the one torchgen writes in
+``UfuncCUDA_add.cu``). Other functions of the same short name elsewhere are different
+functions and are never returned for a kernel.
 """
 
 from __future__ import annotations
@@ -115,8 +115,6 @@ def kernel_definitions(ix: Index, kernel: str, structured: bool) -> list[CppSymb
 
 def _kernel_definitions(ix: Index, kernel: str, structured: bool) -> list[CppSymbol]:
     short = kernel.split("::")[-1]
-    if kernel.startswith("ufunc::"):
-        return defs_by_qualname(ix, f"at::native::{kernel}")
     found: list[CppSymbol] = []
     if structured:
         found = [d for d in defs_by_name(ix, short) if d.kind is SymbolKind.IMPL_FUNC]

@@ -121,7 +121,7 @@ class EntryOrigin(StrEnum):
     """Where a (key, kernel) of an op comes from."""
 
     TABLE = "table"  # the op's dispatch: table, as written
-    UFUNC = "ufunc"  # generated from ufunc_inner_loop: (aten/src/ATen/native/ufunc/<name>.h)
+    UFUNC = "ufunc"  # torchgen writes it from ufunc_inner_loop: (the loops in aten/src/ATen/native/ufunc/<name>.h)
     IMPLICIT = "implicit"  # no dispatch: entry, so CompositeImplicitAutograd with torchgen's C++ name
     AUTOGEN = "autogen"  # an autogen'd variant: torchgen writes its kernel (CompositeExplicitAutograd...)
 
@@ -136,7 +136,7 @@ class DispatchEntry:
     """
 
     key: DispatchKey
-    kernel: str  # as the YAML writes it; "ufunc::add" for ufunc loops
+    kernel: str  # as the YAML writes it; for ufunc loops torchgen's name ("ufunc_add_CUDA")
     loc: Loc  # the YAML line that names it
     origin: EntryOrigin
     delegate: str = ""  # full name of the structured op it comes from, "" for the op's own

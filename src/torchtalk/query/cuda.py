@@ -71,7 +71,9 @@ def _merged(ix: Index, starts: list[Node]) -> tuple[dict[str, GpuKernel], list[K
                 continue
             sym = symbol(ix, sid)
             name = sym.name if sym else e.dst.label
-            kernels.setdefault(name, GpuKernel(name, e.dst, [sym] if sym else [])).launches.append(launch)
+            # by qualified name: one name in two namespaces is two kernels (sbtopk::gatherTopK, mbtopk::gatherTopK)
+            k = kernels.setdefault(sym.qualname if sym else e.dst.label, GpuKernel(name, e.dst, [sym] if sym else []))
+            k.launches.append(launch)
     return kernels, helpers, gpu_cuts(cuts)
 
 

@@ -40,6 +40,8 @@ Layout of ``out_dir`` (paths as a real build's ``build/`` directory has them)::
                     RegisterComposite*.cpp, RegisterBackendSelect.cpp
       aten/src/ATen/Operators_{0..4}.cpp      (Operators.h etc.: full mode only)
       aten/src/ATen/UfuncCPU_add.cpp, UfuncCPUKernel_add.cpp, UfuncCUDA_add.cu
+                                               (torchgen/dest/ufunc.py: the only CPU/CUDA kernels of
+                                               an op with ufunc_inner_loop, add.out's, in 1.13 and 2.x)
       aten/src/ATen/CompositeViewCopyKernels.cpp
       aten/src/ATen/core/...                   (full mode only: TensorBody.h etc.)
       torch/csrc/autograd/generated/...        autograd (a build: torch/csrc/autograd/generated/)
