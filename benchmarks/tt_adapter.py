@@ -343,6 +343,15 @@ class McpStdio:
             raise AdapterError(f"{tool}({arguments}) failed: {msg['error']}")
         return msg["result"], dt
 
+    def tool(self, tool: str, **args: object) -> tuple[dict, str]:
+        """(structuredContent, text) of one call, as an agent gets them; AdapterError when the tool answered
+        with an error."""
+        result, _dt = self.call(tool, args)
+        text = "".join(c.get("text", "") for c in result.get("content", []))
+        if result.get("isError"):
+            raise AdapterError(f"{tool}({args}) answered with an error: {text[:300]}")
+        return result.get("structuredContent") or {}, text
+
     def close(self) -> None:
         if self.proc.stdin is not None:
             self.proc.stdin.close()

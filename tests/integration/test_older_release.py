@@ -47,6 +47,15 @@ def test_python_layer(index_1131):
     assert "torch/nn/modules/linear.py:" in text and "F.linear" in text
 
 
+def test_trace_module_adam_paths(index_1131):
+    # 1.13.1: if foreach ... func = _multi_tensor_adam / elif fused ... func = _fused_adam / else (adam.py:293)
+    res, _ = run(get_tool("trace_module"), index_1131, module_name="Adam")
+    (choice,) = [c for c in res.choices if c.where.key == "torch.optim.adam.adam"]
+    assert choice.head.line == 293 and [a.chosen.line for a in choice.arms] == [294, 296, 298]
+    arms = [{o.split(".")[0] for o in a.ops} for a in choice.arms]
+    assert {"_foreach_add_", "_foreach_mul_"} <= arms[0] and "_fused_adam_" in arms[1]
+
+
 def test_reduce_lr_on_plateau_is_a_scheduler_without_the_base_class(index_1131):
     # 1.13.1: class ReduceLROnPlateau(object), made on an optimizer and stepping it
     res, text = run(get_tool("list_modules"), index_1131, category="optim")

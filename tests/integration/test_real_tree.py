@@ -90,6 +90,20 @@ def test_modules_and_optimizers(real_index):
     assert "aten/src/ATen/native/native_functions.yaml:1724" in text
 
 
+def test_trace_module_adamw_reaches_the_ops_of_each_path(real_index):
+    res, text = run(get_tool("trace_module"), real_index, module_name="AdamW")
+    (choice,) = [c for c in res.choices if c.where.key == "torch.optim.adamw.adamw"]
+    assert (choice.head.path, choice.head.line) == ("torch/optim/adamw.py", 868)  # if fused ... elif foreach ... else
+    arms = {a.arm.split()[0]: {o.split(".")[0] for o in a.ops} for a in choice.arms}
+    assert "_fused_adamw_" in arms["if"]
+    assert {"_foreach_lerp_", "_foreach_addcdiv_", "_foreach_sqrt", "_foreach_addcmul_"} <= arms["elif"]
+    assert {"lerp_", "addcdiv_", "addcmul_"} <= arms["else"] and not any(o.startswith("_foreach") for o in arms["else"])
+    assert [a.chosen.line for a in choice.arms] == [869, 871, 873]  # func = _fused_adamw / _multi_tensor / _single
+    assert "Paths: torch.optim.adamw.adamw chooses at torch/optim/adamw.py:868 (3 arms)" in text
+    assert "- if fused and (not torch.jit.is_scripting()): _fused_adamw (chosen at torch/optim/adamw.py:869" in text
+    assert not res.cuts
+
+
 def test_tests_layer(real_index):
     text = text_of(real_index, "find_similar_tests", query="cumsum")
     assert "TestTorchDeviceType.test_cumsum  test/test_torch.py:2610" in text
@@ -97,5 +111,32 @@ def test_tests_layer(real_index):
     assert "OpInfo('cumsum')" in text
     text = text_of(real_index, "test_file_info", file_path="test/test_nn.py")
     assert "TestNNDeviceType" in text and "allow_mps=True" in text
+    assert len(text) < 12500 and 'test_file_info("test/test_nn.py", offset=' in text  # a page, and the rest named
+    text = text_of(real_index, "test_file_info", file_path="test_foreach")
+    assert re.search(r"^- test_parity  test/test_foreach\.py:204  @skipIfRocmVersionLessThan", text, re.M)
+    assert "TestForeachCPU" in text and 'run one: pytest test/test_foreach.py -k "TestForeach and ' in text
     text = text_of(real_index, "list_test_utils", category="decorators")
     assert "torch/testing/_internal/common_utils.py:594" in text
+
+
+def test_hand_written_bindings_of_nonzero_at_both_files(real_index):
+    # Tensor.nonzero is written by hand in the template gen_python_functions copies; torch.nonzero in a manual file.
+    text = text_of(real_index, "trace", function_name="nonzero")
+    template = "tools/autograd/templates/python_variable_methods.cpp"
+    assert re.search(rf"- Python Tensor\.nonzero: THPVariable_nonzero  {template}:454 .*PyMethodDef {template}:1311",
+                     text)
+    manual = "torch/csrc/autograd/python_torch_functions_manual.cpp"
+    assert re.search(rf"- Python torch\.nonzero: THPVariable_nonzero  {manual}:427, declared :168.*PyMethodDef "
+                     rf"{manual}:381  \[linked by name\]", text)
+    # Tensor.__bool__ wraps no op of its name: it returns the generated THPVariable_is_nonzero.
+    text = text_of(real_index, "trace", function_name="is_nonzero")
+    assert re.search(rf"- Python Tensor\.__bool__: THPVariable_bool_scalar  {template}:\d+ .*\[linked by dispatch\]",
+                     text)
+
+
+def test_kernels_named_as_the_yaml_names_them(real_index):
+    for name in ("at::native::cat_out_cuda", "cat_out_cuda"):
+        res, text = run(get_tool("calls"), real_index, function_name=name)
+        assert text.startswith("# calls of TORCH_IMPL_FUNC(cat_out_cuda)  aten/src/ATen/native/cuda/Shape.cu:"), text
+    text = text_of(real_index, "called_by", function_name="at::native::softmax_cpu_out")
+    assert "TORCH_IMPL_FUNC(softmax_cpu_out)" in text and "_softmax.out dispatch CPU" in text

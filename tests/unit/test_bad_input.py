@@ -190,7 +190,7 @@ VALID = {"function_name": "relu", "query": "relu", "module_name": "Linear", "fil
          "message": "RuntimeError: Boolean inputs not supported for relu"}
 RANGES = {("search", "limit"): (1, 500), ("find_similar_tests", "limit"): (1, 500), ("impact", "depth"): (1, 5),
           ("list_test_utils", "limit"): (1, 500), ("affected", "depth"): (1, 5), ("affected", "limit"): (1, 500),
-          ("error_origin", "limit"): (1, 50)}
+          ("error_origin", "limit"): (1, 50), ("test_file_info", "offset"): (0, 1_000_000)}
 # Tools whose arguments are all optional, but one of a group must be given: (the group, a valid choice).
 ONE_OF = {"affected": ({"names", "diff", "rev"}, {"names": "cumsum"})}
 

@@ -26,6 +26,21 @@ def test_calls_answers_for_the_structured_kernel_and_names_the_other_candidate(i
     assert res.sections[0].symbol.kind == "function" and len(res.sections) == 1 and res.ambiguity is None
 
 
+def test_kernel_named_as_the_yaml_names_it_resolves_in_every_cpp_tool(indexed):
+    # native_functions.yaml says "CPU: softmax_cpu_out": the function is TORCH_IMPL_FUNC(softmax_cpu_out), whose C++
+    # name is at::native::structured_softmax_cpu_out::impl; at::native::softmax_cpu_out names no function as such.
+    _, ix = indexed
+    for tool in ("calls", "called_by", "impact"):
+        res, text = call(ix, tool, function_name="at::native::softmax_cpu_out")
+        assert [s.symbol.display for s in res.sections] == ["TORCH_IMPL_FUNC(softmax_cpu_out)"], (tool, text)
+    res, _ = call(ix, "called_by", function_name="at::native::cumsum_out_mps")
+    assert [s.symbol.display for s in res.sections] == ["TORCH_IMPL_FUNC(cumsum_out_mps)"]
+    assert {e.src.key for e in res.sections[0].registrations} >= {"cumsum.out"}
+    # A name that is neither a function nor a YAML kernel stays not found.
+    res, text = call(ix, "calls", function_name="at::native::softmax_cpu_outt")
+    assert res.what == "C++ function or DispatchStub" and "softmax_cpu_out" in text
+
+
 def test_calls_resolves_qualified_and_marks_ops_and_launches(indexed):
     _, ix = indexed
     res, text = call(ix, "calls", function_name="index_select_cuda")

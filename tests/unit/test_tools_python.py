@@ -112,3 +112,42 @@ def test_test_file_info(py_indexed):
     assert "torch.relu" in text
     with pytest.raises(BadArgument, match="leaves the source tree"):
         call(ix, "test_file_info", file_path="../../etc/passwd")
+
+
+def test_test_file_info_lists_each_test_with_its_line_and_where_it_runs(py_indexed):
+    _, ix = py_indexed
+    res, text = call(ix, "test_file_info", file_path="test_nn")
+    assert [(t.cls, t.name, t.loc.line) for t in res.page.tests] == [
+        ("TestNN", "test_linear", 8), ("TestNN", "test_relu_functional", 12),
+        ("TestNNDeviceType", "test_relu", 18), ("TestNNDeviceType", "test_cumsum_cuda", 23)]
+    assert "- test_relu  test/test_nn.py:18  @dtypes(torch.float, torch.double)" in text
+    assert "- test_cumsum_cuda  test/test_nn.py:23  @onlyCUDA" in text
+    assert 'run one: pytest test/test_nn.py -k "TestNNDeviceType and test_relu"' in text
+    assert "TestNNDeviceTypeCPU.test_relu_cpu_float32" in text and res.page.next_call == ""
+    # A generated device class names its class as written; query narrows by name.
+    res, text = call(ix, "test_file_info", file_path="test_nn", class_name="TestNNDeviceTypeCUDA", query="CUMSUM")
+    assert [t.name for t in res.page.tests] == ["test_cumsum_cuda"] and res.page.class_name == "TestNNDeviceType"
+    assert "class TestNNDeviceType and names containing 'CUMSUM'): 1-1 of 1 (of 4 in the file)" in text
+    with pytest.raises(BadArgument, match="choose one of: TestNN, TestNNDeviceType"):
+        call(ix, "test_file_info", file_path="test_nn", class_name="TestNope")
+    res, text = call(ix, "test_file_info", file_path="test_nn", query="no_such_test")
+    assert res.page.matching == 0 and "No test matches." in text
+
+
+def test_test_file_info_pages_a_long_list_and_names_the_call_for_the_rest(py_indexed, monkeypatch):
+    from torchtalk.query import testlist
+    _, ix = py_indexed
+    monkeypatch.setattr(testlist, "PAGE_BUDGET", 100)  # two of the fixture's test lines
+    res, text = call(ix, "test_file_info", file_path="test_nn")
+    assert [t.name for t in res.page.tests] == ["test_linear", "test_relu_functional"]
+    assert 'The rest (2 more): test_file_info("test/test_nn.py", offset=2)' in text
+    assert 'test_file_info("test/test_nn.py", offset=2)' in text.split("next: ")[1]
+    seen = []
+    offset = 0
+    while True:  # following the calls the answers name lists every test once
+        res, _ = call(ix, "test_file_info", file_path="test_nn", offset=offset)
+        seen += [t.name for t in res.page.tests]
+        if not res.page.next_call:
+            break
+        offset = res.page.offset + len(res.page.tests)
+    assert seen == ["test_linear", "test_relu_functional", "test_relu", "test_cumsum_cuda"]

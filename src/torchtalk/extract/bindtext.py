@@ -1,5 +1,6 @@
 """What hand-written Python binding code says only in strings: which Python module a pybind11
-object is, and the alias tables that copy a PyMethodDef entry under a second name.
+object is, the alias tables that copy a PyMethodDef entry under a second name, and the Python
+signatures a hand-written binding parses (its PythonArgParser strings, as in generated code).
 
 ``auto m = _C.def_submodule("_functorch"); m.def("_add_batch_dim", ...)`` binds
 ``torch._C._functorch._add_batch_dim``, but the C++ facts keep only the receiver ``m`` of the
@@ -15,7 +16,7 @@ import bisect
 import re
 
 from ..model import CppSymbol, FileFacts, GeneratedFact, GeneratedKind
-from .generated import enclosing
+from .generated import enclosing, parser_signatures
 
 # auto m = <module expression>;  (also py::module m = ..., over several lines)
 _MODULE_VAR = re.compile(
@@ -46,18 +47,19 @@ _RENAME = re.compile(rb"\bml_name\s*=\s*\w+\.(first|second)\b")
 
 def binding_text_facts(data: bytes, symbols: list[CppSymbol]) -> list[GeneratedFact]:
     """PY_MODULE facts (``var import torch``, ``var sub parent name``, ``var of other``), PY_METHODS facts
-    (``add vector table``, ``addfn vector fn``, ``fn fn table``, ``module vector name``, ``type vector tp_name``)
-    and PY_ALIAS facts (``canonical alias``) of one C++ file."""
+    (``add vector table``, ``addfn vector fn``, ``fn fn table``, ``module vector name``, ``type vector tp_name``),
+    PY_ALIAS facts (``canonical alias``) and PARSER_SIGNATURE facts of one C++ file."""
     if b"def_submodule" not in data and b"import(" not in data and b"ml_name" not in data \
             and b"PyImport_ImportModule" not in data and b"PyModule_Create" not in data \
-            and b"PyMethodDef" not in data:
+            and b"PyMethodDef" not in data and b"PythonArgParser" not in data:
         return []
     starts = [0] + [m.end() for m in re.finditer(rb"\n", data)]
 
     def line_at(offset: int) -> int:
         return bisect.bisect_right(starts, offset)
 
-    rows: list[GeneratedFact] = []
+    # The Python signatures of hand-written bindings (THPVariable_nonzero's "nonzero(Tensor input, *, ...)").
+    rows: list[GeneratedFact] = parser_signatures(data, symbols, line_at) if b"PythonArgParser" in data else []
     for m in _MODULE_VAR.finditer(data):
         var = m.group(1).decode()
         if m.group(2) or m.group(3):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable
 
 from ..model import CppSymbol, FileFacts, GeneratedFact, GeneratedKind
 from .cpp import extract_cpp
@@ -37,6 +38,26 @@ def enclosing(symbols, line: int) -> int:
     return best
 
 
+def parser_signatures(data: bytes, symbols: list[CppSymbol], line_at: Callable[[int], int]) -> list[GeneratedFact]:
+    """PARSER_SIGNATURE facts: each string of a ``static PythonArgParser parser({...})`` initializer list, attached to
+    the function that holds it (generated bindings and hand-written ones: THPVariable_nonzero)."""
+    rows: list[GeneratedFact] = []
+    for m in _PARSER_START.finditer(data):
+        # The initializer list: string literals separated by commas and blanks, then "}".
+        pos = m.end()
+        while True:
+            while pos < len(data) and data[pos] in b" \t\r\n,":
+                pos += 1
+            s = _STRING.match(data, pos)
+            if s is None:
+                break
+            line = line_at(s.start())
+            rows.append(GeneratedFact(GeneratedKind.PARSER_SIGNATURE, s.group(1).decode("utf-8", "replace"), line,
+                                      enclosing(symbols, line)))
+            pos = s.end()
+    return rows
+
+
 def extract_generated(relpath: str, data: bytes) -> FileFacts:
     facts = extract_cpp(relpath, data)
     symbols = facts.get(CppSymbol, [])
@@ -49,19 +70,7 @@ def extract_generated(relpath: str, data: bytes) -> FileFacts:
 
     rows: list[GeneratedFact] = []
     if name.startswith("python_") and b"PythonArgParser" in data:
-        for m in _PARSER_START.finditer(data):
-            # The initializer list: string literals separated by commas and blanks, then "}".
-            pos = m.end()
-            while True:
-                while pos < len(data) and data[pos] in b" \t\r\n,":
-                    pos += 1
-                s = _STRING.match(data, pos)
-                if s is None:
-                    break
-                line = line_at(s.start())
-                rows.append(GeneratedFact(GeneratedKind.PARSER_SIGNATURE, s.group(1).decode("utf-8", "replace"), line,
-                                          enclosing(symbols, line)))
-                pos = s.end()
+        rows += parser_signatures(data, symbols, line_at)
         for m in _BINDS.finditer(data):
             line = line_at(m.start(1))
             rows.append(GeneratedFact(GeneratedKind.BINDS_OP, m.group(1).decode(), line, enclosing(symbols, line)))

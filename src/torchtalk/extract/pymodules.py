@@ -28,6 +28,7 @@ from ..model import (
 from .opregs import kind_for, op_name, op_names, ref_op
 from .pyast import (
     DEFS,
+    BranchArms,
     block_statements,
     decorator_texts,
     doc_assigned,
@@ -44,7 +45,7 @@ from .pyast import (
 from .raises_py import CALL_NAMES, HOOKS, PyRaises, on_call
 
 _FuncDef, _AsyncDef, _ClassDef = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef
-_Import, _ImportFrom, _Assign, _Lambda = ast.Import, ast.ImportFrom, ast.Assign, ast.Lambda
+_Import, _ImportFrom, _Assign, _Lambda, _If = ast.Import, ast.ImportFrom, ast.Assign, ast.Lambda, ast.If
 EXPR = "<expr>"  # the receiver of a method call that is not a name: (-input).softmax -> "<expr>.softmax"
 _PROPERTY = {"property", "cached_property", "setter", "getter", "deleter", "abstractproperty"}
 
@@ -75,7 +76,7 @@ class _Extractor:
         self.module_funcs: dict[str, int] = {}  # module-level def name -> index
         self.is_refs = relpath.startswith("torch/_refs/")
         self.refs_all: set[str] | None = None
-        self.pending: list[tuple[list[int], dict[str, list[str]]]] = []
+        self.pending: list[tuple[list[int], dict[str, list[str]], dict[tuple[str, str], int], BranchArms | None]] = []
         self.raises = PyRaises(tree, self.aliases, data)
 
     def run(self) -> FileFacts:
@@ -174,9 +175,12 @@ class _Extractor:
         """Walk one scope's statements. ``func``: enclosing PyFunction index (-1 at module
         level); ``qual``: qualname prefix for defs here; ``cls``: class qualname if a class body."""
         calls, append_call = self.calls, self.calls.append
+        first = len(calls)
         local: dict[str, list[str]] = {}  # func = _multi_tensor_sgd: callee aliases in a def
         strs: dict[str, list[ast.expr]] = {}  # msg = f"..."; msg += ...: messages built before a raise
+        assigned_at: dict[tuple[str, str], int] = {}  # (alias, value) -> the line of its first assignment
         pending: list[int] = []  # calls through a bare local name, resolved at scope end
+        arms = BranchArms() if func >= 0 else None
         stack = list(reversed(body))
         pop = stack.pop
         while stack:
@@ -225,28 +229,41 @@ class _Extractor:
                 hook = HOOKS.get(t)
                 if hook is not None:
                     hook(self.raises, n, func, strs)
-                if t is _Assign and func >= 0 and len(n.targets) == 1 and n.targets[0].__class__ is Name:
+                if t is _If and arms is not None:
+                    arms.add(n)
+                elif t is _Assign and func >= 0 and len(n.targets) == 1 and n.targets[0].__class__ is Name:
                     d = dotted(n.value)
                     if d is not None:
                         vals = local.setdefault(n.targets[0].id, [])
                         if d not in vals:
                             vals.append(d)
+                            assigned_at[(n.targets[0].id, d)] = n.lineno
                 push_children(n, stack)
+        if arms is not None and arms.spans:
+            for i in range(first, len(calls)):
+                c = calls[i]
+                if c.func == func:
+                    arm = arms.of(c.line)
+                    if arm is not None:
+                        calls[i] = replace(c, branch=arm[0], branch_line=arm[1])
         if pending and local:
-            self.pending.append((pending, local))
+            self.pending.append((pending, local, assigned_at, arms if arms is not None and arms.spans else None))
 
     def _resolve_pending(self) -> None:
         """A call through a local alias (``func = _single_tensor_sgd; func(...)``) is
         recorded as a call of what the alias names (one row per assigned value)."""
-        for idxs, local in self.pending:
+        for idxs, local, assigned_at, arms in self.pending:
             for i in idxs:
                 c = self.calls[i]
                 vals = [v for v in local.get(c.callee, ()) if v != c.callee]
-                if not vals:
-                    continue
-                self.calls[i] = replace(c, callee=vals[0])
-                for v in vals[1:]:
-                    self.calls.append(PyCall(c.func, v, c.line))
+                for k, v in enumerate(vals):
+                    chosen = assigned_at[(c.callee, v)]
+                    arm = arms.of(chosen) if arms is not None else None
+                    row = PyCall(c.func, v, c.line, arm[0] if arm else "", arm[1] if arm else 0, chosen)
+                    if k == 0:
+                        self.calls[i] = row
+                    else:
+                        self.calls.append(row)
 
     def _decorators(self, node, func: int, stack: list) -> None:
         """Decorator expressions run in the enclosing scope: their calls belong there."""
@@ -375,3 +392,4 @@ def _dedupe(rows: list) -> list:
             seen.add(key)
             out.append(r)
     return out
+

@@ -12,9 +12,9 @@ it is bound to (the ops it is bound to are BINDING edges, graph/py_edges.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..model import Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op, PyDefKind
+from ..model import Branch, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op, PyDefKind
 from ..store.reader import Index
 from .nodes import op_node, py_node, unresolved_node
 from .pynames import PyDef, pynames
@@ -88,12 +88,18 @@ def py_call_edges(ix: Index, node: Node, ctx: PyContext | None = None) -> list[E
     ctx = ctx or own_context(ix, fn)
     out: list[Edge] = []
     seen: set[str] = set()
-    for callee, line, file_id in ix.q("SELECT callee, line, file_id FROM py_call WHERE func = ? ORDER BY line, id",
-                                      (fn.row_id,)):
+    for callee, line, file_id, arm, head, chosen in ix.q(
+            "SELECT callee, line, file_id, branch, branch_line, chosen FROM py_call WHERE func = ? ORDER BY line, id",
+            (fn.row_id,)):
         if callee in seen:
             continue  # the same callee again (a guard repeated in branches): once is enough
         seen.add(callee)
-        out += _call(ix, node, fn, callee, Loc(ix.path_of(file_id), line), ctx)
+        path = ix.path_of(file_id)
+        edges = _call(ix, node, fn, callee, Loc(path, line), ctx)
+        if arm:
+            branch = Branch(arm, Loc(path, head), Loc(path, chosen) if chosen else None)
+            edges = [replace(e, branch=branch) for e in edges]
+        out += edges
     return out
 
 

@@ -65,7 +65,7 @@ GENERATED_NAMESPACES = (
 )
 
 
-def _generated_namespace(path: str) -> str | None:
+def generated_namespace(path: str) -> str | None:
     name = path.rsplit("/", 1)[-1]
     return next((ns for prefix, ns in GENERATED_NAMESPACES if name.startswith(prefix)), None)
 
@@ -80,7 +80,7 @@ def _generated_binding_rows(conn: sqlite3.Connection) -> list[Row]:
             "SELECT r.name, r.target, r.file_id, r.line, f.path, s.id, s.line FROM cpp_registration r "
             "JOIN files f ON f.id = r.file_id LEFT JOIN cpp_symbol s ON s.file_id = r.file_id "
             "AND s.name = r.target AND s.is_definition WHERE r.kind = 'pymethoddef' AND f.generated = 1"):
-        ns = _generated_namespace(path)
+        ns = generated_namespace(path)
         if ns is None:
             continue
         for op in dict.fromkeys(binds.get(sym_id, [""])):
@@ -216,7 +216,7 @@ def _binding_rows(conn: sqlite3.Connection) -> list[Row]:
             # torch._C's own methods, the hand-written tables of the binding files (python_torch_functions_manual.cpp)
             # fill the same namespace as the generated ones, and other tables keep their name.
             owner = owners.get((file_id, key)) or ("torch._C" if path == "torch/csrc/Module.cpp" else
-                                                  (_generated_namespace(path) or key))
+                                                  (generated_namespace(path) or key))
             rows.append((f"{owner}.{name}", PyApiKind.PYMETHODDEF, "", target, file_id, line))
         else:
             module = _pybind_module(mods, scope, key)
@@ -231,7 +231,7 @@ def _alias_rows(conn: sqlite3.Connection, by_py: dict[str, list[str]]) -> list[R
     for value, file_id, line, path in conn.execute(
             "SELECT g.value, g.file_id, g.line, f.path FROM generated_fact g JOIN files f ON f.id = g.file_id "
             "WHERE g.kind = 'py_alias'"):
-        ns = _generated_namespace(path)
+        ns = generated_namespace(path)
         if ns is None:
             continue
         canonical, alias = value.split(" ")

@@ -12,7 +12,7 @@ from typing import Any
 from .cpp import CallSite, CppClass, CppField, CppSymbol, GeneratedFact, Registration, Using
 from .dispatch import COMPOSITE_KEYS, DispatchKey, is_composite, parse_key, runs_on
 from .facts import NO_REF
-from .graph import Cut, Edge, Node
+from .graph import Branch, Cut, Edge, Node
 from .kinds import (
     CallKind,
     CodegenState,
@@ -70,8 +70,8 @@ class FileProblems:
     """The key of ``FileFacts`` under which an extractor lists what it could not read in a file."""
 
 __all__ = [
-    "Argument", "COMPOSITE_KEYS", "CallKind", "CallSite", "CodegenState", "CppClass", "CppField", "CppSymbol", "Cut",
-    "CutKind", "Derivative", "DerivativeFormula", "DispatchEntry", "DispatchKey", "Edge", "EdgeHow", "EdgeKind",
+    "Argument", "Branch", "COMPOSITE_KEYS", "CallKind", "CallSite", "CodegenState", "CppClass", "CppField", "CppSymbol",
+    "Cut", "CutKind", "Derivative", "DerivativeFormula", "DispatchEntry", "DispatchKey", "Edge", "EdgeHow", "EdgeKind",
     "EntryOrigin", "FACT_TABLES", "FileFacts", "FileProblems", "FileStatus", "FormulaKind", "FunctionSchema",
     "GENERATED_PREFIX", "GeneratedFact", "GeneratedKind", "HitKind", "InstantiationKind", "Layer", "Loc", "MatchKind",
     "NO_REF", "Node", "NodeKind", "Op", "OpDispatch", "OpInfoEntry", "OpTestMark", "PY_MODULES", "PyApiKind",

@@ -34,6 +34,19 @@ class Node:
 
 
 @dataclass(frozen=True, slots=True)
+class Branch:
+    """The ``if``/``elif``/``else`` arm a Python call is made in (Note [Branch arms] in model/python.py).
+
+    Arms with one ``head`` are the alternatives of one choice: ``func = _fused_adamw`` under ``if fused``
+    and ``func = _single_tensor_adamw`` under ``else`` make ``func(...)`` a choice between two paths.
+    """
+
+    arm: str  # "if fused and (not torch.jit.is_scripting())", "elif foreach", "else"
+    head: Loc  # the ``if`` that starts the arm's chain
+    chosen: Loc | None = None  # a call through a local alias: the assignment that chose this callee
+
+
+@dataclass(frozen=True, slots=True)
 class Edge:
     """``src`` reaches ``dst`` (Note [Edge direction] in kinds.py), with the site that says so.
 
@@ -53,6 +66,7 @@ class Edge:
     note: str = ""
     how: EdgeHow = EdgeHow.DIRECT
     written: str = ""
+    branch: Branch | None = None  # PY_CALL: the arm of an if/elif/else chain the call is made in
 
     def __post_init__(self) -> None:
         check_enum("Edge", "kind", self.kind, EdgeKind)

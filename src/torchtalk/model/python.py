@@ -61,6 +61,13 @@ class PyCall:
     callee: str  # dotted as written: "F.linear", "torch._C._nn.linear", "self._conv_forward";
     #              a call through a local alias (func = _single_tensor_sgd; func()) names the target
     line: int
+    # Note [Branch arms]: the innermost ``if``/``elif``/``else`` arm of the function that guards the call, as
+    # ast.unparse writes it ("if fused and (not torch.jit.is_scripting())", "elif foreach", "else"), and the
+    # line of the ``if`` that starts its chain (arms of one chain share it: they are the alternatives of one
+    # choice); for a call through a local alias, the arm that guards the assignment choosing this callee.
+    branch: str = ""
+    branch_line: int = 0
+    chosen: int = 0  # func = _fused_adamw; func(...): the line of the assignment (0 for a call by its own name)
     id: Annotated[int, Stored.ID] = field(default=0, compare=False)
     path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 

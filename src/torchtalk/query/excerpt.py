@@ -89,26 +89,3 @@ def excerpt(ix: Index, where: object, context: int = CONTEXT) -> Excerpt:
     last = min(len(lines), line + context)
     cut = [s if len(s) <= MAX_LINE_CHARS else s[:MAX_LINE_CHARS] + " …" for s in lines[first - 1:last]]
     return Excerpt(path, line, first, cut, len(lines))
-
-
-_BRANCH = re.compile(r"^(if|elif|else|for|while|with|try|except|finally|match|case)\b")
-
-
-def branch(ix: Index, path: str, line: int) -> str:
-    """The ``if``/``elif``/``for``/... header a Python line runs under in its function ('' at the function's top
-    level, or when the file cannot be read): which branch of a dispatching function picks a call."""
-    def read() -> list[str]:
-        try:
-            return resolve(ix, path).read_bytes().decode("utf-8", errors="replace").splitlines()
-        except (BadArgument, OSError):
-            return []
-    lines = ix.cached(f"py_lines:{path}", read)
-    if not 1 <= line <= len(lines):
-        return ""
-    indent = len(lines[line - 1]) - len(lines[line - 1].lstrip())
-    for text in reversed(lines[:line - 1]):
-        stripped = text.strip()
-        if not stripped or stripped.startswith("#") or len(text) - len(text.lstrip()) >= indent:
-            continue
-        return stripped.rstrip(":")[:120] if _BRANCH.match(stripped) else ""
-    return ""

@@ -16,7 +16,7 @@ from ..graph.nodes import cpp_node, stub_node
 from ..graph.registry import registry
 from ..graph.resolve import stub_names
 from ..graph.stubs import stub_declared
-from ..graph.symbols import SYMBOL_COLS, defs_by_name, defs_by_qualname, has_cpp, to_symbol
+from ..graph.symbols import SYMBOL_COLS, defs_by_name, defs_by_qualname, has_cpp, kernel_definitions, to_symbol
 from ..model import CppSymbol, Node, SymbolKind
 from ..store.reader import Index
 from .args import clean_text
@@ -75,6 +75,22 @@ def _at(ix: Index, path: str, line: int) -> list[CppSymbol]:
     return [to_symbol(ix, r) for r in rows[:1]]
 
 
+def _yaml_kernel(ix: Index, name: str) -> list[CppSymbol]:
+    """A kernel spelled as native_functions.yaml names it, bare or in its namespace (``cat_out_cuda``,
+    ``at::native::cat_out_cuda``; ``at::meta::cat`` for a meta function): the definitions trace shows for that
+    dispatch entry (graph.symbols.kernel_definitions), so ``TORCH_IMPL_FUNC(cat_out_cuda)``, whose C++ name is
+    ``at::native::structured_cat_out_cuda::impl``."""
+    if name.startswith("at::meta::"):
+        short = name.removeprefix("at::meta::")
+        return [d for d in defs_by_name(ix, short) if d.kind in (SymbolKind.META_FUNC, SymbolKind.PRECOMPUTE_META_FUNC)]
+    entries = registry(ix).kernel_ops
+    short = name.removeprefix("at::native::")
+    kernel = name if name in entries else short if short in entries else ""
+    if not kernel:
+        return []
+    return kernel_definitions(ix, kernel, any(e.structured for _op, e in entries[kernel]))
+
+
 def _candidates(ix: Index, name: str, kind_hint: SymbolKind | None) -> list[CppSymbol]:
     cands = defs_by_qualname(ix, name)
     if not cands and "::" in name:
@@ -83,6 +99,8 @@ def _candidates(ix: Index, name: str, kind_hint: SymbolKind | None) -> list[CppS
         if not cands and name.endswith("::impl"):
             cands = [d for d in defs_by_name(ix, name.split("::")[-2].removeprefix("structured_"))
                      if d.kind is SymbolKind.IMPL_FUNC]
+        if not cands:
+            cands = _yaml_kernel(ix, name)
     if not cands and "::" not in name:
         cands = defs_by_name(ix, name)
     if kind_hint is not None:

@@ -3,8 +3,9 @@
 A module is "an nn.Module" when its resolved bases reach torch.nn.Module
 (transitively, see link/pyclasses.py); an optimizer when they reach
 torch.optim.Optimizer. trace_module follows what forward() (or step()) calls
-through self-methods, module functions and the Python names of ops, a few
-levels deep, and ends at the op registry with file:line.
+through self-methods, module functions and the Python names of ops until it
+reaches the ops (Note [Walk to the ops] in query/pywalk.py), grouped by the
+paths the code chooses between, and ends at the op registry with file:line.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from ..graph import Step, down, graph
+from ..graph import Step, graph
 from ..graph.py_calls import PyContext, function_node, method_of
 from ..graph.pynames import PyDef, pynames
 from ..graph.registry import OpRegistry, registry
@@ -22,10 +23,9 @@ from ..model import Cut, Edge, EdgeHow, EdgeKind, Loc, NodeKind, Op
 from ..store.reader import Index
 from .args import clean_text
 from .cuts import explore, named
+from .pywalk import Choice, walk_to_ops
 from .results import NotFound
 
-MAX_DEPTH = 3
-MAX_CALLS_PER_FUNCTION = 30  # calls followed out of one function (ranked: ops and the module's family first)
 # Followed into their bodies: the module families a trace is about. Other callees are shown, not expanded.
 EXPANDED_PREFIXES = ("torch.nn.", "torch.optim.", "torch._refs.", "torch.functional.")
 KINDS = ("module", "optimizer", "lr_scheduler")
@@ -74,6 +74,8 @@ class TraceModuleResult:
     others: list[tuple[str, Loc]]
     op_kernels: dict[str, str] = field(default_factory=dict)  # op full name -> "CPU: k; CUDA: k2"
     cuts: list[Cut] = field(default_factory=list)  # what the walk from the entry method left out
+    choices: list[Choice] = field(default_factory=list)  # the paths its code chooses between, with their ops
+    common: list[str] = field(default_factory=list)  # op full names reached on every path
 
 
 def _class_rows(ix: Index, where: str, params: tuple[str, ...]) -> list[ClassInfo]:
@@ -188,9 +190,8 @@ def _ops_first(e: Edge) -> int:
     return 1 if e.written.startswith(("self.", "super().")) or e.dst.key.startswith(EXPANDED_PREFIXES) else 2
 
 
-def _walk(ix: Index, entry: PyDef,
-          mro: list[ClassInfo]) -> tuple[list[CallNode], OrderedDict[str, tuple[Op, list[str]]], list[Cut]]:
-    """PY_CALL edges down from ``entry`` (forward or step), ``self`` being an instance of mro[0]."""
+def _walk(ix: Index, entry: PyDef, mro: list[ClassInfo], result: TraceModuleResult) -> None:
+    """PY_CALL edges down from ``entry`` (forward or step) to the ops, ``self`` being an instance of mro[0]."""
     def follow(s: Step) -> bool:
         e = s.edge
         if e.dst.kind is NodeKind.BINDING:
@@ -200,10 +201,11 @@ def _walk(ix: Index, entry: PyDef,
         return e.written.startswith(("self.", "super().")) or e.dst.key.startswith(EXPANDED_PREFIXES)
 
     g = graph(ix).within(PyContext([c.fq for c in mro]))  # self is an instance of mro[0]
-    walk = down([function_node(entry)], g.out, [EdgeKind.PY_CALL, EdgeKind.BINDING], MAX_DEPTH - 1,
-                fan_out=MAX_CALLS_PER_FUNCTION, max_nodes=1500, follow=follow, rank=_ops_first)
-    calls, ops = _tree(walk.steps, registry(ix))
-    return calls, ops, named(walk.cuts, lambda c: explore(c.at) if c.at is not None else "")
+    walk = walk_to_ops(g, function_node(entry), follow, _ops_first)
+    assert result.entry is not None
+    result.entry.calls, result.ops = _tree(walk.steps, registry(ix))
+    result.cuts = named(walk.cuts, lambda c: explore(c.at) if c.at is not None else "")
+    result.choices, result.common = walk.choices, walk.common
 
 
 def trace_module(ix: Index, module_name: str) -> TraceModuleResult | NotFound:
@@ -219,22 +221,20 @@ def trace_module(ix: Index, module_name: str) -> TraceModuleResult | NotFound:
     entry_name = "step" if ("optimizer" in cls.roots or "lr_scheduler" in cls.roots) else "forward"
     entry_def = method_of(ix, [c.fq for c in mro], entry_name)
     entry = None
-    ops: OrderedDict[str, tuple[Op, list[str]]] = OrderedDict()
-    cuts: list[Cut] = []
     if entry_def is not None:
         entry = MethodInfo(entry_name, entry_def.signature, entry_def.loc, entry_def.fq.rsplit(".", 1)[0])
-        entry.calls, ops, cuts = _walk(ix, entry_def, mro)
+    result = TraceModuleResult(text, cls, chain, init, entry, OrderedDict(), [(o.fq, o.loc) for o in others[:12]])
+    if entry_def is not None:
+        _walk(ix, entry_def, mro, result)
     doc = ix.one("SELECT doc FROM py_class WHERE id = (SELECT ref FROM py_class_fq WHERE id = ? AND source = 'py')",
                  (cls.id,))
     cls.doc = doc[0] if doc else ""
     reg = registry(ix)
-    kernels = {}
-    for full, (op, _paths) in ops.items():
+    for full, (op, _paths) in result.ops.items():
         entries = reg.dispatch(op)
-        kernels[full] = "; ".join(f"{e.key}: {e.kernel}" for e in entries[:6]) + (
+        result.op_kernels[full] = "; ".join(f"{e.key}: {e.kernel}" for e in entries[:6]) + (
             f"; ... {len(entries) - 6} more" if len(entries) > 6 else "")
-    return TraceModuleResult(text, cls, chain, init, entry, ops, [(o.fq, o.loc) for o in others[:12]], kernels,
-                             cuts)
+    return result
 
 
 # ------------------------------------------------------------------ list_modules

@@ -15,6 +15,7 @@ from ..model import InstantiationKind, Loc
 from ..store.reader import Index
 from .args import MAX_LIMIT, check_int, clean_text, shown
 from .results import NotFound
+from .testlist import TestPage, clean_filter, generic_class, page_call, test_page
 from .testnames import generated_names
 
 # ------------------------------------------------------------------ list_test_utils
@@ -98,6 +99,7 @@ class TestFileInfo:
     ops: list[tuple[str, int]]
     total_tests: int
     command: str
+    page: TestPage | None = None  # the tests listed, with their lines and where they run
 
 
 def _safe_relpath(ix: Index, text: str) -> list[str]:
@@ -127,10 +129,14 @@ def _safe_relpath(ix: Index, text: str) -> list[str]:
     return cands
 
 
-def test_file_info(ix: Index, file_path: str) -> TestFileInfo | NotFound:
+def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str = "",
+                   offset: int = 0) -> TestFileInfo | NotFound:
     text = clean_text(file_path, "file_path", "test_nn")
+    class_name = clean_filter(class_name, "class_name", "TestNN")
+    query = clean_filter(query, "query", "softmax")
+    offset = check_int(offset, "offset", 0, 1_000_000)
     cands = _safe_relpath(ix, text)
-    inv = {p: fid for fid, p in ix.paths().items()}
+    inv: dict[str, int] = ix.cached("file_ids", lambda: {p: fid for fid, p in ix.paths().items()})
     fid = next((inv[c] for c in cands if c in inv and (c.startswith("test/") or c.startswith("torch/testing/"))), None)
     if fid is None:
         names = sorted(p for p in inv if p.startswith("test/") and p.endswith(".py"))
@@ -179,6 +185,12 @@ def test_file_info(ix: Index, file_path: str) -> TestFileInfo | NotFound:
         elif tok.startswith("F.") and f"torch.nn.functional.{tok[2:]}" in reg.py_by_name:
             ops[f"torch.nn.functional.{tok[2:]}"] += n
     total = sum(counts.values())
+    if class_name:
+        class_name = generic_class(class_name, [c.name for c in classes],
+                                   {c.name: c.generated_classes for c in classes})
+    rows = ix.q("SELECT coalesce(c.name, ''), m.name, m.line, m.decorators FROM test_method m "
+                "LEFT JOIN test_class c ON c.id = m.cls WHERE m.file_id = ? ORDER BY m.line", (fid,))
+    page = test_page(path, rows, device, class_name, query, offset, lambda n: page_call(path, class_name, query, n))
     return TestFileInfo(path, classes, functions, [(k, c, Loc(path, ln), o) for k, c, ln, o in insts],
                         decos.most_common(20), utilities, ops.most_common(40), total,
-                        f"python {path}" if path.startswith("test/") else f"python -m pytest {path}")
+                        f"python {path}" if path.startswith("test/") else f"python -m pytest {path}", page)

@@ -77,3 +77,11 @@ def generated_names(cls: str, method: str, decorators: list[str], instantiation:
         else:
             out.append(f"{dev_cls}.{base}_{device}")
     return out[:6]
+
+
+def run_command(path: str, cls: str, name: str) -> str:
+    """The command that runs one test: ``pytest test/test_foreach.py -k "TestForeach and test_parity"``."""
+    if path.startswith("test/"):
+        sel = f"{cls} and {name}" if cls else name
+        return f'pytest {path} -k "{sel}"'
+    return f"python -m pytest {path} -k {name}"

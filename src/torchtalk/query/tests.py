@@ -11,7 +11,7 @@ from ..graph.registry import registry
 from ..model import Loc, Op
 from ..store.reader import Index
 from .args import MAX_LIMIT, check_int, clean_text, shown
-from .testnames import generated_names
+from .testnames import generated_names, run_command
 
 
 @dataclass
@@ -84,13 +84,6 @@ def _instantiations(ix: Index) -> dict[tuple[int, str], str]:
     return ix.cached("device_type_classes", lambda: {
         (fid, cls): opts for fid, cls, opts in ix.q(
             "SELECT file_id, cls, options FROM test_instantiation WHERE kind = 'device_type'")})
-
-
-def _command(path: str, cls: str, name: str) -> str:
-    if path.startswith("test/"):
-        sel = f"{cls} and {name}" if cls else name
-        return f'pytest {path} -k "{sel}"'
-    return f"python -m pytest {path} -k {name}"
 
 
 def _terms(q: str) -> tuple[str, list[str]]:
@@ -223,7 +216,7 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = T
         opts = inst.get((fid, cls))
         ops_stem = stem if any(d.startswith("ops(") for d in decorators) else None
         scored[mid] = (rank, FoundTest(
-            name, cls, Loc(path, line), why, _command(path, cls, name), decorators,
+            name, cls, Loc(path, line), why, run_command(path, cls, name), decorators,
             generated_names(cls, name, decorators, opts, ops_stem), by_name))
 
     base_sql = ("SELECT m.id, m.file_id, coalesce(c.name, ''), m.name, m.line, m.decorators, m.touches "

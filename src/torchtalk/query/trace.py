@@ -42,11 +42,13 @@ from ..store.reader import Index
 from . import generated as gen_q
 from .args import check_choice, clean_text
 from .cuts import calls_cuts, explore, gpu_cuts, named
-from .excerpt import branch
+from .handbound import HandBinding, bindings_of
+from .pywalk import Choice, walk_to_ops
 from .results import NotFound
 
 FOCUS = ("yaml", "dispatch", "full")
 REACH_DEPTH = 3  # calls below a kernel searched for DispatchStubs
+MAX_ENTRY_OPS = 8  # op sections of a Python function's answer (the nearest ops first); the rest are named
 _PY_FUNCTION_PREFIXES = ("torch.nn.functional.", "torch.functional.", "torch._refs.", "torch.special.",
                          "torch.linalg.", "torch.fft.", "torch.")
 
@@ -93,6 +95,7 @@ class OpTrace:
     py_refs: list[tuple[str, str, Loc]] = field(default_factory=list)  # (kind, function, loc)
     generated: gen_q.GeneratedInfo | None = None
     py_callers: list[Edge] = field(default_factory=list)  # BINDING: public Python functions calling it (F.x)
+    handwritten: list[HandBinding] = field(default_factory=list)  # hand-written Python bindings that wrap it
 
 
 @dataclass
@@ -106,6 +109,7 @@ class PythonEntry:
     kind: PyDefKind = PyDefKind.FUNCTION  # or ASSIGN: a name bound by assignment
     cuts: list[Cut] = field(default_factory=list)
     branches: dict[str, str] = field(default_factory=dict)  # call site "path:line" -> the if/elif it runs under
+    choices: list[Choice] = field(default_factory=list)  # the paths its code chooses between (query/pywalk.py)
 
 
 @dataclass
@@ -166,12 +170,15 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
                                cuts=[c for b in bindings for c in b.cuts])
     if not ops and entry is not None:
         return TraceResult(name, focus, [], [], {}, has_cpp(ix), entry=entry,
-                           notes=[f"{entry.name} reaches no op within two calls (it is Python only, or calls "
-                                  "through names that are not bound to ops)."], cuts=entry.cuts)
+                           notes=[f"{entry.name} reaches no op (it is Python only, or calls through names that "
+                                  "are not bound to ops)."], cuts=entry.cuts)
     if not ops:
         return NotFound("op", name, reg.suggest(name),
                         "Ops are named as in native_functions.yaml (e.g. 'softmax', 'add.Tensor') or by their "
                         "Python name ('torch.add', 'Tensor.add_', 'torch.nn.functional.relu', 'F.relu').")
+    rest: list[Op] = []
+    if entry is not None and len(ops) > MAX_ENTRY_OPS:  # a Python function that reaches many ops: the nearest
+        ops, rest = ops[:MAX_ENTRY_OPS], ops[MAX_ENTRY_OPS:]
     cpp = has_cpp(ix) and focus != "yaml"
     cache: dict[tuple[str, bool], KernelInfo] = {}
     traces = [_op_trace(ix, op, focus, cpp, cache) for op in ops]
@@ -179,6 +186,10 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
     result = TraceResult(name, focus, traces, _related(reg.by_name, ops), {k: v for k, v in COMPOSITE_KEYS.items()
                                                                            if k in keys}, has_cpp(ix),
                          via=via or _alias_note(reg, name, ops), entry=entry, bindings=bindings)
+    if rest:
+        result.notes.append(f"{entry.name if entry else name} reaches {len(ops) + len(rest)} ops; the sections are "
+                            f"the first {len(ops)} it reaches; the others: "
+                            + ", ".join(f'trace("{o.full_name}")' for o in rest))
     if focus != "yaml" and not has_cpp(ix):
         result.notes.append("The C++ layer is not indexed yet, so kernels are shown by name only.")
     result.cuts = (entry.cuts if entry else []) + [c for b in bindings for c in b.cuts]
@@ -227,7 +238,8 @@ def _op_trace(ix: Index, op: Op, focus: str, cpp: bool, cache: dict[tuple[str, b
     generated = gen_q.for_op(ix, op) if focus != "yaml" else None
     callers = [e for e in graph(ix).into(op_node(op), [EdgeKind.BINDING]) if e.how is EdgeHow.PY_CALLER] \
         if focus == "full" else []
-    return OpTrace(op, kernels, python, derivs, refs, generated, callers)
+    hand = bindings_of(ix, op) if focus != "yaml" and has_cpp(ix) else []
+    return OpTrace(op, kernels, python, derivs, refs, generated, callers, hand)
 
 
 def _kernel(ix: Index, op: Op, entry: DispatchEntry, focus: str) -> KernelInfo:
@@ -329,8 +341,7 @@ def _python_function(ix: Index, name: str) -> tuple[PythonEntry | None, list[Op]
         return s.node.kind is not NodeKind.OP and (s.node.kind is not NodeKind.PY_FUNCTION
                                                    or s.node.key.startswith(_PY_FUNCTION_PREFIXES))
 
-    walk = down([start], g.out, [EdgeKind.PY_CALL, EdgeKind.BINDING], 2, fan_out=30, max_nodes=200, follow=follow,
-                rank=lambda e: 0 if e.dst.kind is NodeKind.OP else 1)  # past 30 calls, the ops first
+    walk = walk_to_ops(g, start, follow, lambda e: 0 if e.dst.kind is NodeKind.OP else 1)  # the ops first
     steps = walk.steps
     cuts = named(walk.cuts, lambda c: explore(c.at) if c.at is not None else "")
     reg = registry(ix)
@@ -341,10 +352,11 @@ def _python_function(ix: Index, name: str) -> tuple[PythonEntry | None, list[Op]
     reached = sorted(ops.values(), key=lambda o: o.is_out)  # functional overloads first, in the order reached
     if d.kind is PyDefKind.ASSIGN:
         return PythonEntry(d.fq, d.loc, " = " + " | ".join(d.values or (d.value,)), [s.edge for s in steps],
-                           PyDefKind.ASSIGN, cuts), reached
-    branches = {str(s.edge.site): b for s in steps if s.node.kind is NodeKind.OP and s.edge.site is not None
-                and (b := branch(ix, s.edge.site.path, s.edge.site.line))}
-    return PythonEntry(d.fq, d.loc, d.signature, [s.edge for s in steps], cuts=cuts, branches=branches), reached
+                           PyDefKind.ASSIGN, cuts, choices=walk.choices), reached
+    branches = {str(s.edge.site): s.edge.branch.arm for s in steps  # Note [Branch arms]: the arm of each op call
+                if s.node.kind is NodeKind.OP and s.edge.site is not None and s.edge.branch is not None}
+    return PythonEntry(d.fq, d.loc, d.signature, [s.edge for s in steps], cuts=cuts, branches=branches,
+                       choices=walk.choices), reached
 
 
 BINDING_REACH = 3  # calls below a bound C++ function searched for the ops it dispatches to

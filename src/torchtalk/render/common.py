@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from ..model import Cut
+from ..model import Cut, NodeKind
 from ..query.args import MAX_LIMIT
 from ..query.cuts import describe
+from ..query.pywalk import Choice
 from ..query.results import Ambiguous, NotFound
 from .budget import STRUCTURED
 
@@ -61,3 +62,31 @@ def cut_lines(cuts: list[Cut]) -> list[str]:
     if len(cuts) > MAX_CUT_LINES:
         lines.append(f"Cut: ... {showing(MAX_CUT_LINES, len(cuts), IN_STRUCTURED)}")
     return [""] + lines if lines else []
+
+
+MAX_PATH_OPS = 24  # op names shown per path; the structured answer holds all
+
+
+def op_names(full_names: list[str], limit: int = MAX_PATH_OPS) -> str:
+    """Op full names as their names, overloads folded (``_foreach_add_`` for .List, .Scalar, ...), in order."""
+    names = list(dict.fromkeys(f.split(".")[0] for f in full_names))
+    text = ", ".join(names[:limit])
+    return text + (f", ... ({showing(limit, len(names), IN_STRUCTURED)})" if len(names) > limit else "")
+
+
+def choice_lines(choices: list[Choice], common: list[str] | None = None) -> list[str]:
+    """The paths a Python walk's code chooses between (query/pywalk.py), each arm with the line that chooses it
+    and the ops reached through it; then the ops reached on every path."""
+    out: list[str] = []
+    for c in choices:
+        out.append(f"\nPaths: {c.where.key} chooses at {c.head} ({len(c.arms)} arms)")
+        for a in c.arms:
+            callees = ", ".join(e.dst.key.rsplit(".", 1)[-1] if e.dst.kind is not NodeKind.OP else f"op {e.dst.key}"
+                                for e in a.calls[:4])
+            call = a.calls[0]
+            via = f", called at {call.site}" if call.branch and call.branch.chosen else ""
+            ops = f": {len({o.split('.')[0] for o in a.ops})} ops: {op_names(a.ops)}" if a.ops else ": no op reached"
+            out.append(f"- {a.arm}: {callees} (chosen at {a.chosen}{via}){ops}")
+    if choices and common is not None:
+        out.append(f"On every path: {op_names(common)}" if common else "On every path: no op")
+    return out

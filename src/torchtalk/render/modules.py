@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 from ..query.modules import CallNode, ListModulesResult, TraceModuleResult
-from .common import IN_STRUCTURED, cut_lines, showing
+from .common import IN_STRUCTURED, choice_lines, cut_lines, showing
+
+MAX_TREE_LINES = 60  # lines of the call tree; the structured answer holds the whole tree
 
 
-def _calls(nodes: list[CallNode], out: list[str], indent: int) -> None:
+def _calls(nodes: list[CallNode], out: list[str], indent: int, budget: list[int]) -> None:
     pad = "  " * indent
     for n in nodes:
+        if budget[0] <= 0:
+            return
+        budget[0] -= 1
         where = f"  {n.target_loc}" if n.target_loc else ""
         target = f" -> {n.target}" if n.target and n.target != n.written else ""
         ops = f" -> op {', '.join(o.full_name for o in n.ops[:3])}" if n.ops else ""
         note = f"  ({n.note})" if n.note else ""
         out.append(f"{pad}- {n.written}{target}{where}{ops}  [at {n.site}]{note}")
-        _calls(n.children, out, indent + 1)
+        _calls(n.children, out, indent + 1, budget)
+
+
+def _count(nodes: list[CallNode]) -> int:
+    return sum(1 + _count(n.children) for n in nodes)
 
 
 def render_trace_module(r: TraceModuleResult) -> str:
@@ -31,9 +40,13 @@ def render_trace_module(r: TraceModuleResult) -> str:
     if r.entry:
         owner = "" if r.entry.owner == c.fq else f"  (inherited from {r.entry.owner})"
         out.append(f"{r.entry.name}{r.entry.signature}  {r.entry.loc}{owner}")
+        out += choice_lines(r.choices, r.common)
         if r.entry.calls:
             out.append(f"\n{r.entry.name} calls:")
-            _calls(r.entry.calls, out, 0)
+            _calls(r.entry.calls, out, 0, [MAX_TREE_LINES])
+            total = _count(r.entry.calls)
+            if total > MAX_TREE_LINES:
+                out.append(f"- ... calls: {showing(MAX_TREE_LINES, total, IN_STRUCTURED)}")
         else:
             out.append(f"\n{r.entry.name} makes no call TorchTalk could resolve.")
     else:

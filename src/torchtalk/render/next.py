@@ -176,8 +176,13 @@ _SETUP_OPS = {"randn", "rand", "randint", "zeros", "ones", "empty", "full", "ten
 
 
 def next_test_file(r: TestFileInfo) -> list[str]:
+    out: list[str] = []
+    page = r.page
+    if page is not None and page.next_call:  # the next page of the test list
+        filters = {k: v for k, v in (("class_name", page.class_name), ("query", page.query)) if v}
+        out.append(call("test_file_info", r.path, **filters, offset=page.offset + len(page.tests)))
     ops = [op for op, _n in r.ops if op.rsplit(".", 1)[-1] not in _SETUP_OPS]
-    return [call("find_similar_tests", op) for op in ops[:2]]
+    return out + [call("find_similar_tests", op) for op in ops[:2]]
 
 
 def next_affected(r: AffectedResult) -> list[str]:

@@ -6,6 +6,7 @@ import json
 
 from ..model import InstantiationKind, UtilKind
 from ..query.testfiles import TestFileInfo, TestUtilsResult
+from ..query.testlist import TestPage
 from ..query.tests import MarkHit, SimilarTestsResult
 from .common import IN_STRUCTURED, raise_limit, showing
 
@@ -75,8 +76,10 @@ def render_test_utils(r: TestUtilsResult) -> str:
 
 
 def render_test_file(r: TestFileInfo) -> str:
+    page = r.page
+    narrowed = page is not None and bool(page.class_name or page.query or page.offset)
     out = [f"# {r.path}: {r.total_tests} tests in {len(r.classes)} classes and {len(r.functions)} functions",
-           f"run: {r.command}"]
+           f"run the file: {r.command}"]
     for c in r.classes:
         extra = []
         if c.device_type:
@@ -85,8 +88,13 @@ def render_test_file(r: TestFileInfo) -> str:
             extra.append("instantiate_parametrized_tests")
         out.append(f"- {c.name}  {c.loc}  {c.tests} tests; bases {', '.join(c.bases) or '-'}"
                    + (f"; {'; '.join(extra)}" if extra else ""))
-    if r.functions:
+    if r.functions and not page:
         out.append("Module-level tests: " + ", ".join(f"{n} ({loc})" for n, loc in r.functions[:20]))
+    if page is not None:
+        _render_page(r, page, out)
+    if narrowed:
+        out.append(f"\nThe file's instantiation, decorators, utilities and ops: test_file_info({json.dumps(r.path)})")
+        return "\n".join(out)
     if r.instantiations:
         out.append("\nTest generation:")
         for kind, cls, loc, opts in r.instantiations:
@@ -107,3 +115,34 @@ def render_test_file(r: TestFileInfo) -> str:
     if r.ops:
         out.append("\nOps it exercises (by uses in test bodies): " + ", ".join(f"{o} ({n})" for o, n in r.ops))
     return "\n".join(out)
+
+
+def _render_page(r: TestFileInfo, page: TestPage, out: list[str]) -> None:
+    which = " and ".join(x for x in (f"class {page.class_name}" if page.class_name else "",
+                                     f"names containing {page.query!r}" if page.query else "") if x)
+    first, last = page.offset + 1, page.offset + len(page.tests)
+    span = f"{first}-{last}" if page.tests else "none"
+    out.append(f"\n## Tests{f' ({which})' if which else ''}: {span} of {page.matching}"
+               + (f" (of {r.total_tests} in the file)" if which else "") + ", in source order")
+    if not page.tests:
+        out.append(f"offset={page.offset} is past the last of them." if page.matching else
+                   "No test matches." if which else "The file has no test methods.")
+    runs = {run.cls: run for run in page.runs}
+    cls = None
+    for t in page.tests:
+        if t.cls != cls:
+            cls = t.cls
+            run = runs[cls]
+            out.append(f"{cls or 'module level'}: run one: {run.command}"
+                       + (f"  (generated as {', '.join(run.generated[:3])})" if run.generated else ""))
+        out.append(t.line)
+    if page.next_call:
+        out.append(f"\nThe rest ({page.matching - last} more): {page.next_call}")
+        if not page.class_name:
+            rest = [c for c in r.classes if c.name == cls] + [c for c in r.classes if c.tests and c.name not in runs]
+            if rest:
+                out.append(f"One class at a time: test_file_info({json.dumps(r.path)}, class_name=...) with "
+                           + ", ".join(f"{json.dumps(c.name)} ({c.tests} tests)" for c in rest[:10])
+                           + (f", ... {len(rest) - 10} more classes (listed above)" if len(rest) > 10 else ""))
+        if not page.query:
+            out.append("Or narrow by name: query=\"...\" (a part of the test names).")

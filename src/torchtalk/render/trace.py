@@ -9,7 +9,7 @@ from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, FormulaKind, NodeKind, O
 from ..query.cuts import tool_call
 from ..query.trace import BindingTrace, DerivInfo, KernelInfo, OpTrace, PythonEntry, TraceResult
 from .budget import STRUCTURED, Section, fitted
-from .common import IN_STRUCTURED, cut_lines, showing
+from .common import IN_STRUCTURED, choice_lines, cut_lines, showing
 
 MAX_LAUNCHES = 12
 MAX_OP_CALLS = 15
@@ -121,6 +121,23 @@ def _render_generated(t: OpTrace, out: list[str], shown: set[str]) -> None:
             out.append(f"    grad_fn {n.dst.key}{where}{apply} (created at {n.site})")
 
 
+def _render_handwritten(t: OpTrace, out: list[str], shown: set[str]) -> None:
+    """Hand-written Python bindings (query/handbound.py), where they are written, and what linked them."""
+    if not t.handwritten:
+        return
+    out.append("Hand-written Python bindings (binding templates and manual files; no generator writes these):")
+    for b in t.handwritten:
+        key = f"hand {b.python_name} {b.written}"
+        copy = f" (indexed as {b.function.loc})" if b.template else ""
+        declared = f", declared :{b.declared.line}" if b.declared else ""
+        if key in shown:
+            out.append(f"- Python {b.python_name}: {b.function.name}  {b.written} (above)")
+            continue
+        shown.add(key)
+        out.append(f"- Python {b.python_name}: {b.function.name}  {b.written}{declared}{copy}; PyMethodDef {b.entry}"
+                   f"  [linked by {b.how}]")
+
+
 STRUCTURED_WHY = ("structured kernel: the out= overload's meta function (TORCH_META_FUNC) checks the inputs and "
                   "sets the output's shape and dtype once; each backend's TORCH_IMPL_FUNC only computes into it, "
                   "and the functional and in-place overloads reuse both through structured_delegate")
@@ -209,6 +226,7 @@ def _entry_lines(e: PythonEntry) -> list[str]:
             out.append(f"- calls {edge.written}{how} -> {target}  (at {edge.site})")
     if len(e.calls) > 12:
         out.append(f"- ... {showing(12, len(e.calls), IN_STRUCTURED)} steps")
+    out += choice_lines(e.choices)
     return out
 
 
@@ -289,6 +307,7 @@ def _op_section(r: TraceResult, t: OpTrace, shown: set[str], sections: dict[tupl
             out.append(f"Dispatch: none of its own; structured_delegate {op.structured_delegate} "
                        "(use focus='dispatch' to follow it)")
     _render_generated(t, out, shown)
+    _render_handwritten(t, out, shown)
     if r.focus in ("full", "yaml"):
         _derivatives(t, out)
     focus = {} if r.focus == "full" else {"focus": r.focus}

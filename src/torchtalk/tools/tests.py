@@ -25,10 +25,19 @@ TOOLS = [
           Param("limit", int, 25, "how many per category, most imported first, 1..500", metavar="N")),
          testfiles.list_test_utils, r_tests.render_test_utils, nxt.next_test_utils),
     Tool("test_file_info",
-         "What is in this test file? Its classes with test counts, device-type and parametrized instantiation, the "
-         "decorators and torch.testing._internal utilities it uses, and the ops it exercises. Accepts 'test_torch', "
+         "What is in this test file, and how do I run one of its tests? Its classes with test counts and the "
+         "classes the device-type generator makes (TestFooCPU/CUDA), then its tests class by class: name, file:line, "
+         "the decorators that decide where each runs (dtypes, devices, skips, @ops/@parametrize), and the command "
+         "that runs one; a large file lists as many as fit and names the call that lists the rest. Also the "
+         "decorators and torch.testing._internal utilities it uses and the ops it exercises. Accepts 'test_torch', "
          "'test_nn.py' or 'test/test_nn.py'; paths outside the source tree are refused. "
-         "Example: test_file_info(\"test_torch\")",
-         (Param("file_path", str, REQUIRED, "test file: test_torch, test_nn.py, test/test_nn.py", metavar="PATH"),),
+         "Example: test_file_info(\"test_nn\", class_name=\"TestNNDeviceType\", query=\"relu\")",
+         (Param("file_path", str, REQUIRED, "test file: test_torch, test_nn.py, test/test_nn.py", metavar="PATH"),
+          Param("class_name", str, "", "only this test class (as written, or a generated one: TestNNDeviceTypeCUDA)",
+                metavar="CLASS"),
+          Param("query", str, "", "only tests whose name contains this text (case-insensitive): conv, grad",
+                metavar="TEXT"),
+          Param("offset", int, 0, "list from the N-th matching test (the answer names the offset of its next page)",
+                metavar="N")),
          testfiles.test_file_info, r_tests.render_test_file, nxt.next_test_file, knows.test_file),
 ]

@@ -1,0 +1,445 @@
+#!/usr/bin/env python3
+"""The Python layer, complete by construction: optimizers, nn modules and test files, from the tree itself.
+
+Everything asked about is enumerated with ``ast`` from the tree, then asked over MCP stdio
+(``torchtalk serve``, as an agent would; tt_adapter.McpStdio):
+
+- optimizers: for each module of torch/optim that defines an optimizer (a class whose bases
+  reach ``Optimizer``), the ``torch._foreach_*`` / ``torch._fused_*`` calls the module makes,
+  against the ops ``trace_module(<class>)`` reaches. A miss says how far the walk got: the
+  function making the call was never reached, or reached and not expanded.
+- nn modules: for each class of torch/nn/modules with its own ``forward``, the ``F.x`` calls of
+  that forward (``F`` being whatever name the file binds to torch.nn.functional), against the
+  calls ``trace_module(<class>)`` resolves to ``torch.nn.functional.x``.
+- test files: for each test/**/test_*.py file with 1 to 60 tests (``def test_*`` in a class
+  body, or at module level), the tests against what ``test_file_info(<file>)`` lists (class,
+  name and line), in its first answer.
+- hand-written bindings: every entry of the PyMethodDef tables in the binding templates
+  (tools/autograd/templates/python_*.cpp, their hand-written entries) and the manual binding
+  files (torch/csrc/autograd/python_variable.cpp, python_*_functions_manual.cpp), whose
+  namespace the file's name says (python_variable* -> Tensor, python_torch_functions* -> torch,
+  python_X_functions* -> torch._C._X): does ``trace(<namespace>.<entry>)`` show the entry's
+  function as a binding of an op it answers with?
+
+Prints the fraction of each and the misses by reason. Targets: optimizers >= 0.95, modules
+>= 0.99, test listing >= 0.95.
+
+    python benchmarks/bench_python_census.py --source /path/to/pytorch [--json out.json] [--max-tests 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import tt_adapter as tt  # noqa: I001
+
+OPTIM_DIR = "torch/optim"
+NN_DIR = "torch/nn/modules"
+OP_PREFIXES = ("_foreach_", "_fused_")
+TARGETS = {"optimizers": 0.95, "modules": 0.99, "tests": 0.95}
+
+
+def parse(path: Path) -> ast.Module | None:
+    try:
+        return ast.parse(path.read_bytes())
+    except (SyntaxError, ValueError):
+        return None
+
+
+def parsed_files(root: Path, folder: str) -> Iterator[tuple[str, ast.Module]]:
+    """(path relative to the tree, its ast) of the .py files of one folder (not below it), in name order."""
+    for path in sorted((root / folder).glob("*.py")):
+        tree = parse(path)
+        if tree is not None:
+            yield path.relative_to(root).as_posix(), tree
+
+
+def module_name(rel: str) -> str:
+    return rel.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+
+
+# ------------------------------------------------------------------ what the tree says
+
+def _functions(tree: ast.AST, prefix: str = "") -> list[tuple[str, ast.AST]]:
+    """(qualified name, def) of every function, nested ones included."""
+    out: list[tuple[str, ast.AST]] = []
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.append((prefix + node.name, node))
+            out += _functions(node, prefix + node.name + ".")
+        elif isinstance(node, ast.ClassDef):
+            out += _functions(node, prefix + node.name + ".")
+        else:
+            out += _functions(node, prefix)
+    return out
+
+
+def optimizer_calls(root: Path) -> dict[str, dict]:
+    """optimizer class -> {"module", "file", "calls": {op name: [enclosing function fq]}} for torch/optim."""
+    out: dict[str, dict] = {}
+    for rel, tree in parsed_files(root, OPTIM_DIR):
+        classes = [n.name for n in tree.body if isinstance(n, ast.ClassDef) and not n.name.startswith("_")
+                   and any((b.id if isinstance(b, ast.Name) else getattr(b, "attr", "")) == "Optimizer"
+                           for b in n.bases)]
+        if not classes:
+            continue
+        calls: dict[str, list[str]] = defaultdict(list)
+        mod = module_name(rel)
+        for fq, fn in _functions(tree):
+            for node in ast.walk(fn):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and isinstance(node.func.value, ast.Name) and node.func.value.id == "torch"
+                        and node.func.attr.startswith(OP_PREFIXES)):
+                    where = f"{mod}.{fq}"
+                    if where not in calls[node.func.attr]:
+                        calls[node.func.attr].append(where)
+        for cls in classes:
+            out[cls] = {"module": mod, "file": rel, "calls": dict(calls)}
+    return out
+
+
+def _functional_aliases(tree: ast.Module, module: str) -> set[str]:
+    """Names the file binds to torch.nn.functional: ``import torch.nn.functional as F``, ``from torch.nn import
+    functional as F``, ``from .. import functional as F`` (relative to the file's package)."""
+    names = set()
+    package = module.rsplit(".", 1)[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.asname for a in node.names if a.name == "torch.nn.functional" and a.asname}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{parent}.{base}" if base else parent
+            for a in node.names:
+                if f"{base}.{a.name}" == "torch.nn.functional":
+                    names.add(a.asname or a.name)
+    return names
+
+
+def module_calls(root: Path) -> dict[str, dict]:
+    """nn module class -> {"file", "line", "calls": {F.x name: [lines]}} for classes of torch/nn/modules whose own
+    forward calls F.x."""
+    out: dict[str, dict] = {}
+    for rel, tree in parsed_files(root, NN_DIR):
+        aliases = _functional_aliases(tree, module_name(rel))
+        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+            fwd = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
+            if fwd is None:
+                continue
+            calls: dict[str, list[int]] = defaultdict(list)
+            for node in ast.walk(fwd):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and isinstance(node.func.value, ast.Name) and node.func.value.id in aliases):
+                    calls[node.func.attr].append(node.lineno)
+            if calls:
+                out[f"{module_name(rel)}.{cls.name}"] = {"file": rel, "line": cls.lineno, "calls": dict(calls)}
+    return out
+
+
+_BLOCKS = ("body", "orelse", "finalbody", "handlers")
+
+
+def _defs_in_body(body: list) -> list[ast.AST]:
+    """Function definitions at statement level of a body, through if/try/with/for blocks (not into defs)."""
+    out: list[ast.AST] = []
+    for s in body:
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.append(s)
+        elif not isinstance(s, ast.ClassDef):
+            for f in _BLOCKS:
+                sub = getattr(s, f, None)
+                if isinstance(sub, list):
+                    out += _defs_in_body(sub)
+            if isinstance(s, ast.ExceptHandler):
+                out += _defs_in_body(s.body)
+    return out
+
+
+def _classes(node: ast.AST) -> list[ast.ClassDef]:
+    """Every class of a file but those local to a test (a class a test body defines is data, not a test class)."""
+    out: list[ast.ClassDef] = []
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) and child.name.startswith("test"):
+            continue
+        if isinstance(child, ast.ClassDef):
+            out.append(child)
+        out += _classes(child)
+    return out
+
+
+def file_tests(tree: ast.Module) -> list[tuple[str, str, int]]:
+    """(class or "", name, line) of every ``def test_*`` in a class body or at module level."""
+    out = [("", f.name, f.lineno) for f in _defs_in_body(tree.body) if f.name.startswith("test_")]
+    for c in _classes(tree):
+        out += [(c.name, f.name, f.lineno) for f in _defs_in_body(c.body) if f.name.startswith("test_")]
+    return sorted(out, key=lambda t: t[2])
+
+
+def test_files(root: Path, max_tests: int) -> dict[str, list[tuple[str, str, int]]]:
+    out = {}
+    for path in sorted((root / "test").rglob("test_*.py")):
+        if not path.is_file():
+            continue
+        tree = parse(path)
+        if tree is None:
+            continue
+        tests = file_tests(tree)
+        if 0 < len(tests) <= max_tests:
+            out[path.relative_to(root).as_posix()] = tests
+    return out
+
+
+_BINDING_FILE = re.compile(r"^python_(?:(variable)(?:_methods)?|(\w+?)_functions)(?:_manual)?\.cpp$")
+_TABLE = re.compile(r"PyMethodDef\s+\w+\[\]\s*=\s*\{(.*?)\n\};", re.S)
+_ENTRY = re.compile(r"\{\s*\"(\w+)\"\s*,\s*([^{}]*?),\s*METH_")
+_CASTS = frozenset({"castPyCFunctionWithKeywords", "castPyCFunctionFast", "PyCFunction", "PyCFunctionWithKeywords",
+                    "TypeError_to_NotImplemented_", "void"})
+
+
+def binding_entries(root: Path) -> list[tuple[str, str, str, int]]:
+    """(Python name, function, file, line) of every PyMethodDef entry written by hand in the binding files."""
+    out = []
+    files = sorted((root / "tools/autograd/templates").glob("python_*.cpp")) + \
+        sorted((root / "torch/csrc/autograd").glob("python_*.cpp"))
+    for path in files:
+        m = _BINDING_FILE.match(path.name)
+        if not m:
+            continue
+        owner = "Tensor" if m.group(1) else "torch" if m.group(2) == "torch" else f"torch._C._{m.group(2)}"
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for table in _TABLE.finditer(text):
+            for e in _ENTRY.finditer(table.group(1)):
+                fn = [w for w in re.findall(r"\w+", e.group(2)) if w not in _CASTS]
+                line = text.count("\n", 0, table.start(1) + e.start()) + 1
+                out.append((f"{owner}.{e.group(1)}", fn[-1] if fn else "?", path.relative_to(root).as_posix(), line))
+    return out
+
+
+# ------------------------------------------------------------------ what TorchTalk answers
+
+def _tree_targets(calls: list[dict]) -> dict[str, bool]:
+    """Every call target in a trace_module call tree -> whether it was expanded (has children)."""
+    out: dict[str, bool] = {}
+    stack = list(calls)
+    while stack:
+        n = stack.pop()
+        out[n["target"]] = out.get(n["target"], False) or bool(n["children"])
+        stack += n["children"]
+    return out
+
+
+def census_optimizers(server: tt.McpStdio, root: Path) -> dict:
+    found = optimizer_calls(root)
+    asked = reached = 0
+    misses: Counter[str] = Counter()
+    rows = []
+    for cls, info in sorted(found.items()):
+        sc, _text = server.tool("trace_module", module_name=f"{info['module']}.{cls}")
+        r = sc["result"] if sc.get("kind") == "result" else {}
+        ops = {full.split(".")[0] for full in r.get("ops", {})}
+        targets = _tree_targets((r.get("entry") or {}).get("calls", []))
+        got = 0
+        missed = []
+        for op, wheres in sorted(info["calls"].items()):
+            asked += 1
+            if op in ops:
+                got += 1
+                continue
+            if any(targets.get(w) for w in wheres):
+                why = "its caller is expanded but the call is not followed"
+            elif any(w in targets for w in wheres):
+                why = f"its caller ({', '.join(w.rsplit('.', 1)[-1] for w in wheres)}) is reached, not expanded"
+            else:
+                why = f"its caller ({', '.join(w.rsplit('.', 1)[-1] for w in wheres)}) is not reached"
+            misses[why.split(" (")[0] + (why.split(")")[-1] if "(" in why else "")] += 1
+            missed.append(f"{op}: {why}")
+        reached += got
+        rows.append({"class": cls, "file": info["file"], "calls": len(info["calls"]), "reached": got,
+                     "ops_reached": len(r.get("ops", {})), "missed": missed})
+    return {"asked": asked, "reached": reached, "rows": rows, "misses": dict(misses)}
+
+
+def census_modules(server: tt.McpStdio, root: Path) -> dict:
+    found = module_calls(root)
+    asked = reached = with_ops = 0
+    misses: Counter[str] = Counter()
+    missed = []
+    for fq, info in sorted(found.items()):
+        sc, _text = server.tool("trace_module", module_name=fq)
+        if sc.get("kind") != "result":
+            for name in info["calls"]:
+                asked += 1
+                misses["trace_module did not find the class"] += 1
+                missed.append(f"{fq}: F.{name}: class not found")
+            continue
+        calls = (sc["result"].get("entry") or {}).get("calls", [])
+        by_target: dict[str, list[dict]] = defaultdict(list)
+        stack = list(calls)
+        while stack:
+            n = stack.pop()
+            by_target[n["target"].split(" = ")[0]].append(n)  # a name bound by assignment: "F.gelu = torch._C..."
+            stack += n["children"]
+        for name, lines in sorted(info["calls"].items()):
+            asked += 1
+            nodes = by_target.get(f"torch.nn.functional.{name}", [])
+            if nodes:
+                reached += 1
+                with_ops += any(n["ops"] or n["children"] for n in nodes)
+                continue
+            written = [n for ns in by_target.values() for n in ns if n["written"].endswith(f".{name}")]
+            why = f"resolved to {written[0]['target'] or 'nothing'}" if written else "not in the call tree"
+            misses[why if not written else "resolved elsewhere"] += 1
+            missed.append(f"{fq}: F.{name} (line {lines[0]}): {why}")
+    return {"asked": asked, "reached": reached, "with_ops": with_ops, "classes": len(found),
+            "misses": dict(misses), "missed": missed}
+
+
+def census_tests(server: tt.McpStdio, root: Path, max_tests: int) -> dict:
+    files = test_files(root, max_tests)
+    asked = listed = 0
+    misses: Counter[str] = Counter()
+    missed: list[str] = []
+    sizes = []
+    for rel, tests in files.items():
+        sc, text = server.tool("test_file_info", file_path=rel)
+        sizes.append((len(text), rel))
+        if sc.get("kind") != "result":
+            asked += len(tests)
+            misses["file not indexed"] += len(tests)
+            missed.append(f"{rel}: not found ({len(tests)} tests)")
+            continue
+        page = sc["result"].get("page") or {"tests": [], "next_call": ""}
+        shown = Counter((t["cls"], t["name"], t["loc"]["line"]) for t in page["tests"])
+        names = Counter((t["cls"], t["name"]) for t in page["tests"])
+        for cls, name, line in tests:
+            asked += 1
+            if shown[(cls, name, line)] > 0:
+                shown[(cls, name, line)] -= 1
+                listed += 1
+                continue
+            if names[(cls, name)]:
+                why = "listed at another line"
+            elif page.get("next_call"):
+                why = "not on the first page"
+            else:
+                why = "not listed"
+            misses[why] += 1
+            if len(missed) < 60:
+                missed.append(f"{rel}:{line} {cls + '.' if cls else ''}{name}: {why}")
+    sizes.sort(reverse=True)
+    return {"files": len(files), "asked": asked, "listed": listed, "misses": dict(misses), "missed": missed,
+            "largest_answers": sizes[:3]}
+
+
+def census_bindings(server: tt.McpStdio, root: Path) -> dict:
+    entries = binding_entries(root)
+    linked = 0
+    how: Counter[str] = Counter()
+    misses: Counter[str] = Counter()
+    missed = []
+    for pyname, fn, rel, line in entries:
+        sc, _text = server.tool("trace", function_name=pyname, focus="dispatch")
+        r = sc["result"] if sc.get("kind") == "result" else None
+        found = ""
+        for o in (r or {}).get("ops", []):
+            for b in o.get("handwritten", []):
+                if b["python_name"] == pyname and b["function"]["name"] == fn:
+                    found = found or f"hand-written, by {b['how']}"
+            for b in (o.get("generated") or {}).get("bindings", []):
+                if b["python_name"] == pyname and b["function"]["name"] == fn:
+                    found = found or "a generated function (its dispatch lambdas)"
+        if found:
+            linked += 1
+            how[found] += 1
+            continue
+        if r is None:
+            why = "trace: not found"
+        elif not r.get("ops"):
+            why = ("wraps no op: trace finds none below its function" if r.get("bindings")
+                   else "trace answers neither an op nor a binding")
+        else:
+            why = ("wraps no op of its own: trace answers the ops helpers of other files reach below it, "
+                   "none its own code calls")
+        misses[why] += 1
+        missed.append(f"{pyname} -> {fn}  {rel}:{line}: {why}")
+    return {"entries": len(entries), "linked": linked, "how": dict(how), "misses": dict(misses), "missed": missed}
+
+
+# ------------------------------------------------------------------ report
+
+def frac(a: int, b: int) -> str:
+    return f"{a}/{b} = {a / b:.3f}" if b else "n/a"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--source", default=os.environ.get("TORCHTALK_SOURCE"))
+    ap.add_argument("--max-tests", type=int, default=60, help="test files with at most this many tests (default 60)")
+    ap.add_argument("--json", metavar="OUT")
+    args = ap.parse_args(argv)
+    if not args.source:
+        print("bench_python_census: give --source /path/to/pytorch (or set TORCHTALK_SOURCE)", file=sys.stderr)
+        return 2
+    t0 = time.monotonic()
+    try:
+        h = tt.open_index(args.source)  # the index must exist: the server would otherwise build it first
+        with tt.McpStdio(h.root, dict(os.environ)) as server:
+            opt = census_optimizers(server, h.root)
+            mods = census_modules(server, h.root)
+            tests = census_tests(server, h.root, args.max_tests)
+            binds = census_bindings(server, h.root)
+    except tt.AdapterError as exc:
+        print(f"bench_python_census: {exc}", file=sys.stderr)
+        return 2
+    print(f"Python-layer census over MCP stdio  ({tt.status_line(h)})")
+    print(f"optimizers: torch._foreach_*/_fused_* calls reached by trace_module  {frac(opt['reached'], opt['asked'])}"
+          f"  (target >= {TARGETS['optimizers']})")
+    for row in opt["rows"]:
+        print(f"  {row['class']:<10} {row['file']:<24} {row['reached']:>3}/{row['calls']:<3} "
+              f"({row['ops_reached']} ops reached in all)")
+    for why, n in sorted(opt["misses"].items(), key=lambda kv: -kv[1]):
+        print(f"  missed, {why}: {n}")
+    print(f"nn modules: F.x calls of forward reached by trace_module  {frac(mods['reached'], mods['asked'])}"
+          f"  over {mods['classes']} classes (target >= {TARGETS['modules']}); reaching an op or a call below: "
+          f"{mods['with_ops']}")
+    for why, n in mods["misses"].items():
+        print(f"  missed, {why}: {n}")
+    for m in mods["missed"][:20]:
+        print(f"    {m}")
+    print(f"test files with 1..{args.max_tests} tests: tests listed by test_file_info  "
+          f"{frac(tests['listed'], tests['asked'])} over {tests['files']} files (target >= {TARGETS['tests']})")
+    for why, n in sorted(tests["misses"].items(), key=lambda kv: -kv[1]):
+        print(f"  missed, {why}: {n}")
+    for m in tests["missed"][:20]:
+        print(f"    {m}")
+    print("  largest answers: " + ", ".join(f"{rel} {n} chars" for n, rel in tests["largest_answers"]))
+    print(f"hand-written bindings: PyMethodDef entries that trace shows linked to an op  "
+          f"{frac(binds['linked'], binds['entries'])}")
+    for why, n in sorted(binds["how"].items(), key=lambda kv: -kv[1]):
+        print(f"  linked, {why}: {n}")
+    for why, n in sorted(binds["misses"].items(), key=lambda kv: -kv[1]):
+        print(f"  missed, {why}: {n}")
+    for m in binds["missed"]:
+        print(f"    {m}")
+    seconds = round(time.monotonic() - t0, 1)
+    print(f"time: {seconds} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"optimizers": opt, "modules": mods, "tests": tests,
+                                               "bindings": binds, "seconds": seconds}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""The Python walk to the ops: what a Python function reaches, and the paths its code chooses between.
+
+Note [Walk to the ops]: trace_module (from ``forward`` / ``step``) and trace (from a Python
+function such as ``torch.nn.functional.x``) walk PY_CALL and BINDING edges with graph/walk.py's
+one walk until they reach ops. No depth decides what is shown (``DEPTH_GUARD`` only stops a
+pathological chain, and is named if it does): the limit is the answer's size, ``BUDGET`` steps,
+the calls of one function ranked by the caller (ops first) before ``FAN_OUT`` cuts them, and
+whatever a limit leaves out is a Cut the answer names.
+
+A function whose body chooses between functions in the arms of one if/elif/else chain (Note
+[Branch arms] in model/python.py) is a ``Choice``: ``adamw()`` binds ``func`` to
+``_fused_adamw`` under ``if fused``, ``_multi_tensor_adamw`` under ``elif foreach`` and
+``_single_tensor_adamw`` under ``else``, then calls ``func(...)``; a forward that calls one
+function under ``if self.training`` and another under ``else`` chooses the same way. Each arm
+lists the ops reached through it (its functions' reach, over the walk's own edges), so the
+answer groups the ops by path; the ops reached without crossing any choice are on every path.
+An arm whose calls are all ops (``if maximize: torch._foreach_neg(...)``) is a detail of one
+path, not a path: a choice needs two arms that call Python functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+
+from ..graph import Graph, Step, down
+from ..graph.walk import Rank
+from ..model import Cut, Edge, EdgeKind, Loc, Node, NodeKind
+
+KINDS = (EdgeKind.PY_CALL, EdgeKind.BINDING)
+DEPTH_GUARD = 16  # calls from the start: only a chain this long is cut by depth (and the cut is named)
+BUDGET = 600  # steps of one walk: the answer's size (its call tree), not a depth
+FAN_OUT = 80  # calls followed out of one function, ranked by the walk's rank (ops first)
+
+_Key = tuple[NodeKind, str]
+
+
+@dataclass
+class Arm:
+    """One arm of a choice: what it calls and the ops reached through it."""
+
+    arm: str  # as written: "if fused and (not torch.jit.is_scripting())", "else"
+    calls: list[Edge]  # the arm's calls (PY_CALL edges), functions first
+    ops: list[str] = field(default_factory=list)  # op full names reached through the arm, in walk order
+
+    @property
+    def chosen(self) -> Loc | None:
+        """Where the path is chosen: the assignment of a local alias (func = _fused_adamw), else the call."""
+        first = self.calls[0]
+        return first.branch.chosen if first.branch is not None and first.branch.chosen else first.site
+
+
+@dataclass
+class Choice:
+    """An if/elif/else chain of one function whose arms call different functions: the paths of the code."""
+
+    where: Node  # the function that chooses
+    head: Loc  # its ``if``
+    arms: list[Arm]
+
+
+@dataclass
+class PyWalk:
+    steps: list[Step]
+    cuts: list[Cut]  # what the walk's limits left out (the caller names the call that shows each)
+    choices: list[Choice] = field(default_factory=list)
+    common: list[str] = field(default_factory=list)  # op full names reached without crossing a choice
+
+
+def _key(n: Node) -> _Key:
+    return (n.kind, n.key)
+
+
+def walk_to_ops(g: Graph, start: Node, follow: Callable[[Step], bool], rank: Rank) -> PyWalk:
+    """The walk from ``start`` to the ops (Note [Walk to the ops]), its choices and the ops on every path."""
+    memo: dict[tuple[_Key, tuple[EdgeKind, ...]], list[Edge]] = {}
+
+    def edges(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
+        k = (_key(node), tuple(kinds))
+        if k not in memo:
+            memo[k] = g.out(node, kinds)
+        return memo[k]
+
+    expanded: set[_Key] = {_key(start)}
+
+    def noted(s: Step) -> bool:
+        if follow(s):
+            expanded.add(_key(s.node))
+            return True
+        return False
+
+    walk = down([start], edges, KINDS, DEPTH_GUARD, fan_out=FAN_OUT, max_nodes=BUDGET, follow=noted, rank=rank)
+    reached = {_key(s.node) for s in walk.steps} | {_key(start)}
+    order = [start] + [s.node for s in walk.steps if _key(s.node) in expanded]
+
+    def own(node: Node) -> list[Edge]:
+        """The node's edges the walk took or could have taken: to nodes it reached."""
+        return [e for e in edges(node, KINDS) if _key(e.dst) in reached] if _key(node) in expanded else []
+
+    reach_memo: dict[_Key, dict[str, None]] = {}
+
+    def reach(node: Node, skip: frozenset[tuple[_Key, _Key]] = frozenset()) -> dict[str, None]:
+        """The ops reached from ``node`` over the walk's edges, in walk order (``skip``: edges not crossed)."""
+        if not skip and _key(node) in reach_memo:
+            return reach_memo[_key(node)]
+        out: dict[str, None] = {}
+        seen: set[_Key] = {_key(node)}
+        stack = [node]
+        while stack:
+            n = stack.pop(0)
+            for e in own(n):
+                if (_key(n), _key(e.dst)) in skip:
+                    continue
+                if e.dst.kind is NodeKind.OP:
+                    out.setdefault(e.dst.key)
+                elif _key(e.dst) not in seen:
+                    seen.add(_key(e.dst))
+                    stack.append(e.dst)
+        if not skip:
+            reach_memo[_key(node)] = out
+        return out
+
+    choices: list[Choice] = []
+    crossed: set[tuple[_Key, _Key]] = set()
+    for node in order:
+        by_head: dict[Loc, dict[str, list[Edge]]] = {}
+        for e in own(node):
+            if e.kind is EdgeKind.PY_CALL and e.branch is not None:
+                by_head.setdefault(e.branch.head, {}).setdefault(e.branch.arm, []).append(e)
+        for head, arms in by_head.items():
+            if sum(any(e.dst.kind is not NodeKind.OP for e in calls) for calls in arms.values()) < 2:
+                continue
+            choice = Choice(node, head, [])
+            for text, calls in arms.items():
+                calls = sorted(calls, key=lambda e: e.dst.kind is NodeKind.OP)
+                ops: dict[str, None] = {}
+                for e in calls:
+                    crossed.add((_key(node), _key(e.dst)))
+                    ops.update({e.dst.key: None} if e.dst.kind is NodeKind.OP else reach(e.dst))
+                choice.arms.append(Arm(text, calls, list(ops)))
+            choices.append(choice)
+    common = list(reach(start, frozenset(crossed))) if crossed else list(reach(start))
+    return PyWalk(walk.steps, walk.cuts, choices, common)

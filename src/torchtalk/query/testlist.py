@@ -1,0 +1,168 @@
+"""The tests of one file, listed: each with its line and the decorators that decide where it runs.
+
+test_file_info lists a file's test methods class by class, in source order. A file's tests
+may not fit one answer (test/test_nn.py has 462, test/test_torch.py more), so the list is a
+page: as many tests as ``PAGE_BUDGET`` characters of their lines allow, from ``offset``, and
+the answer says which call shows the next page. ``class_name`` (the class as written, or a
+class the device-type generator makes from it: TestNNDeviceTypeCUDA) and ``query`` (a
+substring of the test's name) narrow the list first.
+
+Of a test's decorators those that decide where and how often it runs are shown
+(``WHERE_IT_RUNS``): dtypes, devices, skips and expected failures, and the generators that
+multiply it (``@ops``, ``@modules``, ``@parametrize``); the others (tolerances, default
+dtypes) are counted in the file's decorator summary.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..errors import BadArgument
+from ..model import Loc
+from .args import MAX_NAME, clean_text, shown
+from .testnames import generated_names, run_command
+
+PAGE_BUDGET = 7200  # characters of test lines one answer lists (the rest of the answer is about 1-4k)
+MAX_DECO_CHARS = 70
+MAX_LINE_DECOS = 150  # characters of decorators on one test's line
+_PARAM_NAMES = re.compile(r"^((?:[\w.]+\.)?parametrize\w*)\(\s*('[^']*'|\"[^\"]*\"|\w+)")
+# Last dotted part of a decorator's callable -> it decides where the test runs. Prefixes end with "*".
+WHERE_IT_RUNS = ("dtypes*", "only*", "skip*", "expectedFailure*", "xfail*", "deviceCountAtLeast", "largeTensorTest",
+                 "slowTest", "serialTest", "requires*", "ops", "modules", "parametrize*")
+_CALLABLE = re.compile(r"^([\w.]+)")
+
+
+def runs_where(decorator: str) -> bool:
+    """Whether a decorator (as written, without the @) is one of WHERE_IT_RUNS."""
+    m = _CALLABLE.match(decorator)
+    if not m:
+        return False
+    name = m.group(1).rsplit(".", 1)[-1]
+    return any(name.startswith(p[:-1]) if p.endswith("*") else name == p for p in WHERE_IT_RUNS)
+
+
+@dataclass
+class ListedTest:
+    __test__ = False
+    cls: str  # the class as written ("" for a module-level test function)
+    name: str
+    loc: Loc
+    decorators: list[str]  # where it runs (WHERE_IT_RUNS), each cut to MAX_DECO_CHARS
+    other_decorators: int  # how many more it has
+
+    @property
+    def line(self) -> str:
+        """The test as the answer lists it (also what the page budget counts)."""
+        decos = "  " + " ".join(d if d.startswith("... ") else f"@{d}" for d in self.decorators) \
+            if self.decorators else ""
+        return f"- {self.name}  {self.loc}{decos}"
+
+
+@dataclass
+class ClassRun:
+    """How to run one test of a class: the command, and the names the generators give it."""
+
+    __test__ = False
+    cls: str
+    example: str  # the test the command names
+    command: str
+    generated: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TestPage:
+    __test__ = False
+    class_name: str  # the filters as given ("" = none)
+    query: str
+    offset: int
+    matching: int  # tests that pass the filters
+    tests: list[ListedTest]  # tests[offset:] that fit the budget
+    runs: list[ClassRun]  # per class listed: how to run one of its tests
+    next_call: str  # the call that lists the next page ("" when this page ends the list)
+
+
+def shortened(decorators: list[str]) -> list[str]:
+    """Decorators as a test line shows them: where it runs first (dtypes, devices, skips), then what multiplies it,
+    the parametrizes as one ``parametrize(name, name)`` (their values can run to a screenful); each cut to
+    MAX_DECO_CHARS, and no more than MAX_LINE_DECOS characters in all."""
+    params: list[str] = []
+    first: list[str] = []
+    then: list[str] = []
+    for d in decorators:
+        m = _PARAM_NAMES.match(d)
+        if m:
+            params.append(m.group(2).strip("'\""))
+            continue
+        d = d if len(d) <= MAX_DECO_CHARS else d[:MAX_DECO_CHARS - 3] + "..."
+        (then if d.startswith(("ops(", "modules(")) else first).append(d)
+    if params:
+        names = ", ".join(params)
+        then.append(f"parametrize({names if len(names) <= MAX_DECO_CHARS else names[:MAX_DECO_CHARS - 3] + '...'})")
+    out: list[str] = []
+    used = 0
+    for d in first + then:
+        if out and used + len(d) > MAX_LINE_DECOS:
+            return out + [f"... {len(first) + len(then) - len(out)} more"]
+        used += len(d) + 2
+        out.append(d)
+    return out
+
+
+def clean_filter(value: object, arg: str, example: str) -> str:
+    """An optional text filter: "" (or None) for none."""
+    if value is None or value == "":
+        return ""
+    return clean_text(value, arg, example, max_len=MAX_NAME)
+
+
+def generic_class(class_name: str, classes: list[str], device_classes: dict[str, list[str]]) -> str:
+    """The class as written that ``class_name`` means: itself, or the class a generated device class comes from."""
+    if class_name in classes:
+        return class_name
+    for cls, generated in device_classes.items():
+        if class_name in generated:
+            return cls
+    lowered = {c.lower(): c for c in classes}
+    if class_name.lower() in lowered:
+        return lowered[class_name.lower()]
+    raise BadArgument(f"class_name {shown(class_name)} is not a test class of this file; choose one of: "
+                      f"{', '.join(classes) or '(the file has no test classes)'}")
+
+
+def test_page(path: str, rows: list[tuple[str, str, int, str]], instantiation: dict[str, str], class_name: str,
+              query: str, offset: int, call: Callable[[int], str]) -> TestPage:
+    """rows: (class as written, test name, line, decorators JSON) in source order; instantiation: class -> the
+    options of instantiate_device_type_tests; call(offset) -> the call that shows the page from that offset."""
+    q = query.lower()
+    chosen = [r for r in rows if (not class_name or r[0] == class_name) and (not q or q in r[1].lower())]
+    tests: list[ListedTest] = []
+    used = 0
+    for cls, name, line, decos in chosen[offset:]:
+        ds = json.loads(decos or "[]")
+        where = shortened([d for d in ds if runs_where(d)])
+        t = ListedTest(cls, name, Loc(path, line), where, len(ds) - len(where))
+        if tests and used + len(t.line) > PAGE_BUDGET:
+            break
+        used += len(t.line) + 1
+        tests.append(t)
+    runs: dict[str, ClassRun] = {}
+    for t, (_c, _n, _l, decos) in zip(tests, chosen[offset:], strict=False):
+        if t.cls not in runs:
+            ds = json.loads(decos or "[]")
+            gen = generated_names(t.cls, t.name, ds, instantiation[t.cls]) if t.cls in instantiation else []
+            runs[t.cls] = ClassRun(t.cls, t.name, run_command(path, t.cls, t.name),
+                                   [g for g in gen if g != f"{t.cls}.{t.name}"])
+    end = offset + len(tests)
+    return TestPage(class_name, query, offset, len(chosen), tests, list(runs.values()),
+                    call(end) if end < len(chosen) else "")
+
+
+
+def page_call(path: str, class_name: str, query: str, offset: int) -> str:
+    """The test_file_info call that lists these tests from ``offset``."""
+    args = [json.dumps(path)] + [f"{k}={json.dumps(v)}" for k, v in (("class_name", class_name), ("query", query))
+                                 if v]
+    return f"test_file_info({', '.join(args + ([f'offset={offset}'] if offset else []))})"

@@ -1,0 +1,98 @@
+"""The Python walk to the ops (query/pywalk.py, Note [Walk to the ops]) and the paths the code chooses between
+(Note [Branch arms]), on the fixture tree plus tests/fixtures/tree_paths: an optimizer in PyTorch's layout whose
+functional ``adamw()`` binds ``func`` in an if/elif/else chain and calls it, a single-tensor path three helper
+calls deep, and a module whose forward branches on ``self.training``."""
+
+import shutil
+
+import pytest
+
+from torchtalk.extract.pymodules import extract_python
+from torchtalk.model import CutKind, PyCall
+from torchtalk.query import pywalk
+from torchtalk.tools import get_tool, run
+
+from ..conftest import FIXTURE_TREE
+
+FIXTURES = FIXTURE_TREE.parent
+
+
+@pytest.fixture(scope="module")
+def paths_indexed(tmp_path_factory):
+    from torchtalk.index.indexer import refresh
+    from torchtalk.source.tree import find_source
+    from torchtalk.store.reader import Index
+
+    dest = tmp_path_factory.mktemp("paths") / "pytorch"
+    shutil.copytree(FIXTURE_TREE, dest)
+    for overlay in ("tree_py", "tree_paths"):
+        shutil.copytree(FIXTURES / overlay, dest, dirs_exist_ok=True)
+    yaml = dest / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + (FIXTURES / "tree_paths_ops.yaml").read_text())
+    st = find_source(dest)
+    refresh(st, workers=1, codegen=False)
+    ix = Index(st.index_path, st.root)
+    yield ix
+    ix.close()
+
+
+def call(ix, tool, **kw):
+    return run(get_tool(tool), ix, **kw)
+
+
+def test_calls_record_their_arm_and_the_assignment_that_chose_an_alias():
+    src = (FIXTURES / "tree_paths/torch/optim/adamw.py").read_bytes()
+    calls = {(c.callee, c.line): c for c in extract_python("torch/optim/adamw.py", src)[PyCall]}
+    fused = calls[("_fused_adamw", 35)]  # func(params, lr=lr) at :35, func = _fused_adamw at :30
+    assert (fused.branch, fused.branch_line, fused.chosen) == ("if fused and (not torch.jit.is_scripting())", 29, 30)
+    assert (calls[("_multi_tensor_adamw", 35)].branch, calls[("_multi_tensor_adamw", 35)].chosen) == \
+        ("elif foreach and (not torch.jit.is_scripting())", 32)
+    assert (calls[("_single_tensor_adamw", 35)].branch, calls[("_single_tensor_adamw", 35)].branch_line) == ("else", 29)
+    # a call in the test of an if runs on every path
+    assert calls[("torch.jit.is_scripting", 29)].branch == ""
+    assert calls[("torch._foreach_addcdiv_", 54)].branch == "if lr"
+
+
+def test_trace_module_reaches_the_ops_of_each_path_with_the_line_that_chooses_it(paths_indexed):
+    res, text = call(paths_indexed, "trace_module", module_name="AdamW")
+    assert {o.split(".")[0] for o in res.ops} == {"is_complex", "_fused_adamw_", "_foreach_lerp_", "_foreach_addcdiv_",
+                                                   "rsqrt"}
+    (choice,) = res.choices
+    assert choice.where.key == "torch.optim.adamw.adamw" and choice.head.line == 29
+    arms = {a.arm: a for a in choice.arms}
+    assert [a.arm for a in choice.arms] == ["if fused and (not torch.jit.is_scripting())",
+                                            "elif foreach and (not torch.jit.is_scripting())", "else"]
+    assert arms["if fused and (not torch.jit.is_scripting())"].ops == ["_fused_adamw_"]
+    assert arms["else"].ops == ["rsqrt"]  # three helper calls below the choice: no depth stops the walk
+    assert [o.split(".")[0] for o in arms["elif foreach and (not torch.jit.is_scripting())"].ops] == \
+        ["_foreach_lerp_", "_foreach_addcdiv_"]
+    assert [a.chosen.line for a in choice.arms] == [30, 32, 34]
+    assert res.common == ["is_complex"]  # step -> _init_group, whatever the path
+    assert "Paths: torch.optim.adamw.adamw chooses at torch/optim/adamw.py:29 (3 arms)" in text
+    assert ("- if fused and (not torch.jit.is_scripting()): _fused_adamw (chosen at torch/optim/adamw.py:30, "
+            "called at torch/optim/adamw.py:35): 1 ops: _fused_adamw_") in text
+    assert "On every path: is_complex" in text
+    assert not res.cuts and "Cut:" not in text
+
+
+def test_a_forward_that_branches_on_training_has_a_path_each(paths_indexed):
+    res, text = call(paths_indexed, "trace_module", module_name="Noise")
+    (choice,) = res.choices
+    assert [(a.arm, a.ops) for a in choice.arms] == [("if self.training", ["relu_", "relu"]), ("else", ["rsqrt"])]
+    assert choice.arms[0].chosen.line == 13  # a direct call chooses at its own line
+    assert "On every path: no op" in text
+
+
+def test_arms_that_only_call_ops_are_not_paths(paths_indexed):
+    # F.relu: `if inplace: torch.relu_ ... else torch.relu`: one function's detail, not two paths
+    res, text = call(paths_indexed, "trace", function_name="F.relu", focus="yaml")
+    assert res.entry is not None and res.entry.choices == [] and "Paths:" not in text
+    res, _ = call(paths_indexed, "trace_module", module_name="AdamW")
+    assert all(c.where.key != "torch.optim.adamw._multi_tensor_adamw" for c in res.choices)  # `if lr:` ops only
+
+
+def test_the_budget_is_named_when_it_cuts(paths_indexed, monkeypatch):
+    monkeypatch.setattr(pywalk, "BUDGET", 4)
+    res, text = call(paths_indexed, "trace_module", module_name="AdamW")
+    assert [c.kind for c in res.cuts] == [CutKind.NODES]
+    assert res.cuts[0].shows.startswith('trace("torch.') and "Cut: " in text and res.cuts[0].shows in text
