@@ -203,7 +203,8 @@ def test_format_mermaid_draws_the_answer_and_keeps_the_typed_answer(indexed):
 def test_format_is_a_parameter_of_the_graph_tools_only(indexed):
     _, ix = indexed
     drawing = {t.name for t in all_tools() if draws(t)}
-    assert drawing == {"trace", "calls", "called_by", "impact", "cuda_kernels", "trace_module", "affected"}
+    assert drawing == {"trace", "calls", "called_by", "impact", "cuda_kernels", "trace_module", "affected",
+                       "error_origin"}
     with pytest.raises(BadArgument, match="search has no argument 'format'"):
         check_arguments(get_tool("search"), {"query": "relu", "format": "mermaid"})
 
