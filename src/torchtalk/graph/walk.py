@@ -83,9 +83,9 @@ def _walk(starts: Iterable[Node], edges: EdgeSource, kinds: Collection[EdgeKind]
                 continue
             taken.add((nxt.kind, nxt.key))
             new.append((edge, cost, nxt))
+        if rank is not None:  # best first, so a ``follow`` budget (LevelCap) also keeps the best
+            new.sort(key=lambda t: rank(t[0]))  # stable: the rule's order among equals
         if len(new) > fan_out:
-            if rank is not None:
-                new.sort(key=lambda t: rank(t[0]))  # stable: the rule's order among equals
             cuts.append(Cut(CutKind.FAN_OUT, node, len(new) - fan_out, fan_out))
             new = new[:fan_out]
         for i, (edge, cost, nxt) in enumerate(new):

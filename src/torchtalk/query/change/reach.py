@@ -101,7 +101,14 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
     starts = [c.node for c in uniq if c.node.kind not in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS)]
     cap = LevelCap(MAX_LEVEL_NODES, CPP_KINDS, per_start=True)  # each change walks with its own budget
 
-    walk = up(starts, g.into, AFFECTED_KINDS, m.depth, fan_out=200, max_nodes=WALK_MAX_NODES, follow=cap)
+    def rank(e: Edge) -> int:
+        """Callers that are an op or some op's registered kernel first: the level cap walks on from those."""
+        if e.src.kind is NodeKind.OP or e.src.kind not in CPP_KINDS:
+            return 0
+        return 0 if g.into(e.src, [EdgeKind.KERNEL, EdgeKind.STUB_KERNEL]) else 1
+
+    walk = up(starts, g.into, AFFECTED_KINDS, m.depth, fan_out=200, max_nodes=WALK_MAX_NODES, follow=cap,
+              rank=rank)
     steps = walk.steps
     reached: list[tuple[Node, int, Node, list[Edge]]] = [(c.node, 0, c.node, []) for c in uniq
                                                          if c.node.kind is NodeKind.OP]
