@@ -31,6 +31,8 @@ CALLS = {
     "list_test_utils": ({"category": "decorators", "limit": 5}, "torch/testing/_internal/common_utils.py:594"),
     "test_file_info": ({"file_path": "test_torch"}, "test/test_torch.py"),
     "affected": ({"names": "aten/src/ATen/native/ReduceOps.cpp:495"}, "pytest test/test_ops.py"),
+    "error_origin": ({"message": "RuntimeError: mat1 and mat2 shapes cannot be multiplied (64x10 and 20x30)"},
+                     "aten/src/ATen/native/LinearAlgebra.cpp:191"),
 }
 
 

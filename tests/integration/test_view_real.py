@@ -30,6 +30,7 @@ MERMAID_CALLS = [
     ("trace_module", {"module_name": "torch.optim.Adam"}),
     ("affected", {"names": "aten/src/ATen/native/cpu/SoftMaxKernel.cpp:1208"}),
     ("affected", {"names": "cumsum, torch.nn.Linear"}),
+    ("error_origin", {"message": "RuntimeError: mat1 and mat2 shapes cannot be multiplied (64x10 and 20x30)"}),
 ]
 
 
@@ -39,7 +40,7 @@ def view(real_index, tmp_path_factory):
     server = ViewServer(real_index.source_root, tmp_path_factory.mktemp("view") / "view.log",
                         env={"TORCHTALK_CACHE_DIR": str(cache)}, codegen=True)
     yield server
-    assert server.stop() == 0, server.log()
+    assert server.stop() == 130, server.log()  # SIGINT
     assert "Traceback" not in server.log()
 
 
