@@ -188,8 +188,8 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
                          via=via or _alias_note(reg, name, ops), entry=entry, bindings=bindings)
     if rest:
         result.notes.append(f"{entry.name if entry else name} reaches {len(ops) + len(rest)} ops; the sections are "
-                            f"the first {len(ops)} it reaches; the others: "
-                            + ", ".join(f'trace("{o.full_name}")' for o in rest))
+                            f"the first {len(ops)} it reaches; trace(\"<op>\") shows any of the others: "
+                            + ", ".join(o.full_name for o in rest))
     if focus != "yaml" and not has_cpp(ix):
         result.notes.append("The C++ layer is not indexed yet, so kernels are shown by name only.")
     result.cuts = (entry.cuts if entry else []) + [c for b in bindings for c in b.cuts]

@@ -258,17 +258,18 @@ def _bindings(bs: list[BindingTrace], out: list[str]) -> None:
                 out.append(f"- reaches op {e.dst.key} through {e.src.label} (call at {e.site})")
 
 
-def _reached(e: PythonEntry, ops: list[OpTrace]) -> list[str]:
+def _reached(e: PythonEntry) -> list[str]:
     """Each op a Python function reaches, once, with the call that reaches it and the branch that picks it
     (the lead of a trace whose overloads the budget may cut: the question was which ops the function runs)."""
-    traced = {t.op.full_name for t in ops}
+    reached: set[str] = set()  # every op the walk reached, also those without a section (the query names them)
     by_call: dict[tuple[str, str], list[str]] = {}
     for edge in e.calls:
-        if edge.dst.kind is NodeKind.OP and edge.dst.key in traced:
+        if edge.dst.kind is NodeKind.OP and edge.dst.key not in reached:
+            reached.add(edge.dst.key)
             by_call.setdefault((edge.written or edge.src.key, str(edge.site)), []).append(edge.dst.key)
     if len(by_call) < 2:
         return []
-    out = [f"It reaches {len(traced)} overloads, by the call that reaches them:"]
+    out = [f"It reaches {len(reached)} overloads, by the call that reaches them:"]
     out += [f"- {written} at {site}" + (f" [{e.branches[site]}]" if site in e.branches else "")
             + f" -> {', '.join(names)}" for (written, site), names in by_call.items()]
     return out
@@ -336,7 +337,7 @@ def render_trace(r: TraceResult) -> str:
         _bindings(r.bindings, out)
     if r.entry is not None:
         out.append("")
-        reached = _reached(r.entry, r.ops)
+        reached = _reached(r.entry)
         steps = _entry_lines(r.entry)
         out += steps[:1] + (reached or steps[1:])
     shown: set[str] = set()
