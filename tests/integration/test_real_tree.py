@@ -76,7 +76,10 @@ def test_index_select_edges(real_index):
     assert "index_select_quantized_cuda" in text and "index_select_out_cuda_impl" not in text
     text = text_of(real_index, "cuda_kernels", function_name="index_select")
     assert "__global__ indexSelectLargeIndex  aten/src/ATen/native/cuda/Indexing.cu:1397" in text
-    assert "indexFuncLargeIndex" not in text
+    # index_select's backward (derivatives.yaml:902) calls index_add_, so index_add's kernels run in a training
+    # step: listed, and marked as the backward's (issue 22: backward like forward)
+    assert re.search(r"__global__ indexFuncLargeIndex  aten/src/ATen/native/cuda/Indexing.cu:\d+  \[backward\]", text)
+    assert "[backward tools/autograd/derivatives.yaml:902]" in text
 
 
 def test_modules_and_optimizers(real_index):
