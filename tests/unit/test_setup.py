@@ -273,8 +273,9 @@ def test_doctor_passes_on_a_good_setup_without_claude(tree, workdir, tmp_path):
     # Decision: no `claude` on PATH is not a failure (the registration may live in ~/.claude.json, which
     # only claude can tell); it is an "info" line carrying the JSON to paste.
     info = [line for line in lines[:-1] if not line.startswith("ok: ")]
-    assert len(info) == 1 and info[0].startswith("info: the `claude` command is not on PATH")
-    assert '{"torchtalk": {"type": "stdio"' in info[0]
+    assert info[0] == "info: generated code: disabled (--no-codegen)", info  # as this setup asked
+    assert len(info) == 2 and info[1].startswith("info: the `claude` command is not on PATH"), info
+    assert '{"torchtalk": {"type": "stdio"' in info[1]
     for what in ("ok: Python 3.", "ok: mcp ", "ok: tree_sitter_cpp ", "ok: yaml ", "with CSafeLoader",
                  "with FTS5 trigram", f"ok: source tree {Path(tree).resolve()}", "from the config file",
                  "is usable", "ok: index is fresh", "ok: server command "):

@@ -97,7 +97,8 @@ def test_every_graph_tools_mermaid_renders_with_the_vendored_library(py_indexed,
              "called_by": {"function_name": "index_select_out_cpu_"},
              "impact": {"function_name": "index_select_out_cpu_"},
              "cuda_kernels": {"function_name": "index_select"}, "trace_module": {"module_name": "Linear"},
-             "affected": {"names": "relu"}}
+             "affected": {"names": "relu"},
+             "error_origin": {"message": "RuntimeError: mat1 and mat2 shapes cannot be multiplied (64x10 and 20x30)"}}
     assert set(calls) == {t.name for t in all_tools() if draws(t)}
     browser.get(view.url)
     wait_idle(browser)
