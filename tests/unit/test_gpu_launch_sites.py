@@ -73,3 +73,11 @@ def test_a_method_of_a_launcher_object_handed_to_a_template(reach):
     cu = f"{CUDA}/Sorting.cu"
     assert _launched(ix, "kthvalue_fx") == {("gatherKthValue", cu, _line(tree, cu, "gatherKthValue<scalar_t"))}
     assert _launched(ix, "median_fx") == {("gatherMedian", cu, _line(tree, cu, "gatherMedian<scalar_t"))}
+
+
+def test_called_by_a_handed_objects_method_names_the_call_that_hands_it(reach):
+    tree, ix = reach
+    res, _text = run(get_tool("called_by"), ix, function_name="KthValueLauncher::launch")
+    cu = f"{CUDA}/Sorting.cu"
+    sites = {(e.src.label, e.site.line) for sec in res.sections for e in sec.callers}
+    assert sites == {("at::native::launch_kthvalue_kernel", _line(tree, cu, "KthValueLauncher(k));"))}

@@ -128,6 +128,7 @@ def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
         if target.kind in (SymbolKind.METHOD, SymbolKind.CONSTRUCTOR):
             sites += [c for c in calls_named(ix, target.name) if c.kind is CallKind.METHOD or c.qualifier
                       not in _qualifiers(target)]
+    handing: set[int] = set()
     for call in sites:
         caller = symbol(ix, call.caller) if call.has_caller else None
         if caller is None or caller.id == target.id:
@@ -136,6 +137,14 @@ def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
             if e.kind is kind and _same(e.dst, target, ix):
                 out.append(e)
                 break
+        else:
+            if call.kind is CallKind.METHOD and any(call.callee in names for names in
+                                                    handed_methods(ix, caller).values()):
+                handing.add(caller.id)
+    for tid in handing:  # x.f() in a template: the calls that hand it an object whose f this is
+        for into in callers(ix, cpp_node(symbol(ix, tid))):
+            out += [e for e in out_edges(ix, into.src) if e.how is EdgeHow.HANDED and e.site == into.site
+                    and _same(e.dst, target, ix) and e not in out]
     return out
 
 
