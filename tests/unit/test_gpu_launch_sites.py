@@ -81,3 +81,12 @@ def test_called_by_a_handed_objects_method_names_the_call_that_hands_it(reach):
     cu = f"{CUDA}/Sorting.cu"
     sites = {(e.src.label, e.site.line) for sec in res.sections for e in sec.callers}
     assert sites == {("at::native::launch_kthvalue_kernel", _line(tree, cu, "KthValueLauncher(k));"))}
+
+
+def test_a_stub_passed_on_to_a_helper_leads_down_to_its_cuda_kernel(reach):
+    # TORCH_IMPL_FUNC(cumsum_out) hands cumsum_stub to impl_func_cum_ops, which calls it by its parameter's name:
+    # the walk down finds the stub in the text (as called_by does going up) and reaches its CUDA registration
+    tree, ix = reach
+    cu = f"{CUDA}/ScanKernels.cu"
+    assert _launched(ix, "cumsum") == {
+        ("tensor_kernel_scan_innermost_dim", cu, _line(tree, cu, "tensor_kernel_scan_innermost_dim<scalar_t><<<"))}

@@ -7,19 +7,22 @@ stub. The file that defines the stub (``DEFINE_DISPATCH``) is where its kernels 
 called from, so that file's text is searched for the stub's name, and each hit
 belongs to the innermost definition around it. graph.py's INTO rule for STUB_CALL uses
 this only for a stub no recorded call site reaches; every edge it makes says how it was
-found (``EdgeHow.TEXT``).
+found (``EdgeHow.TEXT``). The OUT rule reads the same edges from the function's side (``uses_in``), so a
+walk down from TORCH_IMPL_FUNC(cumsum_out) reaches cumsum_stub and its CUDA kernel as a walk up finds it.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, RegistrationKind
 from ..store.codec import rows_facts
 from ..store.reader import Index
-from .nodes import cpp_node
-from .symbols import SYMBOL_COLS
+from .nodes import cpp_node, stub_node, symbol_id
+from .stubs import stub_declared
+from .symbols import SYMBOL_COLS, symbol
 
 NOTE = "passes the stub on (found in the source text: no call site is recorded for it)"
 _SKIP = re.compile(r"\b(DEFINE_DISPATCH|DECLARE_DISPATCH|REGISTER_\w*DISPATCH)\b")
@@ -60,4 +63,24 @@ def _uses(ix: Index, root: Path, node: Node) -> list[Edge]:
                 seen.add(sym.id)
                 out.append(Edge(cpp_node(sym), node, EdgeKind.STUB_CALL, Loc(path, n), note=NOTE, how=EdgeHow.TEXT,
                                 written=node.key))
+    return out
+
+
+def uses_in(ix: Index, node: Node, recorded: Callable[[Node], list[Edge]]) -> list[Edge]:
+    """The STUB_CALL edges ``stub_uses`` finds out of ``node``: the stubs its file defines that no recorded call
+    reaches (``recorded``: the recorded calls of a stub) and whose name its body writes."""
+    sid = symbol_id(node)
+    sym = symbol(ix, sid) if sid is not None and node.kind is NodeKind.CPP_FUNCTION else None
+    if sym is None:
+        return []
+    memo: dict[str, list[str]] = ix.cached("stubs_defined_in", dict)
+    if sym.path not in memo:
+        memo[sym.path] = [n for (n,) in ix.q(
+            "SELECT DISTINCT r.name FROM cpp_registration r JOIN files f ON f.id = r.file_id WHERE r.kind = ? AND "
+            "f.path = ? ORDER BY r.name", (RegistrationKind.DEFINE_DISPATCH.value, sym.path))]
+    out: list[Edge] = []
+    for name in memo[sym.path]:
+        stub = stub_node(name, stub_declared(ix, name))
+        if not recorded(stub):
+            out += [e for e in stub_uses(ix, stub) if e.src.key == node.key]
     return out
