@@ -141,8 +141,8 @@ def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
             if call.kind is CallKind.METHOD and any(call.callee in names for names in
                                                     handed_methods(ix, caller).values()):
                 handing.add(caller.id)
-    for tid in handing:  # x.f() in a template: the calls that hand it an object whose f this is
-        for into in callers(ix, cpp_node(symbol(ix, tid))):
+    for tmpl in (symbol(ix, tid) for tid in handing):  # x.f() in a template: calls handing it an object
+        for into in callers(ix, cpp_node(tmpl)) if tmpl is not None else ():
             out += [e for e in out_edges(ix, into.src) if e.how is EdgeHow.HANDED and e.site == into.site
                     and _same(e.dst, target, ix) and e not in out]
     return out
