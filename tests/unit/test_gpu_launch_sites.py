@@ -24,7 +24,7 @@ OPS = "".join(f"""
 - func: {op}(Tensor self) -> Tensor
   dispatch:
     CUDA: {fn}
-""" for op, fn in (("_cdist_forward", "_cdist_forward"), ("_flash_forward", "_flash_forward"),
+""" for op, fn in (("_cdist_forward", "_cdist_forward"), ("_flash_forward", "_flash_forward"), ("_flash_backward", "_flash_backward"),
                    ("gather_fx", "gather_cuda"), ("sort_kv", "sort_kv_cuda"), ("kthvalue_fx", "kthvalue_cuda"),
                    ("median_fx", "median_cuda")))
 
@@ -53,7 +53,13 @@ def test_a_kernel_held_in_a_local_variable_is_launched_where_the_variable_is(rea
     assert _launched(ix, "_cdist_forward") == {
         ("cdist_kernel_cuda_impl", cu, _line(tree, cu, "impl_fptr<<<"))}
     hdr = f"{CUDA}/flash_fwd_launch_template.h"
-    assert _launched(ix, "_flash_forward") == {("flash_fwd_kernel", hdr, _line(tree, hdr, "kernel<<<"))}
+    assert _launched(ix, "_flash_forward") == {("flash_fwd_kernel", hdr, _line(tree, hdr, "  kernel<<<"))}
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="_flash_forward")
+    # the library's entry point is named; the library calls inside its code are not listed again
+    assert [(lib.library, lib.site.written) for lib in res.libraries] == [("FlashAttention", "pytorch_flash::mha_fwd")]
+    assert "cublasSgemm" not in text
+    # a function's address held in a local variable that is called: auto launch = &run_mha_bwd; launch(q, false)
+    assert _launched(ix, "_flash_backward") == {("flash_bwd_kernel", hdr, _line(tree, hdr, "flash_bwd_kernel<int><<<"))}
 
 
 def test_a_launch_behind_temporary_functors_called_in_place(reach):

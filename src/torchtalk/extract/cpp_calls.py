@@ -24,7 +24,9 @@ _FUNCTOR_NAME = re.compile(r"[\w:]+")
 # Note [Kernels held in a variable]: a kernel launched through a local variable (``auto kernel =
 # &flash_fwd_kernel<...>; kernel<<<grid, block>>>(params)``, a function pointer chosen by a branch) is
 # launched as each function the variable is given in the body before the launch, at the launch's line.
-_HELD = r"\s*=(?!=)\s*&?\s*((?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*)"
+# A local variable given a function's address and called (``auto launch = &run_mha_bwd; launch(params)``)
+# calls that function the same way.
+_HELD = r"\s*=(?!=)\s*(&?)\s*((?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*)"
 _NOT_HELD = frozenset({"nullptr", "NULL", "this", "new", "static_cast", "reinterpret_cast"})
 _CONSTRUCTED = re.compile(r"^([A-Za-z_][\w:]*)\s*(<.*>)?\s*(\(\s*\)|\{\s*\})$", re.S)  # Functor<T>() / Functor{}
 
@@ -106,10 +108,15 @@ class Calls:
         elif callee in Regs.MACROS:
             return  # handled as a registration
         nargs, args = self.typer.args(n, n.start_byte) if caller >= 0 and not kind.is_launch else (-1, "")
+        held = self._held_kernels(callee, n.start_byte, address=True) if recv and kind is CallKind.CALL else []
+        if held and ty == "identifier":  # launch(params, stream) with auto launch = &run_mha_bwd;
+            for q, name in held:
+                self.calls.append(CallSite(caller, name, u(q), self.line(name_at), kind, "", "", nargs, u(args)))
+            return
         self.calls.append(CallSite(caller, callee, u(qual), self.line(name_at), kind, u(detail), u(recv), nargs,
                                    u(args), u(targs)))
 
-    def _held_kernels(self, var: str, pos: int) -> list[tuple[str, str]]:
+    def _held_kernels(self, var: str, pos: int, address: bool = False) -> list[tuple[str, str]]:
         """(qualifier, name) of every function a local variable launched with ``<<<>>>`` is given between its
         declaration and the launch: ``auto kernel = &flash_fwd_kernel<...>;``, ``impl_fptr = k<scalar_t, F>;``
         (Note [Kernels held in a variable])."""
@@ -119,7 +126,9 @@ class Calls:
         out: list[tuple[str, str]] = []
         pat = re.compile(r"(?<![\w.>])" + re.escape(var) + _HELD)
         for m in pat.finditer(strip_comments(self.text[start:pos])):
-            parts, name = split_scope(re.sub(r"\s+", "", m.group(1)))
+            parts, name = split_scope(re.sub(r"\s+", "", m.group(2)))
+            if address and not m.group(1):
+                continue
             if name not in _NOT_HELD and ("::".join(parts), name) not in out:
                 out.append(("::".join(parts), name))
         return out
