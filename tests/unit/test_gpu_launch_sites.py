@@ -24,7 +24,8 @@ OPS = "".join(f"""
 - func: {op}(Tensor self) -> Tensor
   dispatch:
     CUDA: {fn}
-""" for op, fn in (("_cdist_forward", "_cdist_forward"), ("_flash_forward", "_flash_forward"), ("_flash_backward", "_flash_backward"),
+""" for op, fn in (("_cdist_forward", "_cdist_forward"), ("_flash_forward", "_flash_forward"),
+                   ("_flash_backward", "_flash_backward"),
                    ("gather_fx", "gather_cuda"), ("sort_kv", "sort_kv_cuda"), ("kthvalue_fx", "kthvalue_cuda"),
                    ("median_fx", "median_cuda")))
 
