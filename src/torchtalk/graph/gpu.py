@@ -25,6 +25,7 @@ from .gpu_families import Template, functor_loc, is_library, library_edges, temp
 from .graph import graph
 from .nodes import CPP_KINDS, symbol_id
 from .op_edges import kernel_of
+from .stub_uses import uses_in
 from .walk import Step, down
 
 MAX_DEPTH = 6
@@ -123,8 +124,11 @@ def _reach(ix: Index, start: Node, depth: int) -> GpuReach:
     g = graph(ix)
 
     def edges(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
-        # Only the kinds the walk asks for: at its last level, the free ones (walk.py never computes the others).
-        return [e for e in g.out(node, [k for k in kinds if k in CPP_WALK_KINDS]) if _gpu_edge(e)]
+        # Only the kinds the walk asks for: at its last level, the free ones (walk.py never computes the others);
+        # with the stubs a function passes on, found in the text (Note [Stub uses]: cumsum_out's cumsum_stub).
+        out = g.out(node, [k for k in kinds if k in CPP_WALK_KINDS])
+        out += uses_in(ix, node) if EdgeKind.STUB_CALL in kinds else []
+        return [e for e in out if _gpu_edge(e)]
 
     # The call into a library function is the answer (Note [Libraries]); the walk goes on into the library's
     # code in the tree only for the kernels it launches there (flash attention's run_flash_fwd: kernel<<<>>>),

@@ -49,16 +49,10 @@ def _stub_callers(ix: Index, node: Node) -> list[Edge]:
     return cpp_edges.stub_callers(ix, node) or stub_uses.stub_uses(ix, node)
 
 
-def _stub_calls(ix: Index, node: Node) -> list[Edge]:
-    """The recorded stub calls of a function, and the stubs it passes on found in the source text: the edges
-    _stub_callers finds into those stubs (Note [Stub uses])."""
-    return _cpp_out(EdgeKind.STUB_CALL)(ix, node) + stub_uses.uses_in(ix, node, lambda s: cpp_edges.stub_callers(ix, s))
-
-
 OUT: dict[EdgeKind, Rule | InContext] = {
     EdgeKind.CALL: _cpp_out(EdgeKind.CALL),
     EdgeKind.DISPATCH_CALL: _cpp_out(EdgeKind.DISPATCH_CALL),
-    EdgeKind.STUB_CALL: _stub_calls,
+    EdgeKind.STUB_CALL: _cpp_out(EdgeKind.STUB_CALL),
     EdgeKind.LAUNCH: _cpp_out(EdgeKind.LAUNCH),
     EdgeKind.UNRESOLVED: _cpp_out(EdgeKind.UNRESOLVED),
     EdgeKind.KERNEL: op_edges.kernel_edges,

@@ -7,19 +7,20 @@ stub. The file that defines the stub (``DEFINE_DISPATCH``) is where its kernels 
 called from, so that file's text is searched for the stub's name, and each hit
 belongs to the innermost definition around it. graph.py's INTO rule for STUB_CALL uses
 this only for a stub no recorded call site reaches; every edge it makes says how it was
-found (``EdgeHow.TEXT``). The OUT rule reads the same edges from the function's side (``uses_in``), so a
-walk down from TORCH_IMPL_FUNC(cumsum_out) reaches cumsum_stub and its CUDA kernel as a walk up finds it.
+found (``EdgeHow.TEXT``). The GPU walk (gpu.py) reads the same edges from the function's side (``uses_in``),
+so a walk down from TORCH_IMPL_FUNC(cumsum_out) reaches cumsum_stub and its CUDA kernel as a walk up finds it;
+``calls`` lists recorded calls only (a public case keeps cumsum_cuda_kernel out of calls("cumsum_out")).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from pathlib import Path
 
 from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, RegistrationKind
 from ..store.codec import rows_facts
 from ..store.reader import Index
+from .cpp_edges import stub_callers
 from .nodes import cpp_node, stub_node, symbol_id
 from .stubs import stub_declared
 from .symbols import SYMBOL_COLS, symbol
@@ -66,9 +67,9 @@ def _uses(ix: Index, root: Path, node: Node) -> list[Edge]:
     return out
 
 
-def uses_in(ix: Index, node: Node, recorded: Callable[[Node], list[Edge]]) -> list[Edge]:
+def uses_in(ix: Index, node: Node) -> list[Edge]:
     """The STUB_CALL edges ``stub_uses`` finds out of ``node``: the stubs its file defines that no recorded call
-    reaches (``recorded``: the recorded calls of a stub) and whose name its body writes."""
+    reaches and whose name its body writes."""
     sid = symbol_id(node)
     sym = symbol(ix, sid) if sid is not None and node.kind is NodeKind.CPP_FUNCTION else None
     if sym is None:
@@ -81,6 +82,6 @@ def uses_in(ix: Index, node: Node, recorded: Callable[[Node], list[Edge]]) -> li
     out: list[Edge] = []
     for name in memo[sym.path]:
         stub = stub_node(name, stub_declared(ix, name))
-        if not recorded(stub):
+        if not stub_callers(ix, stub):
             out += [e for e in stub_uses(ix, stub) if e.src.key == node.key]
     return out
