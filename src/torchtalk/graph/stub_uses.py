@@ -74,14 +74,15 @@ def uses_in(ix: Index, node: Node) -> list[Edge]:
     sym = symbol(ix, sid) if sid is not None and node.kind is NodeKind.CPP_FUNCTION else None
     if sym is None:
         return []
-    memo: dict[str, list[str]] = ix.cached("stubs_defined_in", dict)
-    if sym.path not in memo:
-        memo[sym.path] = [n for (n,) in ix.q(
-            "SELECT DISTINCT r.name FROM cpp_registration r JOIN files f ON f.id = r.file_id WHERE r.kind = ? AND "
-            "f.path = ? ORDER BY r.name", (RegistrationKind.DEFINE_DISPATCH.value, sym.path))]
-    out: list[Edge] = []
-    for name in memo[sym.path]:
-        stub = stub_node(name, stub_declared(ix, name))
-        if not stub_callers(ix, stub):
-            out += [e for e in stub_uses(ix, stub) if e.src.key == node.key]
-    return out
+    memo: dict[str, dict[str, list[Edge]]] = ix.cached("stub_uses_by_file", dict)
+    if sym.path not in memo:  # the text-found uses of the stubs this file defines, by function (once a file)
+        by_fn: dict[str, list[Edge]] = {}
+        for (name,) in ix.q("SELECT DISTINCT r.name FROM cpp_registration r JOIN files f ON f.id = r.file_id "
+                            "WHERE r.kind = ? AND f.path = ? ORDER BY r.name",
+                            (RegistrationKind.DEFINE_DISPATCH.value, sym.path)):
+            stub = stub_node(name, stub_declared(ix, name))
+            if not stub_callers(ix, stub):
+                for e in stub_uses(ix, stub):
+                    by_fn.setdefault(e.src.key, []).append(e)
+        memo[sym.path] = by_fn
+    return memo[sym.path].get(node.key, [])
