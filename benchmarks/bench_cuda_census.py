@@ -40,6 +40,7 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 from collections import Counter, defaultdict, deque
 from pathlib import Path
@@ -266,7 +267,7 @@ class Reach:
     def kernel_miss(self, k: ct.Kernel, entry_of: dict[int, str], lib_of: dict[int, str]) -> tuple[str, str]:
         found = self.launchers(k)
         if not found:
-            return "never launched in the scanned code", ""
+            return NEVER, ""
         if not any(self.op_above(f, entry_of) for _how, f in found):
             for how, f in found:
                 chain = self.op_above(f, lib_of)
@@ -298,6 +299,28 @@ class Reach:
                 return "CUDA code written by torchgen (ufunc), not in the tree", ""
             return "no definition of its CUDA kernel found by text", ", ".join(sorted(self.ops.entries[base]))[:120]
         return self.down(starts)
+
+
+NEVER = "never launched in the scanned code"
+#: Where a kernel never launched is looked for by name before it is called dead (not counted): any C, C++ or
+#: CUDA source of these directories, comments and strings aside.
+TREE_CODE = ("aten", "c10", "torch", "caffe2")
+
+
+def named_only_at_definition(root: str, k: ct.Kernel) -> bool:
+    """Whether the kernel's name appears in the tree's code only on its definition's line (dead code: no launch,
+    no pointer taken, no reference from anywhere, its own file included)."""
+    found = subprocess.run(["grep", "-rlw", "--include=*.[ch]*", "--include=*.cu*", k.name,
+                            *(d for d in TREE_CODE if os.path.isdir(os.path.join(root, d)))],
+                           cwd=root, capture_output=True, text=True).stdout.split()
+    word = re.compile(rf"\b{re.escape(k.name)}\b")
+    for rel in found:
+        with open(os.path.join(root, rel), encoding="latin-1") as f:
+            code = ct.strip(f.read())
+        lines = {code.count("\n", 0, m.start()) + 1 for m in word.finditer(code)}
+        if lines - ({k.line} if rel == k.path else set()):
+            return False
+    return True
 
 
 def library_ops(text: ct.Tree) -> dict[int, str]:
@@ -378,10 +401,14 @@ def main(argv: list[str] | None = None) -> int:
     reach = Reach(text, ops)
     k_miss: dict[str, list[tuple[str, str]]] = defaultdict(list)
     k_by_file: Counter[str] = Counter()
+    dead: list[tuple[str, str]] = []
     for key, k in sorted(kernels.items()):
         if key in reached_by:
             continue
         reason, detail = reach.kernel_miss(k, entry_of, lib_of)
+        if reason == NEVER and named_only_at_definition(root, k):
+            dead.append((f"{k.name}  {k.path}:{k.line}", f"no other mention of {k.name} in {', '.join(TREE_CODE)}"))
+            continue
         k_miss[reason].append((f"{k.name}  {k.path}:{k.line}", detail))
         k_by_file[k.path] += 1
     o_miss: dict[str, list[tuple[str, str]]] = defaultdict(list)
@@ -390,10 +417,11 @@ def main(argv: list[str] | None = None) -> int:
             reason, detail = reach.op_miss(b)
             o_miss[reason].append((f"{b} ({ops.group[b]})", detail))
 
-    n_k, n_o = len(kernels), len(cuda_ops)
+    n_k, n_o = len(kernels) - len(dead), len(cuda_ops)
     print(f"CUDA census of {root}")
     print(f"kernels reached: {len(hit_k)}/{n_k} ({len(hit_k) / max(n_k, 1):.3f})  [__global__ definitions "
-          f"under {NATIVE}, {len({p for p, _ in kernels})} files, without {EXCLUDED[0]}]")
+          f"under {NATIVE}, {len({p for p, _ in kernels})} files, without {EXCLUDED[0]}; without {len(dead)} "
+          "dead ones: named nowhere but at their definition]")
     print(f"ops answered: {len(hit_o)}/{n_o} ({len(hit_o) / max(n_o, 1):.3f})  [op base names that run on CUDA; "
           "any launch, family or library]")
     print(f"ops answered by their own code: {len(own_o)}/{n_o} ({len(own_o) / max(n_o, 1):.3f})  [a launch, family "
@@ -410,13 +438,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"cuda_kernels latency over {len(lat)} calls (ms): p50 {statistics.median(lat) * 1e3:.1f}  "
           f"p95 {pct(lat, 95) * 1e3:.1f}  max {max(lat) * 1e3:.1f}")
     show("Kernel misses by reason", k_miss, n_k - len(hit_k))
+    if dead:
+        show("Kernels not counted: dead code, never launched or named anywhere in the tree", {"dead": dead},
+             len(dead))
     print("\nKernel misses by file:")
     for path, n in k_by_file.most_common(15):
         print(f"  {n:4d}  {path}")
     show("Op misses by reason", o_miss, n_o - len(hit_o))
     if args.json:
         Path(args.json).write_text(json.dumps({
-            "kernels": {"reached": len(hit_k), "defined": n_k, "misses": k_miss,
+            "kernels": {"reached": len(hit_k), "defined": n_k, "misses": k_miss, "dead": dead,
                         "reached_by": {f"{p}:{n}": op for (p, n), op in reached_by.items() if (p, n) in kernels}},
             "ops": {"answered": len(hit_o), "own": len(own_o), "cuda_ops": n_o,
                     "other_ops_code_only": sorted(set(hit_o) - set(own_o)),

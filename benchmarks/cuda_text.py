@@ -35,6 +35,7 @@ _LEX = re.compile(
 )
 _NONNL = re.compile(r"[^\n]")
 _DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(\w*)(?:[^\n]*\\\n)*[^\n]*", re.M)
+_CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|else|endif)\b[^\n]*", re.M)
 _DEFINE = re.compile(r"#[ \t]*define[ \t]+(\w+)(\([^)]*\))?(.*)", re.S)
 _CONTAINER = re.compile(r"\b(namespace|class|struct|union|enum|extern)\b")
 _ATTR_CALL = re.compile(r"^(?:__\w+__|[A-Z][A-Z0-9_]*)$")  # __launch_bounds__(..), C10_LAUNCH_BOUNDS_1(..), MACRO(..)
@@ -402,7 +403,8 @@ def _macro_made(kernels: list[Kernel], macros: dict[str, Macro], code: str, path
 def _kernel_at(code: str, pos: int, path: str) -> Kernel | None:
     """The kernel a ``__global__`` at ``pos`` defines: its name before the parameter list, then ``{``."""
     end = min(len(code), pos + 2000)
-    h = code[pos:end]
+    # conditionals between __global__ and the name (#if !defined(USE_ROCM) C10_LAUNCH_BOUNDS_1(..) #endif)
+    h = _CONDITIONAL.sub(lambda d: _NONNL.sub(" ", d.group(0)), code[pos:end])
     at = 0
     while True:
         m = re.compile(r"([A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*)\s*(?:<[^(){};]*>)?\s*\(").search(h, at)

@@ -14,13 +14,20 @@ from ..model.cpp import split_template_args
 from ..model.cuda import LAUNCH_FAMILIES
 from .cpp_bindings import BINDING_METHODS, record_binding, u
 from .cpp_regs import Regs
-from .cpp_text import collapse, split_scope, strip_templates
+from .cpp_text import collapse, split_scope, strip_comments, strip_templates
 from .cpp_types import type_text
 from .raises_cpp import DISPATCH_PREFIX, RAISE_CALLEES, record_raise
 
 _CASTS = frozenset({"static_cast", "reinterpret_cast", "const_cast", "dynamic_cast", "bit_cast"})
 _RECV_MAX = 80
 _FUNCTOR_NAME = re.compile(r"[\w:]+")
+# Note [Kernels held in a variable]: a kernel launched through a local variable (``auto kernel =
+# &flash_fwd_kernel<...>; kernel<<<grid, block>>>(params)``, a function pointer chosen by a branch) is
+# launched as each function the variable is given in the body before the launch, at the launch's line.
+# A local variable given a function's address and called (``auto launch = &run_mha_bwd; launch(params)``)
+# calls that function the same way.
+_HELD = r"\s*=(?!=)\s*(&?)\s*((?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*)"
+_NOT_HELD = frozenset({"nullptr", "NULL", "this", "new", "static_cast", "reinterpret_cast"})
 _CONSTRUCTED = re.compile(r"^([A-Za-z_][\w:]*)\s*(<.*>)?\s*(\(\s*\)|\{\s*\})$", re.S)  # Functor<T>() / Functor{}
 
 
@@ -77,6 +84,10 @@ class Calls:
                 return
             parts, name = split_scope(strip_templates(self.t(tn)).replace("template ", ""))
             callee, qual = "operator()", "::".join([*parts, name])
+        elif ty == "call_expression" and _constructed_in_place(f):  # Functor<T>()(iter, f): its operator()
+            parts, name = split_scope(strip_templates(self.t(f.child_by_field_name("function"))).replace(
+                "template ", ""))
+            callee, qual = "operator()", "::".join([*parts, name])
         else:
             return
         if not callee or callee in _CASTS:
@@ -86,14 +97,41 @@ class Calls:
         if self.is_cuda and n.child_count > 2 and n.child(1).type == "kernel_call_syntax":
             kind = CallKind.LAUNCH
             detail = collapse(self.t(n.child(1)).strip("<> \n"))
+            held = self._held_kernels(callee, n.start_byte) if recv else []
+            if held:  # impl_fptr<<<...>>>: the kernels the local variable was given
+                for q, name in held:
+                    self.calls.append(CallSite(caller, name, u(q), self.line(name_at), kind, u(detail)))
+                return
         elif callee in LAUNCH_FAMILIES:
             kind = CallKind.GPU_LAUNCH
             detail = self._functor(n, f)
         elif callee in Regs.MACROS:
             return  # handled as a registration
         nargs, args = self.typer.args(n, n.start_byte) if caller >= 0 and not kind.is_launch else (-1, "")
+        held = self._held_kernels(callee, n.start_byte, address=True) if recv and kind is CallKind.CALL else []
+        if held and ty == "identifier":  # launch(params, stream) with auto launch = &run_mha_bwd;
+            for q, name in held:
+                self.calls.append(CallSite(caller, name, u(q), self.line(name_at), kind, "", "", nargs, u(args)))
+            return
         self.calls.append(CallSite(caller, callee, u(qual), self.line(name_at), kind, u(detail), u(recv), nargs,
                                    u(args), u(targs)))
+
+    def _held_kernels(self, var: str, pos: int, address: bool = False) -> list[tuple[str, str]]:
+        """(qualifier, name) of every function a local variable launched with ``<<<>>>`` is given between its
+        declaration and the launch: ``auto kernel = &flash_fwd_kernel<...>;``, ``impl_fptr = k<scalar_t, F>;``
+        (Note [Kernels held in a variable])."""
+        start = self.vars.declared_at(var, pos)
+        if start is None:
+            return []
+        out: list[tuple[str, str]] = []
+        pat = re.compile(r"(?<![\w.>])" + re.escape(var) + _HELD)
+        for m in pat.finditer(strip_comments(self.text[start:pos])):
+            parts, name = split_scope(re.sub(r"\s+", "", m.group(2)))
+            if address and not m.group(1):
+                continue
+            if name not in _NOT_HELD and ("::".join(parts), name) not in out:
+                out.append(("::".join(parts), name))
+        return out
 
     def _functor(self, n, f) -> str:
         args = n.child_by_field_name("arguments")
@@ -134,6 +172,14 @@ class Calls:
 def _last_scope_args(raw: str) -> str:
     """Template arguments of the last scope component: ``std::numeric_limits<float>::max`` -> ``float``."""
     return split_template_args(raw[: raw.rfind(">::") + 1])[1]
+
+
+def _constructed_in_place(f) -> bool:
+    """``Functor<T>()`` called in place (``Functor<T>()(args)``): a type named with no arguments."""
+    fn, args = f.child_by_field_name("function"), f.child_by_field_name("arguments")
+    return (fn is not None and args is not None and fn.type in ("identifier", "qualified_identifier",
+                                                                 "template_function")
+            and not any(c.type != "comment" for c in args.named_children))
 
 
 def _lambda_in(a):

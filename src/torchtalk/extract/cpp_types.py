@@ -66,6 +66,13 @@ class Vars:
                 return te
         return None
 
+    def declared_at(self, name: str, pos: int) -> int | None:
+        """Where the innermost declaration of ``name`` visible at ``pos`` starts, or None."""
+        for start, end, _te in reversed(self.by_name.get(name) or ()):
+            if start <= pos < end:
+                return start
+        return None
+
 
 def _declarator_name(d, t) -> tuple[list[str], int]:
     """(names, pointer depth) below a declarator: ``*&x`` -> (["x"], 1); ``[a, b]`` -> (["a", "b"], 0)."""

@@ -13,9 +13,11 @@ import re
 
 from ..model import CallKind, CallSite, CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind, SymbolKind
 from ..store.reader import Index
+from .cpp_lookup import methods
+from .handed import handed_args, handed_methods
 from .nodes import cpp_node, stub_node, symbol_id, unresolved_node
 from .registry import registry
-from .resolve import TargetKind, resolve, stub_names
+from .resolve import Resolver, TargetKind, resolve, stub_names
 from .stubs import stub_declared
 from .symbols import calls_from, calls_named, symbol
 
@@ -45,7 +47,7 @@ def call_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node | None = Non
         # A call says if it reached a declaration only, and if overloads remain that its arguments do not
         # decide (each is a candidate).
         return [Edge(src, cpp_node(d), EdgeKind.CALL, call.loc, how=_how(d, res.candidates), written=written)
-                for d in res.defs[:MAX_DEFS]]
+                for d in res.defs[:MAX_DEFS]] + _handed_edges(ix, sym, call, src, res.defs[:MAX_DEFS])
     if res.kind is TargetKind.LOCAL:
         return []  # a local lambda or functor called: its body is the caller's own code
     if res.kind is TargetKind.OP:
@@ -60,6 +62,19 @@ def call_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node | None = Non
         return []  # a name passed on that is neither a stub nor known: not a call
     how = EdgeHow.MACRO if is_macro(call.callee) else EdgeHow.STD if res.std else EdgeHow.DIRECT
     return [Edge(src, unresolved_node(written), EdgeKind.UNRESOLVED, call.loc, how=how, written=written)]
+
+
+def _handed_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node, defs: tuple[CppSymbol, ...]) -> list[Edge]:
+    """The methods of the objects a call hands to a template that calls them (Note [Handed objects])."""
+    out: list[Edge] = []
+    for d in defs:
+        for te, name in handed_args(call, handed_methods(ix, d)):
+            ty = Resolver(ix, sym).type_of(te)
+            if ty is None or ty.ptr or ty.is_std or ty.is_builtin:
+                continue
+            out += [Edge(src, cpp_node(m), EdgeKind.CALL, call.loc, how=EdgeHow.HANDED, written=call.written)
+                    for m in methods(ix, ty, name)[1] if m.is_definition]
+    return out
 
 
 def _how(d: CppSymbol, candidate: bool) -> EdgeHow:
@@ -113,6 +128,7 @@ def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
         if target.kind in (SymbolKind.METHOD, SymbolKind.CONSTRUCTOR):
             sites += [c for c in calls_named(ix, target.name) if c.kind is CallKind.METHOD or c.qualifier
                       not in _qualifiers(target)]
+    handing: set[int] = set()
     for call in sites:
         caller = symbol(ix, call.caller) if call.has_caller else None
         if caller is None or caller.id == target.id:
@@ -121,6 +137,14 @@ def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
             if e.kind is kind and _same(e.dst, target, ix):
                 out.append(e)
                 break
+        else:
+            if call.kind is CallKind.METHOD and any(call.callee in names for names in
+                                                    handed_methods(ix, caller).values()):
+                handing.add(caller.id)
+    for tmpl in (symbol(ix, tid) for tid in handing):  # x.f() in a template: calls handing it an object
+        for into in callers(ix, cpp_node(tmpl)) if tmpl is not None else ():
+            out += [e for e in out_edges(ix, into.src) if e.how is EdgeHow.HANDED and e.site == into.site
+                    and _same(e.dst, target, ix) and e not in out]
     return out
 
 

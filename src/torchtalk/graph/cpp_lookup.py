@@ -117,6 +117,10 @@ def _scopes_named(ix: Index, scope: str, first: str, path: str, depth: int) -> l
         out.append(target.lstrip(":"))
     for ns in nominated(ix, scope, path):
         out.append(f"{ns}::{first}")
+    # a class of an anonymous namespace in ``scope`` is a member of it, in its own file only
+    anon = f"{scope}::(anonymous)::{first}" if scope else f"(anonymous)::{first}"
+    if any(c.path == path for c in classes(ix, anon)):
+        out.append(anon)
     return out
 
 

@@ -25,6 +25,7 @@ from .gpu_families import Template, functor_loc, is_library, library_edges, temp
 from .graph import graph
 from .nodes import CPP_KINDS, symbol_id
 from .op_edges import kernel_of
+from .stub_uses import uses_in
 from .walk import Step, down
 
 MAX_DEPTH = 6
@@ -123,24 +124,31 @@ def _reach(ix: Index, start: Node, depth: int) -> GpuReach:
     g = graph(ix)
 
     def edges(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
-        # Only the kinds the walk asks for: at its last level, the free ones (walk.py never computes the others).
-        return [e for e in g.out(node, [k for k in kinds if k in CPP_WALK_KINDS]) if _gpu_edge(e)]
+        # Only the kinds the walk asks for: at its last level, the free ones (walk.py never computes the others);
+        # with the stubs a function passes on, found in the text (Note [Stub uses]: cumsum_out's cumsum_stub).
+        out = g.out(node, [k for k in kinds if k in CPP_WALK_KINDS])
+        out += uses_in(ix, node) if EdgeKind.STUB_CALL in kinds else []
+        return [e for e in out if _gpu_edge(e)]
 
-    # The walk goes into no library function: the call into it is the answer (Note [Libraries]).
+    # The call into a library function is the answer (Note [Libraries]); the walk goes on into the library's
+    # code in the tree only for the kernels it launches there (flash attention's run_flash_fwd: kernel<<<>>>),
+    # never for the library calls inside it (at::cuda::blas::gemm's cublasSgemm).
     walk = down([start], edges, CPP_WALK_KINDS, depth, fan_out=FAN_OUT, max_nodes=MAX_NODES,
-                follow=lambda s: s.node.kind is not NodeKind.GPU_KERNEL and not is_library(s.node), rank=gpu_rank)
+                follow=lambda s: s.node.kind is not NodeKind.GPU_KERNEL, rank=gpu_rank)
     launchers: list[tuple[Node, list[Edge]]] = [(start, [])] if start.kind in CPP_KINDS else []
-    launchers += [(s.node, s.chain()) for s in walk.steps if s.node.kind in CPP_KINDS and not is_library(s.node)]
+    launchers += [(s.node, s.chain()) for s in walk.steps if s.node.kind in CPP_KINDS]
     reach = GpuReach(start, cuts=walk.cuts)
     for node, chain in launchers:
+        inside = is_library(node) or any(is_library(e.dst) for e in chain)  # a library's own code
         for e in g.out(node, [EdgeKind.LAUNCH]):
             if symbol_id(e.dst) is None:  # a launch family's call: its device code and its kernel templates
                 made = templates(ix, e, lambda n: _launches(ix, n))
                 reach.launches.append(KernelLaunch(e, chain, False, functor_loc(ix, e), made))
             else:
                 reach.launches.append(KernelLaunch(e, chain, False))
-        calls = g.out(node, [EdgeKind.CALL, EdgeKind.UNRESOLVED])
-        reach.libraries += [LibraryCall(lib, e, chain, False) for lib, e in library_edges(calls)]
+        if not inside:
+            calls = g.out(node, [EdgeKind.CALL, EdgeKind.UNRESOLVED])
+            reach.libraries += [LibraryCall(lib, e, chain, False) for lib, e in library_edges(calls)]
     return reach
 
 

@@ -7,7 +7,9 @@ stub. The file that defines the stub (``DEFINE_DISPATCH``) is where its kernels 
 called from, so that file's text is searched for the stub's name, and each hit
 belongs to the innermost definition around it. graph.py's INTO rule for STUB_CALL uses
 this only for a stub no recorded call site reaches; every edge it makes says how it was
-found (``EdgeHow.TEXT``).
+found (``EdgeHow.TEXT``). The GPU walk (gpu.py) reads the same edges from the function's side (``uses_in``),
+so a walk down from TORCH_IMPL_FUNC(cumsum_out) reaches cumsum_stub and its CUDA kernel as a walk up finds it;
+``calls`` lists recorded calls only (a public case keeps cumsum_cuda_kernel out of calls("cumsum_out")).
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from pathlib import Path
 from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, RegistrationKind
 from ..store.codec import rows_facts
 from ..store.reader import Index
-from .nodes import cpp_node
-from .symbols import SYMBOL_COLS
+from .cpp_edges import stub_callers
+from .nodes import cpp_node, stub_node, symbol_id
+from .stubs import stub_declared
+from .symbols import SYMBOL_COLS, symbol
 
 NOTE = "passes the stub on (found in the source text: no call site is recorded for it)"
 _SKIP = re.compile(r"\b(DEFINE_DISPATCH|DECLARE_DISPATCH|REGISTER_\w*DISPATCH)\b")
@@ -61,3 +65,24 @@ def _uses(ix: Index, root: Path, node: Node) -> list[Edge]:
                 out.append(Edge(cpp_node(sym), node, EdgeKind.STUB_CALL, Loc(path, n), note=NOTE, how=EdgeHow.TEXT,
                                 written=node.key))
     return out
+
+
+def uses_in(ix: Index, node: Node) -> list[Edge]:
+    """The STUB_CALL edges ``stub_uses`` finds out of ``node``: the stubs its file defines that no recorded call
+    reaches and whose name its body writes."""
+    sid = symbol_id(node)
+    sym = symbol(ix, sid) if sid is not None and node.kind is NodeKind.CPP_FUNCTION else None
+    if sym is None:
+        return []
+    memo: dict[str, dict[str, list[Edge]]] = ix.cached("stub_uses_by_file", dict)
+    if sym.path not in memo:  # the text-found uses of the stubs this file defines, by function (once a file)
+        by_fn: dict[str, list[Edge]] = {}
+        for (name,) in ix.q("SELECT DISTINCT r.name FROM cpp_registration r JOIN files f ON f.id = r.file_id "
+                            "WHERE r.kind = ? AND f.path = ? ORDER BY r.name",
+                            (RegistrationKind.DEFINE_DISPATCH.value, sym.path)):
+            stub = stub_node(name, stub_declared(ix, name))
+            if not stub_callers(ix, stub):
+                for e in stub_uses(ix, stub):
+                    by_fn.setdefault(e.src.key, []).append(e)
+        memo[sym.path] = by_fn
+    return memo[sym.path].get(node.key, [])

@@ -287,6 +287,7 @@ class EdgeHow(StrEnum):
     UNTYPED_RECEIVER = "untyped_receiver"  # PY_CALL: ``x.f()`` with x of unknown type, taken for a Tensor method
     PY_CALLER = "py_caller"  # BINDING into an op or function: a public Python function whose body calls it
     META = "meta"  # KERNEL into a TORCH_META_FUNC: the structured op's meta function, which its wrappers run first
+    HANDED = "handed"  # CALL: a method a template calls on an object this call hands it (Note [Handed objects])
 
     @property
     def is_candidate(self) -> bool:
