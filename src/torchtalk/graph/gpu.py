@@ -8,6 +8,13 @@ its derivative formulas call (its backward), and for every kernel reached its ``
 ``cuda_kernels`` reads ``gpu_walk``, ``trace``'s GPU lines for a kernel read that kernel's
 ``gpu_reach``: the same walk, memoised per node, so the two tools cannot disagree about an op.
 
+Note [Calls through the dispatcher]: a kernel's call of another op through the dispatcher
+(``at::angle_out(result, self)`` in angle's CUDA kernel, ``at::arange_out`` in a sparse kernel) is a
+DISPATCH_CALL edge to that op; below a kernel the walk takes it, then the op's kernel for CUDA
+(``runs_for_cuda``: its dense CUDA kernel, else its composite one), as the dispatcher would. What is
+reached that way is the other op's code (``via``) unless the op is a variant of the one asked
+(angle -> angle.out).
+
 Fan-out ranks before it cuts (Note [No silent cut]): registrations and stub calls first, then
 calls into CUDA sources (.cu, .cuh, cuda/ directories), then other calls, then candidates and
 declarations (which have no body to walk), so a launch behind the 47th call of a host function
@@ -19,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
-from ..model import Cut, Edge, EdgeKind, Loc, Node, NodeKind, is_composite, runs_on
+from ..model import Cut, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, is_composite, runs_on
 from ..store.reader import Index
 from .gpu_families import Template, functor_loc, is_library, library_edges, templates
 from .graph import graph
@@ -32,6 +39,9 @@ FAN_OUT = 40
 MAX_NODES = 1500
 OP_KINDS = frozenset({EdgeKind.KERNEL, EdgeKind.OP_CALL, EdgeKind.BACKWARD})  # between ops, and op -> kernel
 CPP_WALK_KINDS = frozenset({EdgeKind.CALL, EdgeKind.STUB_CALL, EdgeKind.STUB_KERNEL})  # below a kernel
+# Below a kernel, a call through the dispatcher (at::angle_out in angle's CUDA kernel) runs the called op's kernel
+# for CUDA (Note [Calls through the dispatcher]).
+REACH_KINDS = CPP_WALK_KINDS | {EdgeKind.DISPATCH_CALL, EdgeKind.KERNEL}
 GPU_BACKENDS = ("CUDA", "HIP")
 _CUDA_SOURCES = (".cu", ".cuh")
 
@@ -67,6 +77,11 @@ class GpuReach:
     launches: list[KernelLaunch] = field(default_factory=list)
     cuts: list[Cut] = field(default_factory=list)
     libraries: list[LibraryCall] = field(default_factory=list)
+    # What the walk covered, for an answer that finds nothing (Note [No device work] in query/cuda.py): the
+    # functions walked, the kernels for CUDA it started from (op walks) and the calls it could not resolve.
+    walked: int = 0
+    entries: list[Edge] = field(default_factory=list)
+    unresolved: list[str] = field(default_factory=list)
 
 
 def _gpu_edge(e: Edge) -> bool:
@@ -101,6 +116,8 @@ def in_cuda_source(node: Node) -> bool:
 
 def gpu_rank(e: Edge) -> int:
     """Which edges of a node the GPU walk keeps first when it has more than FAN_OUT."""
+    if e.kind is EdgeKind.DISPATCH_CALL:
+        return 2  # another op, through the dispatcher: after the calls into CUDA sources
     if e.kind is not EdgeKind.CALL:
         return 0  # registrations, stub calls, op calls, backward: the structure of the op
     if e.how.is_candidate or e.how.is_declaration:
@@ -124,14 +141,17 @@ def _reach(ix: Index, start: Node, depth: int) -> GpuReach:
 
     def edges(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
         # Only the kinds the walk asks for: at its last level, the free ones (walk.py never computes the others).
-        return [e for e in g.out(node, [k for k in kinds if k in CPP_WALK_KINDS]) if _gpu_edge(e)]
+        if node.kind is NodeKind.OP:  # reached through the dispatcher: its kernel for CUDA
+            return runs_for_cuda([e for e in g.out(node, [EdgeKind.KERNEL]) if _gpu_edge(e)], False)
+        return [e for e in g.out(node, [k for k in kinds if k in REACH_KINDS and k is not EdgeKind.KERNEL])
+                if _gpu_edge(e)]
 
     # The walk goes into no library function: the call into it is the answer (Note [Libraries]).
-    walk = down([start], edges, CPP_WALK_KINDS, depth, fan_out=FAN_OUT, max_nodes=MAX_NODES,
+    walk = down([start], edges, REACH_KINDS, depth, fan_out=FAN_OUT, max_nodes=MAX_NODES,
                 follow=lambda s: s.node.kind is not NodeKind.GPU_KERNEL and not is_library(s.node), rank=gpu_rank)
     launchers: list[tuple[Node, list[Edge]]] = [(start, [])] if start.kind in CPP_KINDS else []
     launchers += [(s.node, s.chain()) for s in walk.steps if s.node.kind in CPP_KINDS and not is_library(s.node)]
-    reach = GpuReach(start, cuts=walk.cuts)
+    reach = GpuReach(start, cuts=walk.cuts, walked=len(launchers))
     for node, chain in launchers:
         for e in g.out(node, [EdgeKind.LAUNCH]):
             if symbol_id(e.dst) is None:  # a launch family's call: its device code and its kernel templates
@@ -141,6 +161,8 @@ def _reach(ix: Index, start: Node, depth: int) -> GpuReach:
                 reach.launches.append(KernelLaunch(e, chain, False))
         calls = g.out(node, [EdgeKind.CALL, EdgeKind.UNRESOLVED])
         reach.libraries += [LibraryCall(lib, e, chain, False) for lib, e in library_edges(calls)]
+        reach.unresolved += [e.written or e.dst.label for e in calls
+                             if e.kind is EdgeKind.UNRESOLVED and e.how is EdgeHow.DIRECT]
     return reach
 
 
@@ -190,6 +212,10 @@ def _op_walk(ix: Index, start: Node) -> GpuReach:
         backward = any(e.kind is EdgeKind.BACKWARD for e in chain)
         reach = gpu_reach(ix, s.node, MAX_DEPTH - s.depth)  # depth counts every call from the op
         out.cuts += reach.cuts
+        out.walked += reach.walked
+        out.unresolved += reach.unresolved
+        if s.edge.kind is EdgeKind.KERNEL:
+            out.entries.append(s.edge)
         out.launches += [replace(launch, chain=chain + launch.chain, backward=backward,
                                  via=other_op(ix, base, chain + launch.chain)) for launch in reach.launches]
         out.libraries += [replace(lib, chain=chain + lib.chain, backward=backward,
@@ -202,7 +228,7 @@ def other_op(ix: Index, base: str, chain: list[Edge]) -> str:
     else the first other op on the way: one its composite kernel or formula calls through the dispatcher, or one
     whose kernel a C++ function calls directly (at::native::copy_ from addmm's code: copy_'s launches)."""
     for e in chain:
-        if e.kind in (EdgeKind.OP_CALL, EdgeKind.BACKWARD) and e.dst.kind is NodeKind.OP:
+        if e.kind in (EdgeKind.OP_CALL, EdgeKind.BACKWARD, EdgeKind.DISPATCH_CALL) and e.dst.kind is NodeKind.OP:
             other = e.dst.key.split(".", 1)[0]
             if other.rstrip("_") != base.rstrip("_"):
                 return other

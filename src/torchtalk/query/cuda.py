@@ -5,6 +5,12 @@ walk): its kernels for keys that run on CUDA, its composite calls and backward, 
 CUDA stub registrations down to ``<<<>>>`` launches and launch helpers (gpu_kernel & kin).
 Each kernel keeps the chain from the op, and whether it was reached through the backward;
 what the walk's limits left out is named with the call that shows it.
+
+Note [No device work]: an op whose complete walk (no cut, every kernel for CUDA resolved) reaches no
+``<<<>>>`` launch, launch family, GPU library or CUDA runtime call (a view, metadata or host-side op:
+``alias``, ``sparse_dim``, ``q_scale``) is answered by saying so, with what the walk covered (its
+kernels for CUDA, the functions walked, the calls it could not resolve). Where the walk was cut, or a
+kernel's definition is not indexed, the answer says that nothing was found and why it is not complete.
 """
 
 from __future__ import annotations
@@ -13,13 +19,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..graph import graph
-from ..graph.gpu import MAX_DEPTH, gpu_walk
+from ..graph.gpu import GPU_BACKENDS, MAX_DEPTH, GpuReach, gpu_walk, runs_for_cuda
 from ..graph.gpu import KernelLaunch as KernelLaunch  # re-exported: render reads the results
 from ..graph.gpu import LibraryCall as LibraryCall
 from ..graph.nodes import cpp_node, symbol_id
 from ..graph.registry import registry
 from ..graph.symbols import SYMBOL_COLS, gpu_kernels_named, has_cpp, symbol, to_symbol
-from ..model import CppSymbol, Cut, EdgeKind, Node, NodeKind, SymbolKind
+from ..model import CppSymbol, Cut, EdgeKind, Node, NodeKind, SymbolKind, is_composite
 from ..store.reader import Index
 from .args import clean_text
 from .cuts import gpu_cuts
@@ -50,6 +56,7 @@ class CudaKernelsResult:
     summary: dict[str, object] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     cuts: list[Cut] = field(default_factory=list)  # what the walk left out, with the call that shows it
+    no_device_work: str = ""  # a complete walk found no device work: what it covered (Note [No device work])
 
 
 def _rank(launch: KernelLaunch | LibraryCall) -> tuple[bool, bool]:
@@ -64,6 +71,7 @@ class _Merged:
     helpers: list[KernelLaunch] = field(default_factory=list)
     libraries: list[LibraryCall] = field(default_factory=list)
     cuts: list[Cut] = field(default_factory=list)
+    reaches: list[GpuReach] = field(default_factory=list)
 
 
 def _merged(ix: Index, starts: list[Node]) -> _Merged:
@@ -73,7 +81,7 @@ def _merged(ix: Index, starts: list[Node]) -> _Merged:
     kernels, helpers = out.kernels, out.helpers
     seen: set[tuple[str, str, int]] = set()
     cuts: list[Cut] = []
-    reaches = [gpu_walk(ix, start) for start in starts]
+    reaches = out.reaches = [gpu_walk(ix, start) for start in starts]
     for reach in reaches:
         cuts += reach.cuts
     libs: dict[tuple[str, str], LibraryCall] = {}
@@ -146,10 +154,38 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
                                                         len(k.launches[0].chain) if k.launches else 0, k.name))
     result = CudaKernelsResult(name, matched, ordered, m.helpers, m.libraries, cuts=m.cuts)
     if not m.kernels and not m.helpers and not m.libraries:
+        result.no_device_work = _no_device_work(ix, starts, m)
+    if not m.kernels and not m.helpers and not m.libraries and not result.no_device_work:
         result.notes.append(f"No <<<>>> launch, launch family or GPU library call was found within {MAX_DEPTH} "
                             "levels of its CUDA kernels, composite calls and backward (or the op has no CUDA "
                             "kernel).")
     return result
+
+
+def _no_device_work(ix: Index, starts: list[Node], m: _Merged) -> str:
+    """What a complete walk that found nothing covered (Note [No device work]), or "" when the walk is not
+    complete: a cut, an op kernel for CUDA whose definition is not indexed, or no kernel for CUDA at all."""
+    if m.cuts or any(s.kind is not NodeKind.OP for s in starts):
+        return ""
+    g = graph(ix)
+    for op in starts:
+        edges = runs_for_cuda([e for e in g.out(op, [EdgeKind.KERNEL]) if e.kind is EdgeKind.KERNEL], True)
+        if any(e.dst.kind is NodeKind.UNRESOLVED and (e.key in GPU_BACKENDS or is_composite(e.key))
+               for e in edges):
+            return ""
+    entries = list(dict.fromkeys(f"{e.dst.label} [{e.key}]" for r in m.reaches for e in r.entries))
+    if not entries:
+        return ""
+    walked = sum(r.walked for r in m.reaches)
+    unresolved = list(dict.fromkeys(u for r in m.reaches for u in r.unresolved))
+    text = (f"the complete walk (no cut) from its kernels for CUDA ({', '.join(entries[:4])}"
+            f"{f' +{len(entries) - 4}' if len(entries) > 4 else ''}) through {walked} functions, its composite "
+            "calls, the ops they call through the dispatcher and its backward reaches no <<<>>> launch, launch "
+            "family, GPU library or CUDA runtime call: a view, metadata or host-side op")
+    if unresolved:
+        text += (f"; {len(unresolved)} calls were not resolved to a definition and not walked "
+                 f"({', '.join(unresolved[:5])}{', ...' if len(unresolved) > 5 else ''})")
+    return text
 
 
 def _kernel_by_name(ix: Index, name: str, defs: list[CppSymbol]) -> CudaKernelsResult:

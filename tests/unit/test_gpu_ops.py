@@ -1,0 +1,97 @@
+"""How an op's cuda_kernels answer is formed, on a fixture tree (tests/fixtures/tree_gpu_ops over tree).
+
+A kernel's call of another op through the dispatcher is followed to that op's kernel for CUDA (Note [Calls
+through the dispatcher] in graph/gpu.py); an op whose only GPU work is a CUDA runtime call is answered by
+that call (Note [Libraries] in model/cuda.py); an op whose complete walk finds no device work says so, with
+what the walk covered (Note [No device work] in query/cuda.py).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from torchtalk.model import EdgeKind
+from torchtalk.model.cuda import library_of
+from torchtalk.tools import get_tool, run
+
+from ..conftest import overlay_index
+
+OVERLAY = Path(__file__).parents[1] / "fixtures" / "tree_gpu_ops"
+NATIVE = "aten/src/ATen/native"
+OPS = """
+- func: angle(Tensor self) -> Tensor
+  dispatch:
+    CPU, CUDA: angle
+
+- func: angle.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+  dispatch:
+    CPU, CUDA: angle_out
+
+- func: alias(Tensor(a) self) -> Tensor(a)
+  dispatch:
+    CompositeExplicitAutograd: alias
+
+- func: _local_scalar_dense(Tensor self) -> Scalar
+  dispatch:
+    CUDA: _local_scalar_dense_cuda
+"""
+
+
+def _line(tree: Path, rel: str, text: str) -> int:
+    (n,) = [i for i, ln in enumerate((tree / rel).read_text().splitlines(), 1) if text in ln]
+    return n
+
+
+@pytest.fixture
+def gpu(tree):
+    shutil.copytree(OVERLAY / "c10", tree / "c10", dirs_exist_ok=True)
+    ix = overlay_index(tree, OVERLAY, {f"{NATIVE}/native_functions.yaml": OPS})
+    yield tree, ix
+    ix.close()
+
+
+def test_a_kernels_call_through_the_dispatcher_reaches_the_called_ops_cuda_kernel(gpu):
+    tree, ix = gpu
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="angle")
+    h = next(h for h in res.helpers if h.site.src.label == "at::native::angle_kernel_cuda")
+    cu = f"{NATIVE}/cuda/UnaryComplexKernels.cu"
+    assert (h.site.site.path, h.site.site.line) == (cu, _line(tree, cu, "gpu_kernel(iter, []GPU_LAMBDA"))
+    # angle [CUDA] -> at::native::angle -> at::angle_out -> angle.out [CUDA] -> angle_out -> angle_stub -> CUDA
+    kinds = [e.kind for e in h.chain]
+    assert EdgeKind.DISPATCH_CALL in kinds
+    hop = next(e for e in h.chain if e.kind is EdgeKind.DISPATCH_CALL)
+    assert hop.dst.key == "angle.out" and hop.site.line == _line(tree, f"{NATIVE}/UnaryOps.cpp", "at::angle_out(")
+    assert h.via == ""  # angle.out is the op's own variant: its own code
+    assert "No device work" not in text and "No <<<>>> launch" not in text
+
+
+def test_a_cuda_runtime_call_is_named_as_a_library_call(gpu):
+    tree, ix = gpu
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="_local_scalar_dense")
+    fns = "c10/cuda/CUDAFunctions.h"
+    got = [(lib.library, lib.site.written, lib.site.site.path, lib.site.site.line) for lib in res.libraries]
+    assert got == [("CUDA runtime", "cudaMemcpyAsync", fns, _line(tree, fns, "cudaMemcpyAsync(")),
+                   ("CUDA runtime", "cudaStreamSynchronize", fns, _line(tree, fns, "cudaStreamSynchronize("))]
+    assert "- CUDA runtime: cudaMemcpyAsync at c10/cuda/CUDAFunctions.h:" in text
+    assert not res.no_device_work
+
+
+def test_an_op_whose_complete_walk_finds_no_device_work_says_so(gpu):
+    tree, ix = gpu
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="alias")
+    assert not res.kernels and not res.helpers and not res.libraries and not res.cuts
+    assert "at::native::alias [CompositeExplicitAutograd]" in res.no_device_work
+    assert text.splitlines()[1].startswith("No device work: the complete walk (no cut)")
+    assert "No <<<>>> launch" not in text
+
+
+def test_runtime_and_allocator_in_the_library_table():
+    assert [library_of(n) for n in ("cudaMemcpyAsync", "cudaMemcpy2DAsync", "hipMemsetAsync",
+                                    "cudaStreamSynchronize", "c10::cuda::CUDACachingAllocator::recordStream",
+                                    "cudaGetLastError", "cudaStream_t", "cuda_equal",
+                                    "c10::cuda::getCurrentCUDAStream")] == [
+        "CUDA runtime", "CUDA runtime", "CUDA runtime", "CUDA runtime", "CUDA caching allocator",
+        None, None, None, None]
