@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from torchtalk.model import EdgeKind
+from torchtalk.model import EdgeHow, EdgeKind
 from torchtalk.model.cuda import library_of
 from torchtalk.tools import get_tool, run
 
@@ -55,16 +55,22 @@ def gpu(tree):
 
 def test_a_kernels_call_through_the_dispatcher_reaches_the_called_ops_cuda_kernel(gpu):
     tree, ix = gpu
-    res, text = run(get_tool("cuda_kernels"), ix, function_name="angle")
-    h = next(h for h in res.helpers if h.site.src.label == "at::native::angle_kernel_cuda")
     cu = f"{NATIVE}/cuda/UnaryComplexKernels.cu"
-    assert (h.site.site.path, h.site.site.line) == (cu, _line(tree, cu, "gpu_kernel(iter, []GPU_LAMBDA"))
-    # angle [CUDA] -> at::native::angle -> at::angle_out -> angle.out [CUDA] -> angle_out -> angle_stub -> CUDA
-    kinds = [e.kind for e in h.chain]
-    assert EdgeKind.DISPATCH_CALL in kinds
-    hop = next(e for e in h.chain if e.kind is EdgeKind.DISPATCH_CALL)
+    site = (cu, _line(tree, cu, "gpu_kernel(iter, []GPU_LAMBDA"))
+    # from angle's kernel: at::angle_out -> angle.out [CUDA] -> angle_out, which hands angle_stub on -> its CUDA kernel
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="at::native::angle")
+    (h,) = res.helpers
+    assert (h.site.site.path, h.site.site.line) == site
+    assert [e.kind for e in h.chain] == [EdgeKind.DISPATCH_CALL, EdgeKind.KERNEL, EdgeKind.STUB_CALL,
+                                         EdgeKind.STUB_KERNEL]  # the helper that calls ``stub(...)`` adds nothing
+    hop, _kernel, handed, _reg = h.chain
     assert hop.dst.key == "angle.out" and hop.site.line == _line(tree, f"{NATIVE}/UnaryOps.cpp", "at::angle_out(")
-    assert h.via == ""  # angle.out is the op's own variant: its own code
+    assert handed.how is EdgeHow.TEXT and handed.site.line == _line(tree, f"{NATIVE}/UnaryOps.cpp",
+                                                                    "unary_op_impl_out(result, self, angle_stub)")
+    # the op: angle.out is its own variant, so the launch is the op's own code
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="angle")
+    (h,) = res.helpers
+    assert (h.site.site.path, h.site.site.line) == site and h.via == ""
     assert "No device work" not in text and "No <<<>>> launch" not in text
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
-from ..model import Cut, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, is_composite, runs_on
+from ..model import Cut, CutKind, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, is_composite, runs_on
 from ..store.reader import Index
 from .gpu_families import Template, functor_loc, is_library, library_edges, templates
 from .graph import graph
@@ -146,12 +146,26 @@ def _reach(ix: Index, start: Node, depth: int) -> GpuReach:
         return [e for e in g.out(node, [k for k in kinds if k in REACH_KINDS and k is not EdgeKind.KERNEL])
                 if _gpu_edge(e)]
 
-    # The walk goes into no library function: the call into it is the answer (Note [Libraries]).
-    walk = down([start], edges, REACH_KINDS, depth, fan_out=FAN_OUT, max_nodes=MAX_NODES,
-                follow=lambda s: s.node.kind is not NodeKind.GPU_KERNEL and not is_library(s.node), rank=gpu_rank)
+    left: list[Node] = []
+
+    def follow(s: Step) -> bool:
+        # The walk goes into no library function: the call into it is the answer (Note [Libraries]). One call
+        # through the dispatcher per chain (Note [Calls through the dispatcher]): the ops that op calls in turn are
+        # kept as reached, not walked from, and named as a cut (cuda_kernels of that op goes on).
+        if s.node.kind is NodeKind.GPU_KERNEL or is_library(s.node):
+            return False
+        if s.node.kind is NodeKind.OP and s.parent is not None and \
+                any(e.kind is EdgeKind.DISPATCH_CALL for e in s.parent.chain()):
+            left.append(s.node)
+            return False
+        return True
+
+    walk = down([start], edges, REACH_KINDS, depth, fan_out=FAN_OUT, max_nodes=MAX_NODES, follow=follow,
+                rank=gpu_rank)
     launchers: list[tuple[Node, list[Edge]]] = [(start, [])] if start.kind in CPP_KINDS else []
     launchers += [(s.node, s.chain()) for s in walk.steps if s.node.kind in CPP_KINDS and not is_library(s.node)]
-    reach = GpuReach(start, cuts=walk.cuts, walked=len(launchers))
+    cuts = walk.cuts + ([Cut(CutKind.LEVEL, left[0], len(left), 1)] if left else [])
+    reach = GpuReach(start, cuts=cuts, walked=len(launchers))
     for node, chain in launchers:
         for e in g.out(node, [EdgeKind.LAUNCH]):
             if symbol_id(e.dst) is None:  # a launch family's call: its device code and its kernel templates
@@ -172,20 +186,20 @@ def _launches(ix: Index, node: Node) -> tuple[list[Edge], list[tuple[str, Edge]]
     return [launch.site for launch in reach.launches], [(lib.library, lib.site) for lib in reach.libraries]
 
 
-def gpu_walk(ix: Index, start: Node) -> GpuReach:
+def gpu_walk(ix: Index, start: Node, depth: int = MAX_DEPTH) -> GpuReach:
     """The launches reached from ``start``: from an op, through its kernels for keys that run on CUDA, the ops its
     composite kernels call and its backward, each kernel's ``gpu_reach`` (with the levels left: depth counts every
     call from the op, composite calls and backward included); from a C++ function or a stub, its own
     ``gpu_reach``. Memoised per start and index version."""
     if start.kind is not NodeKind.OP:
-        return gpu_reach(ix, start)
-    memo: dict[str, GpuReach] = ix.cached("gpu_walks", dict)
-    if start.key not in memo:
-        memo[start.key] = _op_walk(ix, start)
-    return memo[start.key]
+        return gpu_reach(ix, start, depth)
+    memo: dict[tuple[str, int], GpuReach] = ix.cached("gpu_walks", dict)
+    if (start.key, depth) not in memo:
+        memo[(start.key, depth)] = _op_walk(ix, start, depth)
+    return memo[(start.key, depth)]
 
 
-def _op_walk(ix: Index, start: Node) -> GpuReach:
+def _op_walk(ix: Index, start: Node, depth: int = MAX_DEPTH) -> GpuReach:
     g = graph(ix)
 
     def edges(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
@@ -201,7 +215,7 @@ def _op_walk(ix: Index, start: Node) -> GpuReach:
         return not (s.edge.kind is EdgeKind.BACKWARD and s.parent is not None and
                     any(e.kind is EdgeKind.BACKWARD for e in s.parent.chain()))
 
-    walk = down([start], edges, OP_KINDS, MAX_DEPTH, fan_out=FAN_OUT, max_nodes=MAX_NODES, follow=follow,
+    walk = down([start], edges, OP_KINDS, depth, fan_out=FAN_OUT, max_nodes=MAX_NODES, follow=follow,
                 rank=gpu_rank)
     out = GpuReach(start, cuts=list(walk.cuts))
     base = start.key.split(".", 1)[0]
@@ -210,7 +224,7 @@ def _op_walk(ix: Index, start: Node) -> GpuReach:
             continue
         chain = s.chain()
         backward = any(e.kind is EdgeKind.BACKWARD for e in chain)
-        reach = gpu_reach(ix, s.node, MAX_DEPTH - s.depth)  # depth counts every call from the op
+        reach = gpu_reach(ix, s.node, depth - s.depth)  # depth counts every call from the op
         out.cuts += reach.cuts
         out.walked += reach.walked
         out.unresolved += reach.unresolved

@@ -11,6 +11,8 @@ Note [No device work]: an op whose complete walk (no cut, every kernel for CUDA 
 ``alias``, ``sparse_dim``, ``q_scale``) is answered by saying so, with what the walk covered (its
 kernels for CUDA, the functions walked, the calls it could not resolve). Where the walk was cut, or a
 kernel's definition is not indexed, the answer says that nothing was found and why it is not complete.
+When nothing is found within MAX_DEPTH and only the depth cut the walk, it looks again NOTHING_DEPTH deep
+(what it finds there is the answer; if it finds nothing and is not cut, the walk is complete).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from ..graph.gpu import LibraryCall as LibraryCall
 from ..graph.nodes import cpp_node, symbol_id
 from ..graph.registry import registry
 from ..graph.symbols import SYMBOL_COLS, gpu_kernels_named, has_cpp, symbol, to_symbol
-from ..model import CppSymbol, Cut, EdgeKind, Node, NodeKind, SymbolKind, is_composite
+from ..model import CppSymbol, Cut, CutKind, EdgeKind, Node, NodeKind, SymbolKind, is_composite
 from ..store.reader import Index
 from .args import clean_text
 from .cuts import gpu_cuts
@@ -74,26 +76,35 @@ class _Merged:
     reaches: list[GpuReach] = field(default_factory=list)
 
 
-def _merged(ix: Index, starts: list[Node]) -> _Merged:
+def _merged(ix: Index, starts: list[Node], depth: int = MAX_DEPTH) -> _Merged:
     """The GPU walk of each start (graph/gpu.py, the one trace reads too), merged: a launch site reached from
     several starts is listed once, with its best-ranked chain (_rank)."""
     out = _Merged()
     kernels, helpers = out.kernels, out.helpers
     seen: set[tuple[str, str, int]] = set()
     cuts: list[Cut] = []
-    reaches = out.reaches = [gpu_walk(ix, start) for start in starts]
+    reaches = out.reaches = [gpu_walk(ix, start, depth) for start in starts]
     for reach in reaches:
         cuts += reach.cuts
     libs: dict[tuple[str, str], LibraryCall] = {}
     for lib in sorted((lib for r in reaches for lib in r.libraries), key=_rank):
-        libs.setdefault((str(lib.site.site), lib.site.written or lib.site.dst.key), lib)
+        key = (str(lib.site.site), lib.site.written or lib.site.dst.key)
+        if key not in libs or _rank(lib) == _rank(libs[key]) and len(lib.chain) < len(libs[key].chain):
+            libs[key] = lib  # placed where first reached, with the shortest of its best-ranked chains
     out.libraries = list(libs.values())
-    for launch in sorted((launch for r in reaches for launch in r.launches), key=_rank):
+    launches = sorted((launch for r in reaches for launch in r.launches), key=_rank)
+    shortest: dict[tuple[str, str, int], KernelLaunch] = {}
+    for launch in launches:  # a site reached both through an op call and a call through the dispatcher
+        w = (launch.site.src.key, launch.site.dst.key, launch.site.site.line if launch.site.site else 0)
+        if w not in shortest or _rank(launch) == _rank(shortest[w]) and len(launch.chain) < len(shortest[w].chain):
+            shortest[w] = launch
+    for launch in launches:
         e = launch.site
         where = (e.src.key, e.dst.key, e.site.line if e.site else 0)
         if where in seen:
             continue
         seen.add(where)
+        launch = shortest[where]
         sid = symbol_id(e.dst)
         if sid is None:  # a launch helper's functor or lambda
             helpers.append(launch)
@@ -150,6 +161,9 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
         starts = [targets[0].node]
         matched = f"{'DispatchStub' if targets[0].is_stub else 'function'} {targets[0].node}"
     m = _merged(ix, starts)
+    if not m.kernels and not m.helpers and not m.libraries and m.cuts and \
+            all(c.kind is CutKind.DEPTH for c in m.cuts):  # nothing within the usual depth: look deeper once
+        m = _merged(ix, starts, NOTHING_DEPTH)
     ordered = sorted(m.kernels.values(), key=lambda k: (*(_rank(k.launches[0]) if k.launches else (True, True)),
                                                         len(k.launches[0].chain) if k.launches else 0, k.name))
     result = CudaKernelsResult(name, matched, ordered, m.helpers, m.libraries, cuts=m.cuts)
@@ -160,6 +174,9 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
                             "levels of its CUDA kernels, composite calls and backward (or the op has no CUDA "
                             "kernel).")
     return result
+
+
+NOTHING_DEPTH = 16  # how deep the walk looks again when nothing was found within MAX_DEPTH (Note [No device work])
 
 
 def _no_device_work(ix: Index, starts: list[Node], m: _Merged) -> str:
@@ -183,7 +200,8 @@ def _no_device_work(ix: Index, starts: list[Node], m: _Merged) -> str:
             "calls, the ops they call through the dispatcher and its backward reaches no <<<>>> launch, launch "
             "family, GPU library or CUDA runtime call: a view, metadata or host-side op")
     if unresolved:
-        text += (f"; {len(unresolved)} calls were not resolved to a definition and not walked "
+        text += (f"; {len(unresolved)} {'call was' if len(unresolved) == 1 else 'calls were'} not resolved to a "
+                 "definition and not walked "
                  f"({', '.join(unresolved[:5])}{', ...' if len(unresolved) > 5 else ''})")
     return text
 
