@@ -19,6 +19,22 @@ PyYAML reads native_functions.yaml), then TorchTalk is asked over MCP stdio, as 
    answer's ``via`` is empty: not through a composite call or a direct call to another op's kernel, such
    as at::native::copy_ deep in addmm's code). Both figures are printed.
 
+   An op is answered *no device work* when its answer says so (Note [No device work] in query/cuda.py: the
+   walk from its kernels for CUDA, composite calls, calls through the dispatcher and backward is complete,
+   with no cut, and reaches no launch, family, library or CUDA runtime call). Such answers are printed on a
+   line of their own and never counted in the kernel/library figure; "in all" adds them.
+
+   The denominator, checked against the issue's definition ("every op with a CUDA-family key, and
+   composites that reach one"): the ops the text finds no device work for (``_fw_primal``, ``rename``,
+   ``alias``, ``detach``, ``sparse_dim``, ``indices``, ``q_scale``, ``set_``, ``record_stream``, ...) each have
+   a CUDA-family key of their own (``alias``: NestedTensorCUDA; ``sparse_dim``: SparseCUDA; ``q_scale``:
+   QuantizedCUDA) or a composite kernel that calls one (``_fw_primal`` -> ``at::alias``; ``rename`` ->
+   ``alias``), so they belong to it; what runs for them on a GPU is a view, metadata or host code, or a
+   CUDA runtime / caching-allocator call (``record_stream`` -> ``CUDACachingAllocator::recordStream``,
+   ``_local_scalar_dense`` -> ``cudaMemcpyAsync`` in ``c10::cuda::memcpy_and_sync``), which model/cuda.py's
+   library table names. Some that the text calls "no launch" do device work through a function handed on
+   (``abs_`` -> ``unary_op_impl_(self, at::abs_out)``, Note [Op references]): their answers name it.
+
 Misses are classified from the text (never from TorchTalk): who launches a missed kernel (``<<<``,
 a same-file macro, a reference passed to a launcher) and whether any op's CUDA code reaches that
 launcher by name (a crude call graph that over-approximates: "non-op code" is said only when not

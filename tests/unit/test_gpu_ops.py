@@ -1,9 +1,10 @@
 """How an op's cuda_kernels answer is formed, on a fixture tree (tests/fixtures/tree_gpu_ops over tree).
 
 A kernel's call of another op through the dispatcher is followed to that op's kernel for CUDA (Note [Calls
-through the dispatcher] in graph/gpu.py); an op whose only GPU work is a CUDA runtime call is answered by
-that call (Note [Libraries] in model/cuda.py); an op whose complete walk finds no device work says so, with
-what the walk covered (Note [No device work] in query/cuda.py).
+through the dispatcher] in graph/gpu.py), also one whose function is handed on (Note [Op references]); an
+op whose only GPU work is a CUDA runtime call is answered by that call (Note [Libraries] in model/cuda.py);
+an op whose complete walk finds no device work says so, with what the walk covered (Note [No device work]
+in query/cuda.py).
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ OPS = """
 - func: angle.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
   dispatch:
     CPU, CUDA: angle_out
+
+- func: angle_(Tensor(a!) self) -> Tensor(a!)
+  dispatch:
+    CompositeExplicitAutograd: angle_
 
 - func: alias(Tensor(a) self) -> Tensor(a)
   dispatch:
@@ -72,6 +77,16 @@ def test_a_kernels_call_through_the_dispatcher_reaches_the_called_ops_cuda_kerne
     (h,) = res.helpers
     assert (h.site.site.path, h.site.site.line) == site and h.via == ""
     assert "No device work" not in text and "No <<<>>> launch" not in text
+
+
+def test_an_ops_function_handed_on_is_followed_like_a_call(gpu):
+    tree, ix = gpu
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="angle_")
+    (h,) = res.helpers
+    assert h.site.src.label == "at::native::angle_kernel_cuda" and not res.no_device_work
+    (hop,) = [e for e in h.chain if e.kind is EdgeKind.DISPATCH_CALL]
+    assert (hop.dst.key, hop.how, hop.site.line) == ("angle.out", EdgeHow.PASSED_ON,
+                                                     _line(tree, f"{NATIVE}/UnaryOps.cpp", "(self, at::angle_out)"))
 
 
 def test_a_cuda_runtime_call_is_named_as_a_library_call(gpu):

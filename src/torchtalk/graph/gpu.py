@@ -13,7 +13,9 @@ Note [Calls through the dispatcher]: a kernel's call of another op through the d
 DISPATCH_CALL edge to that op; below a kernel the walk takes it, then the op's kernel for CUDA
 (``runs_for_cuda``: its dense CUDA kernel, else its composite one), as the dispatcher would. What is
 reached that way is the other op's code (``via``) unless the op is a variant of the one asked
-(angle -> angle.out).
+(angle -> angle.out). One such call per chain is followed (HOPS): the ops that op calls in turn are
+kept as reached and named as a cut, so the walk stays within its usual size (at::empty ->
+empty_cuda -> ... is not walked for every op that allocates).
 
 Fan-out ranks before it cuts (Note [No silent cut]): registrations and stub calls first, then
 calls into CUDA sources (.cu, .cuh, cuda/ directories), then other calls, then candidates and
@@ -37,6 +39,7 @@ from .walk import Step, down
 MAX_DEPTH = 6
 FAN_OUT = 40
 MAX_NODES = 1500
+HOPS = 1  # calls through the dispatcher followed per chain below a kernel (Note [Calls through the dispatcher])
 OP_KINDS = frozenset({EdgeKind.KERNEL, EdgeKind.OP_CALL, EdgeKind.BACKWARD})  # between ops, and op -> kernel
 CPP_WALK_KINDS = frozenset({EdgeKind.CALL, EdgeKind.STUB_CALL, EdgeKind.STUB_KERNEL})  # below a kernel
 # Below a kernel, a call through the dispatcher (at::angle_out in angle's CUDA kernel) runs the called op's kernel
@@ -125,18 +128,18 @@ def gpu_rank(e: Edge) -> int:
     return 1 if in_cuda_source(e.dst) else 2
 
 
-def gpu_reach(ix: Index, node: Node, depth: int = MAX_DEPTH) -> GpuReach:
+def gpu_reach(ix: Index, node: Node, depth: int = MAX_DEPTH, hops: int = HOPS) -> GpuReach:
     """The launches a C++ function (or a DispatchStub) reaches within ``depth`` calls: its calls and the CUDA
     registrations of the stubs it calls. Memoised per node, depth and index version: every op whose kernel it is
     shares it, and trace's GPU lines for a kernel are this walk."""
-    memo: dict[tuple[NodeKind, str, int], GpuReach] = ix.cached("gpu_reach", dict)
-    key = (node.kind, node.key, depth)
+    memo: dict[tuple[NodeKind, str, int, int], GpuReach] = ix.cached("gpu_reach", dict)
+    key = (node.kind, node.key, depth, hops)
     if key not in memo:
-        memo[key] = _reach(ix, node, depth)
+        memo[key] = _reach(ix, node, depth, hops)
     return memo[key]
 
 
-def _reach(ix: Index, start: Node, depth: int) -> GpuReach:
+def _reach(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:
     g = graph(ix)
 
     def edges(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
@@ -154,8 +157,8 @@ def _reach(ix: Index, start: Node, depth: int) -> GpuReach:
         # kept as reached, not walked from, and named as a cut (cuda_kernels of that op goes on).
         if s.node.kind is NodeKind.GPU_KERNEL or is_library(s.node):
             return False
-        if s.node.kind is NodeKind.OP and s.parent is not None and \
-                any(e.kind is EdgeKind.DISPATCH_CALL for e in s.parent.chain()):
+        if s.node.kind is NodeKind.OP and \
+                sum(e.kind is EdgeKind.DISPATCH_CALL for e in s.chain()) > hops:
             left.append(s.node)
             return False
         return True
@@ -186,20 +189,20 @@ def _launches(ix: Index, node: Node) -> tuple[list[Edge], list[tuple[str, Edge]]
     return [launch.site for launch in reach.launches], [(lib.library, lib.site) for lib in reach.libraries]
 
 
-def gpu_walk(ix: Index, start: Node, depth: int = MAX_DEPTH) -> GpuReach:
+def gpu_walk(ix: Index, start: Node, depth: int = MAX_DEPTH, hops: int = HOPS) -> GpuReach:
     """The launches reached from ``start``: from an op, through its kernels for keys that run on CUDA, the ops its
     composite kernels call and its backward, each kernel's ``gpu_reach`` (with the levels left: depth counts every
     call from the op, composite calls and backward included); from a C++ function or a stub, its own
     ``gpu_reach``. Memoised per start and index version."""
     if start.kind is not NodeKind.OP:
-        return gpu_reach(ix, start, depth)
-    memo: dict[tuple[str, int], GpuReach] = ix.cached("gpu_walks", dict)
-    if (start.key, depth) not in memo:
-        memo[(start.key, depth)] = _op_walk(ix, start, depth)
-    return memo[(start.key, depth)]
+        return gpu_reach(ix, start, depth, hops)
+    memo: dict[tuple[str, int, int], GpuReach] = ix.cached("gpu_walks", dict)
+    if (start.key, depth, hops) not in memo:
+        memo[(start.key, depth, hops)] = _op_walk(ix, start, depth, hops)
+    return memo[(start.key, depth, hops)]
 
 
-def _op_walk(ix: Index, start: Node, depth: int = MAX_DEPTH) -> GpuReach:
+def _op_walk(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:
     g = graph(ix)
 
     def edges(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
@@ -224,7 +227,7 @@ def _op_walk(ix: Index, start: Node, depth: int = MAX_DEPTH) -> GpuReach:
             continue
         chain = s.chain()
         backward = any(e.kind is EdgeKind.BACKWARD for e in chain)
-        reach = gpu_reach(ix, s.node, depth - s.depth)  # depth counts every call from the op
+        reach = gpu_reach(ix, s.node, depth - s.depth, hops)  # depth counts every call from the op
         out.cuts += reach.cuts
         out.walked += reach.walked
         out.unresolved += reach.unresolved

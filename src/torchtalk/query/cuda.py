@@ -11,8 +11,9 @@ Note [No device work]: an op whose complete walk (no cut, every kernel for CUDA 
 ``alias``, ``sparse_dim``, ``q_scale``) is answered by saying so, with what the walk covered (its
 kernels for CUDA, the functions walked, the calls it could not resolve). Where the walk was cut, or a
 kernel's definition is not indexed, the answer says that nothing was found and why it is not complete.
-When nothing is found within MAX_DEPTH and only the depth cut the walk, it looks again NOTHING_DEPTH deep
-(what it finds there is the answer; if it finds nothing and is not cut, the walk is complete).
+When nothing is found within MAX_DEPTH and HOPS calls through the dispatcher and only those limits cut
+the walk, it looks again NOTHING_DEPTH deep through NOTHING_HOPS such calls (what it finds there is the
+answer; if it finds nothing and is not cut, the walk is complete).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..graph import graph
-from ..graph.gpu import GPU_BACKENDS, MAX_DEPTH, GpuReach, gpu_walk, runs_for_cuda
+from ..graph.gpu import GPU_BACKENDS, HOPS, MAX_DEPTH, GpuReach, gpu_walk, runs_for_cuda
 from ..graph.gpu import KernelLaunch as KernelLaunch  # re-exported: render reads the results
 from ..graph.gpu import LibraryCall as LibraryCall
 from ..graph.nodes import cpp_node, symbol_id
@@ -76,14 +77,14 @@ class _Merged:
     reaches: list[GpuReach] = field(default_factory=list)
 
 
-def _merged(ix: Index, starts: list[Node], depth: int = MAX_DEPTH) -> _Merged:
+def _merged(ix: Index, starts: list[Node], depth: int = MAX_DEPTH, hops: int = HOPS) -> _Merged:
     """The GPU walk of each start (graph/gpu.py, the one trace reads too), merged: a launch site reached from
     several starts is listed once, with its best-ranked chain (_rank)."""
     out = _Merged()
     kernels, helpers = out.kernels, out.helpers
     seen: set[tuple[str, str, int]] = set()
     cuts: list[Cut] = []
-    reaches = out.reaches = [gpu_walk(ix, start, depth) for start in starts]
+    reaches = out.reaches = [gpu_walk(ix, start, depth, hops) for start in starts]
     for reach in reaches:
         cuts += reach.cuts
     libs: dict[tuple[str, str], LibraryCall] = {}
@@ -162,8 +163,8 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
         matched = f"{'DispatchStub' if targets[0].is_stub else 'function'} {targets[0].node}"
     m = _merged(ix, starts)
     if not m.kernels and not m.helpers and not m.libraries and m.cuts and \
-            all(c.kind is CutKind.DEPTH for c in m.cuts):  # nothing within the usual depth: look deeper once
-        m = _merged(ix, starts, NOTHING_DEPTH)
+            all(c.kind in (CutKind.DEPTH, CutKind.LEVEL) for c in m.cuts):  # nothing found: look further once
+        m = _merged(ix, starts, NOTHING_DEPTH, NOTHING_HOPS)
     ordered = sorted(m.kernels.values(), key=lambda k: (*(_rank(k.launches[0]) if k.launches else (True, True)),
                                                         len(k.launches[0].chain) if k.launches else 0, k.name))
     result = CudaKernelsResult(name, matched, ordered, m.helpers, m.libraries, cuts=m.cuts)
@@ -176,7 +177,8 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
     return result
 
 
-NOTHING_DEPTH = 16  # how deep the walk looks again when nothing was found within MAX_DEPTH (Note [No device work])
+# How far the walk looks again when nothing was found within MAX_DEPTH and HOPS (Note [No device work]).
+NOTHING_DEPTH, NOTHING_HOPS = 16, 2
 
 
 def _no_device_work(ix: Index, starts: list[Node], m: _Merged) -> str:
