@@ -24,6 +24,8 @@ whose only GPU work is a copy, a fill of memory or a synchronisation (``_local_s
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 # Calls whose callable argument is the device code (Note [Launch families]).
 LAUNCH_FAMILIES = frozenset({
     # elementwise (TensorIterator): Loops.cuh, CUDALoops.cuh
@@ -68,6 +70,7 @@ LIBRARIES: tuple[tuple[str, str], ...] = (
 _BY_LENGTH = sorted(LIBRARIES, key=lambda lp: -len(lp[1]))
 
 
+@lru_cache(maxsize=1 << 16)  # asked for every call the GPU walk passes: the same names over and over
 def library_of(name: str) -> str | None:
     """The library a qualified name or a call as written belongs to (Note [Libraries]), or None.
 
