@@ -34,6 +34,7 @@ from .gpu_families import Template, functor_loc, is_library, library_edges, temp
 from .graph import graph
 from .nodes import CPP_KINDS, symbol_id
 from .op_edges import kernel_of
+from .stub_uses import stub_uses_from
 from .walk import Step, down
 
 MAX_DEPTH = 6
@@ -146,8 +147,12 @@ def _reach(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:
         # Only the kinds the walk asks for: at its last level, the free ones (walk.py never computes the others).
         if node.kind is NodeKind.OP:  # reached through the dispatcher: its kernel for CUDA
             return runs_for_cuda([e for e in g.out(node, [EdgeKind.KERNEL]) if _gpu_edge(e)], False)
-        return [e for e in g.out(node, [k for k in kinds if k in REACH_KINDS and k is not EdgeKind.KERNEL])
-                if _gpu_edge(e)]
+        out = [e for e in g.out(node, [k for k in kinds if k in REACH_KINDS and k is not EdgeKind.KERNEL])
+               if _gpu_edge(e)]
+        if EdgeKind.STUB_CALL in kinds:  # and the stubs it hands on to a helper that calls them (Note [Stub uses])
+            have = {e.dst.key for e in out if e.kind is EdgeKind.STUB_CALL}
+            out += [e for e in stub_uses_from(ix, node) if e.dst.key not in have]
+        return out
 
     left: list[Node] = []
 

@@ -49,14 +49,6 @@ def _stub_callers(ix: Index, node: Node) -> list[Edge]:
     return cpp_edges.stub_callers(ix, node) or stub_uses.stub_uses(ix, node)
 
 
-def _stub_calls(ix: Index, node: Node) -> list[Edge]:
-    """The recorded stub calls of a C++ function, and the stubs its body hands on, found in the source text of
-    the file that defines them (Note [Stub uses])."""
-    recorded = [e for e in cpp_edges.out_edges(ix, node) if e.kind is EdgeKind.STUB_CALL]
-    have = {e.dst.key for e in recorded}
-    return recorded + [e for e in stub_uses.stub_uses_from(ix, node) if e.dst.key not in have]
-
-
 def _dispatch_calls(ix: Index, node: Node) -> list[Edge]:
     """The recorded calls of ops of a C++ function, and the op functions it hands on (Note [Op references])."""
     recorded = [e for e in cpp_edges.out_edges(ix, node) if e.kind is EdgeKind.DISPATCH_CALL]
@@ -67,7 +59,7 @@ def _dispatch_calls(ix: Index, node: Node) -> list[Edge]:
 OUT: dict[EdgeKind, Rule | InContext] = {
     EdgeKind.CALL: _cpp_out(EdgeKind.CALL),
     EdgeKind.DISPATCH_CALL: _dispatch_calls,
-    EdgeKind.STUB_CALL: _stub_calls,
+    EdgeKind.STUB_CALL: _cpp_out(EdgeKind.STUB_CALL),
     EdgeKind.LAUNCH: _cpp_out(EdgeKind.LAUNCH),
     EdgeKind.UNRESOLVED: _cpp_out(EdgeKind.UNRESOLVED),
     EdgeKind.KERNEL: op_edges.kernel_edges,
