@@ -35,6 +35,18 @@ OPS = """
   dispatch:
     CompositeExplicitAutograd: angle_
 
+- func: coalesce(Tensor(a) self) -> Tensor(a)
+  dispatch:
+    CompositeImplicitAutograd: coalesce
+
+- func: _coalesce(Tensor self) -> Tensor
+  dispatch:
+    SparseCUDA: _coalesce_sparse_cuda
+
+- func: kron(Tensor self, Tensor other) -> Tensor
+  dispatch:
+    CompositeImplicitAutograd: kron
+
 - func: alias(Tensor(a) self) -> Tensor(a)
   dispatch:
     CompositeExplicitAutograd: alias
@@ -116,3 +128,17 @@ def test_runtime_and_allocator_in_the_library_table():
                                     "c10::cuda::getCurrentCUDAStream")] == [
         "CUDA runtime", "CUDA runtime", "CUDA runtime", "CUDA runtime", "CUDA caching allocator",
         None, None, None, None]
+
+
+def test_an_op_with_only_sparse_cuda_kernels_runs_them_when_another_op_calls_it(gpu):
+    tree, ix = gpu
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="coalesce")
+    (k,) = res.kernels
+    assert k.name == "coalesce_values_kernel" and k.launches[0].via == "_coalesce" and not res.no_device_work
+
+
+def test_a_call_left_unresolved_into_the_callers_own_file_is_not_a_complete_walk(gpu):
+    tree, ix = gpu
+    # KronImpl(self, other).kron(): a method of a file-local class called on a temporary, not resolved by the index
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="kron")
+    assert not res.no_device_work and "No device work" not in text

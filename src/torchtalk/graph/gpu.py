@@ -85,7 +85,7 @@ class GpuReach:
     # functions walked, the kernels for CUDA it started from (op walks) and the calls it could not resolve.
     walked: int = 0
     entries: list[Edge] = field(default_factory=list)
-    unresolved: list[str] = field(default_factory=list)
+    unresolved: list[tuple[str, str]] = field(default_factory=list)  # (call as written, the caller's file)
 
 
 def _gpu_edge(e: Edge) -> bool:
@@ -100,12 +100,15 @@ def _gpu_edge(e: Edge) -> bool:
 def runs_for_cuda(edges: list[Edge], start: bool) -> list[Edge]:
     """An op's edges that run for CUDA tensors: a CUDA kernel of its own wins over its composite kernel (which,
     and whose op calls, then serve the other backends only); an op reached from dense code runs its dense CUDA
-    kernel, not its NestedTensorCUDA / SparseCUDA ones."""
+    kernel, not its NestedTensorCUDA / SparseCUDA ones (unless it has no dense kernel at all)."""
     own = any(e.kind is EdgeKind.KERNEL and e.key in GPU_BACKENDS for e in edges)
+    # an op with only sparse / nested CUDA kernels (_coalesce: SparseCUDA) is reached only by code holding such
+    # tensors (coalesce -> at::_coalesce): those kernels are what runs
+    dense = any(e.kind is EdgeKind.KERNEL and (e.key in GPU_BACKENDS or is_composite(e.key)) for e in edges)
     out = []
     for e in edges:
-        if e.kind is EdgeKind.KERNEL and (own and is_composite(e.key) or
-                                          not start and not (e.key in GPU_BACKENDS or is_composite(e.key))):
+        if e.kind is EdgeKind.KERNEL and (own and is_composite(e.key) or not start and dense and
+                                          not (e.key in GPU_BACKENDS or is_composite(e.key))):
             continue
         if e.kind is EdgeKind.OP_CALL and own:
             continue
@@ -183,7 +186,7 @@ def _reach(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:
                 reach.launches.append(KernelLaunch(e, chain, False))
         calls = g.out(node, [EdgeKind.CALL, EdgeKind.UNRESOLVED])
         reach.libraries += [LibraryCall(lib, e, chain, False) for lib, e in library_edges(calls)]
-        reach.unresolved += [e.written or e.dst.label for e in calls
+        reach.unresolved += [(e.written or e.dst.label, node.loc.path if node.loc else "") for e in calls
                              if e.kind is EdgeKind.UNRESOLVED and e.how is EdgeHow.DIRECT]
     return reach
 

@@ -10,7 +10,8 @@ Note [No device work]: an op whose complete walk (no cut, every kernel for CUDA 
 ``<<<>>>`` launch, launch family, GPU library or CUDA runtime call (a view, metadata or host-side op:
 ``alias``, ``sparse_dim``, ``q_scale``) is answered by saying so, with what the walk covered (its
 kernels for CUDA, the functions walked, the calls it could not resolve). Where the walk was cut, or a
-kernel's definition is not indexed, the answer says that nothing was found and why it is not complete.
+kernel's definition is not indexed, or a call it could not resolve names a function of its caller's own
+file (``KronImpl(self, other).kron()``), the answer says that nothing was found and why it is not complete.
 When nothing is found within MAX_DEPTH and HOPS calls through the dispatcher and only those limits cut
 the walk, it looks again NOTHING_DEPTH deep through NOTHING_HOPS such calls (what it finds there is the
 answer; if it finds nothing and is not cut, the walk is complete).
@@ -196,7 +197,10 @@ def _no_device_work(ix: Index, starts: list[Node], m: _Merged) -> str:
     if not entries:
         return ""
     walked = sum(r.walked for r in m.reaches)
-    unresolved = list(dict.fromkeys(u for r in m.reaches for u in r.unresolved))
+    calls = list(dict.fromkeys(u for r in m.reaches for u in r.unresolved))
+    if any(_defined_in(ix, name, path) for name, path in calls):
+        return ""  # a call the index could not resolve into code of the same file (KronImpl(a, b).kron()): not complete
+    unresolved = list(dict.fromkeys(name for name, _path in calls))
     text = (f"the complete walk (no cut) from its kernels for CUDA ({', '.join(entries[:4])}"
             f"{f' +{len(entries) - 4}' if len(entries) > 4 else ''}) through {walked} functions, its composite "
             "calls, the ops they call through the dispatcher and its backward reaches no <<<>>> launch, launch "
@@ -206,6 +210,15 @@ def _no_device_work(ix: Index, starts: list[Node], m: _Merged) -> str:
                  "definition and not walked "
                  f"({', '.join(unresolved[:5])}{', ...' if len(unresolved) > 5 else ''})")
     return text
+
+
+def _defined_in(ix: Index, written: str, path: str) -> bool:
+    """Whether a call the walk could not resolve names a function defined in its caller's own file."""
+    name = written.replace("->", ".").replace("::", ".").split(".")[-1].split("<")[0].strip("() ")
+    if not name.isidentifier() or not path:
+        return False
+    return bool(ix.one("SELECT count(*) FROM cpp_symbol s JOIN files f ON f.id = s.file_id WHERE s.name = ? AND "
+                  "f.path = ? AND s.is_definition", (name, path))[0] > 0)
 
 
 def _kernel_by_name(ix: Index, name: str, defs: list[CppSymbol]) -> CudaKernelsResult:
