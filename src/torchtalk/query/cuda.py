@@ -19,6 +19,7 @@ answer; if it finds nothing and is not cut, the walk is complete).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -213,9 +214,15 @@ def _no_device_work(ix: Index, starts: list[Node], m: _Merged) -> str:
 
 
 def _defined_in(ix: Index, written: str, path: str) -> bool:
-    """Whether a call the walk could not resolve names a function defined in its caller's own file."""
+    """Whether a call the walk could not resolve is a method of a class of its caller's own file, on an object of
+    that class (``KronImpl(self, other).kron``; not ``NullType::singleton`` on a template parameter)."""
     name = written.replace("->", ".").replace("::", ".").split(".")[-1].split("<")[0].strip("() ")
-    if not name.isidentifier() or not path:
+    head = re.match(r"[A-Za-z_]\w*", written)
+    if not name.isidentifier() or not path or head is None or head.group() == name:
+        return False
+    fid = ix.one("SELECT id FROM files WHERE path = ?", (path,))
+    if fid is None or not ix.one("SELECT count(*) FROM cpp_class WHERE name = ? AND file_id = ?",
+                                 (head.group(), fid[0]))[0]:
         return False
     return bool(ix.one("SELECT count(*) FROM cpp_symbol s JOIN files f ON f.id = s.file_id WHERE s.name = ? AND "
                   "f.path = ? AND s.is_definition", (name, path))[0] > 0)
