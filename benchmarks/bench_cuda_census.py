@@ -19,6 +19,22 @@ PyYAML reads native_functions.yaml), then TorchTalk is asked over MCP stdio, as 
    answer's ``via`` is empty: not through a composite call or a direct call to another op's kernel, such
    as at::native::copy_ deep in addmm's code). Both figures are printed.
 
+   An op is answered *no device work* when its answer says so (Note [No device work] in query/cuda.py: the
+   walk from its kernels for CUDA, composite calls, calls through the dispatcher and backward is complete,
+   with no cut, and reaches no launch, family, library or CUDA runtime call). Such answers are printed on a
+   line of their own and never counted in the kernel/library figure; "in all" adds them.
+
+   The denominator, checked against the issue's definition ("every op with a CUDA-family key, and
+   composites that reach one"): the ops the text finds no device work for (``_fw_primal``, ``rename``,
+   ``alias``, ``detach``, ``sparse_dim``, ``indices``, ``q_scale``, ``set_``, ``record_stream``, ...) each have
+   a CUDA-family key of their own (``alias``: NestedTensorCUDA; ``sparse_dim``: SparseCUDA; ``q_scale``:
+   QuantizedCUDA) or a composite kernel that calls one (``_fw_primal`` -> ``at::alias``; ``rename`` ->
+   ``alias``), so they belong to it; what runs for them on a GPU is a view, metadata or host code, or a
+   CUDA runtime / caching-allocator call (``record_stream`` -> ``CUDACachingAllocator::recordStream``,
+   ``_local_scalar_dense`` -> ``cudaMemcpyAsync`` in ``c10::cuda::memcpy_and_sync``), which model/cuda.py's
+   library table names. Some that the text calls "no launch" do device work through a function handed on
+   (``abs_`` -> ``unary_op_impl_(self, at::abs_out)``, Note [Op references]): their answers name it.
+
 Misses are classified from the text (never from TorchTalk): who launches a missed kernel (``<<<``,
 a same-file macro, a reference passed to a launcher) and whether any op's CUDA code reaches that
 launcher by name (a crude call graph that over-approximates: "non-op code" is said only when not
@@ -170,6 +186,7 @@ def ask(server: tt.McpStdio, names: list[str]) -> tuple[dict[str, dict], list[fl
         answers[name] = {"kind": sc.get("kind", "error" if res.get("isError") else "?"),
                          "answered": bool(r.get("kernels") or r.get("helpers") or r.get("libraries")),
                          "own": own_answer(r),
+                         "no_device_work": str(r.get("no_device_work") or ""),
                          "kernels": sorted(kernels)}
         if res.get("isError") or not sc:  # said apart from a miss: the tool failed to answer
             answers[name]["error"] = " ".join(c.get("text", "") for c in res.get("content", []))[:300]
@@ -395,6 +412,8 @@ def main(argv: list[str] | None = None) -> int:
     cuda_ops = [b for b in ops.cuda if b in answers]
     hit_o = [b for b in cuda_ops if answers[b]["answered"]]
     own_o = [b for b in hit_o if answers[b].get("own")]
+    # Note [No device work] in query/cuda.py: said apart, never mixed into the kernel/library figure
+    none_o = [b for b in cuda_ops if not answers[b]["answered"] and answers[b].get("no_device_work")]
 
     entry_of = op_functions(text, ops)
     lib_of = library_ops(text)
@@ -413,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
         k_by_file[k.path] += 1
     o_miss: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for b in cuda_ops:
-        if not answers[b]["answered"]:
+        if not answers[b]["answered"] and b not in none_o:
             reason, detail = reach.op_miss(b)
             o_miss[reason].append((f"{b} ({ops.group[b]})", detail))
 
@@ -424,6 +443,9 @@ def main(argv: list[str] | None = None) -> int:
           "dead ones: named nowhere but at their definition]")
     print(f"ops answered: {len(hit_o)}/{n_o} ({len(hit_o) / max(n_o, 1):.3f})  [op base names that run on CUDA; "
           "any launch, family or library]")
+    print(f"ops answered: no device work (complete walk): {len(none_o)}/{n_o} ({len(none_o) / max(n_o, 1):.3f})  "
+          "[no launch, family, library or runtime call, and no cut: views, metadata, host code]")
+    print(f"ops answered in all: {len(hit_o) + len(none_o)}/{n_o} ({(len(hit_o) + len(none_o)) / max(n_o, 1):.3f})")
     print(f"ops answered by their own code: {len(own_o)}/{n_o} ({len(own_o) / max(n_o, 1):.3f})  [a launch, family "
           "or library reached without going into another op's code]")
     for grp in ("dispatch key", "structured_delegate", "ufunc_inner_loop", "composite"):
@@ -444,12 +466,14 @@ def main(argv: list[str] | None = None) -> int:
     print("\nKernel misses by file:")
     for path, n in k_by_file.most_common(15):
         print(f"  {n:4d}  {path}")
-    show("Op misses by reason", o_miss, n_o - len(hit_o))
+    show("Op misses by reason", o_miss, n_o - len(hit_o) - len(none_o))
+    print(f"\nOps answered 'no device work' ({len(none_o)}): " + ", ".join(none_o[:30])
+          + (" ..." if len(none_o) > 30 else ""))
     if args.json:
         Path(args.json).write_text(json.dumps({
             "kernels": {"reached": len(hit_k), "defined": n_k, "misses": k_miss, "dead": dead,
                         "reached_by": {f"{p}:{n}": op for (p, n), op in reached_by.items() if (p, n) in kernels}},
-            "ops": {"answered": len(hit_o), "own": len(own_o), "cuda_ops": n_o,
+            "ops": {"answered": len(hit_o), "own": len(own_o), "cuda_ops": n_o, "no_device_work": none_o,
                     "other_ops_code_only": sorted(set(hit_o) - set(own_o)),
                     "groups": {b: ops.group[b] for b in cuda_ops},
                     "misses": o_miss},

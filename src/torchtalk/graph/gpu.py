@@ -8,6 +8,15 @@ its derivative formulas call (its backward), and for every kernel reached its ``
 ``cuda_kernels`` reads ``gpu_walk``, ``trace``'s GPU lines for a kernel read that kernel's
 ``gpu_reach``: the same walk, memoised per node, so the two tools cannot disagree about an op.
 
+Note [Calls through the dispatcher]: a kernel's call of another op through the dispatcher
+(``at::angle_out(result, self)`` in angle's CUDA kernel, ``at::arange_out`` in a sparse kernel) is a
+DISPATCH_CALL edge to that op; below a kernel the walk takes it, then the op's kernel for CUDA
+(``runs_for_cuda``: its dense CUDA kernel, else its composite one), as the dispatcher would. What is
+reached that way is the other op's code (``via``) unless the op is a variant of the one asked
+(angle -> angle.out). One such call per chain is followed (HOPS): the ops that op calls in turn are
+kept as reached and named as a cut, so the walk stays within its usual size (at::empty ->
+empty_cuda -> ... is not walked for every op that allocates).
+
 Fan-out ranks before it cuts (Note [No silent cut]): registrations and stub calls first, then
 calls into CUDA sources (.cu, .cuh, cuda/ directories), then other calls, then candidates and
 declarations (which have no body to walk), so a launch behind the 47th call of a host function
@@ -19,20 +28,24 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
-from ..model import Cut, Edge, EdgeKind, Loc, Node, NodeKind, is_composite, runs_on
+from ..model import Cut, CutKind, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, is_composite, runs_on
 from ..store.reader import Index
 from .gpu_families import Template, functor_loc, is_library, library_edges, templates
 from .graph import graph
 from .nodes import CPP_KINDS, symbol_id
 from .op_edges import kernel_of
-from .stub_uses import uses_in
+from .stub_uses import stub_uses_from
 from .walk import Step, down
 
 MAX_DEPTH = 6
 FAN_OUT = 40
 MAX_NODES = 1500
+HOPS = 1  # calls through the dispatcher followed per chain below a kernel (Note [Calls through the dispatcher])
 OP_KINDS = frozenset({EdgeKind.KERNEL, EdgeKind.OP_CALL, EdgeKind.BACKWARD})  # between ops, and op -> kernel
 CPP_WALK_KINDS = frozenset({EdgeKind.CALL, EdgeKind.STUB_CALL, EdgeKind.STUB_KERNEL})  # below a kernel
+# Below a kernel, a call through the dispatcher (at::angle_out in angle's CUDA kernel) runs the called op's kernel
+# for CUDA (Note [Calls through the dispatcher]).
+REACH_KINDS = CPP_WALK_KINDS | {EdgeKind.DISPATCH_CALL, EdgeKind.KERNEL}
 GPU_BACKENDS = ("CUDA", "HIP")
 _CUDA_SOURCES = (".cu", ".cuh")
 
@@ -68,6 +81,11 @@ class GpuReach:
     launches: list[KernelLaunch] = field(default_factory=list)
     cuts: list[Cut] = field(default_factory=list)
     libraries: list[LibraryCall] = field(default_factory=list)
+    # What the walk covered, for an answer that finds nothing (Note [No device work] in query/cuda.py): the
+    # functions walked, the kernels for CUDA it started from (op walks) and the calls it could not resolve.
+    walked: int = 0
+    entries: list[Edge] = field(default_factory=list)
+    unresolved: list[tuple[str, str]] = field(default_factory=list)  # (call as written, the caller's file)
 
 
 def _gpu_edge(e: Edge) -> bool:
@@ -82,12 +100,15 @@ def _gpu_edge(e: Edge) -> bool:
 def runs_for_cuda(edges: list[Edge], start: bool) -> list[Edge]:
     """An op's edges that run for CUDA tensors: a CUDA kernel of its own wins over its composite kernel (which,
     and whose op calls, then serve the other backends only); an op reached from dense code runs its dense CUDA
-    kernel, not its NestedTensorCUDA / SparseCUDA ones."""
+    kernel, not its NestedTensorCUDA / SparseCUDA ones (unless it has no dense kernel at all)."""
     own = any(e.kind is EdgeKind.KERNEL and e.key in GPU_BACKENDS for e in edges)
+    # an op with only sparse / nested CUDA kernels (_coalesce: SparseCUDA) is reached only by code holding such
+    # tensors (coalesce -> at::_coalesce): those kernels are what runs
+    dense = any(e.kind is EdgeKind.KERNEL and (e.key in GPU_BACKENDS or is_composite(e.key)) for e in edges)
     out = []
     for e in edges:
-        if e.kind is EdgeKind.KERNEL and (own and is_composite(e.key) or
-                                          not start and not (e.key in GPU_BACKENDS or is_composite(e.key))):
+        if e.kind is EdgeKind.KERNEL and (own and is_composite(e.key) or not start and dense and
+                                          not (e.key in GPU_BACKENDS or is_composite(e.key))):
             continue
         if e.kind is EdgeKind.OP_CALL and own:
             continue
@@ -102,6 +123,8 @@ def in_cuda_source(node: Node) -> bool:
 
 def gpu_rank(e: Edge) -> int:
     """Which edges of a node the GPU walk keeps first when it has more than FAN_OUT."""
+    if e.kind is EdgeKind.DISPATCH_CALL:
+        return 2  # another op, through the dispatcher: after the calls into CUDA sources
     if e.kind is not EdgeKind.CALL:
         return 0  # registrations, stub calls, op calls, backward: the structure of the op
     if e.how.is_candidate or e.how.is_declaration:
@@ -109,35 +132,53 @@ def gpu_rank(e: Edge) -> int:
     return 1 if in_cuda_source(e.dst) else 2
 
 
-def gpu_reach(ix: Index, node: Node, depth: int = MAX_DEPTH) -> GpuReach:
+def gpu_reach(ix: Index, node: Node, depth: int = MAX_DEPTH, hops: int = HOPS) -> GpuReach:
     """The launches a C++ function (or a DispatchStub) reaches within ``depth`` calls: its calls and the CUDA
     registrations of the stubs it calls. Memoised per node, depth and index version: every op whose kernel it is
     shares it, and trace's GPU lines for a kernel are this walk."""
-    memo: dict[tuple[NodeKind, str, int], GpuReach] = ix.cached("gpu_reach", dict)
-    key = (node.kind, node.key, depth)
+    memo: dict[tuple[NodeKind, str, int, int], GpuReach] = ix.cached("gpu_reach", dict)
+    key = (node.kind, node.key, depth, hops)
     if key not in memo:
-        memo[key] = _reach(ix, node, depth)
+        memo[key] = _reach(ix, node, depth, hops)
     return memo[key]
 
 
-def _reach(ix: Index, start: Node, depth: int) -> GpuReach:
+def _reach(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:
     g = graph(ix)
 
     def edges(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
-        # Only the kinds the walk asks for: at its last level, the free ones (walk.py never computes the others);
-        # with the stubs a function passes on, found in the text (Note [Stub uses]: cumsum_out's cumsum_stub).
-        out = g.out(node, [k for k in kinds if k in CPP_WALK_KINDS])
-        out += uses_in(ix, node) if EdgeKind.STUB_CALL in kinds else []
-        return [e for e in out if _gpu_edge(e)]
+        # Only the kinds the walk asks for: at its last level, the free ones (walk.py never computes the others).
+        if node.kind is NodeKind.OP:  # reached through the dispatcher: its kernel for CUDA
+            return runs_for_cuda([e for e in g.out(node, [EdgeKind.KERNEL]) if _gpu_edge(e)], False)
+        out = [e for e in g.out(node, [k for k in kinds if k in REACH_KINDS and k is not EdgeKind.KERNEL])
+               if _gpu_edge(e)]
+        if EdgeKind.STUB_CALL in kinds:  # and the stubs it hands on to a helper that calls them (Note [Stub uses])
+            have = {e.dst.key for e in out if e.kind is EdgeKind.STUB_CALL}
+            out += [e for e in stub_uses_from(ix, node) if e.dst.key not in have]
+        return out
 
-    # The call into a library function is the answer (Note [Libraries]); the walk goes on into the library's
-    # code in the tree only for the kernels it launches there (flash attention's run_flash_fwd: kernel<<<>>>),
-    # never for the library calls inside it (at::cuda::blas::gemm's cublasSgemm).
-    walk = down([start], edges, CPP_WALK_KINDS, depth, fan_out=FAN_OUT, max_nodes=MAX_NODES,
-                follow=lambda s: s.node.kind is not NodeKind.GPU_KERNEL, rank=gpu_rank)
+    left: list[Node] = []
+
+    def follow(s: Step) -> bool:
+        # The call into a library function is the answer (Note [Libraries]); the walk goes on into the library's
+        # code in the tree only for the kernels it launches there (flash attention's run_flash_fwd: kernel<<<>>>),
+        # never for the library calls inside it (at::cuda::blas::gemm's cublasSgemm). One call through the
+        # dispatcher per chain (Note [Calls through the dispatcher]): the ops that op calls in turn are kept as
+        # reached, not walked from, and named as a cut (cuda_kernels of that op goes on).
+        if s.node.kind is NodeKind.GPU_KERNEL:
+            return False
+        if s.node.kind is NodeKind.OP and \
+                sum(e.kind is EdgeKind.DISPATCH_CALL for e in s.chain()) > hops:
+            left.append(s.node)
+            return False
+        return True
+
+    walk = down([start], edges, REACH_KINDS, depth, fan_out=FAN_OUT, max_nodes=MAX_NODES, follow=follow,
+                rank=gpu_rank)
     launchers: list[tuple[Node, list[Edge]]] = [(start, [])] if start.kind in CPP_KINDS else []
     launchers += [(s.node, s.chain()) for s in walk.steps if s.node.kind in CPP_KINDS]
-    reach = GpuReach(start, cuts=walk.cuts)
+    cuts = walk.cuts + ([Cut(CutKind.LEVEL, left[0], len(left), 1)] if left else [])
+    reach = GpuReach(start, cuts=cuts, walked=sum(not is_library(n) for n, _ in launchers))
     for node, chain in launchers:
         inside = is_library(node) or any(is_library(e.dst) for e in chain)  # a library's own code
         for e in g.out(node, [EdgeKind.LAUNCH]):
@@ -149,6 +190,8 @@ def _reach(ix: Index, start: Node, depth: int) -> GpuReach:
         if not inside:
             calls = g.out(node, [EdgeKind.CALL, EdgeKind.UNRESOLVED])
             reach.libraries += [LibraryCall(lib, e, chain, False) for lib, e in library_edges(calls)]
+            reach.unresolved += [(e.written or e.dst.label, node.loc.path if node.loc else "") for e in calls
+                                 if e.kind is EdgeKind.UNRESOLVED and e.how is EdgeHow.DIRECT]
     return reach
 
 
@@ -158,20 +201,20 @@ def _launches(ix: Index, node: Node) -> tuple[list[Edge], list[tuple[str, Edge]]
     return [launch.site for launch in reach.launches], [(lib.library, lib.site) for lib in reach.libraries]
 
 
-def gpu_walk(ix: Index, start: Node) -> GpuReach:
+def gpu_walk(ix: Index, start: Node, depth: int = MAX_DEPTH, hops: int = HOPS) -> GpuReach:
     """The launches reached from ``start``: from an op, through its kernels for keys that run on CUDA, the ops its
     composite kernels call and its backward, each kernel's ``gpu_reach`` (with the levels left: depth counts every
     call from the op, composite calls and backward included); from a C++ function or a stub, its own
     ``gpu_reach``. Memoised per start and index version."""
     if start.kind is not NodeKind.OP:
-        return gpu_reach(ix, start)
-    memo: dict[str, GpuReach] = ix.cached("gpu_walks", dict)
-    if start.key not in memo:
-        memo[start.key] = _op_walk(ix, start)
-    return memo[start.key]
+        return gpu_reach(ix, start, depth, hops)
+    memo: dict[tuple[str, int, int], GpuReach] = ix.cached("gpu_walks", dict)
+    if (start.key, depth, hops) not in memo:
+        memo[(start.key, depth, hops)] = _op_walk(ix, start, depth, hops)
+    return memo[(start.key, depth, hops)]
 
 
-def _op_walk(ix: Index, start: Node) -> GpuReach:
+def _op_walk(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:
     g = graph(ix)
 
     def edges(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
@@ -187,7 +230,7 @@ def _op_walk(ix: Index, start: Node) -> GpuReach:
         return not (s.edge.kind is EdgeKind.BACKWARD and s.parent is not None and
                     any(e.kind is EdgeKind.BACKWARD for e in s.parent.chain()))
 
-    walk = down([start], edges, OP_KINDS, MAX_DEPTH, fan_out=FAN_OUT, max_nodes=MAX_NODES, follow=follow,
+    walk = down([start], edges, OP_KINDS, depth, fan_out=FAN_OUT, max_nodes=MAX_NODES, follow=follow,
                 rank=gpu_rank)
     out = GpuReach(start, cuts=list(walk.cuts))
     base = start.key.split(".", 1)[0]
@@ -196,8 +239,12 @@ def _op_walk(ix: Index, start: Node) -> GpuReach:
             continue
         chain = s.chain()
         backward = any(e.kind is EdgeKind.BACKWARD for e in chain)
-        reach = gpu_reach(ix, s.node, MAX_DEPTH - s.depth)  # depth counts every call from the op
+        reach = gpu_reach(ix, s.node, depth - s.depth, hops)  # depth counts every call from the op
         out.cuts += reach.cuts
+        out.walked += reach.walked
+        out.unresolved += reach.unresolved
+        if s.edge.kind is EdgeKind.KERNEL:
+            out.entries.append(s.edge)
         out.launches += [replace(launch, chain=chain + launch.chain, backward=backward,
                                  via=other_op(ix, base, chain + launch.chain)) for launch in reach.launches]
         out.libraries += [replace(lib, chain=chain + lib.chain, backward=backward,
@@ -210,7 +257,7 @@ def other_op(ix: Index, base: str, chain: list[Edge]) -> str:
     else the first other op on the way: one its composite kernel or formula calls through the dispatcher, or one
     whose kernel a C++ function calls directly (at::native::copy_ from addmm's code: copy_'s launches)."""
     for e in chain:
-        if e.kind in (EdgeKind.OP_CALL, EdgeKind.BACKWARD) and e.dst.kind is NodeKind.OP:
+        if e.kind in (EdgeKind.OP_CALL, EdgeKind.BACKWARD, EdgeKind.DISPATCH_CALL) and e.dst.kind is NodeKind.OP:
             other = e.dst.key.split(".", 1)[0]
             if other.rstrip("_") != base.rstrip("_"):
                 return other

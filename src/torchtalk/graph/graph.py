@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..model import Edge, EdgeKind, Node
 from ..store.reader import Index
-from . import cpp_edges, op_edges, py_calls, py_edges, stub_uses, stubs
+from . import cpp_edges, op_edges, op_refs, py_calls, py_edges, stub_uses, stubs
 from .py_calls import PyContext
 
 Rule = Callable[[Index, Node], list[Edge]]
@@ -49,9 +49,16 @@ def _stub_callers(ix: Index, node: Node) -> list[Edge]:
     return cpp_edges.stub_callers(ix, node) or stub_uses.stub_uses(ix, node)
 
 
+def _dispatch_calls(ix: Index, node: Node) -> list[Edge]:
+    """The recorded calls of ops of a C++ function, and the op functions it hands on (Note [Op references])."""
+    recorded = [e for e in cpp_edges.out_edges(ix, node) if e.kind is EdgeKind.DISPATCH_CALL]
+    have = {e.dst.key for e in recorded}
+    return recorded + [e for e in op_refs.op_refs(ix, node) if e.dst.key not in have]
+
+
 OUT: dict[EdgeKind, Rule | InContext] = {
     EdgeKind.CALL: _cpp_out(EdgeKind.CALL),
-    EdgeKind.DISPATCH_CALL: _cpp_out(EdgeKind.DISPATCH_CALL),
+    EdgeKind.DISPATCH_CALL: _dispatch_calls,
     EdgeKind.STUB_CALL: _cpp_out(EdgeKind.STUB_CALL),
     EdgeKind.LAUNCH: _cpp_out(EdgeKind.LAUNCH),
     EdgeKind.UNRESOLVED: _cpp_out(EdgeKind.UNRESOLVED),

@@ -7,9 +7,11 @@ stub. The file that defines the stub (``DEFINE_DISPATCH``) is where its kernels 
 called from, so that file's text is searched for the stub's name, and each hit
 belongs to the innermost definition around it. graph.py's INTO rule for STUB_CALL uses
 this only for a stub no recorded call site reaches; every edge it makes says how it was
-found (``EdgeHow.TEXT``). The GPU walk (gpu.py) reads the same edges from the function's side (``uses_in``),
-so a walk down from TORCH_IMPL_FUNC(cumsum_out) reaches cumsum_stub and its CUDA kernel as a walk up finds it;
-``calls`` lists recorded calls only (a public case keeps cumsum_cuda_kernel out of calls("cumsum_out")).
+found (``EdgeHow.TEXT``). The GPU walk (gpu.py) reads the same text the other way (``stub_uses_from``):
+the stubs a function's body names in the file that defines them, and does not call where a call site is
+recorded (``angle_out`` handing ``angle_stub`` to ``unary_op_impl_with_complex_to_float_out``,
+``all_all_out`` handing ``and_stub`` to ``allany_impl``), so a walk down from an op's kernel reaches the
+stub's CUDA kernel. ``calls`` keeps to the calls a function makes (the stub is called one level deeper).
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from pathlib import Path
 from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, RegistrationKind
 from ..store.codec import rows_facts
 from ..store.reader import Index
-from .cpp_edges import stub_callers
 from .nodes import cpp_node, stub_node, symbol_id
 from .stubs import stub_declared
 from .symbols import SYMBOL_COLS, symbol
@@ -67,22 +68,48 @@ def _uses(ix: Index, root: Path, node: Node) -> list[Edge]:
     return out
 
 
-def uses_in(ix: Index, node: Node) -> list[Edge]:
-    """The STUB_CALL edges ``stub_uses`` finds out of ``node``: the stubs its file defines that no recorded call
-    reaches and whose name its body writes."""
+def stub_uses_from(ix: Index, node: Node) -> list[Edge]:
+    """STUB_CALL edges out of a C++ function found in the source text (Note [Stub uses]): the stubs its file
+    defines that its body names (the innermost definition around each hit)."""
+    root = ix.source_root
     sid = symbol_id(node)
-    sym = symbol(ix, sid) if sid is not None and node.kind is NodeKind.CPP_FUNCTION else None
-    if sym is None:
+    sym = symbol(ix, sid) if sid is not None and root is not None else None
+    if sym is None or sym.loc is None or root is None:
         return []
-    memo: dict[str, dict[str, list[Edge]]] = ix.cached("stub_uses_by_file", dict)
-    if sym.path not in memo:  # the text-found uses of the stubs this file defines, by function (once a file)
-        by_fn: dict[str, list[Edge]] = {}
-        for (name,) in ix.q("SELECT DISTINCT r.name FROM cpp_registration r JOIN files f ON f.id = r.file_id "
-                            "WHERE r.kind = ? AND f.path = ? ORDER BY r.name",
-                            (RegistrationKind.DEFINE_DISPATCH.value, sym.path)):
-            stub = stub_node(name, stub_declared(ix, name))
-            if not stub_callers(ix, stub):
-                for e in stub_uses(ix, stub):
-                    by_fn.setdefault(e.src.key, []).append(e)
-        memo[sym.path] = by_fn
-    return memo[sym.path].get(node.key, [])
+    memo: dict[str, dict[int, list[Edge]]] = ix.cached("stub_uses_from", dict)
+    path = sym.loc.path
+    if path not in memo:
+        memo[path] = _uses_in_file(ix, root, path)
+    return memo[path].get(sym.id, [])
+
+
+def _uses_in_file(ix: Index, root: Path, path: str) -> dict[int, list[Edge]]:
+    rows = ix.q("SELECT DISTINCT r.name, r.file_id FROM cpp_registration r JOIN files f ON f.id = r.file_id "
+                "WHERE r.kind = ? AND f.path = ?", (RegistrationKind.DEFINE_DISPATCH.value, path))
+    if not rows:
+        return {}
+    names = sorted({name for name, _fid in rows}, key=len, reverse=True)
+    pat = re.compile(r"\b(" + "|".join(re.escape(n) for n in names) + r")\b")
+    try:
+        lines = (root / path).read_text(encoding="utf-8", errors="replace").split("\n")
+    except OSError:
+        return {}
+    syms: list[CppSymbol] = rows_facts(CppSymbol, ix.q(
+        f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE file_id = ? AND is_definition", (rows[0][1],)), ix.paths())
+    out: dict[int, list[Edge]] = {}
+    seen: set[tuple[int, str]] = set()
+    for n, text in enumerate(lines, 1):
+        if _SKIP.search(text) or text.lstrip().startswith("//"):
+            continue
+        for m in pat.finditer(text):
+            around = [s for s in syms if s.line <= n <= s.end_line]
+            if not around:
+                continue
+            sym = min(around, key=lambda s: s.end_line - s.line)
+            if (sym.id, m.group(1)) in seen:
+                continue
+            seen.add((sym.id, m.group(1)))
+            stub = stub_node(m.group(1), stub_declared(ix, m.group(1)))
+            out.setdefault(sym.id, []).append(Edge(cpp_node(sym), stub, EdgeKind.STUB_CALL, Loc(path, n), note=NOTE,
+                                                   how=EdgeHow.TEXT, written=m.group(1)))
+    return out

@@ -51,7 +51,8 @@ from . import progress as progress_mod
 POOL_START_TIMEOUT_S = 60.0  # for all workers to start; one that takes longer is then waited for by the pool
 
 # Bump when extractors change what they produce: an index from another version is rebuilt.
-# x14: a kernel held in a local variable and launched, a local given &f and called, Functor<T>()(args) (s29-gpuk); x13: a temporary functor's call (T{}(x)) and the functor passed to a launch family; x12: Python branch arms;
+# x14: a kernel held in a local variable and launched, a local given &f and called, Functor<T>()(args);
+# x13: a temporary functor's call (T{}(x)) and the functor passed to a launch family; x12: Python branch arms;
 # x11: raise sites; x10: canonical ids
 INDEXER_VERSION = f"{__version__}+x14"
 

@@ -15,10 +15,16 @@ Note [Libraries]
 A call into a GPU library is recognised by its namespace or its C API prefix, as written at the
 call site or as the callee's qualified name: ``at::cuda::blas::gemm`` (cuBLAS), ``cublasLt...``,
 ``cusolverDn...`` / ``magma_...``, ``cufftExec...``, ``cudnn...``, ``cusparse...``, ``cub::`` /
-``at::cuda::cub::`` / ``thrust::``, and the flash / memory-efficient attention entry points.
+``at::cuda::cub::`` / ``thrust::``, and the flash / memory-efficient attention entry points. The CUDA
+runtime (``cudaMemcpyAsync``, ``cudaMemsetAsync``, ``cudaStreamSynchronize``: the C API's ``cuda``
+prefix) and the caching allocator (``c10::cuda::CUDACachingAllocator::``) are libraries too: an op
+whose only GPU work is a copy, a fill of memory or a synchronisation (``_local_scalar_dense``,
+``record_stream``) is answered by that call with its site.
 """
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 # Calls whose callable argument is the device code (Note [Launch families]).
 LAUNCH_FAMILIES = frozenset({
@@ -50,6 +56,12 @@ LIBRARIES: tuple[tuple[str, str], ...] = (
     ("CUB", "at::cuda::cub::"), ("CUB", "cuda::cub::"), ("CUB", "cub::"),
     ("Thrust", "thrust::"),
     ("cuRAND", "curand"),
+    # the CUDA runtime's calls that do device work (copies, fills, allocation, synchronisation), not its queries
+    *(("CUDA runtime", f"{rt}{call}") for rt in ("cuda", "hip")
+      for call in ("Memcpy", "Memset", "Malloc", "Free", "StreamSynchronize", "DeviceSynchronize",
+                   "EventSynchronize", "StreamWaitEvent")),
+    ("CUDA caching allocator", "c10::cuda::CUDACachingAllocator::"),
+    ("CUDA caching allocator", "cuda::CUDACachingAllocator::"), ("CUDA caching allocator", "CUDACachingAllocator::"),
     ("jiterator (NVRTC)", "at::cuda::jit::"), ("jiterator (NVRTC)", "cuda::jit::"), ("NVRTC", "nvrtc"),
     ("CUTLASS", "cutlass::"),
     ("FlashAttention", "pytorch_flash::"), ("FlashAttention", "flash::"),
@@ -58,6 +70,7 @@ LIBRARIES: tuple[tuple[str, str], ...] = (
 _BY_LENGTH = sorted(LIBRARIES, key=lambda lp: -len(lp[1]))
 
 
+@lru_cache(maxsize=1 << 16)  # asked for every call the GPU walk passes: the same names over and over
 def library_of(name: str) -> str | None:
     """The library a qualified name or a call as written belongs to (Note [Libraries]), or None.
 
@@ -70,6 +83,8 @@ def library_of(name: str) -> str | None:
             if text.startswith(prefix) or (prefix.count("::") > 1 and f"::{prefix}" in f"::{text}"):
                 return lib
         # a C API: cudnnConvolutionForward, magma_dgesv; not cudnn_is_acceptable (ATen's own)
-        elif text.startswith(prefix) and (prefix.endswith("_") or text[len(prefix):][:1].isupper()):
+        # (or the whole name, or a digit next: cudaMemcpy, cudaMemcpy2DAsync)
+        elif text.startswith(prefix) and (prefix.endswith("_") or not text[len(prefix):].rstrip("(") or
+                                          text[len(prefix):][:1].isupper() or text[len(prefix):][:1].isdigit()):
             return lib
     return None

@@ -5,21 +5,32 @@ walk): its kernels for keys that run on CUDA, its composite calls and backward, 
 CUDA stub registrations down to ``<<<>>>`` launches and launch helpers (gpu_kernel & kin).
 Each kernel keeps the chain from the op, and whether it was reached through the backward;
 what the walk's limits left out is named with the call that shows it.
+
+Note [No device work]: an op whose complete walk (no cut, every kernel for CUDA resolved) reaches no
+``<<<>>>`` launch, launch family, GPU library or CUDA runtime call (a view, metadata or host-side op:
+``alias``, ``sparse_dim``, ``q_scale``) is answered by saying so, with what the walk covered (its
+kernels for CUDA, the functions walked, the calls it could not resolve). Where the walk was cut, or a
+kernel's definition is not indexed, or a call it could not resolve names a function of its caller's own
+file (``KronImpl(self, other).kron()``), the answer says that nothing was found and why it is not complete.
+When nothing is found within MAX_DEPTH and HOPS calls through the dispatcher and only those limits cut
+the walk, it looks again NOTHING_DEPTH deep through NOTHING_HOPS such calls (what it finds there is the
+answer; if it finds nothing and is not cut, the walk is complete).
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
 from ..graph import graph
-from ..graph.gpu import MAX_DEPTH, gpu_walk
+from ..graph.gpu import GPU_BACKENDS, HOPS, MAX_DEPTH, GpuReach, gpu_walk, runs_for_cuda
 from ..graph.gpu import KernelLaunch as KernelLaunch  # re-exported: render reads the results
 from ..graph.gpu import LibraryCall as LibraryCall
 from ..graph.nodes import cpp_node, symbol_id
 from ..graph.registry import registry
 from ..graph.symbols import SYMBOL_COLS, gpu_kernels_named, has_cpp, symbol, to_symbol
-from ..model import CppSymbol, Cut, EdgeKind, Node, NodeKind, SymbolKind
+from ..model import CppSymbol, Cut, CutKind, EdgeKind, Node, NodeKind, SymbolKind, is_composite
 from ..store.reader import Index
 from .args import clean_text
 from .cuts import gpu_cuts
@@ -50,6 +61,7 @@ class CudaKernelsResult:
     summary: dict[str, object] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     cuts: list[Cut] = field(default_factory=list)  # what the walk left out, with the call that shows it
+    no_device_work: str = ""  # a complete walk found no device work: what it covered (Note [No device work])
 
 
 def _rank(launch: KernelLaunch | LibraryCall) -> tuple[bool, bool]:
@@ -64,28 +76,38 @@ class _Merged:
     helpers: list[KernelLaunch] = field(default_factory=list)
     libraries: list[LibraryCall] = field(default_factory=list)
     cuts: list[Cut] = field(default_factory=list)
+    reaches: list[GpuReach] = field(default_factory=list)
 
 
-def _merged(ix: Index, starts: list[Node]) -> _Merged:
+def _merged(ix: Index, starts: list[Node], depth: int = MAX_DEPTH, hops: int = HOPS) -> _Merged:
     """The GPU walk of each start (graph/gpu.py, the one trace reads too), merged: a launch site reached from
     several starts is listed once, with its best-ranked chain (_rank)."""
     out = _Merged()
     kernels, helpers = out.kernels, out.helpers
     seen: set[tuple[str, str, int]] = set()
     cuts: list[Cut] = []
-    reaches = [gpu_walk(ix, start) for start in starts]
+    reaches = out.reaches = [gpu_walk(ix, start, depth, hops) for start in starts]
     for reach in reaches:
         cuts += reach.cuts
     libs: dict[tuple[str, str], LibraryCall] = {}
     for lib in sorted((lib for r in reaches for lib in r.libraries), key=_rank):
-        libs.setdefault((str(lib.site.site), lib.site.written or lib.site.dst.key), lib)
+        key = (str(lib.site.site), lib.site.written or lib.site.dst.key)
+        if key not in libs or _rank(lib) == _rank(libs[key]) and len(lib.chain) < len(libs[key].chain):
+            libs[key] = lib  # placed where first reached, with the shortest of its best-ranked chains
     out.libraries = list(libs.values())
-    for launch in sorted((launch for r in reaches for launch in r.launches), key=_rank):
+    launches = sorted((launch for r in reaches for launch in r.launches), key=_rank)
+    shortest: dict[tuple[str, str, int], KernelLaunch] = {}
+    for launch in launches:  # a site reached both through an op call and a call through the dispatcher
+        w = (launch.site.src.key, launch.site.dst.key, launch.site.site.line if launch.site.site else 0)
+        if w not in shortest or _rank(launch) == _rank(shortest[w]) and len(launch.chain) < len(shortest[w].chain):
+            shortest[w] = launch
+    for launch in launches:
         e = launch.site
         where = (e.src.key, e.dst.key, e.site.line if e.site else 0)
         if where in seen:
             continue
         seen.add(where)
+        launch = shortest[where]
         sid = symbol_id(e.dst)
         if sid is None:  # a launch helper's functor or lambda
             helpers.append(launch)
@@ -142,14 +164,68 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
         starts = [targets[0].node]
         matched = f"{'DispatchStub' if targets[0].is_stub else 'function'} {targets[0].node}"
     m = _merged(ix, starts)
+    if not m.kernels and not m.helpers and not m.libraries and m.cuts and \
+            all(c.kind in (CutKind.DEPTH, CutKind.LEVEL) for c in m.cuts):  # nothing found: look further once
+        m = _merged(ix, starts, NOTHING_DEPTH, NOTHING_HOPS)
     ordered = sorted(m.kernels.values(), key=lambda k: (*(_rank(k.launches[0]) if k.launches else (True, True)),
                                                         len(k.launches[0].chain) if k.launches else 0, k.name))
     result = CudaKernelsResult(name, matched, ordered, m.helpers, m.libraries, cuts=m.cuts)
     if not m.kernels and not m.helpers and not m.libraries:
+        result.no_device_work = _no_device_work(ix, starts, m)
+    if not m.kernels and not m.helpers and not m.libraries and not result.no_device_work:
         result.notes.append(f"No <<<>>> launch, launch family or GPU library call was found within {MAX_DEPTH} "
                             "levels of its CUDA kernels, composite calls and backward (or the op has no CUDA "
                             "kernel).")
     return result
+
+
+# How far the walk looks again when nothing was found within MAX_DEPTH and HOPS (Note [No device work]).
+NOTHING_DEPTH, NOTHING_HOPS = 16, 2
+
+
+def _no_device_work(ix: Index, starts: list[Node], m: _Merged) -> str:
+    """What a complete walk that found nothing covered (Note [No device work]), or "" when the walk is not
+    complete: a cut, an op kernel for CUDA whose definition is not indexed, or no kernel for CUDA at all."""
+    if m.cuts or any(s.kind is not NodeKind.OP for s in starts):
+        return ""
+    g = graph(ix)
+    for op in starts:
+        edges = runs_for_cuda([e for e in g.out(op, [EdgeKind.KERNEL]) if e.kind is EdgeKind.KERNEL], True)
+        if any(e.dst.kind is NodeKind.UNRESOLVED and (e.key in GPU_BACKENDS or is_composite(e.key))
+               for e in edges):
+            return ""
+    entries = list(dict.fromkeys(f"{e.dst.label} [{e.key}]" for r in m.reaches for e in r.entries))
+    if not entries:
+        return ""
+    walked = sum(r.walked for r in m.reaches)
+    calls = list(dict.fromkeys(u for r in m.reaches for u in r.unresolved))
+    if any(_defined_in(ix, name, path) for name, path in calls):
+        return ""  # a call the index could not resolve into code of the same file (KronImpl(a, b).kron()): not complete
+    unresolved = list(dict.fromkeys(name for name, _path in calls))
+    text = (f"the complete walk (no cut) from its kernels for CUDA ({', '.join(entries[:4])}"
+            f"{f' +{len(entries) - 4}' if len(entries) > 4 else ''}) through {walked} functions, its composite "
+            "calls, the ops they call through the dispatcher and its backward reaches no <<<>>> launch, launch "
+            "family, GPU library or CUDA runtime call: a view, metadata or host-side op")
+    if unresolved:
+        text += (f"; {len(unresolved)} {'call was' if len(unresolved) == 1 else 'calls were'} not resolved to a "
+                 "definition and not walked "
+                 f"({', '.join(unresolved[:5])}{', ...' if len(unresolved) > 5 else ''})")
+    return text
+
+
+def _defined_in(ix: Index, written: str, path: str) -> bool:
+    """Whether a call the walk could not resolve is a method of a class of its caller's own file, on an object of
+    that class (``KronImpl(self, other).kron``; not ``NullType::singleton`` on a template parameter)."""
+    name = written.replace("->", ".").replace("::", ".").split(".")[-1].split("<")[0].strip("() ")
+    head = re.match(r"[A-Za-z_]\w*", written)
+    if not name.isidentifier() or not path or head is None or head.group() == name:
+        return False
+    fid = ix.one("SELECT id FROM files WHERE path = ?", (path,))
+    if fid is None or not ix.one("SELECT count(*) FROM cpp_class WHERE name = ? AND file_id = ?",
+                                 (head.group(), fid[0]))[0]:
+        return False
+    return bool(ix.one("SELECT count(*) FROM cpp_symbol s JOIN files f ON f.id = s.file_id WHERE s.name = ? AND "
+                  "f.path = ? AND s.is_definition", (name, path))[0] > 0)
 
 
 def _kernel_by_name(ix: Index, name: str, defs: list[CppSymbol]) -> CudaKernelsResult:

@@ -229,6 +229,8 @@ def render_cuda(r: CudaKernelsResult) -> str:
         return "\n".join(out)
     out = [f"# GPU kernels for {r.query} ({r.matched}): {len(r.kernels)} __global__ kernels, "
            f"{len(r.helpers)} launch-family calls, {len(r.libraries)} library calls"]
+    if r.no_device_work:
+        out.append(f"No device work: {r.no_device_work}.")
     # Sections in rank order: the one whose best entry is the op's own forward code first (the budget cuts
     # from the end).
     shows = f"{STRUCTURED} of {tool_call('cuda_kernels', r.query)}"
