@@ -279,6 +279,8 @@ def main() -> int:
     ap.add_argument("--skip-nocodegen", action="store_true", help="skip the index run without the generated layer")
     ap.add_argument("--index-only", action="store_true",
                     help="only ctags and the full index, back to back (their ratio; skips everything else)")
+    ap.add_argument("--keep-index", type=Path, metavar="FILE",
+                    help="with --index-only: copy the full index's database to FILE (to compare two builds' tables)")
     args = ap.parse_args()
     src = Path(args.source).resolve()
     rows: list[tuple[str, str, str]] = []
@@ -306,11 +308,15 @@ def main() -> int:
         ctags = baseline_ctags(tree, tmp)
 
         if args.index_only:
+            load_before = os.getloadavg()[0]
             dt, peak, _, _ = tt(["index", "--source", str(tree), "--progress", "never"], env, measure_rss=True)
             add("full index (s)", dt, f"{dt / ctags:.1f}x ctags -R ({ctags:.1f}s)" if ctags else "ctags not installed")
             add("full index peak RSS, all processes (MB)", f"{peak / 2**20:.0f}")
             add("per stage (s)", meta(cache, "layer_seconds"))
-            add("load average (1 min) after", f"{os.getloadavg()[0]:.1f}")
+            add("CPU per stage (s)", meta(cache, "stage_cpu_seconds") or "not recorded by this version")
+            add("load average (1 min) before / after", f"{load_before:.1f} / {os.getloadavg()[0]:.1f}")
+            if args.keep_index:
+                shutil.copy(next(cache.glob("trees/*/index.db")), args.keep_index)
             return _table(rows)
 
         # The op-registry layer alone: a tree holding only the three YAML files.
@@ -336,6 +342,7 @@ def main() -> int:
         db = next(cache.glob("trees/*/index.db"))
         add("index file size (MB)", f"{db.stat().st_size / 2**20:.0f}")
         add("per stage (s)", meta(cache, "layer_seconds"))
+        add("CPU per stage (s)", meta(cache, "stage_cpu_seconds") or "not recorded by this version")
         add("generated layer", f"{meta(cache, 'codegen_status')}; generators {meta(cache, 'codegen_cpu_seconds')}s CPU")
 
         dt, _, out, _ = tt(["index", "--source", str(tree), "--progress", "never"], env)
