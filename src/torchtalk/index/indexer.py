@@ -13,7 +13,6 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from .. import __version__
 from ..errors import IndexUnavailable, TorchTalkError
@@ -41,35 +40,12 @@ from ..store.db import (
 from ..store.keys import IdsExhausted
 from ..store.schema import SCHEMA_VERSION
 from . import generated
-from .pipeline import Batch, Workers
+from .pipeline import Batch, IndexReport, Workers
 
 # Bump when extractors change what they produce: an index from another version is rebuilt.
 # x13: a temporary functor's call (T{}(x)) and the functor passed to a launch family; x12: Python branch arms;
 # x11: raise sites; x10: canonical ids
 INDEXER_VERSION = f"{__version__}+x13"
-
-
-@dataclass
-class IndexReport:
-    mode: str  # "full" | "incremental" | "up-to-date"
-    reason: str
-    seconds: float
-    parsed: int = 0
-    unchanged: int = 0
-    removed: int = 0
-    skipped: list[str] = field(default_factory=list)
-    layer_seconds: dict[str, float] = field(default_factory=dict)  # wall seconds per stage
-    cpu_seconds: dict[str, float] = field(default_factory=dict)  # CPU seconds per stage, of every process
-
-    def add_cpu(self, stage: str, seconds: float) -> None:
-        self.cpu_seconds[stage] = self.cpu_seconds.get(stage, 0.0) + seconds
-
-    def summary(self) -> str:
-        if self.mode == "up-to-date":
-            return f"index is up to date ({self.seconds:.2f}s)"
-        extra = f", {len(self.skipped)} skipped" if self.skipped else ""
-        return (f"{self.mode} index: {self.parsed} files parsed, {self.removed} removed{extra} "
-                f"in {self.seconds:.1f}s ({self.reason})")
 
 
 def _existing_state(tree: SourceTree) -> tuple[dict[str, tuple] | None, str, dict[str, str]]:

@@ -12,7 +12,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 from ..extract.worker import Result, Task, run_task
 from ..model import FileStatus, Layer
@@ -21,10 +21,30 @@ from ..source.files import FileEntry
 from ..store.db import IndexWriter
 from . import progress as progress_mod
 
-if TYPE_CHECKING:
-    from .indexer import IndexReport
-
 POOL_START_TIMEOUT_S = 60.0  # for all workers to start; one that takes longer is then waited for by the pool
+
+
+@dataclass
+class IndexReport:
+    mode: str  # "full" | "incremental" | "up-to-date"
+    reason: str
+    seconds: float
+    parsed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    skipped: list[str] = field(default_factory=list)
+    layer_seconds: dict[str, float] = field(default_factory=dict)  # wall seconds per stage
+    cpu_seconds: dict[str, float] = field(default_factory=dict)  # CPU seconds per stage, of every process
+
+    def add_cpu(self, stage: str, seconds: float) -> None:
+        self.cpu_seconds[stage] = self.cpu_seconds.get(stage, 0.0) + seconds
+
+    def summary(self) -> str:
+        if self.mode == "up-to-date":
+            return f"index is up to date ({self.seconds:.2f}s)"
+        extra = f", {len(self.skipped)} skipped" if self.skipped else ""
+        return (f"{self.mode} index: {self.parsed} files parsed, {self.removed} removed{extra} "
+                f"in {self.seconds:.1f}s ({self.reason})")
 
 
 class Workers:
