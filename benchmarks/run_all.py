@@ -272,13 +272,44 @@ def baseline_rg(tree: Path) -> list[tuple[str, float, int]]:
     return out
 
 
+# (label, file, text, replacement): one edit each, refreshed after it.
+REFRESHES = [
+    ("refresh: one .cpp (s)", "aten/src/ATen/native/Activation.cpp", "namespace at::native {",
+     "namespace at::native {\n// touched by the benchmark\n"),
+    ("refresh: one .cu (s)", "aten/src/ATen/native/cuda/Indexing.cu", "namespace at::native {",
+     "namespace at::native {\n// touched by the benchmark\n"),
+    ("refresh: one .py (s)", "torch/nn/modules/linear.py", "class Linear(Module):",
+     "# touched by the benchmark\nclass Linear(Module):"),
+    ("refresh: one YAML line (s)", "aten/src/ATen/native/native_functions.yaml", "    MPS: relu_mps",
+     "    MPS: relu_mps_bench"),
+]
+
+
+def _refreshes(tree: Path, env: dict, add, edits: list[tuple[str, str, str, str]]) -> None:
+    """A no-op refresh, then one refresh after each edit."""
+    db = next(Path(env["TORCHTALK_CACHE_DIR"]).glob("trees/*/index.db"))
+    dt, _, out, _ = tt(["index", "--source", str(tree), "--progress", "never"], env)
+    add("no-op refresh (s)", dt, out.split("(")[0].strip())
+    for label, rel, old, new in edits:
+        edit(tree / rel, old, new)
+        dt, _, out, published = tt(["index", "--source", str(tree), "--progress", "never"], env, watch=db)
+        if published is not None and published < dt - 0.5:
+            # A YAML edit re-runs the generators: the edit is answerable once the first version lands.
+            add(label, published, f"{out.split(' in ')[0]}; generated layer caught up after {dt:.1f}s")
+        else:
+            add(label, dt, out.split(" in ")[0])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--source", required=True, help="a PyTorch source tree (not modified)")
     ap.add_argument("--calls", type=int, default=500, help="calls in the latency mix (default 500)")
     ap.add_argument("--skip-nocodegen", action="store_true", help="skip the index run without the generated layer")
     ap.add_argument("--index-only", action="store_true",
-                    help="only ctags and the full index, back to back (their ratio; skips everything else)")
+                    help="only ctags and the full index, back to back (their ratio), then a no-op refresh and "
+                         "one after editing a .cpp and a .py (skips everything else)")
+    ap.add_argument("--keep-index", type=Path, metavar="FILE",
+                    help="with --index-only: copy the full index's database to FILE (to compare two builds' tables)")
     args = ap.parse_args()
     src = Path(args.source).resolve()
     rows: list[tuple[str, str, str]] = []
@@ -306,11 +337,16 @@ def main() -> int:
         ctags = baseline_ctags(tree, tmp)
 
         if args.index_only:
+            load_before = os.getloadavg()[0]
             dt, peak, _, _ = tt(["index", "--source", str(tree), "--progress", "never"], env, measure_rss=True)
             add("full index (s)", dt, f"{dt / ctags:.1f}x ctags -R ({ctags:.1f}s)" if ctags else "ctags not installed")
             add("full index peak RSS, all processes (MB)", f"{peak / 2**20:.0f}")
             add("per stage (s)", meta(cache, "layer_seconds"))
-            add("load average (1 min) after", f"{os.getloadavg()[0]:.1f}")
+            add("CPU per stage (s)", meta(cache, "stage_cpu_seconds") or "not recorded by this version")
+            add("load average (1 min) before / after", f"{load_before:.1f} / {os.getloadavg()[0]:.1f}")
+            if args.keep_index:
+                shutil.copy(next(cache.glob("trees/*/index.db")), args.keep_index)
+            _refreshes(tree, env, add, [REFRESHES[0], REFRESHES[2]])
             return _table(rows)
 
         # The op-registry layer alone: a tree holding only the three YAML files.
@@ -336,28 +372,10 @@ def main() -> int:
         db = next(cache.glob("trees/*/index.db"))
         add("index file size (MB)", f"{db.stat().st_size / 2**20:.0f}")
         add("per stage (s)", meta(cache, "layer_seconds"))
+        add("CPU per stage (s)", meta(cache, "stage_cpu_seconds") or "not recorded by this version")
         add("generated layer", f"{meta(cache, 'codegen_status')}; generators {meta(cache, 'codegen_cpu_seconds')}s CPU")
 
-        dt, _, out, _ = tt(["index", "--source", str(tree), "--progress", "never"], env)
-        add("no-op refresh (s)", dt, out.split("(")[0].strip())
-
-        for label, rel, old, new in (
-            ("refresh: one .cpp (s)", "aten/src/ATen/native/Activation.cpp", "namespace at::native {",
-             "namespace at::native {\n// touched by the benchmark\n"),
-            ("refresh: one .cu (s)", "aten/src/ATen/native/cuda/Indexing.cu", "namespace at::native {",
-             "namespace at::native {\n// touched by the benchmark\n"),
-            ("refresh: one .py (s)", "torch/nn/modules/linear.py", "class Linear(Module):",
-             "# touched by the benchmark\nclass Linear(Module):"),
-            ("refresh: one YAML line (s)", "aten/src/ATen/native/native_functions.yaml", "    MPS: relu_mps",
-             "    MPS: relu_mps_bench"),
-        ):
-            edit(tree / rel, old, new)
-            dt, _, out, published = tt(["index", "--source", str(tree), "--progress", "never"], env, watch=db)
-            if published is not None and published < dt - 0.5:
-                # A YAML edit re-runs the generators: the edit is answerable once the first version lands.
-                add(label, published, f"{out.split(' in ')[0]}; generated layer caught up after {dt:.1f}s")
-            else:
-                add(label, dt, out.split(" in ")[0])
+        _refreshes(tree, env, add, REFRESHES)
 
         lat = in_process_latency(tree, cache, args.calls)
         ready, stdio, rss = asyncio.run(stdio_latency(tree, env, args.calls))

@@ -17,7 +17,8 @@ from torchtalk.model import FACT_TABLES
 from torchtalk.store.codec import codec_for_table
 
 # Meta values that say when and how fast a build ran, not what it holds.
-VOLATILE_META = frozenset({"built_at", "last_mode", "last_seconds", "layer_seconds", "codegen_cpu_seconds",
+VOLATILE_META = frozenset({"built_at", "last_mode", "last_seconds", "layer_seconds", "stage_cpu_seconds",
+                           "codegen_cpu_seconds",
                            "listed_at"})
 # SQLite's planner statistics (ANALYZE after a full build; a refresh keeps the copy's) and the FTS index's
 # internal pages (their layout depends on the order of writes; `integrity-check` and the MATCH results below

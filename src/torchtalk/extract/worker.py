@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import time
 from typing import NamedTuple
 
 from ..model import FileFacts, FileProblems, FileStatus, Layer
@@ -45,6 +46,7 @@ class Result(NamedTuple):
     status: FileStatus | None  # None: same hash as before, nothing to write
     reason: str  # why a file was skipped, or what failed in it
     facts: dict[str, list[Row]] | None
+    cpu: float = 0.0  # CPU seconds the worker spent on the file (read, hash, extract, encode)
 
 
 def extract(relpath: str, layer: Layer, data: bytes) -> FileFacts:
@@ -77,6 +79,11 @@ def extract(relpath: str, layer: Layer, data: bytes) -> FileFacts:
 
 
 def run_task(task: Task) -> Result:
+    t = time.process_time()
+    return _run_task(task)._replace(cpu=time.process_time() - t)
+
+
+def _run_task(task: Task) -> Result:
     def result(status: FileStatus | None, reason: str = "", facts: dict[str, list[Row]] | None = None) -> Result:
         return Result(task.relpath, task.layer, st.st_size, st.st_mtime_ns, digest, status, reason, facts)
 

@@ -9,19 +9,13 @@ costs one directory walk and no write at all.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import sqlite3
-import sys
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 
 from .. import __version__
 from ..errors import IndexUnavailable, TorchTalkError
-from ..extract.worker import Result, Task, run_task
-from ..model import FileStatus, Layer
-from ..procs import pool_worker_init, sigint_blocked
 from ..source.files import FileEntry, list_files
 from ..source.tree import SourceTree
 from ..store import integrity
@@ -46,34 +40,13 @@ from ..store.db import (
 from ..store.keys import IdsExhausted
 from ..store.schema import SCHEMA_VERSION
 from . import generated
-from . import progress as progress_mod
-
-POOL_START_TIMEOUT_S = 60.0  # for all workers to start; one that takes longer is then waited for by the pool
+from .pipeline import Batch, IndexReport, Workers
 
 # Bump when extractors change what they produce: an index from another version is rebuilt.
 # x14: a kernel held in a local variable and launched, a local given &f and called, Functor<T>()(args);
 # x13: a temporary functor's call (T{}(x)) and the functor passed to a launch family; x12: Python branch arms;
 # x11: raise sites; x10: canonical ids
 INDEXER_VERSION = f"{__version__}+x14"
-
-
-@dataclass
-class IndexReport:
-    mode: str  # "full" | "incremental" | "up-to-date"
-    reason: str
-    seconds: float
-    parsed: int = 0
-    unchanged: int = 0
-    removed: int = 0
-    skipped: list[str] = field(default_factory=list)
-    layer_seconds: dict[str, float] = field(default_factory=dict)
-
-    def summary(self) -> str:
-        if self.mode == "up-to-date":
-            return f"index is up to date ({self.seconds:.2f}s)"
-        extra = f", {len(self.skipped)} skipped" if self.skipped else ""
-        return (f"{self.mode} index: {self.parsed} files parsed, {self.removed} removed{extra} "
-                f"in {self.seconds:.1f}s ({self.reason})")
 
 
 def _existing_state(tree: SourceTree) -> tuple[dict[str, tuple] | None, str, dict[str, str]]:
@@ -120,28 +93,6 @@ def plan(entries: list[FileEntry], existing: dict | None, keep_prefix: str | Non
                if (old := existing.get(e.relpath)) is None or old[0] != e.size or old[1] != e.mtime_ns]
     removed = [p for p in existing if p not in current and not (keep_prefix and p.startswith(keep_prefix))]
     return changed, removed
-
-
-def _pool_map(tasks: list[Task], workers: int) -> Iterator[Result]:
-    if workers <= 1 or len(tasks) < 8:
-        yield from map(run_task, tasks)
-        return
-    ctx = multiprocessing.get_context("forkserver" if sys.platform != "win32" else "spawn")
-    if ctx.get_start_method() == "forkserver":
-        # The forkserver (started once per process) dies with this process: see forkserver_guard.
-        ctx.set_forkserver_preload(["__main__", f"{__package__}.forkserver_guard"])
-    # Helpers start with SIGINT held back; the workers then ignore it (a Ctrl-C is this process's to handle).
-    # It stays held back until every worker is up: a pool torn down while a worker is still unpickling its
-    # state would have that worker print a traceback (its semaphores are gone).
-    ready = ctx.Semaphore(0)
-    with sigint_blocked():
-        pool = ctx.Pool(workers, initializer=pool_worker_init, initargs=(os.getpid(), ready))
-        deadline = time.monotonic() + POOL_START_TIMEOUT_S
-        for _ in range(workers):
-            ready.acquire(timeout=max(0.0, deadline - time.monotonic()))
-    with pool:
-        # In order: the writer gives each file's rows the ids after the previous file's (Note [Canonical ids]).
-        yield from pool.imap(run_task, tasks, chunksize=4)
 
 
 def refresh(tree: SourceTree, *, force: bool = False, workers: int | None = None,
@@ -277,11 +228,28 @@ def _publish(tree: SourceTree, report: IndexReport, todo: list[FileEntry], remov
             raise _DamagedBase(str(exc)) from None
         raise
     try:
-        _apply(writer, report, todo, removed, existing or {}, workers, show_progress, label)
-        if gen_plan is not None:
-            gen_todo, gen_removed = gen_plan()
-            old = {p: v for p, v in (existing or {}).items() if p.startswith(generated.PREFIX)}
-            _apply(writer, report, gen_todo, gen_removed, old, workers, show_progress, "generated code")
+        with Workers(workers or os.cpu_count() or 1) as pool:
+            hand = Batch(todo, removed, existing or {}, label)
+            hand.prepare(writer, report)
+            results = pool.map(hand.tasks)
+            gen_batch: Batch | None = None
+
+            def queue_generated(wait: bool) -> None:
+                # Once the generators are done, their files queue behind the hand-written ones.
+                nonlocal gen_batch
+                if gen_plan is None or gen_batch is not None or not (wait or gen.job is None or gen.job.done()):
+                    return
+                gen_todo, gen_removed = gen_plan()
+                old = {p: v for p, v in (existing or {}).items() if p.startswith(generated.PREFIX)}
+                gen_batch = Batch(gen_todo, gen_removed, old, "generated code")
+                gen_batch.results = pool.map(gen_batch.tasks)
+
+            hand.write(writer, report, results, show_progress, lambda: queue_generated(False))
+            queue_generated(True)
+            if gen_batch is not None:
+                # Its ids are given only now, after every hand-written file's (Note [Canonical ids]).
+                gen_batch.prepare(writer, report)
+                gen_batch.write(writer, report, gen_batch.results, show_progress)
         _link(writer, tree, report, gen, t0)
         t = time.perf_counter()
         writer.commit(verify=_integrity_problem)
@@ -310,66 +278,22 @@ def _integrity_problem(conn) -> str | None:
     return result.detail if result.ok is False else None
 
 
-def _apply(writer: IndexWriter, report: IndexReport, todo: list[FileEntry], removed: list[str],
-           existing: dict, workers: int | None, show_progress: bool | None, label: str) -> None:
-    """Drop ``removed``, (re)extract ``todo`` in the pool and write the facts (this process only)."""
-    ids = {p: v[0] for p, v in writer.files().items()}
-    for path in removed:
-        if path in ids:
-            writer.remove_file(ids.pop(path))
-    report.removed += len(removed)
-    # A file read again keeps its id; a new one gets an id that sorts like its path (Note [Canonical ids]).
-    known = set(ids)
-    ids.update(writer.file_ids((e.relpath, e.layer is Layer.GENERATED) for e in todo if e.relpath not in known))
-
-    tasks = []
-    # In the order of their ids (hand-written files by path, then generated ones: Note [Canonical ids]): a full
-    # build then appends every file's rows to the tables.
-    for e in sorted(todo, key=lambda e: (e.layer is Layer.GENERATED, e.relpath)):
-        if e.skip:
-            if e.relpath in known:
-                writer.remove_file(ids[e.relpath])
-            writer.add_file(e.relpath, e.layer, e.size, e.mtime_ns, "", FileStatus.SKIPPED, e.skip, None,
-                            generated=e.layer is Layer.GENERATED, file_id=ids[e.relpath])
-            report.skipped.append(f"{e.relpath}: {e.skip}")
-        else:
-            old = existing.get(e.relpath)
-            tasks.append(Task(e.relpath, e.abspath, e.layer, old[2] if old else ""))
-
-    t_parse = time.perf_counter()
-    t_insert = 0.0
-    with progress_mod.bar(len(tasks), label, enabled=show_progress) as advance:
-        for res in _pool_map(tasks, workers or os.cpu_count() or 1):
-            t_in = time.perf_counter()
-            advance(res.relpath)
-            if res.status is None:  # same content as the index has
-                writer.touch_file(ids[res.relpath], res.size, res.mtime_ns)
-                report.unchanged += 1
-                continue
-            if res.relpath in known:
-                writer.remove_file(ids[res.relpath])
-            writer.add_file(res.relpath, res.layer, res.size, res.mtime_ns, res.hash, res.status, res.reason,
-                            res.facts, generated=res.layer is Layer.GENERATED, file_id=ids[res.relpath])
-            report.parsed += 1
-            if res.status is not FileStatus.OK:
-                report.skipped.append(f"{res.relpath}: {res.status}: {res.reason}")
-            t_insert += time.perf_counter() - t_in
-    report.layer_seconds[f"extract {label}"] = time.perf_counter() - t_parse
-    report.layer_seconds[f"insert {label} (parent, overlapped)"] = t_insert
-
-
 def _link(writer: IndexWriter, tree: SourceTree, report: IndexReport, gen: generated.GeneratedPlan,
           t0: float) -> None:
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     writer.finish_facts()
     report.layer_seconds["indexes"] = time.perf_counter() - t
-    t = time.perf_counter()
+    report.add_cpu("indexes (parent)", time.process_time() - c)
+    t, c = time.perf_counter(), time.process_time()
     from ..link.build import build_links
     build_links(writer)
     writer.flush_names()
     report.layer_seconds["link"] = time.perf_counter() - t
+    report.add_cpu("link (parent)", time.process_time() - c)
     if gen.state == "running":
         report.layer_seconds["codegen (child, overlapped)"] = gen.seconds
+        report.add_cpu("codegen (child)", gen.cpu_seconds)
+    report.add_cpu("parent, in all", time.process_time())
     report.seconds = time.perf_counter() - t0
     from ..link.counts import layer_counts
     counts = layer_counts(writer.conn)
@@ -386,6 +310,7 @@ def _link(writer: IndexWriter, tree: SourceTree, report: IndexReport, gen: gener
         skipped=json.dumps(skipped[:200]),
         skipped_count=str(len(skipped)),
         layer_seconds=json.dumps({k: round(v, 2) for k, v in report.layer_seconds.items()}),
+        stage_cpu_seconds=json.dumps({k: round(v, 2) for k, v in report.cpu_seconds.items()}),
         codegen_status=gen.status,
         codegen_hash=gen.inputs_hash,
         codegen_cpu_seconds=f"{gen.cpu_seconds:.1f}",
