@@ -10,6 +10,7 @@ same way, so both directions agree by construction.
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 
 from ..model import CallKind, CallSite, CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind, SymbolKind
 from ..store.reader import Index
@@ -17,7 +18,7 @@ from .nodes import cpp_node, stub_node, symbol_id, unresolved_node
 from .registry import registry
 from .resolve import TargetKind, resolve, stub_names
 from .stubs import stub_declared
-from .symbols import calls_from, calls_named, symbol
+from .symbols import calls_from, calls_named, prefetch_symbols, symbol
 
 OUT_KINDS = frozenset({EdgeKind.CALL, EdgeKind.DISPATCH_CALL, EdgeKind.STUB_CALL, EdgeKind.LAUNCH,
                        EdgeKind.UNRESOLVED})
@@ -101,18 +102,87 @@ def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
     target = symbol(ix, sid) if sid is not None else None
     if target is None:
         return []
-    out = []
+    named = _named(ix, target.name)
+    quals = frozenset(_qualifiers(target))
     if kind is EdgeKind.LAUNCH:
         # Only a `<<<>>>` site makes a LAUNCH edge to a definition (call_edges): never resolve the name's
         # other call sites (thousands of method calls for a name like copy_) to find none.
-        sites = [c for c in calls_named(ix, target.name) if c.kind is CallKind.LAUNCH]
+        groups = [[i for i, c in enumerate(named.calls) if c.kind is CallKind.LAUNCH]]
+    elif len(named.calls) >= NAMED_LIMIT:  # a name written more often than read at once: as calls_named reads it
+        return _callers_of_sites(ix, target, kind, quals)
     else:
         # Only call sites that could name it: written with a qualifier its scope allows, or as a method call
         # when it is a method (a receiver's text says nothing of its class).
-        sites = calls_named(ix, target.name, _qualifiers(target))
+        groups = [[i for i, c in enumerate(named.calls) if c.qualifier in quals]]
         if target.kind in (SymbolKind.METHOD, SymbolKind.CONSTRUCTOR):
-            sites += [c for c in calls_named(ix, target.name) if c.kind is CallKind.METHOD or c.qualifier
-                      not in _qualifiers(target)]
+            groups.append([i for i, c in enumerate(named.calls)
+                           if c.kind is CallKind.METHOD or c.qualifier not in quals])
+    named.resolve(ix, [i for g in groups for i in g])
+    # A call reaches the target when it resolves to it, or to a declaration of it (same qualified name); of a
+    # site's edges, the first that does.
+    found = named.reaching[target.id] + (named.declaring[target.qualname] if not target.is_file_local else [])
+    first: dict[int, Edge] = {}
+    for i, _j, e in sorted((t for t in found if t[2].kind is kind), key=lambda t: (t[0], t[1])):
+        first.setdefault(i, e)
+    return [first[i] for g in groups for i in g if i in first and named.callers[i] != target.id]
+
+
+NAMED_LIMIT = 20000  # call sites of one name read at most (as calls_named)
+
+
+class _Named:
+    """The call sites naming one name, resolved once per index version whichever function of that name asks
+    (every structured class's ``set_output_raw_strided`` asks for the same 3,669 sites), and only those some
+    function's callers needed: a site's edges filed under the symbol each reaches."""
+
+    def __init__(self, calls: list[CallSite]) -> None:
+        self.calls = calls
+        self.callers: list[int | None] = [None] * len(calls)
+        self.done = [False] * len(calls)
+        # symbol id -> [(site, edge's place among the site's, edge)]; a declaration's qualified name -> the same:
+        # per site, the first edge of each kind reaching it
+        self.reaching: defaultdict[int, list[tuple[int, int, Edge]]] = defaultdict(list)
+        self.declaring: defaultdict[str, list[tuple[int, int, Edge]]] = defaultdict(list)
+
+    def resolve(self, ix: Index, sites: list[int]) -> None:
+        prefetch_symbols(ix, [self.calls[i].caller for i in sites if not self.done[i] and self.calls[i].has_caller])
+        for i in sites:
+            if self.done[i]:
+                continue
+            self.done[i] = True
+            call = self.calls[i]
+            caller = symbol(ix, call.caller) if call.has_caller else None
+            if caller is None:
+                continue
+            self.callers[i] = caller.id
+            seen: set[tuple[EdgeKind, int | str]] = set()
+            for j, e in enumerate(call_edges(ix, caller, call)):
+                if e.kind is not EdgeKind.CALL and e.kind is not EdgeKind.LAUNCH:
+                    continue
+                dst = symbol_id(e.dst)
+                other = symbol(ix, dst) if dst is not None else None
+                if dst is not None and (e.kind, dst) not in seen:
+                    seen.add((e.kind, dst))
+                    self.reaching[dst].append((i, j, e))
+                if other is not None and not other.is_definition and (e.kind, other.qualname) not in seen:
+                    seen.add((e.kind, other.qualname))
+                    self.declaring[other.qualname].append((i, j, e))
+
+
+def _named(ix: Index, name: str) -> _Named:
+    memo: dict[str, _Named] = ix.cached("cpp_sites_named", dict)
+    if name not in memo:
+        memo[name] = _Named(calls_named(ix, name, limit=NAMED_LIMIT))
+    return memo[name]
+
+
+def _callers_of_sites(ix: Index, target: CppSymbol, kind: EdgeKind, quals: frozenset[str]) -> list[Edge]:
+    """Callers among the sites calls_named reads (at most NAMED_LIMIT of each kind of query), resolved one by one."""
+    sites = calls_named(ix, target.name, tuple(sorted(quals)), limit=NAMED_LIMIT)
+    if target.kind in (SymbolKind.METHOD, SymbolKind.CONSTRUCTOR):
+        sites += [c for c in calls_named(ix, target.name, limit=NAMED_LIMIT)
+                  if c.kind is CallKind.METHOD or c.qualifier not in quals]
+    out = []
     for call in sites:
         caller = symbol(ix, call.caller) if call.has_caller else None
         if caller is None or caller.id == target.id:
