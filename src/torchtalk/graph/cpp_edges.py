@@ -132,8 +132,9 @@ NAMED_LIMIT = 20000  # call sites of one name read at most (as calls_named)
 
 class _Named:
     """The call sites naming one name, resolved once per index version whichever function of that name asks
-    (every structured class's ``set_output_raw_strided`` asks for the same 3,669 sites), and only those some
-    function's callers needed: a site's edges filed under the symbol each reaches."""
+    (every structured class's ``set_output_raw_strided`` asks for the same 3,669 sites) or op (``add``'s callers
+    through the dispatcher), and only those some function's or op's callers needed: a site's edges filed under the
+    symbol each reaches, its dispatcher calls under the site."""
 
     def __init__(self, calls: list[CallSite]) -> None:
         self.calls = calls
@@ -143,6 +144,7 @@ class _Named:
         # per site, the first edge of each kind reaching it
         self.reaching: defaultdict[int, list[tuple[int, int, Edge]]] = defaultdict(list)
         self.declaring: defaultdict[str, list[tuple[int, int, Edge]]] = defaultdict(list)
+        self.dispatching: dict[int, list[Edge]] = {}  # site -> its DISPATCH_CALL edges
 
     def resolve(self, ix: Index, sites: list[int]) -> None:
         prefetch_symbols(ix, [self.calls[i].caller for i in sites if not self.done[i] and self.calls[i].has_caller])
@@ -157,6 +159,8 @@ class _Named:
             self.callers[i] = caller.id
             seen: set[tuple[EdgeKind, int | str]] = set()
             for j, e in enumerate(call_edges(ix, caller, call)):
+                if e.kind is EdgeKind.DISPATCH_CALL:
+                    self.dispatching.setdefault(i, []).append(e)
                 if e.kind is not EdgeKind.CALL and e.kind is not EdgeKind.LAUNCH:
                     continue
                 dst = symbol_id(e.dst)
@@ -222,21 +226,34 @@ def _op_callers(ix: Index, node: Node, cap: int) -> list[Edge]:
     names = [base, f"{base}_symint"]
     if op.is_out:
         names += [f"{base}_out", f"{base}_outf", f"{base}_symint_out", f"{base}_outf_symint", f"{base}_out_symint"]
-    structs = tuple(f"{p}_ops::{op.struct_name}" for p in ("at::", "", "::at::"))
-    sites = [c for n in names for c in calls_named(ix, n)]
-    sites += calls_named(ix, "call", structs) + calls_named(ix, "redispatch", structs)
+    structs = frozenset(f"{p}_ops::{op.struct_name}" for p in ("at::", "", "::at::"))
+    # The sites of each spelling (shared with every other op and function of that name), those of at::_ops::S::call
+    # and ::redispatch by their qualifier; resolved in order, a chunk at a time, until the cap.
+    lists = [(_named(ix, n), None) for n in names]
+    for via in ("call", "redispatch"):
+        named = _named(ix, via)
+        lists.append((named, structs) if len(named.calls) < NAMED_LIMIT
+                     else (_Named(calls_named(ix, via, tuple(sorted(structs)), limit=NAMED_LIMIT)), None))
     out: list[Edge] = []
-    for call in sites:
-        caller = symbol(ix, call.caller) if call.has_caller else None
-        if caller is None:
-            continue
-        for e in call_edges(ix, caller, call):
-            if e.kind is EdgeKind.DISPATCH_CALL and e.dst.key == op.full_name:
-                out.append(e)
-                break
-        if len(out) >= cap:
-            break
-    return sorted(out, key=lambda e: (str(e.site.path), e.site.line) if e.site else ("", 0))
+    for named, quals in lists:
+        sites = [i for i, c in enumerate(named.calls) if quals is None or c.qualifier in quals]
+        for k in range(0, len(sites), _CHUNK):
+            chunk = sites[k:k + _CHUNK]
+            named.resolve(ix, chunk)
+            for i in chunk:
+                e = next((e for e in named.dispatching.get(i, ()) if e.dst.key == op.full_name), None)
+                if e is not None:
+                    out.append(e)
+                    if len(out) >= cap:
+                        return _by_site(out)
+    return _by_site(out)
+
+
+_CHUNK = 256  # call sites resolved at a time where a cap may stop early
+
+
+def _by_site(edges: list[Edge]) -> list[Edge]:
+    return sorted(edges, key=lambda e: (str(e.site.path), e.site.line) if e.site else ("", 0))
 
 
 def unresolved_callers(ix: Index, node: Node) -> list[Edge]:
