@@ -128,3 +128,44 @@ def test_memoised_pure_helpers_answer_as_before():
     assert sig.types == ("const Tensor&", "int64_t") and sig.required == 1 and sig.variadic
     assert [library_of(n) for n in ("at::cuda::blas::gemm", "cublasLtMatmul", "at::native::add", "cudnn_is_acceptable",
                                     "at::native::cudnn_frontend::run")] == ["cuBLAS", "cuBLASLt", None, None, "cuDNN"]
+
+
+def _op_callers_one_by_one(ix, op, cap=400):
+    """The plain way: every spelling's sites read by query and resolved one by one, until the cap."""
+    from torchtalk.graph.symbols import calls_named
+    names = [op.name, f"{op.name}_symint"]
+    if op.is_out:
+        names += [f"{op.name}_out", f"{op.name}_outf", f"{op.name}_symint_out", f"{op.name}_outf_symint",
+                  f"{op.name}_out_symint"]
+    structs = tuple(f"{p}_ops::{op.struct_name}" for p in ("at::", "", "::at::"))
+    sites = [c for n in names for c in calls_named(ix, n)]
+    sites += calls_named(ix, "call", structs) + calls_named(ix, "redispatch", structs)
+    out = []
+    for call in sites:
+        caller = symbol(ix, call.caller) if call.has_caller else None
+        hit = next((e for e in cpp_edges.call_edges(ix, caller, call) if e.kind is EdgeKind.DISPATCH_CALL
+                    and e.dst.key == op.full_name), None) if caller is not None else None
+        if hit is not None:
+            out.append(hit)
+            if len(out) >= cap:
+                break
+    return sorted(out, key=lambda e: (str(e.site.path), e.site.line) if e.site else ("", 0))
+
+
+def test_op_callers_share_the_sites_of_a_name_and_agree_with_one_by_one(indexed, monkeypatch):
+    from torchtalk.graph.registry import registry
+    from torchtalk.model import Node, NodeKind
+    _, ix = indexed
+    with ix.using():
+        ops = list(registry(ix).by_full.values())
+        plain = {op.full_name: _op_callers_one_by_one(ix, op) for op in ops}
+        capped = {op.full_name: _op_callers_one_by_one(ix, op, cap=1) for op in ops}
+    assert any(plain.values()), "the fixture tree calls some op through the dispatcher"
+    seen = _count_resolutions(monkeypatch)
+    with ix.using():
+        shared = {op.full_name: cpp_edges.op_callers(ix, Node(NodeKind.OP, op.full_name, op.full_name, op.loc))
+                  for op in ops}
+        assert {op.full_name: cpp_edges._op_callers(ix, Node(NodeKind.OP, op.full_name, op.full_name, op.loc), 1)
+                for op in ops} == capped
+    assert shared == plain
+    assert max(seen.values()) == 1, "a site is resolved once, whichever op (overload) asks"
