@@ -10,6 +10,7 @@ same way, so both directions agree by construction.
 from __future__ import annotations
 
 import re
+import threading
 from collections import defaultdict
 
 from ..model import CallKind, CallSite, CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind, SymbolKind
@@ -145,32 +146,40 @@ class _Named:
         self.reaching: defaultdict[int, list[tuple[int, int, Edge]]] = defaultdict(list)
         self.declaring: defaultdict[str, list[tuple[int, int, Edge]]] = defaultdict(list)
         self.dispatching: dict[int, list[Edge]] = {}  # site -> its DISPATCH_CALL edges
+        self.lock = threading.Lock()
 
     def resolve(self, ix: Index, sites: list[int]) -> None:
+        """Resolve these sites (those not yet), filing each site's edges only once it is whole: a thread that
+        finds a site done finds all its edges (two threads may both resolve it; the second files nothing)."""
         prefetch_symbols(ix, [self.calls[i].caller for i in sites if not self.done[i] and self.calls[i].has_caller])
         for i in sites:
             if self.done[i]:
                 continue
-            self.done[i] = True
             call = self.calls[i]
             caller = symbol(ix, call.caller) if call.has_caller else None
-            if caller is None:
-                continue
-            self.callers[i] = caller.id
-            seen: set[tuple[EdgeKind, int | str]] = set()
-            for j, e in enumerate(call_edges(ix, caller, call)):
-                if e.kind is EdgeKind.DISPATCH_CALL:
-                    self.dispatching.setdefault(i, []).append(e)
-                if e.kind is not EdgeKind.CALL and e.kind is not EdgeKind.LAUNCH:
+            edges = call_edges(ix, caller, call) if caller is not None else []
+            with self.lock:
+                if self.done[i]:
                     continue
-                dst = symbol_id(e.dst)
-                other = symbol(ix, dst) if dst is not None else None
-                if dst is not None and (e.kind, dst) not in seen:
-                    seen.add((e.kind, dst))
-                    self.reaching[dst].append((i, j, e))
-                if other is not None and not other.is_definition and (e.kind, other.qualname) not in seen:
-                    seen.add((e.kind, other.qualname))
-                    self.declaring[other.qualname].append((i, j, e))
+                self.callers[i] = caller.id if caller is not None else None
+                self._file(ix, i, edges)
+                self.done[i] = True
+
+    def _file(self, ix: Index, i: int, edges: list[Edge]) -> None:
+        seen: set[tuple[EdgeKind, int | str]] = set()
+        for j, e in enumerate(edges):
+            if e.kind is EdgeKind.DISPATCH_CALL:
+                self.dispatching.setdefault(i, []).append(e)
+            if e.kind is not EdgeKind.CALL and e.kind is not EdgeKind.LAUNCH:
+                continue
+            dst = symbol_id(e.dst)
+            other = symbol(ix, dst) if dst is not None else None
+            if dst is not None and (e.kind, dst) not in seen:
+                seen.add((e.kind, dst))
+                self.reaching[dst].append((i, j, e))
+            if other is not None and not other.is_definition and (e.kind, other.qualname) not in seen:
+                seen.add((e.kind, other.qualname))
+                self.declaring[other.qualname].append((i, j, e))
 
 
 def _named(ix: Index, name: str) -> _Named:
@@ -229,7 +238,7 @@ def _op_callers(ix: Index, node: Node, cap: int) -> list[Edge]:
     structs = frozenset(f"{p}_ops::{op.struct_name}" for p in ("at::", "", "::at::"))
     # The sites of each spelling (shared with every other op and function of that name), those of at::_ops::S::call
     # and ::redispatch by their qualifier; resolved in order, a chunk at a time, until the cap.
-    lists = [(_named(ix, n), None) for n in names]
+    lists: list[tuple[_Named, frozenset[str] | None]] = [(_named(ix, n), None) for n in names]
     for via in ("call", "redispatch"):
         named = _named(ix, via)
         lists.append((named, structs) if len(named.calls) < NAMED_LIMIT
