@@ -10,6 +10,8 @@ same way, so both directions agree by construction.
 from __future__ import annotations
 
 import re
+import threading
+from collections import defaultdict
 
 from ..model import CallKind, CallSite, CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind, SymbolKind
 from ..store.reader import Index
@@ -19,7 +21,7 @@ from .nodes import cpp_node, stub_node, symbol_id, unresolved_node
 from .registry import registry
 from .resolve import Resolver, TargetKind, resolve, stub_names
 from .stubs import stub_declared
-from .symbols import calls_from, calls_named, symbol
+from .symbols import calls_from, calls_named, prefetch_symbols, symbol
 
 OUT_KINDS = frozenset({EdgeKind.CALL, EdgeKind.DISPATCH_CALL, EdgeKind.STUB_CALL, EdgeKind.LAUNCH,
                        EdgeKind.UNRESOLVED})
@@ -116,19 +118,102 @@ def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
     target = symbol(ix, sid) if sid is not None else None
     if target is None:
         return []
-    out = []
+    named = _named(ix, target.name)
+    quals = frozenset(_qualifiers(target))
     if kind is EdgeKind.LAUNCH:
         # Only a `<<<>>>` site makes a LAUNCH edge to a definition (call_edges): never resolve the name's
         # other call sites (thousands of method calls for a name like copy_) to find none.
-        sites = [c for c in calls_named(ix, target.name) if c.kind is CallKind.LAUNCH]
+        groups = [[i for i, c in enumerate(named.calls) if c.kind is CallKind.LAUNCH]]
+    elif len(named.calls) >= NAMED_LIMIT:  # a name written more often than read at once: as calls_named reads it
+        return _callers_of_sites(ix, target, kind, quals)
     else:
         # Only call sites that could name it: written with a qualifier its scope allows, or as a method call
         # when it is a method (a receiver's text says nothing of its class).
-        sites = calls_named(ix, target.name, _qualifiers(target))
+        groups = [[i for i, c in enumerate(named.calls) if c.qualifier in quals]]
         if target.kind in (SymbolKind.METHOD, SymbolKind.CONSTRUCTOR):
-            sites += [c for c in calls_named(ix, target.name) if c.kind is CallKind.METHOD or c.qualifier
-                      not in _qualifiers(target)]
-    handing: set[int] = set()
+            groups.append([i for i, c in enumerate(named.calls)
+                           if c.kind is CallKind.METHOD or c.qualifier not in quals])
+    named.resolve(ix, [i for g in groups for i in g])
+    # A call reaches the target when it resolves to it, or to a declaration of it (same qualified name); of a
+    # site's edges, the first that does.
+    found = named.reaching[target.id] + (named.declaring[target.qualname] if not target.is_file_local else [])
+    first: dict[int, Edge] = {}
+    for i, _j, e in sorted((t for t in found if t[2].kind is kind), key=lambda t: (t[0], t[1])):
+        first.setdefault(i, e)
+    out = [first[i] for g in groups for i in g if i in first and named.callers[i] != target.id]
+    missed = [(named.calls[i], named.callers[i]) for g in groups for i in g if i not in first]
+    return _with_handed(ix, target, out, [(c, symbol(ix, cid)) for c, cid in missed if cid is not None])
+
+
+NAMED_LIMIT = 20000  # call sites of one name read at most (as calls_named)
+
+
+class _Named:
+    """The call sites naming one name, resolved once per index version whichever function of that name asks
+    (every structured class's ``set_output_raw_strided`` asks for the same 3,669 sites) or op (``add``'s callers
+    through the dispatcher), and only those some function's or op's callers needed: a site's edges filed under the
+    symbol each reaches, its dispatcher calls under the site."""
+
+    def __init__(self, calls: list[CallSite]) -> None:
+        self.calls = calls
+        self.callers: list[int | None] = [None] * len(calls)
+        self.done = [False] * len(calls)
+        # symbol id -> [(site, edge's place among the site's, edge)]; a declaration's qualified name -> the same:
+        # per site, the first edge of each kind reaching it
+        self.reaching: defaultdict[int, list[tuple[int, int, Edge]]] = defaultdict(list)
+        self.declaring: defaultdict[str, list[tuple[int, int, Edge]]] = defaultdict(list)
+        self.dispatching: dict[int, list[Edge]] = {}  # site -> its DISPATCH_CALL edges
+        self.lock = threading.Lock()
+
+    def resolve(self, ix: Index, sites: list[int]) -> None:
+        """Resolve these sites (those not yet), filing each site's edges only once it is whole: a thread that
+        finds a site done finds all its edges (two threads may both resolve it; the second files nothing)."""
+        prefetch_symbols(ix, [self.calls[i].caller for i in sites if not self.done[i] and self.calls[i].has_caller])
+        for i in sites:
+            if self.done[i]:
+                continue
+            call = self.calls[i]
+            caller = symbol(ix, call.caller) if call.has_caller else None
+            edges = call_edges(ix, caller, call) if caller is not None else []
+            with self.lock:
+                if self.done[i]:
+                    continue
+                self.callers[i] = caller.id if caller is not None else None
+                self._file(ix, i, edges)
+                self.done[i] = True
+
+    def _file(self, ix: Index, i: int, edges: list[Edge]) -> None:
+        seen: set[tuple[EdgeKind, int | str]] = set()
+        for j, e in enumerate(edges):
+            if e.kind is EdgeKind.DISPATCH_CALL:
+                self.dispatching.setdefault(i, []).append(e)
+            if e.kind is not EdgeKind.CALL and e.kind is not EdgeKind.LAUNCH:
+                continue
+            dst = symbol_id(e.dst)
+            other = symbol(ix, dst) if dst is not None else None
+            if dst is not None and (e.kind, dst) not in seen:
+                seen.add((e.kind, dst))
+                self.reaching[dst].append((i, j, e))
+            if other is not None and not other.is_definition and (e.kind, other.qualname) not in seen:
+                seen.add((e.kind, other.qualname))
+                self.declaring[other.qualname].append((i, j, e))
+
+
+def _named(ix: Index, name: str) -> _Named:
+    memo: dict[str, _Named] = ix.cached("cpp_sites_named", dict)
+    if name not in memo:
+        memo[name] = _Named(calls_named(ix, name, limit=NAMED_LIMIT))
+    return memo[name]
+
+
+def _callers_of_sites(ix: Index, target: CppSymbol, kind: EdgeKind, quals: frozenset[str]) -> list[Edge]:
+    """Callers among the sites calls_named reads (at most NAMED_LIMIT of each kind of query), resolved one by one."""
+    sites = calls_named(ix, target.name, tuple(sorted(quals)), limit=NAMED_LIMIT)
+    if target.kind in (SymbolKind.METHOD, SymbolKind.CONSTRUCTOR):
+        sites += [c for c in calls_named(ix, target.name, limit=NAMED_LIMIT)
+                  if c.kind is CallKind.METHOD or c.qualifier not in quals]
+    out = []
+    missed: list[tuple[CallSite, CppSymbol | None]] = []
     for call in sites:
         caller = symbol(ix, call.caller) if call.has_caller else None
         if caller is None or caller.id == target.id:
@@ -138,10 +223,21 @@ def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
                 out.append(e)
                 break
         else:
-            if call.kind is CallKind.METHOD and any(call.callee in names for names in
-                                                    handed_methods(ix, caller).values()):
-                handing.add(caller.id)
-    for tmpl in (symbol(ix, tid) for tid in handing):  # x.f() in a template: calls handing it an object
+            missed.append((call, caller))
+    return _with_handed(ix, target, out, missed)
+
+
+def _with_handed(ix: Index, target: CppSymbol, out: list[Edge],
+                 missed: list[tuple[CallSite, CppSymbol | None]]) -> list[Edge]:
+    """``out`` and, for a method call ``x.f()`` in a template that resolved to nothing, the calls handing that
+    template an object whose class defines ``f`` (Note [Handed objects] in handed.py): their HANDED edges to
+    ``target``."""
+    handing: set[int] = set()
+    for call, caller in missed:
+        if caller is not None and caller.id != target.id and call.kind is CallKind.METHOD and \
+                any(call.callee in names for names in handed_methods(ix, caller).values()):
+            handing.add(caller.id)
+    for tmpl in (symbol(ix, tid) for tid in sorted(handing)):  # x.f() in a template: calls handing it an object
         for into in callers(ix, cpp_node(tmpl)) if tmpl is not None else ():
             out += [e for e in out_edges(ix, into.src) if e.how is EdgeHow.HANDED and e.site == into.site
                     and _same(e.dst, target, ix) and e not in out]
@@ -176,21 +272,34 @@ def _op_callers(ix: Index, node: Node, cap: int) -> list[Edge]:
     names = [base, f"{base}_symint"]
     if op.is_out:
         names += [f"{base}_out", f"{base}_outf", f"{base}_symint_out", f"{base}_outf_symint", f"{base}_out_symint"]
-    structs = tuple(f"{p}_ops::{op.struct_name}" for p in ("at::", "", "::at::"))
-    sites = [c for n in names for c in calls_named(ix, n)]
-    sites += calls_named(ix, "call", structs) + calls_named(ix, "redispatch", structs)
+    structs = frozenset(f"{p}_ops::{op.struct_name}" for p in ("at::", "", "::at::"))
+    # The sites of each spelling (shared with every other op and function of that name), those of at::_ops::S::call
+    # and ::redispatch by their qualifier; resolved in order, a chunk at a time, until the cap.
+    lists: list[tuple[_Named, frozenset[str] | None]] = [(_named(ix, n), None) for n in names]
+    for via in ("call", "redispatch"):
+        named = _named(ix, via)
+        lists.append((named, structs) if len(named.calls) < NAMED_LIMIT
+                     else (_Named(calls_named(ix, via, tuple(sorted(structs)), limit=NAMED_LIMIT)), None))
     out: list[Edge] = []
-    for call in sites:
-        caller = symbol(ix, call.caller) if call.has_caller else None
-        if caller is None:
-            continue
-        for e in call_edges(ix, caller, call):
-            if e.kind is EdgeKind.DISPATCH_CALL and e.dst.key == op.full_name:
-                out.append(e)
-                break
-        if len(out) >= cap:
-            break
-    return sorted(out, key=lambda e: (str(e.site.path), e.site.line) if e.site else ("", 0))
+    for named, quals in lists:
+        sites = [i for i, c in enumerate(named.calls) if quals is None or c.qualifier in quals]
+        for k in range(0, len(sites), _CHUNK):
+            chunk = sites[k:k + _CHUNK]
+            named.resolve(ix, chunk)
+            for i in chunk:
+                e = next((e for e in named.dispatching.get(i, ()) if e.dst.key == op.full_name), None)
+                if e is not None:
+                    out.append(e)
+                    if len(out) >= cap:
+                        return _by_site(out)
+    return _by_site(out)
+
+
+_CHUNK = 256  # call sites resolved at a time where a cap may stop early
+
+
+def _by_site(edges: list[Edge]) -> list[Edge]:
+    return sorted(edges, key=lambda e: (str(e.site.path), e.site.line) if e.site else ("", 0))
 
 
 def unresolved_callers(ix: Index, node: Node) -> list[Edge]:

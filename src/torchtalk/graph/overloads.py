@@ -12,6 +12,7 @@ Ops are scored the same way from their schema, as torchgen writes their C++ sign
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..model import CppSymbol, Op
 from ..store.reader import Index
@@ -43,8 +44,10 @@ class Signature:
         return tuple(t.replace("*", "").split("::")[-1].split("<")[0] + "*" * t.count("*") for t in self.types)
 
 
+@lru_cache(maxsize=1 << 16)
 def signature(params: str) -> Signature:
-    """``(const Tensor& self, int64_t dim = 0, ...)`` -> types, required count, variadic."""
+    """``(const Tensor& self, int64_t dim = 0, ...)`` -> types, required count, variadic. Memoised: choosing
+    among overloads reads the same few thousand parameter lists for every call site of a name."""
     body = params.strip()
     if body.startswith("(") and body.endswith(")"):
         body = body[1:-1]

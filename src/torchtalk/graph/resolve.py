@@ -241,7 +241,7 @@ class Resolver:
         parts = split_qualified(qual)
         for s in self.scope.chain:
             for target in self._qualified_scopes(s, parts):
-                found = self._in_scope(target, name, qualified=True)
+                found = self._in_scope(target, name)
                 if found:
                     return target, found
         return "", []
@@ -249,7 +249,16 @@ class Resolver:
     def _qualified_scopes(self, scope: str, parts: tuple[str, ...]) -> list[str]:
         """Scopes ``a::b::c`` may name from ``scope``, component by component: directly, and through the
         using-directives, namespace aliases and type aliases met on the way (at::GradMode is c10::GradMode,
-        since namespace at { using namespace c10; })."""
+        since namespace at { using namespace c10; }). Memoised per file: the callers of one file share their
+        enclosing namespaces."""
+        memo: dict[tuple[str, tuple[str, ...], str], list[str]] = self.ix.cached("qualified_scopes", dict)
+        key = (scope, parts, self.caller.path)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = self._qualified_scopes_of(scope, parts)
+        return found
+
+    def _qualified_scopes_of(self, scope: str, parts: tuple[str, ...]) -> list[str]:
         outs = self._qualifier_at(scope, parts[0])
         for part in parts[1:]:
             nxt: list[str] = []
@@ -274,9 +283,19 @@ class Resolver:
                     out.append(ty.name)
         return out
 
-    def _in_scope(self, s: str, name: str, qualified: bool = False) -> list[CppSymbol]:
+    def _in_scope(self, s: str, name: str) -> list[CppSymbol]:
         """Functions named ``name`` declared in scope ``s`` (a namespace or class), or brought into it by a
-        using-declaration, or (when it declares none) by its using-directives or, for a class, its bases."""
+        using-declaration, or (when it declares none) by its using-directives or, for a class, its bases.
+        Memoised per file (what a file sees depends on nothing else of the caller): a name's thousands of call
+        sites look it up in the same few namespaces."""
+        memo: dict[tuple[str, str, str], list[CppSymbol]] = self.ix.cached("in_scope", dict)
+        key = (s, name, self.caller.path)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = self._in_scope_of(s, name)
+        return found
+
+    def _in_scope_of(self, s: str, name: str) -> list[CppSymbol]:
         ix = self.ix
         q = f"{s}::{name}" if s else name
         found = [x for x in symbols_named(ix, q) if self._visible(x)]

@@ -20,12 +20,21 @@ _REG_COLS = codec(Registration).select()
 
 
 def _registrations(ix: Index, stub: str) -> list[Registration]:
-    memo: dict[str, list[Registration]] = ix.cached("stub_registrations", dict)
-    if stub not in memo:
-        memo[stub] = [row_fact(Registration, r, ix.path_of) for r in ix.q(
-            f"SELECT {_REG_COLS} FROM cpp_registration WHERE name = ? AND kind IN (?, ?) ORDER BY file_id, line",
-            (stub, RegistrationKind.DECLARE_DISPATCH.value, RegistrationKind.REGISTER_DISPATCH.value))]
-    return memo[stub]
+    return _dispatch_registrations(ix).get(stub, [])
+
+
+def _dispatch_registrations(ix: Index) -> dict[str, list[Registration]]:
+    """stub name -> its DECLARE_DISPATCH and REGISTER_DISPATCH lines (in file order), read in one query per index
+    version: the GPU walk asks every C++ function it passes for its stub kernels, and nearly all are no stub."""
+    def load() -> dict[str, list[Registration]]:
+        out: dict[str, list[Registration]] = {}
+        for r in ix.q(f"SELECT {_REG_COLS} FROM cpp_registration WHERE kind IN (?, ?) ORDER BY file_id, line",
+                      (RegistrationKind.DECLARE_DISPATCH.value, RegistrationKind.REGISTER_DISPATCH.value)):
+            reg: Registration = row_fact(Registration, r, ix.path_of)
+            out.setdefault(reg.name, []).append(reg)
+        return out
+    table: dict[str, list[Registration]] = ix.cached("stub_registrations", load)
+    return table
 
 
 def stub_declared(ix: Index, stub: str) -> Loc | None:

@@ -9,6 +9,7 @@ functions and are never returned for a kernel.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from ..model import CallSite, CppSymbol, SymbolKind
 from ..store.codec import Row, codec, row_fact, rows_facts
@@ -38,6 +39,20 @@ def symbol(ix: Index, sid: int) -> CppSymbol | None:
         row = ix.one(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE id = ?", (sid,))
         memo[sid] = to_symbol(ix, row) if row else None
     return memo[sid]
+
+
+def prefetch_symbols(ix: Index, ids: Iterable[int]) -> None:
+    """Read the symbols of these ids not yet read, in a few queries (the callers of a name's thousands of call
+    sites: one query each would cost more than resolving the calls)."""
+    memo: dict[int, CppSymbol | None] = ix.cached("symbols_by_id", dict)
+    missing = sorted({i for i in ids if i not in memo})
+    for k in range(0, len(missing), 500):
+        chunk = missing[k:k + 500]
+        rows = ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+        for sym in rows_facts(CppSymbol, rows, ix.paths()):
+            memo[sym.id] = sym
+        for i in chunk:
+            memo.setdefault(i, None)
 
 
 def _symbols(ix: Index, where: str, params: tuple[object, ...], definitions_only: bool) -> list[CppSymbol]:

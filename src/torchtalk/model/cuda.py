@@ -70,9 +70,10 @@ LIBRARIES: tuple[tuple[str, str], ...] = (
 _BY_LENGTH = sorted(LIBRARIES, key=lambda lp: -len(lp[1]))
 
 
-@lru_cache(maxsize=1 << 16)  # asked for every call the GPU walk passes: the same names over and over
+@lru_cache(maxsize=1 << 16)
 def library_of(name: str) -> str | None:
-    """The library a qualified name or a call as written belongs to (Note [Libraries]), or None.
+    """The library a qualified name or a call as written belongs to (Note [Libraries]), or None. Memoised: the
+    GPU walk asks it of every call of every function it passes (tens of thousands an answer, few distinct).
 
     >>> library_of("at::cuda::blas::gemm"), library_of("cublasLtMatmul"), library_of("at::native::add")
     ('cuBLAS', 'cuBLASLt', None)

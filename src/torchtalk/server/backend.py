@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SourceError
-from ..graph.cpp_types import directives, symbol_qualnames
+from ..graph.cpp_types import all_classes, all_usings, directives, symbol_qualnames
 from ..graph.registry import registry
 from ..graph.resolve import stub_names
 from ..graph.symbols import pasted_symbols
@@ -59,6 +59,8 @@ def _warm_up(ix: Index) -> None:
         stub_names(ix)
         # What resolving any C++ call looks up (impact, called_by, calls, cuda_kernels all resolve calls).
         symbol_qualnames(ix)
+        all_classes(ix)
+        all_usings(ix)
         directives(ix)
         pasted_symbols(ix)
         cuda_kernels(ix)
