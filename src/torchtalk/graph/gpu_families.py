@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..model import CallKind, CallSite, Edge, EdgeKind, Loc, Node, NodeKind
-from ..model.cuda import library_of
+from ..model.cuda import HOUSEKEEPING, library_of
 from ..store.reader import Index
 from .nodes import cpp_node, symbol_id
 from .resolve import TargetKind, resolve
@@ -78,12 +78,17 @@ def templates(ix: Index, launch: Edge, reach: Reach) -> list[Template]:
 
 
 def _templates(ix: Index, fam: Node, reach: Reach, memo: dict[str, list[Template]]) -> list[Template]:
+    """The kernels first, then the library calls; the housekeeping ones (HOUSEKEEPING: a memset, the
+    allocator) only when the body reaches nothing else."""
     found: list[Template] = []
+    libs: list[Template] = []
+    chores: list[Template] = []
     launches, libraries = reach(fam)
     for lib, e in libraries:
         t = Template(f"{lib}: {e.written or e.dst.label}", e.dst.loc, e.site)
-        if t not in found:
-            found.append(t)
+        into = chores if lib in HOUSEKEEPING else libs
+        if t not in into:
+            into.append(t)
     for e in launches:
         sid = symbol_id(e.dst)
         if sid is not None:  # a __global__ kernel launched with <<<>>>
@@ -97,7 +102,8 @@ def _templates(ix: Index, fam: Node, reach: Reach, memo: dict[str, list[Template
                 memo[inner.key] = []
                 memo[inner.key] = _templates(ix, inner, reach, memo)
             found += [t for t in memo[inner.key] if t not in found]
-    return found
+    found += [t for t in libs if t not in found]
+    return found or chores
 
 
 def functor_loc(ix: Index, launch: Edge) -> Loc | None:

@@ -42,6 +42,11 @@ LAUNCH_FAMILIES = frozenset({
     "multi_tensor_apply", "multi_tensor_apply_for_fused_optimizer",
 })
 
+RUNTIME, ALLOCATOR = "CUDA runtime", "CUDA caching allocator"
+# Libraries whose calls are a launch family's housekeeping (a memset of its staging buffer, the allocator), not
+# what it launches: a family's templates name them only when its body reaches nothing else.
+HOUSEKEEPING: frozenset[str] = frozenset({RUNTIME, ALLOCATOR})
+
 # (library, how the call is spelled): a namespace prefix ends in "::", a C API prefix does not.
 # Longer prefixes are tried first, so cublasLt wins over cublas.
 LIBRARIES: tuple[tuple[str, str], ...] = (
@@ -57,11 +62,11 @@ LIBRARIES: tuple[tuple[str, str], ...] = (
     ("Thrust", "thrust::"),
     ("cuRAND", "curand"),
     # the CUDA runtime's calls that do device work (copies, fills, allocation, synchronisation), not its queries
-    *(("CUDA runtime", f"{rt}{call}") for rt in ("cuda", "hip")
+    *((RUNTIME, f"{rt}{call}") for rt in ("cuda", "hip")
       for call in ("Memcpy", "Memset", "Malloc", "Free", "StreamSynchronize", "DeviceSynchronize",
                    "EventSynchronize", "StreamWaitEvent")),
-    ("CUDA caching allocator", "c10::cuda::CUDACachingAllocator::"),
-    ("CUDA caching allocator", "cuda::CUDACachingAllocator::"), ("CUDA caching allocator", "CUDACachingAllocator::"),
+    (ALLOCATOR, "c10::cuda::CUDACachingAllocator::"), (ALLOCATOR, "cuda::CUDACachingAllocator::"),
+    (ALLOCATOR, "CUDACachingAllocator::"),
     ("jiterator (NVRTC)", "at::cuda::jit::"), ("jiterator (NVRTC)", "cuda::jit::"), ("NVRTC", "nvrtc"),
     ("CUTLASS", "cutlass::"),
     ("FlashAttention", "pytorch_flash::"), ("FlashAttention", "flash::"),
