@@ -42,29 +42,39 @@ def stub_uses(ix: Index, node: Node) -> list[Edge]:
 
 def _uses(ix: Index, root: Path, node: Node) -> list[Edge]:
     out: list[Edge] = []
-    pat = re.compile(rf"\b{re.escape(node.key)}\b")
     for fid, path in ix.q("SELECT DISTINCT r.file_id, f.path FROM cpp_registration r JOIN files f ON f.id = r.file_id "
                           "WHERE r.kind = ? AND r.name = ?", (RegistrationKind.DEFINE_DISPATCH.value, node.key)):
-        try:
-            lines = (root / path).read_text(encoding="utf-8", errors="replace").split("\n")
-        except OSError:
+        out += [Edge(cpp_node(sym), node, EdgeKind.STUB_CALL, Loc(path, n), note=NOTE, how=EdgeHow.TEXT,
+                     written=node.key) for sym, _name, n in _named_in(ix, root, path, fid, [node.key])]
+    return out
+
+
+def _named_in(ix: Index, root: Path, path: str, fid: int, names: list[str]) -> list[tuple[CppSymbol, str, int]]:
+    """Where the text of ``path`` names one of the stubs ``names`` (outside comments and the DEFINE/DECLARE/REGISTER
+    lines): (the innermost definition around the hit, the stub's name, the line), once per definition and name,
+    in line order."""
+    pat = re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")\b")
+    try:
+        lines = (root / path).read_text(encoding="utf-8", errors="replace").split("\n")
+    except OSError:
+        return []
+    syms: list[CppSymbol] | None = None  # read once the file names a stub
+    out: list[tuple[CppSymbol, str, int]] = []
+    seen: set[tuple[int, str]] = set()
+    for n, text in enumerate(lines, 1):
+        if _SKIP.search(text) or text.lstrip().startswith("//"):
             continue
-        hits = [n for n, text in enumerate(lines, 1) if pat.search(text) and not _SKIP.search(text)
-                and not text.lstrip().startswith("//")]
-        if not hits:
-            continue
-        syms: list[CppSymbol] = rows_facts(CppSymbol, ix.q(
-            f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE file_id = ? AND is_definition", (fid,)), ix.paths())
-        seen: set[int] = set()
-        for n in hits:
+        for m in pat.finditer(text):
+            if syms is None:
+                syms = rows_facts(CppSymbol, ix.q(
+                    f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE file_id = ? AND is_definition", (fid,)), ix.paths())
             around = [s for s in syms if s.line <= n <= s.end_line]
             if not around:
                 continue
             sym = min(around, key=lambda s: s.end_line - s.line)
-            if sym.id not in seen:
-                seen.add(sym.id)
-                out.append(Edge(cpp_node(sym), node, EdgeKind.STUB_CALL, Loc(path, n), note=NOTE, how=EdgeHow.TEXT,
-                                written=node.key))
+            if (sym.id, m.group(1)) not in seen:
+                seen.add((sym.id, m.group(1)))
+                out.append((sym, m.group(1), n))
     return out
 
 
@@ -88,28 +98,9 @@ def _uses_in_file(ix: Index, root: Path, path: str) -> dict[int, list[Edge]]:
                 "WHERE r.kind = ? AND f.path = ?", (RegistrationKind.DEFINE_DISPATCH.value, path))
     if not rows:
         return {}
-    names = sorted({name for name, _fid in rows}, key=len, reverse=True)
-    pat = re.compile(r"\b(" + "|".join(re.escape(n) for n in names) + r")\b")
-    try:
-        lines = (root / path).read_text(encoding="utf-8", errors="replace").split("\n")
-    except OSError:
-        return {}
-    syms: list[CppSymbol] = rows_facts(CppSymbol, ix.q(
-        f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE file_id = ? AND is_definition", (rows[0][1],)), ix.paths())
     out: dict[int, list[Edge]] = {}
-    seen: set[tuple[int, str]] = set()
-    for n, text in enumerate(lines, 1):
-        if _SKIP.search(text) or text.lstrip().startswith("//"):
-            continue
-        for m in pat.finditer(text):
-            around = [s for s in syms if s.line <= n <= s.end_line]
-            if not around:
-                continue
-            sym = min(around, key=lambda s: s.end_line - s.line)
-            if (sym.id, m.group(1)) in seen:
-                continue
-            seen.add((sym.id, m.group(1)))
-            stub = stub_node(m.group(1), stub_declared(ix, m.group(1)))
-            out.setdefault(sym.id, []).append(Edge(cpp_node(sym), stub, EdgeKind.STUB_CALL, Loc(path, n), note=NOTE,
-                                                   how=EdgeHow.TEXT, written=m.group(1)))
+    for sym, name, n in _named_in(ix, root, path, rows[0][1], sorted({name for name, _fid in rows})):
+        out.setdefault(sym.id, []).append(Edge(cpp_node(sym), stub_node(name, stub_declared(ix, name)),
+                                               EdgeKind.STUB_CALL, Loc(path, n), note=NOTE, how=EdgeHow.TEXT,
+                                               written=name))
     return out
