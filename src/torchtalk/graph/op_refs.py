@@ -18,6 +18,7 @@ from ..store.reader import Index
 from .nodes import symbol_id
 from .op_spellings import op_named
 from .registry import registry
+from .source_lines import file_lines
 from .symbols import symbol
 
 NOTE = "passes the op's function on (found in the source text: no call site is recorded for it)"
@@ -37,21 +38,15 @@ def op_refs(ix: Index, node: Node) -> list[Edge]:
 
 def _refs(ix: Index, node: Node, sid: int) -> list[Edge]:
     sym = symbol(ix, sid)
-    root = ix.source_root
-    if sym is None or sym.loc is None or root is None or not sym.is_definition:
+    if sym is None or sym.loc is None or not sym.is_definition:
         return []
-    files: dict[str, list[str]] = ix.cached("op_refs_files", dict)
     path = sym.loc.path
-    if path not in files:
-        try:
-            files[path] = (root / path).read_text(encoding="utf-8", errors="replace").split("\n")
-        except OSError:
-            files[path] = []
+    lines = file_lines(ix, path)
     reg = registry(ix)
     out: list[Edge] = []
     seen: set[str] = set()
-    for n in range(sym.line, min(sym.end_line, len(files[path])) + 1):
-        text = files[path][n - 1]
+    for n in range(sym.line, min(sym.end_line, len(lines)) + 1):
+        text = lines[n - 1]
         if "at::" not in text or text.lstrip().startswith("//"):
             continue
         for m in _REF.finditer(text):

@@ -17,12 +17,12 @@ stub's CUDA kernel. ``calls`` keeps to the calls a function makes (the stub is c
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, RegistrationKind
 from ..store.codec import rows_facts
 from ..store.reader import Index
 from .nodes import cpp_node, stub_node, symbol_id
+from .source_lines import file_lines
 from .stubs import stub_declared
 from .symbols import SYMBOL_COLS, symbol
 
@@ -31,33 +31,29 @@ _SKIP = re.compile(r"\b(DEFINE_DISPATCH|DECLARE_DISPATCH|REGISTER_\w*DISPATCH)\b
 
 
 def stub_uses(ix: Index, node: Node) -> list[Edge]:
-    root = ix.source_root
-    if node.kind is not NodeKind.STUB or root is None:
+    if node.kind is not NodeKind.STUB or ix.source_root is None:
         return []
     memo: dict[str, list[Edge]] = ix.cached("stub_uses", dict)
     if node.key not in memo:
-        memo[node.key] = _uses(ix, root, node)
+        memo[node.key] = _uses(ix, node)
     return memo[node.key]
 
 
-def _uses(ix: Index, root: Path, node: Node) -> list[Edge]:
+def _uses(ix: Index, node: Node) -> list[Edge]:
     out: list[Edge] = []
     for fid, path in ix.q("SELECT DISTINCT r.file_id, f.path FROM cpp_registration r JOIN files f ON f.id = r.file_id "
                           "WHERE r.kind = ? AND r.name = ?", (RegistrationKind.DEFINE_DISPATCH.value, node.key)):
         out += [Edge(cpp_node(sym), node, EdgeKind.STUB_CALL, Loc(path, n), note=NOTE, how=EdgeHow.TEXT,
-                     written=node.key) for sym, _name, n in _named_in(ix, root, path, fid, [node.key])]
+                     written=node.key) for sym, _name, n in _named_in(ix, path, fid, [node.key])]
     return out
 
 
-def _named_in(ix: Index, root: Path, path: str, fid: int, names: list[str]) -> list[tuple[CppSymbol, str, int]]:
+def _named_in(ix: Index, path: str, fid: int, names: list[str]) -> list[tuple[CppSymbol, str, int]]:
     """Where the text of ``path`` names one of the stubs ``names`` (outside comments and the DEFINE/DECLARE/REGISTER
     lines): (the innermost definition around the hit, the stub's name, the line), once per definition and name,
     in line order."""
     pat = re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")\b")
-    try:
-        lines = (root / path).read_text(encoding="utf-8", errors="replace").split("\n")
-    except OSError:
-        return []
+    lines = file_lines(ix, path)
     syms: list[CppSymbol] | None = None  # read once the file names a stub
     out: list[tuple[CppSymbol, str, int]] = []
     seen: set[tuple[int, str]] = set()
@@ -81,25 +77,24 @@ def _named_in(ix: Index, root: Path, path: str, fid: int, names: list[str]) -> l
 def stub_uses_from(ix: Index, node: Node) -> list[Edge]:
     """STUB_CALL edges out of a C++ function found in the source text (Note [Stub uses]): the stubs its file
     defines that its body names (the innermost definition around each hit)."""
-    root = ix.source_root
     sid = symbol_id(node)
-    sym = symbol(ix, sid) if sid is not None and root is not None else None
-    if sym is None or sym.loc is None or root is None:
+    sym = symbol(ix, sid) if sid is not None and ix.source_root is not None else None
+    if sym is None or sym.loc is None:
         return []
     memo: dict[str, dict[int, list[Edge]]] = ix.cached("stub_uses_from", dict)
     path = sym.loc.path
     if path not in memo:
-        memo[path] = _uses_in_file(ix, root, path)
+        memo[path] = _uses_in_file(ix, path)
     return memo[path].get(sym.id, [])
 
 
-def _uses_in_file(ix: Index, root: Path, path: str) -> dict[int, list[Edge]]:
+def _uses_in_file(ix: Index, path: str) -> dict[int, list[Edge]]:
     rows = ix.q("SELECT DISTINCT r.name, r.file_id FROM cpp_registration r JOIN files f ON f.id = r.file_id "
                 "WHERE r.kind = ? AND f.path = ?", (RegistrationKind.DEFINE_DISPATCH.value, path))
     if not rows:
         return {}
     out: dict[int, list[Edge]] = {}
-    for sym, name, n in _named_in(ix, root, path, rows[0][1], sorted({name for name, _fid in rows})):
+    for sym, name, n in _named_in(ix, path, rows[0][1], sorted({name for name, _fid in rows})):
         out.setdefault(sym.id, []).append(Edge(cpp_node(sym), stub_node(name, stub_declared(ix, name)),
                                                EdgeKind.STUB_CALL, Loc(path, n), note=NOTE, how=EdgeHow.TEXT,
                                                written=name))
