@@ -122,8 +122,16 @@ class Graph:
 
 
 def _ordered(kinds: Collection[EdgeKind]) -> list[EdgeKind]:
-    """Kinds in their declaration order, so a walk's result does not depend on set iteration order."""
-    return [k for k in EdgeKind if k in kinds]
+    """Kinds in their declaration order, so a walk's result does not depend on set iteration order (a walk asks
+    tens of thousands of times for a few sets of kinds: each set's order is computed once)."""
+    key = frozenset(kinds)
+    order = _ORDERS.get(key)
+    if order is None:
+        order = _ORDERS[key] = [k for k in EdgeKind if k in key]
+    return order
+
+
+_ORDERS: dict[frozenset[EdgeKind], list[EdgeKind]] = {}
 
 
 def graph(ix: Index) -> Graph:
