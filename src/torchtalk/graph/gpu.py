@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 
 from ..model import Cut, CutKind, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, is_composite, runs_on
 from ..store.reader import Index
+from .device_reach import device_out
 from .gpu_families import Template, functor_loc, is_library, library_edges, templates
 from .graph import graph
 from .nodes import CPP_KINDS, symbol_id
@@ -158,7 +159,7 @@ def _new_edges(ix: Index, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]
     g = graph(ix)
     if node.kind is NodeKind.OP:  # reached through the dispatcher: its kernel for CUDA
         return runs_for_cuda([e for e in g.out(node, [EdgeKind.KERNEL]) if _gpu_edge(e)], False)
-    out = [e for e in g.out(node, [k for k in kinds if k in REACH_KINDS and k is not EdgeKind.KERNEL])
+    out = [e for e in device_out(ix, node, [k for k in kinds if k in REACH_KINDS and k is not EdgeKind.KERNEL])
            if _gpu_edge(e)]
     if EdgeKind.STUB_CALL in kinds:  # and the stubs it hands on to a helper that calls them (Note [Stub uses])
         have = {e.dst.key for e in out if e.kind is EdgeKind.STUB_CALL}
@@ -181,9 +182,8 @@ def _found(ix: Index, node: Node) -> _Found:
     memo: dict[tuple[NodeKind, str], _Found] = ix.cached("gpu_found", dict)
     key = (node.kind, node.key)
     if key not in memo:
-        g = graph(ix)
-        calls = g.out(node, [EdgeKind.CALL, EdgeKind.UNRESOLVED])
-        memo[key] = _Found(g.out(node, [EdgeKind.LAUNCH]), library_edges(calls),
+        calls = device_out(ix, node, [EdgeKind.CALL, EdgeKind.UNRESOLVED])
+        memo[key] = _Found(device_out(ix, node, [EdgeKind.LAUNCH]), library_edges(calls),
                            [(e.written or e.dst.label, node.loc.path if node.loc else "") for e in calls
                             if e.kind is EdgeKind.UNRESOLVED and e.how is EdgeHow.DIRECT])
     return memo[key]
