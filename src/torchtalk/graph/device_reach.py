@@ -28,14 +28,12 @@ from dataclasses import dataclass
 from ..model import CallKind, CallSite, Edge, EdgeKind, Node
 from ..model.cuda import library_of
 from ..store.reader import Index
-from .cpp_edges import call_edges, is_macro
+from .cpp_edges import is_macro, sites_edges
 from .cpp_types import all_classes, all_usings, split_last
 from .graph import dispatch_calls, graph
-from .nodes import symbol_id
 from .op_spellings import KEY_NAMESPACES, STRUCT_QUALIFIERS, dispatch_helper_ops, op_named
 from .registry import registry
 from .resolve import stub_names
-from .symbols import calls_from, symbol
 
 _SITE_KINDS = frozenset({CallKind.CALL, CallKind.METHOD})  # launches, names passed on, constructions: kept
 _FROM_SITES = frozenset({EdgeKind.CALL, EdgeKind.DISPATCH_CALL, EdgeKind.STUB_CALL, EdgeKind.LAUNCH,
@@ -77,15 +75,7 @@ def skips(ix: Index, call: CallSite) -> bool:
 
 def device_out_edges(ix: Index, node: Node) -> list[Edge]:
     """cpp_edges.out_edges without the sites ``skips`` skips, in source order (memoised per index version)."""
-    sid = symbol_id(node)
-    if sid is None:
-        return []
-    memo: dict[int, list[Edge]] = ix.cached("cpp_device_out_edges", dict)
-    if sid not in memo:
-        sym = symbol(ix, sid)
-        memo[sid] = [e for call in calls_from(ix, sid) if not skips(ix, call)
-                     for e in call_edges(ix, sym, call, node)] if sym else []
-    return memo[sid]
+    return sites_edges(ix, node, "cpp_device_out_edges", lambda call: not skips(ix, call))
 
 
 def device_out(ix: Index, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
