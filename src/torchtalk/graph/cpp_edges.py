@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import defaultdict
+from collections.abc import Callable
 
 from ..model import CallKind, CallSite, CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind, SymbolKind
 from ..store.reader import Index
@@ -87,13 +88,20 @@ def _how(d: CppSymbol, candidate: bool) -> EdgeHow:
 
 def out_edges(ix: Index, node: Node) -> list[Edge]:
     """Every edge out of a C++ function, in source order (memoised per index version)."""
+    return sites_edges(ix, node, "cpp_out_edges")
+
+
+def sites_edges(ix: Index, node: Node, memo_key: str, keep: Callable[[CallSite], bool] | None = None) -> list[Edge]:
+    """The edges out of a C++ function from the call sites ``keep`` keeps (every site when None), in source order;
+    memoised per index version under ``memo_key`` (one per ``keep``)."""
     sid = symbol_id(node)
     if sid is None:
         return []
-    memo: dict[int, list[Edge]] = ix.cached("cpp_out_edges", dict)
+    memo: dict[int, list[Edge]] = ix.cached(memo_key, dict)
     if sid not in memo:
         sym = symbol(ix, sid)
-        memo[sid] = [e for call in calls_from(ix, sid) for e in call_edges(ix, sym, call, node)] if sym else []
+        memo[sid] = [e for call in calls_from(ix, sid) if keep is None or keep(call)
+                     for e in call_edges(ix, sym, call, node)] if sym else []
     return memo[sid]
 
 

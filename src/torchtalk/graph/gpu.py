@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 
 from ..model import Cut, CutKind, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, is_composite, runs_on
 from ..store.reader import Index
+from .device_reach import device_out
 from .gpu_families import Template, functor_loc, is_library, library_edges, templates
 from .graph import graph
 from .nodes import CPP_KINDS, symbol_id
@@ -143,19 +144,54 @@ def gpu_reach(ix: Index, node: Node, depth: int = MAX_DEPTH, hops: int = HOPS) -
     return memo[key]
 
 
-def _reach(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:
-    g = graph(ix)
+def _edges(ix: Index, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
+    """The edges the GPU walk takes out of a node, for the kinds the walk asks (at its last level, the free ones:
+    walk.py never computes the others). Memoised per node and kinds and index version: the walks from every
+    kernel of an op (and of the ops it reaches) pass the same functions again; callers never change the list."""
+    memo: dict[tuple[NodeKind, str, frozenset[EdgeKind]], list[Edge]] = ix.cached("gpu_edges", dict)
+    key = (node.kind, node.key, frozenset(kinds))
+    if key not in memo:
+        memo[key] = _new_edges(ix, node, kinds)
+    return memo[key]
 
+
+def _new_edges(ix: Index, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
+    g = graph(ix)
+    if node.kind is NodeKind.OP:  # reached through the dispatcher: its kernel for CUDA
+        return runs_for_cuda([e for e in g.out(node, [EdgeKind.KERNEL]) if _gpu_edge(e)], False)
+    out = [e for e in device_out(ix, node, [k for k in kinds if k in REACH_KINDS and k is not EdgeKind.KERNEL])
+           if _gpu_edge(e)]
+    if EdgeKind.STUB_CALL in kinds:  # and the stubs it hands on to a helper that calls them (Note [Stub uses])
+        have = {e.dst.key for e in out if e.kind is EdgeKind.STUB_CALL}
+        out += [e for e in stub_uses_from(ix, node) if e.dst.key not in have]
+    return out
+
+
+@dataclass(frozen=True)
+class _Found:
+    """What one function itself holds for the GPU walk: its LAUNCH edges, its library calls, its direct calls
+    that resolve to nothing (as written, with the function's file)."""
+
+    launches: list[Edge]
+    libraries: list[tuple[str, Edge]]
+    unresolved: list[tuple[str, str]]
+
+
+def _found(ix: Index, node: Node) -> _Found:
+    """``_Found`` of a C++ function, memoised per node and index version (every walk passing it reads it)."""
+    memo: dict[tuple[NodeKind, str], _Found] = ix.cached("gpu_found", dict)
+    key = (node.kind, node.key)
+    if key not in memo:
+        calls = device_out(ix, node, [EdgeKind.CALL, EdgeKind.UNRESOLVED])
+        memo[key] = _Found(device_out(ix, node, [EdgeKind.LAUNCH]), library_edges(calls),
+                           [(e.written or e.dst.label, node.loc.path if node.loc else "") for e in calls
+                            if e.kind is EdgeKind.UNRESOLVED and e.how is EdgeHow.DIRECT])
+    return memo[key]
+
+
+def _reach(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:
     def edges(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
-        # Only the kinds the walk asks for: at its last level, the free ones (walk.py never computes the others).
-        if node.kind is NodeKind.OP:  # reached through the dispatcher: its kernel for CUDA
-            return runs_for_cuda([e for e in g.out(node, [EdgeKind.KERNEL]) if _gpu_edge(e)], False)
-        out = [e for e in g.out(node, [k for k in kinds if k in REACH_KINDS and k is not EdgeKind.KERNEL])
-               if _gpu_edge(e)]
-        if EdgeKind.STUB_CALL in kinds:  # and the stubs it hands on to a helper that calls them (Note [Stub uses])
-            have = {e.dst.key for e in out if e.kind is EdgeKind.STUB_CALL}
-            out += [e for e in stub_uses_from(ix, node) if e.dst.key not in have]
-        return out
+        return _edges(ix, node, kinds)
 
     left: list[Node] = []
 
@@ -181,17 +217,16 @@ def _reach(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:
     reach = GpuReach(start, cuts=cuts, walked=sum(not is_library(n) for n, _ in launchers))
     for node, chain in launchers:
         inside = is_library(node) or any(is_library(e.dst) for e in chain)  # a library's own code
-        for e in g.out(node, [EdgeKind.LAUNCH]):
+        found = _found(ix, node)
+        for e in found.launches:
             if symbol_id(e.dst) is None:  # a launch family's call: its device code and its kernel templates
                 made = templates(ix, e, lambda n: _launches(ix, n))
                 reach.launches.append(KernelLaunch(e, chain, False, functor_loc(ix, e), made))
             else:
                 reach.launches.append(KernelLaunch(e, chain, False))
         if not inside:
-            calls = g.out(node, [EdgeKind.CALL, EdgeKind.UNRESOLVED])
-            reach.libraries += [LibraryCall(lib, e, chain, False) for lib, e in library_edges(calls)]
-            reach.unresolved += [(e.written or e.dst.label, node.loc.path if node.loc else "") for e in calls
-                                 if e.kind is EdgeKind.UNRESOLVED and e.how is EdgeHow.DIRECT]
+            reach.libraries += [LibraryCall(lib, e, chain, False) for lib, e in found.libraries]
+            reach.unresolved += found.unresolved
     return reach
 
 

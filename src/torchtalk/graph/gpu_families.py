@@ -47,7 +47,16 @@ def family_call(ix: Index, launch: Edge) -> CallSite | None:
 
 
 def family_definitions(ix: Index, launch: Edge) -> list[Node]:
-    """The definitions of the launch family a LAUNCH edge calls (C++ lookup from the launcher, as for any call)."""
+    """The definitions of the launch family a LAUNCH edge calls (C++ lookup from the launcher, as for any call).
+    Memoised per call site and index version: every walk passing the launcher asks again."""
+    memo: dict[tuple[str, str, int], list[Node]] = ix.cached("family_definitions", dict)
+    key = (launch.src.key, launch.dst.key, launch.site.line if launch.site is not None else 0)
+    if key not in memo:
+        memo[key] = _family_definitions(ix, launch)
+    return memo[key]
+
+
+def _family_definitions(ix: Index, launch: Edge) -> list[Node]:
     call = family_call(ix, launch)
     sid = symbol_id(launch.src)
     sym = symbol(ix, sid) if sid is not None else None

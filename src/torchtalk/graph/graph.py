@@ -50,8 +50,13 @@ def _stub_callers(ix: Index, node: Node) -> list[Edge]:
 
 
 def _dispatch_calls(ix: Index, node: Node) -> list[Edge]:
-    """The recorded calls of ops of a C++ function, and the op functions it hands on (Note [Op references])."""
-    recorded = [e for e in cpp_edges.out_edges(ix, node) if e.kind is EdgeKind.DISPATCH_CALL]
+    return dispatch_calls(ix, node, cpp_edges.out_edges(ix, node))
+
+
+def dispatch_calls(ix: Index, node: Node, out: list[Edge]) -> list[Edge]:
+    """The recorded calls of ops of a C++ function among its edges ``out``, and the op functions it hands on
+    (Note [Op references])."""
+    recorded = [e for e in out if e.kind is EdgeKind.DISPATCH_CALL]
     have = {e.dst.key for e in recorded}
     return recorded + [e for e in op_refs.op_refs(ix, node) if e.dst.key not in have]
 
@@ -122,8 +127,16 @@ class Graph:
 
 
 def _ordered(kinds: Collection[EdgeKind]) -> list[EdgeKind]:
-    """Kinds in their declaration order, so a walk's result does not depend on set iteration order."""
-    return [k for k in EdgeKind if k in kinds]
+    """Kinds in their declaration order, so a walk's result does not depend on set iteration order (a walk asks
+    tens of thousands of times for a few sets of kinds: each set's order is computed once)."""
+    key = frozenset(kinds)
+    order = _ORDERS.get(key)
+    if order is None:
+        order = _ORDERS[key] = [k for k in EdgeKind if k in key]
+    return order
+
+
+_ORDERS: dict[frozenset[EdgeKind], list[EdgeKind]] = {}
 
 
 def graph(ix: Index) -> Graph:

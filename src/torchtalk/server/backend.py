@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..errors import SourceError
 from ..graph.cpp_types import all_classes, all_usings, directives, symbol_qualnames
+from ..graph.device_reach import defined
 from ..graph.registry import registry
 from ..graph.resolve import stub_names
 from ..graph.symbols import pasted_symbols
@@ -64,6 +65,7 @@ def _warm_up(ix: Index) -> None:
         directives(ix)
         pasted_symbols(ix)
         cuda_kernels(ix)
+        defined(ix)  # the names a call site can resolve by (the GPU walk's skip, graph/device_reach.py)
         warm_errors(ix)  # error_origin's raise sites and test names
         if ix.source_root is not None:
             changed_files(ix, ix.source_root)
