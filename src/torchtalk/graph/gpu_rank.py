@@ -11,21 +11,22 @@ kernels, launch families and library calls alike (``Nearness``):
 
 1. the dense path before the layout-specific kernels of the op asked (its NestedTensorCUDA,
    SparseCUDA, QuantizedCUDA kernels run only for tensors of that layout);
-2. fewer op boundaries crossed (``whose``): a call through the dispatcher, a direct call into
-   another op's kernel or a call from a CompositeExplicitAutograd kernel crosses one; a variant of
-   the op it is in (angle -> angle.out) does not, nor does a call from a CompositeImplicitAutograd
-   kernel (a decomposition: softmax runs as _softmax, embedding_backward as
-   embedding_dense_backward), nor the op's own derivative formula (its backward), while another
-   op's formula (index_select's, reached from embedding's composite kernel) and a formula's formula
-   (second order) do;
+2. fewer op boundaries crossed (``whose``): a backend kernel's call through the dispatcher or a
+   direct call into another op's kernel crosses one; a variant of the op it is in (angle ->
+   angle.out) does not, nor does a composite kernel's call (a composite kernel has no device code
+   of its own: the op runs for CUDA tensors as the ops it calls; embedding as index_select,
+   embedding_backward as embedding_dense_backward, conv2d as convolution -> _convolution -> ...),
+   nor the op's own derivative formula (its backward), while another op's formula (index_select's,
+   reached from embedding's composite kernel) and a formula's formula (second order) do;
 3. the forward before the backward;
 4. fewer calls from the op.
 
 So mm's cuBLAS call in its own kernel (3 calls) leads TunableOp's ``flush_icache_kernel`` (8 calls);
-embedding's own backward kernels (embedding_backward -> embedding_dense_backward's, no crossing) lead
-index_select's (its CompositeExplicitAutograd kernel's call, one crossing), and cat's (its
-NestedTensorCUDA kernel's) come after the dense path. trace lists a kernel's GPU lines in
-this order too (hops and calls; the layout and direction are its entry's), so the two tools agree.
+embedding lists index_select's kernels (its forward), then its own backward kernels
+(embedding_backward -> embedding_dense_backward's), before the ops those call through the
+dispatcher, index_select's backward (index_add) and cat's kernels (its NestedTensorCUDA kernel's).
+trace lists a kernel's GPU lines in this order too (hops and calls; the layout and direction are
+its entry's), so the two tools agree.
 """
 
 from __future__ import annotations
@@ -33,13 +34,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol, TypeVar
 
-from ..model import DispatchKey, Edge, EdgeKind, Node, NodeKind, is_composite
+from ..model import Edge, EdgeKind, Node, NodeKind, is_composite
 from ..store.reader import Index
 from .op_edges import kernel_of
 
 GPU_KEYS = ("CUDA", "HIP")
-# Kernels that are a decomposition into other ops for every backend, autograd included (model/dispatch.py)
-_DECOMPOSITIONS = frozenset({DispatchKey.CompositeImplicitAutograd, DispatchKey.CompositeImplicitAutogradNestedTensor})
 
 
 class Nearness(NamedTuple):
@@ -78,13 +77,13 @@ def whose(ix: Index, base: str, chain: Sequence[Edge]) -> tuple[str, int]:
     crosses (Note [Nearest first]). Whose: "" for the op's own code (its kernels, its variants', what they call),
     else the first other op on the way (one its composite kernel or formula calls, one called through the
     dispatcher, or one whose kernel a C++ function calls directly: at::native::copy_ from addmm's code is
-    copy_'s). Crossings: a call through the dispatcher, a direct call into another op's kernel, a call from a
-    CompositeExplicitAutograd kernel, another op's formula, a formula's formula. Not crossings: a variant (angle
-    -> angle.out), a call from a CompositeImplicitAutograd kernel (a decomposition: the op runs as the ops it calls,
-    and autograd sees through it), and the op's own formula (its backward). ``base`` "" (a walk from a C++
-    function) counts the first op reached as a crossing."""
+    copy_'s). Crossings: a backend kernel's call through the dispatcher (at::empty in index_select_cuda), a
+    direct call into another op's kernel, another op's formula, a formula's formula. Not crossings: a variant
+    (angle -> angle.out), a composite kernel's call (a composite kernel has no device code of its own: the op runs
+    for CUDA tensors as the ops it calls: embedding as index_select, softmax as _softmax), and the op's own
+    formula (its backward). ``base`` "" (a walk from a C++ function) counts the first op reached as a crossing."""
     asked = here = base_name(base)
-    via, hops, formulas = "", 0, 0
+    via, hops, formulas, composite = "", 0, 0, None
     for e in chain:
         if e.kind is EdgeKind.BACKWARD:
             hops += bool(hops or formulas)
@@ -92,7 +91,7 @@ def whose(ix: Index, base: str, chain: Sequence[Edge]) -> tuple[str, int]:
             name = e.dst.key.split(".", 1)[0] if e.dst.kind is NodeKind.OP else ""  # else a formula's helper
         elif e.kind in (EdgeKind.OP_CALL, EdgeKind.DISPATCH_CALL) and e.dst.kind is NodeKind.OP:
             name = e.dst.key.split(".", 1)[0]
-            hops += base_name(name) != here and not (e.kind is EdgeKind.OP_CALL and e.key in _DECOMPOSITIONS)
+            hops += base_name(name) != here and e.kind is EdgeKind.DISPATCH_CALL and e.src != composite
         elif e.kind is EdgeKind.CALL:
             owners = _owners(ix, e.dst)
             if not owners or here in map(base_name, owners):
@@ -100,6 +99,7 @@ def whose(ix: Index, base: str, chain: Sequence[Edge]) -> tuple[str, int]:
             name = owners[0]
             hops += 1
         else:
+            composite = e.dst if e.kind is EdgeKind.KERNEL and is_composite(e.key) else None
             continue
         if name:
             here = base_name(name)

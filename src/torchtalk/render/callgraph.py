@@ -254,8 +254,22 @@ def render_cuda(r: CudaKernelsResult) -> str:
     return fitted(out, sections, [f"\nNote: {n}" for n in r.notes] + cut_lines(r.cuts))
 
 
-HELPERS_SHOWN = 12
+HELPERS_SHOWN = 12  # launch-family or library calls of the op's own code shown in the text
+OTHERS_SHOWN = 4  # of another op's code (cuda_kernels of that op lists them)
 X = TypeVar("X", KernelLaunch, LibraryCall)
+
+
+def _shown(group: list[X]) -> int:
+    return OTHERS_SHOWN if group[0].via else HELPERS_SHOWN
+
+
+def _more(group: list[X]) -> list[str]:
+    """The line that says how many of a group the text shows, and where the rest are."""
+    n = _shown(group)
+    if len(group) <= n:
+        return []
+    also = f"; {tool_call('cuda_kernels', group[0].via)} lists {group[0].via}'s own" if group[0].via else ""
+    return [f"- ... {showing(n, len(group), IN_STRUCTURED)}{also}"]
 
 
 def _groups(found: list[X]) -> list[list[X]]:
@@ -290,14 +304,13 @@ def _kernel_section(k: GpuKernel) -> Section:
 
 def _family_section(helpers: list[KernelLaunch], shows: str) -> Section:
     lines = []
-    for h in helpers[:HELPERS_SHOWN]:
+    for h in helpers[:_shown(helpers)]:
         # one per definition: a template launched at several sites of the family is one kernel
         shown = list(dict.fromkeys(f"{t.name} {t.defined or t.launched}" for t in h.templates))
         made = ", ".join(shown[:3]) or "template not found"
         more = f" +{len(shown) - 3}" if len(shown) > 3 else ""
         lines.append(f"- {_code(h)} at {h.site.site} in {h.site.src.label} -> {made}{more}{_via(h)}")
-    if len(helpers) > HELPERS_SHOWN:
-        lines.append(f"- ... {showing(HELPERS_SHOWN, len(helpers), IN_STRUCTURED)}")
+    lines += _more(helpers)
     whose = near(helpers[0]).describe(helpers[0].via)
     return Section([f"\n## Launch families, {whose} (device code -> the __global__ template the family launches)"],
                    lines, f"launch families ({whose})", shows, "calls")
@@ -305,11 +318,10 @@ def _family_section(helpers: list[KernelLaunch], shows: str) -> Section:
 
 def _library_section(libraries: list[LibraryCall], shows: str) -> Section:
     lines = []
-    for lib in libraries[:HELPERS_SHOWN]:
+    for lib in libraries[:_shown(libraries)]:
         name = lib.site.written or lib.site.dst.label
         lines.append(f"- {lib.library}: {name} at {lib.site.site} in {lib.site.src.label}{_via(lib)}")
-    if len(libraries) > HELPERS_SHOWN:
-        lines.append(f"- ... {showing(HELPERS_SHOWN, len(libraries), IN_STRUCTURED)}")
+    lines += _more(libraries)
     whose = near(libraries[0]).describe(libraries[0].via)
     return Section([f"\n## Libraries, {whose}"], lines, f"library calls ({whose})", shows, "calls")
 
