@@ -172,7 +172,7 @@ def _reach(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:
             return False
         if s.node.kind is NodeKind.OP:
             through = [e for e in s.chain() if e.kind is EdgeKind.DISPATCH_CALL]
-            if len(through) > hops:  # named by the op whose code makes the call (cuda_kernels of it goes on)
+            if len(through) > hops:  # named by the op whose code makes the call (HOPS >= 1: cuda_kernels of it goes on)
                 left.append(through[-2].dst if len(through) > 1 else s.node)
                 return False
         return True
