@@ -5,6 +5,7 @@ limit in words of its own."""
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from torchtalk.query.cuts import describe, gpu_cuts
 from torchtalk.render import budget
 from torchtalk.tools import get_tool, run
 
-from ..conftest import overlay_index
+from ..conftest import line_of, overlay_index
 
 OVERLAY = Path(__file__).parents[1] / "fixtures" / "tree_gpu_rank"
 OPS = """
@@ -52,17 +53,11 @@ DERIVATIVES = """
 """
 
 
-def _line(tree: Path, rel: str, text: str) -> int:
-    (n,) = [i for i, ln in enumerate((tree / rel).read_text().splitlines(), 1) if text in ln]
-    return n
-
-
 @pytest.fixture
 def gpu(tree):
-    ix = overlay_index(tree, OVERLAY, {"aten/src/ATen/native/native_functions.yaml": OPS,
-                                       "tools/autograd/derivatives.yaml": DERIVATIVES})
-    yield tree, ix
-    ix.close()
+    with closing(overlay_index(tree, OVERLAY, {"aten/src/ATen/native/native_functions.yaml": OPS,
+                                               "tools/autograd/derivatives.yaml": DERIVATIVES})) as ix:
+        yield tree, ix
 
 
 def test_the_nearest_device_work_leads_whatever_its_kind(gpu):
@@ -74,7 +69,7 @@ def test_the_nearest_device_work_leads_whatever_its_kind(gpu):
     assert lib.site.written == "at::cuda::blas::gemv" and k.name == "flush_icache_kernel"
     assert near(lib) < near(k.launches[0]) and len(lib.chain) < len(k.launches[0].chain)
     blas = "aten/src/ATen/native/cuda/Blas.cpp"
-    site = f"{blas}:{_line(tree, blas, 'at::cuda::blas::gemv<float>(')}"
+    site = f"{blas}:{line_of(tree, blas, 'at::cuda::blas::gemv<float>(')}"
     assert text.splitlines()[1].startswith(f"Nearest first: cuBLAS: at::cuda::blas::gemv at {site} (its own code)")
     assert text.index(f"- cuBLAS: at::cuda::blas::gemv at {site}") < text.index("## __global__ flush_icache")
 
@@ -91,7 +86,7 @@ def test_the_forward_then_the_own_backward_then_farther_ops_and_other_layouts(gp
     assert (fwd.via, fwd.hops, fwd.backward) == ("index_select", 0, False)
     assert (back.via, back.hops, back.backward) == ("embedding_backward", 0, True)
     assert (cat.via, cat.hops, near(cat).layout) == ("cat", 1, True)
-    formula = _line(tree, "tools/autograd/derivatives.yaml", "weight: embedding_backward_symint(")
+    formula = line_of(tree, "tools/autograd/derivatives.yaml", "weight: embedding_backward_symint(")
     assert f"[backward tools/autograd/derivatives.yaml:{formula}]" in text
     # index_select's sites reached again from the backward (at::index_select in embedding_dense_backward_cuda) are
     # listed once, with their nearest chain: the forward's
