@@ -72,6 +72,7 @@ def test_the_nearest_device_work_leads_whatever_its_kind(gpu):
     site = f"{blas}:{line_of(tree, blas, 'at::cuda::blas::gemv<float>(')}"
     assert text.splitlines()[1].startswith(f"Nearest first: cuBLAS: at::cuda::blas::gemv at {site} (its own code)")
     assert text.index(f"- cuBLAS: at::cuda::blas::gemv at {site}") < text.index("## __global__ flush_icache")
+    assert text.splitlines()[-1].startswith('next: calls("at::native::addmv_cuda")')  # where the nearest work is
 
 
 def test_the_forward_then_the_own_backward_then_farther_ops_and_other_layouts(gpu):
