@@ -66,6 +66,12 @@ if not os.environ.get("TORCHTALK_TEST_SOURCE") and _configured_source():
         del os.environ["TORCHTALK_TEST_SOURCE"]
 
 
+def line_of(tree: Path, rel: str, text: str) -> int:
+    """The line of ``rel`` in ``tree`` that holds ``text`` (exactly one must)."""
+    (n,) = [i for i, ln in enumerate((tree / rel).read_text().splitlines(), 1) if text in ln]
+    return n
+
+
 def overlay_index(tree: Path, overlay: Path, appended: dict[str, str]):
     """The Index of ``tree`` after copying ``overlay``'s aten/ over it and appending text to its files
     (``{"aten/src/ATen/native/native_functions.yaml": ops}``): the CUDA fixture trees' setup."""

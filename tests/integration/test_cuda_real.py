@@ -49,3 +49,25 @@ def test_add_shows_the_dense_path_torchgen_writes_from_its_ufunc_loop(real_index
     helpers = {(h.site.src.label, h.site.site.path, h.site.dst.label) for h in res.helpers}
     assert ("at::native::add_kernel", "<generated>/aten/src/ATen/UfuncCUDA_add.cu", "gpu_kernel(CUDAFunctor_add)") \
         in helpers
+
+
+def test_embedding_names_its_own_backward_kernels_before_any_cut(real_index):
+    # derivatives.yaml: embedding's formula calls embedding_backward (a composite), which runs as
+    # embedding_dense_backward, whose CUDA kernel launches embedding_backward_feature_kernel (Embedding.cu:48): the
+    # op's own backward, after its forward (its composite kernel runs as index_select) and before cat's kernels
+    # (its NestedTensorCUDA kernel's at::cat) and index_select's own backward (index_add's kernels).
+    _res, text = run(get_tool("cuda_kernels"), real_index, function_name="embedding")
+    lead = text.split("\nCut:", 1)[0]
+    assert "## __global__ embedding_backward_feature_kernel  aten/src/ATen/native/cuda/Embedding.cu:48" in lead
+    assert text.splitlines()[1].startswith("Nearest first: __global__ indexSelect")
+    before = lead.split("embedding_backward_feature_kernel", 1)[0]
+    assert "CatArrayBatchedCopy" not in before and "indexFuncLargeIndex" not in before
+
+
+def test_mm_names_its_cublas_call_before_tunableops_kernel(real_index):
+    # mm_out_cuda -> addmm_out_cuda_impl calls at::cuda::blas::gemm (Blas.cpp:461) three calls from the op; TunableOp's
+    # flush_icache_kernel is eight calls away (launchTunableGemmAndBias -> TunableOp::FindFastest -> ... flush_icache).
+    _res, text = run(get_tool("cuda_kernels"), real_index, function_name="mm")
+    assert text.splitlines()[1].startswith("Nearest first: cuBLAS: at::cuda::blas::gemm")
+    assert "cuBLAS: at::cuda::blas::gemm at aten/src/ATen/native/cuda/Blas.cpp:461" in text
+    assert text.index("at::cuda::blas::gemm at") < text.index("flush_icache_kernel")

@@ -14,7 +14,8 @@ DISPATCH_CALL edge to that op; below a kernel the walk takes it, then the op's k
 (``runs_for_cuda``: its dense CUDA kernel, else its composite one), as the dispatcher would. What is
 reached that way is the other op's code (``via``) unless the op is a variant of the one asked
 (angle -> angle.out). One such call per chain is followed (HOPS): the ops that op calls in turn are
-kept as reached and named as a cut, so the walk stays within its usual size (at::empty ->
+kept as reached and named as a cut (CutKind.HOPS, at the op whose calls were not followed), so the
+walk stays within its usual size (at::empty ->
 empty_cuda -> ... is not walked for every op that allocates).
 
 Fan-out ranks before it cuts (Note [No silent cut]): registrations and stub calls first, then
@@ -32,9 +33,9 @@ from ..model import Cut, CutKind, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, 
 from ..store.reader import Index
 from .device_reach import device_out
 from .gpu_families import Template, functor_loc, is_library, library_edges, templates
+from .gpu_rank import whose
 from .graph import graph
 from .nodes import CPP_KINDS, symbol_id
-from .op_edges import kernel_of
 from .stub_uses import stub_uses_from
 from .walk import Step, down
 
@@ -61,6 +62,7 @@ class KernelLaunch:
     functor: Loc | None = None
     templates: list[Template] = field(default_factory=list)
     via: str = ""  # the other op whose code this is (reached by a composite call or a direct C++ call), or ""
+    hops: int = 0  # op boundaries the chain crosses (Note [Nearest first] in graph/gpu_rank.py)
 
 
 @dataclass
@@ -72,6 +74,7 @@ class LibraryCall:
     chain: list[Edge]
     backward: bool
     via: str = ""
+    hops: int = 0
 
 
 @dataclass
@@ -203,17 +206,18 @@ def _reach(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:
         # reached, not walked from, and named as a cut (cuda_kernels of that op goes on).
         if s.node.kind is NodeKind.GPU_KERNEL:
             return False
-        if s.node.kind is NodeKind.OP and \
-                sum(e.kind is EdgeKind.DISPATCH_CALL for e in s.chain()) > hops:
-            left.append(s.node)
-            return False
+        if s.node.kind is NodeKind.OP:
+            through = [e for e in s.chain() if e.kind is EdgeKind.DISPATCH_CALL]
+            if len(through) > hops:  # named by the op whose code makes the call (HOPS >= 1: cuda_kernels of it goes on)
+                left.append(through[-2].dst if len(through) > 1 else s.node)
+                return False
         return True
 
     walk = down([start], edges, REACH_KINDS, depth, fan_out=FAN_OUT, max_nodes=MAX_NODES, follow=follow,
                 rank=gpu_rank)
     launchers: list[tuple[Node, list[Edge]]] = [(start, [])] if start.kind in CPP_KINDS else []
     launchers += [(s.node, s.chain()) for s in walk.steps if s.node.kind in CPP_KINDS]
-    cuts = walk.cuts + ([Cut(CutKind.LEVEL, left[0], len(left), 1)] if left else [])
+    cuts = walk.cuts + ([Cut(CutKind.HOPS, left[0], len(left), hops)] if left else [])
     reach = GpuReach(start, cuts=cuts, walked=sum(not is_library(n) for n, _ in launchers))
     for node, chain in launchers:
         inside = is_library(node) or any(is_library(e.dst) for e in chain)  # a library's own code
@@ -268,7 +272,6 @@ def _op_walk(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:
     walk = down([start], edges, OP_KINDS, depth, fan_out=FAN_OUT, max_nodes=MAX_NODES, follow=follow,
                 rank=gpu_rank)
     out = GpuReach(start, cuts=list(walk.cuts))
-    base = start.key.split(".", 1)[0]
     for s in walk.steps:
         if s.node.kind not in CPP_KINDS:
             continue
@@ -280,25 +283,10 @@ def _op_walk(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:
         out.unresolved += reach.unresolved
         if s.edge.kind is EdgeKind.KERNEL:
             out.entries.append(s.edge)
-        out.launches += [replace(launch, chain=chain + launch.chain, backward=backward,
-                                 via=other_op(ix, base, chain + launch.chain)) for launch in reach.launches]
-        out.libraries += [replace(lib, chain=chain + lib.chain, backward=backward,
-                                  via=other_op(ix, base, chain + lib.chain)) for lib in reach.libraries]
+        for launch in reach.launches:  # whose code it is, and how near (Note [Nearest first])
+            via, n = whose(ix, start.key, chain + launch.chain)
+            out.launches.append(replace(launch, chain=chain + launch.chain, backward=backward, via=via, hops=n))
+        for lib in reach.libraries:
+            via, n = whose(ix, start.key, chain + lib.chain)
+            out.libraries.append(replace(lib, chain=chain + lib.chain, backward=backward, via=via, hops=n))
     return out
-
-
-def other_op(ix: Index, base: str, chain: list[Edge]) -> str:
-    """Whose code a launch reached from op ``base`` is: "" when it is the op's own (its kernels and what they call),
-    else the first other op on the way: one its composite kernel or formula calls through the dispatcher, or one
-    whose kernel a C++ function calls directly (at::native::copy_ from addmm's code: copy_'s launches)."""
-    for e in chain:
-        if e.kind in (EdgeKind.OP_CALL, EdgeKind.BACKWARD, EdgeKind.DISPATCH_CALL) and e.dst.kind is NodeKind.OP:
-            other = e.dst.key.split(".", 1)[0]
-            if other.rstrip("_") != base.rstrip("_"):
-                return other
-        elif e.kind is EdgeKind.CALL:
-            for k in kernel_of(ix, e.dst):
-                other = k.src.key.split(".", 1)[0]
-                if other.rstrip("_") != base.rstrip("_"):
-                    return other
-    return ""

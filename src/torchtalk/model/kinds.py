@@ -305,3 +305,6 @@ class CutKind(StrEnum):
     DEPTH = "depth"  # nodes reached at the last level were not walked from
     NODES = "nodes"  # the walk stopped at its node budget
     LEVEL = "level"  # a level had more nodes than a level may expand (LevelCap): the rest were kept, not walked from
+    # the GPU walk's limit of calls through the dispatcher per chain (graph/gpu.py HOPS): the ops that an op reached
+    # that way calls in turn were kept as reached, not walked into; ``at`` is the op whose calls were not followed
+    HOPS = "hops"

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..graph import graph
 from ..graph.gpu import GPU_BACKENDS, HOPS, MAX_DEPTH, GpuReach, gpu_walk, runs_for_cuda
 from ..graph.gpu import KernelLaunch as KernelLaunch  # re-exported: render reads the results
 from ..graph.gpu import LibraryCall as LibraryCall
+from ..graph.gpu_rank import Nearness as Nearness  # re-exported: render ranks its sections by it
+from ..graph.gpu_rank import nearness, whose
 from ..graph.nodes import cpp_node, symbol_id
 from ..graph.registry import registry
 from ..graph.symbols import SYMBOL_COLS, gpu_kernels_named, has_cpp, symbol, to_symbol
@@ -64,10 +66,11 @@ class CudaKernelsResult:
     no_device_work: str = ""  # a complete walk found no device work: what it covered (Note [No device work])
 
 
-def _rank(launch: KernelLaunch | LibraryCall) -> tuple[bool, bool]:
-    """The op's own code first, then the forward; among equals, walk order (the overloads as asked, nearest
-    first)."""
-    return bool(launch.via), launch.backward
+def near(x: KernelLaunch | LibraryCall) -> Nearness:
+    """Where a launch or library call ranks in the answer (Note [Nearest first] in graph/gpu_rank.py): the dense
+    path, then fewer op boundaries crossed, the forward before the backward, fewer calls; among equals, walk order
+    (the overloads as asked)."""
+    return nearness(x.chain, x.hops, x.backward)
 
 
 @dataclass
@@ -81,7 +84,7 @@ class _Merged:
 
 def _merged(ix: Index, starts: list[Node], depth: int = MAX_DEPTH, hops: int = HOPS) -> _Merged:
     """The GPU walk of each start (graph/gpu.py, the one trace reads too), merged: a launch site reached from
-    several starts is listed once, with its best-ranked chain (_rank)."""
+    several starts is listed once, with its nearest chain (``near``), in the order of nearness."""
     out = _Merged()
     kernels, helpers = out.kernels, out.helpers
     seen: set[tuple[str, str, int]] = set()
@@ -89,25 +92,22 @@ def _merged(ix: Index, starts: list[Node], depth: int = MAX_DEPTH, hops: int = H
     reaches = out.reaches = [gpu_walk(ix, start, depth, hops) for start in starts]
     for reach in reaches:
         cuts += reach.cuts
+    found = [x for r in reaches for x in r.launches]
+    calls = [x for r in reaches for x in r.libraries]
+    if any(start.kind is not NodeKind.OP for start in starts):  # a function's walk: count the ops it crosses too
+        found = [replace(x, hops=whose(ix, "", x.chain)[1]) for x in found]
+        calls = [replace(x, hops=whose(ix, "", x.chain)[1]) for x in calls]
     libs: dict[tuple[str, str], LibraryCall] = {}
-    for lib in sorted((lib for r in reaches for lib in r.libraries), key=_rank):
-        key = (str(lib.site.site), lib.site.written or lib.site.dst.key)
-        if key not in libs or _rank(lib) == _rank(libs[key]) and len(lib.chain) < len(libs[key].chain):
-            libs[key] = lib  # placed where first reached, with the shortest of its best-ranked chains
+    for lib in sorted(calls, key=near):
+        libs.setdefault((str(lib.site.site), lib.site.written or lib.site.dst.key), lib)  # with its nearest chain
     out.libraries = list(libs.values())
-    launches = sorted((launch for r in reaches for launch in r.launches), key=_rank)
-    shortest: dict[tuple[str, str, int], KernelLaunch] = {}
-    for launch in launches:  # a site reached both through an op call and a call through the dispatcher
-        w = (launch.site.src.key, launch.site.dst.key, launch.site.site.line if launch.site.site else 0)
-        if w not in shortest or _rank(launch) == _rank(shortest[w]) and len(launch.chain) < len(shortest[w].chain):
-            shortest[w] = launch
-    for launch in launches:
+    # a site reached several ways (an op call and a call through the dispatcher) is listed with its nearest chain
+    for launch in sorted(found, key=near):
         e = launch.site
         where = (e.src.key, e.dst.key, e.site.line if e.site else 0)
         if where in seen:
             continue
         seen.add(where)
-        launch = shortest[where]
         sid = symbol_id(e.dst)
         if sid is None:  # a launch helper's functor or lambda
             helpers.append(launch)
@@ -165,10 +165,9 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
         matched = f"{'DispatchStub' if targets[0].is_stub else 'function'} {targets[0].node}"
     m = _merged(ix, starts)
     if not m.kernels and not m.helpers and not m.libraries and m.cuts and \
-            all(c.kind in (CutKind.DEPTH, CutKind.LEVEL) for c in m.cuts):  # nothing found: look further once
+            all(c.kind in (CutKind.DEPTH, CutKind.HOPS) for c in m.cuts):  # nothing found: look further once
         m = _merged(ix, starts, NOTHING_DEPTH, NOTHING_HOPS)
-    ordered = sorted(m.kernels.values(), key=lambda k: (*(_rank(k.launches[0]) if k.launches else (True, True)),
-                                                        len(k.launches[0].chain) if k.launches else 0, k.name))
+    ordered = sorted(m.kernels.values(), key=lambda k: (near(k.launches[0]), k.name))  # each has a launch
     result = CudaKernelsResult(name, matched, ordered, m.helpers, m.libraries, cuts=m.cuts)
     if not m.kernels and not m.helpers and not m.libraries:
         result.no_device_work = _no_device_work(ix, starts, m)

@@ -74,6 +74,11 @@ def describe(c: Cut) -> str:
                "were)" + (f"; {c.shows} lists them all" if c.shows else "")
     if c.kind is CutKind.DEPTH:
         what = f"{nodes} at depth {c.limit} not walked further (e.g. {where})"
+    elif c.kind is CutKind.HOPS:
+        calls = f"{c.limit} call{'s' if c.limit != 1 else ''}"
+        what = (f"{c.left} op{'s' if c.left != 1 else ''} called through the dispatcher by ops themselves reached "
+                f"through the dispatcher {'were' if c.left != 1 else 'was'} not walked (e.g. the ones {where}'s code "
+                f"calls; the walk follows {calls} through the dispatcher a chain)")
     elif c.kind is CutKind.LEVEL:
         what = f"{nodes} reached but not walked from (at most {c.limit} a level; e.g. {where})"
     else:

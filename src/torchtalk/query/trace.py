@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from ..graph import Step, down, graph
 from ..graph.gpu import GPU_BACKENDS, gpu_reach
+from ..graph.gpu_rank import nearest_first
 from ..graph.nodes import autograd_node, binding_node, op_node, symbol_id
 from ..graph.op_edges import autograd_nodes, derivatives_of, view_of_copy
 from ..graph.py_calls import assigned_node, function_node
@@ -257,15 +258,14 @@ def _kernel(ix: Index, op: Op, entry: DispatchEntry, focus: str) -> KernelInfo:
     if focus == "full" and any(runs_on(e.key, b) for e in registry(ix).dispatch(op) if e.kernel == entry.kernel
                                for b in GPU_BACKENDS):
         # The GPU lines of a kernel that runs on CUDA are its walk of graph/gpu.py, the one cuda_kernels composes.
+        reaches = [gpu_reach(ix, root) for root in roots]  # listed as cuda_kernels lists them (Note [Nearest first])
         seen: set[tuple[str, int]] = set()
-        for root in roots:
-            reach = gpu_reach(ix, root)
-            info.gpu_cuts += gpu_cuts(reach.cuts)
-            for launch in reach.launches:
-                e = launch.site
-                if e.site and (e.site.path, e.site.line) not in seen:
-                    seen.add((e.site.path, e.site.line))
-                    info.launches.append(e)
+        for launch in nearest_first(ix, op.name, entry.key, [x for r in reaches for x in r.launches]):
+            e = launch.site
+            if e.site and (e.site.path, e.site.line) not in seen:
+                seen.add((e.site.path, e.site.line))
+                info.launches.append(e)
+        info.gpu_cuts += gpu_cuts([c for r in reaches for c in r.cuts])
     if focus == "full" and is_composite(entry.key):
         reg = registry(ix)
         info.op_calls = [OpCall(e, reg.dispatch(reg.by_full[e.dst.key]))

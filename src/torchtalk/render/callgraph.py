@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind, PyApiKind
 from ..query.callgraph import CalledByResult, CalledBySection, CallsResult, CallsSection, ImpactResult, ImpactSection
-from ..query.cuda import CudaKernelsResult, GpuKernel, KernelLaunch, LibraryCall
+from ..query.cuda import CudaKernelsResult, GpuKernel, KernelLaunch, LibraryCall, Nearness, near
 from ..query.cuts import node_arg, tool_call
 from ..query.results import Ambiguous
 from .budget import BUDGET, STRUCTURED, Section, fitted, size
@@ -231,27 +231,69 @@ def render_cuda(r: CudaKernelsResult) -> str:
            f"{len(r.helpers)} launch-family calls, {len(r.libraries)} library calls"]
     if r.no_device_work:
         out.append(f"No device work: {r.no_device_work}.")
-    # Sections in rank order: the one whose best entry is the op's own forward code first (the budget cuts
-    # from the end).
+    # Every kernel, and the launch families and library calls of each op at each distance, is a section; sections
+    # in order of nearness, one scale for all kinds (Note [Nearest first] in graph/gpu_rank.py): the budget cuts
+    # the farthest.
     shows = f"{STRUCTURED} of {tool_call('cuda_kernels', r.query)}"
-    ranked = [(_cuda_rank(k.launches[0]) if k.launches else (True, True), _kernel_section(k)) for k in r.kernels]
-    if r.helpers:
-        ranked.append((_cuda_rank(r.helpers[0]), _family_section(r.helpers, shows)))
-    if r.libraries:
-        ranked.append((_cuda_rank(r.libraries[0]), _library_section(r.libraries, shows)))
+    ranked: list[tuple[Nearness, Section, KernelLaunch | LibraryCall, str]] = [
+        (near(k.launches[0]), _kernel_section(k), k.launches[0], f"__global__ {k.name}  {_where(k)}")
+        for k in r.kernels if k.launches]
+    for helpers in _groups(r.helpers):
+        h = helpers[0]
+        ranked.append((near(h), _family_section(helpers, shows), h, f"{_code(h)} at {h.site.site}"))
+    for libraries in _groups(r.libraries):
+        lib = libraries[0]
+        ranked.append((near(lib), _library_section(libraries, shows), lib,
+                       f"{lib.library}: {lib.site.written or lib.site.dst.label} at {lib.site.site}"))
     ranked.sort(key=lambda sec: sec[0])
-    return fitted(out, [sec for _, sec in ranked], [f"\nNote: {n}" for n in r.notes] + cut_lines(r.cuts))
+    if ranked:
+        n, _sec, first, what = ranked[0]
+        out.append(f"Nearest first: {what} ({n.describe(first.via)}); the rest by distance: the dense path first, "
+                   "then fewer ops crossed, forward before backward, fewer calls.")
+    sections = [sec for _, sec, _x, _w in ranked] + [_kernel_section(k) for k in r.kernels if not k.launches]
+    return fitted(out, sections, [f"\nNote: {n}" for n in r.notes] + cut_lines(r.cuts))
 
 
-HELPERS_SHOWN = 12
+HELPERS_SHOWN = 12  # launch-family or library calls of the op's own code shown in the text
+OTHERS_SHOWN = 4  # of another op's code (cuda_kernels of that op lists them)
+X = TypeVar("X", KernelLaunch, LibraryCall)
 
 
-def _cuda_rank(launch: KernelLaunch | LibraryCall) -> tuple[bool, bool]:
-    return bool(launch.via), launch.backward
+def _shown(group: list[X]) -> int:
+    return OTHERS_SHOWN if group[0].via else HELPERS_SHOWN
+
+
+def _more(group: list[X]) -> list[str]:
+    """The line that says how many of a group the text shows, and where the rest are."""
+    n = _shown(group)
+    if len(group) <= n:
+        return []
+    also = f"; {tool_call('cuda_kernels', group[0].via)} lists {group[0].via}'s own" if group[0].via else ""
+    return [f"- ... {showing(n, len(group), IN_STRUCTURED)}{also}"]
+
+
+def _groups(found: list[X]) -> list[list[X]]:
+    """Launch-family or library calls (in order of nearness) grouped by whose code they are and how near."""
+    groups: dict[tuple[Nearness, str], list[X]] = {}
+    for x in found:
+        groups.setdefault((near(x)._replace(calls=0), x.via), []).append(x)
+    return list(groups.values())
+
+
+def _where(k: GpuKernel) -> str:
+    return ", ".join(str(d.loc) for d in k.definitions[:2]) or "definition not found"
+
+
+def _code(h: KernelLaunch) -> str:
+    """A family call's device code: 'gpu_kernel(lambda@24)', 'gpu_kernel(FillFunctor FillKernel.cu:13)'."""
+    code = h.site.dst.label
+    if h.functor and not code.endswith(f"@{h.functor.line})"):  # a functor class: where it is defined
+        code = f"{code[:-1]} {h.functor})"
+    return code
 
 
 def _kernel_section(k: GpuKernel) -> Section:
-    where = ", ".join(str(d.loc) for d in k.definitions[:2]) or "definition not found"
+    where = _where(k)
     tag = "  [backward]" if k.backward else ""
     lines = [f"- launched at {launch.site.site} by {launch.site.src.label}{_via(launch)}" for launch in k.launches[:10]]
     if len(k.launches) > 10:
@@ -262,29 +304,26 @@ def _kernel_section(k: GpuKernel) -> Section:
 
 def _family_section(helpers: list[KernelLaunch], shows: str) -> Section:
     lines = []
-    for h in helpers[:HELPERS_SHOWN]:
-        code = h.site.dst.label
-        if h.functor and not code.endswith(f"@{h.functor.line})"):  # a functor class: where it is defined
-            code = f"{code[:-1]} {h.functor})"
+    for h in helpers[:_shown(helpers)]:
         # one per definition: a template launched at several sites of the family is one kernel
         shown = list(dict.fromkeys(f"{t.name} {t.defined or t.launched}" for t in h.templates))
         made = ", ".join(shown[:3]) or "template not found"
         more = f" +{len(shown) - 3}" if len(shown) > 3 else ""
-        lines.append(f"- {code} at {h.site.site} in {h.site.src.label} -> {made}{more}{_via(h)}")
-    if len(helpers) > HELPERS_SHOWN:
-        lines.append(f"- ... {showing(HELPERS_SHOWN, len(helpers), IN_STRUCTURED)}")
-    return Section(["\n## Launch families (device code -> the __global__ template the family launches)"], lines,
-                   "launch families", shows, "calls")
+        lines.append(f"- {_code(h)} at {h.site.site} in {h.site.src.label} -> {made}{more}{_via(h)}")
+    lines += _more(helpers)
+    whose = near(helpers[0]).describe(helpers[0].via)
+    return Section([f"\n## Launch families, {whose} (device code -> the __global__ template the family launches)"],
+                   lines, f"launch families ({whose})", shows, "calls")
 
 
 def _library_section(libraries: list[LibraryCall], shows: str) -> Section:
     lines = []
-    for lib in libraries[:HELPERS_SHOWN]:
+    for lib in libraries[:_shown(libraries)]:
         name = lib.site.written or lib.site.dst.label
         lines.append(f"- {lib.library}: {name} at {lib.site.site} in {lib.site.src.label}{_via(lib)}")
-    if len(libraries) > HELPERS_SHOWN:
-        lines.append(f"- ... {showing(HELPERS_SHOWN, len(libraries), IN_STRUCTURED)}")
-    return Section(["\n## Libraries"], lines, "library calls", shows, "calls")
+    lines += _more(libraries)
+    whose = near(libraries[0]).describe(libraries[0].via)
+    return Section([f"\n## Libraries, {whose}"], lines, f"library calls ({whose})", shows, "calls")
 
 
 def _via(launch: KernelLaunch | LibraryCall) -> str:

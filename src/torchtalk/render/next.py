@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from ..model import CppSymbol, CutKind, EdgeKind, HitKind, Node, NodeKind
 from ..query.callgraph import CalledByResult, CallsResult, ImpactResult
 from ..query.change.result import AffectedResult
-from ..query.cuda import CudaKernelsResult
+from ..query.cuda import CudaKernelsResult, KernelLaunch, LibraryCall, near
 from ..query.modules import ListModulesResult, TraceModuleResult
 from ..query.results import NotFound
 from ..query.search import SearchResult
@@ -139,8 +139,12 @@ def next_impact(r: ImpactResult) -> list[str]:
 def next_cuda(r: CudaKernelsResult) -> list[str]:
     if r.query is None:
         return [call("cuda_kernels", "softmax"), call("search", "conv", backend="CUDA")]
-    k = _first(r.kernels, lambda k: k.launches and k.launches[0].site.src.kind is not NodeKind.UNRESOLVED)
-    out: list[str] = [call("calls", k.launches[0].site.src.label)] if k else [call("trace", r.query, focus="dispatch")]
+    # the function that does the nearest device work, whatever its kind (Note [Nearest first])
+    found: list[KernelLaunch | LibraryCall] = [*(k.launches[0] for k in r.kernels if k.launches), *r.helpers[:1],
+                                               *r.libraries[:1]]
+    found = [x for x in found if x.site.src.kind is not NodeKind.UNRESOLVED]
+    first = min(found, key=near, default=None)
+    out: list[str] = [call("calls", first.site.src.label)] if first else [call("trace", r.query, focus="dispatch")]
     out.append(call("find_similar_tests", r.query))
     return out
 

@@ -1,0 +1,138 @@
+"""How near device work is to the op asked: the one order cuda_kernels and trace's GPU lines list it in.
+
+Note [Nearest first]
+~~~~~~~~~~~~~~~~~~~~
+The GPU walk (graph/gpu.py) reaches an op's own launches and, through its composite calls, its
+backward and calls through the dispatcher, other ops' code: ``embedding`` reaches index_select's
+kernels (its composite kernel calls ``index_select``), its backward's (``embedding_backward`` ->
+``embedding_dense_backward``), cat's (its NestedTensorCUDA kernel calls ``at::cat``) and, farther,
+copy_'s, fill_'s and index_add's. What an answer lists first is what is nearest, on one scale for
+kernels, launch families and library calls alike (``Nearness``):
+
+1. the dense path before the layout-specific kernels of the op asked (its NestedTensorCUDA,
+   SparseCUDA, QuantizedCUDA kernels run only for tensors of that layout);
+2. fewer op boundaries crossed (``whose``): a backend kernel's call through the dispatcher or a
+   direct call into another op's kernel crosses one; a variant of the op it is in (angle ->
+   angle.out) does not, nor does a composite kernel's call (a composite kernel has no device code
+   of its own: the op runs for CUDA tensors as the ops it calls; embedding as index_select,
+   embedding_backward as embedding_dense_backward, conv2d as convolution -> _convolution -> ...),
+   nor the op's own derivative formula (its backward), while another op's formula (index_select's,
+   reached from embedding's composite kernel) and a formula's formula (second order) do;
+3. the forward before the backward;
+4. fewer calls from the op.
+
+So mm's cuBLAS call in its own kernel (3 calls) leads TunableOp's ``flush_icache_kernel`` (8 calls);
+embedding lists index_select's kernels (its forward), then its own backward kernels
+(embedding_backward -> embedding_dense_backward's), before the ops those call through the
+dispatcher, index_select's backward (index_add) and cat's kernels (its NestedTensorCUDA kernel's).
+trace lists a kernel's GPU lines in this order too (hops and calls; the layout and direction are
+its entry's), so the two tools agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple, Protocol, TypeVar
+
+from ..model import Edge, EdgeKind, Node, NodeKind, is_composite
+from ..store.reader import Index
+from .op_edges import kernel_of
+
+GPU_KEYS = ("CUDA", "HIP")
+
+
+class Nearness(NamedTuple):
+    """A launch's or library call's place in an answer: smaller is nearer (Note [Nearest first])."""
+
+    layout: bool  # reached through a layout-specific kernel (NestedTensorCUDA, SparseCUDA, ...) of the op asked
+    hops: int  # op boundaries crossed
+    backward: bool
+    calls: int  # edges from the op (or function) the walk started at
+
+    def describe(self, via: str = "") -> str:
+        """Whose code and how near, for an answer: 'its own code', "index_select's code, 1 op away, backward",
+        "cat's code, 1 op away, sparse/nested/quantized path" (``via``: the other op whose code it is)."""
+        parts = [f"{via}'s code" if via else "its own code"]
+        parts += [f"{self.hops} op{'s' if self.hops != 1 else ''} away"] if self.hops else []
+        parts += ["backward"] if self.backward else []
+        parts += ["sparse/nested/quantized path"] if self.layout else []
+        return ", ".join(parts)
+
+
+def base_name(op_key: str) -> str:
+    """An op's name without overload or in-place/out spelling: the name its variants share (angle, angle.out)."""
+    return op_key.split(".", 1)[0].rstrip("_")
+
+
+def _owners(ix: Index, node: Node) -> tuple[str, ...]:
+    """The names (overload dropped) of the ops whose kernel a C++ function is (memoised per index version)."""
+    memo: dict[str, tuple[str, ...]] = ix.cached("gpu_rank_owners", dict)
+    if node.key not in memo:
+        memo[node.key] = tuple(dict.fromkeys(k.src.key.split(".", 1)[0] for k in kernel_of(ix, node)))
+    return memo[node.key]
+
+
+def whose(ix: Index, base: str, chain: Sequence[Edge]) -> tuple[str, int]:
+    """Whose code a launch reached along ``chain`` from op ``base`` is, and how many op boundaries the chain
+    crosses (Note [Nearest first]). Whose: "" for the op's own code (its kernels, its variants', what they call),
+    else the first other op on the way (one its composite kernel or formula calls, one called through the
+    dispatcher, or one whose kernel a C++ function calls directly: at::native::copy_ from addmm's code is
+    copy_'s). Crossings: a backend kernel's call through the dispatcher (at::empty in index_select_cuda), a
+    direct call into another op's kernel, another op's formula, a formula's formula. Not crossings: a variant
+    (angle -> angle.out), a composite kernel's call (a composite kernel has no device code of its own: the op runs
+    for CUDA tensors as the ops it calls: embedding as index_select, softmax as _softmax), and the op's own
+    formula (its backward). ``base`` "" (a walk from a C++ function) counts the first op reached as a crossing."""
+    asked = here = base_name(base)
+    via, hops, formulas, composite = "", 0, 0, None
+    for e in chain:
+        if e.kind is EdgeKind.BACKWARD:
+            hops += bool(hops or formulas)
+            formulas += 1
+            name = e.dst.key.split(".", 1)[0] if e.dst.kind is NodeKind.OP else ""  # else a formula's helper
+        elif e.kind in (EdgeKind.OP_CALL, EdgeKind.DISPATCH_CALL) and e.dst.kind is NodeKind.OP:
+            name = e.dst.key.split(".", 1)[0]
+            hops += base_name(name) != here and e.kind is EdgeKind.DISPATCH_CALL and e.src != composite
+        elif e.kind is EdgeKind.CALL:
+            owners = _owners(ix, e.dst)
+            if not owners or here in map(base_name, owners):
+                continue
+            name = owners[0]
+            hops += 1
+        else:
+            composite = e.dst if e.kind is EdgeKind.KERNEL and is_composite(e.key) else None
+            continue
+        if name:
+            here = base_name(name)
+            if here != asked and not via:
+                via = name
+    return via, hops
+
+
+def layout_specific(chain: Sequence[Edge], key: str = "") -> bool:
+    """Whether a chain starts in a layout-specific kernel of its op (NestedTensorCUDA, SparseCUDA,
+    QuantizedCUDA, ...): the first dispatch key on it, or ``key`` (the kernel's own, for a chain that starts
+    below it)."""
+    for e in chain:
+        if e.kind in (EdgeKind.KERNEL, EdgeKind.OP_CALL) and e.key:
+            key = e.key
+            break
+        if e.kind is EdgeKind.BACKWARD:
+            break
+    return bool(key) and not (key in GPU_KEYS or is_composite(key))
+
+
+class _Reached(Protocol):
+    chain: list[Edge]
+
+
+R = TypeVar("R", bound=_Reached)
+
+
+def nearest_first(ix: Index, op: str, key: str, reached: Sequence[R]) -> list[R]:
+    """Launches a walk from op ``op``'s kernel for ``key`` reached (chains starting below the kernel), nearest
+    first: trace's GPU lines, in the order cuda_kernels lists them."""
+    return sorted(reached, key=lambda x: nearness(x.chain, whose(ix, op, x.chain)[1], False, key))
+
+
+def nearness(chain: Sequence[Edge], hops: int, backward: bool, key: str = "") -> Nearness:
+    return Nearness(layout_specific(chain, key), hops, backward, len(chain))

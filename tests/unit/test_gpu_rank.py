@@ -1,0 +1,137 @@
+"""The order of a GPU answer (Note [Nearest first] in graph/gpu_rank.py), on a fixture tree (tests/fixtures/
+tree_gpu_rank over tree): kernels, launch families and library calls on one scale of nearness to the op asked, the
+budget cutting the farthest, trace's GPU lines in the same order, and the cut of the one-call-through-the-dispatcher
+limit in words of its own."""
+
+from __future__ import annotations
+
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from torchtalk.graph import graph
+from torchtalk.graph.gpu import gpu_reach
+from torchtalk.graph.nodes import op_node
+from torchtalk.graph.registry import registry
+from torchtalk.model import CutKind, EdgeKind
+from torchtalk.query.cuda import near
+from torchtalk.query.cuts import describe, gpu_cuts
+from torchtalk.render import budget
+from torchtalk.tools import get_tool, run
+
+from ..conftest import line_of, overlay_index
+
+OVERLAY = Path(__file__).parents[1] / "fixtures" / "tree_gpu_rank"
+OPS = """
+- func: embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1) -> Tensor
+  dispatch:
+    CompositeExplicitAutograd: embedding_symint
+    NestedTensorCPU, NestedTensorCUDA: NestedTensor_embedding
+
+- func: embedding_backward(Tensor grad, Tensor indices, SymInt num_weights, SymInt padding_idx) -> Tensor
+  dispatch:
+    CompositeImplicitAutograd: embedding_backward_symint
+
+- func: embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx) -> Tensor
+  dispatch:
+    CUDA: embedding_dense_backward_cuda
+
+- func: cat(Tensor[] tensors, int dim=0) -> Tensor
+  dispatch:
+    CUDA: cat_cuda
+
+- func: addmv(Tensor self, Tensor mat, Tensor vec) -> Tensor
+  dispatch:
+    CUDA: addmv_cuda
+"""
+
+DERIVATIVES = """
+- name: embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1) -> Tensor
+  indices: non_differentiable
+  weight: embedding_backward_symint(grad, indices, weight.sym_size(0), padding_idx)
+"""
+
+
+@pytest.fixture
+def gpu(tree):
+    with closing(overlay_index(tree, OVERLAY, {"aten/src/ATen/native/native_functions.yaml": OPS,
+                                               "tools/autograd/derivatives.yaml": DERIVATIVES})) as ix:
+        yield tree, ix
+
+
+def test_the_nearest_device_work_leads_whatever_its_kind(gpu):
+    tree, ix = gpu
+    # addmv_cuda calls cuBLAS itself (1 edge from the op); TunableOp's flush_icache_kernel is 5 edges down
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="addmv")
+    (lib,) = res.libraries
+    (k,) = res.kernels
+    assert lib.site.written == "at::cuda::blas::gemv" and k.name == "flush_icache_kernel"
+    assert near(lib) < near(k.launches[0]) and len(lib.chain) < len(k.launches[0].chain)
+    blas = "aten/src/ATen/native/cuda/Blas.cpp"
+    site = f"{blas}:{line_of(tree, blas, 'at::cuda::blas::gemv<float>(')}"
+    assert text.splitlines()[1].startswith(f"Nearest first: cuBLAS: at::cuda::blas::gemv at {site} (its own code)")
+    assert text.index(f"- cuBLAS: at::cuda::blas::gemv at {site}") < text.index("## __global__ flush_icache")
+    assert text.splitlines()[-1].startswith('next: calls("at::native::addmv_cuda")')  # where the nearest work is
+
+
+def test_the_forward_then_the_own_backward_then_farther_ops_and_other_layouts(gpu):
+    tree, ix = gpu
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="embedding")
+    names = [k.name for k in res.kernels]
+    # the forward (its composite kernel runs as index_select), its own backward (the formula's op runs as
+    # embedding_dense_backward), then the nested-tensor kernel's at::cat: cat's code, after the dense path
+    assert names == ["indexSelectLargeIndex", "indexSelectSmallIndex", "embedding_backward_feature_kernel",
+                     "CatArrayBatchedCopy"]
+    fwd, back, cat = res.kernels[0].launches[0], res.kernels[2].launches[0], res.kernels[3].launches[0]
+    assert (fwd.via, fwd.hops, fwd.backward) == ("index_select", 0, False)
+    assert (back.via, back.hops, back.backward) == ("embedding_backward", 0, True)
+    assert (cat.via, cat.hops, near(cat).layout) == ("cat", 1, True)
+    formula = line_of(tree, "tools/autograd/derivatives.yaml", "weight: embedding_backward_symint(")
+    assert f"[backward tools/autograd/derivatives.yaml:{formula}]" in text
+    # index_select's sites reached again from the backward (at::index_select in embedding_dense_backward_cuda) are
+    # listed once, with their nearest chain: the forward's
+    assert all(not launch.backward for launch in res.kernels[0].launches)
+
+
+def test_the_budget_cuts_the_farthest_first(gpu, monkeypatch):
+    tree, ix = gpu
+    _res, whole = run(get_tool("cuda_kernels"), ix, function_name="embedding")
+    monkeypatch.setattr(budget, "BUDGET", len(whole.split("\n\nnext:")[0]) - 50)  # one section too many
+    _res, text = run(get_tool("cuda_kernels"), ix, function_name="embedding")
+    assert "## __global__ embedding_backward_feature_kernel  aten/src/ATen/native/cuda/Embedding.cu:" in text
+    assert "## __global__ CatArrayBatchedCopy" not in text
+    assert 'Cut: __global__ CatArrayBatchedCopy (1 launch lines); cuda_kernels("CatArrayBatchedCopy") shows it' in text
+
+
+def test_trace_lists_a_kernels_gpu_lines_in_the_same_order(gpu):
+    tree, ix = gpu
+    # embedding_dense_backward_cuda: its own kernel is 4 calls down; index_select's, reached through the
+    # dispatcher (at::index_select), are 3 calls down: walk order would list them first, nearness does not
+    res, text = run(get_tool("trace"), ix, function_name="embedding_dense_backward")
+    (cuda,) = [k for k in res.ops[0].kernels if k.entry.key == "CUDA"]
+    assert [e.dst.label.split("::")[-1] for e in cuda.launches] == [
+        "embedding_backward_feature_kernel", "indexSelectSmallIndex", "indexSelectLargeIndex"]
+    lines = [ln for ln in text.splitlines() if ln.strip().startswith("CUDA kernel ")]
+    assert lines[0].strip().startswith("CUDA kernel embedding_backward_feature_kernel:")
+    _res, answer = run(get_tool("cuda_kernels"), ix, function_name="embedding_dense_backward")
+    assert answer.index("embedding_backward_feature_kernel") < answer.index("indexSelect")
+
+
+def test_the_limit_of_calls_through_the_dispatcher_is_a_cut_of_its_own(gpu):
+    tree, ix = gpu
+    # the nested kernel calls at::cat (its one call through the dispatcher), whose kernel calls at::index_select: a
+    # second, kept as reached, not walked into; the cut says so in its own words (not a level's), at the op whose
+    # calls were not followed, with the call that goes on from there
+    (kernel,) = [e.dst for e in graph(ix).out(op_node(registry(ix).by_full["embedding"]), [EdgeKind.KERNEL])
+                 if e.key == "NestedTensorCUDA"]
+    reach = gpu_reach(ix, kernel)
+    assert [launch.site.dst.label.split("::")[-1] for launch in reach.launches] == ["CatArrayBatchedCopy"]
+    (cut,) = gpu_cuts(reach.cuts)
+    assert (cut.kind, cut.at.key, cut.left, cut.limit) == (CutKind.HOPS, "cat", 1, 1)
+    assert describe(cut) == ("1 op called through the dispatcher by ops themselves reached through the dispatcher "
+                             "was not walked (e.g. the ones cat's code calls; the walk follows 1 call through the "
+                             'dispatcher a chain); cuda_kernels("cat") goes further')
+    # cuda_kernels("cat") goes on: index_select's kernels
+    res, _text = run(get_tool("cuda_kernels"), ix, function_name="cat")
+    assert {k.name for k in res.kernels} == {"CatArrayBatchedCopy", "indexSelectLargeIndex", "indexSelectSmallIndex"}
