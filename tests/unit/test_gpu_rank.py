@@ -135,3 +135,21 @@ def test_the_limit_of_calls_through_the_dispatcher_is_a_cut_of_its_own(gpu):
     # cuda_kernels("cat") goes on: index_select's kernels
     res, _text = run(get_tool("cuda_kernels"), ix, function_name="cat")
     assert {k.name for k in res.kernels} == {"CatArrayBatchedCopy", "indexSelectLargeIndex", "indexSelectSmallIndex"}
+
+
+def test_the_formula_of_an_op_called_below_autograd_is_not_listed(tree):
+    # Note [Backward of called ops]: embedding's CompositeExplicitAutograd kernel calls index_select below
+    # embedding's autograd kernel, so index_select's formula (here: addmv, cuBLAS) never runs for embedding; it
+    # runs for index_select itself
+    formula = DERIVATIVES + """
+- name: index_select(Tensor self, int dim, Tensor index) -> Tensor
+  self: addmv(grad, grad, grad)
+  index: non_differentiable
+"""
+    with closing(overlay_index(tree, OVERLAY, {"aten/src/ATen/native/native_functions.yaml": OPS,
+                                               "tools/autograd/derivatives.yaml": formula})) as ix:
+        res, _text = run(get_tool("cuda_kernels"), ix, function_name="index_select")
+        assert [(lib.site.written, lib.backward) for lib in res.libraries] == [("at::cuda::blas::gemv", True)]
+        res, text = run(get_tool("cuda_kernels"), ix, function_name="embedding")
+        assert not res.libraries and "gemv" not in text and "flush_icache" not in text
+        assert "embedding_backward_feature_kernel" in [k.name for k in res.kernels]  # its own formula still runs

@@ -29,7 +29,19 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
-from ..model import Cut, CutKind, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, is_composite, runs_on
+from ..model import (
+    Cut,
+    CutKind,
+    Edge,
+    EdgeHow,
+    EdgeKind,
+    Loc,
+    Node,
+    NodeKind,
+    is_composite,
+    runs_on,
+    traced_by_autograd,
+)
 from ..store.reader import Index
 from .device_reach import device_out
 from .gpu_families import Template, functor_loc, is_library, library_edges, templates
@@ -263,17 +275,23 @@ def _op_walk(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:
         return runs_for_cuda(out, node.key == start.key)
 
     def follow(s: Step) -> bool:
-        # The backward of a backward (second-order gradients) is not what runs for the op; the ops a formula calls
-        # are followed through composite kernels and the dispatcher exactly as the forward's are (embedding's
-        # backward: embedding_backward_symint -> embedding_dense_backward -> its CUDA kernel).
-        return not (s.edge.kind is EdgeKind.BACKWARD and s.parent is not None and
-                    any(e.kind is EdgeKind.BACKWARD for e in s.parent.chain()))
+        # Note [Backward of called ops]: a derivative formula runs for an op autograd records. The ops a formula
+        # calls are followed through composite kernels and the dispatcher exactly as the forward's are (embedding's
+        # backward: embedding_backward_symint -> embedding_dense_backward -> its CUDA kernel), but the backward of
+        # a backward (second-order gradients) is not what runs for the op, and the formula of an op called by a
+        # kernel other than a CompositeImplicitAutograd one never runs: that kernel runs below its own op's
+        # autograd (embedding's CompositeExplicitAutograd kernel calls index_select; embedding's formula runs,
+        # index_select's does not).
+        if s.edge.kind is not EdgeKind.BACKWARD or s.parent is None:
+            return True
+        return not any(e.kind is EdgeKind.BACKWARD or e.kind is EdgeKind.OP_CALL and not traced_by_autograd(e.key)
+                       for e in s.parent.chain())
 
     walk = down([start], edges, OP_KINDS, depth, fan_out=FAN_OUT, max_nodes=MAX_NODES, follow=follow,
                 rank=gpu_rank)
     out = GpuReach(start, cuts=list(walk.cuts))
     for s in walk.steps:
-        if s.node.kind not in CPP_KINDS:
+        if s.node.kind not in CPP_KINDS or not follow(s):  # a formula that does not run: nothing of it is listed
             continue
         chain = s.chain()
         backward = any(e.kind is EdgeKind.BACKWARD for e in chain)

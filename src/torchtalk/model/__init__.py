@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .cpp import CallSite, CppClass, CppField, CppSymbol, GeneratedFact, Registration, Using
-from .dispatch import COMPOSITE_KEYS, DispatchKey, is_composite, parse_key, runs_on
+from .dispatch import COMPOSITE_KEYS, DispatchKey, is_composite, parse_key, runs_on, traced_by_autograd
 from .facts import NO_REF
 from .graph import Branch, Cut, Edge, Node
 from .kinds import (
@@ -79,5 +79,5 @@ __all__ = [
     "RaiseKind", "RaiseSite", "Registration", "RegistrationKind", "Return", "SchemaError", "StrEnum", "SymbolKind",
     "TABLE_OF", "Tag", "TestClass", "TestInstantiation", "TestMethod", "TestUtil", "Using", "UsingKind", "UtilKind",
     "Variant",
-    "is_composite", "parse_key", "runs_on",
+    "is_composite", "parse_key", "runs_on", "traced_by_autograd",
 ]

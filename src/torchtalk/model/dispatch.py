@@ -198,6 +198,14 @@ def is_composite(key: str) -> bool:
     return key in COMPOSITE_KEYS
 
 
+def traced_by_autograd(key: str) -> bool:
+    """Whether the ops a kernel registered under ``key`` calls are themselves seen by autograd: only a
+    CompositeImplicitAutograd kernel runs above it (its calls get their own derivative formulas); every other
+    kernel, CompositeExplicitAutograd included, runs below its op's autograd kernel, so its calls' formulas never
+    run (Note [Backward of called ops] in graph/gpu.py)."""
+    return key in (DispatchKey.CompositeImplicitAutograd, DispatchKey.CompositeImplicitAutogradNestedTensor)
+
+
 def runs_on(key: str, backend: str) -> bool:
     """Whether a kernel registered under ``key`` runs for tensors of ``backend`` (CPU, CUDA, ...)."""
     return key == backend or key.endswith(backend) and key[: -len(backend)] in FUNCTIONALITIES or is_composite(key)
