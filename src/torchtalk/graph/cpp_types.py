@@ -84,8 +84,10 @@ def split_qualified(name: str) -> tuple[str, ...]:
     Resolving one answer's calls splits the same few thousand names tens of thousands of times: memoised, and
     the scan visits only the separators and brackets (most names are new to an answer: every ``(anonymous)``
     caller's qualified name)."""
-    if "<" not in name and "(" not in name and ">" not in name and ")" not in name:
-        return tuple(name.split("::"))
+    if "<" not in name and ">" not in name:
+        plain = name.replace("(anonymous)", "") if "(" in name else name
+        if "(" not in plain and ")" not in plain:
+            return tuple(name.split("::"))  # no brackets but "(anonymous)"s (no "::" inside them)
     parts, depth, start = [], 0, 0
     for m in _BRACKETS.finditer(name):
         tok = m.group()
@@ -193,16 +195,19 @@ def symbols_named(ix: Index, qualname: str) -> list[CppSymbol]:
     """Functions of this qualified name; failing that, those a name-pasting macro made in its scope
     (``c10::Scalar::toDouble`` is ``c10::Scalar::to##name##``)."""
     memo: dict[str, list[CppSymbol]] = ix.cached("symbols_by_qualname", dict)
-    if qualname not in memo:
+    found = memo.get(qualname)
+    if found is None:
         # Most names a lookup tries (each enclosing scope, each nominated namespace) name nothing: no query.
         found = rows_facts(CppSymbol, ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE qualname = ? "
                                            "ORDER BY file_id, line", (qualname,)), ix.paths()
                            ) if qualname in symbol_qualnames(ix) else []
-        if not found:
+        pasted = pasted_symbols(ix)
+        # a scope is a prefix of the name up to a "::": only then can a pasting macro of that scope make it
+        if not found and any(not scope or qualname.startswith(f"{scope}::") for scope in pasted):
             name, scope = split_last(qualname)
-            found = [s for pattern, s in pasted_symbols(ix).get(scope, ()) if pasted_match(pattern, name)]
+            found = [s for pattern, s in pasted.get(scope, ()) if pasted_match(pattern, name)]
         memo[qualname] = found
-    return memo[qualname]
+    return found
 
 
 def symbol_qualnames(ix: Index) -> frozenset[str]:

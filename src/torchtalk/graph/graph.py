@@ -123,7 +123,10 @@ class Graph:
 
 def _ordered(kinds: Collection[EdgeKind]) -> list[EdgeKind]:
     """Kinds in their declaration order, so a walk's result does not depend on set iteration order."""
-    return [k for k in EdgeKind if k in kinds]
+    return [k for k in _KINDS if k in kinds]
+
+
+_KINDS = tuple(EdgeKind)  # iterating the enum itself is a generator: a walk orders kinds for every node
 
 
 def graph(ix: Index) -> Graph:
