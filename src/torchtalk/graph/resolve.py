@@ -63,7 +63,8 @@ from .overloads import op_signature, param_types, return_of, score, signature
 from .registry import OpRegistry, registry
 from .symbols import calls_from, gpu_kernels_named, symbol
 
-__all__ = ["Resolution", "Resolver", "resolver", "TargetKind", "UNRESOLVED", "op_named", "ops_of", "resolve", "stub_names"]
+__all__ = ["Resolution", "Resolver", "TargetKind", "UNRESOLVED", "op_named", "ops_of", "resolve", "resolver",
+           "stub_names"]
 
 _MAX_NESTING = 3  # type evaluation that needs call resolution that needs type evaluation ...
 
