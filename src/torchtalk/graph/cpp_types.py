@@ -212,10 +212,43 @@ def symbols_named(ix: Index, qualname: str) -> list[CppSymbol]:
 
 def symbol_qualnames(ix: Index) -> frozenset[str]:
     """Every qualified name of a C++ function in the index (~84k in PyTorch 2.6.0, ~0.2 s to load; the
-    server loads it in its warm-up)."""
-    names: frozenset[str] = ix.cached(
-        "symbol_qualnames", lambda: frozenset(r[0] for r in ix.q("SELECT DISTINCT qualname FROM cpp_symbol")))
+    server loads it in its warm-up, and with it the scopes those names are in: ``symbol_scopes``)."""
+    def load() -> frozenset[str]:
+        names = frozenset(r[0] for r in ix.q("SELECT DISTINCT qualname FROM cpp_symbol"))
+        ix.cached("symbol_scopes", lambda: _prefixes(names))
+        return names
+    names: frozenset[str] = ix.cached("symbol_qualnames", load)
     return names
+
+
+def _prefixes(names: frozenset[str]) -> frozenset[str]:
+    """Every text before a ``::`` of every name (a superset of the scopes, ``::`` in template arguments too)."""
+    out: set[str] = set()
+    for n in names:
+        i = n.find("::")
+        while i >= 0:
+            out.add(n[:i])
+            i = n.find("::", i + 2)
+    return frozenset(out)
+
+
+def occupied(ix: Index) -> frozenset[str]:
+    """Scopes (namespaces, classes, functions) where something can be found by name: those of the functions,
+    using-declarations, aliases and using-directives, the classes, the structured kernel classes, the pasted
+    functions, and every scope enclosing one of those. Name lookup tries every enclosing scope of a caller
+    with every qualifier the call writes (``at::native::f::at``, ``at::native::at``): a scope not among these
+    holds nothing, nor does any scope inside it."""
+    def load() -> frozenset[str]:
+        symbol_qualnames(ix)
+        scopes: set[str] = set(ix.cached("symbol_scopes", lambda: _prefixes(symbol_qualnames(ix))))
+        scopes.update(s for entries in all_usings(ix).values() for _k, _t, s, _p in entries)
+        scopes.update(directives(ix))
+        scopes.update(all_classes(ix))
+        scopes.update(ix.cached("structured_classes", lambda: _structured_table(ix)))
+        scopes.update(pasted_symbols(ix))
+        return frozenset(scopes | _prefixes(frozenset(scopes)))  # closed: a scope holding nothing has no inner one
+    table: frozenset[str] = ix.cached("occupied_scopes", load)
+    return table
 
 
 def fields_of(ix: Index, cls: str) -> dict[str, list[CppField]]:

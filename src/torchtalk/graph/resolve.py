@@ -40,6 +40,7 @@ from .cpp_types import (
     is_header,
     named_usings,
     nominated,
+    occupied,
     scope_chain,
     split_last,
     split_qualified,
@@ -142,6 +143,7 @@ class Resolver:
         # the memo tables every site's lookups read (fetched once: a resolver serves many sites)
         self._in_scope_memo: dict[tuple[str, str, str], list[CppSymbol]] = ix.cached("in_scope", dict)
         self._qualified_memo: dict[tuple[str, tuple[str, ...], str], list[str]] = ix.cached("qualified_scopes", dict)
+        self._occupied = occupied(ix)
 
     # -------------------------------------------------------------- calls
 
@@ -266,6 +268,8 @@ class Resolver:
         using-directives, namespace aliases and type aliases met on the way (at::GradMode is c10::GradMode,
         since namespace at { using namespace c10; }). Memoised per file: the callers of one file share their
         enclosing namespaces."""
+        if scope and scope not in self._occupied:  # no alias, no using-directive in it or inside it
+            return [f"{scope}::{'::'.join(parts)}"]
         memo = self._qualified_memo
         key = (scope, parts, self.caller.path)
         found = memo.get(key)
@@ -303,6 +307,8 @@ class Resolver:
         using-declaration, or (when it declares none) by its using-directives or, for a class, its bases.
         Memoised per file (what a file sees depends on nothing else of the caller): a name's thousands of call
         sites look it up in the same few namespaces."""
+        if s not in self._occupied and s:
+            return []  # nothing is declared in it (a function's own scope, at::native::at): nothing to find
         memo = self._in_scope_memo
         key = (s, name, self.caller.path)
         found = memo.get(key)
