@@ -136,14 +136,17 @@ class Resolver:
         self.ix = ix
         self.caller = caller
         self.reg = registry(ix)
-        self.scope = caller_scope(caller)
-        self.parent = self.scope.chain[1] if len(self.scope.chain) > 1 else ""  # the scope the caller is in
+        chain = caller_scope(caller).chain
+        self.parent = chain[1] if len(chain) > 1 else ""  # the scope the caller is in
+        self._occupied = occupied(ix)
+        # Names and types are looked up in the enclosing scopes that hold something (occupied): the others find
+        # nothing, and without them the callers of one namespace and file share their types' memo entries.
+        self.scope = Scope(tuple(s for s in chain if not s or s in self._occupied), caller.path)
         self.nesting = nesting
         self.in_test = is_test(caller.path)
         # the memo tables every site's lookups read (fetched once: a resolver serves many sites)
         self._in_scope_memo: dict[tuple[str, str, str], list[CppSymbol]] = ix.cached("in_scope", dict)
         self._qualified_memo: dict[tuple[str, tuple[str, ...], str], list[str]] = ix.cached("qualified_scopes", dict)
-        self._occupied = occupied(ix)
 
     # -------------------------------------------------------------- calls
 

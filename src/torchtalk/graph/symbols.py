@@ -109,8 +109,12 @@ def calls_from(ix: Index, sid: int) -> list[CallSite]:
     found = memo.get(sid)
     if found is None:
         sym = symbol(ix, sid)
-        rows = _call_rows_of_file(ix, sym.path).get(sid, []) if sym is not None else []
+        waiting = _call_rows_of_file(ix, sym.path) if sym is not None else {}
+        rows = waiting.get(sid)
+        if rows is None:  # none, or another thread decoded them (it memoised the facts before dropping the rows)
+            return memo.get(sid, [])
         found = memo[sid] = rows_facts(CallSite, rows, ix.paths())
+        waiting.pop(sid, None)  # the rows are dropped once decoded: only the file's other functions' wait
     return found
 
 
