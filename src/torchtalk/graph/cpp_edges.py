@@ -20,7 +20,7 @@ from .cpp_lookup import methods
 from .handed import handed_args, handed_methods
 from .nodes import cpp_node, stub_node, symbol_id, unresolved_node
 from .registry import registry
-from .resolve import Resolver, TargetKind, resolve, stub_names
+from .resolve import TargetKind, resolve, resolver, stub_names
 from .stubs import stub_declared
 from .symbols import calls_from, calls_named, prefetch_symbols, symbol
 
@@ -72,7 +72,7 @@ def _handed_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node, defs: tu
     out: list[Edge] = []
     for d in defs:
         for te, name in handed_args(call, handed_methods(ix, d)):
-            ty = Resolver(ix, sym).type_of(te)
+            ty = resolver(ix, sym).type_of(te)
             if ty is None or ty.ptr or ty.is_std or ty.is_builtin:
                 continue
             out += [Edge(src, cpp_node(m), EdgeKind.CALL, call.loc, how=EdgeHow.HANDED, written=call.written)
@@ -149,8 +149,10 @@ def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
     for i, _j, e in sorted((t for t in found if t[2].kind is kind), key=lambda t: (t[0], t[1])):
         first.setdefault(i, e)
     out = [first[i] for g in groups for i in g if i in first and named.callers[i] != target.id]
-    missed = [(named.calls[i], named.callers[i]) for g in groups for i in g if i not in first]
-    return _with_handed(ix, target, out, [(c, symbol(ix, cid)) for c, cid in missed if cid is not None])
+    # only a method call that reached nothing may be one a template makes on an object handed to it
+    missed = [(c, cid) for g in groups for i in g if i not in first
+              and (c := named.calls[i]).kind is CallKind.METHOD and (cid := named.callers[i]) is not None]
+    return _with_handed(ix, target, out, [(c, symbol(ix, cid)) for c, cid in missed])
 
 
 NAMED_LIMIT = 20000  # call sites of one name read at most (as calls_named)

@@ -31,6 +31,7 @@ from .cpp_types import (
     is_class,
     named_usings,
     nominated,
+    occupied,
     parse_type,
     scope_chain,
     split_last,
@@ -95,7 +96,10 @@ def lookup_type(ix: Index, head: str, scope: Scope, depth: int = 0) -> str | Ty 
     """A class qualname, or the type an alias stands for, that ``head`` names from ``scope``."""
     parts = split_qualified(head)
     first, rest = parts[0], parts[1:]
+    nonempty = occupied(ix)
     for s in scope.chain:
+        if s and s not in nonempty:
+            continue  # no class, alias or using in it or inside it (a function's own scope): nothing to find
         for base in _scopes_named(ix, s, first, scope.path, depth):
             target = "::".join([base, *rest]) if rest else base
             hit = _type_at(ix, target, scope.path, depth)

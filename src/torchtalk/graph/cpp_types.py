@@ -84,8 +84,10 @@ def split_qualified(name: str) -> tuple[str, ...]:
     Resolving one answer's calls splits the same few thousand names tens of thousands of times: memoised, and
     the scan visits only the separators and brackets (most names are new to an answer: every ``(anonymous)``
     caller's qualified name)."""
-    if "<" not in name and "(" not in name and ">" not in name and ")" not in name:
-        return tuple(name.split("::"))
+    if "<" not in name and ">" not in name:
+        plain = name.replace("(anonymous)", "") if "(" in name else name
+        if "(" not in plain and ")" not in plain:
+            return tuple(name.split("::"))  # no brackets but "(anonymous)"s (no "::" inside them)
     parts, depth, start = [], 0, 0
     for m in _BRACKETS.finditer(name):
         tok = m.group()
@@ -193,24 +195,60 @@ def symbols_named(ix: Index, qualname: str) -> list[CppSymbol]:
     """Functions of this qualified name; failing that, those a name-pasting macro made in its scope
     (``c10::Scalar::toDouble`` is ``c10::Scalar::to##name##``)."""
     memo: dict[str, list[CppSymbol]] = ix.cached("symbols_by_qualname", dict)
-    if qualname not in memo:
+    found = memo.get(qualname)
+    if found is None:
         # Most names a lookup tries (each enclosing scope, each nominated namespace) name nothing: no query.
         found = rows_facts(CppSymbol, ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE qualname = ? "
                                            "ORDER BY file_id, line", (qualname,)), ix.paths()
                            ) if qualname in symbol_qualnames(ix) else []
-        if not found:
+        pasted = pasted_symbols(ix)
+        # a scope is a prefix of the name up to a "::": only then can a pasting macro of that scope make it
+        if not found and any(not scope or qualname.startswith(f"{scope}::") for scope in pasted):
             name, scope = split_last(qualname)
-            found = [s for pattern, s in pasted_symbols(ix).get(scope, ()) if pasted_match(pattern, name)]
+            found = [s for pattern, s in pasted.get(scope, ()) if pasted_match(pattern, name)]
         memo[qualname] = found
-    return memo[qualname]
+    return found
 
 
 def symbol_qualnames(ix: Index) -> frozenset[str]:
     """Every qualified name of a C++ function in the index (~84k in PyTorch 2.6.0, ~0.2 s to load; the
-    server loads it in its warm-up)."""
-    names: frozenset[str] = ix.cached(
-        "symbol_qualnames", lambda: frozenset(r[0] for r in ix.q("SELECT DISTINCT qualname FROM cpp_symbol")))
+    server loads it in its warm-up, and with it the scopes those names are in: ``symbol_scopes``)."""
+    def load() -> frozenset[str]:
+        names = frozenset(r[0] for r in ix.q("SELECT DISTINCT qualname FROM cpp_symbol"))
+        ix.cached("symbol_scopes", lambda: _prefixes(names))
+        return names
+    names: frozenset[str] = ix.cached("symbol_qualnames", load)
     return names
+
+
+def _prefixes(names: frozenset[str]) -> frozenset[str]:
+    """Every text before a ``::`` of every name (a superset of the scopes, ``::`` in template arguments too)."""
+    out: set[str] = set()
+    for n in names:
+        i = n.find("::")
+        while i >= 0:
+            out.add(n[:i])
+            i = n.find("::", i + 2)
+    return frozenset(out)
+
+
+def occupied(ix: Index) -> frozenset[str]:
+    """Scopes (namespaces, classes, functions) where something can be found by name: those of the functions,
+    using-declarations, aliases and using-directives, the classes, the structured kernel classes, the pasted
+    functions, and every scope enclosing one of those. Name lookup tries every enclosing scope of a caller
+    with every qualifier the call writes (``at::native::f::at``, ``at::native::at``): a scope not among these
+    holds nothing, nor does any scope inside it."""
+    def load() -> frozenset[str]:
+        symbol_qualnames(ix)
+        scopes: set[str] = set(ix.cached("symbol_scopes", lambda: _prefixes(symbol_qualnames(ix))))
+        scopes.update(s for entries in all_usings(ix).values() for _k, _t, s, _p in entries)
+        scopes.update(directives(ix))
+        scopes.update(all_classes(ix))
+        scopes.update(ix.cached("structured_classes", lambda: _structured_table(ix)))
+        scopes.update(pasted_symbols(ix))
+        return frozenset(scopes | _prefixes(frozenset(scopes)))  # closed: a scope holding nothing has no inner one
+    table: frozenset[str] = ix.cached("occupied_scopes", load)
+    return table
 
 
 def fields_of(ix: Index, cls: str) -> dict[str, list[CppField]]:

@@ -40,6 +40,7 @@ from .cpp_types import (
     is_header,
     named_usings,
     nominated,
+    occupied,
     scope_chain,
     split_last,
     split_qualified,
@@ -63,7 +64,8 @@ from .overloads import op_signature, param_types, return_of, score, signature
 from .registry import OpRegistry, registry
 from .symbols import calls_from, gpu_kernels_named, symbol
 
-__all__ = ["Resolution", "Resolver", "TargetKind", "UNRESOLVED", "op_named", "ops_of", "resolve", "stub_names"]
+__all__ = ["Resolution", "Resolver", "TargetKind", "UNRESOLVED", "op_named", "ops_of", "resolve", "resolver",
+           "stub_names"]
 
 _MAX_NESTING = 3  # type evaluation that needs call resolution that needs type evaluation ...
 
@@ -104,7 +106,18 @@ def resolve(ix: Index, call: CallSite, caller: CppSymbol | None = None) -> Resol
     if found is None:
         return UNRESOLVED
     key = (found.id, call.callee, call.qualifier, call.kind.value, call.recv, call.nargs, call.args, call.targs)
-    return ix.memo("resolutions", key, lambda: Resolver(ix, found).call(call), UNRESOLVED)
+    return ix.memo("resolutions", key, lambda: resolver(ix, found).call(call), UNRESOLVED)
+
+
+def resolver(ix: Index, caller: CppSymbol, nesting: int = 0) -> Resolver:
+    """The resolver of ``caller``'s calls (one per caller and index version: a name's call sites come from a
+    few hundred functions, each with many sites)."""
+    memo: dict[tuple[int, int], Resolver] = ix.cached("resolvers", dict)
+    key = (caller.id, nesting)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = Resolver(ix, caller, nesting)
+    return found
 
 
 @lru_cache(maxsize=1 << 16)
@@ -123,10 +136,17 @@ class Resolver:
         self.ix = ix
         self.caller = caller
         self.reg = registry(ix)
-        self.scope = caller_scope(caller)
-        self.parent = self.scope.chain[1] if len(self.scope.chain) > 1 else ""  # the scope the caller is in
+        chain = caller_scope(caller).chain
+        self.parent = chain[1] if len(chain) > 1 else ""  # the scope the caller is in
+        self._occupied = occupied(ix)
+        # Names and types are looked up in the enclosing scopes that hold something (occupied): the others find
+        # nothing, and without them the callers of one namespace and file share their types' memo entries.
+        self.scope = Scope(tuple(s for s in chain if not s or s in self._occupied), caller.path)
         self.nesting = nesting
         self.in_test = is_test(caller.path)
+        # the memo tables every site's lookups read (fetched once: a resolver serves many sites)
+        self._in_scope_memo: dict[tuple[str, str, str], list[CppSymbol]] = ix.cached("in_scope", dict)
+        self._qualified_memo: dict[tuple[str, tuple[str, ...], str], list[str]] = ix.cached("qualified_scopes", dict)
 
     # -------------------------------------------------------------- calls
 
@@ -251,7 +271,9 @@ class Resolver:
         using-directives, namespace aliases and type aliases met on the way (at::GradMode is c10::GradMode,
         since namespace at { using namespace c10; }). Memoised per file: the callers of one file share their
         enclosing namespaces."""
-        memo: dict[tuple[str, tuple[str, ...], str], list[str]] = self.ix.cached("qualified_scopes", dict)
+        if scope and scope not in self._occupied:  # no alias, no using-directive in it or inside it
+            return [f"{scope}::{'::'.join(parts)}"]
+        memo = self._qualified_memo
         key = (scope, parts, self.caller.path)
         found = memo.get(key)
         if found is None:
@@ -288,7 +310,9 @@ class Resolver:
         using-declaration, or (when it declares none) by its using-directives or, for a class, its bases.
         Memoised per file (what a file sees depends on nothing else of the caller): a name's thousands of call
         sites look it up in the same few namespaces."""
-        memo: dict[tuple[str, str, str], list[CppSymbol]] = self.ix.cached("in_scope", dict)
+        if s not in self._occupied and s:
+            return []  # nothing is declared in it (a function's own scope, at::native::at): nothing to find
+        memo = self._in_scope_memo
         key = (s, name, self.caller.path)
         found = memo.get(key)
         if found is None:
@@ -443,7 +467,7 @@ class Resolver:
 
     def _dispatched(self, sym: CppSymbol, depth: int) -> tuple[str, ...]:
         ops: list[str] = []
-        inner = Resolver(self.ix, sym, self.nesting + 1)
+        inner = resolver(self.ix, sym, self.nesting + 1)
         for c in calls_from(self.ix, sym.id):
             res = inner.call(c)
             if res.kind is TargetKind.OP:
@@ -612,7 +636,8 @@ class Resolver:
                 fit = [s for s in syms if signature(s.params).takes(nargs)] or syms
                 return return_type(ix, fit[0], owner) if fit else None
         implied = CallSite.implied(self.caller.id, callee, CallKind.CALL, qualifier=qual, nargs=nargs)
-        res = Resolver(ix, self.caller, self.nesting + 1).call(implied) if self.nesting < _MAX_NESTING else UNRESOLVED
+        res = resolver(ix, self.caller, self.nesting + 1).call(implied) if self.nesting < _MAX_NESTING else \
+            UNRESOLVED
         if res.kind is TargetKind.OP:
             rets = {return_of(self.reg.by_full[o]) for o in res.ops if o in self.reg.by_full}
             return rets.pop() if len(rets) == 1 else None

@@ -102,8 +102,38 @@ def pasted_match(pattern: str, name: str) -> bool:
 
 
 def calls_from(ix: Index, sid: int) -> list[CallSite]:
-    return rows_facts(CallSite, ix.q(f"SELECT {CALL_COLS} FROM cpp_call WHERE caller = ? ORDER BY line, id", (sid,)),
-                      ix.paths())
+    """The call sites in function ``sid``'s body, in source order (memoised per index version: do not modify).
+    A walk asks for many functions of one file (a kernel file's launchers and helpers): the rows of the file's
+    calls are read in one query and decoded function by function."""
+    memo: dict[int, list[CallSite]] = ix.cached("calls_from", dict)
+    found = memo.get(sid)
+    if found is None:
+        sym = symbol(ix, sid)
+        waiting = _call_rows_of_file(ix, sym.path) if sym is not None else {}
+        rows = waiting.get(sid)
+        if rows is None:  # none, or another thread decoded them (it memoised the facts before dropping the rows)
+            return memo.get(sid, [])
+        found = memo[sid] = rows_facts(CallSite, rows, ix.paths())
+        waiting.pop(sid, None)  # the rows are dropped once decoded: only the file's other functions' wait
+    return found
+
+
+def _call_rows_of_file(ix: Index, path: str) -> dict[int, list[Row]]:
+    """caller -> rows of its calls (ORDER BY line, id), for the functions of one file (calls are in their
+    caller's file)."""
+    memo: dict[str, dict[int, list[Row]]] = ix.cached("call_rows_by_file", dict)
+    found = memo.get(path)
+    if found is None:
+        ids: dict[str, int] = ix.cached("file_ids", lambda: {p: i for i, p in ix.paths().items()})
+        found = {}
+        if path in ids:
+            for row in ix.q(f"SELECT {CALL_COLS} FROM cpp_call WHERE file_id = ? ORDER BY line, id", (ids[path],)):
+                found.setdefault(row[_CALLER], []).append(row)
+        memo[path] = found
+    return found
+
+
+_CALLER = 2 + codec(CallSite).columns.index("caller")  # its place in a row selected with CALL_COLS
 
 
 def calls_named(ix: Index, callee: str, qualifiers: tuple[str, ...] = (), limit: int = 20000) -> list[CallSite]:

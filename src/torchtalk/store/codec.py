@@ -37,6 +37,18 @@ def _tuples(value: Any) -> Any:
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
+class _Members(dict[Any, Any]):
+    """An enum's members by value: decoding a row's kind is a dict lookup, not a call of the enum (a Python
+    function: tens of thousands of rows an answer). A value it lacks goes to the enum, which raises as before."""
+
+    def __init__(self, cls: type[enum.Enum]) -> None:
+        super().__init__((m.value, m) for m in cls.__members__.values())
+        self.cls = cls
+
+    def __missing__(self, value: Any) -> Any:
+        return self.cls(value)
+
+
 def _codecs(hint: Any) -> tuple[str, _Conv | None, _Conv | None]:
     """(SQL type, encoder or None for as-is, decoder or None for as-is) for one field's type."""
     if hint is bool:
@@ -46,7 +58,7 @@ def _codecs(hint: Any) -> tuple[str, _Conv | None, _Conv | None]:
     if hint is str:
         return "TEXT", None, None
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return "TEXT", attrgetter("_value_"), hint
+        return "TEXT", attrgetter("_value_"), _Members(hint).__getitem__
     if hint is FunctionSchema:
         return "TEXT", str, FunctionSchema.parse
     origin = typing.get_origin(hint)
