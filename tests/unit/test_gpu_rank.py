@@ -153,3 +153,19 @@ def test_the_formula_of_an_op_called_below_autograd_is_not_listed(tree):
         res, text = run(get_tool("cuda_kernels"), ix, function_name="embedding")
         assert not res.libraries and "gemv" not in text and "flush_icache" not in text
         assert "embedding_backward_feature_kernel" in [k.name for k in res.kernels]  # its own formula still runs
+
+
+def test_a_formula_that_calls_an_aten_helper_reaches_what_the_helper_calls(tree):
+    # expand's formula is at::sum_to(grad, ...), a function of ExpandUtils.h (not an op, not FunctionsManual's):
+    # the formula's BACKWARD edge goes to it, and the GPU walk below it finds the op it calls
+    formula = DERIVATIVES + """
+- name: cat(Tensor[] tensors, int dim=0) -> Tensor
+  tensors: at::reduce_to(grad)
+"""
+    with closing(overlay_index(tree, OVERLAY, {"aten/src/ATen/native/native_functions.yaml": OPS,
+                                               "tools/autograd/derivatives.yaml": formula})) as ix:
+        cat = op_node(registry(ix).by_full["cat"])
+        (edge,) = graph(ix).out(cat, [EdgeKind.BACKWARD])
+        assert edge.dst.label == "at::reduce_to" and edge.dst.loc.path == "aten/src/ATen/ExpandUtils.h"
+        res, _text = run(get_tool("cuda_kernels"), ix, function_name="cat")
+        assert [(lib.site.written, lib.backward) for lib in res.libraries] == [("at::cuda::blas::gemv", True)]

@@ -35,6 +35,7 @@ _METHOD = re.compile(r"\.([A-Za-z_]\w*)\s*\(")
 _NOT_CALLS = frozenset({"if", "for", "while", "return", "sizeof", "static_cast", "std", "c10", "Tensor",
                         "TensorList", "at", "grad", "result", "self", "other"})
 _FORMULA_NS = "torch::autograd::generated::details::"  # tools/autograd/templates/FunctionsManual: helpers
+_FORMULA_SCOPES = (_FORMULA_NS, "at::")
 _NODE_NS = "torch::autograd::generated::"  # Functions.cpp: XBackward0::apply
 
 
@@ -183,8 +184,10 @@ def _formula_targets(ix: Index, reg: OpRegistry, text: str) -> list[Node]:
             for full in ops[:3]:
                 out.setdefault((NodeKind.OP, full), op_node(reg.by_full[full]))
             continue
-        rows = ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE qualname = ? AND is_definition",
-                    (_FORMULA_NS + name,))
+        # Functions.cpp (where the formulas are compiled) uses FunctionsManual's namespace; a formula's ATen helper is
+        # written at::name (expand: at::sum_to, ExpandUtils.h)
+        rows = next((r for ns in _FORMULA_SCOPES if (r := ix.q(
+            f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE qualname = ? AND is_definition", (ns + name,)))), [])
         for row in rows[:1]:
             n = cpp_node(to_symbol(ix, row))
             out.setdefault((n.kind, n.key), n)
