@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SourceError
-from ..graph.cpp_types import all_classes, all_usings, directives, symbol_qualnames
+from ..graph.cpp_types import all_classes, all_usings, directives, occupied, symbol_qualnames
 from ..graph.device_reach import defined
 from ..graph.registry import registry
 from ..graph.resolve import stub_names
@@ -65,6 +65,7 @@ def _warm_up(ix: Index) -> None:
         all_usings(ix)
         directives(ix)
         pasted_symbols(ix)
+        occupied(ix)  # the scopes name lookup tries (the first resolution would build it: 60-70 ms)
         cuda_kernels(ix)
         defined(ix)  # the names a call site can resolve by (the GPU walk's skip, graph/device_reach.py)
         warm_errors(ix)  # error_origin's raise sites and test names
