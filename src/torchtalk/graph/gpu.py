@@ -29,19 +29,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
-from ..model import (
-    Cut,
-    CutKind,
-    Edge,
-    EdgeHow,
-    EdgeKind,
-    Loc,
-    Node,
-    NodeKind,
-    is_composite,
-    runs_on,
-    traced_by_autograd,
-)
+from ..model import Cut, CutKind, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, is_composite, runs_on
+from ..model.dispatch import traced_by_autograd
 from ..store.reader import Index
 from .device_reach import device_out
 from .gpu_families import Template, functor_loc, is_library, library_edges, templates
