@@ -6,7 +6,7 @@ The GPU walk (graph/gpu.py) reaches an op's own launches and, through its compos
 backward and calls through the dispatcher, other ops' code: ``embedding`` reaches index_select's
 kernels (its composite kernel calls ``index_select``), its backward's (``embedding_backward`` ->
 ``embedding_dense_backward``), cat's (its NestedTensorCUDA kernel calls ``at::cat``) and, farther,
-copy_'s, fill_'s and index_add's. What an answer lists first is what is nearest, on one scale for
+copy_'s and fill_'s. What an answer lists first is what is nearest, on one scale for
 kernels, launch families and library calls alike (``Nearness``):
 
 1. the dense path before the layout-specific kernels of the op asked (its NestedTensorCUDA,
@@ -16,15 +16,16 @@ kernels, launch families and library calls alike (``Nearness``):
    angle.out) does not, nor does a composite kernel's call (a composite kernel has no device code
    of its own: the op runs for CUDA tensors as the ops it calls; embedding as index_select,
    embedding_backward as embedding_dense_backward, conv2d as convolution -> _convolution -> ...),
-   nor the op's own derivative formula (its backward), while another op's formula (index_select's,
-   reached from embedding's composite kernel) and a formula's formula (second order) do;
+   nor the op's own derivative formula (its backward), while another op's formula (_softmax's, reached
+   from softmax's CompositeImplicitAutograd kernel; Note [Backward of called ops] in gpu.py says which
+   run) does;
 3. the forward before the backward;
 4. fewer calls from the op.
 
 So mm's cuBLAS call in its own kernel (3 calls) leads TunableOp's ``flush_icache_kernel`` (8 calls);
 embedding lists index_select's kernels (its forward), then its own backward kernels
 (embedding_backward -> embedding_dense_backward's), before the ops those call through the
-dispatcher, index_select's backward (index_add) and cat's kernels (its NestedTensorCUDA kernel's).
+dispatcher and cat's kernels (its NestedTensorCUDA kernel's).
 trace lists a kernel's GPU lines in this order too (hops and calls; the layout and direction are
 its entry's), so the two tools agree.
 """
