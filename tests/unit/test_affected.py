@@ -29,6 +29,7 @@ from torchtalk.query.results import NotFound
 from torchtalk.tools import answer, get_tool
 
 from ..annotations import Expectations, read_tree
+from ..conftest import line_of
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 TREE_PY = Expectations(read_tree(FIXTURES / "tree_py"))
@@ -69,12 +70,6 @@ def edit_diff(tree: Path, rel: str, line: int, old: str, new: str, apply: bool =
     if apply:
         (tree / rel).write_text("\n".join(mod))
     return "".join(x + "\n" for x in difflib.unified_diff(text, mod, f"a/{rel}", f"b/{rel}", lineterm=""))
-
-
-def line_of(tree: Path, rel: str, text: str) -> int:
-    """The one line of ``rel`` that holds ``text`` (so a test names the code it edits, not a line number)."""
-    (n,) = [i for i, line in enumerate((tree / rel).read_text().split("\n"), start=1) if text in line]
-    return n
 
 
 def ask(ix, **kw):

@@ -16,7 +16,7 @@ import pytest
 from torchtalk.model.cuda import library_of
 from torchtalk.tools import get_tool, run
 
-from ..conftest import overlay_index
+from ..conftest import line_of, overlay_index
 
 OVERLAY = Path(__file__).parents[1] / "fixtures" / "tree_gpu"
 CUDA = "aten/src/ATen/native/cuda"
@@ -48,11 +48,6 @@ DERIVATIVES = """
 """
 
 
-def _line(tree: Path, rel: str, text: str) -> int:
-    (n,) = [i for i, ln in enumerate((tree / rel).read_text().splitlines(), 1) if text in ln]
-    return n
-
-
 @pytest.fixture
 def gpu(tree):
     ix = overlay_index(tree, OVERLAY, {"aten/src/ATen/native/native_functions.yaml": OPS,
@@ -65,14 +60,14 @@ def test_gpu_kernel_names_its_lambda_and_the_cudaloops_templates(gpu):
     tree, ix = gpu
     res, text = run(get_tool("cuda_kernels"), ix, function_name="logaddexp")
     (h,) = res.helpers
-    lam = _line(tree, f"{CUDA}/LogAddExpKernel.cu", "gpu_kernel(iter, [] GPU_LAMBDA")
+    lam = line_of(tree, f"{CUDA}/LogAddExpKernel.cu", "gpu_kernel(iter, [] GPU_LAMBDA")
     assert (h.site.written, h.site.site.line, h.functor.line) == ("gpu_kernel", lam, lam)
     loops = f"{CUDA}/CUDALoops.cuh"
     assert {(t.name, t.defined.path, t.defined.line, t.launched.line) for t in h.templates} == {
-        ("vectorized_elementwise_kernel", loops, _line(tree, loops, "void vectorized_elementwise_kernel("),
-         _line(tree, loops, "vectorized_elementwise_kernel<4, func_t, array_t><<<")),
-        ("elementwise_kernel", loops, _line(tree, loops, "void elementwise_kernel("),
-         _line(tree, loops, "elementwise_kernel<nt, vt, func_t><<<")),
+        ("vectorized_elementwise_kernel", loops, line_of(tree, loops, "void vectorized_elementwise_kernel("),
+         line_of(tree, loops, "vectorized_elementwise_kernel<4, func_t, array_t><<<")),
+        ("elementwise_kernel", loops, line_of(tree, loops, "void elementwise_kernel("),
+         line_of(tree, loops, "elementwise_kernel<nt, vt, func_t><<<")),
     }
     assert f"vectorized_elementwise_kernel {loops}:" in text and "Launch families" in text
 
@@ -83,9 +78,9 @@ def test_a_temporary_functor_leads_to_gpu_reduce_kernel_and_reduce_kernel(gpu):
     h, back = res.helpers
     cu = f"{CUDA}/ReduceSumProdKernel.cu"
     assert h.site.written == "gpu_reduce_kernel" and h.site.src.label.endswith("nansum_functor::operator()")
-    assert h.functor.path == cu and h.functor.line == _line(tree, cu, "[] GPU_LAMBDA(acc_t a, acc_t b)")
+    assert h.functor.path == cu and h.functor.line == line_of(tree, cu, "[] GPU_LAMBDA(acc_t a, acc_t b)")
     assert [(t.name, t.defined.line) for t in h.templates] == [
-        ("reduce_kernel", _line(tree, f"{CUDA}/Reduce.cuh", "void reduce_kernel(R reduction)"))]
+        ("reduce_kernel", line_of(tree, f"{CUDA}/Reduce.cuh", "void reduce_kernel(R reduction)"))]
     assert f"reduce_kernel {CUDA}/Reduce.cuh:" in text
 
 
@@ -95,7 +90,7 @@ def test_multi_tensor_apply_names_the_functor_class(gpu):
     (h,) = res.helpers
     utils = f"{CUDA}/fused_adam_utils.cuh"
     assert h.site.dst.label == "multi_tensor_apply(FusedAdamMathFunctor)"
-    assert (h.functor.path, h.functor.line) == (utils, _line(tree, utils, "struct FusedAdamMathFunctor"))
+    assert (h.functor.path, h.functor.line) == (utils, line_of(tree, utils, "struct FusedAdamMathFunctor"))
     assert [t.name for t in h.templates] == ["multi_tensor_apply_kernel"]
     assert f"multi_tensor_apply(FusedAdamMathFunctor {utils}:{h.functor.line}) at {CUDA}/FusedAdamWKernel.cu:" in text
 
@@ -105,8 +100,8 @@ def test_library_calls_are_named_with_their_site_and_other_ops_code_is_marked(gp
     res, text = run(get_tool("cuda_kernels"), ix, function_name="bmm")
     blas = f"{CUDA}/Blas.cpp"
     got = [(lib.library, lib.site.site.path, lib.site.site.line) for lib in res.libraries]
-    assert got == [("cuBLAS", blas, _line(tree, blas, "at::cuda::blas::gemm<float>")),
-                   ("CUB", blas, _line(tree, blas, "at::cuda::cub::inclusive_sum"))]
+    assert got == [("cuBLAS", blas, line_of(tree, blas, "at::cuda::blas::gemm<float>")),
+                   ("CUB", blas, line_of(tree, blas, "at::cuda::cub::inclusive_sum"))]
     # the walk stops at the library's entry point: cublasSgemm inside CUDABlas.cpp is not listed again
     assert "cublasSgemm" not in text and "- cuBLAS: at::cuda::blas::gemm" in text
     # logaddexp_cuda is another op's kernel, called directly: its launch is listed as that op's code
@@ -126,7 +121,7 @@ def test_the_backward_follows_the_formulas_ops_through_composites_and_the_dispat
     tree, ix = gpu
     res, text = run(get_tool("cuda_kernels"), ix, function_name="nansum")
     back = res.helpers[-1]  # forward first
-    formula = _line(tree, "tools/autograd/derivatives.yaml", "self: nansum_backward(grad, self)")
+    formula = line_of(tree, "tools/autograd/derivatives.yaml", "self: nansum_backward(grad, self)")
     # nansum's formula calls nansum_backward, a composite op whose kernel calls at::logaddexp: its gpu_kernel
     assert back.backward and back.site.src.label == "at::native::logaddexp_cuda" and back.via == "nansum_backward"
     assert [e.kind.value for e in back.chain] == ["backward", "op_call", "kernel"]

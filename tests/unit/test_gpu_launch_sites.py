@@ -16,7 +16,7 @@ import pytest
 
 from torchtalk.tools import get_tool, run
 
-from ..conftest import overlay_index
+from ..conftest import line_of, overlay_index
 
 OVERLAY = Path(__file__).parents[1] / "fixtures" / "tree_gpu_reach"
 CUDA = "aten/src/ATen/native/cuda"
@@ -28,11 +28,6 @@ OPS = "".join(f"""
                    ("_flash_backward", "_flash_backward"),
                    ("gather_fx", "gather_cuda"), ("sort_kv", "sort_kv_cuda"), ("kthvalue_fx", "kthvalue_cuda"),
                    ("median_fx", "median_cuda")))
-
-
-def _line(tree: Path, rel: str, text: str) -> int:
-    (n,) = [i for i, ln in enumerate((tree / rel).read_text().splitlines(), 1) if text in ln]
-    return n
 
 
 @pytest.fixture
@@ -52,34 +47,35 @@ def test_a_kernel_held_in_a_local_variable_is_launched_where_the_variable_is(rea
     cu = f"{CUDA}/DistanceKernel.cu"
     # both kernels the variable is given (the branch's too), at the launch's line; never one a comment names
     assert _launched(ix, "_cdist_forward") == {
-        ("cdist_kernel_cuda_impl", cu, _line(tree, cu, "impl_fptr<<<"))}
+        ("cdist_kernel_cuda_impl", cu, line_of(tree, cu, "impl_fptr<<<"))}
     hdr = f"{CUDA}/flash_fwd_launch_template.h"
-    assert _launched(ix, "_flash_forward") == {("flash_fwd_kernel", hdr, _line(tree, hdr, "  kernel<<<"))}
+    assert _launched(ix, "_flash_forward") == {("flash_fwd_kernel", hdr, line_of(tree, hdr, "  kernel<<<"))}
     res, text = run(get_tool("cuda_kernels"), ix, function_name="_flash_forward")
     # the library's entry point is named; the library calls inside its code are not listed again
     assert [(lib.library, lib.site.written) for lib in res.libraries] == [("FlashAttention", "pytorch_flash::mha_fwd")]
     assert "cublasSgemm" not in text
     # a function's address held in a local variable that is called: auto launch = &run_mha_bwd; launch(q, false)
-    assert _launched(ix, "_flash_backward") == {("flash_bwd_kernel", hdr, _line(tree, hdr, "flash_bwd_kernel<int><<<"))}
+    launch = line_of(tree, hdr, "flash_bwd_kernel<int><<<")
+    assert _launched(ix, "_flash_backward") == {("flash_bwd_kernel", hdr, launch)}
 
 
 def test_a_launch_behind_temporary_functors_called_in_place(reach):
     tree, ix = reach
     cu = f"{CUDA}/ScatterGatherKernel.cu"
     assert _launched(ix, "gather_fx") == {
-        ("_scatter_gather_elementwise_kernel", cu, _line(tree, cu, "_scatter_gather_elementwise_kernel<nt, vt"))}
+        ("_scatter_gather_elementwise_kernel", cu, line_of(tree, cu, "_scatter_gather_elementwise_kernel<nt, vt"))}
 
 
 def test_a_method_of_a_launcher_object_handed_to_a_template(reach):
     tree, ix = reach
     cu = f"{CUDA}/Sort.cu"
     assert _launched(ix, "sort_kv") == {
-        ("bitonicSortKVInPlace", cu, _line(tree, cu, "bitonicSortKVInPlace<K><<<")),
-        ("radixSortKVInPlace", cu, _line(tree, cu, "radixSortKVInPlace<K><<<"))}
+        ("bitonicSortKVInPlace", cu, line_of(tree, cu, "bitonicSortKVInPlace<K><<<")),
+        ("radixSortKVInPlace", cu, line_of(tree, cu, "radixSortKVInPlace<K><<<"))}
     # run_launcher (a header) calls l.launch: the launcher kthvalue's code hands it, not median's
     cu = f"{CUDA}/Sorting.cu"
-    assert _launched(ix, "kthvalue_fx") == {("gatherKthValue", cu, _line(tree, cu, "gatherKthValue<scalar_t"))}
-    assert _launched(ix, "median_fx") == {("gatherMedian", cu, _line(tree, cu, "gatherMedian<scalar_t"))}
+    assert _launched(ix, "kthvalue_fx") == {("gatherKthValue", cu, line_of(tree, cu, "gatherKthValue<scalar_t"))}
+    assert _launched(ix, "median_fx") == {("gatherMedian", cu, line_of(tree, cu, "gatherMedian<scalar_t"))}
 
 
 def test_called_by_a_handed_objects_method_names_the_call_that_hands_it(reach):
@@ -87,7 +83,7 @@ def test_called_by_a_handed_objects_method_names_the_call_that_hands_it(reach):
     res, _text = run(get_tool("called_by"), ix, function_name="KthValueLauncher::launch")
     cu = f"{CUDA}/Sorting.cu"
     sites = {(e.src.label, e.site.line) for sec in res.sections for e in sec.callers}
-    assert sites == {("at::native::launch_kthvalue_kernel", _line(tree, cu, "KthValueLauncher(k));"))}
+    assert sites == {("at::native::launch_kthvalue_kernel", line_of(tree, cu, "KthValueLauncher(k));"))}
 
 
 def test_a_stub_passed_on_to_a_helper_leads_down_to_its_cuda_kernel(reach):
@@ -96,4 +92,4 @@ def test_a_stub_passed_on_to_a_helper_leads_down_to_its_cuda_kernel(reach):
     tree, ix = reach
     cu = f"{CUDA}/ScanKernels.cu"
     assert _launched(ix, "cumsum") == {
-        ("tensor_kernel_scan_innermost_dim", cu, _line(tree, cu, "tensor_kernel_scan_innermost_dim<scalar_t><<<"))}
+        ("tensor_kernel_scan_innermost_dim", cu, line_of(tree, cu, "tensor_kernel_scan_innermost_dim<scalar_t><<<"))}

@@ -18,7 +18,7 @@ from torchtalk.model import EdgeHow, EdgeKind
 from torchtalk.model.cuda import library_of
 from torchtalk.tools import get_tool, run
 
-from ..conftest import overlay_index
+from ..conftest import line_of, overlay_index
 
 OVERLAY = Path(__file__).parents[1] / "fixtures" / "tree_gpu_ops"
 NATIVE = "aten/src/ATen/native"
@@ -57,11 +57,6 @@ OPS = """
 """
 
 
-def _line(tree: Path, rel: str, text: str) -> int:
-    (n,) = [i for i, ln in enumerate((tree / rel).read_text().splitlines(), 1) if text in ln]
-    return n
-
-
 @pytest.fixture
 def gpu(tree):
     shutil.copytree(OVERLAY / "c10", tree / "c10", dirs_exist_ok=True)
@@ -73,7 +68,7 @@ def gpu(tree):
 def test_a_kernels_call_through_the_dispatcher_reaches_the_called_ops_cuda_kernel(gpu):
     tree, ix = gpu
     cu = f"{NATIVE}/cuda/UnaryComplexKernels.cu"
-    site = (cu, _line(tree, cu, "gpu_kernel(iter, []GPU_LAMBDA"))
+    site = (cu, line_of(tree, cu, "gpu_kernel(iter, []GPU_LAMBDA"))
     # from angle's kernel: at::angle_out -> angle.out [CUDA] -> angle_out, which hands angle_stub on -> its CUDA kernel
     res, text = run(get_tool("cuda_kernels"), ix, function_name="at::native::angle")
     (h,) = res.helpers
@@ -81,8 +76,8 @@ def test_a_kernels_call_through_the_dispatcher_reaches_the_called_ops_cuda_kerne
     assert [e.kind for e in h.chain] == [EdgeKind.DISPATCH_CALL, EdgeKind.KERNEL, EdgeKind.STUB_CALL,
                                          EdgeKind.STUB_KERNEL]  # the helper that calls ``stub(...)`` adds nothing
     hop, _kernel, handed, _reg = h.chain
-    assert hop.dst.key == "angle.out" and hop.site.line == _line(tree, f"{NATIVE}/UnaryOps.cpp", "at::angle_out(")
-    assert handed.how is EdgeHow.TEXT and handed.site.line == _line(tree, f"{NATIVE}/UnaryOps.cpp",
+    assert hop.dst.key == "angle.out" and hop.site.line == line_of(tree, f"{NATIVE}/UnaryOps.cpp", "at::angle_out(")
+    assert handed.how is EdgeHow.TEXT and handed.site.line == line_of(tree, f"{NATIVE}/UnaryOps.cpp",
                                                                     "unary_op_impl_out(result, self, angle_stub)")
     # the op: angle.out is its own variant, so the launch is the op's own code
     res, text = run(get_tool("cuda_kernels"), ix, function_name="angle")
@@ -98,7 +93,7 @@ def test_an_ops_function_handed_on_is_followed_like_a_call(gpu):
     assert h.site.src.label == "at::native::angle_kernel_cuda" and not res.no_device_work
     (hop,) = [e for e in h.chain if e.kind is EdgeKind.DISPATCH_CALL]
     assert (hop.dst.key, hop.how, hop.site.line) == ("angle.out", EdgeHow.PASSED_ON,
-                                                     _line(tree, f"{NATIVE}/UnaryOps.cpp", "(self, at::angle_out)"))
+                                                     line_of(tree, f"{NATIVE}/UnaryOps.cpp", "(self, at::angle_out)"))
 
 
 def test_a_cuda_runtime_call_is_named_as_a_library_call(gpu):
@@ -106,8 +101,8 @@ def test_a_cuda_runtime_call_is_named_as_a_library_call(gpu):
     res, text = run(get_tool("cuda_kernels"), ix, function_name="_local_scalar_dense")
     fns = "c10/cuda/CUDAFunctions.h"
     got = [(lib.library, lib.site.written, lib.site.site.path, lib.site.site.line) for lib in res.libraries]
-    assert got == [("CUDA runtime", "cudaMemcpyAsync", fns, _line(tree, fns, "cudaMemcpyAsync(")),
-                   ("CUDA runtime", "cudaStreamSynchronize", fns, _line(tree, fns, "cudaStreamSynchronize("))]
+    assert got == [("CUDA runtime", "cudaMemcpyAsync", fns, line_of(tree, fns, "cudaMemcpyAsync(")),
+                   ("CUDA runtime", "cudaStreamSynchronize", fns, line_of(tree, fns, "cudaStreamSynchronize("))]
     assert "- CUDA runtime: cudaMemcpyAsync at c10/cuda/CUDAFunctions.h:" in text
     assert not res.no_device_work
 
