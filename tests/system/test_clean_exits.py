@@ -170,6 +170,26 @@ def test_sigterm_cleans_up_like_ctrl_c(tree):
     assert _temps(tree) == []
 
 
+@pytest.mark.timeout(300)
+def test_sigterm_to_the_whole_group_prints_no_traceback(tree):
+    """SIGTERM to the indexer's process group (`kill -- -PGID`, a supervisor stopping a session): the workers
+    and the forkserver die of it while the indexer unwinds, and the pool's own thread, seeing its workers
+    gone, tries to start new ones through the dead forkserver. That must not print a traceback (CI saw one,
+    ConnectionRefusedError in multiprocessing's _handle_workers, passed on by a server's background build)."""
+    _enlarge(tree)
+    for _ in range(4):
+        proc, tag = _start(tree, "--no-codegen", "--workers", "2")
+        assert _wait_for(lambda tag=tag, proc=proc: _workers_running(tag) or proc.poll() is not None, 120)
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+        survivors = _survivors_after(tag, 3.0)
+        err = _stderr(tree, tag)
+        assert proc.returncode == 143 and err.strip().splitlines()[-1] == "torchtalk: terminated", err
+        assert "Traceback" not in err and "Error" not in err, err
+        assert survivors == []
+    assert _temps(tree) == []
+
+
 @pytest.mark.timeout(600)
 def test_sigkill_at_any_moment_leaves_no_helper_and_no_temp_file(tree):
     """SIGKILL (no clean-up can run) within the first second, and once the pool works: every helper dies

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ..extract.worker import Result, Task, run_task
 from ..model import FileStatus, Layer
-from ..procs import pool_worker_init, sigint_blocked
+from ..procs import pool_worker_init, stops_blocked
 from ..source.files import FileEntry
 from ..store.db import IndexWriter
 from . import progress as progress_mod
@@ -61,25 +61,26 @@ class Workers:
         if self.pool is None and (self.workers <= 1 or len(tasks) < 8):
             return map(run_task, tasks)
         if self.pool is None:
-            self.pool = self._start()
+            self._start()
         # In order: the writer gives each file's rows the ids after the previous file's (Note [Canonical ids]).
         return self.pool.imap(run_task, tasks, chunksize=4)
 
-    def _start(self):
+    def _start(self) -> None:
         ctx = multiprocessing.get_context("forkserver" if sys.platform != "win32" else "spawn")
         if ctx.get_start_method() == "forkserver":
             # The forkserver (started once per process) dies with this process: see forkserver_guard.
             ctx.set_forkserver_preload(["__main__", f"{__package__}.forkserver_guard"])
-        # Helpers start with SIGINT held back; the workers then ignore it (a Ctrl-C is this process's to handle).
-        # It stays held back until every worker is up: a pool torn down while a worker is still unpickling its
-        # state would have that worker print a traceback (its semaphores are gone).
+        # Helpers start with SIGINT and SIGTERM held back (a stop is this process's to handle: Note [A stop
+        # signal and the pool's threads]); they stay held back until every worker is up: a pool torn down while
+        # a worker is still unpickling its state would have that worker print a traceback (its semaphores are
+        # gone).
         ready = ctx.Semaphore(0)
-        with sigint_blocked():
-            pool = ctx.Pool(self.workers, initializer=_worker_init, initargs=(os.getpid(), ready))
+        with stops_blocked():
+            # Kept at once: a stop while the workers start is cleaned up by __exit__.
+            self.pool = ctx.Pool(self.workers, initializer=_worker_init, initargs=(os.getpid(), ready))
             deadline = time.monotonic() + POOL_START_TIMEOUT_S
             for _ in range(self.workers):
                 ready.acquire(timeout=max(0.0, deadline - time.monotonic()))
-        return pool
 
     def __enter__(self) -> Workers:
         return self

@@ -139,15 +139,16 @@ class Refresher:
             self.state.ended(code, error)
 
     def stop(self) -> None:
-        """End a run this process started, and reap it: SIGTERM to its process group (it removes its temp file
-        and stops its helpers), SIGKILL after STOP_GRACE_S. Safe to call from several threads."""
+        """End a run this process started, and reap it: SIGTERM to the run alone (it removes its temp file and
+        stops its pool and generators itself: Note [A stop signal and the pool's threads]), SIGKILL to its whole
+        process group after STOP_GRACE_S. Safe to call from several threads."""
         with self._stop_lock:
             proc = self._proc
             if proc is None:
                 return
             if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGTERM)
+                    os.kill(proc.pid, signal.SIGTERM)
                 try:
                     proc.wait(timeout=STOP_GRACE_S)
                 except subprocess.TimeoutExpired:
