@@ -124,7 +124,7 @@ def _call_rows_of_file(ix: Index, path: str) -> dict[int, list[Row]]:
     memo: dict[str, dict[int, list[Row]]] = ix.cached("call_rows_by_file", dict)
     found = memo.get(path)
     if found is None:
-        ids: dict[str, int] = ix.cached("file_ids", lambda: {p: i for i, p in ix.paths().items()})
+        ids = ix.file_ids()
         found = {}
         if path in ids:
             for row in ix.q(f"SELECT {CALL_COLS} FROM cpp_call WHERE file_id = ? ORDER BY line, id", (ids[path],)):

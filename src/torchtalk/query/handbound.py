@@ -210,7 +210,7 @@ def _entries_linked(ix: Index) -> list[_Entry]:
                     by_name[p.name].append(full)
         generated_fns = {scope for (scope,) in ix.q("SELECT DISTINCT scope FROM generated_fact WHERE kind = ?",
                                                     (GeneratedKind.BINDS_OP.value,))}
-        file_ids = {path: fid for fid, path in ix.paths().items()}
+        file_ids = ix.file_ids()
         out = []
         for python_name, fn, entry, template in _entries(ix, generated_fns):
             written = (in_template(ix, fn.path, fn.line) if template else None) or fn.loc

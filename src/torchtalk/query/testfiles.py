@@ -136,7 +136,7 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
     query = clean_filter(query, "query", "softmax")
     offset = check_int(offset, "offset", 0, 1_000_000)
     cands = _safe_relpath(ix, text)
-    inv: dict[str, int] = ix.cached("file_ids", lambda: {p: fid for fid, p in ix.paths().items()})
+    inv = ix.file_ids()
     fid = next((inv[c] for c in cands if c in inv and (c.startswith("test/") or c.startswith("torch/testing/"))), None)
     if fid is None:
         names = sorted(p for p in inv if p.startswith("test/") and p.endswith(".py"))

@@ -225,6 +225,10 @@ class Index:
     def paths(self) -> dict[int, str]:
         return self.cached("paths", lambda: dict(self.q("SELECT id, path FROM files")))
 
+    def file_ids(self) -> dict[str, int]:
+        """Path -> file id (``paths`` the other way)."""
+        return self.cached("file_ids", lambda: {p: i for i, p in self.paths().items()})
+
     def path_of(self, file_id: int) -> str:
         return self.paths().get(file_id, "?")
 
