@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from ..model import Cut, CutKind, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, is_composite, runs_on
 from ..model.dispatch import traced_by_autograd
@@ -290,10 +291,16 @@ def _op_walk(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:
         out.unresolved += reach.unresolved
         if s.edge.kind is EdgeKind.KERNEL:
             out.entries.append(s.edge)
-        for launch in reach.launches:  # whose code it is, and how near (Note [Nearest first])
-            via, n = whose(ix, start.key, chain + launch.chain)
-            out.launches.append(replace(launch, chain=chain + launch.chain, backward=backward, via=via, hops=n))
-        for lib in reach.libraries:
-            via, n = whose(ix, start.key, chain + lib.chain)
-            out.libraries.append(replace(lib, chain=chain + lib.chain, backward=backward, via=via, hops=n))
+        out.launches += [_from_op(ix, start, chain, backward, launch) for launch in reach.launches]
+        out.libraries += [_from_op(ix, start, chain, backward, lib) for lib in reach.libraries]
     return out
+
+
+_Reached = TypeVar("_Reached", KernelLaunch, LibraryCall)
+
+
+def _from_op(ix: Index, op: Node, chain: list[Edge], backward: bool, x: _Reached) -> _Reached:
+    """A launch or library call a kernel's walk reached, as reached from ``op`` along ``chain``: whose code it is
+    and how near (Note [Nearest first])."""
+    via, hops = whose(ix, op.key, chain + x.chain)
+    return replace(x, chain=chain + x.chain, backward=backward, via=via, hops=hops)
