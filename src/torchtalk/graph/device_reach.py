@@ -30,7 +30,7 @@ from ..model.cuda import library_of
 from ..store.reader import Index
 from .cpp_edges import is_macro, sites_edges
 from .cpp_types import all_classes, all_usings, split_last
-from .graph import dispatch_calls, graph
+from .graph import dispatch_calls, graph, ordered
 from .op_spellings import KEY_NAMESPACES, STRUCT_QUALIFIERS, dispatch_helper_ops, op_named
 from .registry import registry
 from .resolve import stub_names
@@ -83,9 +83,7 @@ def device_out(ix: Index, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]
     UNRESOLVED) from the sites the GPU walk resolves; in the graph table's order of kinds."""
     out = device_out_edges(ix, node) if any(k in _FROM_SITES for k in kinds) else []
     edges: list[Edge] = []
-    for k in EdgeKind:
-        if k not in kinds:
-            continue
+    for k in ordered(kinds):
         if k is EdgeKind.DISPATCH_CALL:
             edges += dispatch_calls(ix, node, out)
         elif k in _FROM_SITES:

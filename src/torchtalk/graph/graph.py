@@ -116,7 +116,7 @@ class Graph:
     def _edges(self, table: dict[EdgeKind, Rule | InContext], direction: str, node: Node,
                kinds: Collection[EdgeKind]) -> list[Edge]:
         out: list[Edge] = []
-        for k in _ordered(kinds):
+        for k in ordered(kinds):
             rule = table.get(k)
             if rule is None:
                 raise NoRule(f"Graph.{direction}: no rule gives {k.value} edges {direction} of a node; kinds with "
@@ -126,7 +126,7 @@ class Graph:
         return out
 
 
-def _ordered(kinds: Collection[EdgeKind]) -> list[EdgeKind]:
+def ordered(kinds: Collection[EdgeKind]) -> list[EdgeKind]:
     """Kinds in their declaration order, so a walk's result does not depend on set iteration order (a walk asks
     tens of thousands of times for a few sets of kinds: each set's order is computed once)."""
     key = frozenset(kinds)
