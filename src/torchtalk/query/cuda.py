@@ -81,6 +81,11 @@ class _Merged:
     cuts: list[Cut] = field(default_factory=list)
     reaches: list[GpuReach] = field(default_factory=list)
 
+    @property
+    def empty(self) -> bool:
+        """Nothing found: no kernel, launch family or library call."""
+        return not self.kernels and not self.helpers and not self.libraries
+
 
 def _merged(ix: Index, starts: list[Node], depth: int = MAX_DEPTH, hops: int = HOPS) -> _Merged:
     """The GPU walk of each start (graph/gpu.py, the one trace reads too), merged: a launch site reached from
@@ -164,14 +169,13 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
         starts = [targets[0].node]
         matched = f"{'DispatchStub' if targets[0].is_stub else 'function'} {targets[0].node}"
     m = _merged(ix, starts)
-    if not m.kernels and not m.helpers and not m.libraries and m.cuts and \
-            all(c.kind in (CutKind.DEPTH, CutKind.HOPS) for c in m.cuts):  # nothing found: look further once
+    if m.empty and m.cuts and all(c.kind in (CutKind.DEPTH, CutKind.HOPS) for c in m.cuts):  # look further once
         m = _merged(ix, starts, NOTHING_DEPTH, NOTHING_HOPS)
     ordered = sorted(m.kernels.values(), key=lambda k: (near(k.launches[0]), k.name))  # each has a launch
     result = CudaKernelsResult(name, matched, ordered, m.helpers, m.libraries, cuts=m.cuts)
-    if not m.kernels and not m.helpers and not m.libraries:
+    if m.empty:
         result.no_device_work = _no_device_work(ix, starts, m)
-    if not m.kernels and not m.helpers and not m.libraries and not result.no_device_work:
+    if m.empty and not result.no_device_work:  # nothing found, and the walk cannot say there is nothing
         result.notes.append(f"No <<<>>> launch, launch family or GPU library call was found within {MAX_DEPTH} "
                             "levels of its CUDA kernels, composite calls and backward (or the op has no CUDA "
                             "kernel).")
@@ -189,7 +193,7 @@ def _no_device_work(ix: Index, starts: list[Node], m: _Merged) -> str:
         return ""
     g = graph(ix)
     for op in starts:
-        edges = runs_for_cuda([e for e in g.out(op, [EdgeKind.KERNEL]) if e.kind is EdgeKind.KERNEL], True)
+        edges = runs_for_cuda(g.out(op, [EdgeKind.KERNEL]), True)
         if any(e.dst.kind is NodeKind.UNRESOLVED and (e.key in GPU_BACKENDS or is_composite(e.key))
                for e in edges):
             return ""
