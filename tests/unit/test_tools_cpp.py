@@ -85,6 +85,28 @@ def test_called_by_lists_call_sites_and_registrations(indexed):
     assert "Python torch._C.set_num_threads (pymethoddef)  torch/csrc/Module.cpp:" in text
 
 
+def test_a_method_call_whose_receiver_is_spelled_like_a_scope_of_the_method_is_one_caller(tree):
+    # `Impl.run()` on a parameter named like its class: a method call (qualifier "Impl", the receiver's text)
+    # whose qualifier is also one the method's scope allows. The callers of a method take the sites with an
+    # allowed qualifier, then every other: this site was in both and listed twice.
+    from torchtalk.index.indexer import refresh
+    from torchtalk.source.tree import find_source
+    from torchtalk.store.reader import Index
+
+    (tree / "aten/src/ATen/native/Receiver.cpp").write_text(
+        "namespace at { namespace native {\n"
+        "struct Impl { int run() const; };\n"
+        "int Impl::run() const { return 0; }\n"
+        "int run_it(const Impl& Impl) { return Impl.run(); }\n"
+        "}}\n")
+    st = find_source(tree)
+    refresh(st, workers=1, codegen=False)
+    ix = Index(st.index_path, st.root)
+    res, _ = call(ix, "called_by", function_name="at::native::Impl::run")
+    assert [(e.src.label, e.site.line) for e in res.sections[0].callers] == [("at::native::run_it", 4)]
+    ix.close()
+
+
 def test_impact_crosses_dispatcher_and_reaches_python(indexed):
     _, ix = indexed
     res, text = call(ix, "impact", function_name="impl_func_cum_ops", depth=2)

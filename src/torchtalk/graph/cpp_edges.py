@@ -135,12 +135,12 @@ def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
     elif len(named.calls) >= NAMED_LIMIT:  # a name written more often than read at once: as calls_named reads it
         return _callers_of_sites(ix, target, kind, quals)
     else:
-        # Only call sites that could name it: written with a qualifier its scope allows, or as a method call
-        # when it is a method (a receiver's text says nothing of its class).
+        # Only call sites that could name it: written with a qualifier its scope allows, or, when it is a method,
+        # any other (a receiver's text says nothing of its class; `obj.f()` and `Derived::f()` alike); each site
+        # once, in the first group that holds it.
         groups = [[i for i, c in enumerate(named.calls) if c.qualifier in quals]]
         if target.kind in (SymbolKind.METHOD, SymbolKind.CONSTRUCTOR):
-            groups.append([i for i, c in enumerate(named.calls)
-                           if c.kind is CallKind.METHOD or c.qualifier not in quals])
+            groups.append([i for i, c in enumerate(named.calls) if c.qualifier not in quals])
     named.resolve(ix, [i for g in groups for i in g])
     # A call reaches the target when it resolves to it, or to a declaration of it (same qualified name); of a
     # site's edges, the first that does.
@@ -220,8 +220,7 @@ def _callers_of_sites(ix: Index, target: CppSymbol, kind: EdgeKind, quals: froze
     """Callers among the sites calls_named reads (at most NAMED_LIMIT of each kind of query), resolved one by one."""
     sites = calls_named(ix, target.name, tuple(sorted(quals)), limit=NAMED_LIMIT)
     if target.kind in (SymbolKind.METHOD, SymbolKind.CONSTRUCTOR):
-        sites += [c for c in calls_named(ix, target.name, limit=NAMED_LIMIT)
-                  if c.kind is CallKind.METHOD or c.qualifier not in quals]
+        sites += [c for c in calls_named(ix, target.name, limit=NAMED_LIMIT) if c.qualifier not in quals]
     out = []
     missed: list[tuple[CallSite, CppSymbol | None]] = []
     for call in sites:
