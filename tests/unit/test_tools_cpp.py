@@ -148,6 +148,41 @@ def test_cuda_kernels_for_an_op_follow_its_cuda_kernel_only(indexed):
     assert "atan2_stub [CUDA]" in text
 
 
+def test_the_gpu_warm_up_walks_what_cuda_sources_call_and_changes_no_answer(indexed):
+    # Note [The GPU warm-up]: the functions CUDA sources call most are walked ahead of the first question; what
+    # is asked afterwards reads the memos and answers exactly as a cold index does.
+    from torchtalk.graph.gpu import warm_shared
+    from torchtalk.graph.symbols import defs_by_name
+    from torchtalk.store.reader import Index
+
+    tree, ix = indexed
+    asked = [("cuda_kernels", "index_select"), ("cuda_kernels", "atan2"), ("trace", "relu"), ("cuda_kernels", None)]
+    cold = [call(ix, tool, function_name=name) for tool, name in asked]
+    warm = Index(ix.path, ix.source_root)
+    assert warm_shared(warm, names=1) == len(defs_by_name(warm, _most_called_from_cuda(tree))[:4])
+    assert warm_shared(warm, names=1000) > 1
+    (impl,) = defs_by_name(warm, "index_select_out_cuda_impl")  # called once, from Indexing.cu
+    assert any(key[1] == str(impl.id) for key in warm.cached("gpu_reach", dict))
+    assert [call(warm, tool, function_name=name)[1] for tool, name in asked] == [text for _, text in cold]
+    warm.close()
+
+
+def _most_called_from_cuda(tree) -> str:
+    """The callee name the most C++ functions of the fixture's .cu/.cuh files call (ties: the first name)."""
+    from collections import Counter
+
+    from torchtalk.extract.cpp import extract_cpp
+    from torchtalk.model.cpp import CallSite
+
+    callers: dict[str, set] = {}
+    for path in sorted(tree.rglob("*.cu*")):
+        for c in extract_cpp(str(path.relative_to(tree)), path.read_bytes())[CallSite]:
+            if c.caller is not None:
+                callers.setdefault(c.callee, set()).add((path, c.caller))
+    counts = Counter({name: len(who) for name, who in callers.items()})
+    return min(counts, key=lambda name: (-counts[name], name))
+
+
 def test_cuda_kernels_summary(indexed):
     _, ix = indexed
     res, text = call(ix, "cuda_kernels")

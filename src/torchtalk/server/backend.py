@@ -21,6 +21,7 @@ from pathlib import Path
 from ..errors import SourceError
 from ..graph.cpp_types import all_classes, all_usings, directives, occupied, symbol_qualnames
 from ..graph.device_reach import defined
+from ..graph.gpu import warm_shared as warm_gpu
 from ..graph.registry import registry
 from ..graph.resolve import stub_names
 from ..graph.symbols import pasted_symbols
@@ -68,6 +69,7 @@ def _warm_up(ix: Index) -> None:
         occupied(ix)  # the scopes name lookup tries (the first resolution would build it: 60-70 ms)
         cuda_kernels(ix)
         defined(ix)  # the names a call site can resolve by (the GPU walk's skip, graph/device_reach.py)
+        warm_gpu(ix)  # the code most GPU walks pass (Note [The GPU warm-up])
         warm_errors(ix)  # error_origin's raise sites and test names
         if ix.source_root is not None:
             changed_files(ix, ix.source_root)
