@@ -17,6 +17,7 @@ from torchtalk.extract.pymodules import extract_python
 from torchtalk.model import CppSymbol, Layer, PyFunction, RaiseKind, RaiseSite
 from torchtalk.model.raises import Verdict
 from torchtalk.query import error_reach
+from torchtalk.query import errors as errors_query
 from torchtalk.query.error_text import MAX_INPUT, MAX_MESSAGE, clean
 from torchtalk.tools import get_tool, run
 
@@ -176,7 +177,11 @@ def test_clean_bad_input():
 # ------------------------------------------------------------------ answers on the fixture tree
 
 
-def test_the_check_in_a_macro_is_found_with_the_ops_and_python_apis_reaching_it(fixture_ix):
+def test_the_check_in_a_macro_is_found_with_the_ops_and_python_apis_reaching_it(fixture_ix, monkeypatch):
+    # The walk up is what this test is about, not its CPU budget (40 ms for the first site): on a loaded CI
+    # machine the fixture's cold walk once ran past it and stopped before linear (the next test has the cut).
+    monkeypatch.setattr(errors_query, "FIRST_WALK_S", 10.0)
+    monkeypatch.setattr(errors_query, "WALK_S", 10.0)
     r, text = ask(fixture_ix, MAT)
     assert r.verdict is Verdict.EXACT and r.exception == "RuntimeError"
     best = r.sites[0]
@@ -188,6 +193,16 @@ def test_the_check_in_a_macro_is_found_with_the_ops_and_python_apis_reaching_it(
     assert "torch.nn.functional.linear" in best.reach.python
     assert "TORCH_META_FUNC(addmm) <- the meta function of addmm <- called by the composite op linear" in text
     assert "next: trace(\"addmm\")" in text
+
+
+def test_a_walk_up_past_its_budget_is_cut_and_says_so(fixture_ix, monkeypatch):
+    monkeypatch.setattr(errors_query, "FIRST_WALK_S", 0.0)
+    monkeypatch.setattr(errors_query, "WALK_S", 0.0)
+    r, text = ask(fixture_ix, MAT)
+    best = r.sites[0]
+    assert str(best.loc) == "aten/src/ATen/native/LinearAlgebra.cpp:15"  # the site itself is never cut
+    assert "linear" not in {o.op.key for o in best.reach.ops}
+    assert "the walk up stopped at its budget (0 ms of CPU)" in text
 
 
 def test_a_message_cut_short_still_names_its_site(fixture_ix):
