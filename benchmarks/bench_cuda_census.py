@@ -41,7 +41,7 @@ launcher by name (a crude call graph that over-approximates: "non-op code" is sa
 even that reaches it); for a missed op, what its CUDA kernels lead to by name (launches, through
 which header or macro; libraries; nothing).
 
-Run (after `torchtalk index --source TREE` with the same TORCHTALK_CACHE_DIR):
+Run (it builds or refreshes the index in TORCHTALK_CACHE_DIR first):
 
     python benchmarks/bench_cuda_census.py --source /path/to/pytorch [--json out.json] [--limit N]
 
@@ -401,6 +401,9 @@ def main(argv: list[str] | None = None) -> int:
         old = json.loads(Path(args.answers_from).read_text())
         answers, lat = old["answers"], old["latency_s"]
     else:
+        if cmd is None:  # the index first (a no-op when it is fresh): calls made while it builds would fail
+            subprocess.run([sys.executable, "-m", "torchtalk", "index", "--source", str(root), "--progress", "never"],
+                           check=True, stdout=subprocess.DEVNULL)
         with tt.McpStdio(root, dict(os.environ), cmd) as server:
             answers, lat = ask(server, names)
 
