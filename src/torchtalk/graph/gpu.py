@@ -124,7 +124,11 @@ def runs_for_cuda(edges: list[Edge], start: bool) -> list[Edge]:
 
 
 def in_cuda_source(node: Node) -> bool:
-    path = node.loc.path if node.loc is not None else ""
+    return is_cuda_path(node.loc.path if node.loc is not None else "")
+
+
+def is_cuda_path(path: str) -> bool:
+    """A CUDA (or HIP) source: .cu, .cuh, or a file under a cuda/ or hip/ directory."""
     return path.endswith(_CUDA_SOURCES) or "/cuda/" in path or "/hip/" in path
 
 
@@ -165,11 +169,10 @@ WARM_DEFS = 4
 
 def warm_shared(ix: Index, names: int = WARM_NAMES) -> int:
     """Walk the code most GPU walks share (Note [The GPU warm-up]); the number of functions walked."""
-    cuda_files = " OR ".join(["f.path LIKE '%/cuda/%'", "f.path LIKE '%/hip/%'",
-                              *(f"f.path LIKE '%{suffix}'" for suffix in _CUDA_SOURCES)])
-    rows = ix.q("SELECT k.callee FROM cpp_call k JOIN files f ON f.id = k.file_id "
-                f"WHERE k.caller IS NOT NULL AND ({cuda_files}) "
-                "GROUP BY k.callee ORDER BY COUNT(DISTINCT k.caller) DESC, k.callee LIMIT ?", (names,))
+    cuda_files = [fid for fid, path in ix.paths().items() if is_cuda_path(path)]  # 716 of 7,505 on 2.6.0
+    marks = ",".join("?" * len(cuda_files))
+    rows = ix.q(f"SELECT callee FROM cpp_call WHERE caller IS NOT NULL AND file_id IN ({marks}) "
+                "GROUP BY callee ORDER BY COUNT(DISTINCT caller) DESC, callee LIMIT ?", (*cuda_files, names))
     walked = 0
     for (name,) in rows:
         for fn in defs_by_name(ix, name)[:WARM_DEFS]:
