@@ -49,11 +49,13 @@ def _metavar(prm) -> str:
     return "{" + ",".join(prm.choices) + "}" if prm.choices else prm.name.upper()
 
 
-def _build_parser() -> argparse.ArgumentParser:
-    from .cli_input import FILE_PARAMS
-    from .source.fetch import DEFAULT_VERSION, KNOWN_VERSIONS
-    from .tools import FORMAT, all_tools, draws
+PLAIN_COMMANDS = frozenset({"index", "fetch-source", "status", "doctor"})  # their command line needs no tool
 
+
+def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line; for a ``command`` of PLAIN_COMMANDS, without `view` and the tools' subcommands: importing
+    the tools takes ~0.3 s, which `torchtalk index` after an edit would spend before its refresh starts."""
+    from .source.fetch import DEFAULT_VERSION, KNOWN_VERSIONS
     parser = argparse.ArgumentParser(
         prog="torchtalk", epilog=EPILOG,
         description="Answers about PyTorch internals from a raw source tree: Python -> op registry -> "
@@ -120,6 +122,22 @@ def _build_parser() -> argparse.ArgumentParser:
                         "per core, at most 8)")
     _add_codegen(p)
 
+    p = _sub(sub, "fetch-source", "download a PyTorch release tree into the user cache and use it",
+             "Download a PyTorch release's source (a shallow git clone, else Debian's source package) into the "
+             "user cache, record it as the tree to use, and print its path. An existing tree is reused without "
+             "network access.")
+    p.add_argument("version", nargs="?", default=DEFAULT_VERSION, metavar="VERSION",
+                   help=f"the release to fetch: one of {', '.join(KNOWN_VERSIONS)} (default {DEFAULT_VERSION})")
+    p.add_argument("--dest", metavar="DIR", help="directory to place the tree in (default: the user cache dir)")
+    if command not in PLAIN_COMMANDS:
+        _add_tool_commands(sub)
+    return parser
+
+
+def _add_tool_commands(sub) -> None:
+    """`view` and one subcommand per tool."""
+    from .cli_input import FILE_PARAMS
+    from .tools import FORMAT, all_tools, draws
     p = _sub(sub, "view", "open the web view: answers drawn as graphs, nodes that expand, source beside them",
              "Serve the web view on 127.0.0.1 and open it in a browser (when one can be opened; the address is "
              "printed either way): a search box, the answer's graph laid out left to right by layer (click a node "
@@ -132,14 +150,6 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8766, help="port on 127.0.0.1 (default 8766; 0: any free port)")
     p.add_argument("--no-browser", action="store_true", help="only print the address; open no browser")
     _add_codegen(p)
-
-    p = _sub(sub, "fetch-source", "download a PyTorch release tree into the user cache and use it",
-             "Download a PyTorch release's source (a shallow git clone, else Debian's source package) into the "
-             "user cache, record it as the tree to use, and print its path. An existing tree is reused without "
-             "network access.")
-    p.add_argument("version", nargs="?", default=DEFAULT_VERSION, metavar="VERSION",
-                   help=f"the release to fetch: one of {', '.join(KNOWN_VERSIONS)} (default {DEFAULT_VERSION})")
-    p.add_argument("--dest", metavar="DIR", help="directory to place the tree in (default: the user cache dir)")
 
     for tool in all_tools():
         first = tool.description.split("? ")[0] + "?"
@@ -165,7 +175,6 @@ def _build_parser() -> argparse.ArgumentParser:
             p.add_argument("--mermaid", dest=FORMAT.name, action="store_const", const="mermaid",
                            help="print the answer's graph as a Mermaid diagram (same as --format mermaid)")
         p.set_defaults(tool=tool.name)
-    return parser
 
 
 def _tree(args):
@@ -184,23 +193,21 @@ def _say(msg: str) -> None:
 
 def cmd_index(args) -> int:
     from .index.indexer import refresh
-    from .tools import warm_server_start
+    from .source.schema_cache import schema_cache_path
     tree = _tree(args)
     show = {"auto": None, "always": True, "never": False}[args.progress]
     report = refresh(tree, force=args.force, workers=args.workers, show_progress=show,
                      codegen=not args.no_codegen, log=_err)
-    warm_server_start()
-    print(report.summary())
-    for s in report.skipped[:10]:
-        print(f"  skipped {s}")
+    if not schema_cache_path().exists():
+        from .tools import warm_server_start
+        warm_server_start()
+    print("\n".join([report.summary(), *(f"  skipped {s}" for s in report.skipped[:10])]))
     if len(report.skipped) > 10:
         print(f"  ... and {len(report.skipped) - 10} more (see `torchtalk get-status`)")
     return EXIT_OK
 
 
-# A query waits this long for another build of its index (it says so meanwhile), then answers from the index
-# as it is; `index` waits as long as the other build runs.
-QUERY_LOCK_WAIT_S = 10.0
+QUERY_LOCK_WAIT_S = 10.0  # a query waits this long for another build (saying so), then answers; `index` waits on
 
 
 def ensure_index(tree, quiet: bool = False, codegen: bool = True):
@@ -352,7 +359,8 @@ def _on_terminate(signum, frame) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = _build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     if not args.command:
         parser.print_help()

@@ -137,3 +137,20 @@ def test_the_bar_cuts_paths_in_the_middle():
     assert len(short) == 40 and short.startswith("torch/testing") and short.endswith("invocations.py")
     assert "…" in short
     assert progress.shorten("aten/x.cpp", 40) == "aten/x.cpp"
+
+
+def test_index_command_line_is_built_without_importing_the_tools(tree, tmp_path):
+    # `torchtalk index` after an edit: the tools' ~0.3 s of imports would come before the refresh starts. Their
+    # subcommands are still there for every other command.
+    code = ("import sys; from torchtalk.cli import _build_parser; "
+            "p = _build_parser('index'); p.parse_args(['index', '--progress', 'never']); "
+            "print('torchtalk.tools' in sys.modules); _build_parser('trace').parse_args(['trace', 'relu']); "
+            "print('torchtalk.tools' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.stdout.split() == ["False", "True"], r.stderr
+    env = {**os.environ, "TORCHTALK_CACHE_DIR": str(tmp_path / "cache")}
+    r = subprocess.run([sys.executable, "-m", "torchtalk", "index", "--source", str(tree), "--progress", "never"],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0 and r.stdout.startswith("full index:"), r.stderr
+    # the schemas a server reads at start are left in the cache by the first index run
+    assert list((tmp_path / "cache" / "schemas").glob("output-*.json"))

@@ -12,19 +12,15 @@ schema cannot drift from what the queries return.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import typing
-from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
-import pydantic
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from .. import __version__
 from ..atomic import write_text_atomic
 from ..query.results import NotFound
-from ..source.tree import cache_root
+from ..source.schema_cache import schema_cache_path
 from .table import Tool
 
 AnswerKind: TypeAlias = Literal["result", "not_found"]
@@ -58,20 +54,10 @@ def output_schema(tool: Tool) -> dict[str, Any]:
     return output_model(tool).model_json_schema(mode="serialization")
 
 
-def _code_key() -> str:
-    """A digest of the code the schemas derive from (this package and pydantic): a new version or an edit
-    gives a new key, so a cached schema can never describe other code than the running one."""
-    h = hashlib.sha256(f"{__version__} {pydantic.VERSION}".encode())
-    pkg = Path(__file__).parent.parent
-    for path in sorted(pkg.rglob("*.py")):
-        h.update(str(path.relative_to(pkg)).encode() + b"\0" + path.read_bytes())
-    return h.hexdigest()[:16]
-
-
 def output_schemas(tools: list[Tool]) -> dict[str, dict[str, Any]]:
     """Every tool's output schema, cached on disk: deriving them takes pydantic ~0.2 s, which a server
     would otherwise spend before it can answer ``initialize``."""
-    path = cache_root() / "schemas" / f"output-{_code_key()}.json"
+    path = schema_cache_path()
     try:
         cached = json.loads(path.read_text(encoding="utf-8"))
         if isinstance(cached, dict) and set(cached) == {t.name for t in tools}:
