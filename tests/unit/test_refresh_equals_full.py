@@ -313,3 +313,29 @@ def test_names_without_room_between_them_are_numbered_again(tmp_path, monkeypatc
         _build(tree, tmp_path / "cache", workers=1, codegen=False)[0].close()  # the refresh
     assert any(k > n for k in spread_calls), spread_calls  # it numbered every name again
     _compare(tree, tmp_path / "cache", tmp_path / "scratch", ed.touched, "names added into used-up gaps")
+
+
+def test_python_classes_are_linked_again_only_when_their_facts_change(tmp_path, monkeypatch):
+    """py_class_fq is kept by a refresh that changes none of its input tables (a YAML edit): class_rows is not
+    called; an edit of a Python class calls it. That both give a full build's tables is the property test's."""
+    from torchtalk.link import build, pyclasses
+    read = set(re.findall(r"\bFROM (\w+)", Path(pyclasses.__file__).read_text(encoding="utf-8")))
+    assert read - {"files"} == pyclasses.INPUT_TABLES  # the tables it reads are the ones said to be its inputs
+    tree = tmp_path / "pytorch"
+    shutil.copytree(FIXTURE_TREE, tree)
+    shutil.copytree(FIXTURE_TREE.parent / "tree_py", tree, dirs_exist_ok=True)
+    _build(tree, tmp_path / "cache", workers=1, codegen=False)[0].close()
+    calls: list[int] = []
+    real = build.class_rows
+    monkeypatch.setattr(build, "class_rows", lambda conn: calls.append(1) or real(conn))
+    ed = Editor(tree)
+    ed.apply("yaml_kernel", 1)
+    ix, rep = _build(tree, tmp_path / "cache", workers=1, codegen=False)
+    n = ix.one("SELECT COUNT(*) FROM py_class_fq")[0]
+    ix.close()
+    assert rep.mode == "incremental" and calls == [] and n > 0
+    py = next(p for p in sorted(tree.rglob("*.py")) if "\nclass " in p.read_text(encoding="utf-8"))
+    py.write_text(py.read_text(encoding="utf-8") + "\n\nclass AddedByTheTest:\n    pass\n", encoding="utf-8")
+    ix, rep = _build(tree, tmp_path / "cache", workers=1, codegen=False)
+    assert calls == [1] and ix.one("SELECT COUNT(*) FROM py_class_fq WHERE name = 'AddedByTheTest'")[0] == 1
+    ix.close()

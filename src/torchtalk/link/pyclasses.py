@@ -49,6 +49,12 @@ def follow_reexports(dotted: str, is_defined: Callable[[str], bool], imports_of:
     return None
 
 
+# The fact tables py_class_fq is computed from (besides the paths of files, which only change with their rows):
+# a refresh that changes none of them keeps the table (link/build.py). tests/unit/test_link.py checks that this
+# module's queries read no other.
+INPUT_TABLES = frozenset({"py_import", "py_class", "test_class", "py_function"})
+
+
 class Resolver:
     def __init__(self, conn: sqlite3.Connection):
         self.paths = dict(conn.execute("SELECT id, path FROM files"))

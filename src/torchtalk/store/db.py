@@ -195,6 +195,7 @@ class IndexWriter:
         with contextlib.suppress(FileNotFoundError):
             self.tmp_path.unlink()
         self.incremental = base_ok
+        self.changed: set[str] = set()  # fact tables this build added rows to or removed rows from
         try:
             if base_ok:
                 shutil.copyfile(index_path, self.tmp_path)
@@ -238,7 +239,8 @@ class IndexWriter:
                     self._gone_names.update(r[0] for r in self.conn.execute(
                         f"SELECT DISTINCT {c} FROM {t} WHERE file_id = ?{where}", (file_id,)))
         for t in FACT_TABLES:
-            self.conn.execute(f"DELETE FROM {t} WHERE file_id = ?", (file_id,))
+            if self.conn.execute(f"DELETE FROM {t} WHERE file_id = ?", (file_id,)).rowcount:
+                self.changed.add(t)
         self.conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
 
     def touch_file(self, file_id: int, size: int, mtime_ns: int) -> None:
@@ -261,6 +263,7 @@ class IndexWriter:
         )
         if facts:
             self._insert_facts(file_id, (generated, path), facts)
+            self.changed.update(t for t, rows in facts.items() if rows)
         return file_id
 
     def _insert_facts(self, file_id: int, key: keys.FileKey, facts: dict[str, list[Row]]) -> None:
@@ -357,10 +360,11 @@ class IndexWriter:
             for stmt in all_indexes_ddl():
                 self.conn.execute(stmt)
 
-    def rebuild_link_tables(self) -> None:
-        if self.incremental:  # their names go with them unless the new link tables name them again
+    def rebuild_link_table(self, table: str) -> None:
+        """Empty one of the link stage's tables (store/schema.py LINK_DDL), for the link stage to fill again."""
+        if self.incremental and table == "py_api":  # its names go with it unless the new rows name them again
             self._gone_names.update(n for (n,) in self.conn.execute("SELECT DISTINCT name FROM py_api"))
-        run_script(self.conn, LINK_DDL)
+        run_script(self.conn, LINK_DDL[table])
 
     def commit(self, verify: Callable[[sqlite3.Connection], str | None] | None = None) -> None:
         """Publish the new version. ``verify(conn)`` says what is wrong with the finished file, or None; a

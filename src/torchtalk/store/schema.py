@@ -56,7 +56,9 @@ CREATE VIRTUAL TABLE IF NOT EXISTS names_fts USING fts5(name, content='names', c
 """
 
 # Tables rebuilt by the link stage from the per-file facts.
-LINK_DDL = """
+# The link stage's tables (link/build.py), each rebuilt whole when it must be: py_api on every build, py_class_fq
+# when the facts it is computed from changed (link/pyclasses.py INPUT_TABLES).
+LINK_DDL: dict[str, str] = {"py_api": """
 DROP TABLE IF EXISTS py_api;
 CREATE TABLE py_api (
     name TEXT NOT NULL,        -- "torch.add", "Tensor.add", "torch.nn.functional.relu", "torch._C.set_num_threads"
@@ -68,7 +70,7 @@ CREATE TABLE py_api (
 );
 CREATE INDEX py_api_name ON py_api(name);
 CREATE INDEX py_api_op ON py_api(op);
-
+""", "py_class_fq": """
 DROP TABLE IF EXISTS py_class_fq;
 CREATE TABLE py_class_fq (
     id INTEGER PRIMARY KEY,
@@ -84,7 +86,7 @@ CREATE TABLE py_class_fq (
 );
 CREATE INDEX py_class_fq_fq ON py_class_fq(fq);
 CREATE INDEX py_class_fq_name ON py_class_fq(name);
-"""
+"""}
 
 
 def index_ddl(table: str) -> list[str]:
