@@ -147,12 +147,14 @@ def _add_autogen(ops: list[Op], dispatch: list[OpDispatch], lines: dict[int, int
     for d in dispatch:
         keys.setdefault(d.op, set()).add(str(d.key))
     groups: dict[str, list[int]] = {}
+    group_of: list[list[int]] = []
     for i, op in enumerate(ops):
-        groups.setdefault(autogen.signature_key(op.schema), []).append(i)
+        group_of.append(groups.setdefault(autogen.signature_key(op.schema), []))
+        group_of[-1].append(i)
     known = {op.full_name for op in ops}
     for index, line in lines.items():
         op = ops[index]
-        group = groups[autogen.signature_key(op.schema)]
+        group = group_of[index]
         flags = [(ops[i].schema, ops[i].manual_cpp_binding, _composite_implicit(ops[i], keys.get(i, set())),
                   "core" in ops[i].tags) for i in group]
         if autogen.skipped(flags):

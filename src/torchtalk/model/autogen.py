@@ -75,7 +75,9 @@ def base_name(s: FunctionSchema) -> str:
 
 def signature_key(s: FunctionSchema) -> str:
     """What related overloads (functional / in-place / out= / mutable) have in common."""
-    args = ", ".join(str(a) for a in _signature_args(s))
+    # str() of each of _signature_args(s), without building them: the plain form is "type name[=default]"
+    kept = _options_dropped(tuple(a for a in s.arguments if not a.out))
+    args = ", ".join(f"{a.type} {a.name}" if a.default is None else f"{a.type} {a.name}={a.default}" for a in kept)
     rets = ", ".join(r.type for r in s.returns) + "|" + ", ".join(r.type for r in _mutable_returns(s))
     return f"{base_name(s)}({args}) -> {rets}"
 
