@@ -80,7 +80,6 @@ def serve_uvicorn(app, sock: socket.socket, backend: Backend, lifespan: str) -> 
     build is ended at once, beside uvicorn's shutdown: the process is gone within about a second."""
     import uvicorn
 
-    stop_on_signals()  # uvicorn hands a caught signal back to these once it has shut down
     guard = Guard(app)
     stopping = threading.Thread(target=backend.stop, name="torchtalk-stop", daemon=True)
 
@@ -92,6 +91,7 @@ def serve_uvicorn(app, sock: socket.socket, backend: Backend, lifespan: str) -> 
                             timeout_graceful_shutdown=GRACEFUL_S)
     server = StoppingServer(config, on_signal)
     try:
+        stop_on_signals()  # uvicorn hands a caught signal back to these once it has shut down
         server.run(sockets=[sock])
     except Stopped as exc:
         return exc.code

@@ -22,14 +22,33 @@ class Stopped(BaseException):
         self.code = code
 
 
+# Note [A lost Stopped]: Python drops an exception raised where it cannot propagate, in a weakref callback or a
+# __del__ that the collector runs ("Exception ignored in ..." on stderr), and a signal's handler runs wherever the
+# main thread is. A Stopped lost that way left the process running with the signals ignored: an HTTP worker that
+# was still starting (building the output schemas with pydantic, under load) went on into uvicorn and served, and
+# its parent waited for it for ever. So the handler records its signal, and where the signals are handed over a
+# recorded one stops the process again: ``stop_on_signals`` (before an event loop, after one) raises it, and
+# uvicorn's server (http_guard.StoppingServer), once its own handlers are in, shuts down for it.
+_received: list[int] = []
+
+
 def _raise_stopped(signum, frame) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one clean-up, not one per signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _received.append(signum)
     raise Stopped(128 + signum)
 
 
+def lost_signal() -> int:
+    """A signal received before whose ``Stopped`` may have been lost (Note [A lost Stopped]), taken; 0 if none."""
+    return _received.pop() if _received else 0
+
+
 def stop_on_signals() -> None:
-    """SIGTERM and SIGINT raise ``Stopped`` (until an event loop takes them over)."""
+    """SIGTERM and SIGINT raise ``Stopped`` (until an event loop takes them over); one received before whose
+    ``Stopped`` was lost (Note [A lost Stopped]) is raised now."""
+    if signum := lost_signal():
+        raise Stopped(128 + signum)
     signal.signal(signal.SIGTERM, _raise_stopped)
     signal.signal(signal.SIGINT, _raise_stopped)
 
