@@ -4,8 +4,9 @@ in tools/, so ``torchtalk index`` can see that they are there without importing 
 from __future__ import annotations
 
 import hashlib
-from importlib import metadata
 from pathlib import Path
+
+from pydantic.version import VERSION as PYDANTIC_VERSION
 
 from .. import __version__
 from .tree import cache_root
@@ -14,7 +15,7 @@ from .tree import cache_root
 def code_key() -> str:
     """A digest of the code the schemas derive from (this package and pydantic): a new version or an edit
     gives a new key, so a cached schema can never describe other code than the running one."""
-    h = hashlib.sha256(f"{__version__} {metadata.version('pydantic')}".encode())
+    h = hashlib.sha256(f"{__version__} {PYDANTIC_VERSION}".encode())
     pkg = Path(__file__).parent.parent
     for path in sorted(pkg.rglob("*.py")):
         h.update(str(path.relative_to(pkg)).encode() + b"\0" + path.read_bytes())
