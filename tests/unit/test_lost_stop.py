@@ -27,7 +27,10 @@ def test_a_stopped_raised_in_a_finaliser_is_raised_again_where_the_signals_are_h
         stop_on_signals()
         _DropsItsStop()
         gc.collect()
-        assert dropped == [Stopped]  # Python dropped it ("Exception ignored in ..."): nothing stopped
+        # Python dropped it ("Exception ignored in ...", not printed: it is handled below): nothing stopped
+        assert dropped == [] and signals._received == [signal.SIGTERM]
+        sys.unraisablehook(type("U", (), {"exc_value": ValueError("x"), "exc_type": ValueError})())
+        assert dropped == [ValueError]  # what is not a Stopped still reaches the hook before
         assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN  # and the handler left the signals ignored
         with pytest.raises(Stopped) as stopped:
             stop_on_signals()

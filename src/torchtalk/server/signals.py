@@ -44,11 +44,25 @@ def lost_signal() -> int:
     return _received.pop() if _received else 0
 
 
+class _QuietLostStop:
+    """``sys.unraisablehook``: a ``Stopped`` Python dropped is handled where the signals are handed over (Note [A
+    lost Stopped]), so it is not printed as an error with a traceback; anything else goes to the hook before."""
+
+    def __init__(self, before) -> None:
+        self.before = before
+
+    def __call__(self, unraisable) -> None:
+        if not isinstance(unraisable.exc_value, Stopped):
+            self.before(unraisable)
+
+
 def stop_on_signals() -> None:
     """SIGTERM and SIGINT raise ``Stopped`` (until an event loop takes them over); one received before whose
     ``Stopped`` was lost (Note [A lost Stopped]) is raised now."""
     if signum := lost_signal():
         raise Stopped(128 + signum)
+    if not isinstance(sys.unraisablehook, _QuietLostStop):
+        sys.unraisablehook = _QuietLostStop(sys.unraisablehook)
     signal.signal(signal.SIGTERM, _raise_stopped)
     signal.signal(signal.SIGINT, _raise_stopped)
 
