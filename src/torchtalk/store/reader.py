@@ -29,14 +29,16 @@ POOL_IDLE = 4
 
 Version = tuple[int, int] | None  # (inode, mtime) of the file a connection reads
 T = TypeVar("T")
+_MISSING: Any = object()  # a memo's absent key (None is a value)
 
 
 class _Conn:
-    __slots__ = ("db", "version")
+    __slots__ = ("cache", "db", "version")
 
     def __init__(self, db: sqlite3.Connection, version: Version):
         self.db = db
         self.version = version
+        self.cache: dict[str, Any] | None = None  # its version's cached lookups, once asked (Index.cached)
 
 
 class Index:
@@ -178,28 +180,43 @@ class Index:
         if held is None:
             with self.using():
                 return self.cached(key, build)
-        # Inside using(): the version is the held connection's. Hundreds of lookups an answer: no lock
-        # on the hit path (a dict read is atomic); the lock only guards creating a version's cache.
-        cache = self._caches.get(held.version)
+        # Inside using(): the version is the held connection's, and so is the cache (Note [Cached lookups]).
+        cache = held.cache
         if cache is None:
-            with self._lock:
-                cache = self._caches.get(held.version)
-                if cache is None:
-                    cache = self._caches[held.version] = {}
-                    while len(self._caches) > 2:  # the current version, and one a slow reader may still use
-                        self._caches.popitem(last=False)
-        if key not in cache:
-            cache[key] = build()
-        value: T = cache[key]
+            cache = held.cache = self._version_cache(held.version)
+        try:
+            value: T = cache[key]
+            return value
+        except KeyError:
+            pass
+        cache[key] = build()  # outside the handler: build()'s own errors are not chained to a KeyError
+        value = cache[key]
         return value
+
+    # Note [Cached lookups]
+    # An answer makes ~130k cached lookups (every memo table of name lookup, call resolution and the walks), so
+    # the hit path is one thread-local read and one dict read: no lock (a dict read is atomic), and the version's
+    # dict is kept on the connection that reads that version (a connection's version never changes), not looked
+    # up by version on every call. The lock only guards creating a version's dict.
+
+    def _version_cache(self, version: Version) -> dict[str, Any]:
+        """The cached lookups of one index version (created on first use; the last two versions kept)."""
+        with self._lock:
+            cache = self._caches.get(version)
+            if cache is None:
+                cache = self._caches[version] = {}
+                while len(self._caches) > 2:  # the current version, and one a slow reader may still use
+                    self._caches.popitem(last=False)
+            return cache
 
     def memo(self, table: str, key: Hashable, compute: Callable[[], T], pending: T) -> T:
         """``compute()`` once per key and index version, kept in the cached dict ``table``. A request for
         the same key while it is being computed (the computation needs itself: a type alias cycle, a
         method dispatching to itself) gets ``pending`` instead of recursing."""
         memo: dict[Hashable, T] = self.cached(table, dict)
-        if key in memo:
-            return memo[key]
+        found: T = memo.get(key, _MISSING)
+        if found is not _MISSING:
+            return found
         memo[key] = pending
         try:
             value = memo[key] = compute()
