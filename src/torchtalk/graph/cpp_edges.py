@@ -18,7 +18,7 @@ from ..model import CallKind, CallSite, CppSymbol, Edge, EdgeHow, EdgeKind, Node
 from ..store.reader import Index
 from .cpp_lookup import methods
 from .handed import handed_args, handed_methods
-from .nodes import cpp_node, stub_node, symbol_id, unresolved_node
+from .nodes import cpp_node, stub_node, symbol_id, symbol_node, unresolved_node
 from .registry import registry
 from .resolve import TargetKind, resolve, resolver, stub_names
 from .stubs import stub_declared
@@ -36,7 +36,7 @@ def is_macro(name: str) -> bool:
 def call_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node | None = None) -> list[Edge]:
     """The edges one call site of ``sym`` makes; each keeps the call as written (``Edge.written``), which
     tells two calls on one line apart."""
-    src = src or cpp_node(sym)
+    src = src or symbol_node(ix, sym)
     res = resolve(ix, call, sym)
     written = call.written
     if call.kind is CallKind.GPU_LAUNCH:
@@ -45,11 +45,11 @@ def call_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node | None = Non
         return [Edge(src, dst, EdgeKind.LAUNCH, call.loc, written=written)]
     if res.kind is TargetKind.DEFS or res.kind is TargetKind.DECLS:
         if call.kind is CallKind.LAUNCH:  # a launch keeps its configuration (grid, block, smem, stream) to show
-            return [Edge(src, cpp_node(d), EdgeKind.LAUNCH, call.loc, note=call.detail, written=written)
+            return [Edge(src, symbol_node(ix, d), EdgeKind.LAUNCH, call.loc, note=call.detail, written=written)
                     for d in res.defs[:MAX_DEFS]]
         # A call says if it reached a declaration only, and if overloads remain that its arguments do not
         # decide (each is a candidate).
-        return [Edge(src, cpp_node(d), EdgeKind.CALL, call.loc, how=_how(d, res.candidates), written=written)
+        return [Edge(src, symbol_node(ix, d), EdgeKind.CALL, call.loc, how=_how(d, res.candidates), written=written)
                 for d in res.defs[:MAX_DEFS]] + _handed_edges(ix, sym, call, src, res.defs[:MAX_DEFS])
     if res.kind is TargetKind.LOCAL:
         return []  # a local lambda or functor called: its body is the caller's own code
@@ -75,7 +75,7 @@ def _handed_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node, defs: tu
             ty = resolver(ix, sym).type_of(te)
             if ty is None or ty.ptr or ty.is_std or ty.is_builtin:
                 continue
-            out += [Edge(src, cpp_node(m), EdgeKind.CALL, call.loc, how=EdgeHow.HANDED, written=call.written)
+            out += [Edge(src, symbol_node(ix, m), EdgeKind.CALL, call.loc, how=EdgeHow.HANDED, written=call.written)
                     for m in methods(ix, ty, name)[1] if m.is_definition]
     return out
 

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
-from ..model import Loc, Node, NodeKind
+from ..model import CppSymbol, Loc, Node, NodeKind
 from ..model.graph import cpp_node as cpp_node  # re-exported: the graph's constructors
 from ..model.graph import op_node as op_node
+from ..store.reader import Index
 
 CPP_KINDS = frozenset({NodeKind.CPP_FUNCTION, NodeKind.GPU_KERNEL, NodeKind.WRAPPER})
+
+
+def symbol_node(ix: Index, sym: CppSymbol) -> Node:
+    """``cpp_node(sym)``, memoised per symbol and index version (nodes are immutable, a symbol's fields are its
+    id's): resolving a name's call sites makes the node of each caller and of each function reached, thousands
+    of times an answer for a few hundred functions."""
+    memo: dict[int, Node] = ix.cached("cpp_nodes", dict)
+    node = memo.get(sym.id)
+    if node is None:
+        node = memo[sym.id] = cpp_node(sym)
+    return node
 
 
 def stub_node(name: str, declared: Loc | None = None) -> Node:

@@ -6,6 +6,8 @@ PyTorch's to decide.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ..model import Op, RegistrationKind
 from ..store.reader import Index
 from .overloads import op_signature
@@ -110,6 +112,7 @@ def named_like_tensor(receiver: str) -> bool:
     return r.lstrip("*&(").split(".")[0].split("->")[0] in _TENSOR_NAMES
 
 
+@lru_cache(maxsize=1 << 14)
 def is_test(path: str) -> bool:
-    """Test-only code (C++ tests and their helpers)."""
+    """Test-only code (C++ tests and their helpers). Memoised: overload choice asks it of every candidate."""
     return path.startswith(("test/", "tests/")) or any(d in path for d in _TEST_DIRS)

@@ -41,7 +41,13 @@ class Signature:
     @property
     def key(self) -> tuple[str, ...]:
         """What tells two declarations of one function from two overloads: the types' last components."""
-        return tuple(t.replace("*", "").split("::")[-1].split("<")[0] + "*" * t.count("*") for t in self.types)
+        return _overload_key(self.types)
+
+
+@lru_cache(maxsize=1 << 16)
+def _overload_key(types: tuple[str, ...]) -> tuple[str, ...]:
+    """``Signature.key``, memoised: choosing among overloads asks it of every candidate of every call site."""
+    return tuple(t.replace("*", "").split("::")[-1].split("<")[0] + "*" * t.count("*") for t in types)
 
 
 @lru_cache(maxsize=1 << 16)

@@ -34,7 +34,6 @@ from .cpp_lookup import ancestry, element, field_type, methods, resolve_type, re
 from .cpp_types import (
     Scope,
     Ty,
-    caller_scope,
     classes,
     is_class,
     is_header,
@@ -120,6 +119,24 @@ def resolver(ix: Index, caller: CppSymbol, nesting: int = 0) -> Resolver:
     return found
 
 
+def _scopes_of(ix: Index, qualname: str) -> tuple[str, tuple[str, ...]]:
+    """(the scope a function of this qualified name is in, the scopes its names are looked up in: itself and its
+    enclosing ones, those memoised per scope and index version: a name's call sites come from thousands of
+    functions, most in a few namespaces). Names and types are looked up in the enclosing scopes that hold
+    something (occupied): the others find nothing, and without them the callers of one namespace and file share
+    their types' memo entries."""
+    held = occupied(ix)
+    last = split_qualified(qualname)[-1]
+    parent = qualname[:-len(last) - 2] if len(last) < len(qualname) else ""  # the parts are joined by "::"
+    if not parent:  # a global function (or a name of no scope): its chain is short
+        return "", tuple(s for s in scope_chain(qualname, include_self=True) if not s or s in held)
+    memo: dict[str, tuple[str, ...]] = ix.cached("enclosing_scopes", dict)
+    outer = memo.get(parent)
+    if outer is None:  # the functions of one scope share it
+        outer = memo[parent] = tuple(s for s in scope_chain(parent, include_self=True) if not s or s in held)
+    return parent, (qualname, *outer) if qualname in held else outer
+
+
 @lru_cache(maxsize=1 << 16)
 def _parsed(te: str) -> TypeExpr | None:
     """The type expression a fact's text writes; None for text that is not one (its type is unknown)."""
@@ -136,12 +153,9 @@ class Resolver:
         self.ix = ix
         self.caller = caller
         self.reg = registry(ix)
-        chain = caller_scope(caller).chain
-        self.parent = chain[1] if len(chain) > 1 else ""  # the scope the caller is in
         self._occupied = occupied(ix)
-        # Names and types are looked up in the enclosing scopes that hold something (occupied): the others find
-        # nothing, and without them the callers of one namespace and file share their types' memo entries.
-        self.scope = Scope(tuple(s for s in chain if not s or s in self._occupied), caller.path)
+        self.parent, looked_in = _scopes_of(ix, caller.qualname)
+        self.scope = Scope(looked_in, caller.path)
         self.nesting = nesting
         self.in_test = is_test(caller.path)
         # the memo tables every site's lookups read (fetched once: a resolver serves many sites)
