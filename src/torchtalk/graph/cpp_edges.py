@@ -138,7 +138,7 @@ def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
         # Only call sites that could name it: written with a qualifier its scope allows, or, when it is a method,
         # any other (a receiver's text says nothing of its class; `obj.f()` and `Derived::f()` alike); each site
         # once, in the first group that holds it.
-        groups = [[i for i, c in enumerate(named.calls) if c.qualifier in quals]]
+        groups = [named.qualified(quals)]
         if target.kind in (SymbolKind.METHOD, SymbolKind.CONSTRUCTOR):
             groups.append([i for i, c in enumerate(named.calls) if c.qualifier not in quals])
     named.resolve(ix, [i for g in groups for i in g])
@@ -174,6 +174,18 @@ class _Named:
         self.declaring: defaultdict[str, list[tuple[int, int, Edge]]] = defaultdict(list)
         self.dispatching: dict[int, list[Edge]] = {}  # site -> its DISPATCH_CALL edges
         self.lock = threading.Lock()
+        self._by_qualifier: dict[str, list[int]] | None = None
+
+    def qualified(self, quals: frozenset[str]) -> list[int]:
+        """The sites written with one of these qualifiers, in order (every function and op of the name asks with
+        its own qualifiers: the sites are grouped by qualifier once, not scanned per ask)."""
+        by = self._by_qualifier
+        if by is None:
+            by = {}
+            for i, c in enumerate(self.calls):
+                by.setdefault(c.qualifier, []).append(i)
+            self._by_qualifier = by  # two threads may both build it: the same grouping
+        return sorted(i for q in quals for i in by.get(q, ()))
 
     def resolve(self, ix: Index, sites: list[int]) -> None:
         """Resolve these sites (those not yet), filing each site's edges only once it is whole: a thread that
@@ -291,7 +303,7 @@ def _op_callers(ix: Index, node: Node, cap: int) -> list[Edge]:
                      else (_Named(calls_named(ix, via, tuple(sorted(structs)), limit=NAMED_LIMIT)), None))
     out: list[Edge] = []
     for named, quals in lists:
-        sites = [i for i, c in enumerate(named.calls) if quals is None or c.qualifier in quals]
+        sites = list(range(len(named.calls))) if quals is None else named.qualified(quals)
         for k in range(0, len(sites), _CHUNK):
             chunk = sites[k:k + _CHUNK]
             named.resolve(ix, chunk)
