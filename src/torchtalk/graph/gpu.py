@@ -249,13 +249,15 @@ def _reach(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:
 
     walk = down([start], edges, REACH_KINDS, depth, fan_out=FAN_OUT, max_nodes=MAX_NODES, follow=follow,
                 rank=gpu_rank)
-    launchers: list[tuple[Node, list[Edge]]] = [(start, [])] if start.kind in CPP_KINDS else []
-    launchers += [(s.node, s.chain()) for s in walk.steps if s.node.kind in CPP_KINDS]
+    launchers: list[tuple[Node, Step | None, bool]] = [(start, None, is_library(start))] \
+        if start.kind in CPP_KINDS else []
+    launchers += [(s.node, s, inside) for s, inside in _in_library(walk.steps) if s.node.kind in CPP_KINDS]
     cuts = walk.cuts + ([Cut(CutKind.HOPS, left[0], len(left), hops)] if left else [])
-    reach = GpuReach(start, cuts=cuts, walked=sum(not is_library(n) for n, _ in launchers))
-    for node, chain in launchers:
-        inside = is_library(node) or any(is_library(e.dst) for e in chain)  # a library's own code
+    reach = GpuReach(start, cuts=cuts, walked=sum(not is_library(n) for n, _, _ in launchers))
+    for node, step, inside in launchers:
         found = _found(ix, node)
+        # the chain only for what is listed (most functions a walk passes launch nothing)
+        chain = step.chain() if step is not None and (found.launches or found.libraries and not inside) else []
         for e in found.launches:
             if symbol_id(e.dst) is None:  # a launch family's call: its device code and its kernel templates
                 made = templates(ix, e, lambda n: _launches(ix, n))
@@ -266,6 +268,19 @@ def _reach(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:
             reach.libraries += [LibraryCall(lib, e, chain, False) for lib, e in found.libraries]
             reach.unresolved += found.unresolved
     return reach
+
+
+def _in_library(steps: list[Step]) -> list[tuple[Step, bool]]:
+    """Each step of a down walk, and whether its chain passes a library function (a library's own code: the
+    step's node or any node before it is one). One pass, parents first (a walk lists a step after its parent),
+    instead of each step's chain read anew."""
+    inside: dict[int, bool] = {}
+    out = []
+    for s in steps:
+        here = is_library(s.node) or (s.parent is not None and inside[id(s.parent)])
+        inside[id(s)] = here
+        out.append((s, here))
+    return out
 
 
 def _launches(ix: Index, node: Node) -> tuple[list[Edge], list[tuple[str, Edge]]]:
