@@ -74,26 +74,27 @@ def _walk(starts: Iterable[Node], edges: EdgeSource, kinds: Collection[EdgeKind]
         allowed = kinds if used < depth else [k for k in kinds if k in FREE]
         if used >= depth and costly:
             frontier.append((rank(via.edge) if rank is not None and via is not None else 0, node))
-        new: list[tuple[Edge, int, Node]] = []
+        new: list[tuple[Edge, int, Node, tuple[NodeKind, str]]] = []
         taken: set[tuple[NodeKind, str]] = set()
         for edge in edges(node, allowed) if allowed else ():
             cost = used + (0 if edge.kind in FREE else 1)
             nxt = edge.dst if forward else edge.src
-            if cost > depth or (nxt.kind, nxt.key) in seen or (nxt.kind, nxt.key) in taken:
+            key = (nxt.kind, nxt.key)
+            if cost > depth or key in seen or key in taken:
                 continue
-            taken.add((nxt.kind, nxt.key))
-            new.append((edge, cost, nxt))
-        if rank is not None:  # best first, so a ``follow`` budget (LevelCap) also keeps the best
+            taken.add(key)
+            new.append((edge, cost, nxt, key))
+        if rank is not None and len(new) > 1:  # best first, so a ``follow`` budget (LevelCap) also keeps the best
             new.sort(key=lambda t: rank(t[0]))  # stable: the rule's order among equals
         if len(new) > fan_out:
             cuts.append(Cut(CutKind.FAN_OUT, node, len(new) - fan_out, fan_out))
             new = new[:fan_out]
-        for i, (edge, cost, nxt) in enumerate(new):
+        for i, (edge, cost, nxt, key) in enumerate(new):
             if len(out) >= max_nodes:
                 cuts.append(Cut(CutKind.NODES, nxt, len(new) - i + len(queue), max_nodes))
                 return Walk(out, cuts + _depth_cut(frontier, depth))
             step = Step(edge, cost, via, forward)
-            seen.add((nxt.kind, nxt.key))
+            seen.add(key)
             out.append(step)
             if follow is None or follow(step):
                 # FREE edges keep their level: expand them before the next level's nodes.

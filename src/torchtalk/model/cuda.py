@@ -73,6 +73,10 @@ LIBRARIES: tuple[tuple[str, str], ...] = (
     ("mem-efficient attention", "PyTorchMemEffAttention::"),
 )
 _BY_LENGTH = sorted(LIBRARIES, key=lambda lp: -len(lp[1]))
+# per prefix, longest first: (library, prefix, a scope (ends with ::), the scope as a nested one (::a::b:: for a
+# prefix of two components or more: at::cuda::blas:: is also c10::at::cuda::blas::), or "")
+_PREFIXES = [(lib, prefix, prefix.endswith("::"), f"::{prefix}" if prefix.endswith("::") and prefix.count("::") > 1
+              else "") for lib, prefix in _BY_LENGTH]
 
 
 @lru_cache(maxsize=1 << 16)
@@ -84,9 +88,10 @@ def library_of(name: str) -> str | None:
     ('cuBLAS', 'cuBLASLt', None)
     """
     text = name.lstrip(":")
-    for lib, prefix in _BY_LENGTH:
-        if prefix.endswith("::"):
-            if text.startswith(prefix) or (prefix.count("::") > 1 and f"::{prefix}" in f"::{text}"):
+    rooted = f"::{text}"
+    for lib, prefix, scope, nested in _PREFIXES:
+        if scope:
+            if text.startswith(prefix) or (nested and nested in rooted):
                 return lib
         # a C API: cudnnConvolutionForward, magma_dgesv; not cudnn_is_acceptable (ATen's own)
         # (or the whole name, or a digit next: cudaMemcpy, cudaMemcpy2DAsync)
