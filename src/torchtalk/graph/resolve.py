@@ -126,8 +126,7 @@ def _scopes_of(ix: Index, qualname: str) -> tuple[str, tuple[str, ...]]:
     something (occupied): the others find nothing, and without them the callers of one namespace and file share
     their types' memo entries."""
     held = occupied(ix)
-    last = split_qualified(qualname)[-1]
-    parent = qualname[:-len(last) - 2] if len(last) < len(qualname) else ""  # the parts are joined by "::"
+    parent = "::".join(split_qualified(qualname)[:-1])  # as scope_chain joins it
     if not parent:  # a global function (or a name of no scope): its chain is short
         return "", tuple(s for s in scope_chain(qualname, include_self=True) if not s or s in held)
     memo: dict[str, tuple[str, ...]] = ix.cached("enclosing_scopes", dict)

@@ -1,8 +1,8 @@
 """The link stage: tables computed over all files after extraction.
 
 Per-file facts stay as extracted (so a refresh replaces one file's rows); what
-needs every file at once is rebuilt here on each refresh. It must stay cheap:
-it runs even when only one file changed.
+needs every file at once is rebuilt here, on each refresh that changed its inputs.
+It must stay cheap: it runs even when only one file changed.
 """
 
 from __future__ import annotations

@@ -55,9 +55,8 @@ CREATE TABLE IF NOT EXISTS names (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNI
 CREATE VIRTUAL TABLE IF NOT EXISTS names_fts USING fts5(name, content='names', content_rowid='id', tokenize='trigram');
 """
 
-# Tables rebuilt by the link stage from the per-file facts.
-# The link stage's tables (link/build.py), each rebuilt whole when it must be: py_api on every build, py_class_fq
-# when the facts it is computed from changed (link/pyclasses.py INPUT_TABLES).
+# The tables the link stage (link/build.py) computes from the per-file facts, each rebuilt whole when it must be:
+# py_api on every build, py_class_fq when the facts it is computed from changed (link/pyclasses.py INPUT_TABLES).
 LINK_DDL: dict[str, str] = {"py_api": """
 DROP TABLE IF EXISTS py_api;
 CREATE TABLE py_api (
