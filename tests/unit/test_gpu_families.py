@@ -126,3 +126,16 @@ def test_the_backward_follows_the_formulas_ops_through_composites_and_the_dispat
     assert back.backward and back.site.src.label == "at::native::logaddexp_cuda" and back.via == "nansum_backward"
     assert [e.kind.value for e in back.chain] == ["backward", "op_call", "kernel"]
     assert f"[backward tools/autograd/derivatives.yaml:{formula}]" in text
+
+
+@pytest.mark.parametrize("name", ["at::native::nansum_functor::operator()", "nansum_functor::operator()",
+                                  "nansum_functor::operator()(TensorIterator& iter)"])
+def test_a_call_operator_is_asked_by_its_name(gpu, name):
+    """``operator()``'s parentheses are its name, not a parameter list: a functor's call operator is found by the
+    name answers give it, with or without its parameters, and its callers and calls are answered."""
+    tree, ix = gpu
+    _, callers = run(get_tool("called_by"), ix, function_name=name)
+    assert "# callers of at::native::nansum_functor::operator()" in callers
+    assert "at::native::nansum_kernel_cuda" in callers
+    _, calls = run(get_tool("calls"), ix, function_name=name)
+    assert "gpu_reduce_kernel" in calls

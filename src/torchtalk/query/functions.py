@@ -46,11 +46,31 @@ def normalise(text: str) -> tuple[str, SymbolKind | None]:
     if m:
         kind = SymbolKind.IMPL_FUNC if m.group(1) == "TORCH_IMPL_FUNC" else SymbolKind.META_FUNC
         return m.group(2).replace(",", "_").replace(" ", ""), kind
-    # a parameter list "f(int)" is cut off; "(anonymous)" is a namespace, part of the name
-    i = t.replace("(anonymous)", "\0" * len("(anonymous)")).find("(")
+    i = _params_at(t)  # a parameter list "f(int)" is cut off
     if i > 0:
         t = t[:i].strip()
     return t.removeprefix("::"), None
+
+
+def _params_at(t: str) -> int:
+    """Where the parameter list of a written function name starts, or -1. Parentheses that are part of the name
+    are not one: the call operator's (``Functor::operator()``, ``Functor::operator()(int)``) and a scope's
+    (``(anonymous)::f``, a test macro's ``TEST_F(Fixture, name)::Checker::handle``: followed by ``::``)."""
+    i = t.find("(")
+    while i > 0:
+        if t[i - len("operator"):i] == "operator" and t.startswith("()", i):
+            i = t.find("(", i + 2)
+            continue
+        depth, j = 0, i
+        for j in range(i, len(t)):
+            depth += {"(": 1, ")": -1}.get(t[j], 0)
+            if depth == 0:
+                break
+        if depth == 0 and t[j + 1:].lstrip().startswith("::"):
+            i = t.find("(", j + 1)
+            continue
+        return i
+    return -1
 
 
 def _score(d: CppSymbol, kernel_names: set[str]) -> tuple[object, ...]:
