@@ -3,6 +3,8 @@ members of torch.Tensor, alias tables, PyMethodDef tables and pybind11 modules, 
 
 import re
 
+import pytest
+
 from torchtalk.extract.bindtext import binding_text_facts
 from torchtalk.extract.cpp import extract_cpp
 from torchtalk.model import CppSymbol, GeneratedKind, PyDefKind
@@ -70,6 +72,19 @@ def test_alias_table_is_read_not_listed():
                                                          (GeneratedKind.PY_ALIAS, "hspmm hsmm", 2)]
     flipped = data.replace(b"alias.second", b"alias.first")  # the member assigned to ml_name is the alias
     assert binding_text_facts(flipped, facts[CppSymbol])[0].value == "spmm mm"
+
+
+@pytest.mark.parametrize("cast", [b"py::cast<py::module>(module)", b"py::reinterpret_borrow<py::module>(module)",
+                                  b"py::handle(module).cast<py::module>()"])
+def test_a_module_made_by_a_cast_is_read_in_a_file_with_nothing_else(cast):
+    """torch/csrc/cuda/python_comm.cpp makes its module only by a cast of the PyObject* it is given (and imports,
+    creates or lists nothing): that is enough for its .def bindings to be named in that module
+    (torch._C._scatter_out)."""
+    data = (b"void initCommMethods(PyObject* module) {\n  auto m = " + cast + b";\n"
+            b'  m.def("_scatter_out", [](at::Tensor& t) { return scatter_out(t); });\n}\n')
+    facts = extract_cpp("torch/csrc/cuda/python_comm.cpp", data)
+    rows = binding_text_facts(data, facts[CppSymbol])
+    assert [(r.kind, r.value, r.line) for r in rows] == [(GeneratedKind.PY_MODULE, "m of module", 2)]
 
 
 def test_alias_resolves_to_the_entry_it_copies(py_indexed):

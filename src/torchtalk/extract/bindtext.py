@@ -43,15 +43,18 @@ _TYPE_NAME = re.compile(rb"PyTypeObject\s+(\w+)\s*=\s*\{\s*PyVarObject_HEAD_INIT
 _TYPE_METHODS = re.compile(rb"\b(\w+)\.tp_methods\s*=\s*(?:std::data\()?(\w+)")
 _STRING_PAIR = re.compile(rb"\{\s*\"(\w+)\"\s*,\s*\"(\w+)\"\s*\}")
 _RENAME = re.compile(rb"\bml_name\s*=\s*\w+\.(first|second)\b")
+# A file none of the patterns above can match in holds none of these: each pattern's fixed text (a module made by a
+# cast, ``auto m = py::cast<py::module>(module)`` in torch/csrc/cuda/python_comm.cpp, is one).
+_TOKENS = (b"def_submodule", b"import(", b"PyImport_ImportModule", b"py::handle(", b"py::cast<py",
+           b"reinterpret_borrow<py", b"PyModule_Create", b"PyModuleDef", b"PyMethodDef",
+           b"THPUtils_addPyMethodDefs", b"tp_methods", b"ml_name", b"PythonArgParser")
 
 
 def binding_text_facts(data: bytes, symbols: list[CppSymbol]) -> list[GeneratedFact]:
     """PY_MODULE facts (``var import torch``, ``var sub parent name``, ``var of other``), PY_METHODS facts
     (``add vector table``, ``addfn vector fn``, ``fn fn table``, ``module vector name``, ``type vector tp_name``),
     PY_ALIAS facts (``canonical alias``) and PARSER_SIGNATURE facts of one C++ file."""
-    if b"def_submodule" not in data and b"import(" not in data and b"ml_name" not in data \
-            and b"PyImport_ImportModule" not in data and b"PyModule_Create" not in data \
-            and b"PyMethodDef" not in data and b"PythonArgParser" not in data:
+    if not any(token in data for token in _TOKENS):
         return []
     starts = [0] + [m.end() for m in re.finditer(rb"\n", data)]
 
