@@ -123,6 +123,40 @@ def test_method_tables_and_pybind_modules_are_named_in_their_module(py_indexed):
     assert "bound by pybind11 .def, not an op" in text and "torch/csrc/functorch/init.cpp:13" in text
 
 
+def test_a_pybind_binding_of_no_known_module_is_answered_marked(py_indexed):
+    """Note [Bindings of no known module]: a .def on a module the code does not say (here a py::module& parameter
+    no caller passes a known module to) keeps its bare name; trace of its Python name or of that bare name answers
+    with it, saying its module is not known, instead of "no op of that name"."""
+    from torchtalk.index.indexer import refresh
+    from torchtalk.source.tree import find_source
+    from torchtalk.store.reader import Index
+
+    tree, ix = py_indexed
+    ix.close()
+    src = tree / "torch/csrc/jit/passes/mobile_init.cpp"
+    src.parent.mkdir(parents=True, exist_ok=True)
+    src.write_text("namespace torch::jit {\nstatic void optimizeForMobile(bool on) {}\n"
+                   "void initMobileBindings(py::module& m) {\n"
+                   '  m.def("_jit_pass_optimize_for_mobile", &optimizeForMobile);\n}\n}\n')
+    st = find_source(tree)
+    refresh(st, workers=1, codegen=False)
+    ix = Index(st.index_path, st.root)
+    try:
+        for asked in ("torch._C._jit_pass_optimize_for_mobile", "_jit_pass_optimize_for_mobile"):
+            res, text = call(ix, "trace", function_name=asked)
+            assert [(b.python_name, b.module_unknown) for b in res.bindings] == \
+                [("_jit_pass_optimize_for_mobile", True)], asked
+            assert "## _jit_pass_optimize_for_mobile: bound by pybind11 .def, not an op" in text
+            assert "its module is not known" in text
+            assert "bound at torch/csrc/jit/passes/mobile_init.cpp:4 to torch::jit::optimizeForMobile" in text
+        res, text = call(ix, "trace", function_name="torch._C._jit_pass_something_else")
+        assert text.startswith("No op named 'torch._C._jit_pass_something_else'")
+        res, text = call(ix, "trace", function_name="torch._C._functorch.is_batchedtensor")  # a known module
+        assert "its module is not known" not in text and "torch/csrc/functorch/init.cpp:13" in text
+    finally:
+        ix.close()
+
+
 def test_python_callers_of_an_op(py_indexed):
     _, ix = py_indexed
     _, text = call(ix, "trace", function_name="relu")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from ..graph import Step, down, graph
 from ..graph.gpu import GPU_BACKENDS, gpu_reach
 from ..graph.gpu_rank import nearest_first
-from ..graph.nodes import autograd_node, binding_node, op_node, symbol_id
+from ..graph.nodes import autograd_node, op_node, symbol_id
 from ..graph.op_edges import autograd_nodes, derivatives_of, view_of_copy
 from ..graph.py_calls import assigned_node, function_node
 from ..graph.pynames import PyDef, PyNames, pynames
@@ -23,7 +23,6 @@ from ..model import (
     COMPOSITE_KEYS,
     CppSymbol,
     Cut,
-    CutKind,
     Derivative,
     DerivativeFormula,
     DispatchEntry,
@@ -31,7 +30,6 @@ from ..model import (
     EdgeHow,
     EdgeKind,
     Loc,
-    Node,
     NodeKind,
     Op,
     PyApiKind,
@@ -42,6 +40,7 @@ from ..model import (
 from ..store.reader import Index
 from . import generated as gen_q
 from .args import check_choice, clean_text
+from .bound import BindingTrace, bindings_named, unknown_module_bindings
 from .cuts import calls_cuts, explore, gpu_cuts, named
 from .handbound import HandBinding, bindings_of
 from .pywalk import Choice, walk_to_ops
@@ -113,17 +112,6 @@ class PythonEntry:
     choices: list[Choice] = field(default_factory=list)  # the paths its code chooses between (query/pywalk.py)
 
 
-@dataclass
-class BindingTrace:
-    """A Python name bound to C++ that is not an op: where it is bound and what it runs."""
-
-    python_name: str
-    edge: Edge  # BINDING: site = the PyMethodDef / .def line
-    function: CppSymbol | None
-    calls: list[Edge]  # what the bound function calls (first level)
-    reaches: list[Edge] = field(default_factory=list)  # DISPATCH_CALL edges: the nearest ops it dispatches to
-    cuts: list[Cut] = field(default_factory=list)
-
 
 @dataclass
 class TraceResult:
@@ -163,7 +151,7 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
     ops, entry, via = ops_named(ix, name)
     bindings: list[BindingTrace] = []
     if not ops:
-        bindings = _bindings(ix, name)
+        bindings = bindings_named(ix, name) or ([] if entry is not None else unknown_module_bindings(ix, name))
         ops = list({e.dst.key: reg.by_full[e.dst.key] for b in bindings for e in b.reaches
                     if e.dst.key in reg.by_full}.values())
         if bindings and not ops:
@@ -357,44 +345,3 @@ def _python_function(ix: Index, name: str) -> tuple[PythonEntry | None, list[Op]
                 if s.node.kind is NodeKind.OP and s.edge.site is not None and s.edge.branch is not None}
     return PythonEntry(d.fq, d.loc, d.signature, [s.edge for s in steps], cuts=cuts, branches=branches,
                        choices=walk.choices), reached
-
-
-BINDING_REACH = 3  # calls below a bound C++ function searched for the ops it dispatches to
-
-
-def _bindings(ix: Index, name: str) -> list[BindingTrace]:
-    """A Python name bound to a C++ function by a PyMethodDef table or pybind11 (torch.set_num_threads), with
-    the ops the function reaches through the dispatcher (Tensor.__invert__ -> dispatch_invert -> bitwise_not)."""
-    g = graph(ix)
-    spellings = py_spellings(name)
-    if name.startswith("torch.") and not name.startswith("torch._C."):
-        spellings.append("torch._C." + name[len("torch."):])  # torch/__init__.py: from torch._C import *
-    out = []
-    for spelling in spellings:
-        for e in g.out(binding_node(spelling), [EdgeKind.BINDING]):
-            if e.binding_kind is PyApiKind.PYBIND and not spelling.startswith("torch."):
-                continue  # a pybind11 name whose module the code does not say: not this Python name
-            sid = symbol_id(e.dst)
-            fn = symbol(ix, sid) if sid is not None else None
-            calls = g.out(e.dst, [EdgeKind.CALL, EdgeKind.DISPATCH_CALL]) if fn else []
-            reaches, cuts = _ops_below(ix, e.dst) if fn else ([], [])
-            out.append(BindingTrace(spelling, e, fn, calls, reaches, cuts))
-        if out:
-            break
-    return out
-
-
-def _ops_below(ix: Index, node: Node) -> tuple[list[Edge], list[Cut]]:
-    """The first ops a C++ function reaches through the dispatcher (the nearest level that has any), and what the
-    search left out that could hide a nearer one (its depth only matters when it found none)."""
-    g = graph(ix)
-    walk = down([node], g.out, [EdgeKind.CALL, EdgeKind.DISPATCH_CALL], BINDING_REACH, fan_out=30, max_nodes=200,
-                follow=lambda s: s.edge.kind is EdgeKind.CALL, rank=_ops_first)
-    found = [s for s in walk.steps if s.edge.kind is EdgeKind.DISPATCH_CALL]
-    nearest = min((s.depth for s in found), default=0)
-    cuts = [c for c in walk.cuts if not found or c.kind is not CutKind.DEPTH]
-    return [s.edge for s in found if s.depth == nearest], calls_cuts(cuts)
-
-
-def _ops_first(e: Edge) -> int:
-    return 0 if e.kind is EdgeKind.DISPATCH_CALL else 2 if e.how.is_candidate or e.how.is_declaration else 1

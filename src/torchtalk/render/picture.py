@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 
 from ..model import Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind
 from ..model.graph import cpp_node, op_node
+from ..query.bound import BindingTrace
 from ..query.change.result import AffectedResult
 from ..query.modules import CallNode, TraceModuleResult
-from ..query.trace import BindingTrace, KernelInfo, OpTrace, PythonEntry
+from ..query.trace import KernelInfo, OpTrace, PythonEntry
 
 # Layers, in the order execution crosses them (the web view's legend and colours follow this order).
 LAYERS = ("python", "op", "cpp", "generated", "stub", "gpu", "autograd", "test", "unresolved")

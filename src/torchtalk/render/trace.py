@@ -6,8 +6,9 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, FormulaKind, NodeKind, Op, PyApiKind, SymbolKind
+from ..query.bound import BindingTrace
 from ..query.cuts import tool_call
-from ..query.trace import BindingTrace, DerivInfo, KernelInfo, OpTrace, PythonEntry, TraceResult
+from ..query.trace import DerivInfo, KernelInfo, OpTrace, PythonEntry, TraceResult
 from .budget import STRUCTURED, Section, fitted
 from .common import IN_STRUCTURED, choice_lines, cut_lines, showing
 
@@ -241,6 +242,9 @@ def _bindings(bs: list[BindingTrace], out: list[str]) -> None:
         kind = b.edge.binding_kind
         how = _BINDING_KINDS.get(kind, str(kind)) if kind else b.edge.note
         out.append(f"## {b.python_name}: bound by {how}" + ("" if b.reaches else ", not an op"))
+        if b.module_unknown:
+            out.append(f"- its module is not known: the binding code does not say which module this .def of "
+                       f"`{b.python_name}` is in")
         out.append(f"- bound at {b.edge.site} to {fn}")
         # Calls at one site that several definitions could answer are one line (the call does not say which).
         sites: dict[tuple[str, str], list[Edge]] = {}
