@@ -112,7 +112,6 @@ class PythonEntry:
     choices: list[Choice] = field(default_factory=list)  # the paths its code chooses between (query/pywalk.py)
 
 
-
 @dataclass
 class TraceResult:
     query: str
