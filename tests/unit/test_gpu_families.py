@@ -139,3 +139,22 @@ def test_a_call_operator_is_asked_by_its_name(gpu, name):
     assert "at::native::nansum_kernel_cuda" in callers
     _, calls = run(get_tool("calls"), ix, function_name=name)
     assert "gpu_reduce_kernel" in calls
+
+
+@pytest.mark.parametrize("name", ["TEST_F(ScalarTest, Adds)", "TEST_F( ScalarTest,Adds )"])
+def test_a_definition_named_by_a_macro_is_asked_by_that_name(tree, name):
+    """A gtest body (and a TORCH_LIBRARY_IMPL block, a REGISTER_OPERATOR_FUNCTOR lambda) is a definition the index
+    names by its macro's text, ``TEST_F(ScalarTest, Adds)``: its parentheses are its name, not a parameter list,
+    however the arguments are spaced."""
+    test_cpp = ("static int helper_add(int a, int b) { return a + b; }\n\n"
+                "TEST_F(ScalarTest, Adds) {\n  EXPECT_EQ(helper_add(1, 2), 3);\n}\n")
+    ix = overlay_index(tree, OVERLAY, {"aten/src/ATen/native/native_functions.yaml": OPS,
+                                       "aten/src/ATen/test/scalar_test.cpp": test_cpp})
+    try:
+        _, calls = run(get_tool("calls"), ix, function_name=name)
+        assert calls.startswith("# calls of TEST_F(ScalarTest, Adds)  aten/src/ATen/test/scalar_test.cpp:3")
+        assert "helper_add  aten/src/ATen/test/scalar_test.cpp:1" in calls
+        _, callers = run(get_tool("called_by"), ix, function_name="helper_add")
+        assert "TEST_F(ScalarTest, Adds)  aten/src/ATen/test/scalar_test.cpp:3" in callers
+    finally:
+        ix.close()

@@ -24,6 +24,7 @@ from .results import Ambiguous, Candidate, NotFound
 
 MAX_ANSWERED = 5  # candidates answered each in its own section; the others are listed
 _MACRO_FORM = re.compile(r"^(TORCH_IMPL_FUNC|TORCH_META_FUNC2?|TORCH_PRECOMPUTE_META_FUNC2?)\s*\(\s*([\w, ]+?)\s*\)$")
+_MACRO_NAME = re.compile(r"(?:^|::)[A-Z][A-Z0-9_]*_[A-Z0-9_]*\s*$|(?:^|::)TEST\s*$")  # TEST_F(, TORCH_LIBRARY(
 _PATH_LINE = re.compile(r"^(?P<path>[\w./<>+-]+\.(?:cpp|cc|cu|cuh|h|hpp|mm|metal)):(?P<line>\d+)$")
 
 
@@ -49,13 +50,18 @@ def normalise(text: str) -> tuple[str, SymbolKind | None]:
     i = _params_at(t)  # a parameter list "f(int)" is cut off
     if i > 0:
         t = t[:i].strip()
+    elif "(" in t:  # a macro's arguments as the index writes them: "TEST_F(atest, add_operators)"
+        t = re.sub(r"\s*,\s*", ", ", re.sub(r"\(\s+|\s+\)", lambda m: m.group(0).strip(), t))
     return t.removeprefix("::"), None
 
 
 def _params_at(t: str) -> int:
     """Where the parameter list of a written function name starts, or -1. Parentheses that are part of the name
-    are not one: the call operator's (``Functor::operator()``, ``Functor::operator()(int)``) and a scope's
-    (``(anonymous)::f``, a test macro's ``TEST_F(Fixture, name)::Checker::handle``: followed by ``::``)."""
+    are not one: the call operator's (``Functor::operator()``, ``Functor::operator()(int)``), a scope's
+    (``(anonymous)::f``, a test macro's ``TEST_F(Fixture, name)::Checker::handle``: followed by ``::``) and a
+    macro's whose expansion the index names the code after (``TEST_F(atest, add_operators)``,
+    ``TORCH_LIBRARY_IMPL(aten, CPU)``, ``REGISTER_OPERATOR_FUNCTOR(aten::scatter_reduce, ...)``: written in
+    capitals, as macros are)."""
     i = t.find("(")
     while i > 0:
         if t[i - len("operator"):i] == "operator" and t.startswith("()", i):
@@ -66,7 +72,7 @@ def _params_at(t: str) -> int:
             depth += {"(": 1, ")": -1}.get(t[j], 0)
             if depth == 0:
                 break
-        if depth == 0 and t[j + 1:].lstrip().startswith("::"):
+        if depth == 0 and (t[j + 1:].lstrip().startswith("::") or _MACRO_NAME.search(t[:i])):
             i = t.find("(", j + 1)
             continue
         return i
