@@ -7,7 +7,7 @@ import pytest
 
 from torchtalk.extract.bindtext import binding_text_facts
 from torchtalk.extract.cpp import extract_cpp
-from torchtalk.model import CppSymbol, GeneratedKind, PyDefKind
+from torchtalk.model import CallSite, CppSymbol, GeneratedKind, PyDefKind
 from torchtalk.tools import get_tool, run
 
 
@@ -85,6 +85,30 @@ def test_a_module_made_by_a_cast_is_read_in_a_file_with_nothing_else(cast):
     facts = extract_cpp("torch/csrc/cuda/python_comm.cpp", data)
     rows = binding_text_facts(data, facts[CppSymbol])
     assert [(r.kind, r.value, r.line) for r in rows] == [(GeneratedKind.PY_MODULE, "m of module", 2)]
+
+
+def test_a_conditional_inside_a_def_chain_keeps_the_chain_whole():
+    """torch/csrc/jit/python/init.cpp: an #if/#else group in the middle of a .def chain is no statement; tree-sitter
+    split the chain there and every .def after it lost its receiver, so its module (cpp_prep's
+    resolve_chain_conditionals). Every branch's .def is kept, each on the module variable, with its own line."""
+    from torchtalk.model import Registration
+
+    data = (b"void initJITBindings(PyObject* module) {\n"
+            b"  auto m = py::handle(module).cast<py::module>();\n"
+            b'  m.def("_jit_a", &a)\n'
+            b"#if defined(BUILDING_TESTS) && !defined(USE_ROCM)\n"
+            b'      .def("_jit_run_cpp_tests", []() { return runJITCPPTests(); })\n'
+            b"#else\n"
+            b'      .def("_jit_run_cpp_tests", []() { throw std::exception(); })\n'
+            b'      .def("_run_tensorexpr_cpp_tests", []() { return false; })\n'
+            b"#endif\n"
+            b'      .def("_jit_flatten", &flatten);\n'
+            b"}\n")
+    facts = extract_cpp("torch/csrc/jit/python/init.cpp", data)
+    defs = [(r.name, r.key, r.line) for r in facts[Registration] if r.kind.value == "pybind_def"]
+    assert sorted(defs) == [("_jit_a", "m", 3), ("_jit_flatten", "m", 10), ("_jit_run_cpp_tests", "m", 5),
+                            ("_jit_run_cpp_tests", "m", 7), ("_run_tensorexpr_cpp_tests", "m", 8)]
+    assert not [c for c in facts[CallSite] if c.callee in ("defined", "def")]  # no directive text read as code
 
 
 def test_alias_resolves_to_the_entry_it_copies(py_indexed):

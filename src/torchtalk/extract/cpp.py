@@ -18,6 +18,7 @@ from .cpp_prep import (
     blank_placeholders,
     finish_objc,
     prepare_objc,
+    resolve_chain_conditionals,
     resolve_conditionals,
     terminate_macro_statements,
 )
@@ -78,7 +79,7 @@ def extract_cpp(relpath: str, data: bytes) -> FileFacts:
         data = text.encode("latin-1")
     span_lines = {text.count("\n", 0, sp.start) + 1 for sp in spans}
     buf, glob_pos, dev_pos = blank_macros(data)
-    buf = terminate_macro_statements(buf)
+    buf = resolve_chain_conditionals(terminate_macro_statements(buf))
     is_cuda = low.endswith(_CUDA_EXT) or b"<<<" in buf
     parser, captures = _tools(is_cuda)
     tree = parser.parse(buf)

@@ -267,9 +267,26 @@ _COND = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b(?:[^\n]*
 _IF0 = re.compile(rb"#[ \t]*if[ \t]+0\b")
 
 
-def resolve_conditionals(data: bytes) -> bytes:
+# A conditional group inside a chain of member calls: a branch that goes on with ``.def(`` or ``->f(``.
+_CHAIN = re.compile(rb"[ \t]*\r?\n[ \t]*(?:\.|->)[ \t]*[A-Za-z_]")
+_CHAIN_COND = re.compile(rb"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|else)\b[^\n]*" + _CHAIN.pattern, re.M)
+
+
+def resolve_chain_conditionals(data: bytes) -> bytes:
+    """Keep one branch of each conditional group inside a chain of member calls, and blank the rest.
+
+    pybind11 bindings are long ``.def(...)`` chains, and a group in the middle of one (``#if
+    defined(BUILDING_TESTS)`` ``.def("_jit_run_cpp_tests", ...)`` ``#else`` ... ``#endif`` in
+    torch/csrc/jit/python/init.cpp) is not a statement, so tree-sitter splits the chain there and the calls
+    after it lose their receiver (the module the bindings are made on). Of such a group only the directives
+    are blanked (and ``#if 0`` branches): the branches, each a run of member calls, then read as one chain,
+    and the calls of every branch are kept."""
+    return resolve_conditionals(data, chains=True) if _CHAIN_COND.search(data) else data
+
+
+def resolve_conditionals(data: bytes, chains: bool = False) -> bytes:
     """Keep one branch of each ``#if``/``#elif``/``#else`` group whose branches are not
-    balanced, and blank the rest.
+    balanced, and blank the rest (with ``chains``: see ``resolve_chain_conditionals``).
 
     Used when tree-sitter loses much of a file to conditionals that split a statement
     or a brace pair (``#if A`` ``void f(int a) {`` ``#else`` ``void f() {`` ``#endif``).
@@ -295,6 +312,11 @@ def resolve_conditionals(data: bytes) -> bytes:
             continue
         groups.pop()
         branches = g[0]
+        if chains:  # the directives go and every branch stays (but #if 0's): one chain of all the calls
+            if any(_CHAIN.match(data, s) for s, _e, _ in branches):
+                spans.extend(g[3])
+                spans.extend((s, e) for s, e, if0 in branches if if0)
+            continue
         if all(_balanced(data[s:e]) for s, e, _ in branches):
             continue
         keep = max((b for b in branches if not b[2]), key=lambda b: b[1] - b[0], default=None)
