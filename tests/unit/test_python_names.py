@@ -181,6 +181,44 @@ def test_a_pybind_binding_of_no_known_module_is_answered_marked(py_indexed):
         ix.close()
 
 
+def test_methods_of_a_class_object_held_in_a_variable_are_named_in_its_module(py_indexed):
+    """torch/csrc/distributed/c10d/init.cpp holds its classes in variables (``py::class_<ReduceOp> reduce_op(module,
+    "ReduceOp")``, ``auto backend = py::class_<Backend>(module, "Backend")``) and defines their methods on them,
+    and nests classes in classes (``intrusive_ptr_class_<Backend::Options>(backend, "Options")``): each method is
+    named in the module the class is in, under the class (and the class it is nested in)."""
+    from torchtalk.index.indexer import refresh
+    from torchtalk.source.tree import find_source
+    from torchtalk.store.reader import Index
+
+    tree, ix = py_indexed
+    ix.close()
+    src = tree / "torch/csrc/distributed/c10d/init.cpp"
+    src.parent.mkdir(parents=True, exist_ok=True)
+    src.write_text("namespace torch::distributed::c10d {\nstatic int getRank() { return 0; }\n"
+                   "void initC10dBindings() {\n"
+                   '  auto module = py::module::import("torch._C._distributed_c10d");\n'
+                   '  py::class_<::c10d::ReduceOp> reduce_op(module, "ReduceOp");\n'
+                   '  reduce_op.def("op", &getRank);\n'
+                   '  auto backend = py::class_<::c10d::Backend>(module, "Backend").def("rank", &getRank);\n'
+                   '  auto backendOptions = intrusive_ptr_class_<::c10d::Backend::Options>(backend, "Options");\n'
+                   '  backendOptions.def("timeout", &getRank);\n'
+                   '  intrusive_ptr_class_<::c10d::Backend::Other>(backend, "Other").def("size", &getRank);\n'
+                   "}\n}\n")
+    st = find_source(tree)
+    refresh(st, workers=1, codegen=False)
+    ix = Index(st.index_path, st.root)
+    try:
+        names = {r[0] for r in ix.q("SELECT a.name FROM py_api a JOIN files f ON f.id = a.file_id "
+                                    "WHERE f.path = 'torch/csrc/distributed/c10d/init.cpp'")}
+        c10d = "torch._C._distributed_c10d"
+        assert names == {f"{c10d}.ReduceOp.op", f"{c10d}.Backend.rank", f"{c10d}.Backend.Options.timeout",
+                         f"{c10d}.Backend.Other.size"}
+        res, text = call(ix, "trace", function_name=f"{c10d}.Backend.Options.timeout")
+        assert "bound at torch/csrc/distributed/c10d/init.cpp:9 to torch::distributed::c10d::getRank" in text
+    finally:
+        ix.close()
+
+
 def test_python_callers_of_an_op(py_indexed):
     _, ix = py_indexed
     _, text = call(ix, "trace", function_name="relu")

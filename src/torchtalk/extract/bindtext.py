@@ -29,6 +29,12 @@ _MODULE_VAR = re.compile(
     rb"\(\s*(\w+)(?:\.ptr\(\))?\s*\)"  # 6: py::handle(module).cast<py::module>()
     rb")"
 )
+# A class object held in a variable: py::class_<X> reduce_op(module, "ReduceOp", ...), or
+# auto backend = py::class_<X, ...>(module, "Backend"), intrusive_ptr_class_<Y>(backend, "Options"): its methods
+# (reduce_op.def("op", ...)) are the class's, and the class is in what its first argument is (a module or a class).
+_CLASS_OBJECT = re.compile(
+    rb"(?:\bauto\s*&?\s+(\w+)\s*=\s*)?(?:[\w:]*::)?\b\w*class_\s*<[^;{]*?>\s*(\w+)?\s*[({]\s*(\w+)\s*,\s*\"(\w+)\""
+)
 # static struct PyModuleDef torchmodule = {PyModuleDef_HEAD_INIT, "torch._C", ...};
 # module = PyModule_Create(&torchmodule);
 _MODULE_DEF = re.compile(rb"PyModuleDef\s+(\w+)\s*=\s*\{\s*PyModuleDef_HEAD_INIT\s*,\s*\"([\w.]+)\"")
@@ -46,12 +52,13 @@ _RENAME = re.compile(rb"\bml_name\s*=\s*\w+\.(first|second)\b")
 # A file none of the patterns above can match in holds none of these: each pattern's fixed text (a module made by a
 # cast, ``auto m = py::cast<py::module>(module)`` in torch/csrc/cuda/python_comm.cpp, is one).
 _TOKENS = (b"def_submodule", b"import(", b"PyImport_ImportModule", b"py::handle(", b"py::cast<py",
-           b"reinterpret_borrow<py", b"PyModule_Create", b"PyModuleDef", b"PyMethodDef",
+           b"reinterpret_borrow<py", b"class_", b"PyModule_Create", b"PyModuleDef", b"PyMethodDef",
            b"THPUtils_addPyMethodDefs", b"tp_methods", b"ml_name", b"PythonArgParser")
 
 
 def binding_text_facts(data: bytes, symbols: list[CppSymbol]) -> list[GeneratedFact]:
-    """PY_MODULE facts (``var import torch``, ``var sub parent name``, ``var of other``), PY_METHODS facts
+    """PY_MODULE facts (``var import torch``, ``var sub parent name``, ``var of other``, ``var class parent Name``),
+    PY_METHODS facts
     (``add vector table``, ``addfn vector fn``, ``fn fn table``, ``module vector name``, ``type vector tp_name``),
     PY_ALIAS facts (``canonical alias``) and PARSER_SIGNATURE facts of one C++ file."""
     if not any(token in data for token in _TOKENS):
@@ -73,6 +80,13 @@ def binding_text_facts(data: bytes, symbols: list[CppSymbol]) -> list[GeneratedF
             value = f"{var} of {m.group(6).decode()}"
         line = line_at(m.start(1))
         rows.append(GeneratedFact(GeneratedKind.PY_MODULE, value, line, enclosing(symbols, line)))
+    for m in _CLASS_OBJECT.finditer(data) if b"class_" in data else ():
+        var = m.group(1) or m.group(2)
+        if var:
+            line = line_at(m.start())
+            rows.append(GeneratedFact(GeneratedKind.PY_MODULE,
+                                      f"{var.decode()} class {m.group(3).decode()} {m.group(4).decode()}", line,
+                                      enclosing(symbols, line)))
     defs = {m.group(1): m.group(2).decode() for m in _MODULE_DEF.finditer(data)}
     for m in _MODULE_CREATE.finditer(data):
         if m.group(2) in defs:

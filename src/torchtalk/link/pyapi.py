@@ -114,7 +114,8 @@ class PybindModules:
         return self._params[scope]
 
     def of(self, scope: int, var: str, depth: int = 0) -> str | None:
-        """The dotted module ``var`` is inside the function ``scope`` (None when the code does not say)."""
+        """The dotted module ``var`` is inside the function ``scope``, or the dotted class for a class object
+        (``torch._C._distributed_c10d.Backend``); None when the code does not say."""
         key = (scope, var)
         if key in self._memo:
             return self._memo[key]
@@ -131,10 +132,18 @@ class PybindModules:
                     found = f"{parent}.{how[2]}" if parent else None
                 elif how[0] == "of" and how[1] != var:
                     found = self.of(scope, how[1], depth + 1)
+                elif how[0] == "class" and how[1] != var:  # a class object: the class, in what holds it
+                    parent = self.of(scope, how[1], depth + 1)
+                    found = f"{parent}.{how[2]}" if parent else None
             elif re.search(rf"\bPyObject\s*\*\s*{re.escape(var)}\b", self._symbol(scope)[1]):
                 found = self._passed(scope, var, depth + 1)
         self._memo[key] = found
         return found
+
+    def is_class(self, scope: int, var: str) -> bool:
+        """Whether ``var`` holds a class object (``py::class_<X> var(m, "X")``), not a module."""
+        facts = sorted(self.vars.get(scope, {}).get(var, []))
+        return bool(facts) and facts[-1][1][0] == "class"
 
     def _passed(self, scope: int, param: str, depth: int) -> str | None:
         """A ``PyObject*`` parameter: the module its callers hold under the same name, else under their own
@@ -166,7 +175,12 @@ def _pybind_module(mods: PybindModules, scope: int, root: str) -> str | None:
         return None
     m = _CLASS_ARG.match(root)
     var = m.group(1) if m else root
-    return mods.of(scope, var) if var.isidentifier() else None
+    if not var.isidentifier():
+        return None
+    found = mods.of(scope, var)
+    if found and not m and mods.is_class(scope, var):  # reduce_op.def("op"): named ReduceOp.op, in ReduceOp's holder
+        return found.rsplit(".", 1)[0]
+    return found
 
 
 # Python names the py_api table uses for classes whose methods users reach under another name:
