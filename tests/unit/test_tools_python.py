@@ -69,6 +69,10 @@ def test_trace_module_inherited_forward_and_unknown_names(py_indexed):
     assert "(inherited from torch.nn.modules.linear.Linear)" in text
     _, text = call(ix, "trace_module", module_name="Lienar")
     assert text.startswith("No module or optimizer named 'Lienar'. Close matches: Linear")
+    # a class of that name that is not under the path asked for (torch.nn does not export it) is named first
+    _, text = call(ix, "trace_module", module_name="nn.LazyModuleMixin")
+    assert text.startswith("No module or optimizer named 'nn.LazyModuleMixin'. Close matches: "
+                           "torch.nn.modules.lazy.LazyModuleMixin")
 
 
 def test_find_similar_tests_names_generated_tests_and_commands(py_indexed):

@@ -110,11 +110,11 @@ def find_class(ix: Index, text: str) -> tuple[ClassInfo, list[ClassInfo]] | NotF
                           if c.fq != found[0].fq]
                 return found[0], sorted(others, key=_rank) if "." not in t else []
     short = t.rsplit(".", 1)[-1]
-    cands = _class_rows(ix, "name = ?", (short,))
-    if "." in t:
-        cands = [c for c in cands if c.fq.endswith("." + t)]
-    if not cands:
-        return NotFound("module or optimizer", text, _suggest(ix, short),
+    named = sorted(_class_rows(ix, "name = ?", (short,)), key=_rank)
+    cands = [c for c in named if c.fq.endswith("." + t)] if "." in t else named
+    if not cands:  # the classes of that name under another path first ('nn.LazyModuleMixin': it is not in torch.nn)
+        close = list(dict.fromkeys([c.fq for c in named] + _suggest(ix, short)))
+        return NotFound("module or optimizer", text, close[:8],
                         "Give a class such as 'Linear', 'nn.Conv2d', 'torch.optim.Adam' or "
                         "'torch.nn.modules.linear.Linear'.")
     cands.sort(key=_rank)
