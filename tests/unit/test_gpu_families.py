@@ -158,3 +158,17 @@ def test_a_definition_named_by_a_macro_is_asked_by_that_name(tree, name):
         assert "TEST_F(ScalarTest, Adds)  aten/src/ATen/test/scalar_test.cpp:3" in callers
     finally:
         ix.close()
+
+
+def test_a_definition_in_a_c_file_is_asked_by_path_and_line(tree):
+    """path:line names a definition in any file the C++ layer indexes: qnnpack's and dynamo's .c files too."""
+    c_file = "static int clamp_q8(int x) { return x; }\n\nint setup_hardswish(int x) {\n  return clamp_q8(x);\n}\n"
+    path = "aten/src/ATen/native/quantized/cpu/qnnpack/src/hardswish.c"
+    (tree / path).parent.mkdir(parents=True, exist_ok=True)
+    ix = overlay_index(tree, OVERLAY, {"aten/src/ATen/native/native_functions.yaml": OPS, path: c_file})
+    try:
+        _, calls = run(get_tool("calls"), ix, function_name=f"{path}:3")
+        assert calls.startswith(f"# calls of setup_hardswish  {path}:3")
+        assert f"clamp_q8  {path}:1" in calls
+    finally:
+        ix.close()

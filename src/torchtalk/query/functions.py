@@ -18,6 +18,7 @@ from ..graph.resolve import stub_names
 from ..graph.stubs import stub_declared
 from ..graph.symbols import SYMBOL_COLS, defs_by_name, defs_by_qualname, has_cpp, kernel_definitions, to_symbol
 from ..model import CppSymbol, Node, SymbolKind
+from ..source.files import CPP_EXTS
 from ..store.reader import Index
 from .args import clean_text
 from .results import Ambiguous, Candidate, NotFound
@@ -25,7 +26,9 @@ from .results import Ambiguous, Candidate, NotFound
 MAX_ANSWERED = 5  # candidates answered each in its own section; the others are listed
 _MACRO_FORM = re.compile(r"^(TORCH_IMPL_FUNC|TORCH_META_FUNC2?|TORCH_PRECOMPUTE_META_FUNC2?)\s*\(\s*([\w, ]+?)\s*\)$")
 _MACRO_NAME = re.compile(r"(?:^|::)[A-Z][A-Z0-9_]*_[A-Z0-9_]*\s*$|(?:^|::)TEST\s*$")  # TEST_F(, TORCH_LIBRARY(
-_PATH_LINE = re.compile(r"^(?P<path>[\w./<>+-]+\.(?:cpp|cc|cu|cuh|h|hpp|mm|metal)):(?P<line>\d+)$")
+# path:line of a definition, in any file the C++ layer indexes (qnnpack's and dynamo's .c files too)
+_EXTS = "|".join(re.escape(e) for e in sorted(CPP_EXTS, key=len, reverse=True))
+_PATH_LINE = re.compile(rf"^(?P<path>[\w./<>+-]+(?:{_EXTS})):(?P<line>\d+)$")
 
 
 @dataclass
