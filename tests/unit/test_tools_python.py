@@ -138,6 +138,27 @@ def test_test_file_info_lists_each_test_with_its_line_and_where_it_runs(py_index
     assert res.page.matching == 0 and "No test matches." in text
 
 
+@pytest.mark.parametrize("node, cls, tests", [
+    ("test/test_nn.py::TestNNDeviceTypeCPU::test_relu_cpu_float32", "TestNNDeviceType", ["test_relu"]),
+    ("test_nn.py::TestNNDeviceType::test_relu", "TestNNDeviceType", ["test_relu"]),
+    ("test/test_nn.py::TestNN::test_relu_functional[param]", "TestNN", ["test_relu_functional"]),
+    ("test/test_nn.py::TestNN", "TestNN", ["test_linear", "test_relu_functional"]),
+])
+def test_test_file_info_takes_a_pytest_node_id(py_indexed, node, cls, tests):
+    """A node id as CI logs print it names the file, the class (a generated one: its class as written) and the test
+    (a generated name: the test it was made from, test_relu_cpu_float32 -> test_relu)."""
+    _, ix = py_indexed
+    res, text = call(ix, "test_file_info", file_path=node)
+    assert res.path == "test/test_nn.py" and res.page.class_name == cls
+    assert [t.name for t in res.page.tests] == tests
+
+
+def test_test_file_info_refuses_a_node_id_and_a_class_that_differ(py_indexed):
+    _, ix = py_indexed
+    with pytest.raises(BadArgument, match="class_name 'TestNN' and the node id's class 'TestNNDeviceType' differ"):
+        call(ix, "test_file_info", file_path="test/test_nn.py::TestNNDeviceType::test_relu", class_name="TestNN")
+
+
 def test_test_file_info_pages_a_long_list_and_names_the_call_for_the_rest(py_indexed, monkeypatch):
     from torchtalk.query import testlist
     _, ix = py_indexed

@@ -15,7 +15,7 @@ from ..model import InstantiationKind, Loc
 from ..store.reader import Index
 from .args import MAX_LIMIT, check_int, clean_text, shown
 from .results import NotFound
-from .testlist import TestPage, clean_filter, generic_class, page_call, test_page
+from .testlist import TestPage, clean_filter, generic_class, node_filters, node_id, page_call, test_page
 from .testnames import generated_names
 
 # ------------------------------------------------------------------ list_test_utils
@@ -131,7 +131,8 @@ def _safe_relpath(ix: Index, text: str) -> list[str]:
 
 def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str = "",
                    offset: int = 0) -> TestFileInfo | NotFound:
-    text = clean_text(file_path, "file_path", "test_nn")
+    node = node_id(clean_text(file_path, "file_path", "test_nn"))  # a pytest node id names a class and a test too
+    text = node.path
     class_name = clean_filter(class_name, "class_name", "TestNN")
     query = clean_filter(query, "query", "softmax")
     offset = check_int(offset, "offset", 0, 1_000_000)
@@ -185,11 +186,15 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
         elif tok.startswith("F.") and f"torch.nn.functional.{tok[2:]}" in reg.py_by_name:
             ops[f"torch.nn.functional.{tok[2:]}"] += n
     total = sum(counts.values())
-    if class_name:
-        class_name = generic_class(class_name, [c.name for c in classes],
-                                   {c.name: c.generated_classes for c in classes})
     rows = ix.q("SELECT coalesce(c.name, ''), m.name, m.line, m.decorators FROM test_method m "
                 "LEFT JOIN test_class c ON c.id = m.cls WHERE m.file_id = ? ORDER BY m.line", (fid,))
+    names, generated = [c.name for c in classes], {c.name: c.generated_classes for c in classes}
+    by_class: dict[str, list[str]] = {}
+    for cls, name, _line, _decos in rows:
+        by_class.setdefault(cls, []).append(name)
+    class_name, query = node_filters(node, names, generated, by_class, class_name, query)
+    if class_name:
+        class_name = generic_class(class_name, names, generated)
     page = test_page(path, rows, device, class_name, query, offset, lambda n: page_call(path, class_name, query, n))
     return TestFileInfo(path, classes, functions, [(k, c, Loc(path, ln), o) for k, c, ln, o in insts],
                         decos.most_common(20), utilities, ops.most_common(40), total,

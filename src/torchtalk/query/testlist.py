@@ -118,6 +118,40 @@ def clean_filter(value: object, arg: str, example: str) -> str:
     return clean_text(value, arg, example, max_len=MAX_NAME)
 
 
+@dataclass(frozen=True)
+class NodeId:
+    """A pytest node id as CI logs print it: ``test/test_nn.py::TestNNDeviceTypeCPU::test_relu_cpu_float32``."""
+
+    path: str
+    parts: tuple[str, ...]  # what follows the file: (class, test), (class,), (test function,) or ()
+
+
+def node_id(text: str) -> NodeId:
+    """The file and the class and test a node id names (parameters in brackets dropped)."""
+    path, *rest = text.split("::")
+    return NodeId(path.strip(), tuple(p.split("[", 1)[0].strip() for p in rest if p.strip()))
+
+
+def node_filters(node: NodeId, classes: list[str], device_classes: dict[str, list[str]],
+                 tests: dict[str, list[str]], class_name: str, query: str) -> tuple[str, str]:
+    """(class_name, query) a node id asks for, where the arguments do not say: its class, and its test as written
+    in the source (the generators' ``test_relu_cpu_float32`` is ``test_relu``). tests: class ('' for functions
+    outside classes) -> its test names."""
+    if not node.parts:
+        return class_name, query
+    known = set(classes) | {g for gen in device_classes.values() for g in gen}
+    cls, test = (node.parts[0], node.parts[-1]) if len(node.parts) > 1 else \
+        ((node.parts[0], "") if node.parts[0] in known else ("", node.parts[0]))
+    if cls and class_name and class_name != cls:
+        raise BadArgument(f"class_name {shown(class_name)} and the node id's class {shown(cls)} differ; give one")
+    class_name = class_name or cls
+    if test and not query:
+        names = tests.get(generic_class(class_name, classes, device_classes) if class_name else "", [])
+        exact = [n for n in names if n == test]
+        query = exact[0] if exact else max((n for n in names if test.startswith(n + "_")), key=len, default=test)
+    return class_name, query
+
+
 def generic_class(class_name: str, classes: list[str], device_classes: dict[str, list[str]]) -> str:
     """The class as written that ``class_name`` means: itself, or the class a generated device class comes from."""
     if class_name in classes:

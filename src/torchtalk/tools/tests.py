@@ -30,9 +30,12 @@ TOOLS = [
          "the decorators that decide where each runs (dtypes, devices, skips, @ops/@parametrize), and the command "
          "that runs one; a large file lists as many as fit and names the call that lists the rest. Also the "
          "decorators and torch.testing._internal utilities it uses and the ops it exercises. Accepts 'test_torch', "
-         "'test_nn.py' or 'test/test_nn.py'; paths outside the source tree are refused. "
+         "'test_nn.py', 'test/test_nn.py' or a pytest node id as CI prints it "
+         "('test/test_nn.py::TestNNDeviceTypeCPU::test_relu_cpu_float32': that class and test); paths outside the "
+         "source tree are refused. "
          "Example: test_file_info(\"test_nn\", class_name=\"TestNNDeviceType\", query=\"relu\")",
-         (Param("file_path", str, REQUIRED, "test file: test_torch, test_nn.py, test/test_nn.py", metavar="PATH"),
+         (Param("file_path", str, REQUIRED, "test file: test_torch, test_nn.py, test/test_nn.py, or a pytest node id "
+                "test/test_nn.py::TestNN::test_x", metavar="PATH"),
           Param("class_name", str, "", "only this test class (as written, or a generated one: TestNNDeviceTypeCUDA)",
                 metavar="CLASS"),
           Param("query", str, "", "only tests whose name contains this text (case-insensitive): conv, grad",
