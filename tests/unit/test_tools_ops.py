@@ -97,6 +97,28 @@ def test_search_ranks_exact_prefix_substring_and_counts(indexed):
     assert len(res.hits) == 1 and res.total >= 4
 
 
+def test_search_an_op_by_its_name_is_exact_before_a_function_of_another_case(tree):
+    """search("size"): the op size has only overloads (size.int, size.Dimname); they match it exactly by the op's
+    name and come before a C++ function whose name only differs in case (HeapBlock::Size)."""
+    from torchtalk.index.indexer import refresh
+    from torchtalk.source.tree import find_source
+    from torchtalk.store.reader import Index
+
+    (tree / "aten/src/ATen/mps/MPSAllocator.h").parent.mkdir(parents=True, exist_ok=True)
+    (tree / "aten/src/ATen/mps/MPSAllocator.h").write_text(
+        "namespace at::mps {\nstruct HeapBlock {\n  size_t Size() const { return size_; }\n  size_t size_;\n};\n}\n")
+    st = find_source(tree)
+    refresh(st, workers=1, codegen=False)
+    ix = Index(st.index_path, st.root)
+    try:
+        res, _ = call(ix, "search", query="size")
+        names = [h.name for h in res.hits]
+        assert [(h.name, h.match) for h in res.hits[:2]] == [("size.Dimname", "exact"), ("size.int", "exact")]
+        assert names.index("at::mps::HeapBlock::Size") > 1
+    finally:
+        ix.close()
+
+
 def test_search_backend_filter_is_case_insensitive_and_filters_entries(indexed):
     _, ix = indexed
     res, text = call(ix, "search", query="cumsum", backend="mps")

@@ -90,9 +90,9 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
     ql = q.lower()
     scored: list[Scored] = []
     for rec, full_l, name_l, entries, kernels_l in _op_table(ix):
-        rank = _rank_l(ql, full_l)
-        if rank is None:
-            rank = _rank_l(ql, name_l)
+        # The better of the overload's name and the op's: search "size" finds size.int and size.Dimname as exact
+        # (the op size), before a C++ function named Size.
+        rank = min((r for r in (_rank_l(ql, full_l), _rank_l(ql, name_l)) if r is not None), default=None)
         match = None
         if rank is None:
             # Found through a kernel name (search "index_select_cuda" finds index_select first).
