@@ -119,6 +119,15 @@ def test_alias_resolves_to_the_entry_it_copies(py_indexed):
             "(torch/csrc/autograd/python_torch_functions_manual.cpp:17)") in text
     res, _ = call(ix, "trace", function_name="torch.hsmm")
     assert res.what == "op"  # not in this table: not found
+    # a bare name that is no op is torch's Python name: spmm is torch.spmm
+    res, text = call(ix, "trace", function_name="spmm", focus="yaml")
+    assert ops_of(res) == ["mm"] and "torch.spmm is an alias of torch.mm" in text
+
+
+def test_a_bare_name_of_a_binding_is_torchs(py_indexed):
+    _, ix = py_indexed
+    res, text = call(ix, "trace", function_name="is_grad_enabled")
+    assert "## torch._C.is_grad_enabled: bound by a PyMethodDef entry, not an op" in text
 
 
 def test_binding_followed_to_the_op_it_dispatches(py_indexed):

@@ -141,11 +141,13 @@ class OpRegistry:
 
 
 def py_spellings(t: str) -> list[str]:
-    """Spellings of a Python name as py_api stores them."""
+    """Spellings of a Python name as py_api stores them; a bare name (no op: spmm) may be torch's or Tensor's."""
     out = [t]
     for short, long in _PY_PREFIXES:
         if t.startswith(short):
             out.append(long + t[len(short):])
+    if t and "." not in t and ":" not in t:
+        out += [f"torch.{t}", f"Tensor.{t}"]
     return out
 
 

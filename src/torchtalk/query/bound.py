@@ -40,8 +40,8 @@ def bindings_named(ix: Index, name: str) -> list[BindingTrace]:
     the ops the function reaches through the dispatcher (Tensor.__invert__ -> dispatch_invert -> bitwise_not)."""
     g = graph(ix)
     spellings = py_spellings(name)
-    if name.startswith("torch.") and not name.startswith("torch._C."):
-        spellings.append("torch._C." + name[len("torch."):])  # torch/__init__.py: from torch._C import *
+    spellings += ["torch._C." + s[len("torch."):] for s in spellings  # torch/__init__.py: from torch._C import *
+                  if s.startswith("torch.") and not s.startswith("torch._C.")]
     out = []
     for spelling in spellings:
         out = [_binding(ix, spelling, e) for e in g.out(binding_node(spelling), [EdgeKind.BINDING])

@@ -304,8 +304,8 @@ def _defined(names: PyNames, dotted: str) -> PyDef | None:
 def _py_definition(ix: Index, name: str) -> PyDef | None:
     names = pynames(ix)
     spellings = py_spellings(name)
-    if "." not in name:
-        spellings += [f"torch.{name}", f"torch.nn.functional.{name}"]
+    if "." not in name:  # torch's and torch.nn.functional's before Tensor's
+        spellings = list(dict.fromkeys([name, f"torch.{name}", f"torch.nn.functional.{name}", *spellings]))
     if name.startswith("Tensor."):
         spellings.append(f"torch.{name}")  # torch.Tensor (torch/_tensor.py) over torch._C.TensorBase
     for spelling in spellings:
