@@ -182,6 +182,20 @@ def test_opinfo_entries_with_names_variants_aliases_and_db():
         assert e.ctor in src[e.line - 1] and e.name in src[e.line - 1] + src[e.line]
 
 
+def test_a_foreach_entry_is_named_as_it_names_itself():
+    """Note [OpInfo names set after construction]: ForeachFuncInfo('neg') is the entry _foreach_neg (its
+    __post_init__ renames it), in its own list; the DecorateInfo marks in it are that entry's."""
+    code = (b"from torch.testing._internal.opinfo.core import OpInfo, ForeachFuncInfo, DecorateInfo\n"
+            b"foreach_unary_op_db = [\n    ForeachFuncInfo(\n        'neg',\n"
+            b"        decorators=(DecorateInfo(unittest.expectedFailure, 'TestMeta', 'test_meta_inplace'),),\n"
+            b"    ),\n]\n")
+    facts = extract_tests("torch/testing/_internal/common_methods_invocations.py", code)
+    assert [(e.name, e.ctor, e.db) for e in facts["OpInfoEntry"]] == [
+        ("_foreach_neg", "ForeachFuncInfo", "foreach_unary_op_db")]
+    assert [(m.op, m.entry, m.test_class, m.test_name) for m in facts["OpTestMark"]] == [
+        ("_foreach_neg", "_foreach_neg", "TestMeta", "test_meta_inplace")]
+
+
 def test_info_calls_count_only_where_opinfo_is_in_scope():
     code = b"from torch.distributed.rpc import WorkerInfo\nw = [WorkerInfo('abc', 1)]\n"
     assert extract_tests("torch/testing/_internal/distributed/rpc/rpc_test.py", code)["OpInfoEntry"] == []

@@ -8,6 +8,7 @@ import re
 from ast import Call, Constant, Name
 
 from ..model import OpInfoEntry, OpTestMark
+from ..model.tests import OPINFO_NAME_PREFIXES
 from .pyast import block_statements, dotted, last_part, push_children, text
 
 # ---------------------------------------------------------------- OpInfo entries
@@ -74,8 +75,9 @@ def _opinfo(call: Call, db: str) -> OpInfoEntry | None:
     alias_names = []
     if aliases is not None and aliases.__class__ in (ast.Tuple, ast.List):
         alias_names = [e.value for e in aliases.elts if e.__class__ is Constant and isinstance(e.value, str)]
-    return OpInfoEntry(
-        first.value, ctor, _str(kw.get("aten_name")), _str(kw.get("variant_test_name")),
+    return OpInfoEntry(  # named as the entry names itself (Note [OpInfo names set after construction])
+        OPINFO_NAME_PREFIXES.get(ctor, "") + first.value, ctor, _str(kw.get("aten_name")),
+        _str(kw.get("variant_test_name")),
         " ".join(alias_names), call.lineno, db,
     )
 
@@ -152,6 +154,8 @@ def _entry_marks(call: Call) -> list[OpTestMark]:
     name = _str(first) if first is not None else _str(kw.get("name"))
     if not name:
         return []
+    name_func = dotted(call.func)
+    name = OPINFO_NAME_PREFIXES.get(last_part(name_func) if name_func else "", "") + name  # as the entry names itself
     op = _str(kw.get("torch_opinfo_name")) or name
     variant = _str(kw.get("torch_opinfo_variant_name")) if "torch_opinfo_name" in kw else \
         _str(kw.get("variant_test_name"))

@@ -43,13 +43,14 @@ from . import generated
 from .pipeline import Batch, IndexReport, Workers
 
 # Bump when extractors change what they produce: an index from another version is rebuilt.
+# x18: ForeachFuncInfo entries named as they name themselves (_foreach_neg);
 # x17: a pybind11 class object held in a variable (reduce_op.def) named in its module;
 # x16: a conditional group inside a member-call chain no longer splits it (.def chains of the binding files);
 # x15: a pybind11 module made only by a cast (py::cast<py::module>(module)) in a file with no other binding text;
 # x14: a kernel held in a local variable and launched, a local given &f and called, Functor<T>()(args);
 # x13: a temporary functor's call (T{}(x)) and the functor passed to a launch family; x12: Python branch arms;
 # x11: raise sites; x10: canonical ids
-INDEXER_VERSION = f"{__version__}+x17"
+INDEXER_VERSION = f"{__version__}+x18"
 
 
 def _existing_state(tree: SourceTree) -> tuple[dict[str, tuple] | None, str, dict[str, str]]:

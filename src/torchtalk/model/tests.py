@@ -63,6 +63,14 @@ class TestInstantiation:
         check_enum("TestInstantiation", "kind", self.kind, InstantiationKind)
 
 
+# Note [OpInfo names set after construction]
+# An OpInfo subclass may rename its entry: ForeachFuncInfo("neg") is the entry "_foreach_neg"
+# (torch/testing/_internal/opinfo/core.py, ForeachFuncInfo.__post_init__: ``self.name = f"_foreach_{name}"``), which
+# is also the name its generated tests carry (test_foreach.py's test_unary_op__foreach_neg_...). Constructor -> the
+# prefix its __post_init__ puts before the name written.
+OPINFO_NAME_PREFIXES = {"ForeachFuncInfo": "_foreach_"}
+
+
 @dataclass(frozen=True, slots=True)
 class OpInfoEntry:
     name: str  # OpInfo('cumsum', ...) first argument

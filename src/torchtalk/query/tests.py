@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -47,6 +49,7 @@ class OpInfoHit:
     loc: Loc
     command: str
     marks: list[MarkHit] = field(default_factory=list)  # in its own entry, in ref entries and in test lists
+    db: str = ""  # the list it is in (op_db, foreach_unary_op_db), which the generic @ops tests take
 
 
 @dataclass
@@ -269,12 +272,35 @@ def _opinfos(ix: Index, key: str, ops: list[Op]) -> list[OpInfoHit]:
     # The op's own entries (op_db and kin), not the reference/decomposition entries that name it (_refs.X).
     rows = [r for r in rows if r[1] not in ("PythonRefInfo",) and not r[0].startswith("_refs.")] or rows
     out = []
-    for name, ctor, variant, fid, line, _aten, _aliases, _db in rows[:10]:
+    files = _db_files(ix)
+    for name, ctor, variant, fid, line, _aten, _aliases, db in rows[:10]:
         sel = name.replace(".", "_") + (f"_{variant}" if variant else "")
-        hit = OpInfoHit(name, ctor, variant, Loc(ix.path_of(fid), line), f'pytest test/test_ops.py -k "{sel}"')
+        # the generic tests run in test_ops.py, or in the file whose @ops(...) tests use the entry's list alone
+        # (foreach_unary_op_db: test_foreach.py)
+        in_db = files.get(db, [])
+        where = "test/test_ops.py" if not in_db or "test/test_ops.py" in in_db else in_db[0]
+        hit = OpInfoHit(name, ctor, variant, Loc(ix.path_of(fid), line), f'pytest {where} -k "{sel}"', db=db)
         for mark, cls, test, device, dtypes, mfid, mline, entry in ix.q(
                 "SELECT mark, test_class, test_name, device_type, dtypes, file_id, line, entry FROM op_test_mark "
                 "WHERE op = ? AND variant = ? ORDER BY entry = '', file_id, line", (name, variant)):
             hit.marks.append(MarkHit(mark, cls, test, device, dtypes, Loc(ix.path_of(mfid), mline), entry))
         out.append(hit)
     return out
+
+
+_OPS_LISTS = re.compile(r"\b(\w+_db)\b")
+
+
+def _db_files(ix: Index) -> dict[str, list[str]]:
+    """OpInfo list (op_db, foreach_unary_op_db) -> the test files whose @ops(...) tests use it, most tests first
+    (once per index version)."""
+    def build() -> dict[str, list[str]]:
+        counts: dict[str, Counter[str]] = {}
+        for decorators, fid in ix.q("SELECT decorators, file_id FROM test_method WHERE decorators LIKE '%ops(%'"):
+            for d in json.loads(decorators or "[]"):
+                if d.startswith("ops("):
+                    for db in set(_OPS_LISTS.findall(d)):
+                        counts.setdefault(db, Counter())[ix.path_of(fid)] += 1
+        return {db: [p for p, _n in c.most_common()] for db, c in counts.items()}
+    table: dict[str, list[str]] = ix.cached("opinfo_db_files", build)
+    return table

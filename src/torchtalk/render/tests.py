@@ -33,8 +33,9 @@ def render_similar_tests(r: SimilarTestsResult) -> str:
     if not r.tests:
         out.append("No test names or test bodies mention it.")
     if r.opinfos:
-        out.append(f"\nOpInfo entries ({len(r.opinfos)}): the generic @ops(op_db) tests (test_ops.py and the "
-                   "others that take op_db) run it; what is specific to it:")
+        dbs = ", ".join(dict.fromkeys(o.db for o in r.opinfos if o.db)) or "op_db"
+        out.append(f"\nOpInfo entries ({len(r.opinfos)}): the generic @ops tests that take {dbs} run it (each "
+                   "entry's run line names a file); what is specific to it:")
         for o in r.opinfos:
             variant = f" variant {o.variant!r}" if o.variant else ""
             out.append(f"- {o.ctor}('{o.name}'){variant}  {o.loc}")
