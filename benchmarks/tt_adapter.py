@@ -21,6 +21,7 @@ What each function uses today:
 - calls_of:            the `calls` tool, structured JSON, asked by the definition's path:line (so every
                        overload and same-named helper can be asked); CalleeSet.by_name says whether the
                        qualified name alone would have answered for it first.
+- definitions, test_methods, op_python_names, pybind_names: SQL over the index (what bench_names asks about)
 - McpStdio:            `torchtalk serve` over stdio, spoken as plain JSON-RPC lines (what any MCP client sends):
                        each tool call's result (structuredContent, text) and its round-trip time.
 """
@@ -186,6 +187,29 @@ def functions_in_file(h: Handle, rel_path: str) -> list[FunctionRef]:
     rows = ix.q("SELECT s.id, s.name, s.qualname, s.kind, s.line, s.end_line FROM cpp_symbol s "  # type: ignore[attr-defined]
                 "JOIN files f ON f.id = s.file_id WHERE f.path = ? AND s.is_definition ORDER BY s.line", (rel_path,))
     return [FunctionRef(i, n, q, k, rel_path, ln, end) for i, n, q, k, ln, end in rows]
+
+
+def definitions(h: Handle) -> list[Def]:
+    """Every C++ definition TorchTalk indexed (bench_names asks for each by the name the index gives it)."""
+    rows = h.ix.q("SELECT s.qualname, f.path, s.line, s.kind FROM cpp_symbol s JOIN files f "  # type: ignore[attr-defined]
+                  "ON f.id = s.file_id WHERE s.is_definition AND s.qualname != '' ORDER BY s.id")
+    return [Def(q, p, ln, k) for q, p, ln, k in rows]
+
+
+def test_methods(h: Handle) -> list[tuple[str, str, str, int]]:
+    """(path, class or "", test name, line) of every test TorchTalk indexed."""
+    return h.ix.q("SELECT f.path, coalesce(c.name, ''), m.name, m.line FROM test_method m "  # type: ignore[attr-defined]
+                  "LEFT JOIN test_class c ON c.id = m.cls JOIN files f ON f.id = m.file_id ORDER BY m.id")
+
+
+def op_python_names(h: Handle) -> list[str]:
+    """The Python names TorchTalk binds to an op (torch.add, Tensor.add_, torch.nn.functional.relu)."""
+    return [r[0] for r in h.ix.q("SELECT DISTINCT name FROM py_api WHERE op != '' ORDER BY name")]  # type: ignore[attr-defined]
+
+
+def pybind_names(h: Handle) -> list[str]:
+    """The Python name of every pybind11 .def binding (its bare name where the code does not say its module)."""
+    return [r[0] for r in h.ix.q("SELECT name FROM py_api WHERE kind = 'pybind' ORDER BY name")]  # type: ignore[attr-defined]
 
 
 def _site(edge: dict) -> CallSite:
