@@ -573,3 +573,15 @@ def test_real_mps_objective_cpp():
     assert (cs.qualname, cs.kind, cs.line) == ("at::native::structured_cumsum_out_mps::impl", "impl_func", 478)
     pool = sym(real_facts("aten/src/ATen/native/mps/operations/Pooling.mm"), "avg_pool2d_out_mps")
     assert (pool.qualname, pool.line) == ("at::native::structured_avg_pool2d_out_mps::impl", 496)
+
+
+def test_a_decltype_return_type_after_a_macro_is_not_part_of_the_name():
+    """c10/util/C++17.h (1.13.1): behind a macro the file defines for itself, tree-sitter reads
+    ``decltype(auto) apply(...)`` as the qualified name ``decltype(auto)::apply`` with a missing ``::``;
+    the function is ``apply``, in its namespace."""
+    code = (b"namespace c10 { namespace guts {\n#define CUDA_HOST_DEVICE C10_HOST_DEVICE\n"
+            b"template <class F, class Tuple>\n"
+            b"CUDA_HOST_DEVICE inline constexpr decltype(auto) apply(F&& f, Tuple&& t) {\n"
+            b"  return std::apply(std::forward<F>(f), std::forward<Tuple>(t));\n}\n}}\n")
+    syms = extract_cpp("c10/util/C++17.h", code)[CppSymbol]
+    assert [(s.name, s.qualname, s.line) for s in syms] == [("apply", "c10::guts::apply", 4)]

@@ -95,6 +95,11 @@ class Definitions:
         elif nt == "parenthesized_declarator":
             return keep
         else:
+            scope_node = name_node.child_by_field_name("scope") if nt == "qualified_identifier" else None
+            if scope_node is not None and scope_node.type == "decltype":
+                # "MACRO inline decltype(auto) apply(...)": with the macro read as the type, tree-sitter reads the
+                # return type as a scope behind a missing "::" (no definition's name is scoped by a decltype)
+                name_node = name_node.child_by_field_name("name") or name_node
             parts, name = split_scope(self.t(name_node))
             if not name:
                 return keep
