@@ -39,6 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 import tt_adapter as tt  # noqa: E402
+from bench_python_census import frac  # noqa: E402
 
 
 def _answers_definition(sc: dict, path: str, line: int) -> bool:
@@ -158,10 +159,6 @@ def census_pybind(server: tt.McpStdio, h: tt.Handle) -> dict:
             missed.append(f"{name}: {sc.get('kind')}")
     return {"bindings": len(names), "named": named, "asked": asked, "ok": ok, "missed": missed,
             "special_methods_of_no_class": len(unnamed), "answered_as_the_op": as_op}
-
-
-def frac(a: int, b: int) -> str:
-    return f"{a}/{b} = {a / b:.3f}" if b else "n/a"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -72,6 +72,21 @@ def line_of(tree: Path, rel: str, text: str) -> int:
     return n
 
 
+def index_with(tree: Path, files: dict[str, str]):
+    """The Index of ``tree`` after writing ``files`` into it (relative path -> text; directories made) and
+    refreshing its index: a fixture tree with the code one test needs."""
+    from torchtalk.index.indexer import refresh
+    from torchtalk.source.tree import find_source
+    from torchtalk.store.reader import Index
+
+    for rel, text in files.items():
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text(text)
+    st = find_source(tree)
+    refresh(st, workers=1, codegen=False)
+    return Index(st.index_path, st.root)
+
+
 def overlay_index(tree: Path, overlay: Path, appended: dict[str, str]):
     """The Index of ``tree`` after copying ``overlay``'s aten/ over it and appending text to its files
     (``{"aten/src/ATen/native/native_functions.yaml": ops}``): the CUDA fixture trees' setup."""

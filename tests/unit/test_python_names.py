@@ -10,6 +10,8 @@ from torchtalk.extract.cpp import extract_cpp
 from torchtalk.model import CallSite, CppSymbol, GeneratedKind, PyDefKind
 from torchtalk.tools import get_tool, run
 
+from ..conftest import index_with
+
 
 def call(ix, tool, **kw):
     return run(get_tool(tool), ix, **kw)
@@ -160,20 +162,12 @@ def test_a_pybind_binding_of_no_known_module_is_answered_marked(py_indexed):
     """Note [Bindings of no known module]: a .def on a module the code does not say (here a py::module& parameter
     no caller passes a known module to) keeps its bare name; trace of its Python name or of that bare name answers
     with it, saying its module is not known, instead of "no op of that name"."""
-    from torchtalk.index.indexer import refresh
-    from torchtalk.source.tree import find_source
-    from torchtalk.store.reader import Index
-
     tree, ix = py_indexed
     ix.close()
-    src = tree / "torch/csrc/jit/passes/mobile_init.cpp"
-    src.parent.mkdir(parents=True, exist_ok=True)
-    src.write_text("namespace torch::jit {\nstatic void optimizeForMobile(bool on) {}\n"
-                   "void initMobileBindings(py::module& m) {\n"
-                   '  m.def("_jit_pass_optimize_for_mobile", &optimizeForMobile);\n}\n}\n')
-    st = find_source(tree)
-    refresh(st, workers=1, codegen=False)
-    ix = Index(st.index_path, st.root)
+    ix = index_with(tree, {"torch/csrc/jit/passes/mobile_init.cpp": (
+        "namespace torch::jit {\nstatic void optimizeForMobile(bool on) {}\n"
+        "void initMobileBindings(py::module& m) {\n"
+        '  m.def("_jit_pass_optimize_for_mobile", &optimizeForMobile);\n}\n}\n')})
     try:
         for asked in ("torch._C._jit_pass_optimize_for_mobile", "_jit_pass_optimize_for_mobile"):
             res, text = call(ix, "trace", function_name=asked)
@@ -195,27 +189,19 @@ def test_methods_of_a_class_object_held_in_a_variable_are_named_in_its_module(py
     "ReduceOp")``, ``auto backend = py::class_<Backend>(module, "Backend")``) and defines their methods on them,
     and nests classes in classes (``intrusive_ptr_class_<Backend::Options>(backend, "Options")``): each method is
     named in the module the class is in, under the class (and the class it is nested in)."""
-    from torchtalk.index.indexer import refresh
-    from torchtalk.source.tree import find_source
-    from torchtalk.store.reader import Index
-
     tree, ix = py_indexed
     ix.close()
-    src = tree / "torch/csrc/distributed/c10d/init.cpp"
-    src.parent.mkdir(parents=True, exist_ok=True)
-    src.write_text("namespace torch::distributed::c10d {\nstatic int getRank() { return 0; }\n"
-                   "void initC10dBindings() {\n"
-                   '  auto module = py::module::import("torch._C._distributed_c10d");\n'
-                   '  py::class_<::c10d::ReduceOp> reduce_op(module, "ReduceOp");\n'
-                   '  reduce_op.def("op", &getRank);\n'
-                   '  auto backend = py::class_<::c10d::Backend>(module, "Backend").def("rank", &getRank);\n'
-                   '  auto backendOptions = intrusive_ptr_class_<::c10d::Backend::Options>(backend, "Options");\n'
-                   '  backendOptions.def("timeout", &getRank);\n'
-                   '  intrusive_ptr_class_<::c10d::Backend::Other>(backend, "Other").def("size", &getRank);\n'
-                   "}\n}\n")
-    st = find_source(tree)
-    refresh(st, workers=1, codegen=False)
-    ix = Index(st.index_path, st.root)
+    ix = index_with(tree, {"torch/csrc/distributed/c10d/init.cpp": (
+        "namespace torch::distributed::c10d {\nstatic int getRank() { return 0; }\n"
+        "void initC10dBindings() {\n"
+        '  auto module = py::module::import("torch._C._distributed_c10d");\n'
+        '  py::class_<::c10d::ReduceOp> reduce_op(module, "ReduceOp");\n'
+        '  reduce_op.def("op", &getRank);\n'
+        '  auto backend = py::class_<::c10d::Backend>(module, "Backend").def("rank", &getRank);\n'
+        '  auto backendOptions = intrusive_ptr_class_<::c10d::Backend::Options>(backend, "Options");\n'
+        '  backendOptions.def("timeout", &getRank);\n'
+        '  intrusive_ptr_class_<::c10d::Backend::Other>(backend, "Other").def("size", &getRank);\n'
+        "}\n}\n")})
     try:
         names = {r[0] for r in ix.q("SELECT a.name FROM py_api a JOIN files f ON f.id = a.file_id "
                                     "WHERE f.path = 'torch/csrc/distributed/c10d/init.cpp'")}

@@ -7,6 +7,8 @@ import pytest
 from torchtalk.errors import BadArgument
 from torchtalk.tools import get_tool, run
 
+from ..conftest import index_with
+
 
 def call(ix, tool, **kw):
     return run(get_tool(tool), ix, **kw)
@@ -100,16 +102,8 @@ def test_search_ranks_exact_prefix_substring_and_counts(indexed):
 def test_search_an_op_by_its_name_is_exact_before_a_function_of_another_case(tree):
     """search("size"): the op size has only overloads (size.int, size.Dimname); they match it exactly by the op's
     name and come before a C++ function whose name only differs in case (HeapBlock::Size)."""
-    from torchtalk.index.indexer import refresh
-    from torchtalk.source.tree import find_source
-    from torchtalk.store.reader import Index
-
-    (tree / "aten/src/ATen/mps/MPSAllocator.h").parent.mkdir(parents=True, exist_ok=True)
-    (tree / "aten/src/ATen/mps/MPSAllocator.h").write_text(
-        "namespace at::mps {\nstruct HeapBlock {\n  size_t Size() const { return size_; }\n  size_t size_;\n};\n}\n")
-    st = find_source(tree)
-    refresh(st, workers=1, codegen=False)
-    ix = Index(st.index_path, st.root)
+    ix = index_with(tree, {"aten/src/ATen/mps/MPSAllocator.h": (
+        "namespace at::mps {\nstruct HeapBlock {\n  size_t Size() const { return size_; }\n  size_t size_;\n};\n}\n")})
     try:
         res, _ = call(ix, "search", query="size")
         names = [h.name for h in res.hits]
