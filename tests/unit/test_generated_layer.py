@@ -232,3 +232,35 @@ def test_ufunc_op_reaches_the_kernels_torchgen_writes(tree):
     sites = {(h.site.src.label, h.site.site.path, h.site.site.line) for h in res.helpers}
     assert ("at::native::add_kernel", "<generated>/aten/src/ATen/UfuncCUDA_add.cu", 18) in sites
     assert "gpu_kernel" in text and "TORCH_IMPL_FUNC(ufunc_add_CUDA)" in text
+
+
+OPERATORS = '''
+    ops = []
+    for name in re.findall(r"- func: (\\w+)\\(Tensor self\\) -> Tensor", text):
+        ops.append("at::Tensor %s::call(const at::Tensor & self) {\\n"
+                   "    static auto op = create_%s_typed_handle();\\n    return op.call(self);\\n}\\n" % (name, name))
+    with open(os.path.join(out, "Operators_0.cpp"), "w") as f:
+        f.write("namespace at { namespace _ops {\\n" + "".join(ops) + "}} // namespace at::_ops\\n")
+'''
+
+
+def test_an_ops_dispatcher_entry_reaches_the_op_and_its_callers(tree):
+    """Note [Dispatcher entries]: at::_ops::relu::call (Operators_N.cpp, what C++ stack traces show) is called by
+    no C++ function as the index records calls (at::relu(x) is a call of the op relu), so called_by names the op
+    it is the entry of, and impact walks up through that op to the op's callers."""
+    _add_generators(tree, torchgen=TORCHGEN + textwrap.indent(OPERATORS, "    "))
+    (tree / "aten/src/ATen/native/UsesRelu.cpp").write_text(
+        "namespace at { namespace native {\nTensor relu_twice(const Tensor& self) {\n"
+        "  return at::relu(at::relu(self));\n}\n}}\n")
+    st = find_source(tree)
+    refresh(st, workers=1)
+    ix = Index(st.index_path, st.root)
+    try:
+        res, text = run(get_tool("called_by"), ix, function_name="at::_ops::relu::call")
+        assert [(e.kind.value, e.src.key) for e in res.sections[0].registrations] == [("entry", "relu")]
+        assert "the dispatcher entry of op relu: every C++ call of the op goes through it" in text
+        res, text = run(get_tool("impact"), ix, function_name="at::_ops::relu::call", depth=1)
+        callers = {e.src.label for lv in res.sections[0].levels for e in lv.callers}
+        assert "at::native::relu_twice" in callers
+    finally:
+        ix.close()

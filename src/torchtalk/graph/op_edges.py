@@ -25,9 +25,10 @@ from ..store.codec import codec, row_fact
 from ..store.reader import Index
 from .cpp_edges import callers, op_callers, out_edges
 from .nodes import autograd_node, cpp_node, op_node, symbol_id, unresolved_node
+from .op_spellings import struct_op
 from .registry import OpRegistry, registry
 from .resolve import op_named
-from .symbols import SYMBOL_COLS, defs_in_file, kernel_definitions, symbol, to_symbol
+from .symbols import SYMBOL_COLS, defs_by_qualname, defs_in_file, kernel_definitions, symbol, to_symbol
 
 MAX_KERNEL_DEFS = 4
 _CALLED = re.compile(r"(?<![\w.:])(?:at::)?([A-Za-z_]\w*)\s*\(")
@@ -279,6 +280,37 @@ def wrapper_of(ix: Index, node: Node) -> list[Edge]:
         if op is not None:
             out += [e for e in wrapper_edges(ix, op_node(op)) if e.dst.key == node.key]
     return out
+
+
+# Note [Dispatcher entries]
+# Every C++ call of an op goes through the functions torchgen writes for it in Operators_N.cpp,
+# at::_ops::<struct>::call and ::redispatch (at::add, Tensor::add and at::_ops::add_Tensor::call all do). A call
+# is recorded as a call of the op (Note [Op call spellings]), never of those functions, so an ENTRY edge goes from
+# the op to each of them: called_by and impact of at::_ops::add_Tensor::call (the frames a C++ stack trace shows)
+# reach the op and, through it, its callers.
+_ENTRY = re.compile(r"^at::_ops::(\w+)::(call|redispatch)$")
+
+
+def entry_edges(ix: Index, node: Node) -> list[Edge]:
+    """op -> its dispatcher entry functions (Note [Dispatcher entries])."""
+    op = _op(registry(ix), node)
+    if op is None:
+        return []
+    return [Edge(node, cpp_node(fn), EdgeKind.ENTRY, fn.loc)
+            for which in ("call", "redispatch")
+            for fn in defs_by_qualname(ix, f"at::_ops::{op.struct_name}::{which}") if fn.in_generated]
+
+
+def entry_of(ix: Index, node: Node) -> list[Edge]:
+    """ENTRY edges into a dispatcher entry function: the op it is the entry of."""
+    sid = symbol_id(node)
+    fn = symbol(ix, sid) if sid is not None else None
+    m = _ENTRY.match(fn.qualname) if fn is not None and fn.in_generated else None
+    if m is None:
+        return []
+    reg = registry(ix)
+    op = reg.by_full.get(struct_op(ix, reg, m.group(1)))
+    return [e for e in entry_edges(ix, op_node(op)) if e.dst.key == node.key] if op is not None else []
 
 
 @dataclass(frozen=True)

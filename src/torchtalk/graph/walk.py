@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 
 from ..model import Cut, CutKind, Edge, EdgeKind, Node, NodeKind
 
-FREE = frozenset({EdgeKind.KERNEL, EdgeKind.STUB_KERNEL, EdgeKind.WRAPPER, EdgeKind.BINDING, EdgeKind.AUTOGRAD})
+FREE = frozenset({EdgeKind.KERNEL, EdgeKind.STUB_KERNEL, EdgeKind.WRAPPER, EdgeKind.ENTRY, EdgeKind.BINDING,
+                  EdgeKind.AUTOGRAD})
 
 
 @dataclass(frozen=True, slots=True)

@@ -256,6 +256,7 @@ class EdgeKind(StrEnum):
     LAUNCH = "launch"  # host function -> GPU kernel (<<<>>> or a launch helper's functor)
     BINDING = "binding"  # Python name -> op or C++ function it is bound to
     WRAPPER = "wrapper"  # op -> generated wrapper the dispatcher calls for one key
+    ENTRY = "entry"  # op -> its dispatcher entry (at::_ops::S::call / redispatch): every C++ call of the op
     AUTOGRAD = "autograd"  # op -> the autograd node its Autograd kernel creates
     PY_CALL = "py_call"  # Python function -> Python function, class or op it calls
     UNRESOLVED = "unresolved"  # C++ function -> a call target not found in the index

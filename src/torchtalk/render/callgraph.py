@@ -127,6 +127,9 @@ def _registration(e: Edge) -> str:
         return f"REGISTER_DISPATCH({e.src.key}, {e.dst.label.split('::')[-1]}) for {e.key}  {e.site}  [{e.note}]"
     if e.kind is EdgeKind.WRAPPER:
         return f"generated m.impl({e.src.key!r}) for {e.key}  {e.site}"
+    if e.kind is EdgeKind.ENTRY:  # Note [Dispatcher entries]
+        return (f"the dispatcher entry of op {e.src.key}: every C++ call of the op goes through it, and "
+                f"{tool_call('impact', node_arg(e.dst))} walks up through the op to its callers")
     return f"Python {e.src.key} ({e.key or e.note})  {e.site}"
 
 
