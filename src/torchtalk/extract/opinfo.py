@@ -75,11 +75,16 @@ def _opinfo(call: Call, db: str) -> OpInfoEntry | None:
     alias_names = []
     if aliases is not None and aliases.__class__ in (ast.Tuple, ast.List):
         alias_names = [e.value for e in aliases.elts if e.__class__ is Constant and isinstance(e.value, str)]
-    return OpInfoEntry(  # named as the entry names itself (Note [OpInfo names set after construction])
-        OPINFO_NAME_PREFIXES.get(ctor, "") + first.value, ctor, _str(kw.get("aten_name")),
-        _str(kw.get("variant_test_name")),
+    return OpInfoEntry(
+        _own_name(ctor, first.value), ctor, _str(kw.get("aten_name")), _str(kw.get("variant_test_name")),
         " ".join(alias_names), call.lineno, db,
     )
+
+
+def _own_name(ctor: str, written: str) -> str:
+    """An entry's name as the entry names itself (Note [OpInfo names set after construction]):
+    ForeachFuncInfo('neg') is _foreach_neg."""
+    return OPINFO_NAME_PREFIXES.get(ctor, "") + written
 
 
 def _str(node) -> str:
@@ -154,8 +159,8 @@ def _entry_marks(call: Call) -> list[OpTestMark]:
     name = _str(first) if first is not None else _str(kw.get("name"))
     if not name:
         return []
-    name_func = dotted(call.func)
-    name = OPINFO_NAME_PREFIXES.get(last_part(name_func) if name_func else "", "") + name  # as the entry names itself
+    ctor = dotted(call.func)
+    name = _own_name(last_part(ctor) if ctor else "", name)
     op = _str(kw.get("torch_opinfo_name")) or name
     variant = _str(kw.get("torch_opinfo_variant_name")) if "torch_opinfo_name" in kw else \
         _str(kw.get("variant_test_name"))
