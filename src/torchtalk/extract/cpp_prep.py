@@ -273,7 +273,7 @@ _CHAIN_COND = re.compile(rb"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|else)\b[^\n]*"
 
 
 def resolve_chain_conditionals(data: bytes) -> bytes:
-    """Keep one branch of each conditional group inside a chain of member calls, and blank the rest.
+    """Join each conditional group inside a chain of member calls into the chain: its directives are blanked.
 
     pybind11 bindings are long ``.def(...)`` chains, and a group in the middle of one (``#if
     defined(BUILDING_TESTS)`` ``.def("_jit_run_cpp_tests", ...)`` ``#else`` ... ``#endif`` in

@@ -51,17 +51,18 @@ def bindings_named(ix: Index, name: str) -> list[BindingTrace]:
     return out
 
 
+# Note [Bindings of no known module]
+# A pybind11 .def whose module the code does not say (a chain a macro writes, a class given its module as a
+# parameter: README, "The Python layer") keeps its bare name in py_api: `InstructionStats.duration_ns`. Asked for
+# by its Python name (torch._C.X) or its bare one, when it is no op, no binding and no Python function, trace
+# answers with the binding of the longest trailing part of the name that has one, marked as such, instead of
+# "no op of that name". A part that is a special method alone (`__init__`) is no such name: every class has one.
+
+
 def unknown_module_bindings(ix: Index, name: str) -> list[BindingTrace]:
     """The pybind11 bindings of no known module a name may mean (Note [Bindings of no known module])."""
     g = graph(ix)
     out: list[BindingTrace] = []
-    # Note [Bindings of no known module]
-    # A pybind11 .def whose module the code does not say (a chain split by an #if or a macro, a class object held
-    # in a variable: README, "The Python layer") keeps its bare name in py_api: `_jit_pass_optimize_for_mobile`,
-    # `InstructionStats.duration_ns`. Asked for by its Python name (torch._C._jit_pass_optimize_for_mobile) or
-    # its bare one, when it is no op, no binding and no Python function, trace answers with the binding of the
-    # longest trailing part of the name that has one, marked as such, instead of "no op of that name". A part
-    # that is a special method alone (`__init__`) is no such name: every class has one.
     parts = name.split(".")
     for i in range(len(parts)):
         tail = ".".join(parts[i:])

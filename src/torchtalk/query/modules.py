@@ -117,8 +117,7 @@ def find_class(ix: Index, text: str) -> tuple[ClassInfo, list[ClassInfo]] | NotF
         return NotFound("module or optimizer", text, close[:8],
                         "Give a class such as 'Linear', 'nn.Conv2d', 'torch.optim.Adam' or "
                         "'torch.nn.modules.linear.Linear'.")
-    cands.sort(key=_rank)
-    return cands[0], cands[1:]
+    return cands[0], cands[1:]  # best first: taken in order from the ranked classes of the name
 
 
 def _suggest(ix: Index, name: str) -> list[str]:
