@@ -75,13 +75,18 @@ def line_of(tree: Path, rel: str, text: str) -> int:
 def index_with(tree: Path, files: dict[str, str]):
     """The Index of ``tree`` after writing ``files`` into it (relative path -> text; directories made) and
     refreshing its index: a fixture tree with the code one test needs."""
+    for rel, text in files.items():
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text(text)
+    return _reindexed(tree)
+
+
+def _reindexed(tree: Path):
+    """The Index of ``tree`` after refreshing it (without the generated layer)."""
     from torchtalk.index.indexer import refresh
     from torchtalk.source.tree import find_source
     from torchtalk.store.reader import Index
 
-    for rel, text in files.items():
-        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tree / rel).write_text(text)
     st = find_source(tree)
     refresh(st, workers=1, codegen=False)
     return Index(st.index_path, st.root)
@@ -90,17 +95,11 @@ def index_with(tree: Path, files: dict[str, str]):
 def overlay_index(tree: Path, overlay: Path, appended: dict[str, str]):
     """The Index of ``tree`` after copying ``overlay``'s aten/ over it and appending text to its files
     (``{"aten/src/ATen/native/native_functions.yaml": ops}``): the CUDA fixture trees' setup."""
-    from torchtalk.index.indexer import refresh
-    from torchtalk.source.tree import find_source
-    from torchtalk.store.reader import Index
-
     shutil.copytree(overlay / "aten", tree / "aten", dirs_exist_ok=True)
     for rel, text in appended.items():
         with open(tree / rel, "a") as f:
             f.write(text)
-    st = find_source(tree)
-    refresh(st, workers=1, codegen=False)
-    return Index(st.index_path, st.root)
+    return _reindexed(tree)
 
 
 def build_index(tree: Path, cache: Path, **refresh_kw):

@@ -7,6 +7,8 @@ import pytest
 from torchtalk.errors import BadArgument
 from torchtalk.tools import get_tool, run
 
+from ..conftest import index_with
+
 
 def call(ix, tool, **kw):
     return run(get_tool(tool), ix, **kw)
@@ -89,19 +91,12 @@ def test_a_method_call_whose_receiver_is_spelled_like_a_scope_of_the_method_is_o
     # `Impl.run()` on a parameter named like its class: a method call (qualifier "Impl", the receiver's text)
     # whose qualifier is also one the method's scope allows. The callers of a method take the sites with an
     # allowed qualifier, then every other: this site was in both and listed twice.
-    from torchtalk.index.indexer import refresh
-    from torchtalk.source.tree import find_source
-    from torchtalk.store.reader import Index
-
-    (tree / "aten/src/ATen/native/Receiver.cpp").write_text(
+    ix = index_with(tree, {"aten/src/ATen/native/Receiver.cpp": (
         "namespace at { namespace native {\n"
         "struct Impl { int run() const; };\n"
         "int Impl::run() const { return 0; }\n"
         "int run_it(const Impl& Impl) { return Impl.run(); }\n"
-        "}}\n")
-    st = find_source(tree)
-    refresh(st, workers=1, codegen=False)
-    ix = Index(st.index_path, st.root)
+        "}}\n")})
     res, _ = call(ix, "called_by", function_name="at::native::Impl::run")
     assert [(e.src.label, e.site.line) for e in res.sections[0].callers] == [("at::native::run_it", 4)]
     ix.close()
