@@ -140,6 +140,31 @@ def test_same_file_macro_expansion_defines_functions_at_the_invocation():
     assert sym(f, "after_macros").line == 52
 
 
+def test_a_pasting_macro_handed_to_a_list_of_the_same_file_is_expanded_per_entry():
+    # quantized/cpu/TensorOperators.cpp: the list macro is in the file, so each entry's name is known; a list
+    # of another header (AT_FORALL_SCALAR_TYPES) still leaves the name as a pattern (test_cpp_resolution.py)
+    src = (b"namespace at::native {\n"
+           b"#define DEFINE_COMPARATOR(at_op) \\\n"
+           b"Tensor& at_op##_out_quantized_cpu(const Tensor& self, Tensor& out) { \\\n"
+           b"  return at:: at_op##_out(out, self); \\\n"
+           b"}\n"
+           b"#define AT_FORALL_OPERATORS(_) \\\n"
+           b"_(ne)                          \\\n"
+           b"_(lt)                          \\\n"
+           b"\n"
+           b"AT_FORALL_OPERATORS(DEFINE_COMPARATOR)\n"
+           b"#undef AT_FORALL_OPERATORS\n"
+           b"Tensor& after(Tensor& out) { return out; }\n"
+           b"}\n")
+    f = named(extract_cpp("aten/src/ATen/native/quantized/cpu/TensorOperators.cpp", src))
+    defs = {(s.qualname, s.line, s.macro) for s in f["CppSymbol"] if s.is_definition}
+    assert defs == {("at::native::ne_out_quantized_cpu", 10, "AT_FORALL_OPERATORS"),
+                    ("at::native::lt_out_quantized_cpu", 10, "AT_FORALL_OPERATORS"),
+                    ("at::native::after", 12, "")}
+    lt = sym(f, "lt_out_quantized_cpu")
+    assert [(c.callee, c.qualifier, c.line) for c in calls_of(f, lt)] == [("lt_out", "at", 10)]
+
+
 # ---------------------------------------------------------------- definitions and declarations
 
 

@@ -95,7 +95,7 @@ def expand_same_file(text: str) -> tuple[str, list[Span]]:
         return text, []
     pasters = {name: mac for _, _, name, mac in events if mac is not None and not mac.plain and "##" in mac.body}
     if pasters:
-        text, events = _x_macro_uses(text, pasters, events)
+        text, events = _x_macro_uses(text, pasters, events, names)
     plain = {n for _, _, n, mac in events if mac is not None and mac.plain}
     pat = _names_re({n for _, _, n, mac in events if mac is not None and not mac.plain}, plain)
     memo: dict = {_BUDGET: _MAX_TOTAL}  # body tokens by body, and the characters left to expand
@@ -147,9 +147,11 @@ def expand_same_file(text: str) -> tuple[str, list[Span]]:
     return "".join(out), spans
 
 
-def _x_macro_uses(text: str, pasters: dict[str, Macro], events: list) -> tuple[str, list]:
+def _x_macro_uses(text: str, pasters: dict[str, Macro], events: list, local: set[str]) -> tuple[str, list]:
     """Rewrite ``OTHER(..., PASTER)`` (OTHER not of this file) as ``PASTER(__PASTE_a__, ...)``, newlines kept,
-    so the main pass expands it once with each parameter standing for itself. Directive lines are kept."""
+    so the main pass expands it once with each parameter standing for itself. Directive lines are kept. An OTHER
+    of this file (``local``: TensorOperators.cpp's ``AT_FORALL_OPERATORS(DEFINE_COMPARATOR)``, a list of ``_(ne)``
+    lines) is left to the main pass, which expands the list and each of its uses with its real arguments."""
     hits = re.compile(r"\b(" + "|".join(map(re.escape, pasters)) + r")\b(?!\s*\()")
     edits: list[tuple[int, int, str]] = []
     ei = 0
@@ -164,7 +166,7 @@ def _x_macro_uses(text: str, pasters: dict[str, Macro], events: list) -> tuple[s
         if open_at < 0:
             continue
         callee = _FOREIGN_CALL.search(text, max(0, open_at - 80), open_at)
-        if callee is None or callee.group(1) in pasters or not callee.group(1).isupper():
+        if callee is None or callee.group(1) in pasters or callee.group(1) in local or not callee.group(1).isupper():
             continue
         args, end = call_args(text, open_at)
         if m.group(1) not in (a.strip() for a in args):
