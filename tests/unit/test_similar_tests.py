@@ -72,3 +72,29 @@ def test_marks_come_from_entries_and_lists_only():
     assert [(m.op, m.variant, m.entry, m.mark, m.test_class, m.test_name, m.line) for m in marks] == [
         ("sum", "", "sum", "toleranceOverride({})", "TestDecomp", "test_comprehensive", 3),
         ("sum", "nonempty", "", "xfail", "TestX", "test_y", 5)]
+
+
+def test_queries_as_written_reach_the_op_and_its_entries(py_indexed):
+    """Note [Test queries as written]: an op or OpInfo entry asked the way a user meets it."""
+    _, ix = py_indexed
+    relu, _ = call(ix, "find_similar_tests", query="relu")
+    assert relu.tests and [o.name for o in relu.opinfos] == ["relu"]
+    for q in ("nn.functional.relu", "torch.nn.functional.relu", "F.relu", "torch.ops.aten.relu.default",
+              "aten::relu.out", "aten.relu", "test_relu"):
+        res, text = call(ix, "find_similar_tests", query=q)
+        assert [t.loc for t in res.tests] == [t.loc for t in relu.tests], q
+        assert [o.name for o in res.opinfos] == ["relu"], q
+        assert text.startswith(f"# tests for {q}:")
+    # an in-place op's tests are its own; its entry is the functional op's
+    assert [o.name for o in call(ix, "find_similar_tests", query="relu_")[0].opinfos] == ["relu"]
+    # the entry as test names and pytest -k spell it: its name and variant, dots as underscores
+    res, _ = call(ix, "find_similar_tests", query="cumsum_with_dtype")
+    cumsum, _ = call(ix, "find_similar_tests", query="cumsum")
+    assert res.tests == cumsum.tests and [(o.name, o.variant) for o in res.opinfos] == [
+        ("cumsum", "with_dtype"), ("cumsum", "")]
+    # an entry may write its op's name under torch.
+    for q in ("addmm", "torch.addmm", "torch_addmm"):
+        res, _ = call(ix, "find_similar_tests", query=q)
+        assert [o.name for o in res.opinfos] == ["torch.addmm"], q
+    none, text = call(ix, "find_similar_tests", query="nn_functional_nothing")
+    assert not none.tests and not none.opinfos and "No test names or test bodies mention it." in text

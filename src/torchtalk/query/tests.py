@@ -89,13 +89,62 @@ def _instantiations(ix: Index) -> dict[tuple[int, str], str]:
             "SELECT file_id, cls, options FROM test_instantiation WHERE kind = 'device_type'")})
 
 
+# Note [Test queries as written]
+# A test query comes spelled as its user met it: a Python name (torch.nn.functional.relu, F.relu, nn.functional.relu
+# as op_db names it, torch.Tensor.add), an op as the dispatcher or a graph prints it (aten::relu.out,
+# torch.ops.aten.relu.default, aten.relu), or a test's own spelling (test_relu). The prefixes below are removed in
+# this order, each at most once, down to the stem the tests' names and bodies are matched with; an op prefix also
+# drops the overload (.out, .default), which no test name spells. An OpInfo entry's formatted name as pytest -k
+# takes it (nn_functional_relu, from `test_ops.py -k nn_functional_relu`) is read as that entry (_entry_named).
+_PREFIXES = ("torch.ops.aten.", "torch.nn.functional.", "torch.nn.", "torch.", "F.", "nn.functional.", "nn.",
+             "Tensor.", "aten::", "aten.", "test_")
+_OP_PREFIXES = ("torch.ops.aten.", "aten::", "aten.")
+
+# An OpInfo entry's name is its op's Python name under torch (OpInfo's op is _getattr_qual(torch, name)):
+# nn.functional.relu is torch.nn.functional.relu; the Python spellings of an op's names as entries write them.
+OPINFO_SPELLINGS = (("torch._C._nn.", "nn.functional."), ("torch.nn.functional.", "nn.functional."),
+                    ("torch._C._linalg.linalg_", "linalg."), ("torch.linalg.", "linalg."),
+                    ("torch._C._special.special_", "special."), ("torch.special.", "special."),
+                    ("torch._C._fft.fft_", "fft."), ("torch.fft.", "fft."), ("F.", "nn.functional."),
+                    ("torch.Tensor.", ""), ("torch.", ""), ("Tensor.", ""))
+
+
+def opinfo_names(python: list[str]) -> list[str]:
+    """The OpInfo entry names the Python names ``python`` would have (torch.nn.functional.relu ->
+    nn.functional.relu, torch.linalg.svd -> linalg.svd, torch.cumsum and Tensor.cumsum -> cumsum)."""
+    return list(dict.fromkeys(new + n[len(old):] for n in python
+                              for old, new in (next(((o, w) for o, w in OPINFO_SPELLINGS if n.startswith(o)),
+                                                    ("", "")),)))
+
+
 def _terms(q: str) -> tuple[str, list[str]]:
-    """Search stem and the spellings a test body would use for it."""
+    """Search stem and the spellings a test body would use for it (Note [Test queries as written])."""
     stem = q
-    for prefix in ("torch.nn.functional.", "torch.nn.", "torch.", "F.", "nn.", "Tensor.", "aten::", "test_"):
+    for prefix in _PREFIXES:
         if stem.startswith(prefix):
             stem = stem[len(prefix):]
+    if q.startswith(_OP_PREFIXES) and "." in stem:
+        stem = stem.split(".", 1)[0]
     return stem, [f"torch.{stem}", f".{stem}", f"F.{stem}", f"nn.{stem}", f"torch.nn.functional.{stem}"]
+
+
+def _functional(name: str) -> str:
+    """The functional op an in-place op's OpInfo entry names (add_ -> add, __iand__ -> __and__)."""
+    return f"__{name[3:]}" if name.startswith("__i") and name.endswith("__") else name.removesuffix("_")
+
+
+def _entry_named(ix: Index, q: str) -> tuple[str, str] | None:
+    """The OpInfo entry (name, the op it names) whose formatted name as test names and ``pytest -k`` spell it is
+    ``q`` (nn_functional_relu, linalg_svd, normal_in_place: the name and variant, dots as underscores)."""
+    def build() -> dict[str, tuple[str, str]]:
+        out: dict[str, tuple[str, str]] = {}
+        for name, variant, aten in ix.q("SELECT name, variant_test_name, aten_name FROM op_info_entry ORDER BY id"):
+            op = aten or name.rsplit(".", 1)[-1]
+            out.setdefault(name.replace(".", "_").lower(), (name, op))
+            if variant:
+                out.setdefault(f"{name}.{variant}".replace(".", "_").lower(), (name, op))
+        return out
+    return ix.cached("opinfo_formatted_names", build).get(q.lower())
 
 
 def _norm(name: str) -> str:
@@ -201,6 +250,11 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = T
         raise BadArgument(f"query {shown(q)} is only a prefix; give an op, function or concept such as "
                           "'softmax', 'torch.cumsum' or 'nn.Linear'")
     ops = _ops_for(ix, stem)
+    entry = _entry_named(ix, q) if "." not in q else None  # an OpInfo entry as test names spell it
+    if entry is not None and not ops:  # nn_functional_relu: the tests of relu
+        stem, spellings = _terms(entry[1])
+        key = stem.lower()
+        ops = _ops_for(ix, stem)
     op_stem = ops[0].name if ops else key
     home, home_why = home_files(ix, ops, op_stem) if ops else ([], "")
     home_rank = {fid: home.index(p) for fid, p in ix.paths().items() if p in home}  # the nn module's file first
@@ -256,24 +310,37 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = T
                     g = 2 if row.file_id in home_ids and not method_call else 4 if not method_call else 5
                     add(row, g, 0, f"calls {spelling}" + ("()" if method_call else ""), False)
     ranked = [t for _s, t in sorted(scored.values(), key=lambda x: x[0])]
-    return SimilarTestsResult(q, ranked[:limit], len(ranked), _opinfos(ix, key, ops), home, home_why)
+    asked = {q, f"torch.{stem}", entry[0] if entry else ""} - {""}
+    return SimilarTestsResult(q, ranked[:limit], len(ranked), _opinfos(ix, key, ops, asked), home, home_why)
 
 
-def _opinfos(ix: Index, key: str, ops: list[Op]) -> list[OpInfoHit]:
-    names = {key} | {o.name.lower() for o in ops[:1]}
+def _opinfos(ix: Index, key: str, ops: list[Op], asked: set[str]) -> list[OpInfoHit]:
+    """The OpInfo entries of the op: named after it, its functional form (add for add_), a Python name of it, or
+    the Python name asked (Note [Test queries as written]); an entry may write its name under torch.
+    (torch._scaled_mm)."""
+    reg = registry(ix)
+    own = {key} | {o.name.lower() for o in ops[:1]} | {_functional(o.name).lower() for o in ops[:1] if o.is_inplace}
+    names = own | {n.lower() for n in opinfo_names([*asked, *(p.name for o in ops[:1] for p in reg.python_names(o))])}
+    names = (names | {f"torch.{n}" for n in names}) - {""}
     rows = []
-    for k in names:
+    for k in sorted(names):
         rows += ix.q("SELECT name, ctor, variant_test_name, file_id, line, aten_name, aliases, db FROM op_info_entry "
                      "WHERE lower(name) = ? OR lower(aten_name) = ? OR lower(aliases) LIKE ? ESCAPE '\\' "
                      "ORDER BY file_id, line", (k, k, _like(k)))
-    # Aliases are space-separated: a substring hit counts only when it is a whole alias.
-    rows = [r for r in dict.fromkeys(rows)
-            if any(k in (r[0].lower(), r[5].lower()) or k in r[6].lower().split() for k in names)]
-    # The op's own entries (op_db and kin), not the reference/decomposition entries that name it (_refs.X).
-    rows = [r for r in rows if r[1] not in ("PythonRefInfo",) and not r[0].startswith("_refs.")] or rows
+    # Aliases are space-separated: a substring hit counts only when it is a whole alias. The entries named after
+    # the op itself first (add before __radd__, which Tensor.add's Python names also reach).
+    rows = sorted((r for r in dict.fromkeys(rows)
+                   if any(k in (r[0].lower(), r[5].lower()) or k in r[6].lower().split() for k in names)),
+                  key=lambda r: (not own & {r[0].lower(), r[5].lower(), r[0].lower().removeprefix("torch.")},
+                                 r[3], r[4]))
+    # The op's own entries (op_db and kin), not the reference/decomposition entries that name it (_refs.X), unless
+    # one was asked by name (_refs.lerp, or _refs_lerp as test_python_ref__refs_lerp_cpu_float32 spells it).
+    named = {a.lower() for a in asked}
+    rows = [r for r in rows if r[1] not in ("PythonRefInfo",) and not r[0].startswith("_refs.")
+            or r[0].lower() in named] or rows
     out = []
     files = _db_files(ix)
-    for name, ctor, variant, fid, line, _aten, _aliases, db in rows[:10]:
+    for name, ctor, variant, fid, line, _aten, _aliases, db in rows:
         sel = name.replace(".", "_") + (f"_{variant}" if variant else "")
         # the generic tests run in test_ops.py, or in the file whose @ops(...) tests use the entry's list alone
         # (foreach_unary_op_db: test_foreach.py)

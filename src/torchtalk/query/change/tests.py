@@ -20,7 +20,7 @@ from ...model.dispatch import Device
 from ...model.paths import MODULE_DB, OPTIM_DB
 from ...store.reader import Index
 from ..testnames import generated_names
-from ..tests import FoundTest, find_similar_tests
+from ..tests import FoundTest, find_similar_tests, opinfo_names
 from .definitions import ChangedOpInfo, ChangedTest
 
 MAX_OPS_FOR_TESTS = 6  # distinct ops whose tests are looked up (each is one find_similar_tests call)
@@ -54,13 +54,6 @@ class OpForTests:
     aspects: set[Aspect]  # what about it changed, when not its kernels
     path: str  # one line on how the change reaches it
     python: list[str] = field(default_factory=list)  # its Python names: OpInfo entries are named after them
-
-
-# How an op's Python name reads as an OpInfo name (OpInfo('nn.functional.mse_loss'), OpInfo('linalg.svd')).
-_OPINFO_SPELLINGS = (("torch._C._nn.", "nn.functional."), ("torch.nn.functional.", "nn.functional."),
-                     ("torch._C._linalg.linalg_", "linalg."), ("torch.linalg.", "linalg."),
-                     ("torch._C._special.special_", "special."), ("torch.special.", "special."),
-                     ("torch._C._fft.fft_", "fft."), ("torch.fft.", "fft."), ("torch.", ""), ("Tensor.", ""))
 
 
 def with_device(command: str, device: Device | None) -> str:
@@ -157,9 +150,9 @@ def changed_opinfos(ix: Index, infos: list[ChangedOpInfo], device: Device | None
 
 
 def _opinfos_named(ix: Index, python: list[str], have: set[tuple[str, str]]) -> list[tuple[str, str, Loc]]:
-    """OpInfo entries of op_db named after one of the op's Python names, beyond those already found."""
-    names = list(dict.fromkeys(new + n[len(old):] for n in python for old, new in _OPINFO_SPELLINGS
-                               if n.startswith(old)))
+    """OpInfo entries of op_db named after one of the op's Python names (opinfo_names: OpInfo('nn.functional.mse_loss'),
+    OpInfo('linalg.svd')), beyond those already found."""
+    names = opinfo_names(python)
     if not names:
         return []
     rows = ix.q(f"SELECT name, variant_test_name, file_id, line FROM op_info_entry WHERE db = 'op_db' AND name IN "
