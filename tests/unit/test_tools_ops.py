@@ -113,6 +113,31 @@ def test_search_an_op_by_its_name_is_exact_before_a_function_of_another_case(tre
         ix.close()
 
 
+def test_search_lists_every_definition_of_a_name_and_never_loses_an_exact_one(tree, monkeypatch):
+    """Note [Names that flood]: five definitions of `run` (the first PER_NAME rank with the other hits, the rest
+    after them, all counted), found although more names contain "run" than are listed (an exact name is ranked
+    among all of them, not among the first the trigram index returns); the names left out are named."""
+    import torchtalk.query.search as search
+    runs = "".join(f"struct K{i} {{\n  void run() {{}}\n}};\n" for i in range(5))
+    others = "".join(f"void prefix_run_{i}() {{}}\nvoid {'x' * i}run_suffix() {{}}\n" for i in range(4))
+    ix = index_with(tree, {"aten/src/ATen/native/Runs.cpp": f"namespace at::native {{\n{runs}{others}}}\n"})
+    monkeypatch.setattr(search, "MAX_NAMES", 3)
+    try:
+        res, text = call(ix, "search", query="run", limit=500)
+        runs_found = [h for h in res.hits if h.name.endswith("::run")]
+        assert [h.name for h in runs_found] == [f"at::native::K{i}::run" for i in range(5)]
+        assert all(h.match == "exact" for h in runs_found)
+        assert res.total == len(res.hits)  # every definition listed is counted
+        names = [h.name for h in res.hits]
+        # the first three definitions of run, then the other exact hits' kinds, then its two more (still exact)
+        assert names.index("at::native::K2::run") < names.index("at::native::K3::run")
+        assert "more names contain 'run' (a longer query narrows them)" in text
+        res, text = call(ix, "search", query="run", limit=2)
+        assert text.splitlines()[0] == f"# search run: showing 2 of {res.total}; limit={res.total} shows all"
+    finally:
+        ix.close()
+
+
 def test_search_backend_filter_is_case_insensitive_and_filters_entries(indexed):
     _, ix = indexed
     res, text = call(ix, "search", query="cumsum", backend="mps")

@@ -45,7 +45,8 @@ class SearchResult:
     notes: list[str] = field(default_factory=list)
 
 
-# Hits sort by (rank: exact 0 .. kernel 3, group: op 0 binding 1 C++ 2 named 3, name length, name).
+# Hits sort by (rank: exact 0 .. kernel 3, group: op 0 binding 1 C++ 2 named 3, a C++ name's definitions beyond
+# PER_NAME 4 (Note [Names that flood]), name length, name).
 SortKey = tuple[int, int, int, str]
 Scored = tuple[SortKey, SearchHit, Op | None]
 Binding = tuple[str, str, Loc]  # (kind, target or op, loc) of a Python name in py_api
@@ -119,8 +120,8 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
             scored.append(((rank, 1, len(name), name), SearchHit(HitKind.BINDING, name, loc, _MATCHES[rank],
                                                                    f"{kind} -> {detail}"), None))
     if key is None:
-        taken = {h.name for _s, h, _r in scored}
-        scored += _function_hits(ix, q, taken)
+        functions, names_left = _function_hits(ix, q)
+        scored += functions
         scored += _named_hits(ql, HitKind.STUB, sorted(stub_names(ix)), lambda n: stub_declared(ix, n))
         nodes = autograd_nodes(ix)
         scored += _named_hits(ql, HitKind.AUTOGRAD_NODE, list(nodes), lambda n: nodes[n].loc)
@@ -136,13 +137,16 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
         for kh in h.kernels:
             kh.defs = kernel_definitions(ix, kh.entry.kernel, kh.entry.structured)
     res = SearchResult(q, key, hits, len(scored), limit)
+    if key is None and names_left:
+        res.notes.append(names_left)
     if key is not None:
         res.notes.append(f"Only ops with a {key} kernel are shown, with their {key} entries; "
                          "bindings are not filtered by backend.")
     return res
 
 
-MAX_NAME_CANDIDATES = 400
+MAX_NAMES = 60  # C++ names whose definitions are listed (the best-ranked; the others are named in a note)
+PER_NAME = 3  # definitions of a name ranked with the other hits; the rest rank after them (Note [Names that flood])
 _FUNCTION_KINDS = tuple(k.value for k in (SymbolKind.FUNCTION, SymbolKind.METHOD, SymbolKind.IMPL_FUNC,
                                          SymbolKind.GLOBAL_KERNEL, SymbolKind.DEVICE_FUNCTION, SymbolKind.METAL_KERNEL))
 
@@ -167,20 +171,31 @@ def _node_detail(ix: Index, node: AutogradNode) -> str:
     return "; ".join(parts)
 
 
-def _function_hits(ix: Index, q: str, taken: set[str]) -> list[Scored]:
-    """C++ functions and GPU kernels by name, through the trigram index (ranked after ops and bindings)."""
+# Note [Names that flood]
+# A C++ name can have hundreds of definitions (run, size, forward): listed in full they would push every other hit
+# out of the first page. The first PER_NAME definitions of a name rank with the other hits of their match kind; the
+# rest rank after all of that kind (search "to_meta": its 3 first, then the exact stubs and nodes, then its 5 more),
+# and every one is counted in the total, so "showing 20 of N" and its limit= name what is left. Names are ranked
+# over every name containing the query (an exact one is never lost among thousands that contain it: search "run"),
+# and the definitions of the best MAX_NAMES names are listed; a note counts the names left and says how to narrow.
+
+
+def _function_hits(ix: Index, q: str) -> tuple[list[Scored], str]:
+    """C++ functions and GPU kernels by name, through the trigram index (ranked after ops and bindings), and a note
+    naming the names left out (Note [Names that flood])."""
     if len(q) >= 3:
         phrase = '"' + q.replace('"', '""') + '"'
         names = [r[0] for r in ix.q("SELECT name FROM names WHERE id IN (SELECT rowid FROM names_fts WHERE "
-                                    "names_fts MATCH ? LIMIT ?)", (phrase, MAX_NAME_CANDIDATES))]
-    else:
+                                    "names_fts MATCH ?)", (phrase,))]
+    else:  # too short for trigrams: the names it starts (or is)
         esc = q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        names = [r[0] for r in ix.q("SELECT name FROM names WHERE name LIKE ? ESCAPE '\\' LIMIT ?",
-                                    (esc + "%", MAX_NAME_CANDIDATES))]
-    ranked = sorted((r, len(n), n) for n in names if n not in taken and (r := _rank(q, n)) is not None)[:60]
+        names = [r[0] for r in ix.q("SELECT name FROM names WHERE name LIKE ? ESCAPE '\\'", (esc + "%",))]
+    # every C++ function of the name, an op's or a binding's too (at::native::randn after the op randn, whose hit
+    # shows only the kernels; torch::nn::Conv2dImpl::forward whatever Python binding is named forward)
+    ranked = sorted((r, len(n), n) for n in names if (r := _rank(q, n)) is not None)
     if not ranked:
-        return []
-    rank_of = {n: r for r, _length, n in ranked}
+        return [], ""
+    rank_of = {n: r for r, _length, n in ranked[:MAX_NAMES]}
     rows = ix.q(f"SELECT name, kind, qualname, file_id, line FROM cpp_symbol WHERE is_definition "
                 f"AND kind IN ({','.join('?' * len(_FUNCTION_KINDS))}) "
                 f"AND name IN ({','.join('?' * len(rank_of))}) ORDER BY file_id, line",
@@ -188,14 +203,15 @@ def _function_hits(ix: Index, q: str, taken: set[str]) -> list[Scored]:
     out: list[Scored] = []
     per_name: dict[str, int] = {}
     for name, kind, qualname, file_id, line in rows:
-        if per_name.setdefault(name, 0) >= 3:
-            continue
-        per_name[name] += 1
+        seen = per_name[name] = per_name.get(name, 0) + 1
         label = HitKind.GPU_KERNEL if SymbolKind(kind).is_gpu_kernel else HitKind.CPP_FUNCTION
         rank = rank_of[name]
-        out.append(((rank, 2, len(name), qualname), SearchHit(label, qualname, Loc(ix.path_of(file_id), line),
-                                                              _MATCHES[rank], kind), None))
-    return out
+        out.append(((rank, 2 if seen <= PER_NAME else 4, len(name), qualname),
+                    SearchHit(label, qualname, Loc(ix.path_of(file_id), line), _MATCHES[rank], kind), None))
+    left = len(ranked) - len(rank_of)
+    note = (f"C++ functions: the definitions of the {len(rank_of)} best-matching names are counted and listed; "
+            f"{left} more names contain {q!r} (a longer query narrows them)") if left > 0 else ""
+    return out, note
 
 
 class _OpRow(NamedTuple):
