@@ -75,6 +75,28 @@ def test_trace_module_inherited_forward_and_unknown_names(py_indexed):
                            "torch.nn.modules.lazy.LazyModuleMixin")
 
 
+def test_trace_module_lists_every_other_class_of_the_name(py_indexed, monkeypatch):
+    """The other classes of a bare name: all in the structured answer, the text names what it leaves out."""
+    import torchtalk.render.modules as render
+    tree, ix = py_indexed
+    (tree / "torch/nn/modules/many.py").write_text("".join(
+        f"\n\nclass Sub{i:02}:\n    class Linear(Module):\n        pass\n" for i in range(14)))
+    from ..conftest import _reindexed
+    ix.close()
+    ix = _reindexed(tree)
+    try:
+        res, text = call(ix, "trace_module", module_name="Linear")
+        assert res.cls.fq == "torch.nn.modules.linear.Linear"
+        assert [fq for fq, _loc in res.others] == [f"torch.nn.modules.many.Sub{i:02}.Linear" for i in range(14)]
+        assert "Other classes with this name (showing 12 of 14; the structured answer" in text
+        assert "Sub11.Linear" in text and "Sub12.Linear" not in text
+        monkeypatch.setattr(render, "MAX_OTHERS", 20)
+        _, text = call(ix, "trace_module", module_name="Linear")
+        assert "Other classes with this name: torch.nn.modules.many.Sub00.Linear" in text and "Sub13.Linear" in text
+    finally:
+        ix.close()
+
+
 def test_find_similar_tests_names_generated_tests_and_commands(py_indexed):
     _, ix = py_indexed
     res, text = call(ix, "find_similar_tests", query="relu")

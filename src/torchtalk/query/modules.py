@@ -222,7 +222,7 @@ def trace_module(ix: Index, module_name: str) -> TraceModuleResult | NotFound:
     entry = None
     if entry_def is not None:
         entry = MethodInfo(entry_name, entry_def.signature, entry_def.loc, entry_def.fq.rsplit(".", 1)[0])
-    result = TraceModuleResult(text, cls, chain, init, entry, OrderedDict(), [(o.fq, o.loc) for o in others[:12]])
+    result = TraceModuleResult(text, cls, chain, init, entry, OrderedDict(), [(o.fq, o.loc) for o in others])
     if entry_def is not None:
         _walk(ix, entry_def, mro, result)
     doc = ix.one("SELECT doc FROM py_class WHERE id = (SELECT ref FROM py_class_fq WHERE id = ? AND source = 'py')",

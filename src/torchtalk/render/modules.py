@@ -5,6 +5,8 @@ from __future__ import annotations
 from ..query.modules import CallNode, ListModulesResult, TraceModuleResult
 from .common import IN_STRUCTURED, choice_lines, cut_lines, showing
 
+MAX_OTHERS = 12  # other classes of the name listed in the text (the structured answer holds all)
+
 MAX_TREE_LINES = 60  # lines of the call tree; the structured answer holds the whole tree
 
 
@@ -59,7 +61,10 @@ def render_trace_module(r: TraceModuleResult) -> str:
         if len(r.ops) > 40:
             out.append(f"- ... {showing(40, len(r.ops), IN_STRUCTURED)}")
     if r.others:
-        out.append("\nOther classes with this name: " + "; ".join(f"{fq} ({loc})" for fq, loc in r.others))
+        shown = r.others[:MAX_OTHERS]
+        more = f" ({showing(len(shown), len(r.others), IN_STRUCTURED)}; trace_module of a full name traces one)" \
+            if len(r.others) > len(shown) else ""
+        out.append(f"\nOther classes with this name{more}: " + "; ".join(f"{fq} ({loc})" for fq, loc in shown))
     return "\n".join(out + cut_lines(r.cuts))
 
 
