@@ -198,3 +198,35 @@ def test_test_file_info_pages_a_long_list_and_names_the_call_for_the_rest(py_ind
             break
         offset = res.page.offset + len(res.page.tests)
     assert seen == ["test_linear", "test_relu_functional", "test_relu", "test_cumsum_cuda"]
+
+
+@pytest.mark.parametrize("tool, kw, offered", [
+    ("trace", {"function_name": "nn.Linear"}, 'trace_module("nn.Linear")'),
+    ("cuda_kernels", {"function_name": "torch.optim.SGD"}, 'trace_module("torch.optim.SGD")'),
+    ("calls", {"function_name": "torch.nn.functional.relu"}, 'trace("torch.nn.functional.relu")'),
+    ("impact", {"function_name": "torch/nn/functional.py:15"}, 'trace("torch.nn.functional.relu")'),
+    ("trace", {"function_name": "torch/nn/functional.py:15"}, 'trace("torch.nn.functional.relu")'),
+    ("test_file_info", {"file_path": "cumsum"}, 'find_similar_tests("cumsum")'),
+    ("trace_module", {"module_name": "cumsum"}, 'trace("cumsum")'),
+])
+def test_not_found_names_the_tool_that_knows_the_name(py_indexed, tool, kw, offered):
+    """Note [Names of another kind]: the call that answers, in the text before the hint and first among next calls."""
+    from torchtalk.query.results import NotFound
+    from torchtalk.tools import answer
+    _, ix = py_indexed
+    a = answer(get_tool(tool), ix, **kw)
+    assert isinstance(a.result, NotFound)
+    assert a.next[0] == offered
+    line = next(ln for ln in a.text.splitlines() if ln.startswith("It is "))
+    assert line.endswith(f": {offered} answers it.")
+    assert a.text.index(line) < a.text.index(a.result.hint)
+    assert [f'{e.tool}("{e.arg}")' for e in a.result.elsewhere][0] == offered
+
+
+def test_not_found_offers_nothing_for_a_name_no_tool_knows(py_indexed):
+    from torchtalk.tools import answer
+    _, ix = py_indexed
+    for tool, kw in (("trace", {"function_name": "no_such_name_zz"}), ("calls", {"function_name": "no_such_name_zz"}),
+                     ("trace_module", {"module_name": "NoSuchModuleZz"})):
+        a = answer(get_tool(tool), ix, **kw)
+        assert a.result.elsewhere == [] and "It is " not in a.text

@@ -15,6 +15,18 @@ class NotFound:
     query: str
     suggestions: list[str] = field(default_factory=list)
     hint: str = ""
+    # the other tools that know the name (Note [Names of another kind] in query/elsewhere.py), filled in by the
+    # tool table's answer() for every tool alike
+    elsewhere: list[Elsewhere] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Elsewhere:
+    """Another tool that answers a name: the call, and what the name is to it."""
+
+    tool: str
+    arg: str
+    what: str  # "an nn module class (torch.nn.modules.conv.Conv2d)", "a C++ function", ...
 
 
 @dataclass

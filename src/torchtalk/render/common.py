@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from ..model import Cut, NodeKind
 from ..query.args import MAX_LIMIT
 from ..query.cuts import describe
@@ -16,6 +18,8 @@ def not_found(r: NotFound) -> str:
         lines[0] += " Close matches: " + ", ".join(r.suggestions) + "."
     else:
         lines[0] += " No close matches."
+    for e in r.elsewhere:  # Note [Names of another kind]: before the hint, which speaks of this tool's names
+        lines.append(f"It is {e.what}: {e.tool}({json.dumps(e.arg)}) answers it.")
     if r.hint:
         lines.append(r.hint)
     return "\n".join(lines)

@@ -53,7 +53,7 @@ def _first(items: Iterable[T], pred: Callable[[T], object] = bool) -> T | None:
 
 
 def not_found_next(r: NotFound, tool: str) -> list[str]:
-    out: list[str] = []
+    out: list[str] = [call(e.tool, e.arg) for e in r.elsewhere]
     if r.suggestions:
         arg = r.suggestions[0].split()[0]
         out.append(call(tool, arg))

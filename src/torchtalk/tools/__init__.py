@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from ..query.args import check_choice
+from ..query.elsewhere import elsewhere
 from ..query.results import NotFound
 from ..render.next import MAX_NEXT, NextCall, not_found_next, unique
 from ..store.reader import Index
@@ -49,8 +50,12 @@ def answer(tool: Tool, ix: Index, **kwargs: Any) -> Answer:
         fmt = check_choice(kwargs.pop(FORMAT.name), FORMAT.name, FORMATS)
     with ix.using():  # one connection, hence one version of the index, for the whole answer
         result = tool.query(ix, **kwargs)
+        known: set[str] = set()  # next calls whose tool's own resolver found the name (no need to ask again)
+        if isinstance(result, NotFound):  # the tools that do know the name (Note [Names of another kind])
+            result.elsewhere = elsewhere(ix, result.query, tool.name)
+            known = {str(c) for c in not_found_next(result, tool.name)[:len(result.elsewhere)]}
         candidates = not_found_next(result, tool.name) if isinstance(result, NotFound) else tool.follow(result)
-        follow = [c for c in unique(candidates) if _valid(ix, c)][:MAX_NEXT]
+        follow = [c for c in unique(candidates) if str(c) in known or _valid(ix, c)][:MAX_NEXT]
     # Computed once: the text and the typed answer both carry the same next calls.
     text = render_any(tool, result, follow, fmt, call_text(tool, kwargs))
     return Answer(result, text, [str(c) for c in follow])
