@@ -24,11 +24,17 @@ and prints the fraction the answer names, with the misses by reason:
 5. pybind11 bindings: how many are named in their Python module (the rest keep a bare name),
    and each asked by that name (``trace``): answered when the answer is its binding, or the op of that
    name for a bare name an op has too (``clone`` of a class the code does not name).
+6. OpInfo entries (``find_similar_tests``), every one, read from the tree's text with ``ast`` (the
+   constructor calls, with a name, of every class of torch/testing/_internal deriving from OpInfo):
+   asked by its name as the entry writes it (``nn.functional.relu``, ``linalg.svd``) and by its
+   formatted name as test names and ``pytest -k`` spell it (``nn_functional_relu``,
+   ``normal_in_place``); answered when the answer lists that entry.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import random
@@ -161,6 +167,65 @@ def census_pybind(server: tt.McpStdio, h: tt.Handle) -> dict:
             "special_methods_of_no_class": len(unnamed), "answered_as_the_op": as_op}
 
 
+def opinfo_entries(root: Path) -> list[tuple[str, int, str, str]]:
+    """(path, line, name, variant) of every OpInfo entry the tree's test library constructs, from its text."""
+    trees = {}
+    for p in sorted((root / "torch/testing/_internal").rglob("*.py")):
+        try:
+            trees[str(p.relative_to(root))] = ast.parse(p.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError, OSError):
+            continue
+    bases = {n.name: {b.id if isinstance(b, ast.Name) else b.attr for b in n.bases
+                      if isinstance(b, (ast.Name, ast.Attribute))}
+             for t in trees.values() for n in ast.walk(t) if isinstance(n, ast.ClassDef)}
+    def derived(root_class: str) -> set[str]:
+        kinds = {root_class}
+        while grown := {c for c, bs in bases.items() if c not in kinds and bs & kinds}:
+            kinds |= grown
+        return kinds
+    kinds = derived("OpInfo")
+    # ForeachFuncInfo('exp') is the entry _foreach_exp: its __post_init__ sets self.name = f"_foreach_{name}"
+    # (torch/testing/_internal/opinfo/core.py), and test names spell it so
+    foreach = derived("ForeachFuncInfo")
+    out = []
+    for path, t in trees.items():
+        for n in ast.walk(t):
+            if not isinstance(n, ast.Call):
+                continue
+            ctor = n.func.id if isinstance(n.func, ast.Name) else n.func.attr if isinstance(n.func, ast.Attribute) \
+                else ""
+            if ctor not in kinds:
+                continue
+            kw = {k.arg: k.value.value for k in n.keywords if isinstance(k.value, ast.Constant)}
+            name = n.args[0].value if n.args and isinstance(n.args[0], ast.Constant) else kw.get("name")
+            if isinstance(name, str):
+                name = f"_foreach_{name}" if ctor in foreach else name
+                out.append((path, n.lineno, name, str(kw.get("variant_test_name") or "")))
+    return sorted(out)
+
+
+def census_opinfos(server: tt.McpStdio, h: tt.Handle) -> dict:
+    entries = opinfo_entries(h.root)
+    asked = ok = 0
+    by: Counter[str] = Counter()
+    missed: list[str] = []
+    for path, line, name, variant in entries:
+        formatted = (name + (f".{variant}" if variant else "")).replace(".", "_")
+        for how, query in (("name", name), ("formatted", formatted)):
+            if how == "formatted" and formatted == name:
+                continue
+            asked += 1
+            by[how + " asked"] += 1
+            sc, _text = server.tool("find_similar_tests", query=query, limit=1)
+            hits = sc.get("result", {}).get("opinfos", []) if sc.get("kind") == "result" else []
+            if any(o["loc"]["path"] == path and o["loc"]["line"] == line for o in hits):
+                ok += 1
+                by[how] += 1
+            elif len(missed) < 20:
+                missed.append(f"{query} ({path}:{line}): {len(hits)} other entries")
+    return {"entries": len(entries), "asked": asked, "ok": ok, "by": dict(by), "missed": missed}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--source", default=os.environ.get("TORCHTALK_SOURCE"))
@@ -180,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
             nodes = census_node_ids(server, h, args.sample, rnd)
             py = census_python_names(server, h)
             pyb = census_pybind(server, h)
+            opi = census_opinfos(server, h)
     except tt.AdapterError as exc:
         print(f"bench_names: {exc}", file=sys.stderr)
         return 2
@@ -205,10 +271,15 @@ def main(argv: list[str] | None = None) -> int:
           f"op of that name: {pyb['answered_as_the_op']}, a bare name of no known class that an op has too)")
     for m in pyb["missed"][:20]:
         print(f"    {m}")
+    print(f"OpInfo entries (find_similar_tests), all {opi['entries']}: by the name the entry writes  "
+          f"{frac(opi['by'].get('name', 0), opi['by'].get('name asked', 0))}; by the formatted name pytest -k takes  "
+          f"{frac(opi['by'].get('formatted', 0), opi['by'].get('formatted asked', 0))}")
+    for m in opi["missed"][:20]:
+        print(f"    {m}")
     print(f"time: {time.monotonic() - t0:.1f} s")
     if args.json:
         Path(args.json).write_text(json.dumps({"definitions": defs, "node_ids": nodes, "python_names": py,
-                                               "pybind": pyb}, indent=1))
+                                               "pybind": pyb, "opinfos": opi}, indent=1))
     return 0
 
 
