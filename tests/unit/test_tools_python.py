@@ -127,9 +127,15 @@ def test_list_test_utils_is_derived_from_the_source(py_indexed):
 
 def test_test_file_info(py_indexed):
     _, ix = py_indexed
-    for spelling in ("test_nn", "test_nn.py", "test/test_nn.py"):
+    # a topic names its file as PyTorch's layout does (nn -> test/test_nn.py, nn/activation ->
+    # test/nn/test_activation.py)
+    for spelling in ("nn", "nn/activation", "test_nn", "test_nn.py", "test/test_nn.py"):
         res, text = call(ix, "test_file_info", file_path=spelling)
-        assert res.path == "test/test_nn.py"
+        assert res.path == ("test/nn/test_activation.py" if "/act" in spelling else "test/test_nn.py"), spelling
+    # close matches: the test files named with it first
+    res, text = call(ix, "test_file_info", file_path="activ")
+    assert res.suggestions[0] == "test/nn/test_activation.py"
+    res, text = call(ix, "test_file_info", file_path="test_nn")
     assert {c.name: c.tests for c in res.classes} == {"TestNN": 2, "TestNNDeviceType": 2}
     device = next(c for c in res.classes if c.name == "TestNNDeviceType")
     assert device.generated_classes == ["TestNNDeviceTypeCPU", "TestNNDeviceTypeCUDA", "TestNNDeviceTypeMPS"]

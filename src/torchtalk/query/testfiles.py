@@ -119,7 +119,11 @@ def _safe_relpath(ix: Index, text: str) -> list[str]:
         raise BadArgument(f"file_path {shown(text)} leaves the source tree ('..' is not allowed); give a path such as "
                           "'test/test_nn.py' or 'test_nn'")
     cands = []
-    for c in (norm, f"test/{norm}"):
+    named = PurePosixPath(norm)
+    # a topic names its test file as PyTorch's layout does: autograd -> test/test_autograd.py,
+    # distributed/c10d -> test/distributed/test_c10d.py
+    prefixed = [] if named.name.startswith("test") else [str(named.parent / f"test_{named.name}")]
+    for c in (norm, f"test/{norm}", *prefixed, *(f"test/{x}" for x in prefixed)):
         cands += [c, c + ".py"] if not c.endswith(".py") else [c]
     if root is not None:
         for c in cands:
@@ -141,10 +145,18 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
     fid = next((inv[c] for c in cands if c in inv and (c.startswith("test/") or c.startswith("torch/testing/"))), None)
     if fid is None:
         names = sorted(p for p in inv if p.startswith("test/") and p.endswith(".py"))
-        stem = PurePosixPath(text).name
-        close = difflib.get_close_matches(stem if stem.endswith(".py") else stem + ".py",
-                                          [PurePosixPath(n).name for n in names], n=8, cutoff=0.6)
-        full = [n for n in names if PurePosixPath(n).name in close][:8]
+        stem = PurePosixPath(text).name.removesuffix(".py")
+        # test files named with it first (conv: test_convolution.py), then names close to test_<it>.py, which is how
+        # a test file is named (relu is close to no test file, though it is to setup.py)
+        bases = [PurePosixPath(n).name for n in names]
+        low = stem.lower()
+        close = sorted((b for b in dict.fromkeys(bases) if b.startswith("test") and low in b.lower()),
+                       key=lambda b: (not b.lower().startswith(f"test_{low}"), len(b), b))
+        close += [b for b in difflib.get_close_matches(stem if stem.startswith("test") else f"test_{stem}",
+                                                      [b.removesuffix(".py") for b in bases], n=8, cutoff=0.6)]
+        close = list(dict.fromkeys(c if c.endswith(".py") else c + ".py" for c in close))
+        full = sorted((n for n in names if PurePosixPath(n).name in close),
+                      key=lambda n: (close.index(PurePosixPath(n).name), n.count("/"), n))[:8]
         return NotFound("test file", text, full, "Give a file under test/, e.g. 'test_torch', 'test_nn.py', "
                                                  "'test/distributed/test_c10d.py'.")
     path = ix.path_of(fid)
