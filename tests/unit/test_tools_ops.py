@@ -138,6 +138,34 @@ def test_search_lists_every_definition_of_a_name_and_never_loses_an_exact_one(tr
         ix.close()
 
 
+def test_an_op_takes_the_overload_of_its_kernel_that_takes_its_signature(tree):
+    """Note [Kernel overloads]: three overloads of one kernel name, three ops naming it: each op's kernel is the
+    overload torchgen's native signature takes, in trace and in the graph both ways (called_by names the op)."""
+    with open(tree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
+        f.write("\n- func: ovl(Tensor self) -> Tensor\n  dispatch:\n    CPU: ovl_kernel\n"
+                "\n- func: ovl.dim(Tensor self, int[1] dim) -> Tensor\n  dispatch:\n    CPU: ovl_kernel\n"
+                "\n- func: ovl.dtype(Tensor self, *, ScalarType dtype) -> Tensor\n  dispatch:\n    CPU: ovl_kernel\n")
+    path = "aten/src/ATen/native/Ovl.cpp"
+    ix = index_with(tree, {"c10/util/ArrayRef.h": (  # the types the signatures name, as c10 declares them
+        "namespace c10 {\ntemplate <typename T> class ArrayRef {};\nusing IntArrayRef = ArrayRef<int64_t>;\n"
+        "enum class ScalarType : int8_t { Float };\n}\nnamespace at { using c10::IntArrayRef; "
+        "using c10::ScalarType; }\n"), path: (
+        "namespace at::native {\n"
+        "Tensor ovl_kernel(const Tensor& self) { return self; }\n"
+        "Tensor ovl_kernel(const Tensor& self, IntArrayRef dim) { return self; }\n"
+        "Tensor ovl_kernel(const Tensor& self, ScalarType dtype) { return self; }\n"
+        "}\n")})
+    try:
+        for op, line in (("ovl", 2), ("ovl.dim", 3), ("ovl.dtype", 4)):
+            res, text = call(ix, "trace", function_name=op, focus="dispatch")
+            [kernel] = [k for k in res.ops[0].kernels if k.entry.key == "CPU"]
+            assert [str(d.loc) for d in kernel.definitions] == [f"{path}:{line}"], op
+            res, _ = call(ix, "called_by", function_name=f"{path}:{line}")
+            assert [e.src.key for e in res.sections[0].registrations if e.kind == "kernel"] == [op]
+    finally:
+        ix.close()
+
+
 def test_search_backend_filter_is_case_insensitive_and_filters_entries(indexed):
     _, ix = indexed
     res, text = call(ix, "search", query="cumsum", backend="mps")

@@ -26,11 +26,11 @@ from ..store.reader import Index
 from .cpp_edges import callers, op_callers, out_edges
 from .nodes import autograd_node, cpp_node, op_node, symbol_id, unresolved_node
 from .op_spellings import struct_op
+from .overloads import op_kernel_definitions
 from .registry import OpRegistry, registry
 from .resolve import op_named
-from .symbols import SYMBOL_COLS, defs_by_qualname, defs_in_file, kernel_definitions, symbol, to_symbol
+from .symbols import SYMBOL_COLS, defs_by_qualname, defs_in_file, symbol, to_symbol
 
-MAX_KERNEL_DEFS = 4
 _CALLED = re.compile(r"(?<![\w.:])(?:at::)?([A-Za-z_]\w*)\s*\(")
 _METHOD = re.compile(r"\.([A-Za-z_]\w*)\s*\(")
 _NOT_CALLS = frozenset({"if", "for", "while", "return", "sizeof", "static_cast", "std", "c10", "Tensor",
@@ -54,7 +54,7 @@ def kernel_edges(ix: Index, node: Node) -> list[Edge]:
         return []
     out = []
     for entry in reg.dispatch(op):
-        defs = kernel_definitions(ix, entry.kernel, entry.structured)[:MAX_KERNEL_DEFS]
+        defs = op_kernel_definitions(ix, op, entry)
         if not defs:
             out.append(Edge(node, unresolved_node(entry.kernel), EdgeKind.KERNEL, entry.loc, entry.key, entry.via))
         out += [Edge(node, cpp_node(d), EdgeKind.KERNEL, entry.loc, entry.key, entry.via) for d in defs]
@@ -72,7 +72,7 @@ def kernel_of(ix: Index, node: Node) -> list[Edge]:
     out = []
     for name in names:
         for op, entry in reg.kernel_ops.get(name, ()):
-            if any(d.id == fn.id for d in kernel_definitions(ix, entry.kernel, entry.structured)[:MAX_KERNEL_DEFS]):
+            if any(d.id == fn.id for d in op_kernel_definitions(ix, op, entry)):
                 out.append(Edge(op_node(op), node, EdgeKind.KERNEL, entry.loc, entry.key, entry.via))
     return out
 

@@ -11,13 +11,15 @@ Ops are scored the same way from their schema, as torchgen writes their C++ sign
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..model import CppSymbol, Op
+from ..model import CppSymbol, DispatchEntry, Op
 from ..store.reader import Index
 from .cpp_lookup import ancestry, class_scope, resolve_type
 from .cpp_types import Scope, Ty, scope_chain, split_args
+from .symbols import kernel_definitions
 
 _SCHEMA_CPP = {
     "Tensor": "at::Tensor", "int": "int64_t", "SymInt": "c10::SymInt", "float": "double", "bool": "bool",
@@ -194,3 +196,63 @@ def score(ix: Index, args: list[Ty | None], params: tuple[Ty | None, ...]) -> in
             return None
         total += c
     return total
+
+
+# Note [Kernel overloads]
+# A dispatch table names a kernel by its C++ name alone, and at::native often overloads that name
+# (at::native::arange(end, ...) / (start, end, ...) / (start, end, step, ...); _sparse_sum(input) / (input, dtype) /
+# (input, dims) / (input, dims, dtype)). The op's kernel is the overload that takes the op's native signature, as
+# torchgen writes it (torchgen/api/native.py: the schema's arguments in order, out arguments last, TensorOptions
+# scattered into dtype, layout, device, pin_memory): of the definitions the name finds, those that take that many
+# arguments and score best on their types (``score``), all of them when the types do not decide (two definitions
+# of one signature in #if branches, as mkldnn_add's) or none takes them.
+
+MAX_KERNEL_DEFS = 4  # definitions an op's dispatch entry keeps (of one signature: #if branches, or a tie)
+
+
+def op_kernel_definitions(ix: Index, op: Op, entry: DispatchEntry) -> list[CppSymbol]:
+    """The definitions of an op's kernel for one dispatch entry: of those its name finds, the overloads that take
+    the op's signature (Note [Kernel overloads]), the first MAX_KERNEL_DEFS (memoised per index version: the op's
+    KERNEL edges and the ops a function is the kernel of must agree)."""
+    memo: dict[tuple[str, str, str], list[CppSymbol]] = ix.cached("op_kernel_definitions", dict)
+    key = (op.full_name, str(entry.key), entry.kernel)
+    if key not in memo:
+        defs = kernel_definitions(ix, entry.kernel, entry.structured)
+        memo[key] = (native_overloads(ix, op, defs) if not entry.structured else defs)[:MAX_KERNEL_DEFS]
+    return memo[key]
+
+
+def _bare(t: Ty | None) -> str:
+    """A type as text without its namespaces: c10::optional<c10::Scalar> and std::optional<at::Scalar> alike."""
+    return "" if t is None else re.sub(r"\b\w+::", "", str(t))
+
+
+def _written(t: str) -> str:
+    """A parameter type as written, bare as ``_bare`` makes a resolved one (const c10::ScalarType& -> ScalarType)."""
+    return re.sub(r"\b\w+::|\bconst\b|[&\s]", "", t)
+
+
+def native_overloads(ix: Index, op: Op, defs: list[CppSymbol]) -> list[CppSymbol]:
+    """Of ``defs`` (the definitions a kernel's name finds), the ones that are ``op``'s kernel (Note [Kernel
+    overloads]); ``defs`` itself when they are one signature or nothing decides."""
+    if len({_overload_key(signature(d.params).types) for d in defs}) <= 1:
+        return defs
+    args = [schema_type(a.type) for a in (*(a for a in op.schema.arguments if not a.out),
+                                           *(a for a in op.schema.arguments if a.out))]
+    scored: list[tuple[tuple[int, int], CppSymbol]] = []
+    for d in defs:
+        sig = signature(d.params)
+        if not sig.takes(len(args)):
+            continue
+        params = param_types(ix, d, None)
+        s = score(ix, args, params)
+        if s is not None:  # then the types equal to the schema's, template arguments too (optional<Scalar>), resolved
+            # or as written (an enum such as ScalarType is no class the index resolves)
+            same = sum(a is not None and _bare(a) in (_bare(p), _written(w))
+                       for a, p, w in zip(args, params, sig.types, strict=False))
+            scored.append(((s, same), d))
+    if not scored:
+        return defs
+    best = max(s for s, _d in scored)
+    keep = {d.id for s, d in scored if s == best}
+    return [d for d in defs if d.id in keep]

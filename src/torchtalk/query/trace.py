@@ -15,6 +15,7 @@ from ..graph.gpu import GPU_BACKENDS, gpu_reach
 from ..graph.gpu_rank import nearest_first
 from ..graph.nodes import autograd_node, op_node, symbol_id
 from ..graph.op_edges import autograd_nodes, derivatives_of, view_of_copy
+from ..graph.overloads import op_kernel_definitions
 from ..graph.py_calls import assigned_node, function_node
 from ..graph.pynames import PyDef, PyNames, pynames
 from ..graph.registry import OpRegistry, PyName, py_spellings, registry
@@ -168,7 +169,7 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
     if entry is not None and len(ops) > MAX_ENTRY_OPS:  # a Python function that reaches many ops: the nearest
         ops, rest = ops[:MAX_ENTRY_OPS], ops[MAX_ENTRY_OPS:]
     cpp = has_cpp(ix) and focus != "yaml"
-    cache: dict[tuple[str, bool], KernelInfo] = {}
+    cache: dict[tuple[str, bool, tuple[int, ...]], KernelInfo] = {}
     traces = [_op_trace(ix, op, focus, cpp, cache) for op in ops]
     keys = {k.entry.key for t in traces for k in t.kernels}
     result = TraceResult(name, focus, traces, _related(reg.by_name, ops), {k: v for k, v in COMPOSITE_KEYS.items()
@@ -207,12 +208,15 @@ def _node_creators(ix: Index, name: str) -> list[Op]:
     return [reg.by_full[k] for k in dict.fromkeys(e.src.key for e in edges) if k in reg.by_full]
 
 
-def _op_trace(ix: Index, op: Op, focus: str, cpp: bool, cache: dict[tuple[str, bool], KernelInfo]) -> OpTrace:
+def _op_trace(ix: Index, op: Op, focus: str, cpp: bool,
+              cache: dict[tuple[str, bool, tuple[int, ...]], KernelInfo]) -> OpTrace:
     reg = registry(ix)
     entries = [e for e in reg.dispatch(op) if not e.delegate] if focus == "yaml" else reg.dispatch(op)
     kernels = []
     for entry in entries:
-        key = (entry.kernel, entry.structured)
+        # a kernel's name and the overloads of it this op takes (arange and arange.start name one kernel, and
+        # take two of its overloads: Note [Kernel overloads])
+        key = (entry.kernel, entry.structured, tuple(d.id for d in op_kernel_definitions(ix, op, entry)) if cpp else ())
         if cpp and key not in cache:
             cache[key] = _kernel(ix, op, entry, focus)
         base = cache.get(key)

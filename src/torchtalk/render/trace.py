@@ -71,11 +71,12 @@ def _render_kernels(t: OpTrace, focus: str, shown: set[str], out: list[str], cpp
         out.append(f"- {keys}: {kernel}{note}  (yaml {info.entry.loc})")
         if focus == "yaml" or not cpp:
             continue
-        if kernel in shown:
+        seen = f"{kernel} {' '.join(str(d.loc) for d in info.definitions)}"  # one overload of a name is not another
+        if seen in shown:
             if info.definitions:
                 out.append(f"    C++: {info.definitions[0].display}  {info.definitions[0].loc} (details above)")
             continue
-        shown.add(kernel)
+        shown.add(seen)
         if not info.definitions:
             out.append(f"    C++: no definition of {kernel} found in the indexed C++ "
                        "(it may be generated or macro-built)")
