@@ -10,10 +10,10 @@ from ..errors import BadArgument
 from ..graph import graph
 from ..graph.nodes import autograd_node
 from ..graph.op_edges import AutogradNode, autograd_nodes
+from ..graph.overloads import op_kernel_definitions
 from ..graph.registry import registry
 from ..graph.resolve import stub_names
 from ..graph.stubs import stub_declared
-from ..graph.symbols import kernel_definitions
 from ..model import CppSymbol, DispatchEntry, EdgeKind, HitKind, Loc, MatchKind, Op, SymbolKind
 from ..store.reader import Index
 from .args import MAX_LIMIT, check_int, clean_text, shown
@@ -134,8 +134,8 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
     for h in hits:
         if h.name not in by_name:
             continue
-        for kh in h.kernels:
-            kh.defs = kernel_definitions(ix, kh.entry.kernel, kh.entry.structured)
+        for kh in h.kernels:  # the overloads of the kernel's name this op takes, as trace shows them
+            kh.defs = op_kernel_definitions(ix, by_name[h.name], kh.entry)
     res = SearchResult(q, key, hits, len(scored), limit)
     if key is None and names_left:
         res.notes.append(names_left)
