@@ -165,6 +165,25 @@ def test_a_pasting_macro_handed_to_a_list_of_the_same_file_is_expanded_per_entry
     assert [(c.callee, c.qualifier, c.line) for c in calls_of(f, lt)] == [("lt_out", "at", 10)]
 
 
+def test_a_multi_line_argument_of_a_same_file_macro_keeps_its_lines():
+    # Note [Arguments keep their lines]: TriangularOps.cu's BOOL_SWITCH uses its lambda twice, ForeachReduceOp.cu's
+    # local dispatch macro four times; the launch and the call inside are on their own lines, once each
+    src = (b"#define BOOL_SWITCH(COND, CONST_NAME, ...) \\\n"
+           b"  [&] { if (COND) { return __VA_ARGS__(); } else { return __VA_ARGS__(); } }()\n"
+           b"void launcher(bool c) {\n"            # line 3
+           b"  BOOL_SWITCH(c, inplace, [&] {\n"     # line 4
+           b"    prepare();\n"                      # line 5
+           b"    kernel<float>\n"                   # line 6
+           b"      <<<1, 2>>>(c);\n"                # line 7
+           b"  });\n"                               # line 8
+           b"  after();\n"                          # line 9
+           b"}\n")
+    f = named(extract_cpp("aten/src/ATen/native/cuda/Tri.cu", src))
+    launcher = sym(f, "launcher")
+    assert sorted((c.callee, c.line) for c in calls_of(f, launcher) if c.callee in ("prepare", "kernel", "after")) \
+        == [("after", 9), ("kernel", 6), ("prepare", 5)]
+
+
 # ---------------------------------------------------------------- definitions and declarations
 
 

@@ -78,6 +78,7 @@ def extract_cpp(relpath: str, data: bytes) -> FileFacts:
     if spans or objc:
         data = text.encode("latin-1")
     span_lines = {text.count("\n", 0, sp.start) + 1 for sp in spans}
+    span_lines |= {a.line + k for sp in spans for a in sp.args for k in range(len(a.breaks) + 1)}  # their arguments'
     buf, glob_pos, dev_pos = blank_macros(data)
     buf = resolve_chain_conditionals(terminate_macro_statements(buf))
     is_cuda = low.endswith(_CUDA_EXT) or b"<<<" in buf

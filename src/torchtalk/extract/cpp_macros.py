@@ -64,11 +64,55 @@ class Macro(NamedTuple):
     plain: bool = False  # object-like ("#define NAME body"): used without parentheses
 
 
+class ArgLines(NamedTuple):
+    """Where a multi-line argument of an invocation sits in its one-line expansion, and the lines it was written on
+    (Note [Arguments keep their lines])."""
+
+    start: int  # in the expanded text
+    end: int
+    line: int  # the line its first character was written on
+    breaks: tuple[int, ...]  # offsets (from start) just past each of its newlines
+
+
 class Span(NamedTuple):
     start: int  # in the expanded text
     end: int
     macro: str
     lines: int  # newlines the invocation spanned (they follow the expansion)
+    args: tuple[ArgLines, ...] = ()  # its multi-line arguments' copies in the expansion, with their lines
+
+
+# Note [Arguments keep their lines]
+# An expansion is written on one line so that the lines after it keep their numbers, but an argument can be code of
+# many lines: the lambda a local dispatch macro runs (ForeachReduceOp.cu's AT_DISPATCH_OUT_DTYPES(..., [&]() {...}),
+# TriangularOps.cu's BOOL_SWITCH(..., [&] { kernel<<<...>>>(...); })). Each copy of such an argument found verbatim
+# in the expansion is recorded with the lines it was written on, and a fact inside it takes the line its text was
+# written on (the walker's line()), not the invocation's: the launches at ForeachReduceOp.cu:520/528/536, not three
+# times :475. A copy a nested macro rewrote keeps the invocation's line, as before.
+
+
+def _arg_lines(text: str, open_idx: int, close_idx: int, args: list[str], expansion: str,
+               at: int) -> tuple[ArgLines, ...]:
+    """The multi-line arguments of the invocation whose ``(`` and ``)`` are at ``open_idx`` / ``close_idx`` of
+    ``text``, as copies in its flattened ``expansion`` (written at ``at`` of the expanded text)."""
+    out: list[ArgLines] = []
+    cursor = open_idx + 1
+    for stripped in args:  # as split_args returns them: whitespace around each taken off
+        raw_at = text.find(stripped[:40], cursor, close_idx) if "\n" in stripped else -1
+        if raw_at < 0:
+            continue
+        cursor = raw_at + len(stripped)
+        clean = strip_comments(stripped)
+        if clean.count("\n") != stripped.count("\n"):
+            continue  # a comment took newlines with it: the lines inside would shift
+        flat = _NEWLINES.sub(" ", clean)
+        line = text.count("\n", 0, raw_at) + 1
+        breaks = tuple(i + 1 for i, ch in enumerate(clean) if ch == "\n")
+        pos = expansion.find(flat)
+        while pos >= 0:
+            out.append(ArgLines(at + pos, at + pos + len(flat), line, breaks))
+            pos = expansion.find(flat, pos + len(flat))
+    return tuple(sorted(out))
 
 
 def expand_same_file(text: str) -> tuple[str, list[Span]]:
@@ -124,8 +168,8 @@ def expand_same_file(text: str) -> tuple[str, list[Span]]:
             continue
         if memo[_BUDGET] < 0:
             break
-        args, end = call_args(text, m.end() - 1) if m.group(1) else ([], m.end())
-        args = [strip_comments(a) for a in args]  # the expansion goes on one line
+        raw, end = call_args(text, m.end() - 1) if m.group(1) else ([], m.end())
+        args = [strip_comments(a) for a in raw]  # the expansion goes on one line
         try:
             expansion = _expand(name, args, active, pat, memo, frozenset(), 0)
         except RecursionError:
@@ -136,7 +180,8 @@ def expand_same_file(text: str) -> tuple[str, list[Span]]:
         out_len += len(piece)
         out.append(expansion)
         nl = "\n" * text.count("\n", start, end)
-        spans.append(Span(out_len, out_len + len(expansion), name, len(nl)))
+        copies = _arg_lines(text, m.end() - 1, end - 1, raw, expansion, out_len) if nl and m.group(1) else ()
+        spans.append(Span(out_len, out_len + len(expansion), name, len(nl), copies))
         out_len += len(expansion)
         out.append(nl)
         out_len += len(nl)

@@ -78,6 +78,9 @@ class Walker(Definitions, Declarations, Calls):
         self.dev_pos = dev_pos
         self.spans = macro_spans  # Span(start, end, macro) of same-file macro expansions
         self.span_starts = [sp.start for sp in macro_spans]
+        # the multi-line arguments' copies inside expansions (Note [Arguments keep their lines] in cpp_macros.py)
+        self.arg_copies = sorted(a for sp in macro_spans for a in sp.args)
+        self.arg_starts = [a.start for a in self.arg_copies]
         self.scopes = scopes  # namespaces by brace matching, used when the tree is damaged
         self.base = byte_base
         self.line_base = line_base
@@ -173,6 +176,12 @@ class Walker(Definitions, Declarations, Calls):
         return self.text[n.start_byte:n.end_byte]
 
     def line(self, n) -> int:
+        if self.arg_starts:  # inside an argument a same-file macro's expansion copied: the line it was written on
+            pos = n.start_byte + self.base
+            i = bisect_right(self.arg_starts, pos) - 1
+            if i >= 0 and pos < self.arg_copies[i].end:
+                a = self.arg_copies[i]
+                return a.line + bisect_right(a.breaks, pos - a.start)
         return n.start_point[0] + 1 + self.line_base
 
     def scope(self, cur, pos: int) -> tuple[str, ...]:
