@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from ..errors import BadArgument
 from ..store.reader import Index
-from .functions import _PATH_LINE, find_targets
+from .functions import PATH_LINE, find_targets
 from .modules import find_class
 from .results import Elsewhere, NotFound
 
@@ -31,7 +31,7 @@ def _module_class(ix: Index, name: str) -> Elsewhere | None:
 
 def _traced(ix: Index, name: str) -> Elsewhere | None:
     from .trace import trace  # trace's own resolver (trace.py imports nothing of this module)
-    if _PATH_LINE.match(name):
+    if PATH_LINE.match(name):
         return None
     found = trace(ix, name, "yaml")
     return None if isinstance(found, NotFound) else Elsewhere("trace", name, "an op, or a Python name of one")

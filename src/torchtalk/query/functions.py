@@ -28,7 +28,7 @@ _MACRO_FORM = re.compile(r"^(TORCH_IMPL_FUNC|TORCH_META_FUNC2?|TORCH_PRECOMPUTE_
 _MACRO_NAME = re.compile(r"(?:^|::)[A-Z][A-Z0-9_]*_[A-Z0-9_]*\s*$|(?:^|::)TEST\s*$")  # TEST_F(, TORCH_LIBRARY(
 # path:line of a definition, in any file the C++ layer indexes (qnnpack's and dynamo's .c files too)
 _EXTS = "|".join(re.escape(e) for e in sorted(CPP_EXTS, key=len, reverse=True))
-_PATH_LINE = re.compile(rf"^(?P<path>[\w./<>+-]+(?:{_EXTS})):(?P<line>\d+)$")
+PATH_LINE = re.compile(rf"^(?P<path>[\w./<>+-]+(?:{_EXTS})):(?P<line>\d+)$")
 
 
 @dataclass
@@ -146,7 +146,7 @@ def find_targets(
     raw = clean_text(text, arg, "index_select_cuda")
     if not has_cpp(ix):
         return NotFound("C++ function or DispatchStub", raw, [], "The C++ layer is not indexed (see get_status).")
-    m = _PATH_LINE.match(raw)
+    m = PATH_LINE.match(raw)
     if m:
         found = _at(ix, m.group("path"), int(m.group("line")))
         if not found:
