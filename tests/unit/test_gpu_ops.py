@@ -79,11 +79,14 @@ def test_a_kernels_call_through_the_dispatcher_reaches_the_called_ops_cuda_kerne
     assert hop.dst.key == "angle.out" and hop.site.line == line_of(tree, f"{NATIVE}/UnaryOps.cpp", "at::angle_out(")
     assert handed.how is EdgeHow.TEXT and handed.site.line == line_of(tree, f"{NATIVE}/UnaryOps.cpp",
                                                                     "unary_op_impl_out(result, self, angle_stub)")
+    # next calls: tests are looked up for an op, not for a C++ function's name
+    assert "find_similar_tests" not in text.rsplit("next:", 1)[1]
     # the op: angle.out is its own variant, so the launch is the op's own code
     res, text = run(get_tool("cuda_kernels"), ix, function_name="angle")
     (h,) = res.helpers
     assert (h.site.site.path, h.site.site.line) == site and h.via == ""
     assert "No device work" not in text and "No <<<>>> launch" not in text
+    assert 'find_similar_tests("angle")' in text.rsplit("next:", 1)[1]
 
 
 def test_an_ops_function_handed_on_is_followed_like_a_call(gpu):
