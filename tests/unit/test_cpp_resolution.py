@@ -135,3 +135,17 @@ def test_token_pasted_names_resolve_to_the_macro_use(indexed):
         assert found(sec) == {(path, 13, "widen", "unresolved", "widen", "", "")}
     finally:
         ix2.close()
+    # the ops whose kernel the pattern makes: trace names its definition, and called_by of it names the ops
+    with open(tree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
+        f.write("\n- func: _cast_Byte(Tensor self, bool non_blocking=False) -> Tensor\n"
+                "\n- func: _cast_Char(Tensor self, bool non_blocking=False) -> Tensor\n")
+    refresh(find_source(tree), workers=1, codegen=False)
+    ix2 = Index(find_source(tree).index_path, find_source(tree).root)
+    try:
+        res, _ = run(get_tool("trace"), ix2, function_name="_cast_Byte", focus="dispatch")
+        assert [str(d.loc) for k in res.ops[0].kernels for d in k.definitions] == [f"{path}:7"]
+        res, _ = run(get_tool("called_by"), ix2, function_name=f"{path}:7")
+        assert sorted(e.src.key for e in res.sections[0].registrations if e.kind == "kernel") == [
+            "_cast_Byte", "_cast_Char"]
+    finally:
+        ix2.close()

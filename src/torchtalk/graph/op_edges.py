@@ -29,7 +29,7 @@ from .op_spellings import struct_op
 from .overloads import op_kernel_definitions
 from .registry import OpRegistry, registry
 from .resolve import op_named
-from .symbols import SYMBOL_COLS, defs_by_qualname, defs_in_file, symbol, to_symbol
+from .symbols import SYMBOL_COLS, defs_by_qualname, defs_in_file, pasted_match, symbol, to_symbol
 
 _CALLED = re.compile(r"(?<![\w.:])(?:at::)?([A-Za-z_]\w*)\s*\(")
 _METHOD = re.compile(r"\.([A-Za-z_]\w*)\s*\(")
@@ -69,8 +69,10 @@ def kernel_of(ix: Index, node: Node) -> list[Edge]:
         return []
     reg = registry(ix)
     names = {fn.name, fn.qualname.removeprefix("at::native::")}
+    if "##" in fn.name:  # a name-pasting macro's definition (_cast_##n##): the kernels its pattern makes (_cast_Byte)
+        names |= {k for k in reg.kernel_ops if pasted_match(fn.name, k)}
     out = []
-    for name in names:
+    for name in sorted(names):
         for op, entry in reg.kernel_ops.get(name, ()):
             if any(d.id == fn.id for d in op_kernel_definitions(ix, op, entry)):
                 out.append(Edge(op_node(op), node, EdgeKind.KERNEL, entry.loc, entry.key, entry.via))
