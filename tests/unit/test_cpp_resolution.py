@@ -149,3 +149,26 @@ def test_token_pasted_names_resolve_to_the_macro_use(indexed):
             "_cast_Byte", "_cast_Char"]
     finally:
         ix2.close()
+
+
+def test_callers_through_a_namespace_that_imports_the_function(tree):
+    """Note [Qualified through another namespace]: what calls lists, called_by lists too, for a site that names
+    the function through a namespace importing it (by using-declaration or using-directive), or its class."""
+    from ..conftest import index_with
+    ix = index_with(tree, {
+        "c10/util/Imported.h": ("namespace c10 {\ninline void declared_f() {}\ninline void directed_g() {}\n}\n"
+                                "namespace at {\nusing c10::declared_f;\n}\n"
+                                "namespace at::detail {\nusing namespace c10;\n}\n"),
+        "aten/src/ATen/native/Importer.cpp": ("#include <c10/util/Imported.h>\nnamespace at::native {\n"
+                                              "void user() {\n  at::declared_f();\n  at::detail::directed_g();\n"
+                                              "}\n}\n")})
+    try:
+        path = "aten/src/ATen/native/Importer.cpp"
+        for callee, line in (("c10::declared_f", 4), ("c10::directed_g", 5)):
+            res, _ = run(get_tool("calls"), ix, function_name="at::native::user")
+            assert any(e.dst.label == callee and e.site.line == line for e in res.sections[0].calls), callee
+            res, _ = run(get_tool("called_by"), ix, function_name=callee)
+            assert [(e.src.label, str(e.site)) for e in res.sections[0].callers] == [
+                ("at::native::user", f"{path}:{line}")], callee
+    finally:
+        ix.close()

@@ -9,6 +9,7 @@ from torchtalk.graph import cpp_edges, stubs
 from torchtalk.graph.cpp_types import all_classes, all_usings, classes, named_usings, split_qualified
 from torchtalk.graph.nodes import cpp_node
 from torchtalk.graph.overloads import signature
+from torchtalk.graph.qualifiers import qualifiers
 from torchtalk.graph.symbols import defs_by_name, prefetch_symbols, symbol
 from torchtalk.model import EdgeKind, RegistrationKind, SymbolKind, UsingKind
 from torchtalk.model.cuda import library_of
@@ -41,7 +42,7 @@ def test_callers_of_every_function_of_a_name_resolve_each_site_once_and_agree_wi
     with ix.using():
         targets = [s for n in names for s in defs_by_name(ix, n, definitions_only=False)]
         # the plain way first (before any memo): each function's sites resolved one by one
-        plain = {(t.id, k): cpp_edges._callers_of_sites(ix, t, k, frozenset(cpp_edges._qualifiers(t)))
+        plain = {(t.id, k): cpp_edges._callers_of_sites(ix, t, k, qualifiers(ix, t))
                  for t in targets for k in (EdgeKind.CALL, EdgeKind.LAUNCH)}
     seen = _count_resolutions(monkeypatch)
     with ix.using():
@@ -61,7 +62,7 @@ def test_callers_of_a_function_resolve_no_site_whose_qualifier_cannot_name_it(in
         assert free
         for t in free:
             cpp_edges.callers(ix, cpp_node(t), EdgeKind.CALL)
-        allowed = {t.name: set(cpp_edges._qualifiers(t)) for t in free}
+        allowed = {t.name: set(qualifiers(ix, t)) for t in free}
         resolved = [ix.q("SELECT callee, qualifier, kind FROM cpp_call WHERE id = ?", (i,))[0] for i in seen]
     assert resolved
     for callee, qualifier, kind in resolved:

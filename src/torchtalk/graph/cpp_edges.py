@@ -19,6 +19,7 @@ from ..store.reader import Index
 from .cpp_lookup import methods
 from .handed import handed_args, handed_methods
 from .nodes import cpp_node, stub_node, symbol_id, symbol_node, unresolved_node
+from .qualifiers import qualifiers
 from .registry import registry
 from .resolve import TargetKind, resolve, resolver, stub_names
 from .stubs import stub_declared
@@ -105,13 +106,6 @@ def sites_edges(ix: Index, node: Node, memo_key: str, keep: Callable[[CallSite],
     return memo[sid]
 
 
-def _qualifiers(target: CppSymbol) -> tuple[str, ...]:
-    """How a call can qualify ``target``'s name: not at all, or by any tail of its scope (native::f, at::native::f)."""
-    scope = [p for p in target.qualname.split("::")[:-1] if p != "(anonymous)"]
-    tails = ["::".join(scope[i:]) for i in range(len(scope))]
-    return ("", *tails, *(f"::{t}" for t in tails), "::")
-
-
 def callers(ix: Index, node: Node, kind: EdgeKind = EdgeKind.CALL) -> list[Edge]:
     """CALL (or LAUNCH) edges into a C++ function: the call sites naming it that resolve to it
     (memoised per index version)."""
@@ -127,7 +121,7 @@ def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
     if target is None:
         return []
     named = _named(ix, target.name)
-    quals = frozenset(_qualifiers(target))
+    quals = qualifiers(ix, target)
     if kind is EdgeKind.LAUNCH:
         # Only a `<<<>>>` site makes a LAUNCH edge to a definition (call_edges): never resolve the name's
         # other call sites (thousands of method calls for a name like copy_) to find none.
