@@ -13,10 +13,8 @@ what trace said. TorchTalk is reached only through tt_adapter.py.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -66,13 +64,7 @@ def run(source: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--source", default=os.environ.get("TORCHTALK_SOURCE"))
-    ap.add_argument("--json", metavar="OUT")
-    args = ap.parse_args(argv)
-    if not args.source:
-        print("bench_functional: give --source /path/to/pytorch (or set TORCHTALK_SOURCE)", file=sys.stderr)
-        return 2
+    args = tt.bench_args(__doc__, argv)
     try:
         r = run(args.source)
     except tt.AdapterError as exc:

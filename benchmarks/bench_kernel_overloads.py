@@ -21,7 +21,6 @@ for that entry are compared by parameter types (namespaces, ``const`` and ``&`` 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -83,13 +82,7 @@ def torchgen_entries(root: Path) -> list[tuple[str, str, str, list[str]]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--source", default=os.environ.get("TORCHTALK_SOURCE"))
-    ap.add_argument("--json", metavar="OUT")
-    args = ap.parse_args(argv)
-    if not args.source:
-        print("bench_kernel_overloads: give --source /path/to/pytorch (or set TORCHTALK_SOURCE)", file=sys.stderr)
-        return 2
+    args = tt.bench_args(__doc__, argv)
     t0 = time.monotonic()
     try:
         h = tt.open_index(args.source)

@@ -227,15 +227,12 @@ def census_opinfos(server: tt.McpStdio, h: tt.Handle) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--source", default=os.environ.get("TORCHTALK_SOURCE"))
-    ap.add_argument("--sample", type=int, default=1000, help="plain C++ names, path:line and tests asked (1000)")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--json", metavar="OUT")
-    args = ap.parse_args(argv)
-    if not args.source:
-        print("bench_names: give --source /path/to/pytorch (or set TORCHTALK_SOURCE)", file=sys.stderr)
-        return 2
+    def flags(ap: argparse.ArgumentParser) -> None:
+        ap.add_argument("--sample", type=int, default=1000,
+                        help="plain C++ names, path:line and tests asked (1000)")
+        ap.add_argument("--seed", type=int, default=1)
+
+    args = tt.bench_args(__doc__, argv, flags)
     t0 = time.monotonic()
     rnd = random.Random(args.seed)
     try:

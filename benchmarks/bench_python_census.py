@@ -384,14 +384,11 @@ def frac(a: int, b: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--source", default=os.environ.get("TORCHTALK_SOURCE"))
-    ap.add_argument("--max-tests", type=int, default=60, help="test files with at most this many tests (default 60)")
-    ap.add_argument("--json", metavar="OUT")
-    args = ap.parse_args(argv)
-    if not args.source:
-        print("bench_python_census: give --source /path/to/pytorch (or set TORCHTALK_SOURCE)", file=sys.stderr)
-        return 2
+    def flags(ap: argparse.ArgumentParser) -> None:
+        ap.add_argument("--max-tests", type=int, default=60,
+                        help="test files with at most this many tests (default 60)")
+
+    args = tt.bench_args(__doc__, argv, flags)
     t0 = time.monotonic()
     try:
         h = tt.open_index(args.source)  # the index must exist: the server would otherwise build it first

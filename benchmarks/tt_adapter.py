@@ -28,10 +28,13 @@ What each function uses today:
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,6 +84,21 @@ class CalleeSet:
     stubs: list[tuple[CallSite, str]] = field(default_factory=list)
     unresolved: list[CallSite] = field(default_factory=list)
     macros: list[str] = field(default_factory=list)
+
+
+def bench_args(doc: str, argv: list[str] | None, add: Callable[[argparse.ArgumentParser], None] | None = None
+               ) -> argparse.Namespace:
+    """The command line of a census over MCP: --source (default $TORCHTALK_SOURCE), the bench's own flags
+    (``add``), --json OUT. Without a source, argparse says so and exits with status 2."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--source", default=os.environ.get("TORCHTALK_SOURCE"))
+    if add is not None:
+        add(ap)
+    ap.add_argument("--json", metavar="OUT")
+    args = ap.parse_args(argv)
+    if not args.source:
+        ap.error("give --source /path/to/pytorch (or set TORCHTALK_SOURCE)")
+    return args
 
 
 class AdapterError(Exception):
