@@ -112,9 +112,15 @@ OPINFO_SPELLINGS = (("torch._C._nn.", "nn.functional."), ("torch.nn.functional."
 def opinfo_names(python: list[str]) -> list[str]:
     """The OpInfo entry names the Python names ``python`` would have (torch.nn.functional.relu ->
     nn.functional.relu, torch.linalg.svd -> linalg.svd, torch.cumsum and Tensor.cumsum -> cumsum)."""
-    return list(dict.fromkeys(new + n[len(old):] for n in python
-                              for old, new in (next(((o, w) for o, w in OPINFO_SPELLINGS if n.startswith(o)),
-                                                    ("", "")),)))
+    return list(dict.fromkeys(_opinfo_name(n) for n in python))
+
+
+def _opinfo_name(python: str) -> str:
+    """One Python name as an OpInfo entry writes it: its first matching spelling rewritten, else as it is."""
+    for old, new in OPINFO_SPELLINGS:
+        if python.startswith(old):
+            return new + python[len(old):]
+    return python
 
 
 def _terms(q: str) -> tuple[str, list[str]]:

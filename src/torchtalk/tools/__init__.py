@@ -53,8 +53,10 @@ def answer(tool: Tool, ix: Index, **kwargs: Any) -> Answer:
         known: set[str] = set()  # next calls whose tool's own resolver found the name (no need to ask again)
         if isinstance(result, NotFound):  # the tools that do know the name (Note [Names of another kind])
             result.elsewhere = elsewhere(ix, result.query, tool.name)
-            known = {str(c) for c in not_found_next(result, tool.name)[:len(result.elsewhere)]}
-        candidates = not_found_next(result, tool.name) if isinstance(result, NotFound) else tool.follow(result)
+            candidates = not_found_next(result, tool.name)  # the elsewhere calls first
+            known = {str(c) for c in candidates[:len(result.elsewhere)]}
+        else:
+            candidates = tool.follow(result)
         follow = [c for c in unique(candidates) if str(c) in known or _valid(ix, c)][:MAX_NEXT]
     # Computed once: the text and the typed answer both carry the same next calls.
     text = render_any(tool, result, follow, fmt, call_text(tool, kwargs))
