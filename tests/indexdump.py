@@ -16,8 +16,8 @@ from typing import Any
 from torchtalk.model import FACT_TABLES
 from torchtalk.store.codec import codec_for_table
 
-# Meta values that say when and how fast a build ran, not what it holds.
-VOLATILE_META = frozenset({"built_at", "last_mode", "last_seconds", "layer_seconds", "stage_cpu_seconds",
+# Meta values that say when and how fast a build ran, not what it holds (and which build it was: build_id).
+VOLATILE_META = frozenset({"built_at", "build_id", "last_mode", "last_seconds", "layer_seconds", "stage_cpu_seconds",
                            "codegen_cpu_seconds",
                            "listed_at"})
 # SQLite's planner statistics (ANALYZE after a full build; a refresh keeps the copy's) and the FTS index's

@@ -8,48 +8,22 @@ import signal
 import sys
 import threading
 
-from .errors import TorchTalkError
+from .cli_common import (  # noqa: F401  (the exit codes are the command's: tests and callers import them here)
+    EPILOG,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_PROBLEM,
+    EXIT_TERMINATED,
+    STATUS_HELP,
+    add_codegen,
+    add_source,
+    subcommand,
+)
+from .errors import IndexUnavailable, TorchTalkError
 
-# Exit codes (README, "Using it"); argparse itself exits 2 on a malformed command line.
-EXIT_OK = 0
-EXIT_PROBLEM = 1  # doctor or setup found a problem, status has no index to report on, or an internal error
-EXIT_ERROR = 2  # bad arguments, no source tree, an index that cannot be built or read
-EXIT_NOT_FOUND = 3  # the tool answered "not found" (the answer, with close matches, is on stdout)
-EXIT_INTERRUPTED = 130  # Ctrl-C
-EXIT_TERMINATED = 143  # SIGTERM
-
-EPILOG = (f"exit codes: {EXIT_OK} answered; {EXIT_NOT_FOUND} the name asked for is not in the index (the answer "
-          f"lists close matches); {EXIT_ERROR} bad arguments, no source tree, or an index that cannot be built "
-          f"or read; {EXIT_PROBLEM} doctor/setup found a problem, or an internal error; {EXIT_INTERRUPTED} "
-          f"interrupted (Ctrl-C); {EXIT_TERMINATED} terminated (SIGTERM).")
-
-STATUS_HELP = ("what get_status reports, from the index as it is: nothing is built or refreshed, so it shows "
-               "whether the index is stale (`get-status`, like every tool command, refreshes the index first)")
-GET_STATUS_HELP = ("the get_status tool, as an agent sees it: refreshes the index first, like every tool command "
-                   "(`status` reports without refreshing, so it can show that the index is stale)")
-
-
-def _add_source(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--source", metavar="PATH", help="PyTorch source tree (default: $TORCHTALK_SOURCE, the config "
-                                                    "file, or the current directory)")
-
-
-def _add_codegen(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--no-codegen", action="store_true",
-                   help="do not run the tree's own code generators (they are code from the tree being indexed); "
-                        "the index then lacks the generated layer")
-
-
-def _sub(sub, name: str, help: str, description: str | None = None, **kw) -> argparse.ArgumentParser:
-    return sub.add_parser(name, help=help, description=description or (help[0].upper() + help[1:] + "."),
-                          epilog=EPILOG, **kw)
-
-
-def _metavar(prm) -> str:
-    return "{" + ",".join(prm.choices) + "}" if prm.choices else prm.name.upper()
-
-
-PLAIN_COMMANDS = frozenset({"index", "fetch-source", "status", "doctor"})  # their command line needs no tool
+PLAIN_COMMANDS = frozenset({"index", "resolve", "fetch-source", "status", "doctor"})  # their command line needs no tool
 
 
 def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -62,17 +36,17 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
                     "C++/CUDA kernels -> autograd -> tests, with file:line.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = _sub(sub, "quickstart", "find or fetch a tree, index it with progress, and trace softmax",
+    p = subcommand(sub, "quickstart", "find or fetch a tree, index it with progress, and trace softmax",
              "Find the configured PyTorch tree (or fetch PyTorch 2.6.0's source into the user cache when there is "
              "none), index it with progress on stderr, and print `trace softmax`.")
-    _add_source(p)
+    add_source(p)
 
-    p = _sub(sub, "setup", "find or fetch a tree, index it, check it answers, and register the server with "
+    p = subcommand(sub, "setup", "find or fetch a tree, index it, check it answers, and register the server with "
                            "Claude Code (safe to re-run)",
              "Find or fetch a PyTorch tree and record it, build its index, check that get_status and trace answer, "
              "and register the MCP server with Claude Code. With the TorchTalk Claude Code plugin installed, the "
              "plugin starts the server and nothing is registered. Safe to re-run.")
-    _add_source(p)
+    add_source(p)
     p.add_argument("--fetch", nargs="?", const="2.6.0", default=None, metavar="VERSION",
                    help="download PyTorch VERSION's source (default 2.6.0) into the user cache and use it")
     p.add_argument("--yes", "-y", action="store_true", help="fetch PyTorch 2.6.0 without asking when no tree is found")
@@ -81,33 +55,45 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
                         "project (.mcp.json in the current directory)")
     p.add_argument("--no-register", action="store_true",
                    help="do not register with Claude Code (the Claude Code plugin defines the server itself)")
-    _add_codegen(p)
+    add_codegen(p)
     p.add_argument("--check", action="store_true", help="only check the setup, like `torchtalk doctor`")
 
-    p = _sub(sub, "status", STATUS_HELP)
-    _add_source(p)
+    p = subcommand(sub, "status", STATUS_HELP)
+    add_source(p)
     p.add_argument("--json", action="store_true", help="print the structured result as JSON")
 
-    p = _sub(sub, "doctor", "check Python, libraries, source tree, index (and its integrity) and the Claude Code "
+    p = subcommand(sub, "doctor", "check Python, libraries, source tree, index (and its integrity) and the Claude Code "
                             "registration, one line each with its fix")
-    _add_source(p)
+    add_source(p)
 
-    p = _sub(sub, "index", "build or refresh the index (incremental; atomic)",
+    p = subcommand(sub, "index", "build or refresh the index (incremental; atomic)",
              "Build the index of a PyTorch tree, or refresh it: only files whose size or mtime changed are read "
              "again. A new version is built beside the old one and renamed into place, so an interrupted run "
              "leaves the previous index in use.")
-    _add_source(p)
+    add_source(p)
     p.add_argument("--force", action="store_true", help="rebuild from scratch")
-    _add_codegen(p)
+    add_codegen(p)
     p.add_argument("--workers", type=int, default=None, metavar="N", help="worker processes (default: all cores)")
     p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
                    help="progress on stderr: auto (a bar on a terminal, a plain line every few seconds otherwise; "
                         "default), always (the bar), never")
 
-    p = _sub(sub, "serve", "run the MCP server (stdio by default)",
+    p = subcommand(sub, "resolve", "resolve every C++ call of the index once and store it, for fast first answers",
+             "Resolve every C++ call site of the index's current build and store the result beside it "
+             "(resolved.db), so that answers read each call's target instead of resolving it (Note [Resolved "
+             "calls]). A server does this by itself in the background after it starts and after each refresh; "
+             "answers are the same with or without it. Builds no index: run `torchtalk index` first.")
+    add_source(p)
+    p.add_argument("--force", action="store_true", help="compute it again even when it is there for this build")
+    p.add_argument("--workers", type=int, default=None, metavar="N", help="worker processes (default: all cores)")
+    p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
+                   help="progress on stderr: auto (a bar on a terminal, a plain line every few seconds otherwise; "
+                        "default), always (the bar), never")
+
+    p = subcommand(sub, "serve", "run the MCP server (stdio by default)",
              "Run the MCP server with every tool, read-only. It builds an index first when there is none, and "
              "keeps it fresh in the background.")
-    _add_source(p)
+    add_source(p)
     p.add_argument("--transport", choices=("stdio", "http"), default="stdio",
                    help="stdio (default: for Claude Code and other local clients) or http (streamable HTTP at "
                         "http://HOST:PORT/mcp, for a team server)")
@@ -120,9 +106,9 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="worker processes for --transport http, 1..64 (default: $TORCHTALK_HTTP_WORKERS, else one "
                         "per core, at most 8)")
-    _add_codegen(p)
+    add_codegen(p)
 
-    p = _sub(sub, "fetch-source", "download a PyTorch release tree into the user cache and use it",
+    p = subcommand(sub, "fetch-source", "download a PyTorch release tree into the user cache and use it",
              "Download a PyTorch release's source (a shallow git clone, else Debian's source package) into the "
              "user cache, record it as the tree to use, and print its path. An existing tree is reused without "
              "network access.")
@@ -130,51 +116,9 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
                    help=f"the release to fetch: one of {', '.join(KNOWN_VERSIONS)} (default {DEFAULT_VERSION})")
     p.add_argument("--dest", metavar="DIR", help="directory to place the tree in (default: the user cache dir)")
     if command not in PLAIN_COMMANDS:
-        _add_tool_commands(sub)
+        from .cli_tools import add_tool_commands
+        add_tool_commands(sub)
     return parser
-
-
-def _add_tool_commands(sub) -> None:
-    """`view` and one subcommand per tool."""
-    from .cli_input import FILE_PARAMS
-    from .tools import FORMAT, all_tools, draws
-    p = _sub(sub, "view", "open the web view: answers drawn as graphs, nodes that expand, source beside them",
-             "Serve the web view on 127.0.0.1 and open it in a browser (when one can be opened; the address is "
-             "printed either way): a search box, the answer's graph laid out left to right by layer (click a node "
-             "to expand it with the same tools and to read the source around its path:line), and the same Markdown "
-             "answer below. Runs until Ctrl-C. Everything it loads ships with TorchTalk: no network is used.")
-    _add_source(p)
-    p.add_argument("name", nargs="?", default="", metavar="NAME", help="a name to answer on opening (e.g. softmax)")
-    p.add_argument("--tool", choices=[t.name for t in all_tools() if draws(t)], default="trace",
-                   help="the tool answering NAME (default trace)")
-    p.add_argument("--port", type=int, default=8766, help="port on 127.0.0.1 (default 8766; 0: any free port)")
-    p.add_argument("--no-browser", action="store_true", help="only print the address; open no browser")
-    _add_codegen(p)
-
-    for tool in all_tools():
-        first = tool.description.split("? ")[0] + "?"
-        status_tool = tool.name == "get_status"
-        p = _sub(sub, tool.name.replace("_", "-"), GET_STATUS_HELP if status_tool else first,
-                 tool.description + (f" From the command line: {GET_STATUS_HELP}." if status_tool else ""),
-                 aliases=[tool.name] if "_" in tool.name else [])
-        _add_source(p)
-        p.add_argument("--json", action="store_true", help="print the structured result as JSON")
-        for i, prm in enumerate(tool.params):
-            flag = f"--{prm.name.replace('_', '-')}"
-            default = "" if prm.required or prm.default is None else f" (default {prm.default})"
-            kwargs = {"type": prm.type, "help": prm.help + default, "metavar": _metavar(prm)}
-            if (tool.name, prm.name) in FILE_PARAMS:
-                p.add_argument(flag, dest=prm.name, default=None, metavar="FILE", help=FILE_PARAMS[tool.name, prm.name])
-            elif i == 0 and prm.type is str:
-                # The main name is positional (``torchtalk trace softmax``); the flag form works too.
-                p.add_argument(prm.name, nargs="?", default=None, **kwargs)
-                p.add_argument(flag, dest=f"_{prm.name}", default=None, **{**kwargs, "help": f"same as {prm.name}"})
-            else:
-                p.add_argument(flag, dest=prm.name, default=None if prm.required else prm.default, **kwargs)
-        if draws(tool):
-            p.add_argument("--mermaid", dest=FORMAT.name, action="store_const", const="mermaid",
-                           help="print the answer's graph as a Mermaid diagram (same as --format mermaid)")
-        p.set_defaults(tool=tool.name)
 
 
 def _tree(args):
@@ -204,6 +148,23 @@ def cmd_index(args) -> int:
     print("\n".join([report.summary(), *(f"  skipped {s}" for s in report.skipped[:10])]))
     if len(report.skipped) > 10:
         print(f"  ... and {len(report.skipped) - 10} more (see `torchtalk get-status`)")
+    return EXIT_OK
+
+
+def cmd_resolve(args) -> int:
+    from .graph.resolved_build import store_resolved
+    from .index.progress import bar
+    from .index.usable import index_problem
+    if args.workers is not None and not 1 <= args.workers <= 64:
+        raise IndexUnavailable(f"--workers must be 1..64, not {args.workers}")
+    tree = _tree(args)
+    problem = index_problem(tree)
+    if problem is not None:
+        raise IndexUnavailable(f"the index of {tree.root} cannot be used ({problem}); run `torchtalk index "
+                               f"--source {tree.root}` first")
+    show = {"auto": None, "always": True, "never": False}[args.progress]
+    print(store_resolved(tree.index_path, args.workers, args.force, lambda files: bar(files, "resolving calls", show),
+                         log=_say))
     return EXIT_OK
 
 
@@ -365,8 +326,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return EXIT_ERROR
-    handlers = {"index": cmd_index, "serve": cmd_serve, "view": cmd_view, "fetch-source": cmd_fetch,
-                "quickstart": cmd_quickstart, "setup": cmd_setup, "status": cmd_status, "doctor": cmd_doctor}
+    handlers = {"index": cmd_index, "resolve": cmd_resolve, "serve": cmd_serve, "view": cmd_view,
+                "fetch-source": cmd_fetch, "quickstart": cmd_quickstart, "setup": cmd_setup, "status": cmd_status,
+                "doctor": cmd_doctor}
     previous = None
     if args.command not in ("serve", "view") and threading.current_thread() is threading.main_thread():
         # serve and view leave their signals to the server; every other command cleans up and exits with one line.

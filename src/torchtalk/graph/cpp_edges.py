@@ -22,6 +22,7 @@ from .nodes import cpp_node, stub_node, symbol_id, symbol_node, unresolved_node
 from .qualifiers import qualifiers
 from .registry import registry
 from .resolve import TargetKind, resolve, resolver, stub_names
+from .resolved import prefetch_resolutions
 from .stubs import stub_declared
 from .symbols import calls_from, calls_named, prefetch_symbols, symbol
 
@@ -101,8 +102,21 @@ def sites_edges(ix: Index, node: Node, memo_key: str, keep: Callable[[CallSite],
     memo: dict[int, list[Edge]] = ix.cached(memo_key, dict)
     if sid not in memo:
         sym = symbol(ix, sid)
-        memo[sid] = [e for call in calls_from(ix, sid) if keep is None or keep(call)
-                     for e in call_edges(ix, sym, call, node)] if sym else []
+        if sym is None:
+            memo[sid] = []
+            return memo[sid]
+        calls = [c for c in calls_from(ix, sid) if keep is None or keep(c)]
+        # a site's edges are made once, whichever list of the function's edges asks first (out_edges, the GPU
+        # walk's device_out_edges)
+        by_site: dict[tuple[Node, int], list[Edge]] = ix.cached("site_edges", dict)
+        prefetch_resolutions(ix, [c.id for c in calls if (node, c.id) not in by_site])
+        out: list[Edge] = []
+        for call in calls:
+            found = by_site.get((node, call.id))
+            if found is None:
+                found = by_site[(node, call.id)] = call_edges(ix, sym, call, node)
+            out += found
+        memo[sid] = out
     return memo[sid]
 
 
@@ -185,6 +199,7 @@ class _Named:
         """Resolve these sites (those not yet), filing each site's edges only once it is whole: a thread that
         finds a site done finds all its edges (two threads may both resolve it; the second files nothing)."""
         prefetch_symbols(ix, [self.calls[i].caller for i in sites if not self.done[i] and self.calls[i].has_caller])
+        prefetch_resolutions(ix, [self.calls[i].id for i in sites if not self.done[i]])
         for i in sites:
             if self.done[i]:
                 continue

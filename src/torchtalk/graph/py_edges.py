@@ -86,7 +86,7 @@ _ENTRY_MODULES = ("torch.nn.", "torch.functional", "torch._tensor")
 EXPR = "<expr>"  # extract/pymodules.py: the receiver of a method call on an expression
 
 
-def _entry_calls(ix: Index) -> dict[str, list[tuple[str, str, str, int, int]]]:
+def entry_calls(ix: Index) -> dict[str, list[tuple[str, str, str, int, int]]]:
     """Last component of a callee -> (caller fq, caller module, callee as written, file, line), over the public
     Python API modules (torch.nn.*, torch.functional, torch._tensor; private submodules left out)."""
     def build() -> dict[str, list[tuple[str, str, str, int, int]]]:
@@ -115,7 +115,7 @@ def python_callers(ix: Index, node: Node, reaches: Callable[[str], bool]) -> lis
         lasts = {node.key.rsplit(".", 1)[-1]}
     out: dict[str, Edge] = {}
     for last in sorted(lasts):
-        for fq, module, callee, file_id, line in _entry_calls(ix).get(last, ()):
+        for fq, module, callee, file_id, line in entry_calls(ix).get(last, ()):
             if fq in out or fq == node.key:
                 continue
             full = names.resolve_in(module, callee)

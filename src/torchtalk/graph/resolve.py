@@ -23,10 +23,9 @@ cpp_lookup.py, overloads.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 
-from ..model import CallKind, CallSite, CppSymbol, Op, StrEnum, SymbolKind, UsingKind, Variant
+from ..model import CallKind, CallSite, CppSymbol, Op, SymbolKind, UsingKind, Variant
 from ..model.cpp import TypeBase, TypeExpr, TypeStep, TypeStepKind
 from ..model.paths import ATEN_TEMPLATES
 from ..store.reader import Index
@@ -61,6 +60,8 @@ from .op_spellings import (
 )
 from .overloads import op_signature, param_types, return_of, score, signature
 from .registry import OpRegistry, registry
+from .resolution import UNRESOLVED, UNRESOLVED_STD, Resolution, TargetKind
+from .resolved import stored, stored_resolution
 from .symbols import calls_from, gpu_kernels_named, symbol
 
 __all__ = ["Resolution", "Resolver", "TargetKind", "UNRESOLVED", "op_named", "ops_of", "resolve", "resolver",
@@ -69,28 +70,6 @@ __all__ = ["Resolution", "Resolver", "TargetKind", "UNRESOLVED", "op_named", "op
 _MAX_NESTING = 3  # type evaluation that needs call resolution that needs type evaluation ...
 
 
-class TargetKind(StrEnum):
-    DEFS = "defs"  # definitions (best first; several when overloads remain: candidates)
-    DECLS = "decls"  # only declarations were found
-    OP = "op"  # an op, through the dispatcher
-    STUB = "stub"  # a DispatchStub
-    LOCAL = "local"  # a local variable called (a lambda, a functor): no function of that name
-    UNRESOLVED = "unresolved"
-
-
-@dataclass(frozen=True)
-class Resolution:
-    kind: TargetKind
-    defs: tuple[CppSymbol, ...] = ()
-    ops: tuple[str, ...] = ()  # op full names
-    stub: str = ""
-    spelling: str = ""  # for OP: how the call names it ("at::_ops::add_Tensor::call", "tensor method")
-    candidates: bool = False  # several functions remain: the call's arguments do not say which
-    std: bool = False  # UNRESOLVED: the standard library's (not in the tree)
-
-
-UNRESOLVED = Resolution(TargetKind.UNRESOLVED)
-_STD = Resolution(TargetKind.UNRESOLVED, std=True)
 
 
 def ops_of(reg: OpRegistry, res: Resolution) -> list[Op]:
@@ -104,6 +83,9 @@ def resolve(ix: Index, call: CallSite, caller: CppSymbol | None = None) -> Resol
     found = caller or symbol(ix, call.caller)
     if found is None:
         return UNRESOLVED
+    store = stored(ix)
+    if store is not None and call.id and call.caller == found.id:  # Note [Resolved calls] in store/resolved.py
+        return stored_resolution(ix, store, call.id)
     key = (found.id, call.callee, call.qualifier, call.kind.value, call.recv, call.nargs, call.args, call.targs)
     return ix.memo("resolutions", key, lambda: resolver(ix, found).call(call), UNRESOLVED)
 
@@ -208,7 +190,7 @@ class Resolver:
         if call.qualifier == "::":
             # ::f is the global f (usually the C library's): never an op, never a namespace-local f.
             found = [s for s in symbols_named(self.ix, name) if self._visible(s)]
-            return self.choose(found, call) if found else _STD
+            return self.choose(found, call) if found else UNRESOLVED_STD
         if qual.startswith(STRUCT_QUALIFIERS):
             full = struct_op(self.ix, self.reg, qual)
             return Resolution(TargetKind.OP, ops=(full,), spelling=f"{qual}::{name}") if full else UNRESOLVED
@@ -376,11 +358,11 @@ class Resolver:
         """std::X: the tree's own specializations and overloads only when the call's types select them."""
         found = [s for s in symbols_named(self.ix, f"{qual}::{name}") if self._visible(s)]
         if not found:
-            return _STD
+            return UNRESOLVED_STD
         if call.targs:  # std::numeric_limits<c10::Half>::max: the specialization for those arguments
             want = resolve_type(self.ix, call.targs, self.scope)
             if want is None:
-                return _STD
+                return UNRESOLVED_STD
             picked = []
             for s in found:
                 if not s.spec:
@@ -388,13 +370,13 @@ class Resolver:
                 have = resolve_type(self.ix, s.spec, Scope(scope_chain(s.qualname), s.path))
                 if have is not None and have.name == want.name:
                     picked.append(s)
-            return self.choose(picked, call) if picked else _STD
+            return self.choose(picked, call) if picked else UNRESOLVED_STD
         args = self.arg_types(call)
         tree_args = [a for a in args if a is not None and not a.is_builtin and not a.is_std]
         if not tree_args:
-            return _STD  # std::exp(float): the library's, never the tree's BFloat16 overload
+            return UNRESOLVED_STD  # std::exp(float): the library's, never the tree's BFloat16 overload
         picked = [s for s in found if (score(self.ix, args, param_types(self.ix, s, None)) or 0) > len(args)]
-        return self.choose(picked, call) if picked else _STD
+        return self.choose(picked, call) if picked else UNRESOLVED_STD
 
     # -------------------------------------------------------------- methods
 
@@ -408,7 +390,7 @@ class Resolver:
         if ty.is_tensor or self._tensor_derived(ty):
             return self.tensor_method(call, ty)
         if ty.is_std:
-            return _STD
+            return UNRESOLVED_STD
         if ty.is_builtin:
             return UNRESOLVED
         owner, syms = methods(self.ix, ty, name)

@@ -43,6 +43,7 @@ from . import generated
 from .pipeline import Batch, IndexReport, Workers
 
 # Bump when extractors change what they produce: an index from another version is rebuilt.
+# x22: every build publishes a build id, which a store of resolved calls is bound to (Note [Resolved calls]);
 # x21: a multi-line argument of a same-file macro (a lambda) keeps the lines it was written on (Note [Arguments keep
 # their lines]);
 # x20: a pasting macro handed to a list macro of the same file (AT_FORALL_OPERATORS(DEFINE_COMPARATOR)) is expanded
@@ -55,7 +56,7 @@ from .pipeline import Batch, IndexReport, Workers
 # x14: a kernel held in a local variable and launched, a local given &f and called, Functor<T>()(args);
 # x13: a temporary functor's call (T{}(x)) and the functor passed to a launch family; x12: Python branch arms;
 # x11: raise sites; x10: canonical ids
-INDEXER_VERSION = f"{__version__}+x21"
+INDEXER_VERSION = f"{__version__}+x22"
 
 
 def _existing_state(tree: SourceTree) -> tuple[dict[str, tuple] | None, str, dict[str, str]]:

@@ -227,6 +227,11 @@ def _entries_linked(ix: Index) -> list[_Entry]:
     return found
 
 
+def warm(ix: Index) -> None:
+    """Link the hand-written bindings once, off a first answer's path (the server's warm-up)."""
+    _entries_linked(ix)
+
+
 def _with_dispatch(ix: Index, e: _Entry) -> HandBinding:
     b = e.binding
     if b.how:

@@ -11,6 +11,7 @@ from ..index.freshness import Freshness, walk_changes
 from ..store.builds import building, failure_summary, reported_failure
 from ..store.integrity import reported_damage
 from ..store.reader import Index
+from ..store.resolved import resolved_path, stored_meta
 
 
 @dataclass
@@ -29,6 +30,7 @@ class StatusResult:
     checked_seconds_ago: float = 0.0
     notes: list[str] = field(default_factory=list)
     stage_seconds: dict[str, float] = field(default_factory=dict)  # where the last build's time went
+    resolved_calls: str = ""  # whether the store of resolved calls serves this build (Note [Resolved calls])
 
 
 # Indexes asked about before, without a server's watch (in-process use): from the second ask on they get a
@@ -83,7 +85,21 @@ def status(ix: Index) -> StatusResult:
         checked_seconds_ago=round(age, 1),
         notes=_damage_notes(ix) + _build_notes(ix),
         stage_seconds=ix.meta_json("layer_seconds", {}),
+        resolved_calls=_resolved_calls(ix),
     )
+
+
+def _resolved_calls(ix: Index) -> str:
+    held = stored_meta(ix.path)
+    if held is not None and held.get("build_id") == ix.meta.get("build_id"):
+        return (f"stored for this build ({int(held.get('sites', '0') or 0):,} call sites): answers read each "
+                "call's target")
+    slower = "answers resolve calls as asked meanwhile (the same answers; first ones take longer)"
+    running = building(resolved_path(ix.path))
+    if running:
+        return f"being stored in the background ({running}); {slower}"
+    return (f"not stored for this build: {slower.replace(' meanwhile', '')}; a server stores it in the background, "
+            "`torchtalk resolve` does it at once")
 
 
 def _build_notes(ix: Index) -> list[str]:

@@ -45,6 +45,8 @@ def render_status(r: StatusResult) -> str:
         f"- index: {r.index_path}",
         f"- built: {r.built_at} ({r.last_build}); {fresh}",
     ]
+    if r.resolved_calls:
+        out.append(f"- call resolution: {r.resolved_calls}")
     if r.changed_files:
         out.append("  changed: " + ", ".join(r.changed_files[:10]) + (" ..." if len(r.changed_files) > 10 else ""))
     for comp, values in r.components.items():

@@ -19,25 +19,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SourceError
-from ..graph.cpp_types import all_classes, all_usings, directives, occupied, symbol_qualnames
 from ..graph.device_reach import defined
 from ..graph.gpu import warm_shared as warm_gpu
-from ..graph.registry import registry
-from ..graph.resolve import stub_names
-from ..graph.symbols import pasted_symbols
+from ..graph.py_edges import entry_calls
+from ..graph.resolved_build import warm_resolution
 from ..index.freshness import Freshness
 from ..index.usable import index_problem
 from ..query.cuda import cuda_kernels
 from ..query.errors import warm as warm_errors
+from ..query.handbound import warm as warm_hand_bindings
 from ..query.status import changed_files
 from ..source.tree import SourceTree, config_path, find_source, read_config
 from ..store import integrity
 from ..store.builds import failure_summary, reported_failure
 from ..store.db import corrupt_marker
 from ..store.reader import Index
+from ..store.resolved import stored_meta
 from ..tools import all_tools
 from ..tools.structured import output_model
-from .builds import BuildState, Refresher
+from .builds import BuildState, Refresher, Resolving
 from .freshness import FRESH_WAIT_S, stale_note, watch_in_background
 
 log = logging.getLogger("torchtalk")
@@ -58,15 +58,10 @@ def _warm_up(ix: Index) -> None:
     """Load what first calls would otherwise pay for (the op registry, stub names, the GPU kernel summary that
     counts every launch site), off the request path."""
     try:
-        registry(ix)
-        stub_names(ix)
         # What resolving any C++ call looks up (impact, called_by, calls, cuda_kernels all resolve calls).
-        symbol_qualnames(ix)
-        all_classes(ix)
-        all_usings(ix)
-        directives(ix)
-        pasted_symbols(ix)
-        occupied(ix)  # the scopes name lookup tries (the first resolution would build it: 60-70 ms)
+        warm_resolution(ix)
+        entry_calls(ix)  # the public Python functions' calls, which impact's and called_by's walks up read
+        warm_hand_bindings(ix)  # trace's hand-written bindings
         cuda_kernels(ix)
         defined(ix)  # the names a call site can resolve by (the GPU walk's skip, graph/device_reach.py)
         warm_gpu(ix)  # the code most GPU walks pass (Note [The GPU warm-up])
@@ -104,6 +99,7 @@ class Backend:
         self._tree: SourceTree | None = None
         self._ix: Index | None = None
         self._refresher: Refresher | None = None
+        self._resolving: Resolving | None = None
         self._stopping = False
         self._fresh: Freshness | None = None
         self._stop_watching = threading.Event()
@@ -186,7 +182,8 @@ class Backend:
                 except SourceError as exc:
                     return Unavailable(_no_tree(self.source, str(exc)))
                 self._tree = tree
-                self._refresher = Refresher(tree, self.codegen, self.state)
+                self._resolving = Resolving(tree, self._resolve_needed)
+                self._refresher = Refresher(tree, self.codegen, self.state, landed=self._resolving.maybe_start)
             assert self._refresher is not None
             problem = index_problem(tree)
             if problem is None:
@@ -196,12 +193,27 @@ class Backend:
                 refresher = self._refresher
                 integrity.watch(self._ix.path, on_damage=lambda: refresher.maybe_start(), log=log.warning)
                 # On two cores the warm-up would compete with answering `initialize`: a moment later.
-                timer = threading.Timer(WARM_UP_DELAY_S, _warm_up, args=(self._ix,))
+                timer = threading.Timer(WARM_UP_DELAY_S, self._warm_up_then_resolve, args=(self._ix,))
                 timer.daemon = True
                 timer.start()
                 return self._ix
             self._refresher.maybe_start()
             return self._building(tree, problem)
+
+    def _warm_up_then_resolve(self, ix: Index) -> None:
+        _warm_up(ix)
+        if self._resolving is not None and not self._stopping:
+            self._resolving.maybe_start()
+
+    def _resolve_needed(self) -> bool:
+        """Whether the index's current build has no store of resolved calls (Note [Resolved calls])."""
+        ix = self._ix
+        if ix is None or self._stopping:
+            return False
+        ix.recheck()
+        build_id = ix.meta.get("build_id")
+        held = stored_meta(ix.path)
+        return bool(build_id) and (held is None or held.get("build_id") != build_id)
 
     def _building(self, tree: SourceTree, problem: str) -> Unavailable:
         assert self._refresher is not None
@@ -227,5 +239,7 @@ class Backend:
         self._stop_watching.set()
         if self._refresher is not None:
             self._refresher.stop()
+        if self._resolving is not None:
+            self._resolving.stop()
         if self._fresh is not None:
             self._fresh.close()  # its inotify instance (128 per user by default)

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import NamedTuple
 
 from ..procs import pid_alive
@@ -80,10 +81,12 @@ class BuildState:
 class Refresher:
     """Keeps one tree's index built and fresh. ``stop()`` ends a run this process started and reaps it."""
 
-    def __init__(self, tree: SourceTree, codegen: bool, state: BuildState | None = None):
+    def __init__(self, tree: SourceTree, codegen: bool, state: BuildState | None = None,
+                 landed: Callable[[], None] | None = None):
         self.tree = tree
         self.codegen = codegen
         self.state = state or BuildState()
+        self.landed = landed  # called after each run that succeeded (a new build may have landed)
         self._proc: subprocess.Popen | None = None
         self._watcher: threading.Thread | None = None
         self._stop_lock = threading.Lock()
@@ -137,6 +140,8 @@ class Refresher:
                          f"exit status {code}")
         with self.state.lock:
             self.state.ended(code, error)
+        if code == 0 and self.landed is not None:
+            self.landed()
 
     def stop(self) -> None:
         """End a run this process started, and reap it: SIGTERM to the run alone (it removes its temp file and
@@ -157,3 +162,62 @@ class Refresher:
                     proc.wait()
             if self._watcher is not None:
                 self._watcher.join(timeout=2)
+
+
+class Resolving:
+    """``torchtalk resolve`` in a child process: the store of resolved calls of the index's current build
+    (Note [Resolved calls] in store/resolved.py), computed in the background after the server starts and after
+    each refresh lands, when the build has none. Its file lock keeps it to one run per index whatever number of
+    servers ask. ``stop()`` ends a run this process started."""
+
+    def __init__(self, tree: SourceTree, needed: Callable[[], bool]):
+        self.tree = tree
+        self.needed = needed
+        self._proc: subprocess.Popen | None = None
+        self._failed_at = -math.inf
+        self._lock = threading.Lock()
+
+    def maybe_start(self) -> None:
+        with self._lock:
+            proc = self._proc
+            if proc is not None and proc.poll() is None:
+                return
+            if proc is not None and proc.returncode != 0:
+                self._failed_at, self._proc = time.monotonic(), None
+            if time.monotonic() - self._failed_at < FAILED_RETRY_S or not self.needed():
+                return
+            cmd = [sys.executable, "-m", "torchtalk", "resolve", "--source", str(self.tree.root), "--progress",
+                   "never"]
+            try:
+                proc = self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                                     stderr=subprocess.PIPE, start_new_session=True)
+            except OSError as exc:
+                self._failed_at = time.monotonic()
+                log.warning("could not start `torchtalk resolve` in the background: %s", exc)
+                return
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, proc.pid, NICE)
+        threading.Thread(target=self._watch, args=(proc,), name="torchtalk-resolve-run", daemon=True).start()
+
+    @staticmethod
+    def _watch(proc: subprocess.Popen) -> None:
+        assert proc.stderr is not None
+        for raw in proc.stderr:  # its messages go to the server's log
+            line = raw.decode("utf-8", "replace").rstrip()
+            if line:
+                print(line, file=sys.stderr, flush=True)
+        proc.wait()
+
+    def stop(self) -> None:
+        with self._lock:
+            proc = self._proc
+        if proc is None or proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

@@ -369,7 +369,7 @@ class IndexWriter:
     def commit(self, verify: Callable[[sqlite3.Connection], str | None] | None = None) -> None:
         """Publish the new version. ``verify(conn)`` says what is wrong with the finished file, or None; a
         version it rejects is discarded (BuildRejected) and the published index stays as it was."""
-        self.set_meta(complete="1", built_at=str(time.time()))
+        self.set_meta(complete="1", built_at=str(time.time()), build_id=os.urandom(16).hex())  # store/resolved.py
         self.conn.execute("COMMIT")
         if not self.incremental:
             self.conn.execute("ANALYZE")

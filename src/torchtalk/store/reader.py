@@ -199,6 +199,13 @@ class Index:
     # dict is kept on the connection that reads that version (a connection's version never changes), not looked
     # up by version on every call. The lock only guards creating a version's dict.
 
+    def drop_cached(self, keys: tuple[str, ...]) -> None:
+        """Forget these cached lookups in every version (a long batch job that fills them as it goes)."""
+        with self._lock:
+            for cache in self._caches.values():
+                for key in keys:
+                    cache.pop(key, None)
+
     def _version_cache(self, version: Version) -> dict[str, Any]:
         """The cached lookups of one index version (created on first use; the last two versions kept)."""
         with self._lock:

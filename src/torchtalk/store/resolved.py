@@ -1,0 +1,162 @@
+"""The store of resolved calls: a cache of the graph's C++ call resolution, beside the index.
+
+Note [Resolved calls]
+~~~~~~~~~~~~~~~~~~~~~
+The index keeps each call site as written (Note [Facts per file] in ARCHITECTURE.md); the graph resolves a site
+when a question needs it (graph/resolve.py), about 0.2 ms a site on the 2.6.0 tree. A first answer that walks
+thousands of sites (``cuda_kernels("conv2d")``, ``impact("at::native::add", 3)``) pays for each of them. This
+file is where the resolution of every site of one build of the index is kept once it has been computed
+(graph/resolved.py: ``torchtalk resolve``, or a server in the background): one row per site that resolves to
+something; a site without a row resolves to nothing.
+
+It is a second SQLite file, ``resolved.db`` beside ``index.db``, bound to the build it was computed from: both
+files' meta hold the build's ``build_id`` (store/db.py writes a new one with every build it publishes), and a
+reader uses the store only when the ids match. A refresh publishes a new build, so the store of the old one is
+not used (calls are resolved as asked) until it is computed again. The store is written to a temporary file and
+renamed into place, so it is whole or absent; deleting it changes no answer, only how long the first ones take.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from ..procs import pid_alive
+
+log = logging.getLogger(__name__)
+
+RESOLVED_NAME = "resolved.db"
+RESOLVED_VERSION = "1"  # the layout of the rows below; a store of another layout is not used
+# site: the cpp_call row id; kind: the resolution's kind (graph/resolve.py TargetKind); defs: symbol ids,
+# comma-separated, best first; ops: op full names, comma-separated; flags: FLAG_* bits.
+DDL = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE resolved (site INTEGER PRIMARY KEY, kind TEXT NOT NULL, defs TEXT NOT NULL, ops TEXT NOT NULL,
+                       stub TEXT NOT NULL, spelling TEXT NOT NULL, flags INTEGER NOT NULL);
+"""
+FLAG_CANDIDATES = 1
+FLAG_STD = 2
+Row = tuple[int, str, str, str, str, str, int]  # (site, kind, defs, ops, stub, spelling, flags)
+_BATCH = 900  # ids per IN (...) query (under SQLite's default limit of variables)
+
+
+def resolved_path(index_path: Path) -> Path:
+    return index_path.with_name(RESOLVED_NAME)
+
+
+class ResolvedWriter:
+    """A new store for the build ``build_id`` of the index at ``index_path``: rows go to a temporary file that
+    ``commit`` renames into place."""
+
+    def __init__(self, index_path: Path, build_id: str) -> None:
+        self.path = resolved_path(index_path)
+        self.tmp = self.path.with_name(f".{RESOLVED_NAME}.tmp-{os.getpid()}")
+        self.build_id = build_id
+        for old in self.path.parent.glob(f".{RESOLVED_NAME}.tmp-*"):  # left by a run that was killed
+            pid = old.name.rsplit("-", 1)[-1]
+            if old == self.tmp or not pid.isdigit() or not pid_alive(int(pid)):
+                with contextlib.suppress(OSError):
+                    old.unlink()
+        try:
+            self.conn = sqlite3.connect(self.tmp, isolation_level=None)
+            self.conn.execute("PRAGMA journal_mode = OFF")
+            self.conn.execute("PRAGMA synchronous = OFF")
+            self.conn.execute("BEGIN")
+            for stmt in DDL.split(";"):
+                if stmt.strip():
+                    self.conn.execute(stmt)
+        except BaseException:
+            self.abort()
+            raise
+
+    def add(self, rows: Iterable[Row]) -> None:
+        self.conn.executemany("INSERT INTO resolved VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def commit(self, **meta: str) -> None:
+        self.conn.executemany("INSERT INTO meta VALUES (?, ?)",
+                              [("build_id", self.build_id), ("version", RESOLVED_VERSION), *meta.items()])
+        self.conn.execute("COMMIT")
+        self.conn.close()
+        with open(self.tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        conn = getattr(self, "conn", None)
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+        with contextlib.suppress(OSError):
+            self.tmp.unlink()
+
+
+class ResolvedStore:
+    """The rows of a store, read-only; thread-safe (one connection, a lock around each statement)."""
+
+    def __init__(self, conn: sqlite3.Connection, meta: dict[str, str]) -> None:
+        self._conn = conn
+        self.meta = meta
+        self._lock = threading.Lock()
+
+    def rows(self, sites: Iterable[int]) -> Iterator[Row]:
+        """The rows of these sites (those that have one), in no particular order."""
+        ids = list(sites)
+        for i in range(0, len(ids), _BATCH):
+            part = ids[i:i + _BATCH]
+            sql = f"SELECT * FROM resolved WHERE site IN ({','.join('?' * len(part))})"
+            with self._lock:
+                found = self._conn.execute(sql, part).fetchall()
+            yield from found
+
+    def between(self, lo: int, hi: int) -> list[Row]:
+        """The rows of the sites lo..hi (a function's sites are numbered in a row: one query for all of them)."""
+        with self._lock:
+            found: list[Row] = self._conn.execute("SELECT * FROM resolved WHERE site BETWEEN ? AND ?",
+                                                  (lo, hi)).fetchall()
+        return found
+
+    def row(self, site: int) -> Row | None:
+        with self._lock:
+            found: Row | None = self._conn.execute("SELECT * FROM resolved WHERE site = ?", (site,)).fetchone()
+        return found
+
+
+def open_resolved(index_path: Path, build_id: str | None) -> ResolvedStore | None:
+    """The store computed for build ``build_id`` of this index, or None: none there, another build's, of another
+    layout, or unreadable (the graph then resolves calls as asked; a damaged file is logged, never used)."""
+    path = resolved_path(index_path)
+    if not build_id or not path.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        meta = dict(conn.execute("SELECT key, value FROM meta"))
+        if meta.get("build_id") != build_id or meta.get("version") != RESOLVED_VERSION:
+            conn.close()
+            return None
+        conn.execute("PRAGMA query_only = 1")
+        conn.execute("SELECT * FROM resolved LIMIT 1").fetchall()
+    except sqlite3.DatabaseError as exc:
+        log.warning("the store of resolved calls %s is unreadable (%s); resolving calls as asked", path, exc)
+        return None
+    return ResolvedStore(conn, meta)
+
+
+def stored_meta(index_path: Path) -> dict[str, str] | None:
+    """The meta of the store on disk (its ``build_id``, ``sites``), None when there is none or it is unreadable:
+    for status and for ``torchtalk resolve``."""
+    path = resolved_path(index_path)
+    if not path.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return dict(conn.execute("SELECT key, value FROM meta"))
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return None

@@ -1,0 +1,201 @@
+"""The store of resolved calls (Note [Resolved calls] in store/resolved.py): every call site of a build resolved
+once and read back. It changes no resolution and no answer; it is used only for the build it was computed for;
+a damaged one is never used; `torchtalk resolve` and a server build it."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from torchtalk.cli import EXIT_ERROR, EXIT_OK, main
+from torchtalk.graph.registry import registry
+from torchtalk.graph.resolve import resolve
+from torchtalk.graph.resolved import stored, without_store
+from torchtalk.graph.resolved_build import build
+from torchtalk.graph.symbols import CALL_COLS, symbol
+from torchtalk.model import CallSite
+from torchtalk.query.status import status
+from torchtalk.render.basic import render_status
+from torchtalk.source.tree import find_source
+from torchtalk.store.codec import rows_facts
+from torchtalk.store.reader import Index
+from torchtalk.store.resolved import open_resolved, resolved_path, stored_meta
+from torchtalk.tools import get_tool, run
+
+from ..conftest import _reindexed, overlay_index
+
+GPU_OVERLAY = Path(__file__).parents[1] / "fixtures" / "tree_gpu"
+GPU_OPS = """
+- func: nansum(Tensor self) -> Tensor
+  dispatch:
+    CUDA: nansum_cuda
+
+- func: bmm(Tensor self, Tensor mat2) -> Tensor
+  dispatch:
+    CUDA: bmm_cuda
+"""
+
+
+@pytest.fixture
+def gpu_tree(tree):
+    ix = overlay_index(tree, GPU_OVERLAY, {"aten/src/ATen/native/native_functions.yaml": GPU_OPS})
+    yield tree, ix
+    ix.close()
+
+
+def _sites(ix: Index) -> list[CallSite]:
+    return rows_facts(CallSite, ix.q(f"SELECT {CALL_COLS} FROM cpp_call ORDER BY id"), ix.paths())
+
+
+def _resolutions(ix: Index) -> dict[int, object]:
+    out = {}
+    with ix.using():
+        for call in _sites(ix):
+            caller = symbol(ix, call.caller) if call.has_caller else None
+            if caller is not None:
+                out[call.id] = resolve(ix, call, caller)
+    return out
+
+
+def _questions(ix: Index) -> list[tuple[str, dict]]:
+    with ix.using():
+        ops = sorted({op.name for op in registry(ix).by_full.values()})
+        fns = [q for (q,) in ix.q("SELECT DISTINCT qualname FROM cpp_symbol WHERE is_definition = 1 AND kind IN "
+                                  "('function', 'method', 'global_kernel') ORDER BY qualname")]
+    return ([(t, {"function_name": n}) for n in ops for t in ("trace", "cuda_kernels")]
+            + [(t, {"function_name": f}) for f in fns for t in ("calls", "called_by")]
+            + [("impact", {"function_name": f, "depth": 3}) for f in fns])
+
+
+def _answers(ix: Index, questions: list[tuple[str, dict]]) -> dict[str, str]:
+    out = {}
+    for tool, kw in questions:
+        with ix.using():
+            out[f"{tool} {kw}"] = run(get_tool(tool), ix, **kw)
+    return out
+
+
+def test_every_site_reads_back_the_resolution_it_would_get_and_every_answer_is_the_same(gpu_tree):
+    tree, ix = gpu_tree
+    st = find_source(tree)
+    questions = _questions(ix)
+    assert len(questions) > 100
+    without_store(ix)
+    lazy, lazy_answers = _resolutions(ix), _answers(ix, questions)
+    result = build(st.index_path, workers=1)
+    assert result is not None
+    build_id, sites, rows = result
+    assert build_id == ix.meta["build_id"] and sites == len(_sites(ix))
+    assert 0 < rows < sites, "sites that resolve to nothing have no row"
+    fresh = Index(st.index_path, st.root)
+    with fresh.using():
+        assert stored(fresh) is not None, "the store of this build is used"
+    assert _resolutions(fresh) == lazy
+    assert sum(r.kind.value != "unresolved" for r in lazy.values()) > 50  # type: ignore[attr-defined]
+    assert _answers(fresh, questions) == lazy_answers
+    fresh.close()
+
+
+def test_two_workers_store_the_same_rows_as_one(indexed, monkeypatch):
+    tree, ix = indexed
+    path = find_source(tree).index_path
+    monkeypatch.setattr("torchtalk.graph.resolved_build.TASK_SITES", 50)  # several tasks on the small tree
+    build(path, workers=1)
+    one = sorted(open_resolved(path, ix.meta["build_id"]).rows(range(100000)))
+    build(path, workers=2)
+    two = sorted(open_resolved(path, ix.meta["build_id"]).rows(range(100000)))
+    assert one and one == two
+
+
+def test_a_store_of_another_build_is_not_used_and_a_refresh_publishes_a_new_build(indexed):
+    tree, ix = indexed
+    path = find_source(tree).index_path
+    build(path, workers=1)
+    old = ix.meta["build_id"]
+    assert open_resolved(path, old) is not None
+    f = tree / "aten/src/ATen/native/SoftMax.cpp"
+    f.write_text(f.read_text() + "\nvoid added_by_test() { at::softmax(x, 0); }\n")
+    ix2 = _reindexed(tree)
+    new = ix2.meta["build_id"]
+    assert new and new != old
+    assert open_resolved(path, new) is None, "the old build's store is not this build's"
+    with ix2.using():
+        assert stored(ix2) is None
+    assert "not stored for this build" in render_status(status(ix2))
+    ix2.close()
+
+
+def test_a_damaged_store_is_never_used(indexed):
+    tree, ix = indexed
+    path = find_source(tree).index_path
+    build(path, workers=1)
+    resolved_path(path).write_bytes(b"not a database" * 100)
+    assert open_resolved(path, ix.meta["build_id"]) is None
+    assert stored_meta(path) is None
+
+
+def test_a_build_that_sees_the_index_change_stores_nothing(indexed, monkeypatch):
+    tree, ix = indexed
+    path = find_source(tree).index_path
+    import torchtalk.graph.resolved_build as rb
+    real_run = rb._run
+
+    def run_then_refresh(files):
+        out = real_run(files)
+        f = tree / "aten/src/ATen/native/SoftMax.cpp"
+        f.write_text(f.read_text() + f"\n// edited {time.time()}\n")
+        _reindexed(tree).close()
+        return out
+
+    monkeypatch.setattr(rb, "_run", run_then_refresh)
+    assert build(path, workers=1) is None
+    assert not resolved_path(path).exists()
+    assert not list(path.parent.glob(".resolved.db.tmp-*")), "no temporary file is left"
+
+
+def test_cli_resolve_stores_once_per_build_and_says_what_is_wrong(indexed, capsys):
+    tree, ix = indexed
+    assert main(["resolve", "--source", str(tree), "--progress", "never"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert out.startswith("resolved ") and "call sites" in out
+    assert "stored for this build" in render_status(status(ix))
+    assert main(["resolve", "--source", str(tree), "--progress", "never"]) == EXIT_OK
+    assert "are stored for its current build" in capsys.readouterr().out
+    assert main(["resolve", "--source", str(tree), "--workers", "0"]) == EXIT_ERROR
+    assert "--workers must be 1..64, not 0" in capsys.readouterr().err
+
+
+def test_cli_resolve_without_an_index_names_the_command_that_builds_one(tree, capsys):
+    assert main(["resolve", "--source", str(tree)]) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert "no index yet" in err and "torchtalk index --source" in err
+
+
+def test_a_server_stores_the_resolved_calls_of_its_build_in_the_background(indexed):
+    from torchtalk.server.backend import Backend
+    tree, ix = indexed
+    path = find_source(tree).index_path
+    backend = Backend(str(tree), codegen=False)
+    try:
+        assert isinstance(backend.ready(), Index)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (stored_meta(path) or {}).get("build_id") != ix.meta["build_id"]:
+            time.sleep(0.2)
+        assert (stored_meta(path) or {}).get("build_id") == ix.meta["build_id"]
+    finally:
+        backend.stop()
+
+
+def test_a_place_that_cannot_be_written_is_an_error_naming_it_and_the_index_still_answers(indexed, capsys):
+    tree, ix = indexed
+    path = find_source(tree).index_path
+    resolved_path(path).mkdir()  # the store's name taken by a directory: it cannot be written there
+    assert main(["resolve", "--source", str(tree), "--progress", "never"]) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert "cannot write the store of resolved calls" in err and str(resolved_path(path)) in err
+    assert not list(path.parent.glob(".resolved.db.tmp-*"))
+    with ix.using():
+        assert stored(ix) is None
+    assert "softmax" in run(get_tool("trace"), ix, function_name="softmax")[-1]
