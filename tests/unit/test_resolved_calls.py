@@ -173,8 +173,10 @@ def test_cli_resolve_without_an_index_names_the_command_that_builds_one(tree, ca
     assert "no index yet" in err and "torchtalk index --source" in err
 
 
-def test_a_server_stores_the_resolved_calls_of_its_build_in_the_background(indexed):
+def test_a_server_stores_the_resolved_calls_of_its_build_in_the_background(indexed, monkeypatch):
+    from torchtalk.server import backend as server_backend
     from torchtalk.server.backend import Backend
+    monkeypatch.setattr(server_backend, "RESOLVE_DELAY_S", 0.1)
     tree, ix = indexed
     path = find_source(tree).index_path
     backend = Backend(str(tree), codegen=False)
@@ -199,3 +201,17 @@ def test_a_place_that_cannot_be_written_is_an_error_naming_it_and_the_index_stil
     with ix.using():
         assert stored(ix) is None
     assert "softmax" in run(get_tool("trace"), ix, function_name="softmax")[-1]
+
+
+def test_a_server_that_stops_within_the_delay_starts_no_resolve(indexed):
+    from torchtalk.server import backend as server_backend
+    from torchtalk.server.backend import Backend
+    tree, _ix = indexed
+    backend = Backend(str(tree), codegen=False)
+    try:
+        assert isinstance(backend.ready(), Index)
+        time.sleep(server_backend.WARM_UP_DELAY_S + 1.0)  # the warm-up is over; the store is not begun
+    finally:
+        backend.stop()
+    assert backend._resolving is not None and backend._resolving._proc is None
+    assert stored_meta(find_source(tree).index_path) is None

@@ -44,6 +44,7 @@ log = logging.getLogger("torchtalk")
 
 SETUP = "run /torchtalk:setup in Claude Code, or `torchtalk setup` in a shell"
 WARM_UP_DELAY_S = 1.0
+RESOLVE_DELAY_S = 20.0  # after the warm-up, before the store of resolved calls is computed (Note [Resolved calls])
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,7 @@ class Backend:
                     return Unavailable(_no_tree(self.source, str(exc)))
                 self._tree = tree
                 self._resolving = Resolving(tree, self._resolve_needed)
-                self._refresher = Refresher(tree, self.codegen, self.state, landed=self._resolving.maybe_start)
+                self._refresher = Refresher(tree, self.codegen, self.state, landed=self._resolve_later)
             assert self._refresher is not None
             problem = index_problem(tree)
             if problem is None:
@@ -202,8 +203,16 @@ class Backend:
 
     def _warm_up_then_resolve(self, ix: Index) -> None:
         _warm_up(ix)
-        if self._resolving is not None and not self._stopping:
-            self._resolving.maybe_start()
+        self._resolve_later()
+
+    def _resolve_later(self) -> None:
+        """Store the resolved calls of the current build RESOLVE_DELAY_S from now (after the warm-up, after a
+        refresh lands): a server that answers for a while has them; one that lives a few seconds (a script, a test)
+        starts no work its exit would kill."""
+        def later() -> None:
+            if self._resolving is not None and not self._stop_watching.wait(RESOLVE_DELAY_S) and not self._stopping:
+                self._resolving.maybe_start()
+        threading.Thread(target=later, name="torchtalk-resolve-later", daemon=True).start()
 
     def _resolve_needed(self) -> bool:
         """Whether the index's current build has no store of resolved calls (Note [Resolved calls])."""
