@@ -5,9 +5,6 @@ a damaged one is never used; `torchtalk resolve` and a server build it."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
-
-import pytest
 
 from torchtalk.cli import EXIT_ERROR, EXIT_OK, main
 from torchtalk.graph.registry import registry
@@ -24,25 +21,8 @@ from torchtalk.store.reader import Index
 from torchtalk.store.resolved import open_resolved, resolved_path, stored_meta
 from torchtalk.tools import get_tool, run
 
-from ..conftest import _reindexed, overlay_index
-
-GPU_OVERLAY = Path(__file__).parents[1] / "fixtures" / "tree_gpu"
-GPU_OPS = """
-- func: nansum(Tensor self) -> Tensor
-  dispatch:
-    CUDA: nansum_cuda
-
-- func: bmm(Tensor self, Tensor mat2) -> Tensor
-  dispatch:
-    CUDA: bmm_cuda
-"""
-
-
-@pytest.fixture
-def gpu_tree(tree):
-    ix = overlay_index(tree, GPU_OVERLAY, {"aten/src/ATen/native/native_functions.yaml": GPU_OPS})
-    yield tree, ix
-    ix.close()
+from ..conftest import _reindexed
+from .test_gpu_families import gpu  # noqa: F401  (the fixture: a tree of launch families, GPU libraries, a formula)
 
 
 def _sites(ix: Index) -> list[CallSite]:
@@ -77,8 +57,8 @@ def _answers(ix: Index, questions: list[tuple[str, dict]]) -> dict[str, str]:
     return out
 
 
-def test_every_site_reads_back_the_resolution_it_would_get_and_every_answer_is_the_same(gpu_tree):
-    tree, ix = gpu_tree
+def test_every_site_reads_back_the_resolution_it_would_get_and_every_answer_is_the_same(gpu):  # noqa: F811
+    tree, ix = gpu
     st = find_source(tree)
     questions = _questions(ix)
     assert len(questions) > 100

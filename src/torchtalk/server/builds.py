@@ -151,15 +151,7 @@ class Refresher:
             proc = self._proc
             if proc is None:
                 return
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=STOP_GRACE_S)
-                except subprocess.TimeoutExpired:
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+            _end(proc)
             if self._watcher is not None:
                 self._watcher.join(timeout=2)
 
@@ -209,15 +201,23 @@ class Resolving:
         proc.wait()
 
     def stop(self) -> None:
+        """End a run this process started, and reap it (as Refresher.stop)."""
         with self._lock:
             proc = self._proc
-        if proc is None or proc.poll() is not None:
-            return
+        if proc is not None:
+            _end(proc)
+
+
+def _end(proc: subprocess.Popen) -> None:
+    """SIGTERM to a run alone (it cleans up after itself), SIGKILL to its whole process group (its pool's workers
+    too) after STOP_GRACE_S; reaped either way. Nothing when it has ended."""
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
