@@ -106,6 +106,9 @@ def build(index_path: Path, workers: int | None = None,
                     written += len(rows)
                     for fid in files:
                         advance(paths.get(fid, "?"))
+        except BaseException:
+            writer.abort()  # first: a stop signal's grace (server/builds.py) may end before the pool's workers do
+            raise
         finally:
             if n > 1:
                 pool.terminate()
