@@ -163,8 +163,7 @@ def cmd_resolve(args) -> int:
         raise IndexUnavailable(f"the index of {tree.root} cannot be used ({problem}); run `torchtalk index "
                                f"--source {tree.root}` first")
     show = {"auto": None, "always": True, "never": False}[args.progress]
-    print(store_resolved(tree.index_path, args.workers, args.force, lambda files: bar(files, "resolving calls", show),
-                         log=_say))
+    print(store_resolved(tree.index_path, args.workers, args.force, lambda files: bar(files, "resolving calls", show)))
     return EXIT_OK
 
 

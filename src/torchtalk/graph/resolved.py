@@ -13,9 +13,6 @@ from .symbols import prefetch_symbols, symbol
 RECHECK_S = 5.0  # how often a server without a store looks whether one has landed
 
 
-# ------------------------------------------------------------------ reading
-
-
 class _Holder:
     """The store of one index version, looked for again every RECHECK_S while there is none (a server builds it
     in the background after it starts, or after a refresh)."""
@@ -78,6 +75,6 @@ def prefetch_resolutions(ix: Index, sites: list[int]) -> None:
 
 def _decode(ix: Index, row: Row) -> Resolution:
     _site, kind, defs, ops, stub, spelling, flags = row
-    syms = tuple(s for i in defs.split(",") if defs and (s := symbol(ix, int(i))) is not None) if defs else ()
+    syms = tuple(s for i in defs.split(",") if (s := symbol(ix, int(i))) is not None) if defs else ()
     return Resolution(TargetKind(kind), syms, tuple(ops.split(",")) if ops else (), stub, spelling,
                       bool(flags & FLAG_CANDIDATES), bool(flags & FLAG_STD))

@@ -47,13 +47,12 @@ Progress = Callable[[int], AbstractContextManager[Callable[[str], None]]]  # fil
 
 
 def store_resolved(index_path: Path, workers: int | None = None, force: bool = False,
-                   progress: Progress | None = None, log: Callable[[str], None] = lambda m: None) -> str:
+                   progress: Progress | None = None) -> str:
     """Store the resolved calls of the index's current build unless they are stored (or ``force``), or another
     process is storing them; one line saying which."""
     with writer_lock(resolved_path(index_path), wait=False) as mine:
         if not mine:
-            log(f"another process is storing the resolved calls of {index_path}")
-            return "nothing to do: another process is storing them"
+            return f"nothing to do: another process is storing the resolved calls of {index_path}"
         conn = open_readonly(index_path)
         try:
             build_id = read_meta(conn).get("build_id", "")
