@@ -4,6 +4,7 @@ a damaged one is never used; `torchtalk resolve` and a server build it."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
 
 from torchtalk.cli import EXIT_ERROR, EXIT_OK, main
@@ -107,13 +108,38 @@ def test_a_store_of_another_build_is_not_used_and_a_refresh_publishes_a_new_buil
     ix2.close()
 
 
-def test_a_damaged_store_is_never_used(indexed):
+def test_a_damaged_store_is_never_used_and_is_dropped(indexed):
     tree, ix = indexed
     path = find_source(tree).index_path
     build(path, workers=1)
     resolved_path(path).write_bytes(b"not a database" * 100)
-    assert open_resolved(path, ix.meta["build_id"]) is None
     assert stored_meta(path) is None
+    assert open_resolved(path, ix.meta["build_id"]) is None
+    assert not resolved_path(path).exists(), "dropped: the next background run computes it again"
+
+
+def test_a_store_found_damaged_while_answering_is_dropped_and_every_answer_resolves_as_asked(gpu):  # noqa: F811
+    tree, ix = gpu
+    path = find_source(tree).index_path
+    questions = _questions(ix)
+    without_store(ix)
+    lazy = _answers(ix, questions)
+    build(path, workers=1)
+    conn = sqlite3.connect(resolved_path(path))
+    (root,), (page,) = (conn.execute(q).fetchone() for q in (
+        "SELECT rootpage FROM sqlite_master WHERE name = 'resolved'", "PRAGMA page_size"))
+    conn.close()
+    data = bytearray(resolved_path(path).read_bytes())
+    data[(root - 1) * page:root * page] = b"\xff" * page  # the rows' table (pages are numbered from 1); meta reads
+    resolved_path(path).write_bytes(bytes(data))
+    fresh = Index(path, tree)
+    with fresh.using():
+        assert stored(fresh) is not None, "its meta reads: the damage is found by an answer"
+    assert _answers(fresh, questions) == lazy
+    assert not resolved_path(path).exists()
+    with fresh.using():
+        assert stored(fresh) is None
+    fresh.close()
 
 
 def test_a_build_that_sees_the_index_change_stores_nothing(indexed, monkeypatch):

@@ -85,7 +85,9 @@ def resolve(ix: Index, call: CallSite, caller: CppSymbol | None = None) -> Resol
         return UNRESOLVED
     store = stored(ix)
     if store is not None and call.id and call.caller == found.id:  # Note [Resolved calls] in store/resolved.py
-        return stored_resolution(ix, store, call.id)
+        held = stored_resolution(ix, store, call.id)
+        if held is not None:
+            return held
     key = (found.id, call.callee, call.qualifier, call.kind.value, call.recv, call.nargs, call.args, call.targs)
     return ix.memo("resolutions", key, lambda: resolver(ix, found).call(call), UNRESOLVED)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from ..store.reader import Index
-from ..store.resolved import FLAG_CANDIDATES, FLAG_STD, ResolvedStore, Row, open_resolved
+from ..store.resolved import FLAG_CANDIDATES, FLAG_STD, DamagedStore, ResolvedStore, Row, discard, open_resolved
 from .resolution import UNRESOLVED, Resolution, TargetKind
 from .symbols import prefetch_symbols, symbol
 
@@ -39,15 +39,27 @@ def without_store(ix: Index) -> None:
     holder.store, holder.checked = None, float("inf")
 
 
-def stored_resolution(ix: Index, store: ResolvedStore, site: int) -> Resolution:
+def stored_resolution(ix: Index, store: ResolvedStore, site: int) -> Resolution | None:
     """The resolution the store holds for a call site (UNRESOLVED when it has no row: the site resolved to
-    nothing)."""
+    nothing); None when the store turned out damaged (resolve the site as asked)."""
     memo: dict[int, Resolution] = ix.cached("stored_resolutions", dict)
     found = memo.get(site)
     if found is None:
-        row = store.row(site)
+        try:
+            row = store.row(site)
+        except DamagedStore as exc:
+            _damaged(ix, store, exc)
+            return None
         found = memo[site] = _decode(ix, row) if row is not None else UNRESOLVED
     return found
+
+
+def _damaged(ix: Index, store: ResolvedStore, exc: DamagedStore) -> None:
+    holder: _Holder = ix.cached("resolved_store", _Holder)
+    if holder.store is store:  # the first reader to find it
+        without_store(ix)
+        ix.drop_cached(("stored_resolutions",))
+        discard(store, str(exc))
 
 
 def prefetch_resolutions(ix: Index, sites: list[int]) -> None:
@@ -60,12 +72,15 @@ def prefetch_resolutions(ix: Index, sites: list[int]) -> None:
     wanted = sorted({s for s in sites if s and s not in memo})
     if not wanted:
         return
-    rows: list[Row] = []
-    if wanted[-1] - wanted[0] < 4 * len(wanted):  # dense: one range
-        keep = set(wanted)
-        rows = [r for r in store.between(wanted[0], wanted[-1]) if r[0] in keep]
-    else:
-        rows = list(store.rows(wanted))
+    try:
+        if wanted[-1] - wanted[0] < 4 * len(wanted):  # dense: one range
+            keep = set(wanted)
+            rows = [r for r in store.between(wanted[0], wanted[-1]) if r[0] in keep]
+        else:
+            rows = store.rows(wanted)
+    except DamagedStore as exc:
+        _damaged(ix, store, exc)
+        return
     prefetch_symbols(ix, [int(i) for r in rows if r[2] for i in r[2].split(",")])
     for r in rows:
         memo[r[0]] = _decode(ix, r)

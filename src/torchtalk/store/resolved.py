@@ -13,7 +13,9 @@ It is a second SQLite file, ``resolved.db`` beside ``index.db``, bound to the bu
 files' meta hold the build's ``build_id`` (store/db.py writes a new one with every build it publishes), and a
 reader uses the store only when the ids match. A refresh publishes a new build, so the store of the old one is
 not used (calls are resolved as asked) until it is computed again. The store is written to a temporary file and
-renamed into place, so it is whole or absent; deleting it changes no answer, only how long the first ones take.
+renamed into place, so it is whole or absent; deleting it changes no answer, only how long the first ones take. A
+read that fails (a damaged file) is never taken for a site without a row: the answer resolves as asked, and the
+file is dropped for the next background run to compute again.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..procs import pid_alive
@@ -95,35 +97,53 @@ class ResolvedWriter:
             self.tmp.unlink()
 
 
-class ResolvedStore:
-    """The rows of a store, read-only; thread-safe (one connection, a lock around each statement)."""
+class DamagedStore(Exception):
+    """A read of the store failed (a damaged page): the graph resolves as asked instead and drops the file."""
 
-    def __init__(self, conn: sqlite3.Connection, meta: dict[str, str]) -> None:
+
+class ResolvedStore:
+    """The rows of a store, read-only; thread-safe (one connection, a lock around each statement). A read that
+    fails raises DamagedStore, never a partial answer: a site without its row would read as resolving to
+    nothing."""
+
+    def __init__(self, conn: sqlite3.Connection, meta: dict[str, str], path: Path) -> None:
         self._conn = conn
         self.meta = meta
+        self.path = path
         self._lock = threading.Lock()
 
-    def rows(self, sites: Iterable[int]) -> Iterator[Row]:
+    def _all(self, sql: str, params: Sequence[object]) -> list[Row]:
+        try:
+            with self._lock:
+                found: list[Row] = self._conn.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise DamagedStore(f"{self.path}: {exc}") from None
+        return found
+
+    def rows(self, sites: Iterable[int]) -> list[Row]:
         """The rows of these sites (those that have one), in no particular order."""
         ids = list(sites)
+        out: list[Row] = []
         for i in range(0, len(ids), _BATCH):
             part = ids[i:i + _BATCH]
-            sql = f"SELECT * FROM resolved WHERE site IN ({','.join('?' * len(part))})"
-            with self._lock:
-                found = self._conn.execute(sql, part).fetchall()
-            yield from found
+            out += self._all(f"SELECT * FROM resolved WHERE site IN ({','.join('?' * len(part))})", part)
+        return out
 
     def between(self, lo: int, hi: int) -> list[Row]:
         """The rows of the sites lo..hi (a function's sites are numbered in a row: one query for all of them)."""
-        with self._lock:
-            found: list[Row] = self._conn.execute("SELECT * FROM resolved WHERE site BETWEEN ? AND ?",
-                                                  (lo, hi)).fetchall()
-        return found
+        return self._all("SELECT * FROM resolved WHERE site BETWEEN ? AND ?", (lo, hi))
 
     def row(self, site: int) -> Row | None:
-        with self._lock:
-            found: Row | None = self._conn.execute("SELECT * FROM resolved WHERE site = ?", (site,)).fetchone()
-        return found
+        found = self._all("SELECT * FROM resolved WHERE site = ?", (site,))
+        return found[0] if found else None
+
+
+def discard(store: ResolvedStore, why: str) -> None:
+    """Drop a store a read found damaged (once: the first reader to find it), so that the next background run
+    computes it again; a reader holding it goes on without it."""
+    log.warning("the store of resolved calls is damaged (%s); resolving calls as asked, and dropping it", why)
+    with contextlib.suppress(OSError):
+        store.path.unlink()
 
 
 def open_resolved(index_path: Path, build_id: str | None) -> ResolvedStore | None:
@@ -139,11 +159,13 @@ def open_resolved(index_path: Path, build_id: str | None) -> ResolvedStore | Non
             conn.close()
             return None
         conn.execute("PRAGMA query_only = 1")
-        conn.execute("SELECT * FROM resolved LIMIT 1").fetchall()
     except sqlite3.DatabaseError as exc:
-        log.warning("the store of resolved calls %s is unreadable (%s); resolving calls as asked", path, exc)
+        log.warning("the store of resolved calls %s is unreadable (%s); resolving calls as asked, and dropping it",
+                    path, exc)
+        with contextlib.suppress(OSError):
+            path.unlink()  # the next background run computes it again
         return None
-    return ResolvedStore(conn, meta)
+    return ResolvedStore(conn, meta, path)
 
 
 def stored_meta(index_path: Path) -> dict[str, str] | None:
