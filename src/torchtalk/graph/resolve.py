@@ -70,8 +70,6 @@ __all__ = ["Resolution", "Resolver", "TargetKind", "UNRESOLVED", "op_named", "op
 _MAX_NESTING = 3  # type evaluation that needs call resolution that needs type evaluation ...
 
 
-
-
 def ops_of(reg: OpRegistry, res: Resolution) -> list[Op]:
     """The ops a resolution names (all overloads of a base name when the call does not say which)."""
     return [reg.by_full[n] for n in res.ops if n in reg.by_full]
