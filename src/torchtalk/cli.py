@@ -43,7 +43,8 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     p = subcommand(sub, "setup", "find or fetch a tree, index it, check it answers, and register the server with "
                            "Claude Code (safe to re-run)",
-             "Find or fetch a PyTorch tree and record it, build its index, check that get_status and trace answer, "
+             "Find or fetch a PyTorch tree and record it, build its index and store its resolved calls (`torchtalk "
+             "resolve`), check that get_status and trace answer, "
              "and register the MCP server with Claude Code. With the TorchTalk Claude Code plugin installed, the "
              "plugin starts the server and nothing is registered. Safe to re-run.")
     add_source(p)

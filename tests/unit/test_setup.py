@@ -112,6 +112,7 @@ def test_setup_without_claude_prints_a_registration_that_starts_a_working_server
     r = tt("setup", "--source", str(tree), "--no-codegen", cwd=workdir, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "index: full index" in r.stdout and "verify: get_status ok, trace softmax ok" in r.stdout
+    assert "calls: resolved " in r.stdout, "the first session's first answers read resolved calls"
     root = str(Path(tree).resolve())
     assert read_config()["source"] == root  # a bare `torchtalk serve` now finds it
     assert find_source(None).root == Path(root)

@@ -149,7 +149,9 @@ def verify(tree: SourceTree) -> tuple[list[str], list[str]]:
 
 
 def setup(source: str | None, fetch: str | None, yes: bool, scope: str, do_register: bool, codegen: bool) -> int:
+    from ..graph.resolved_build import store_resolved
     from ..index.indexer import refresh
+    from ..index.progress import bar
     from ..tools import warm_server_start
     if do_register and scope == "project":
         load_mcp_json(Path.cwd() / MCP_JSON)  # a broken file stops setup before the long build, not after
@@ -161,6 +163,11 @@ def setup(source: str | None, fetch: str | None, yes: bool, scope: str, do_regis
     report = refresh(tree, codegen=codegen, show_progress=None, log=err)  # a bar only on a terminal
     warm_server_start()
     out(f"index: {report.summary()}")
+    # The first session's first answers read resolved calls (Note [Resolved calls]), not only those a minute later.
+    try:
+        out("calls: " + store_resolved(tree.index_path, progress=lambda files: bar(files, "resolving calls", None)))
+    except TorchTalkError as exc:  # answers do not need it: they resolve calls as asked
+        out(f"calls: not stored ({exc}); the server stores them in the background")
 
     ok, problems = verify(tree)
     if problems:
