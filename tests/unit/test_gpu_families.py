@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from torchtalk.model import NodeKind
 from torchtalk.model.cuda import library_of
 from torchtalk.tools import get_tool, run
 
@@ -172,3 +173,13 @@ def test_a_definition_in_a_c_file_is_asked_by_path_and_line(tree):
         assert f"clamp_q8  {path}:1" in calls
     finally:
         ix.close()
+
+
+def test_next_calls_name_tests_for_an_op_and_not_for_a_cpp_function_or_a_kernel(gpu):
+    _tree, ix = gpu
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="nansum")
+    assert res.matched_kind is NodeKind.OP and 'find_similar_tests("nansum")' in text.splitlines()[-1]
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="at::native::nansum_cuda")
+    assert res.matched_kind is NodeKind.CPP_FUNCTION and "find_similar_tests" not in text.splitlines()[-1]
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="reduce_kernel")  # Reduce.cuh's __global__
+    assert res.matched_kind is NodeKind.GPU_KERNEL and "find_similar_tests" not in text.splitlines()[-1]

@@ -64,6 +64,7 @@ class CudaKernelsResult:
     notes: list[str] = field(default_factory=list)
     cuts: list[Cut] = field(default_factory=list)  # what the walk left out, with the call that shows it
     no_device_work: str = ""  # a complete walk found no device work: what it covered (Note [No device work])
+    matched_kind: NodeKind | None = None  # what the name matched: an op, a C++ function, a stub, a kernel
 
 
 def near(x: KernelLaunch | LibraryCall) -> Nearness:
@@ -172,7 +173,8 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
     if m.empty and m.cuts and all(c.kind in (CutKind.DEPTH, CutKind.HOPS) for c in m.cuts):  # look further once
         m = _merged(ix, starts, NOTHING_DEPTH, NOTHING_HOPS)
     ordered = sorted(m.kernels.values(), key=lambda k: (near(k.launches[0]), k.name))  # each has a launch
-    result = CudaKernelsResult(name, matched, ordered, m.helpers, m.libraries, cuts=m.cuts)
+    result = CudaKernelsResult(name, matched, ordered, m.helpers, m.libraries, cuts=m.cuts,
+                               matched_kind=starts[0].kind)
     if m.empty:
         result.no_device_work = _no_device_work(ix, starts, m)
     if m.empty and not result.no_device_work:  # nothing found, and the walk cannot say there is nothing
@@ -240,4 +242,4 @@ def _kernel_by_name(ix: Index, name: str, defs: list[CppSymbol]) -> CudaKernelsR
         k = GpuKernel(d.name, node, [d])
         k.launches = [KernelLaunch(e, [], False) for e in g.into(node, [EdgeKind.LAUNCH])]
         kernels.append(k)
-    return CudaKernelsResult(name, "kernel name", kernels, [])
+    return CudaKernelsResult(name, "kernel name", kernels, [], matched_kind=NodeKind.GPU_KERNEL)

@@ -145,7 +145,7 @@ def next_cuda(r: CudaKernelsResult) -> list[str]:
     found = [x for x in found if x.site.src.kind is not NodeKind.UNRESOLVED]
     first = min(found, key=near, default=None)
     out: list[str] = [call("calls", first.site.src.label)] if first else [call("trace", r.query, focus="dispatch")]
-    if r.matched.startswith("op "):  # tests are found for an op; for a C++ function or path:line they would be noise
+    if r.matched_kind is NodeKind.OP:  # tests are found for an op; for a C++ function or path:line they would be noise
         out.append(call("find_similar_tests", r.query))
     return out
 
