@@ -279,7 +279,7 @@ def test_doctor_passes_on_a_good_setup_without_claude(tree, workdir, tmp_path):
     assert '{"torchtalk": {"type": "stdio"' in info[1]
     for what in ("ok: Python 3.", "ok: mcp ", "ok: tree_sitter_cpp ", "ok: yaml ", "with CSafeLoader",
                  "with FTS5 trigram", f"ok: source tree {Path(tree).resolve()}", "from the config file",
-                 "is usable", "ok: index is fresh", "ok: server command "):
+                 "is usable", "ok: index is fresh", "ok: resolved calls stored for this build", "ok: server command "):
         assert what in r.stdout, what
     assert tt("setup", "--check", cwd=workdir, env=env).stdout == r.stdout
 

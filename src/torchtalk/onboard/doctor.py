@@ -171,6 +171,10 @@ def check_index(tree: SourceTree) -> list[Check]:
                             "a running server refreshes it by itself; or run `torchtalk index`"))
     else:
         checks.append(Check("ok", "index is fresh (no file changed since the build)"))
+    if st.resolved_calls.startswith("stored"):
+        checks.append(Check("ok", f"resolved calls {st.resolved_calls.split(':')[0]}"))
+    else:  # not a failure: answers resolve calls as asked, the same answers
+        checks.append(Check("info", f"resolved calls {st.resolved_calls}"))
     return checks
 
 
