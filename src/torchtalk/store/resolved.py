@@ -2,12 +2,12 @@
 
 Note [Resolved calls]
 ~~~~~~~~~~~~~~~~~~~~~
-The index keeps each call site as written (Note [Facts per file] in ARCHITECTURE.md); the graph resolves a site
+The index keeps each call site as written (ARCHITECTURE.md, "Facts per file"); the graph resolves a site
 when a question needs it (graph/resolve.py), about 0.2 ms a site on the 2.6.0 tree. A first answer that walks
 thousands of sites (``cuda_kernels("conv2d")``, ``impact("at::native::add", 3)``) pays for each of them. This
 file is where the resolution of every site of one build of the index is kept once it has been computed
-(graph/resolved.py: ``torchtalk resolve``, or a server in the background): one row per site that resolves to
-something; a site without a row resolves to nothing.
+(graph/resolved_build.py: ``torchtalk resolve``, ``torchtalk setup``, or a server in the background): one row
+per site that resolves to something; a site without a row resolves to nothing.
 
 It is a second SQLite file, ``resolved.db`` beside ``index.db``, bound to the build it was computed from: both
 files' meta hold the build's ``build_id`` (store/db.py writes a new one with every build it publishes), and a
