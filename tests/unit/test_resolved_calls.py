@@ -19,7 +19,7 @@ from torchtalk.render.basic import render_status
 from torchtalk.source.tree import find_source
 from torchtalk.store.codec import rows_facts
 from torchtalk.store.reader import Index
-from torchtalk.store.resolved import open_resolved, resolved_path, stored_meta
+from torchtalk.store.resolved import open_resolved, resolved_path, serving
 from torchtalk.tools import get_tool, run
 
 from ..conftest import _reindexed
@@ -113,7 +113,7 @@ def test_a_damaged_store_is_never_used_and_is_dropped(indexed):
     path = find_source(tree).index_path
     build(path, workers=1)
     resolved_path(path).write_bytes(b"not a database" * 100)
-    assert stored_meta(path) is None
+    assert serving(path, ix.meta["build_id"]) is None
     assert open_resolved(path, ix.meta["build_id"]) is None
     assert not resolved_path(path).exists(), "dropped: the next background run computes it again"
 
@@ -189,9 +189,9 @@ def test_a_server_stores_the_resolved_calls_of_its_build_in_the_background(index
     try:
         assert isinstance(backend.ready(), Index)
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and (stored_meta(path) or {}).get("build_id") != ix.meta["build_id"]:
+        while time.monotonic() < deadline and serving(path, ix.meta["build_id"]) is None:
             time.sleep(0.2)
-        assert (stored_meta(path) or {}).get("build_id") == ix.meta["build_id"]
+        assert serving(path, ix.meta["build_id"]) is not None
     finally:
         backend.stop()
 
@@ -212,7 +212,7 @@ def test_a_place_that_cannot_be_written_is_an_error_naming_it_and_the_index_stil
 def test_a_server_that_stops_within_the_delay_starts_no_resolve(indexed):
     from torchtalk.server import backend as server_backend
     from torchtalk.server.backend import Backend
-    tree, _ix = indexed
+    tree, ix = indexed
     backend = Backend(str(tree), codegen=False)
     try:
         assert isinstance(backend.ready(), Index)
@@ -220,4 +220,18 @@ def test_a_server_that_stops_within_the_delay_starts_no_resolve(indexed):
     finally:
         backend.stop()
     assert backend._resolving is not None and backend._resolving._proc is None
-    assert stored_meta(find_source(tree).index_path) is None
+    assert serving(find_source(tree).index_path, ix.meta["build_id"]) is None
+
+
+def test_a_store_of_another_layout_is_computed_again(indexed, capsys):
+    tree, ix = indexed
+    path = find_source(tree).index_path
+    build(path, workers=1)
+    conn = sqlite3.connect(resolved_path(path))
+    conn.execute("UPDATE meta SET value = '0' WHERE key = 'version'")  # as a store an older TorchTalk wrote
+    conn.commit()
+    conn.close()
+    assert serving(path, ix.meta["build_id"]) is None and open_resolved(path, ix.meta["build_id"]) is None
+    assert main(["resolve", "--source", str(tree), "--progress", "never"]) == EXIT_OK
+    assert capsys.readouterr().out.startswith("resolved "), "not taken for this build's store"
+    assert serving(path, ix.meta["build_id"]) is not None

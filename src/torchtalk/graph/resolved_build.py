@@ -17,7 +17,7 @@ from ..store.builds import writer_lock
 from ..store.codec import rows_facts
 from ..store.db import open_readonly, read_meta
 from ..store.reader import Index
-from ..store.resolved import FLAG_CANDIDATES, FLAG_STD, ResolvedWriter, Row, resolved_path, stored_meta
+from ..store.resolved import FLAG_CANDIDATES, FLAG_STD, ResolvedWriter, Row, resolved_path, serving
 from .cpp_types import all_classes, all_usings, directives, occupied, symbol_qualnames
 from .registry import registry
 from .resolution import UNRESOLVED, Resolution
@@ -58,8 +58,7 @@ def store_resolved(index_path: Path, workers: int | None = None, force: bool = F
             build_id = read_meta(conn).get("build_id", "")
         finally:
             conn.close()
-        held = stored_meta(index_path)
-        if not force and held is not None and held.get("build_id") == build_id:
+        if not force and serving(index_path, build_id) is not None:
             return f"the resolved calls of {index_path} are stored for its current build: {resolved_path(index_path)}"
         t0 = time.monotonic()
         done = build(index_path, workers, progress)

@@ -24,6 +24,7 @@ from ..index.usable import index_problem
 from ..source.tree import FIX_SOURCE, MARKER, SourceTree, find_source
 from ..store import integrity
 from ..store.builds import failure_summary, reported_failure
+from ..store.resolved import serving
 from .claude import (
     CLAUDE_TIMEOUT_S,
     DEFAULT_SCOPE,
@@ -144,6 +145,7 @@ def check_index(tree: SourceTree) -> list[Check]:
     ix = Index(tree.index_path, tree.root)
     try:
         st = q_status(ix)
+        stored = serving(tree.index_path, ix.meta.get("build_id")) is not None
     finally:
         ix.close()
     checks = [Check("ok", f"index {tree.index_path} (built {st.built_at}) is usable")]
@@ -171,7 +173,7 @@ def check_index(tree: SourceTree) -> list[Check]:
                             "a running server refreshes it by itself; or run `torchtalk index`"))
     else:
         checks.append(Check("ok", "index is fresh (no file changed since the build)"))
-    if st.resolved_calls.startswith("stored"):
+    if stored:
         checks.append(Check("ok", f"resolved calls {st.resolved_calls.split(':')[0]}"))
     else:  # not a failure: answers resolve calls as asked, the same answers
         checks.append(Check("info", f"resolved calls {st.resolved_calls}"))

@@ -11,7 +11,7 @@ from ..index.freshness import Freshness, walk_changes
 from ..store.builds import building, failure_summary, reported_failure
 from ..store.integrity import reported_damage
 from ..store.reader import Index
-from ..store.resolved import resolved_path, stored_meta
+from ..store.resolved import resolved_path, serving
 
 
 @dataclass
@@ -90,8 +90,8 @@ def status(ix: Index) -> StatusResult:
 
 
 def _resolved_calls(ix: Index) -> str:
-    held = stored_meta(ix.path)
-    if held is not None and held.get("build_id") == ix.meta.get("build_id"):
+    held = serving(ix.path, ix.meta.get("build_id"))
+    if held is not None:
         return (f"stored for this build ({int(held.get('sites', '0') or 0):,} call sites): answers read each "
                 "call's target")
     slower = "answers resolve calls as asked meanwhile (the same answers; first ones take longer)"

@@ -34,7 +34,7 @@ from ..store import integrity
 from ..store.builds import failure_summary, reported_failure
 from ..store.db import corrupt_marker
 from ..store.reader import Index
-from ..store.resolved import stored_meta
+from ..store.resolved import serving
 from ..tools import all_tools
 from ..tools.structured import output_model
 from .builds import BuildState, Refresher, Resolving
@@ -221,8 +221,7 @@ class Backend:
             return False
         ix.recheck()
         build_id = ix.meta.get("build_id")
-        held = stored_meta(ix.path)
-        return bool(build_id) and (held is None or held.get("build_id") != build_id)
+        return bool(build_id) and serving(ix.path, build_id) is None
 
     def _building(self, tree: SourceTree, problem: str) -> Unavailable:
         assert self._refresher is not None

@@ -155,7 +155,7 @@ def open_resolved(index_path: Path, build_id: str | None) -> ResolvedStore | Non
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
         meta = dict(conn.execute("SELECT key, value FROM meta"))
-        if meta.get("build_id") != build_id or meta.get("version") != RESOLVED_VERSION:
+        if not _serves(meta, build_id):
             conn.close()
             return None
         conn.execute("PRAGMA query_only = 1")
@@ -168,17 +168,23 @@ def open_resolved(index_path: Path, build_id: str | None) -> ResolvedStore | Non
     return ResolvedStore(conn, meta, path)
 
 
-def stored_meta(index_path: Path) -> dict[str, str] | None:
-    """The meta of the store on disk (its ``build_id``, ``sites``), None when there is none or it is unreadable:
-    for status and for ``torchtalk resolve``."""
+def serving(index_path: Path, build_id: str | None) -> dict[str, str] | None:
+    """The meta of the store on disk (its ``sites``) when it serves build ``build_id`` (computed for it, in this
+    layout); None when it does not, or there is none or it is unreadable: whether a store must be computed, and
+    what status and doctor say."""
     path = resolved_path(index_path)
-    if not path.is_file():
+    if not build_id or not path.is_file():
         return None
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
-            return dict(conn.execute("SELECT key, value FROM meta"))
+            meta = dict(conn.execute("SELECT key, value FROM meta"))
         finally:
             conn.close()
     except sqlite3.DatabaseError:
         return None
+    return meta if _serves(meta, build_id) else None
+
+
+def _serves(meta: dict[str, str], build_id: str) -> bool:
+    return meta.get("build_id") == build_id and meta.get("version") == RESOLVED_VERSION
