@@ -22,8 +22,12 @@ def qualifiers(ix: Index, target: CppSymbol) -> frozenset[str]:
 
 def _qualifiers(target: CppSymbol) -> tuple[str, ...]:
     """How a call can qualify ``target``'s name: not at all, or by any tail of its scope (native::f, at::native::f)."""
-    scope = [p for p in target.qualname.split("::")[:-1] if p != "(anonymous)"]
-    return ("", *_tails(scope), "::")
+    return ("", *_tails(_scope(target)), "::")
+
+
+def _scope(target: CppSymbol) -> list[str]:
+    """The names of ``target``'s scope, outermost first (an anonymous namespace is no name a call writes)."""
+    return [p for p in target.qualname.split("::")[:-1] if p != "(anonymous)"]
 
 
 def _tails(scope: list[str]) -> list[str]:
@@ -42,36 +46,35 @@ def _tails(scope: list[str]) -> list[str]:
 
 def _imported_qualifiers(ix: Index, target: CppSymbol) -> frozenset[str]:
     memo: dict[str, frozenset[str]] = ix.cached("imported_qualifiers", dict)
-    scope = [p for p in target.qualname.split("::")[:-1] if p != "(anonymous)"]
+    scope = _scope(target)
     key = "::".join(scope)
     if key in memo:
         return memo[key]
     nominated: defaultdict[str, set[str]] = ix.cached("directive_importers", lambda: _directive_importers(ix))
-    declared = all_usings(ix)
     out: set[str] = set()
 
     def through(importers: set[str], rest: list[str]) -> None:
         for imp in importers:
             out.update("::".join((t, *rest)) for t in _tails([p for p in imp.split("::") if p]) if t)
 
-    def declarers(qualname: str, name: str) -> set[str]:
-        return {s for kind, n, s, _p in declared.get(name, ()) if kind is UsingKind.DECLARATION and n.lstrip(":") ==
-                qualname}
-
     for k in range(1, len(scope) + 1):
         prefix = "::".join(scope[:k])
         through(set(nominated.get(prefix, ())), scope[k:])  # using namespace c10; -> at::Scalar::f
-        through(declarers(prefix, scope[k - 1]), scope[k - 1:])  # using c10::Scalar; -> at::Scalar::f
+        through(_declarers(ix, prefix, scope[k - 1]), scope[k - 1:])  # using c10::Scalar; -> at::Scalar::f
     memo[key] = frozenset(out)
     return memo[key]
 
 
 def _declared_here(ix: Index, target: CppSymbol) -> frozenset[str]:
     """The scopes whose using-declaration imports the function itself (``namespace at { using c10::f; }``)."""
-    qual = target.qualname.replace("(anonymous)::", "")
-    scopes = [s for kind, n, s, _p in all_usings(ix).get(target.name, ()) if kind is UsingKind.DECLARATION and
-              n.lstrip(":") == qual and s]
-    return frozenset(t for s in scopes for t in _tails([p for p in s.split("::") if p]))
+    scopes = _declarers(ix, target.qualname.replace("(anonymous)::", ""), target.name)
+    return frozenset(t for s in scopes if s for t in _tails([p for p in s.split("::") if p]))
+
+
+def _declarers(ix: Index, qualname: str, name: str) -> set[str]:
+    """The scopes whose using-declaration names ``qualname`` (whose last name is ``name``)."""
+    return {s for kind, n, s, _p in all_usings(ix).get(name, ()) if kind is UsingKind.DECLARATION and
+            n.lstrip(":") == qualname}
 
 
 def _directive_importers(ix: Index) -> defaultdict[str, set[str]]:
