@@ -126,14 +126,7 @@ class Refresher:
 
     def _watch(self, proc: subprocess.Popen) -> None:
         """Pass the run's messages on to the server's log, reap it as soon as it ends, record how."""
-        tail: collections.deque[str] = collections.deque(maxlen=8)
-        assert proc.stderr is not None
-        for raw in proc.stderr:
-            line = raw.decode("utf-8", "replace").rstrip()
-            if line:
-                tail.append(line)
-                print(line, file=sys.stderr, flush=True)
-        code = proc.wait()
+        code, tail = _relay(proc)
         error = ""
         if code != 0:
             error = next((t for t in reversed(tail) if t.startswith("error")), tail[-1] if tail else
@@ -189,16 +182,7 @@ class Resolving:
                 return
         with contextlib.suppress(OSError):
             os.setpriority(os.PRIO_PROCESS, proc.pid, NICE)
-        threading.Thread(target=self._watch, args=(proc,), name="torchtalk-resolve-run", daemon=True).start()
-
-    @staticmethod
-    def _watch(proc: subprocess.Popen) -> None:
-        assert proc.stderr is not None
-        for raw in proc.stderr:  # its messages go to the server's log
-            line = raw.decode("utf-8", "replace").rstrip()
-            if line:
-                print(line, file=sys.stderr, flush=True)
-        proc.wait()
+        threading.Thread(target=_relay, args=(proc,), name="torchtalk-resolve-run", daemon=True).start()
 
     def stop(self) -> None:
         """End a run this process started, and reap it (as Refresher.stop)."""
@@ -206,6 +190,19 @@ class Resolving:
             proc = self._proc
         if proc is not None:
             _end(proc)
+
+
+def _relay(proc: subprocess.Popen) -> tuple[int, collections.deque[str]]:
+    """Pass a run's messages (its stderr) on to the server's log until it ends, and reap it: (its exit code, its
+    last lines)."""
+    tail: collections.deque[str] = collections.deque(maxlen=8)
+    assert proc.stderr is not None
+    for raw in proc.stderr:
+        line = raw.decode("utf-8", "replace").rstrip()
+        if line:
+            tail.append(line)
+            print(line, file=sys.stderr, flush=True)
+    return proc.wait(), tail
 
 
 def _end(proc: subprocess.Popen) -> None:
