@@ -8,12 +8,13 @@ import sqlite3
 import time
 
 from torchtalk.cli import EXIT_ERROR, EXIT_OK, main
+from torchtalk.graph.cpp_edges import op_callers, warm_op_callers
 from torchtalk.graph.registry import registry
 from torchtalk.graph.resolve import resolve
 from torchtalk.graph.resolved import stored, without_store
 from torchtalk.graph.resolved_build import build
 from torchtalk.graph.symbols import CALL_COLS, symbol
-from torchtalk.model import CallSite
+from torchtalk.model import CallSite, Node, NodeKind
 from torchtalk.query.status import status
 from torchtalk.render.basic import render_status
 from torchtalk.source.tree import find_source
@@ -76,6 +77,29 @@ def test_every_site_reads_back_the_resolution_it_would_get_and_every_answer_is_t
     assert _resolutions(fresh) == lazy
     assert sum(r.kind.value != "unresolved" for r in lazy.values()) > 50  # type: ignore[attr-defined]
     assert _answers(fresh, questions) == lazy_answers
+    fresh.close()
+
+
+def _op_callers_and_sites_resolved(ix: Index) -> tuple[dict[str, list], int]:
+    with ix.using():
+        reg = registry(ix)
+        callers = {full: op_callers(ix, Node(NodeKind.OP, full, full, op.loc)) for full, op in reg.by_full.items()}
+        return callers, sum(sum(named.done) for named in ix.cached("cpp_sites_named", dict).values())
+
+
+def test_an_ops_callers_resolve_only_the_sites_the_store_says_may_call_it(gpu):  # noqa: F811
+    tree, ix = gpu
+    st = find_source(tree)
+    without_store(ix)
+    lazy, resolved_lazily = _op_callers_and_sites_resolved(ix)
+    assert build(st.index_path, workers=1) is not None
+    fresh = Index(st.index_path, st.root)
+    warm_op_callers(fresh)  # the server's warm-up: the sites of at::_ops::S::call and ::redispatch, read and grouped
+    assert {"call", "redispatch"} <= set(fresh.cached("cpp_sites_named", dict))
+    callers, resolved = _op_callers_and_sites_resolved(fresh)
+    assert callers == lazy
+    assert sum(map(len, lazy.values())) >= 3
+    assert resolved < resolved_lazily, "a site the store says calls no op is not resolved for an op's callers"
     fresh.close()
 
 

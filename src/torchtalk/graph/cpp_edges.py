@@ -9,6 +9,7 @@ same way, so both directions agree by construction.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections import defaultdict
@@ -16,18 +17,20 @@ from collections.abc import Callable
 
 from ..model import CallKind, CallSite, CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind, SymbolKind
 from ..store.reader import Index
+from ..store.resolved import DamagedStore
 from .cpp_lookup import methods
 from .handed import handed_args, handed_methods
 from .nodes import cpp_node, stub_node, symbol_id, symbol_node, unresolved_node
 from .qualifiers import qualifiers
 from .registry import registry
 from .resolve import TargetKind, resolve, resolver, stub_names
-from .resolved import prefetch_resolutions
+from .resolved import prefetch_resolutions, stored
 from .stubs import stub_declared
 from .symbols import calls_from, calls_named, prefetch_symbols, symbol
 
 OUT_KINDS = frozenset({EdgeKind.CALL, EdgeKind.DISPATCH_CALL, EdgeKind.STUB_CALL, EdgeKind.LAUNCH,
                        EdgeKind.UNRESOLVED})
+log = logging.getLogger(__name__)
 MAX_DEFS = 50  # candidates kept for one call when overloads remain (all of them, short of pathological sets)
 
 
@@ -213,6 +216,24 @@ class _Named:
                 self._file(ix, i, edges)
                 self.done[i] = True
 
+    def may_dispatch(self, ix: Index, sites: list[int], op: str) -> list[int]:
+        """Of these sites, those that may call ``op`` through the dispatcher: all of them, except, when the store
+        of resolved calls serves the index, the sites not yet resolved whose stored resolution is not a call of
+        that op (call_edges makes a DISPATCH_CALL edge only from an OP resolution, to its ops; a site without a row
+        resolves to nothing) or that have no caller (they make no edge). What makes an op's callers cheap: every
+        site of ``max`` is read for ``max.unary_out``'s, few of them call an op (Note [Resolved calls])."""
+        store = stored(ix)
+        todo = [i for i in sites if not self.done[i]]
+        if store is None or not todo:
+            return sites
+        try:
+            held = store.kinds(self.calls[i].id for i in todo if self.calls[i].has_caller)
+        except DamagedStore as exc:  # resolve as asked (the first to resolve a site drops the store)
+            log.debug("may_dispatch: %s", exc)
+            return sites
+        drop = {i for i in todo if not self.calls[i].has_caller or not _calls_op(held.get(self.calls[i].id), op)}
+        return [i for i in sites if i not in drop]
+
     def _file(self, ix: Index, i: int, edges: list[Edge]) -> None:
         seen: set[tuple[EdgeKind, int | str]] = set()
         for j, e in enumerate(edges):
@@ -228,6 +249,11 @@ class _Named:
             if other is not None and not other.is_definition and (e.kind, other.qualname) not in seen:
                 seen.add((e.kind, other.qualname))
                 self.declaring[other.qualname].append((i, j, e))
+
+
+def _calls_op(held: tuple[str, str] | None, op: str) -> bool:
+    """Whether a stored (kind, ops) is a call of ``op`` through the dispatcher."""
+    return held is not None and held[0] == TargetKind.OP.value and op in held[1].split(",")
 
 
 def _named(ix: Index, name: str) -> _Named:
@@ -306,7 +332,7 @@ def _op_callers(ix: Index, node: Node, cap: int) -> list[Edge]:
     # The sites of each spelling (shared with every other op and function of that name), those of at::_ops::S::call
     # and ::redispatch by their qualifier; resolved in order, a chunk at a time, until the cap.
     lists: list[tuple[_Named, frozenset[str] | None]] = [(_named(ix, n), None) for n in names]
-    for via in ("call", "redispatch"):
+    for via in _VIA:
         named = _named(ix, via)
         lists.append((named, structs) if len(named.calls) < NAMED_LIMIT
                      else (_Named(calls_named(ix, via, tuple(sorted(structs)), limit=NAMED_LIMIT)), None))
@@ -314,7 +340,7 @@ def _op_callers(ix: Index, node: Node, cap: int) -> list[Edge]:
     for named, quals in lists:
         sites = list(range(len(named.calls))) if quals is None else named.qualified(quals)
         for k in range(0, len(sites), _CHUNK):
-            chunk = sites[k:k + _CHUNK]
+            chunk = named.may_dispatch(ix, sites[k:k + _CHUNK], op.full_name)
             named.resolve(ix, chunk)
             for i in chunk:
                 e = next((e for e in named.dispatching.get(i, ()) if e.dst.key == op.full_name), None)
@@ -326,6 +352,14 @@ def _op_callers(ix: Index, node: Node, cap: int) -> list[Edge]:
 
 
 _CHUNK = 256  # call sites resolved at a time where a cap may stop early
+_VIA = ("call", "redispatch")  # at::_ops::S::call / ::redispatch: every op's callers read these names' sites
+
+
+def warm_op_callers(ix: Index) -> None:
+    """Read and group the sites every op's callers read (at::_ops::S::call and ::redispatch, ~7,000 on 2.6.0: the
+    first ``impact`` or ``called_by`` to reach an op paid ~35 ms for them); for the server's warm-up."""
+    for via in _VIA:
+        _named(ix, via).qualified(frozenset())
 
 
 def _by_site(edges: list[Edge]) -> list[Edge]:

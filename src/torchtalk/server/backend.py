@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SourceError
+from ..graph.cpp_edges import warm_op_callers
 from ..graph.device_reach import defined
 from ..graph.gpu import warm_shared as warm_gpu
 from ..graph.py_edges import entry_calls
@@ -62,6 +63,7 @@ def _warm_up(ix: Index) -> None:
         # What resolving any C++ call looks up (impact, called_by, calls, cuda_kernels all resolve calls).
         warm_resolution(ix)
         entry_calls(ix)  # the public Python functions' calls, which impact's and called_by's walks up read
+        warm_op_callers(ix)  # the sites every op's callers read (impact, called_by)
         warm_hand_bindings(ix)  # trace's hand-written bindings
         cuda_kernels(ix)
         defined(ix)  # the names a call site can resolve by (the GPU walk's skip, graph/device_reach.py)
