@@ -154,11 +154,37 @@ def test_the_gpu_warm_up_walks_what_cuda_sources_call_and_changes_no_answer(inde
     asked = [("cuda_kernels", "index_select"), ("cuda_kernels", "atan2"), ("trace", "relu"), ("cuda_kernels", None)]
     cold = [call(ix, tool, function_name=name) for tool, name in asked]
     warm = Index(ix.path, ix.source_root)
-    assert warm_shared(warm, names=1) == len(defs_by_name(warm, _most_called_from_cuda(tree))[:4])
-    assert warm_shared(warm, names=1000) > 1
+    assert warm_shared(warm, names=1, op_names=0) == len(defs_by_name(warm, _most_called_from_cuda(tree))[:4])
+    assert warm_shared(warm, names=1000, op_names=0) > 1
     (impl,) = defs_by_name(warm, "index_select_out_cuda_impl")  # called once, from Indexing.cu
     assert any(key[1] == str(impl.id) for key in warm.cached("gpu_reach", dict))
     assert [call(warm, tool, function_name=name)[1] for tool, name in asked] == [text for _, text in cold]
+    warm.close()
+
+
+def test_the_gpu_warm_up_walks_the_ops_cuda_sources_call_and_changes_no_answer(tree):
+    # Note [The GPU warm-up], its second part: the ops that the names CUDA sources call most mean (at::relu in a
+    # .cu file: relu) are walked as cuda_kernels walks an op; what is asked afterwards answers as a cold index does.
+    from torchtalk.graph.gpu import warm_shared
+    from torchtalk.index.indexer import refresh
+    from torchtalk.source.tree import find_source
+    from torchtalk.store.reader import Index
+
+    cu = tree / "aten/src/ATen/native/cuda/Indexing.cu"
+    cu.write_text(cu.read_text() + "\nnamespace at::native {\n"
+                  "Tensor relu_twice_cuda(const Tensor& self) { return at::relu(at::relu(self)); }\n"
+                  "Tensor relu_again_cuda(const Tensor& self) { return at::relu(self); }\n}\n")
+    st = find_source(tree)
+    refresh(st, workers=1, codegen=False)
+    asked = [("cuda_kernels", "relu"), ("trace", "relu"), ("cuda_kernels", "index_select")]
+    cold = Index(st.index_path, st.root)
+    before = [call(cold, tool, function_name=name)[1] for tool, name in asked]
+    warm = Index(st.index_path, st.root)
+    assert warm_shared(warm, names=0, op_names=1) == 1  # relu, called by the most functions of CUDA sources
+    assert [key[0] for key in warm.cached("gpu_walks", dict)] == ["relu"]
+    assert warm_shared(warm, names=0, op_names=0) == 0
+    assert [call(warm, tool, function_name=name)[1] for tool, name in asked] == before
+    cold.close()
     warm.close()
 
 
