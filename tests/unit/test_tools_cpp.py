@@ -221,3 +221,12 @@ def test_trace_full_shows_cpp_stub_kernels_mps_and_metal(indexed):
     assert "C++: TORCH_IMPL_FUNC(cumsum_out_mps)  aten/src/ATen/native/mps/operations/Activation.mm:14" in text
     _, text = call(ix, "trace", function_name="index_select")
     assert "CUDA kernel indexSelectSmallIndex: __global__ at aten/src/ATen/native/cuda/Indexing.cu:7, launched" in text
+
+
+def test_trace_of_a_cpp_name_says_what_kind_of_cpp_name_it_is(indexed):
+    # Note [Names of another kind]: the line that offers calls() says what the name is, a DispatchStub or a function
+    _, ix = indexed
+    for name, what in (("cumsum_stub", "a DispatchStub"), ("index_select_out_cuda", "a C++ function")):
+        res, text = call(ix, "trace", function_name=name)
+        assert f'It is {what}: calls("{name}") answers it.' in text.splitlines()
+        assert [e.what for e in res.elsewhere] == [what]

@@ -41,7 +41,10 @@ def _cpp_function(ix: Index, name: str) -> Elsewhere | None:
     if name.endswith(".py") or ".py:" in name:
         return None
     found = find_targets(ix, name)
-    return None if isinstance(found, NotFound) else Elsewhere("calls", name, "a C++ function")
+    if isinstance(found, NotFound):
+        return None
+    targets, _ = found
+    return Elsewhere("calls", name, "a DispatchStub" if targets[0].is_stub else "a C++ function")
 
 
 def _python_line(ix: Index, name: str) -> Elsewhere | None:
