@@ -227,11 +227,13 @@ class _Named:
         if store is None or not todo:
             return sites
         try:
-            held = store.kinds(self.calls[i].id for i in todo if self.calls[i].has_caller)
+            held = store.kinds(self.calls[i].id for i in todo if self.calls[i].has_caller and self.calls[i].id)
         except DamagedStore as exc:  # resolve as asked (the first to resolve a site drops the store)
             log.debug("may_dispatch: %s", exc)
             return sites
-        drop = {i for i in todo if not self.calls[i].has_caller or not _calls_op(held.get(self.calls[i].id), op)}
+        # a site without an id has no row and is resolved as asked (resolve() reads the store only by id)
+        drop = {i for i in todo if not (call := self.calls[i]).has_caller
+                or call.id and not _calls_op(held.get(call.id), op)}
         return [i for i in sites if i not in drop]
 
     def _file(self, ix: Index, i: int, edges: list[Edge]) -> None:
