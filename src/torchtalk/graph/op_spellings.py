@@ -68,6 +68,14 @@ def ops_for(reg: OpRegistry, name: str, nargs: int) -> tuple[str, ...]:
     ops = op_named(reg, name)
     if not ops or nargs < 0:
         return ops
+    return ops_fitting(reg, name, nargs) or ops
+
+
+def ops_fitting(reg: OpRegistry, name: str, nargs: int) -> tuple[str, ...]:
+    """Of the ops ``at::name(...)`` means, the overloads ``nargs`` arguments fit (none when the count is unknown)."""
+    ops = op_named(reg, name)
+    if not ops or nargs < 0:
+        return ()
     out_form = name.endswith(("_out", "_outf")) and name.removesuffix("_symint") not in reg.by_name
     fit = []
     for full in ops:
@@ -76,7 +84,7 @@ def ops_for(reg: OpRegistry, name: str, nargs: int) -> tuple[str, ...]:
         extra = sum(1 for a in op.schema.arguments if a.out) if out_form else 0
         if required + extra <= nargs <= len(tys) + extra:
             fit.append(full)
-    return tuple(fit) or ops
+    return tuple(fit)
 
 
 def methods_fitting(ops: list[Op], nargs: int) -> tuple[str, ...]:

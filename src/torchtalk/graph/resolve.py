@@ -54,6 +54,7 @@ from .op_spellings import (
     methods_fitting,
     named_like_tensor,
     op_named,
+    ops_fitting,
     ops_for,
     struct_op,
     stub_names,
@@ -215,6 +216,10 @@ class Resolver:
             ops = ()  # torchgen writes no at::X for manual_cpp_binding ops: the hand-written one is it
         if ops and (not found or not self._helper_wins(found, ops, call)):
             return Resolution(TargetKind.OP, ops=ops, spelling=f"{qual}::{name}" if qual else name)
+        if found and not qual and call.nargs >= 0 and not any(signature(s.params).takes(call.nargs) for s in found):
+            viable = self._adl_viable(name, call)
+            if viable is not None:
+                return viable
         if found:
             return self.choose(found, call)
         if not qual:
@@ -337,20 +342,48 @@ class Resolver:
 
     def _adl(self, name: str, call: CallSite) -> list[CppSymbol]:
         """Argument-dependent lookup: the namespaces of the arguments' classes."""
-        seen: set[str] = set()
+        for ns in self._adl_namespaces(call):
+            found = self._in_scope(ns, name)
+            if found:
+                return found
+        return []
+
+    def _adl_namespaces(self, call: CallSite) -> list[str]:
+        """The namespaces of the arguments' classes (of a nested class, its enclosing namespace), in argument order."""
+        out: list[str] = []
         for ty in self.arg_types(call):
             if ty is None or ty.is_builtin or ty.is_std:
                 continue
             ns = "::".join(p for p in split_qualified(ty.name)[:-1])
-            while ns and ns not in seen and is_class(self.ix, ns):  # a nested class: its namespace
+            while ns and ns not in out and is_class(self.ix, ns):
                 ns = "::".join(split_qualified(ns)[:-1])
-            if ns in seen:
-                continue
-            seen.add(ns)
-            found = self._in_scope(ns, name) if ns else []
-            if found:
-                return found
-        return []
+            if ns and ns not in out:
+                out.append(ns)
+        return out
+
+    # Note [Lookup that finds no viable function]
+    # An unqualified call's candidates are what ordinary lookup finds *and* what argument-dependent lookup finds;
+    # overload resolution then takes one that accepts the arguments. Ordinary lookup stops at the innermost scope
+    # holding the name, so in torchgen's VariableType code, inside ``VariableType::sigmoid_backward(ks, grad,
+    # out)``, the forward-grad formula's ``sigmoid_backward(grad_t, out_p)`` finds only the enclosing function,
+    # which takes three arguments, not two: the compiler calls ``at::sigmoid_backward`` (an argument is an
+    # at::Tensor), the op. So when none of the functions lookup found accepts the call's argument count, the
+    # functions of the arguments' namespaces that do, else (an argument of a class of namespace ``at``: Functions.h
+    # is generated, its ops stand for it) the op overloads that do, are what it calls; when neither has one, the
+    # call keeps what lookup found.
+    def _adl_viable(self, name: str, call: CallSite) -> Resolution | None:
+        """What a call reaches when ordinary lookup found no function taking its arguments (Note [Lookup that
+        finds no viable function]); None when argument-dependent lookup has nothing that takes them either."""
+        namespaces = self._adl_namespaces(call)
+        for ns in namespaces:
+            fit = [s for s in self._in_scope(ns, name) if signature(s.params).takes(call.nargs)]
+            if fit:
+                return self.choose(fit, call)
+        if "at" in namespaces:
+            ops = ops_fitting(self.reg, name, call.nargs)
+            if ops:
+                return Resolution(TargetKind.OP, ops=ops, spelling=name)
+        return None
 
     # -------------------------------------------------------------- std
 
