@@ -230,3 +230,15 @@ def test_trace_of_a_cpp_name_says_what_kind_of_cpp_name_it_is(indexed):
         res, text = call(ix, "trace", function_name=name)
         assert f'It is {what}: calls("{name}") answers it.' in text.splitlines()
         assert [e.what for e in res.elsewhere] == [what]
+
+
+def test_called_by_lists_a_recursive_call_as_calls_lists_it(indexed):
+    # a function calling itself is one of its callers: called_by and calls are two directions of one edge
+    _, ix = indexed
+    name = "torch::autograd::VariableType::(anonymous)::count_down"
+    res, text = call(ix, "called_by", function_name=name)
+    (sec,) = res.sections
+    assert [(e.src, e.site.line) for e in sec.callers] == [(sec.function, 30)]
+    assert "[call at torch/csrc/autograd/VariableTypeManual.cpp:30] (recursive: it calls itself)" in text
+    out, _ = call(ix, "calls", function_name=name)
+    assert [(e.dst, e.site.line) for e in out.sections[0].calls] == [(sec.function, 30)]

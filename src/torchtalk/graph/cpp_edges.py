@@ -159,7 +159,8 @@ def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
     first: dict[int, Edge] = {}
     for i, _j, e in sorted((t for t in found if t[2].kind is kind), key=lambda t: (t[0], t[1])):
         first.setdefault(i, e)
-    out = [first[i] for g in groups for i in g if i in first and named.callers[i] != target.id]
+    # a recursive call is one of its callers (``calls`` lists the same edge out of it)
+    out = [first[i] for g in groups for i in g if i in first]
     # only a method call that reached nothing may be one a template makes on an object handed to it
     missed = [(c, cid) for g in groups for i in g if i not in first
               and (c := named.calls[i]).kind is CallKind.METHOD and (cid := named.callers[i]) is not None]
@@ -274,7 +275,7 @@ def _callers_of_sites(ix: Index, target: CppSymbol, kind: EdgeKind, quals: froze
     missed: list[tuple[CallSite, CppSymbol | None]] = []
     for call in sites:
         caller = symbol(ix, call.caller) if call.has_caller else None
-        if caller is None or caller.id == target.id:
+        if caller is None:
             continue
         for e in call_edges(ix, caller, call):
             if e.kind is kind and _same(e.dst, target, ix):

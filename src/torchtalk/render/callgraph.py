@@ -138,7 +138,7 @@ def _called_by_body(sec: CalledBySection) -> tuple[list[str], list[Section]]:
     lines = []
     for e in sec.callers:  # the budget cuts the list, and names the rest
         how = f" (passes it on{', found in the source text' if e.how is EdgeHow.TEXT else ''})" \
-            if e.how in _PASSED else ""
+            if e.how in _PASSED else " (recursive: it calls itself)" if e.src == sec.function else ""
         lines.append(f"- {e.src}  [call at {e.site}]{how}")
     if not sec.callers:
         lines.append("- none found in the indexed C++ (it may be reached only through a registration below)")
