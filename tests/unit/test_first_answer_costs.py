@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from torchtalk.graph import cpp_edges, stubs
+from torchtalk.graph import cpp_callers, cpp_edges, stubs
 from torchtalk.graph.cpp_types import all_classes, all_usings, classes, named_usings, split_qualified
 from torchtalk.graph.nodes import cpp_node
 from torchtalk.graph.overloads import signature
@@ -25,6 +25,7 @@ def _count_resolutions(monkeypatch) -> Counter:
         return plain(ix, sym, call, src)
 
     monkeypatch.setattr(cpp_edges, "call_edges", counted)
+    monkeypatch.setattr(cpp_callers, "call_edges", counted)  # the callers' module calls it by its own name
     return seen
 
 
@@ -42,11 +43,11 @@ def test_callers_of_every_function_of_a_name_resolve_each_site_once_and_agree_wi
     with ix.using():
         targets = [s for n in names for s in defs_by_name(ix, n, definitions_only=False)]
         # the plain way first (before any memo): each function's sites resolved one by one
-        plain = {(t.id, k): cpp_edges._callers_of_sites(ix, t, k, qualifiers(ix, t))
+        plain = {(t.id, k): cpp_callers._callers_of_sites(ix, t, k, qualifiers(ix, t))
                  for t in targets for k in (EdgeKind.CALL, EdgeKind.LAUNCH)}
     seen = _count_resolutions(monkeypatch)
     with ix.using():
-        shared = {(t.id, k): cpp_edges.callers(ix, cpp_node(t), k) for t in targets
+        shared = {(t.id, k): cpp_callers.callers(ix, cpp_node(t), k) for t in targets
                   for k in (EdgeKind.CALL, EdgeKind.LAUNCH)}
     assert shared == plain
     assert any(shared.values()), "some function of a shared name has callers"
@@ -61,7 +62,7 @@ def test_callers_of_a_function_resolve_no_site_whose_qualifier_cannot_name_it(in
                 for s in defs_by_name(ix, n) if s.kind is SymbolKind.FUNCTION]
         assert free
         for t in free:
-            cpp_edges.callers(ix, cpp_node(t), EdgeKind.CALL)
+            cpp_callers.callers(ix, cpp_node(t), EdgeKind.CALL)
         allowed = {t.name: set(qualifiers(ix, t)) for t in free}
         resolved = [ix.q("SELECT callee, qualifier, kind FROM cpp_call WHERE id = ?", (i,))[0] for i in seen]
     assert resolved
@@ -164,9 +165,9 @@ def test_op_callers_share_the_sites_of_a_name_and_agree_with_one_by_one(indexed,
     assert any(plain.values()), "the fixture tree calls some op through the dispatcher"
     seen = _count_resolutions(monkeypatch)
     with ix.using():
-        shared = {op.full_name: cpp_edges.op_callers(ix, Node(NodeKind.OP, op.full_name, op.full_name, op.loc))
+        shared = {op.full_name: cpp_callers.op_callers(ix, Node(NodeKind.OP, op.full_name, op.full_name, op.loc))
                   for op in ops}
-        assert {op.full_name: cpp_edges._op_callers(ix, Node(NodeKind.OP, op.full_name, op.full_name, op.loc), 1)
+        assert {op.full_name: cpp_callers._op_callers(ix, Node(NodeKind.OP, op.full_name, op.full_name, op.loc), 1)
                 for op in ops} == capped
     assert shared == plain
     assert max(seen.values()) == 1, "a site is resolved once, whichever op (overload) asks"

@@ -7,14 +7,17 @@ from __future__ import annotations
 import sqlite3
 import time
 
+import pytest
+
 from torchtalk.cli import EXIT_ERROR, EXIT_OK, main
-from torchtalk.graph.cpp_edges import op_callers, warm_op_callers
+from torchtalk.graph.cpp_callers import callers, op_callers, warm_op_callers
+from torchtalk.graph.nodes import cpp_node
 from torchtalk.graph.registry import registry
 from torchtalk.graph.resolve import resolve
 from torchtalk.graph.resolved import stored, without_store
 from torchtalk.graph.resolved_build import build
-from torchtalk.graph.symbols import CALL_COLS, symbol
-from torchtalk.model import CallSite, Node, NodeKind
+from torchtalk.graph.symbols import CALL_COLS, SYMBOL_COLS, symbol
+from torchtalk.model import CallSite, CppSymbol, EdgeHow, EdgeKind, Node, NodeKind
 from torchtalk.query.status import status
 from torchtalk.render.basic import render_status
 from torchtalk.source.tree import find_source
@@ -25,6 +28,7 @@ from torchtalk.tools import get_tool, run
 
 from ..conftest import _reindexed
 from .test_gpu_families import gpu  # noqa: F401  (the fixture: a tree of launch families, GPU libraries, a formula)
+from .test_gpu_launch_sites import reach  # noqa: F401  (the fixture: a tree of launch sites, handed objects)
 
 
 def _sites(ix: Index) -> list[CallSite]:
@@ -100,6 +104,33 @@ def test_an_ops_callers_resolve_only_the_sites_the_store_says_may_call_it(gpu): 
     assert callers == lazy
     assert sum(map(len, lazy.values())) >= 3
     assert resolved < resolved_lazily, "a site the store says calls no op is not resolved for an op's callers"
+    fresh.close()
+
+
+def _function_callers_and_sites_resolved(ix: Index) -> tuple[dict[str, list], int]:
+    with ix.using():
+        fns = [cpp_node(f) for f in rows_facts(CppSymbol, ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE "
+                                                                "is_definition = 1 ORDER BY id"), ix.paths())]
+        kinds = (EdgeKind.CALL, EdgeKind.LAUNCH)
+        found = {f"{n.key} {kind.value}": callers(ix, n, kind) for n in fns for kind in kinds}
+        return found, sum(sum(named.done) for named in ix.cached("cpp_sites_named", dict).values())
+
+
+@pytest.mark.parametrize("fixture", ["gpu", "reach"])
+def test_a_functions_callers_resolve_only_the_sites_the_store_says_may_reach_it(fixture, request):
+    # Note [Sites the store rules out]: the same callers, from fewer sites resolved; the tree of launch sites
+    # (reach) has objects handed to templates (Note [Handed objects]), whose methods' callers come from the store too
+    tree, ix = request.getfixturevalue(fixture)
+    st = find_source(tree)
+    without_store(ix)
+    lazy, resolved_lazily = _function_callers_and_sites_resolved(ix)
+    assert build(st.index_path, workers=1) is not None
+    fresh = Index(st.index_path, st.root)
+    found, resolved = _function_callers_and_sites_resolved(fresh)
+    assert found == lazy
+    assert sum(map(len, lazy.values())) >= 10
+    assert fixture != "reach" or any(e.how is EdgeHow.HANDED for edges in lazy.values() for e in edges)
+    assert resolved < resolved_lazily, "a site the store says reaches no such function is not resolved for it"
     fresh.close()
 
 

@@ -1,36 +1,29 @@
-"""Edges out of and into C++ functions: calls, dispatcher calls, stub calls, GPU launches.
+"""Edges out of C++ functions: calls, dispatcher calls, stub calls, GPU launches.
 
 Out of a function, every call site is resolved (graph/resolve.py) and becomes one
 edge: CALL to a definition, DISPATCH_CALL to an op, STUB_CALL to a DispatchStub,
 LAUNCH to a GPU kernel (``<<<>>>``, or the functor a launch helper runs), or
-UNRESOLVED by name. Into a node, the call sites that name it are resolved the
-same way, so both directions agree by construction.
+UNRESOLVED by name. Into a node (graph/cpp_callers.py), the call sites that name it
+are resolved the same way, so both directions agree by construction.
 """
 
 from __future__ import annotations
 
-import logging
-import re
-import threading
-from collections import defaultdict
 from collections.abc import Callable
 
-from ..model import CallKind, CallSite, CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind, SymbolKind
+from ..model import CallKind, CallSite, CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind
 from ..store.reader import Index
-from ..store.resolved import DamagedStore
 from .cpp_lookup import methods
 from .handed import handed_args, handed_methods
-from .nodes import cpp_node, stub_node, symbol_id, symbol_node, unresolved_node
-from .qualifiers import qualifiers
+from .nodes import stub_node, symbol_id, symbol_node, unresolved_node
 from .registry import registry
-from .resolve import TargetKind, resolve, resolver, stub_names
-from .resolved import prefetch_resolutions, stored
+from .resolve import TargetKind, resolve, resolver
+from .resolved import prefetch_resolutions
 from .stubs import stub_declared
-from .symbols import calls_from, calls_named, prefetch_symbols, symbol
+from .symbols import calls_from, symbol
 
 OUT_KINDS = frozenset({EdgeKind.CALL, EdgeKind.DISPATCH_CALL, EdgeKind.STUB_CALL, EdgeKind.LAUNCH,
                        EdgeKind.UNRESOLVED})
-log = logging.getLogger(__name__)
 MAX_DEFS = 50  # candidates kept for one call when overloads remain (all of them, short of pathological sets)
 
 
@@ -121,275 +114,3 @@ def sites_edges(ix: Index, node: Node, memo_key: str, keep: Callable[[CallSite],
             out += found
         memo[sid] = out
     return memo[sid]
-
-
-def callers(ix: Index, node: Node, kind: EdgeKind = EdgeKind.CALL) -> list[Edge]:
-    """CALL (or LAUNCH) edges into a C++ function: the call sites naming it that resolve to it
-    (memoised per index version)."""
-    memo: dict[tuple[str, EdgeKind], list[Edge]] = ix.cached("cpp_callers", dict)
-    if (node.key, kind) not in memo:
-        memo[(node.key, kind)] = _callers(ix, node, kind)
-    return memo[(node.key, kind)]
-
-
-def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
-    sid = symbol_id(node)
-    target = symbol(ix, sid) if sid is not None else None
-    if target is None:
-        return []
-    named = _named(ix, target.name)
-    quals = qualifiers(ix, target)
-    if kind is EdgeKind.LAUNCH:
-        # Only a `<<<>>>` site makes a LAUNCH edge to a definition (call_edges): never resolve the name's
-        # other call sites (thousands of method calls for a name like copy_) to find none.
-        groups = [[i for i, c in enumerate(named.calls) if c.kind is CallKind.LAUNCH]]
-    elif len(named.calls) >= NAMED_LIMIT:  # a name written more often than read at once: as calls_named reads it
-        return _callers_of_sites(ix, target, kind, quals)
-    else:
-        # Only call sites that could name it: written with a qualifier its scope allows, or, when it is a method,
-        # any other (a receiver's text says nothing of its class; `obj.f()` and `Derived::f()` alike); each site
-        # once, in the first group that holds it.
-        groups = [named.qualified(quals)]
-        if target.kind in (SymbolKind.METHOD, SymbolKind.CONSTRUCTOR):
-            groups.append([i for i, c in enumerate(named.calls) if c.qualifier not in quals])
-    named.resolve(ix, [i for g in groups for i in g])
-    # A call reaches the target when it resolves to it, or to a declaration of it (same qualified name); of a
-    # site's edges, the first that does.
-    found = named.reaching[target.id] + (named.declaring[target.qualname] if not target.is_file_local else [])
-    first: dict[int, Edge] = {}
-    for i, _j, e in sorted((t for t in found if t[2].kind is kind), key=lambda t: (t[0], t[1])):
-        first.setdefault(i, e)
-    # a recursive call is one of its callers (``calls`` lists the same edge out of it)
-    out = [first[i] for g in groups for i in g if i in first]
-    # only a method call that reached nothing may be one a template makes on an object handed to it
-    missed = [(c, cid) for g in groups for i in g if i not in first
-              and (c := named.calls[i]).kind is CallKind.METHOD and (cid := named.callers[i]) is not None]
-    return _with_handed(ix, target, out, [(c, symbol(ix, cid)) for c, cid in missed])
-
-
-NAMED_LIMIT = 20000  # call sites of one name read at most (as calls_named)
-
-
-class _Named:
-    """The call sites naming one name, resolved once per index version whichever function of that name asks
-    (every structured class's ``set_output_raw_strided`` asks for the same 3,669 sites) or op (``add``'s callers
-    through the dispatcher), and only those some function's or op's callers needed: a site's edges filed under the
-    symbol each reaches, its dispatcher calls under the site."""
-
-    def __init__(self, calls: list[CallSite]) -> None:
-        self.calls = calls
-        self.callers: list[int | None] = [None] * len(calls)
-        self.done = [False] * len(calls)
-        # symbol id -> [(site, edge's place among the site's, edge)]; a declaration's qualified name -> the same:
-        # per site, the first edge of each kind reaching it
-        self.reaching: defaultdict[int, list[tuple[int, int, Edge]]] = defaultdict(list)
-        self.declaring: defaultdict[str, list[tuple[int, int, Edge]]] = defaultdict(list)
-        self.dispatching: dict[int, list[Edge]] = {}  # site -> its DISPATCH_CALL edges
-        self.lock = threading.Lock()
-        self._by_qualifier: dict[str, list[int]] | None = None
-
-    def qualified(self, quals: frozenset[str]) -> list[int]:
-        """The sites written with one of these qualifiers, in order (every function and op of the name asks with
-        its own qualifiers: the sites are grouped by qualifier once, not scanned per ask)."""
-        by = self._by_qualifier
-        if by is None:
-            by = {}
-            for i, c in enumerate(self.calls):
-                by.setdefault(c.qualifier, []).append(i)
-            self._by_qualifier = by  # two threads may both build it: the same grouping
-        return sorted(i for q in quals for i in by.get(q, ()))
-
-    def resolve(self, ix: Index, sites: list[int]) -> None:
-        """Resolve these sites (those not yet), filing each site's edges only once it is whole: a thread that
-        finds a site done finds all its edges (two threads may both resolve it; the second files nothing)."""
-        prefetch_symbols(ix, [self.calls[i].caller for i in sites if not self.done[i] and self.calls[i].has_caller])
-        prefetch_resolutions(ix, [self.calls[i].id for i in sites if not self.done[i]])
-        for i in sites:
-            if self.done[i]:
-                continue
-            call = self.calls[i]
-            caller = symbol(ix, call.caller) if call.has_caller else None
-            edges = call_edges(ix, caller, call) if caller is not None else []
-            with self.lock:
-                if self.done[i]:
-                    continue
-                self.callers[i] = caller.id if caller is not None else None
-                self._file(ix, i, edges)
-                self.done[i] = True
-
-    def may_dispatch(self, ix: Index, sites: list[int], op: str) -> list[int]:
-        """Of these sites, those that may call ``op`` through the dispatcher: all of them, except, when the store
-        of resolved calls serves the index, the sites not yet resolved whose stored resolution is not a call of
-        that op (call_edges makes a DISPATCH_CALL edge only from an OP resolution, to its ops; a site without a row
-        resolves to nothing) or that have no caller (they make no edge). What makes an op's callers cheap: every
-        site of ``max`` is read for ``max.unary_out``'s, few of them call an op (Note [Resolved calls])."""
-        store = stored(ix)
-        todo = [i for i in sites if not self.done[i]]
-        if store is None or not todo:
-            return sites
-        try:
-            held = store.kinds(self.calls[i].id for i in todo if self.calls[i].has_caller and self.calls[i].id)
-        except DamagedStore as exc:  # resolve as asked (the first to resolve a site drops the store)
-            log.debug("may_dispatch: %s", exc)
-            return sites
-        # a site without an id has no row and is resolved as asked (resolve() reads the store only by id)
-        drop = {i for i in todo if not (call := self.calls[i]).has_caller
-                or call.id and not _calls_op(held.get(call.id), op)}
-        return [i for i in sites if i not in drop]
-
-    def _file(self, ix: Index, i: int, edges: list[Edge]) -> None:
-        seen: set[tuple[EdgeKind, int | str]] = set()
-        for j, e in enumerate(edges):
-            if e.kind is EdgeKind.DISPATCH_CALL:
-                self.dispatching.setdefault(i, []).append(e)
-            if e.kind is not EdgeKind.CALL and e.kind is not EdgeKind.LAUNCH:
-                continue
-            dst = symbol_id(e.dst)
-            other = symbol(ix, dst) if dst is not None else None
-            if dst is not None and (e.kind, dst) not in seen:
-                seen.add((e.kind, dst))
-                self.reaching[dst].append((i, j, e))
-            if other is not None and not other.is_definition and (e.kind, other.qualname) not in seen:
-                seen.add((e.kind, other.qualname))
-                self.declaring[other.qualname].append((i, j, e))
-
-
-def _calls_op(held: tuple[str, str] | None, op: str) -> bool:
-    """Whether a stored (kind, ops) is a call of ``op`` through the dispatcher."""
-    return held is not None and held[0] == TargetKind.OP.value and op in held[1].split(",")
-
-
-def _named(ix: Index, name: str) -> _Named:
-    memo: dict[str, _Named] = ix.cached("cpp_sites_named", dict)
-    if name not in memo:
-        memo[name] = _Named(calls_named(ix, name, limit=NAMED_LIMIT))
-    return memo[name]
-
-
-def _callers_of_sites(ix: Index, target: CppSymbol, kind: EdgeKind, quals: frozenset[str]) -> list[Edge]:
-    """Callers among the sites calls_named reads (at most NAMED_LIMIT of each kind of query), resolved one by one."""
-    sites = calls_named(ix, target.name, tuple(sorted(quals)), limit=NAMED_LIMIT)
-    if target.kind in (SymbolKind.METHOD, SymbolKind.CONSTRUCTOR):
-        sites += [c for c in calls_named(ix, target.name, limit=NAMED_LIMIT) if c.qualifier not in quals]
-    out = []
-    missed: list[tuple[CallSite, CppSymbol | None]] = []
-    for call in sites:
-        caller = symbol(ix, call.caller) if call.has_caller else None
-        if caller is None:
-            continue
-        for e in call_edges(ix, caller, call):
-            if e.kind is kind and _same(e.dst, target, ix):
-                out.append(e)
-                break
-        else:
-            missed.append((call, caller))
-    return _with_handed(ix, target, out, missed)
-
-
-def _with_handed(ix: Index, target: CppSymbol, out: list[Edge],
-                 missed: list[tuple[CallSite, CppSymbol | None]]) -> list[Edge]:
-    """``out`` and, for a method call ``x.f()`` in a template that resolved to nothing, the calls handing that
-    template an object whose class defines ``f`` (Note [Handed objects] in handed.py): their HANDED edges to
-    ``target``."""
-    handing: set[int] = set()
-    for call, caller in missed:
-        if caller is not None and caller.id != target.id and call.kind is CallKind.METHOD and \
-                any(call.callee in names for names in handed_methods(ix, caller).values()):
-            handing.add(caller.id)
-    for tmpl in (symbol(ix, tid) for tid in sorted(handing)):  # x.f() in a template: calls handing it an object
-        for into in callers(ix, cpp_node(tmpl)) if tmpl is not None else ():
-            out += [e for e in out_edges(ix, into.src) if e.how is EdgeHow.HANDED and e.site == into.site
-                    and _same(e.dst, target, ix) and e not in out]
-    return out
-
-
-def _same(dst: Node, target: CppSymbol, ix: Index) -> bool:
-    """A call reaches ``target`` when it resolves to it, or to its declaration (same qualified name)."""
-    sid = symbol_id(dst)
-    if sid == target.id:
-        return True
-    other = symbol(ix, sid) if sid is not None else None
-    return (other is not None and not other.is_definition and other.qualname == target.qualname
-            and not target.is_file_local)
-
-
-def op_callers(ix: Index, node: Node, cap: int = 400) -> list[Edge]:
-    """DISPATCH_CALL edges into an op: C++ functions that call it through the dispatcher, in any spelling
-    (memoised per index version)."""
-    memo: dict[str, list[Edge]] = ix.cached("op_callers", dict)
-    if node.key not in memo:
-        memo[node.key] = _op_callers(ix, node, cap)
-    return memo[node.key]
-
-
-def _op_callers(ix: Index, node: Node, cap: int) -> list[Edge]:
-    reg = registry(ix)
-    op = reg.by_full.get(node.key)
-    if op is None:
-        return []
-    base = op.name
-    names = [base, f"{base}_symint"]
-    if op.is_out:
-        names += [f"{base}_out", f"{base}_outf", f"{base}_symint_out", f"{base}_outf_symint", f"{base}_out_symint"]
-    structs = frozenset(f"{p}_ops::{op.struct_name}" for p in ("at::", "", "::at::"))
-    # The sites of each spelling (shared with every other op and function of that name), those of at::_ops::S::call
-    # and ::redispatch by their qualifier; resolved in order, a chunk at a time, until the cap.
-    lists: list[tuple[_Named, frozenset[str] | None]] = [(_named(ix, n), None) for n in names]
-    for via in _VIA:
-        named = _named(ix, via)
-        lists.append((named, structs) if len(named.calls) < NAMED_LIMIT
-                     else (_Named(calls_named(ix, via, tuple(sorted(structs)), limit=NAMED_LIMIT)), None))
-    out: list[Edge] = []
-    for named, quals in lists:
-        sites = list(range(len(named.calls))) if quals is None else named.qualified(quals)
-        for k in range(0, len(sites), _CHUNK):
-            chunk = named.may_dispatch(ix, sites[k:k + _CHUNK], op.full_name)
-            named.resolve(ix, chunk)
-            for i in chunk:
-                e = next((e for e in named.dispatching.get(i, ()) if e.dst.key == op.full_name), None)
-                if e is not None:
-                    out.append(e)
-                    if len(out) >= cap:
-                        return _by_site(out)
-    return _by_site(out)
-
-
-_CHUNK = 256  # call sites resolved at a time where a cap may stop early
-_VIA = ("call", "redispatch")  # at::_ops::S::call / ::redispatch: every op's callers read these names' sites
-
-
-def warm_op_callers(ix: Index) -> None:
-    """Read and group the sites every op's callers read (at::_ops::S::call and ::redispatch, ~7,000 on 2.6.0: the
-    first ``impact`` or ``called_by`` to reach an op paid ~35 ms for them); for the server's warm-up."""
-    for via in _VIA:
-        _named(ix, via).qualified(frozenset())
-
-
-def _by_site(edges: list[Edge]) -> list[Edge]:
-    return sorted(edges, key=lambda e: (str(e.site.path), e.site.line) if e.site else ("", 0))
-
-
-def unresolved_callers(ix: Index, node: Node) -> list[Edge]:
-    """UNRESOLVED edges into a name not found in the index: the call sites that write it and resolve to nothing."""
-    if node.kind is not NodeKind.UNRESOLVED:
-        return []
-    names = re.findall(r"\w+", node.key)  # the callee is the last name of the call as written
-    out: list[Edge] = []
-    for call in calls_named(ix, names[-1]) if names else ():
-        caller = symbol(ix, call.caller) if call.has_caller else None
-        if caller is not None and call.written == node.key:
-            out += [e for e in call_edges(ix, caller, call) if e.kind is EdgeKind.UNRESOLVED]
-    return out
-
-
-def stub_callers(ix: Index, node: Node) -> list[Edge]:
-    """STUB_CALL edges into a stub: functions that call it (or pass it on)."""
-    if node.key not in stub_names(ix):
-        return []
-    out = []
-    for call in calls_named(ix, node.key):
-        caller = symbol(ix, call.caller) if call.has_caller else None
-        if caller is None:
-            continue
-        out += [e for e in call_edges(ix, caller, call) if e.kind is EdgeKind.STUB_CALL]
-    return out

@@ -2,7 +2,7 @@
 
 ``out(node, kinds)`` gives the edges leaving a node, ``into(node, kinds)`` those
 arriving; walk.py's ``down`` / ``up`` traverse them. Each rule lives in the module
-of its family (cpp_edges, op_edges, stubs, stub_uses, py_edges, py_calls); this table is
+of its family (cpp_edges, cpp_callers, op_edges, stubs, stub_uses, py_edges, py_calls); this table is
 the only place that says which rule answers which kind, so every query crosses a link
 the same way. Every kind has a rule in both directions (tests/unit/test_architecture.py);
 asking for a kind without one raises ``NoRule``.
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..model import Edge, EdgeKind, Node
 from ..store.reader import Index
-from . import cpp_edges, op_edges, op_refs, py_calls, py_edges, stub_uses, stubs
+from . import cpp_callers, cpp_edges, op_edges, op_refs, py_calls, py_edges, stub_uses, stubs
 from .py_calls import PyContext
 
 Rule = Callable[[Index, Node], list[Edge]]
@@ -40,13 +40,13 @@ def _cpp_out(kind: EdgeKind) -> Rule:
 
 
 def _launch_into(ix: Index, node: Node) -> list[Edge]:
-    return cpp_edges.callers(ix, node, EdgeKind.LAUNCH)
+    return cpp_callers.callers(ix, node, EdgeKind.LAUNCH)
 
 
 def _stub_callers(ix: Index, node: Node) -> list[Edge]:
     """The recorded calls of a stub; for a stub that no recorded call reaches, its uses in the source text of
     the file that defines it (Note [Stub uses])."""
-    return cpp_edges.stub_callers(ix, node) or stub_uses.stub_uses(ix, node)
+    return cpp_callers.stub_callers(ix, node) or stub_uses.stub_uses(ix, node)
 
 
 def _dispatch_calls(ix: Index, node: Node) -> list[Edge]:
@@ -79,11 +79,11 @@ OUT: dict[EdgeKind, Rule | InContext] = {
 }
 
 INTO: dict[EdgeKind, Rule | InContext] = {
-    EdgeKind.CALL: cpp_edges.callers,
+    EdgeKind.CALL: cpp_callers.callers,
     EdgeKind.LAUNCH: _launch_into,
-    EdgeKind.DISPATCH_CALL: cpp_edges.op_callers,
+    EdgeKind.DISPATCH_CALL: cpp_callers.op_callers,
     EdgeKind.STUB_CALL: _stub_callers,
-    EdgeKind.UNRESOLVED: cpp_edges.unresolved_callers,
+    EdgeKind.UNRESOLVED: cpp_callers.unresolved_callers,
     EdgeKind.KERNEL: op_edges.kernel_of,
     EdgeKind.OP_CALL: op_edges.op_called_by,
     EdgeKind.BACKWARD: op_edges.backward_of,

@@ -23,7 +23,8 @@ from ..model import (
 )
 from ..store.codec import codec, row_fact
 from ..store.reader import Index
-from .cpp_edges import callers, op_callers, out_edges
+from .cpp_callers import callers, op_callers
+from .cpp_edges import out_edges
 from .nodes import autograd_node, cpp_node, op_node, symbol_id, unresolved_node
 from .op_spellings import struct_op
 from .overloads import op_kernel_definitions

@@ -1,4 +1,4 @@
-"""How a call can qualify the name of the function it calls: what the callers of a function read (cpp_edges.callers).
+"""How a call can qualify the name of the function it calls: what the callers of a function read (cpp_callers.callers).
 
 A call site names a function bare, by any tail of its scope (native::f, at::native::f), or through a namespace that
 imports it (Note [Qualified through another namespace]). The callers of a function are looked for among the sites

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SourceError
-from ..graph.cpp_edges import warm_op_callers
+from ..graph.cpp_callers import warm_op_callers
 from ..graph.device_reach import defined
 from ..graph.gpu import warm_shared as warm_gpu
 from ..graph.py_edges import entry_calls

@@ -129,17 +129,6 @@ class ResolvedStore:
             out += self._all(f"SELECT * FROM resolved WHERE site IN ({','.join('?' * len(part))})", part)
         return out
 
-    def kinds(self, sites: Iterable[int]) -> dict[int, tuple[str, str]]:
-        """site -> (kind, ops) of these sites (those that have a row): what a site may be a call of, without the
-        rest of its resolution to decode."""
-        ids = list(sites)
-        out: dict[int, tuple[str, str]] = {}
-        for i in range(0, len(ids), _BATCH):
-            part = ids[i:i + _BATCH]
-            sql = f"SELECT site, kind, ops FROM resolved WHERE site IN ({','.join('?' * len(part))})"
-            out.update((site, (kind, ops)) for site, kind, ops in self._all(sql, part))  # type: ignore[misc]
-        return out
-
     def between(self, lo: int, hi: int) -> list[Row]:
         """The rows of the sites lo..hi (a function's sites are numbered in a row: one query for all of them)."""
         return self._all("SELECT * FROM resolved WHERE site BETWEEN ? AND ?", (lo, hi))
