@@ -216,7 +216,8 @@ class Resolver:
             ops = ()  # torchgen writes no at::X for manual_cpp_binding ops: the hand-written one is it
         if ops and (not found or not self._helper_wins(found, ops, call)):
             return Resolution(TargetKind.OP, ops=ops, spelling=f"{qual}::{name}" if qual else name)
-        if found and not qual and call.nargs >= 0 and not any(signature(s.params).takes(call.nargs) for s in found):
+        if found and not qual and call.nargs >= 0 and not any(signature(s.params).takes(call.nargs) for s in found) \
+                and not any(self._native_kernel(s) for s in found):
             viable = self._adl_viable(name, call)
             if viable is not None:
                 return viable
@@ -370,7 +371,15 @@ class Resolver:
     # at::Tensor), the op. So when none of the functions lookup found accepts the call's argument count, the
     # functions of the arguments' namespaces that do, else (an argument of a class of namespace ``at``: Functions.h
     # is generated, its ops stand for it) the op overloads that do, are what it calls; when neither has one, the
-    # call keeps what lookup found.
+    # call keeps what lookup found. An op's kernel in at::native is never ruled out so: its declaration with the
+    # op's default arguments is generated at build time, so its definition's parameters do not tell.
+    def _native_kernel(self, s: CppSymbol) -> bool:
+        """An op's kernel in at::native (a dispatch table names it): its declaration, which torchgen writes into
+        the build's NativeFunctions.h with the op's default arguments, is not in the tree, so a call with fewer
+        arguments than its definition's parameters may still be a call of it (``copy_(dst, src)`` in at::native
+        calls at::native::copy_(self, src, non_blocking=false))."""
+        return s.qualname == f"at::native::{s.name}" and s.name in self.reg.kernel_ops
+
     def _adl_viable(self, name: str, call: CallSite) -> Resolution | None:
         """What a call reaches when ordinary lookup found no function taking its arguments (Note [Lookup that
         finds no viable function]); None when argument-dependent lookup has nothing that takes them either."""
