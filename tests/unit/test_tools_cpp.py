@@ -234,11 +234,15 @@ def test_trace_of_a_cpp_name_says_what_kind_of_cpp_name_it_is(indexed):
 
 def test_called_by_lists_a_recursive_call_as_calls_lists_it(indexed):
     # a function calling itself is one of its callers: called_by and calls are two directions of one edge
-    _, ix = indexed
+    from ..conftest import line_of
+
+    tree, ix = indexed
     name = "torch::autograd::VariableType::(anonymous)::count_down"
+    path = "torch/csrc/autograd/VariableTypeManual.cpp"
+    line = line_of(tree, path, "count_down(n - 1)")
     res, text = call(ix, "called_by", function_name=name)
     (sec,) = res.sections
-    assert [(e.src, e.site.line) for e in sec.callers] == [(sec.function, 30)]
-    assert "[call at torch/csrc/autograd/VariableTypeManual.cpp:30] (recursive: it calls itself)" in text
+    assert [(e.src, e.site.line) for e in sec.callers] == [(sec.function, line)]
+    assert f"[call at {path}:{line}] (recursive: it calls itself)" in text
     out, _ = call(ix, "calls", function_name=name)
-    assert [(e.dst, e.site.line) for e in out.sections[0].calls] == [(sec.function, 30)]
+    assert [(e.dst, e.site.line) for e in out.sections[0].calls] == [(sec.function, line)]
