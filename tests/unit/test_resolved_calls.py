@@ -23,7 +23,7 @@ from torchtalk.render.basic import render_status
 from torchtalk.source.tree import find_source
 from torchtalk.store.codec import rows_facts
 from torchtalk.store.reader import Index
-from torchtalk.store.resolved import open_resolved, resolved_path, serving
+from torchtalk.store.resolved import RESOLVED_VERSION, open_resolved, resolved_path, serving, version
 from torchtalk.tools import get_tool, run
 
 from ..conftest import _reindexed
@@ -278,7 +278,7 @@ def test_a_server_that_stops_within_the_delay_starts_no_resolve(indexed):
     assert serving(find_source(tree).index_path, ix.meta["build_id"]) is None
 
 
-def test_a_store_of_another_layout_is_computed_again(indexed, capsys):
+def test_a_store_of_another_layout_or_other_code_is_computed_again(indexed, capsys):
     tree, ix = indexed
     path = find_source(tree).index_path
     build(path, workers=1)
@@ -290,3 +290,9 @@ def test_a_store_of_another_layout_is_computed_again(indexed, capsys):
     assert main(["resolve", "--source", str(tree), "--progress", "never"]) == EXIT_OK
     assert capsys.readouterr().out.startswith("resolved "), "not taken for this build's store"
     assert serving(path, ix.meta["build_id"]) is not None
+    conn = sqlite3.connect(resolved_path(path))  # as a store written by code that resolves calls otherwise
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'version'", (f"{RESOLVED_VERSION}-0000000000000000",))
+    conn.commit()
+    conn.close()
+    assert serving(path, ix.meta["build_id"]) is None and open_resolved(path, ix.meta["build_id"]) is None
+    assert version().startswith(f"{RESOLVED_VERSION}-") and version() != f"{RESOLVED_VERSION}-0000000000000000"

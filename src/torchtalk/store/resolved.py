@@ -11,16 +11,20 @@ per site that resolves to something; a site without a row resolves to nothing.
 
 It is a second SQLite file, ``resolved.db`` beside ``index.db``, bound to the build it was computed from: both
 files' meta hold the build's ``build_id`` (store/db.py writes a new one with every build it publishes), and a
-reader uses the store only when the ids match. A refresh publishes a new build, so the store of the old one is
-not used (calls are resolved as asked) until it is computed again. The store is written to a temporary file and
-renamed into place, so it is whole or absent; deleting it changes no answer, only how long the first ones take. A
-read that fails (a damaged file) is never taken for a site without a row: the answer resolves as asked, and the
-file is dropped for the next background run to compute again.
+reader uses the store only when the ids match and it was written by the code that reads it (the layout of its
+rows and a digest of the graph and model packages, which resolve calls: ``version``): a store an older TorchTalk
+computed is computed again, never read as this code's resolutions. A refresh publishes a new build, so the store
+of the old one is not used (calls are resolved as asked) until it is computed again. The store is written to a
+temporary file and renamed into place, so it is whole or absent; deleting it changes no answer, only how long
+the first ones take. A read that fails (a damaged file) is never taken for a site without a row: the answer
+resolves as asked, and the file is dropped for the next background run to compute again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import logging
 import os
 import sqlite3
@@ -34,6 +38,10 @@ log = logging.getLogger(__name__)
 
 RESOLVED_NAME = "resolved.db"
 RESOLVED_VERSION = "1"  # the layout of the rows below; a store of another layout is not used
+# The code that resolves calls: the graph and model packages (graph/resolve.py and what it reads). A store written by
+# other code (another TorchTalk, an edited checkout) may hold resolutions this code would not make, so it is not used
+# (Note [Resolved calls]); it is computed again.
+_RULES_PACKAGES = ("graph", "model")
 # site: the cpp_call row id; kind: the resolution's kind (graph/resolve.py TargetKind); defs: symbol ids,
 # comma-separated, best first; ops: op full names, comma-separated; flags: FLAG_* bits.
 DDL = """
@@ -81,7 +89,7 @@ class ResolvedWriter:
 
     def commit(self, **meta: str) -> None:
         self.conn.executemany("INSERT INTO meta VALUES (?, ?)",
-                              [("build_id", self.build_id), ("version", RESOLVED_VERSION), *meta.items()])
+                              [("build_id", self.build_id), ("version", version()), *meta.items()])
         self.conn.execute("COMMIT")
         self.conn.close()
         with open(self.tmp, "rb+") as f:
@@ -147,8 +155,9 @@ def discard(store: ResolvedStore, why: str) -> None:
 
 
 def open_resolved(index_path: Path, build_id: str | None) -> ResolvedStore | None:
-    """The store computed for build ``build_id`` of this index, or None: none there, another build's, of another
-    layout, or unreadable (the graph then resolves calls as asked; a damaged file is logged, never used)."""
+    """The store computed for build ``build_id`` of this index, or None: none there, another build's, written by
+    other code (``version``), or unreadable (the graph then resolves calls as asked; a damaged file is logged,
+    never used)."""
     path = resolved_path(index_path)
     if not build_id or not path.is_file():
         return None
@@ -169,9 +178,9 @@ def open_resolved(index_path: Path, build_id: str | None) -> ResolvedStore | Non
 
 
 def serving(index_path: Path, build_id: str | None) -> dict[str, str] | None:
-    """The meta of the store on disk (its ``sites``) when it serves build ``build_id`` (computed for it, in this
-    layout); None when it does not, or there is none or it is unreadable: whether a store must be computed, and
-    what status and doctor say."""
+    """The meta of the store on disk (its ``sites``) when it serves build ``build_id`` (computed for it, by this
+    code: ``version``); None when it does not, or there is none or it is unreadable: whether a store must be
+    computed, and what status and doctor say."""
     path = resolved_path(index_path)
     if not build_id or not path.is_file():
         return None
@@ -187,4 +196,16 @@ def serving(index_path: Path, build_id: str | None) -> dict[str, str] | None:
 
 
 def _serves(meta: dict[str, str], build_id: str) -> bool:
-    return meta.get("build_id") == build_id and meta.get("version") == RESOLVED_VERSION
+    return meta.get("build_id") == build_id and meta.get("version") == version()
+
+
+@functools.lru_cache(maxsize=1)
+def version() -> str:
+    """The layout of the rows and a digest of the code that resolves calls: what a store must have been written by
+    to be used."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for package in _RULES_PACKAGES:
+        for f in sorted((root / package).glob("*.py")):
+            digest.update(f.name.encode() + b"\0" + f.read_bytes())
+    return f"{RESOLVED_VERSION}-{digest.hexdigest()[:16]}"
