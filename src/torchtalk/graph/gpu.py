@@ -37,7 +37,7 @@ from .device_reach import device_out
 from .gpu_families import Template, functor_loc, is_library, library_edges, templates
 from .gpu_rank import whose
 from .graph import graph
-from .nodes import CPP_KINDS, cpp_node, symbol_id
+from .nodes import CPP_KINDS, cpp_node, op_node, symbol_id
 from .op_spellings import op_named
 from .registry import registry
 from .stub_uses import stub_uses_from
@@ -192,8 +192,7 @@ def warm_shared(ix: Index, names: int = WARM_NAMES, op_names: int = WARM_OP_NAME
     reg = registry(ix)
     ops = dict.fromkeys(full for (name,) in rows[:op_names] for full in op_named(reg, name))
     for full in ops:
-        op = reg.by_full[full]
-        gpu_walk(ix, Node(NodeKind.OP, op.full_name, op.full_name, op.loc))  # as cuda_kernels starts an op's walk
+        gpu_walk(ix, op_node(reg.by_full[full]))  # the node cuda_kernels starts an op's walk from
         walked += 1
     return walked
 

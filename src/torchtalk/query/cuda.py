@@ -29,7 +29,7 @@ from ..graph.gpu import KernelLaunch as KernelLaunch  # re-exported: render read
 from ..graph.gpu import LibraryCall as LibraryCall
 from ..graph.gpu_rank import Nearness as Nearness  # re-exported: render ranks its sections by it
 from ..graph.gpu_rank import nearness, whose
-from ..graph.nodes import cpp_node, symbol_id
+from ..graph.nodes import cpp_node, op_node, symbol_id
 from ..graph.registry import registry
 from ..graph.symbols import SYMBOL_COLS, gpu_kernels_named, has_cpp, symbol, to_symbol
 from ..model import CppSymbol, Cut, CutKind, EdgeKind, Node, NodeKind, SymbolKind, is_composite
@@ -156,7 +156,7 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
     if not ops and "::" not in name:
         ops, entry, _via = ops_named(ix, name)  # F.cross_entropy -> cross_entropy_loss, a grad_fn -> its op
     if ops:
-        starts = [Node(NodeKind.OP, op.full_name, op.full_name, op.loc) for op in ops]
+        starts = [op_node(op) for op in ops]
         names = list(dict.fromkeys(op.name for op in ops))
         matched = f"op {', '.join(names[:4])}" + (f" ({len(ops)} overloads)" if len(ops) > 1 else "")
         if entry is not None:
