@@ -65,9 +65,11 @@ def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
     # a recursive call is one of its callers (``calls`` lists the same edge out of it)
     out = [first[i] for g in groups for i in g if i in first]
     # only a method call that reached nothing may be one a template makes on an object handed to it
-    missed = [(c, cid) for g in groups for i in g if i not in first
-              and (c := named.calls[i]).kind is CallKind.METHOD and (cid := named.caller_of(ix, i)) is not None]
-    return _with_handed(ix, target, out, [(c, symbol(ix, cid)) for c, cid in missed])
+    # (resolved or not: Note [Sites the store rules out]), its caller read from the site
+    methods = [c for g in groups for i in g if i not in first and (c := named.calls[i]).kind is CallKind.METHOD
+               and c.has_caller]
+    prefetch_symbols(ix, [c.caller for c in methods])
+    return _with_handed(ix, target, out, [(c, caller) for c in methods if (caller := symbol(ix, c.caller)) is not None])
 
 
 NAMED_LIMIT = 20000  # call sites of one name read at most (as calls_named)
@@ -91,7 +93,6 @@ class _Named:
 
     def __init__(self, calls: list[CallSite]) -> None:
         self.calls = calls
-        self.callers: list[int | None] = [None] * len(calls)
         self.done = [False] * len(calls)
         # symbol id -> [(site, edge's place among the site's, edge)]; a declaration's qualified name -> the same:
         # per site, the first edge of each kind reaching it
@@ -126,7 +127,6 @@ class _Named:
             with self.lock:
                 if self.done[i]:
                     continue
-                self.callers[i] = caller.id if caller is not None else None
                 self._file(ix, i, edges)
                 self.done[i] = True
 
@@ -165,14 +165,6 @@ class _Named:
                 if not keep(res):
                     drop.add(i)
         return [i for i in sites if i not in drop]
-
-    def caller_of(self, ix: Index, i: int) -> int | None:
-        """The id of site ``i``'s caller (its symbol's, when the index has it), whether or not the site was
-        resolved."""
-        if self.done[i]:
-            return self.callers[i]
-        call = self.calls[i]
-        return call.caller if call.has_caller and symbol(ix, call.caller) is not None else None
 
     def _file(self, ix: Index, i: int, edges: list[Edge]) -> None:
         seen: set[tuple[EdgeKind, int | str]] = set()
