@@ -84,11 +84,16 @@ def test_every_site_reads_back_the_resolution_it_would_get_and_every_answer_is_t
     fresh.close()
 
 
+def _sites_resolved(ix: Index) -> int:
+    """Call sites the callers' shared lists of names have resolved so far (graph/cpp_callers.py ``_Named``)."""
+    return sum(sum(named.done) for named in ix.cached("cpp_sites_named", dict).values())
+
+
 def _op_callers_and_sites_resolved(ix: Index) -> tuple[dict[str, list], int]:
     with ix.using():
         reg = registry(ix)
         callers = {full: op_callers(ix, Node(NodeKind.OP, full, full, op.loc)) for full, op in reg.by_full.items()}
-        return callers, sum(sum(named.done) for named in ix.cached("cpp_sites_named", dict).values())
+        return callers, _sites_resolved(ix)
 
 
 def test_an_ops_callers_resolve_only_the_sites_the_store_says_may_call_it(gpu):  # noqa: F811
@@ -113,7 +118,7 @@ def _function_callers_and_sites_resolved(ix: Index) -> tuple[dict[str, list], in
                                                                 "is_definition = 1 ORDER BY id"), ix.paths())]
         kinds = (EdgeKind.CALL, EdgeKind.LAUNCH)
         found = {f"{n.key} {kind.value}": callers(ix, n, kind) for n in fns for kind in kinds}
-        return found, sum(sum(named.done) for named in ix.cached("cpp_sites_named", dict).values())
+        return found, _sites_resolved(ix)
 
 
 @pytest.mark.parametrize("fixture", ["gpu", "reach"])
