@@ -68,3 +68,57 @@ def test_open_index_keeps_answering_across_a_rebuild(tree, monkeypatch):
     refresh(st, workers=1, codegen=False)
     # The same Index object now sees the new file.
     assert ix.one("SELECT count(*) FROM op WHERE name = 'gelu'")[0] == 1
+
+
+def test_an_index_other_extractor_code_wrote_is_rebuilt(tree):
+    """Note [Written by this code]: the index records a digest of the packages that decide its facts; one written
+    by other code (an upgrade, an edited extractor that no one bumped a version for) is built again, not refreshed
+    file by file, which would keep every unchanged file's facts as the other code extracted them."""
+    import sqlite3
+
+    from torchtalk.codedigest import code_digest
+    from torchtalk.index.indexer import INDEXER_VERSION
+
+    assert INDEXER_VERSION.endswith(code_digest("extract", "model", "source", "store", "index", "link"))
+    st = find_source(tree)
+    refresh(st, workers=1, codegen=False)
+    assert refresh(st, workers=1, codegen=False).mode == "up-to-date"
+    other = INDEXER_VERSION.rsplit("-", 1)[0] + "-0123456789abcdef"
+    with sqlite3.connect(st.index_path) as conn:
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'indexer_version'", (other,))
+    rep = refresh(st, workers=1, codegen=False)
+    assert rep.mode == "full" and other in rep.reason and INDEXER_VERSION in rep.reason
+    assert refresh(st, workers=1, codegen=False).mode == "up-to-date"
+
+
+def test_the_code_digest_follows_each_package_file(tmp_path, monkeypatch):
+    import pytest
+
+    from torchtalk import codedigest
+
+    pkg = tmp_path / "extract" / "sub"
+    pkg.mkdir(parents=True)
+    (tmp_path / "extract" / "a.py").write_text("x = 1\n")
+    (pkg / "b.py").write_text("y = 2\n")
+    monkeypatch.setattr(codedigest, "_ROOT", tmp_path)
+    codedigest.code_digest.cache_clear()
+    try:
+        first = codedigest.code_digest("extract")
+        (pkg / "b.py").write_text("y = 3\n")  # a subpackage's file counts too
+        codedigest.code_digest.cache_clear()
+        second = codedigest.code_digest("extract")
+        (pkg / "b.py").rename(tmp_path / "extract" / "b.py")  # so does where a file is
+        codedigest.code_digest.cache_clear()
+        third = codedigest.code_digest("extract")
+        assert len({first, second, third}) == 3 and all(len(d) == 16 for d in (first, second, third))
+        with pytest.raises(ValueError, match="'nope' is not a package of torchtalk"):
+            codedigest.code_digest("nope")
+    finally:
+        codedigest.code_digest.cache_clear()
+
+
+def test_the_generated_layer_records_the_generators_driver_code():
+    from torchtalk.codedigest import code_digest
+    from torchtalk.source.codegen.inputs import SETTINGS_VERSION
+
+    assert SETTINGS_VERSION == f"torchtalk-codegen-1-{code_digest('source/codegen')}"

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 
 from .. import __version__
+from ..codedigest import code_digest
 from ..errors import IndexUnavailable, TorchTalkError
 from ..source.files import FileEntry, list_files
 from ..source.tree import SourceTree
@@ -56,7 +57,9 @@ from .pipeline import Batch, IndexReport, Workers
 # x14: a kernel held in a local variable and launched, a local given &f and called, Functor<T>()(args);
 # x13: a temporary functor's call (T{}(x)) and the functor passed to a launch family; x12: Python branch arms;
 # x11: raise sites; x10: canonical ids
-INDEXER_VERSION = f"{__version__}+x22"
+# and, after the hand-written step, a digest of the code that decides what the index holds (Note [Written by this
+# code] in codedigest.py): an index another version of these packages wrote is built again, bumped or not.
+INDEXER_VERSION = f"{__version__}+x22-{code_digest('extract', 'model', 'source', 'store', 'index', 'link')}"
 
 
 def _existing_state(tree: SourceTree) -> tuple[dict[str, tuple] | None, str, dict[str, str]]:

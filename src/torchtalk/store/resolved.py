@@ -23,8 +23,6 @@ resolves as asked, and the file is dropped for the next background run to comput
 from __future__ import annotations
 
 import contextlib
-import functools
-import hashlib
 import logging
 import os
 import sqlite3
@@ -32,6 +30,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from ..codedigest import code_digest
 from ..procs import pid_alive
 
 log = logging.getLogger(__name__)
@@ -199,13 +198,7 @@ def _serves(meta: dict[str, str], build_id: str) -> bool:
     return meta.get("build_id") == build_id and meta.get("version") == version()
 
 
-@functools.lru_cache(maxsize=1)
 def version() -> str:
     """The layout of the rows and a digest of the code that resolves calls: what a store must have been written by
-    to be used."""
-    root = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
-    for package in _RULES_PACKAGES:
-        for f in sorted((root / package).glob("*.py")):
-            digest.update(f.name.encode() + b"\0" + f.read_bytes())
-    return f"{RESOLVED_VERSION}-{digest.hexdigest()[:16]}"
+    to be used (Note [Written by this code] in codedigest.py)."""
+    return f"{RESOLVED_VERSION}-{code_digest(*_RULES_PACKAGES)}"

@@ -10,13 +10,15 @@ import hashlib
 import os
 from pathlib import Path
 
+from ...codedigest import code_digest
 from ...model.paths import ATEN_TEMPLATES, AUTOGRAD_MAIN, DERIVATIVES, NATIVE_FUNCTIONS, TAGS
 
 __all__ = ["SETTINGS_VERSION", "codegen_inputs_hash"]
 
 #: Changing what the driver generates must invalidate earlier outputs: this string is
-#: part of codegen_inputs_hash() and of the manifest.
-SETTINGS_VERSION = "torchtalk-codegen-1"
+#: part of codegen_inputs_hash() and of the manifest; it carries a digest of this package, the driver and what it
+#: is asked to run (Note [Written by this code] in codedigest.py).
+SETTINGS_VERSION = f"torchtalk-codegen-1-{code_digest('source/codegen')}"
 
 #: Single files the generators read (relative to the tree).
 INPUT_FILES: tuple[str, ...] = (
