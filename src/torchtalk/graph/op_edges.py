@@ -8,8 +8,6 @@ from dataclasses import dataclass
 
 from ..model import (
     CppSymbol,
-    Derivative,
-    DerivativeFormula,
     Edge,
     EdgeHow,
     EdgeKind,
@@ -21,11 +19,11 @@ from ..model import (
     RegistrationKind,
     is_composite,
 )
-from ..store.codec import codec, row_fact
 from ..store.reader import Index
 from .cpp_callers import callers, op_callers
 from .cpp_edges import out_edges
 from .nodes import autograd_node, cpp_node, op_node, symbol_id, unresolved_node
+from .op_derivatives import derivative_entry, derivatives_of
 from .op_spellings import struct_op
 from .overloads import op_kernel_definitions
 from .registry import OpRegistry, registry
@@ -145,37 +143,6 @@ def op_called_by(ix: Index, node: Node) -> list[Edge]:
 
 # ------------------------------------------------------------------ BACKWARD
 
-def _derivatives(ix: Index) -> dict[str, list[tuple[Derivative, list[DerivativeFormula]]]]:
-    def build() -> dict[str, list[tuple[Derivative, list[DerivativeFormula]]]]:
-        formulas: dict[int, list[DerivativeFormula]] = {}
-        for row in ix.q(f"SELECT {codec(DerivativeFormula).select()} FROM derivative_formula ORDER BY id"):
-            f: DerivativeFormula = row_fact(DerivativeFormula, row, ix.path_of)
-            formulas.setdefault(f.derivative, []).append(f)
-        out: dict[str, list[tuple[Derivative, list[DerivativeFormula]]]] = {}
-        for row in ix.q(f"SELECT {codec(Derivative).select()} FROM derivative ORDER BY id"):
-            d: Derivative = row_fact(Derivative, row, ix.path_of)
-            out.setdefault(d.op_full_name, []).append((d, formulas.get(d.id, [])))
-        return out
-    table: dict[str, list[tuple[Derivative, list[DerivativeFormula]]]] = ix.cached("derivatives", build)
-    return table
-
-
-def view_of_copy(ix: Index, op: Op) -> Op | None:
-    """The view op whose derivatives.yaml entry a view_copy op without one of its own uses (torchgen's
-    load_derivatives.add_view_copy_derivatives: ``alias_copy`` differentiates as ``alias``, node
-    AliasBackward0_copy)."""
-    if "view_copy" not in op.tags or op.full_name in _derivatives(ix) or not op.name.endswith("_copy"):
-        return None
-    view = registry(ix).by_full.get(op.full_name.replace("_copy", "", 1))
-    return view if view is not None and view.full_name in _derivatives(ix) else None
-
-
-def derivatives_of(ix: Index, op: Op) -> list[tuple[Derivative, list[DerivativeFormula]]]:
-    """The op's derivatives.yaml entries (a view_copy op's are its view op's)."""
-    view = view_of_copy(ix, op)
-    return _derivatives(ix).get((view or op).full_name, [])
-
-
 def _formula_targets(ix: Index, reg: OpRegistry, text: str) -> list[Node]:
     """What a derivative formula calls: ops (free functions, _symint spellings, Tensor methods) and
     the C++ helpers of FunctionsManual.cpp."""
@@ -211,9 +178,13 @@ def backward_edges(ix: Index, node: Node) -> list[Edge]:
     if op is None:
         return []
     out: dict[tuple[str, str], Edge] = {}
+    # An in-place op uses its functional op's formulas (Note [The entry an op uses]): read each formula once.
+    targets: dict[int, list[Node]] = ix.cached("formula_targets", dict)
     for _d, formulas in derivatives_of(ix, op):
         for f in formulas:
-            for dst in _formula_targets(ix, reg, f.formula):
+            if f.id not in targets:
+                targets[f.id] = _formula_targets(ix, reg, f.formula)
+            for dst in targets[f.id]:
                 if dst.key != node.key:
                     out.setdefault((dst.kind, dst.key), Edge(node, dst, EdgeKind.BACKWARD, f.loc, f.key,
                                                              f"derivative of {f.variables}"))
@@ -225,11 +196,10 @@ def backward_of(ix: Index, node: Node) -> list[Edge]:
     def build() -> dict[str, list[str]]:
         reg = registry(ix)
         rev: dict[str, list[str]] = {}
-        for full in _derivatives(ix):
-            op = reg.by_full.get(full)
-            if op is not None:
+        for op in reg.by_full.values():  # every op with formulas: its own entry's, or the one torchgen gives it
+            if derivative_entry(ix, op) is not None:
                 for e in backward_edges(ix, op_node(op)):
-                    rev.setdefault(e.dst.key, []).append(full)
+                    rev.setdefault(e.dst.key, []).append(op.full_name)
         return rev
     reverse: dict[str, list[str]] = ix.cached("backward_reverse", build)
     reg = registry(ix)

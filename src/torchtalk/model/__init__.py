@@ -17,6 +17,7 @@ from .kinds import (
     CallKind,
     CodegenState,
     CutKind,
+    DerivativeMatch,
     EdgeHow,
     EdgeKind,
     FileStatus,
@@ -70,14 +71,14 @@ class FileProblems:
     """The key of ``FileFacts`` under which an extractor lists what it could not read in a file."""
 
 __all__ = [
-    "Argument", "Branch", "COMPOSITE_KEYS", "CallKind", "CallSite", "CodegenState", "CppClass", "CppField", "CppSymbol",
-    "Cut", "CutKind", "Derivative", "DerivativeFormula", "DispatchEntry", "DispatchKey", "Edge", "EdgeHow", "EdgeKind",
-    "EntryOrigin", "FACT_TABLES", "FileFacts", "FileProblems", "FileStatus", "FormulaKind", "FunctionSchema",
-    "GENERATED_PREFIX", "GeneratedFact", "GeneratedKind", "HitKind", "InstantiationKind", "Layer", "Loc", "MatchKind",
-    "NO_REF", "Node", "NodeKind", "Op", "OpDispatch", "OpInfoEntry", "OpTestMark", "PY_MODULES", "PyApiKind",
-    "PyAssign", "PyCall", "PyClass", "PyDefKind", "PyFunction", "PyFunctionKind", "PyImport", "PyOpRef", "PyOpRefKind",
-    "RaiseKind", "RaiseSite", "Registration", "RegistrationKind", "Return", "SchemaError", "StrEnum", "SymbolKind",
-    "TABLE_OF", "Tag", "TestClass", "TestInstantiation", "TestMethod", "TestUtil", "Using", "UsingKind", "UtilKind",
-    "Variant",
-    "is_composite", "parse_key", "runs_on", "traced_by_autograd",
+    "Argument", "Branch", "COMPOSITE_KEYS", "CallKind", "CallSite", "CodegenState", "CppClass", "CppField",
+    "CppSymbol", "Cut", "CutKind", "Derivative", "DerivativeFormula", "DerivativeMatch", "DispatchEntry",
+    "DispatchKey", "Edge", "EdgeHow", "EdgeKind", "EntryOrigin", "FACT_TABLES", "FileFacts", "FileProblems",
+    "FileStatus", "FormulaKind", "FunctionSchema", "GENERATED_PREFIX", "GeneratedFact", "GeneratedKind", "HitKind",
+    "InstantiationKind", "Layer", "Loc", "MatchKind", "NO_REF", "Node", "NodeKind", "Op", "OpDispatch", "OpInfoEntry",
+    "OpTestMark", "PY_MODULES", "PyApiKind", "PyAssign", "PyCall", "PyClass", "PyDefKind", "PyFunction",
+    "PyFunctionKind", "PyImport", "PyOpRef", "PyOpRefKind", "RaiseKind", "RaiseSite", "Registration",
+    "RegistrationKind", "Return", "SchemaError", "StrEnum", "SymbolKind", "TABLE_OF", "Tag", "TestClass",
+    "TestInstantiation", "TestMethod", "TestUtil", "Using", "UsingKind", "UtilKind", "Variant", "is_composite",
+    "parse_key", "runs_on", "traced_by_autograd",
 ]

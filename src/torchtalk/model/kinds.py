@@ -134,6 +134,17 @@ class FormulaKind(StrEnum):
     DISPATCH = "dispatch"  # a per-dispatch-key formula (AutogradNestedTensor:, AutogradCUDA:)
 
 
+class DerivativeMatch(StrEnum):
+    """How an op comes by the derivatives.yaml entry its autograd kernel uses: torchgen's
+    ``match_differentiability_info`` (torchgen/api/autograd.py) and ``add_view_copy_derivatives``."""
+
+    EXACT = "exact"  # the entry is the op's own schema
+    VIEW_COPY = "view_copy"  # a view_copy op without one: its view op's entry (alias_copy -> alias)
+    FUNCTIONAL = "functional"  # an in-place or mutable op without one: the functional op's of the same signature
+    MUTABLE = "mutable"  # a generated (autogen) functional variant: its mutable op's entry of the same signature
+    FOREACH = "foreach"  # a _foreach_ op without one: the entry of the op it applies to each tensor
+
+
 class PyFunctionKind(StrEnum):
     FUNCTION = "function"
     METHOD = "method"

@@ -17,6 +17,7 @@ OPS_FILES = (NATIVE_FUNCTIONS, TAGS, DERIVATIVES)  # the ops layer (Layer.OPS)
 ATEN_TEMPLATES = "aten/src/ATen/templates/"  # torchgen's templates: their code is generated code's
 AUTOGRAD_TOOLS = "tools/autograd/"  # the autograd generators, their templates and derivatives.yaml
 GENERATOR_DIRS = ("torchgen/", AUTOGRAD_TOOLS, "tools/jit/", ATEN_TEMPLATES)
+TORCHGEN_AUTOGRAD = "torchgen/api/autograd.py"  # match_differentiability_info: which derivatives.yaml entry an op uses
 TORCHGEN_MAIN = "torchgen/gen.py"  # the ATen generator (source/codegen/driver.py, a stdlib-only child, spells it too)
 AUTOGRAD_MAIN = "tools/setup_helpers/generate_code.py"  # the autograd generators' entry point
 TESTING_INTERNAL = "torch/testing/_internal/"

@@ -18,6 +18,11 @@ _BASE_TYPE = re.compile(r"^[A-Za-z_]\w*")
 AUGMENTED_ASSIGNMENT_NAMES = ("add", "sub", "mul", "div", "mod", "pow", "lshift", "rshift", "and", "xor", "or")
 
 
+# torchgen's FunctionSchema.signature(strip_default=True), as a value (Note [Signatures]): base name, dunder,
+# positional (name, type, default kept), keyword-only (name, type), return types.
+Signature = tuple[str, bool, tuple[tuple[str, str, str | None], ...], tuple[tuple[str, str], ...], tuple[str, ...]]
+
+
 class SchemaError(ValueError):
     """A func string that does not follow the schema grammar."""
 
@@ -102,6 +107,53 @@ class FunctionSchema:
     @property
     def is_functional(self) -> bool:
         return not self.is_inplace and not self.is_out and not any(a.is_write for a in self.arguments)
+
+    @property
+    def base_name(self) -> str:
+        """torchgen's BaseOperatorName.base: the name without its in-place ``_`` (``__iadd__`` -> ``add``,
+        ``__and__`` -> ``and``) or its ``_functional`` suffix (Note [Overload Ambiguity With Functional Variants])."""
+        name = self.name
+        if name.startswith("__") and name.endswith("__") and len(name) > 4:
+            name = name[2:-2]
+            return name[1:] if self.is_inplace else name
+        if name.endswith("_"):
+            return name[:-1]
+        return name.removesuffix("_functional")
+
+    def signature(self) -> Signature:
+        """What torchgen's ``FunctionSchema.signature(strip_default=True)`` keeps, as a value to compare: the
+        schema of the in-place, out= and functional variants of one function made equal.
+
+        Note [Signatures]
+        ~~~~~~~~~~~~~~~~~
+        torchgen pairs an op with the derivatives.yaml entry of another by this value (``relu_`` takes ``relu``'s).
+        It keeps the base name (no overload, no in-place ``_``), each argument's name and type (no default, no
+        alias annotation) with the positional / keyword-only split, and the returns' types; it drops the out=
+        arguments and the TensorOptions group (``dtype, layout, device, pin_memory``), and adds as returns the
+        arguments an op writes that it does not return (``self``, the out= ones, the positional ones after
+        ``self``, or all of them when none is ``self``). ``bernoulli.p`` keeps its ``p=0.5`` (torchgen's
+        Note [bernoulli.p schema]), so that ``bernoulli_.float`` does not take its entry."""
+        positional: tuple[tuple[str, str, str | None], ...] = tuple(
+            (a.name, a.type, None) for a in self.arguments if not a.kwarg_only)
+        if self.full_name == "bernoulli.p":
+            positional = tuple((n, t, "0.5" if n == "p" else d) for n, t, d in positional)
+        kwargs = [a for a in self.arguments if a.kwarg_only and not a.out]
+        names = [a.name for a in kwargs]
+        for i in range(len(kwargs) - 3):
+            if names[i:i + 4] == ["dtype", "layout", "device", "pin_memory"]:
+                kwargs = kwargs[:i] + kwargs[i + 4:]
+                break
+        returned = {r.annotation for r in self.returns if r.annotation}
+        positional_args = [a for a in self.arguments if not a.kwarg_only]
+        # torchgen's self_arg, then the out= arguments, then post_self_positional: every positional argument when
+        # none is named self.
+        at = next((i for i, a in enumerate(positional_args) if a.name == "self"), None)
+        outs = [a for a in self.arguments if a.out]
+        written = [*outs, *positional_args] if at is None else [positional_args[at], *outs, *positional_args[at + 1:]]
+        extra = tuple(a.type for a in written if a.is_write and a.annotation not in returned)
+        dunder = self.name.startswith("__") and self.name.endswith("__")
+        return (self.base_name, dunder, positional, tuple((a.name, a.type) for a in kwargs),
+                tuple(r.type for r in self.returns) + extra)
 
     def __str__(self) -> str:
         parts: list[str] = []

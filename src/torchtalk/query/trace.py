@@ -14,7 +14,8 @@ from ..graph import Step, down, graph
 from ..graph.gpu import GPU_BACKENDS, gpu_reach
 from ..graph.gpu_rank import nearest_first
 from ..graph.nodes import autograd_node, op_node, symbol_id
-from ..graph.op_edges import autograd_nodes, derivatives_of, view_of_copy
+from ..graph.op_derivatives import derivative_entry, derivatives_of
+from ..graph.op_edges import autograd_nodes
 from ..graph.overloads import op_kernel_definitions
 from ..graph.py_calls import assigned_node, function_node
 from ..graph.pynames import PyDef, PyNames, pynames
@@ -26,6 +27,7 @@ from ..model import (
     Cut,
     Derivative,
     DerivativeFormula,
+    DerivativeMatch,
     DispatchEntry,
     Edge,
     EdgeHow,
@@ -84,7 +86,8 @@ class DerivInfo:
     derivative: Derivative
     formulas: list[DerivativeFormula]
     backward: list[Edge]  # BACKWARD edges: the ops and helpers its formulas call
-    from_view: str = ""  # a view_copy op: the view op whose entry it uses
+    entry_of: str = ""  # the op whose entry it is: the traced op's own, or the one torchgen gives it
+    match: DerivativeMatch = DerivativeMatch.EXACT  # how torchgen gave it (Note [The entry an op uses])
 
 
 @dataclass
@@ -223,8 +226,8 @@ def _op_trace(ix: Index, op: Op, focus: str, cpp: bool,
         kernels.append(KernelInfo(entry, base.definitions, base.stubs, base.launches, base.op_calls, base.cuts,
                                   base.gpu_cuts) if base else KernelInfo(entry))
     python = [p for p in reg.python_names(op) if p.kind is not PyApiKind.GENERATED_BINDING]
-    view = view_of_copy(ix, op)
-    derivs = [DerivInfo(d, f, _backward(ix, op) if focus == "full" else [], view.full_name if view else "")
+    source, match = derivative_entry(ix, op) or (op.full_name, DerivativeMatch.EXACT)
+    derivs = [DerivInfo(d, f, _backward(ix, op) if focus == "full" else [], source, match)
               for d, f in derivatives_of(ix, op)]
     refs = python_op_refs(ix, op) if focus == "full" else []
     generated = gen_q.for_op(ix, op) if focus != "yaml" else None

@@ -5,7 +5,18 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, FormulaKind, NodeKind, Op, PyApiKind, SymbolKind
+from ..model import (
+    CppSymbol,
+    DerivativeMatch,
+    Edge,
+    EdgeHow,
+    EdgeKind,
+    FormulaKind,
+    NodeKind,
+    Op,
+    PyApiKind,
+    SymbolKind,
+)
 from ..query.bound import BindingTrace
 from ..query.cuts import tool_call
 from ..query.trace import DerivInfo, KernelInfo, OpTrace, PythonEntry, TraceResult
@@ -188,10 +199,21 @@ def _facts(op: Op) -> str:
     return "    " + " | ".join(facts)
 
 
+# How an op without an entry of its own comes by one (Note [The entry an op uses] in graph/op_derivatives.py).
+_GIVEN = {
+    DerivativeMatch.VIEW_COPY: "the entry of its view op {entry}: torchgen gives a view_copy op its view's derivative",
+    DerivativeMatch.FUNCTIONAL: "the entry of {entry}: torchgen gives {op} the formulas of the functional op of "
+                                "its signature",
+    DerivativeMatch.MUTABLE: "the entry of {entry}: torchgen gives a generated functional variant the formulas of "
+                             "its mutable op",
+    DerivativeMatch.FOREACH: "the entry of {entry}: torchgen makes a foreach op's formulas from those of the op it "
+                             "applies to each tensor",
+}
+
+
 def _derivatives(t: OpTrace, out: list[str]) -> None:
     for d in t.derivatives:
-        via = (f" (the entry of its view op {d.from_view}: torchgen gives a view_copy op its view's derivative)"
-               if d.from_view else "")
+        via = f" ({_GIVEN[d.match].format(entry=d.entry_of, op=t.op.full_name)})" if d.match in _GIVEN else ""
         out.append(f"Autograd: {d.derivative.loc}  {d.derivative.schema}{via}")
         if d.derivative.output_differentiability:
             out.append(f"- output_differentiability: {d.derivative.output_differentiability}")
