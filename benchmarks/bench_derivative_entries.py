@@ -8,7 +8,8 @@ variant its mutable op's; a foreach op the op it applies to each tensor). Every 
 (their kernels refuse to differentiate) is asked over MCP stdio as ``trace(op, focus="yaml")``, and the entry its
 structured answer names is compared with torchgen's. A foreach op torchgen makes a new formula for (node
 ``ForeachAddBackward0List``) counts as right when the entry named is the one whose node it was made from
-(``AddBackward0``). Printed: the fraction right, and the misses by reason.
+(``AddBackward0``). Printed: the fraction right, the misses by reason, and the ops answered without an entry by
+what the answer says autograd does with them (composite, not implemented, a hand-written kernel, ...).
 
     python benchmarks/bench_derivative_entries.py --source /path/to/pytorch-2.6.0
 """
@@ -82,7 +83,7 @@ def main() -> int:
     print(f"torchgen on {tree}: {len(ref)} native functions, {sum(1 for v in ref.values() if v['entry'])} with an "
           f"entry ({time.monotonic() - t0:.1f} s)", file=sys.stderr)
     node_of = {name: v["entry"][1] for name, v in ref.items() if v["entry"] and v["entry"][0] == name}
-    right, misses = Counter(), []
+    right, misses, without = Counter(), [], Counter()
     asked = 0
     with tt.McpStdio(tree, {**os.environ}) as server:
         for name, v in sorted(ref.items()):
@@ -91,6 +92,9 @@ def main() -> int:
             asked += 1
             structured, _text = server.tool("trace", function_name=name, focus="yaml")
             ours, how = answered_entry(structured, name)
+            if ours is None:
+                ops = [o for o in structured.get("result", {}).get("ops", []) if o["op"]["full_name"] == name]
+                without[((ops[0].get("no_entry") or {}).get("kind") or "not said") if ops else "op not answered"] += 1
             want = v["entry"][0] if v["entry"] else None
             node = v["entry"][1] if v["entry"] else None
             if ours == want:
@@ -112,6 +116,8 @@ def main() -> int:
         print(f"miss: {reason}: {n}")
     for name, want, ours in misses[:30]:
         print(f"  {name}: torchgen {want}, trace {ours}")
+    print("ops answered without an entry, by what autograd does with them (the op's Autograd registration): "
+          + ", ".join(f"{kind} {n}" for kind, n in without.most_common()))
     print(f"({time.monotonic() - t0:.0f} s)")
     return 0
 

@@ -178,3 +178,77 @@ def test_an_in_place_op_answers_with_its_functional_ops_formulas_and_its_backwar
     assert out.dst.key == "halve"
     into = {e.src.key for e in g.into(op_node(reg.by_full["halve"]), [EdgeKind.BACKWARD])}
     assert {"twice", "twice_", "_foreach_twice", "_foreach_twice_"} <= into
+
+
+# ------------------------------------------------------------------ ops without an entry (query/no_entry.py)
+
+_VARIABLE_TYPE = '''
+import os
+def generate_code(gen_dir, native_functions_path=None, tags_path=None, install_dir=None, subset=None, **kw):
+    d = os.path.join(str(gen_dir), "torch/csrc/autograd/generated")
+    os.makedirs(d, exist_ok=True)
+    if subset == "pybindings":
+        return
+    with open(os.path.join(d, "VariableType_0.cpp"), "w") as f:
+        f.write("""namespace torch::autograd {
+namespace VariableType {
+namespace {
+at::Tensor mm(c10::DispatchKeySet ks, const at::Tensor & self, const at::Tensor & mat2) {
+  return at::redispatch::mm(ks, self, mat2);
+}
+at::Tensor & copy_(c10::DispatchKeySet ks, at::Tensor & self, const at::Tensor & src, bool non_blocking) {
+  std::shared_ptr<NotImplemented> grad_fn;
+  grad_fn = std::shared_ptr<NotImplemented>(new NotImplemented("copy_"), deleteNode);
+  return at::redispatch::copy_(ks, self, src, non_blocking);
+}
+}
+}
+TORCH_LIBRARY_IMPL(aten, Autograd, m) {
+  m.impl("mm", TORCH_FN(VariableType::mm));
+  m.impl("copy_", TORCH_FN(VariableType::copy_));
+  m.impl("bitwise_not", torch::autograd::autogradNotImplementedFallback());
+}
+}
+""")
+'''
+
+
+def test_an_op_without_an_entry_answers_with_what_autograd_does_with_it(tree):
+    """Only a CompositeImplicitAutograd kernel is differentiated through its calls; every other op's Autograd
+    registration tells: torchgen's not-implemented fallback, a kernel that records no node, one that records a
+    NotImplemented node, a hand-written one; and without the generated layer the answer says it cannot tell."""
+    from torchtalk.model import NoEntry
+    from torchtalk.query.no_entry import no_entry
+
+    from .test_generated_layer import _add_generators
+
+    (tree / "torch/csrc/autograd/manual_autograd.cpp").write_text(
+        'TORCH_LIBRARY_IMPL(aten, Autograd, m) {\n  m.impl("index_select", TORCH_FN(VariableType::index_select));\n}\n')
+    before = _index(tree, None)
+    reg = registry(before)
+    assert no_entry(before, reg.by_full["mm"]).kind is NoEntry.UNKNOWN  # no generated layer here
+    assert "its Autograd kernel is in the generated layer, which is not indexed" in render_trace(trace(before, "mm"))
+
+    _add_generators(tree, autograd=_VARIABLE_TYPE)
+    st = find_source(tree)
+    refresh(st, workers=1)
+    ix = Index(st.index_path, st.root)
+    reg = registry(ix)
+    names = ("linear", "mm", "copy_", "bitwise_not", "index_select", "addmm")
+    kinds = {name: no_entry(ix, reg.by_full[name]) for name in names}
+    assert {name: w.kind for name, w in kinds.items()} == {
+        "linear": NoEntry.COMPOSITE,
+        "mm": NoEntry.NOT_DIFFERENTIABLE,  # a generated kernel that records no node
+        "copy_": NoEntry.NOT_IMPLEMENTED,  # ... that records a NotImplemented node
+        "bitwise_not": NoEntry.NOT_IMPLEMENTED,  # torchgen's autogradNotImplementedFallback
+        "index_select": NoEntry.MANUAL,  # registered by hand, outside the generated layer
+        "addmm": NoEntry.UNREGISTERED,
+    }
+    assert str(kinds["index_select"].at) == "torch/csrc/autograd/manual_autograd.cpp:2"
+    text = render_trace(trace(ix, "bitwise_not"))
+    assert ("Autograd: no derivatives.yaml entry; its Autograd kernel is "
+            "torch::autograd::autogradNotImplementedFallback() (<generated>/torch/csrc/autograd/generated/"
+            "VariableType_0.cpp:17): the forward runs, a backward through it raises that its derivative is not "
+            "implemented") in text
+    assert "composite ops differentiate" in render_trace(trace(ix, "linear"))
+    assert "Autograd: no derivatives.yaml entry" not in render_trace(trace(ix, "relu_"))  # relu's, given

@@ -145,6 +145,18 @@ class DerivativeMatch(StrEnum):
     FOREACH = "foreach"  # a _foreach_ op without one: the entry of the op it applies to each tensor
 
 
+class NoEntry(StrEnum):
+    """What autograd does with an op that has no derivatives.yaml entry, own or given (torchgen's gen_variable_type,
+    Note [Registering AutogradNotImplemented boxed kernel]), as its Autograd registration shows."""
+
+    COMPOSITE = "composite"  # a CompositeImplicitAutograd kernel: differentiated through the ops it calls
+    NOT_IMPLEMENTED = "not_implemented"  # autogradNotImplementedFallback or a NotImplemented node: backward raises
+    MANUAL = "manual"  # a hand-written Autograd kernel (torch/csrc/autograd/VariableTypeManual.cpp)
+    NOT_DIFFERENTIABLE = "not_differentiable"  # a generated Autograd kernel that records no node
+    UNREGISTERED = "unregistered"  # no Autograd kernel: the dispatcher's Autograd fallback runs
+    UNKNOWN = "unknown"  # the generated layer, which holds the Autograd kernels, is not indexed
+
+
 class PyFunctionKind(StrEnum):
     FUNCTION = "function"
     METHOD = "method"

@@ -46,6 +46,7 @@ from .args import check_choice, clean_text
 from .bound import BindingTrace, bindings_named, unknown_module_bindings
 from .cuts import calls_cuts, explore, gpu_cuts, named
 from .handbound import HandBinding, bindings_of
+from .no_entry import AutogradWithoutEntry, no_entry
 from .pywalk import Choice, walk_to_ops
 from .results import NotFound
 
@@ -100,6 +101,7 @@ class OpTrace:
     generated: gen_q.GeneratedInfo | None = None
     py_callers: list[Edge] = field(default_factory=list)  # BINDING: public Python functions calling it (F.x)
     handwritten: list[HandBinding] = field(default_factory=list)  # hand-written Python bindings that wrap it
+    no_entry: AutogradWithoutEntry | None = None  # no derivatives.yaml entry (not an out= op): what autograd does
 
 
 @dataclass
@@ -234,7 +236,8 @@ def _op_trace(ix: Index, op: Op, focus: str, cpp: bool,
     callers = [e for e in graph(ix).into(op_node(op), [EdgeKind.BINDING]) if e.how is EdgeHow.PY_CALLER] \
         if focus == "full" else []
     hand = bindings_of(ix, op) if focus != "yaml" and has_cpp(ix) else []
-    return OpTrace(op, kernels, python, derivs, refs, generated, callers, hand)
+    without = no_entry(ix, op) if not derivs and not op.is_out else None
+    return OpTrace(op, kernels, python, derivs, refs, generated, callers, hand, without)
 
 
 def _kernel(ix: Index, op: Op, entry: DispatchEntry, focus: str) -> KernelInfo:

@@ -7,11 +7,9 @@ from collections.abc import Sequence
 
 from ..model import (
     CppSymbol,
-    DerivativeMatch,
     Edge,
     EdgeHow,
     EdgeKind,
-    FormulaKind,
     NodeKind,
     Op,
     PyApiKind,
@@ -19,7 +17,8 @@ from ..model import (
 )
 from ..query.bound import BindingTrace
 from ..query.cuts import tool_call
-from ..query.trace import DerivInfo, KernelInfo, OpTrace, PythonEntry, TraceResult
+from ..query.trace import KernelInfo, OpTrace, PythonEntry, TraceResult
+from .autograd import autograd_lines
 from .budget import STRUCTURED, Section, fitted
 from .common import IN_STRUCTURED, choice_lines, cut_lines, showing
 
@@ -199,38 +198,6 @@ def _facts(op: Op) -> str:
     return "    " + " | ".join(facts)
 
 
-# How an op without an entry of its own comes by one (Note [The entry an op uses] in graph/op_derivatives.py).
-_GIVEN = {
-    DerivativeMatch.VIEW_COPY: "the entry of its view op {entry}: torchgen gives a view_copy op its view's derivative",
-    DerivativeMatch.FUNCTIONAL: "the entry of {entry}: torchgen gives {op} the formulas of the functional op of "
-                                "its signature",
-    DerivativeMatch.MUTABLE: "the entry of {entry}: torchgen gives a generated functional variant the formulas of "
-                             "its mutable op",
-    DerivativeMatch.FOREACH: "the entry of {entry}: torchgen makes a foreach op's formulas from those of the op it "
-                             "applies to each tensor",
-}
-
-
-def _derivatives(t: OpTrace, out: list[str]) -> None:
-    for d in t.derivatives:
-        via = f" ({_GIVEN[d.match].format(entry=d.entry_of, op=t.op.full_name)})" if d.match in _GIVEN else ""
-        out.append(f"Autograd: {d.derivative.loc}  {d.derivative.schema}{via}")
-        if d.derivative.output_differentiability:
-            out.append(f"- output_differentiability: {d.derivative.output_differentiability}")
-        for f in d.formulas:
-            tag = "" if f.kind is FormulaKind.INPUT else f" [{f.kind.value}{': ' + f.key if f.key else ''}]"
-            out.append(f"- {f.variables}{tag}: {f.formula[:300]}  ({f.loc})")
-        _backward(d, out)
-    if not t.derivatives and not t.op.is_out:
-        out.append("Autograd: no derivatives.yaml entry (composite ops differentiate through the ops they call)")
-
-
-def _backward(d: DerivInfo, out: list[str]) -> None:
-    if d.backward:
-        names = ", ".join(e.dst.key if e.dst.kind is NodeKind.OP else e.dst.label for e in d.backward[:12])
-        out.append(f"  backward calls: {names}")
-
-
 def _entry(e: PythonEntry, out: list[str]) -> None:
     out += _entry_lines(e)
 
@@ -337,7 +304,7 @@ def _op_section(r: TraceResult, t: OpTrace, shown: set[str], sections: dict[tupl
     _render_generated(t, out, shown)
     _render_handwritten(t, out, shown)
     if r.focus in ("full", "yaml"):
-        _derivatives(t, out)
+        autograd_lines(t, out)
     focus = {} if r.focus == "full" else {"focus": r.focus}
     alone = tool_call("trace", op.full_name, **focus)
     # The one overload asked about: its own call would be this answer again; the typed answer holds it whole.

@@ -1,0 +1,56 @@
+"""Markdown for the autograd part of an op's trace: the derivatives.yaml entry it uses (its own, or the one torchgen
+gives it: Note [The entry an op uses]), or what autograd does with an op that has none (query/no_entry.py)."""
+
+from __future__ import annotations
+
+from ..model import DerivativeMatch, FormulaKind, NodeKind, NoEntry
+from ..query.trace import DerivInfo, OpTrace
+
+# How an op without an entry of its own comes by one (Note [The entry an op uses] in graph/op_derivatives.py).
+_GIVEN = {
+    DerivativeMatch.VIEW_COPY: "the entry of its view op {entry}: torchgen gives a view_copy op its view's derivative",
+    DerivativeMatch.FUNCTIONAL: "the entry of {entry}: torchgen gives {op} the formulas of the functional op of "
+                                "its signature",
+    DerivativeMatch.MUTABLE: "the entry of {entry}: torchgen gives a generated functional variant the formulas of "
+                             "its mutable op",
+    DerivativeMatch.FOREACH: "the entry of {entry}: torchgen makes a foreach op's formulas from those of the op it "
+                             "applies to each tensor",
+}
+
+
+# What autograd does with an op without an entry (query/no_entry.py); the first is the composite ops' line as before.
+_NO_ENTRY = {
+    NoEntry.COMPOSITE: " (composite ops differentiate through the ops they call)",
+    NoEntry.NOT_IMPLEMENTED: "; its Autograd kernel is {kernel}{at}: the forward runs, a backward through it raises "
+                             "that its derivative is not implemented",
+    NoEntry.MANUAL: "; its Autograd kernel is written by hand: {kernel}{at}",
+    NoEntry.NOT_DIFFERENTIABLE: "; its Autograd kernel {kernel}{at} records no autograd node: its outputs do not "
+                                "require grad (torchgen: no differentiable output, or an op that needs no derivative)",
+    NoEntry.UNREGISTERED: ", and no Autograd kernel is registered for it: the dispatcher's Autograd fallback runs",
+    NoEntry.UNKNOWN: ", and no CompositeImplicitAutograd kernel: its Autograd kernel is in the generated layer, "
+                     "which is not indexed",
+}
+
+
+def autograd_lines(t: OpTrace, out: list[str]) -> None:
+    """The Autograd lines of an op's trace: the derivatives.yaml entry it uses, its formulas and what they call, or
+    what autograd does with it when it has none."""
+    for d in t.derivatives:
+        via = f" ({_GIVEN[d.match].format(entry=d.entry_of, op=t.op.full_name)})" if d.match in _GIVEN else ""
+        out.append(f"Autograd: {d.derivative.loc}  {d.derivative.schema}{via}")
+        if d.derivative.output_differentiability:
+            out.append(f"- output_differentiability: {d.derivative.output_differentiability}")
+        for f in d.formulas:
+            tag = "" if f.kind is FormulaKind.INPUT else f" [{f.kind.value}{': ' + f.key if f.key else ''}]"
+            out.append(f"- {f.variables}{tag}: {f.formula[:300]}  ({f.loc})")
+        _backward(d, out)
+    if t.no_entry is not None:
+        w = t.no_entry
+        at = f" ({w.at})" if w.at else ""
+        out.append("Autograd: no derivatives.yaml entry" + _NO_ENTRY[w.kind].format(kernel=w.kernel, at=at))
+
+
+def _backward(d: DerivInfo, out: list[str]) -> None:
+    if d.backward:
+        names = ", ".join(e.dst.key if e.dst.kind is NodeKind.OP else e.dst.label for e in d.backward[:12])
+        out.append(f"  backward calls: {names}")
