@@ -31,10 +31,14 @@ NATIVE = "aten/src/ATen/native"
 NO_NAMESPACE = namespace_problem()
 needs_namespace = pytest.mark.skipif(NO_NAMESPACE is not None, reason=NO_NAMESPACE or "")
 
-# A stand-in torchgen whose output is large (3 MB): out of space while it writes.
+# A stand-in torchgen whose output is large (3 MB): out of space while it writes. It runs beside the refresh that
+# publishes the hand-written files first; it waits before writing so that this publish has the room it needs (on a
+# loaded machine the generators could otherwise fill the disk first, and the index's own write would fail instead:
+# a clear error too, but not the one this test is about).
 BIG_TORCHGEN = '''
-import os, re, sys
+import os, re, sys, time
 def main():
+    time.sleep(3)
     out = sys.argv[sys.argv.index("-d") + 1]
     os.makedirs(out, exist_ok=True)
     text = open("aten/src/ATen/native/native_functions.yaml").read()
