@@ -250,5 +250,9 @@ def test_an_op_without_an_entry_answers_with_what_autograd_does_with_it(tree):
             "torch::autograd::autogradNotImplementedFallback() (<generated>/torch/csrc/autograd/generated/"
             "VariableType_0.cpp:17): the forward runs, a backward through it raises that its derivative is not "
             "implemented") in text
+    # Its CompositeExplicitAutograd kernel's note defers to that line: no derivatives.yaml entry is promised.
+    note = next(line for line in text.splitlines() if line.startswith("- CompositeExplicitAutograd: one kernel"))
+    assert "derivatives.yaml entry, or without one the autograd line above" in note
+    assert text.index("Autograd: no derivatives.yaml entry") < text.index(note)
     assert "composite ops differentiate" in render_trace(trace(ix, "linear"))
     assert "Autograd: no derivatives.yaml entry" not in render_trace(trace(ix, "relu_"))  # relu's, given

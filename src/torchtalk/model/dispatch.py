@@ -180,14 +180,19 @@ def parse_key(text: str) -> DispatchKey:
 
 # Note [Composite keys]: one kernel registered under a composite key serves every
 # backend. Implicit ones are written with other ops, so autograd comes from those
-# ops (no derivatives.yaml entry); explicit ones carry their own derivative formula.
-# They explain why an op has "no CUDA kernel" yet runs on CUDA.
+# ops (no derivatives.yaml entry); explicit ones run below autograd, so the op's own
+# autograd kernel decides: its derivatives.yaml formula where it has one, else what
+# torchgen registers for it (query/no_entry.py: 154 of 2.6.0's 490 such ops that are
+# not out= variants have no entry; a backward through 116 of them raises). They
+# explain why an op has "no CUDA kernel" yet runs on CUDA.
 COMPOSITE_KEYS: dict[str, str] = {
     "CompositeImplicitAutograd": "one kernel for every backend, written with other ops; autograd comes from those "
                                  "ops, so no derivatives.yaml entry is needed",
     "CompositeImplicitAutogradNestedTensor": "CompositeImplicitAutograd for nested tensors",
-    "CompositeExplicitAutograd": "one kernel for every backend; autograd is given explicitly (derivatives.yaml), "
-                                 "and the kernel is used for all backends unless one has its own",
+    "CompositeExplicitAutograd": "one kernel for every backend, run below autograd: the op's own autograd "
+                                 "kernel decides (its derivatives.yaml entry, or without one the autograd line "
+                                 "above), never the ops the kernel calls; used for all backends unless one has "
+                                 "its own",
     "CompositeExplicitAutogradNonFunctional": "like CompositeExplicitAutograd, but the kernel is not functional "
                                               "(it mutates or views), so functionalization cannot use it as a "
                                               "decomposition",
