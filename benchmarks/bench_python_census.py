@@ -11,6 +11,10 @@ Everything asked about is enumerated with ``ast`` from the tree, then asked over
 - nn modules: for each class of torch/nn/modules with its own ``forward``, the ``F.x`` calls of
   that forward (``F`` being whatever name the file binds to torch.nn.functional), against the
   calls ``trace_module(<class>)`` resolves to ``torch.nn.functional.x``.
+- submodules: for each class of torch/** with its own ``forward``, the calls ``self.x(...)`` of
+  that forward where the class's own methods set ``self.x = C(...)`` and ``C`` names one class of
+  torch/** (by its name, the one class of that name; the nearest ``forward`` of ``C`` and its bases,
+  by name), against the call tree of ``trace_module(<class>)``: is ``self.x`` resolved to it?
 - test files: for each test/**/test_*.py file with 1 to 60 tests (``def test_*`` in a class
   body, or at module level), the tests against what ``test_file_info(<file>)`` lists (class,
   name and line), in its first answer.
@@ -57,9 +61,10 @@ def parse(path: Path) -> ast.Module | None:
         return None
 
 
-def parsed_files(root: Path, folder: str) -> Iterator[tuple[str, ast.Module]]:
-    """(path relative to the tree, its ast) of the .py files of one folder (not below it), in name order."""
-    for path in sorted((root / folder).glob("*.py")):
+def parsed_files(root: Path, folder: str, pattern: str = "*.py") -> Iterator[tuple[str, ast.Module]]:
+    """(path relative to the tree, its ast) of the .py files of one folder (not below it, unless ``pattern`` says
+    so: "**/*.py"), in name order."""
+    for path in sorted((root / folder).glob(pattern)):
         tree = parse(path)
         if tree is not None:
             yield path.relative_to(root).as_posix(), tree
@@ -145,6 +150,58 @@ def module_calls(root: Path) -> dict[str, dict]:
                     calls[node.func.attr].append(node.lineno)
             if calls:
                 out[f"{module_name(rel)}.{cls.name}"] = {"file": rel, "line": cls.lineno, "calls": dict(calls)}
+    return out
+
+
+def submodule_calls(root: Path) -> dict[str, dict]:
+    """class -> {"calls": {"self.x": expected forward fq}} for the ``self.x(...)`` calls of a torch/** class's own
+    forward whose attribute the class's own methods set to an instance of a torch/** class (one of its name)."""
+    classes: dict[str, list[tuple[str, ast.ClassDef]]] = defaultdict(list)  # name -> (module, class)
+    for rel, tree in parsed_files(root, "torch", "**/*.py"):
+        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+            classes[cls.name].append((module_name(rel), cls))
+
+    def forward_of(name: str, seen: frozenset[str] = frozenset()) -> str | None:
+        found = classes.get(name, [])
+        if len(found) != 1 or name in seen:
+            return None  # unknown here, or ambiguous by name: not asked
+        module, cls = found[0]
+        if any(isinstance(f, ast.FunctionDef) and f.name == "forward" for f in cls.body):
+            return f"{module}.{cls.name}.forward"
+        for base in cls.bases:
+            b = base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else ""
+            got = forward_of(b, seen | {name}) if b else None
+            if got is not None:
+                return got
+        return None
+
+    out: dict[str, dict] = {}
+    for name, defs in classes.items():
+        for module, cls in defs:
+            methods = [f for f in cls.body if isinstance(f, ast.FunctionDef)]
+            fwd = next((f for f in methods if f.name == "forward"), None)
+            if fwd is None:
+                continue
+            made: dict[str, set[str]] = defaultdict(set)
+            for f in methods:
+                for node in ast.walk(f):
+                    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                        ctor = node.value.func
+                        ctor_name = ctor.attr if isinstance(ctor, ast.Attribute) else getattr(ctor, "id", "")
+                        for t in node.targets:
+                            if (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                                    and t.value.id == "self" and ctor_name):
+                                made[t.attr].add(ctor_name)
+            calls: dict[str, str] = {}
+            for node in ast.walk(fwd):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and isinstance(node.func.value, ast.Name) and node.func.value.id == "self"
+                        and len(made.get(node.func.attr, ())) == 1):
+                    expected = forward_of(next(iter(made[node.func.attr])))
+                    if expected is not None:
+                        calls[f"self.{node.func.attr}"] = expected
+            if calls:
+                out[f"{module}.{name}"] = {"calls": calls}
     return out
 
 
@@ -306,6 +363,39 @@ def census_modules(server: tt.McpStdio, root: Path) -> dict:
             "misses": dict(misses), "missed": missed}
 
 
+def census_submodules(server: tt.McpStdio, root: Path) -> dict:
+    found = submodule_calls(root)
+    asked = reached = shown_once = 0
+    misses: Counter[str] = Counter()
+    missed = []
+    for fq, info in sorted(found.items()):
+        sc, _text = server.tool("trace_module", module_name=fq)
+        roots = (sc["result"].get("entry") or {}).get("calls", []) if sc.get("kind") == "result" else []
+        targets = defaultdict(set)
+        for n in roots:
+            targets[n["written"]].add(n["target"])
+        shown = set(_tree_targets(roots))
+        for written, expected in sorted(info["calls"].items()):
+            asked += 1
+            if expected in targets.get(written, ()):
+                reached += 1
+                continue
+            if targets.get(written):
+                why = f"resolved to {sorted(targets[written])}"
+                misses["resolved elsewhere"] += 1
+            elif expected in shown:
+                # The walk steps into a function once: a second call of it (self.relu2 after self.relu1) is not
+                # in the tree, whatever it resolves to. Counted apart, not as reached.
+                shown_once += 1
+                continue
+            else:
+                why = "not in the call tree"
+                misses[why] += 1
+            missed.append(f"{fq}: {written} -> {expected}: {why}")
+    return {"asked": asked, "reached": reached, "shown_once": shown_once, "classes": len(found),
+            "misses": dict(misses), "missed": missed}
+
+
 def census_tests(server: tt.McpStdio, root: Path, max_tests: int) -> dict:
     files = test_files(root, max_tests)
     asked = listed = 0
@@ -395,6 +485,7 @@ def main(argv: list[str] | None = None) -> int:
         with tt.McpStdio(h.root, dict(os.environ)) as server:
             opt = census_optimizers(server, h.root)
             mods = census_modules(server, h.root)
+            subs = census_submodules(server, h.root)
             tests = census_tests(server, h.root, args.max_tests)
             binds = census_bindings(server, h.root)
     except tt.AdapterError as exc:
@@ -415,6 +506,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  missed, {why}: {n}")
     for m in mods["missed"][:20]:
         print(f"    {m}")
+    print(f"submodules: self.x(...) calls of forward to a torch/** class's forward, resolved by trace_module  "
+          f"{frac(subs['reached'], subs['asked'])} over {subs['classes']} classes; {subs['shown_once']} more call a "
+          "forward the tree shows at an earlier call (the walk steps into a function once)")
+    for why, n in subs["misses"].items():
+        print(f"  missed, {why}: {n}")
+    for m in subs["missed"][:20]:
+        print(f"    {m}")
     print(f"test files with 1..{args.max_tests} tests: tests listed by test_file_info  "
           f"{frac(tests['listed'], tests['asked'])} over {tests['files']} files (target >= {TARGETS['tests']})")
     for why, n in sorted(tests["misses"].items(), key=lambda kv: -kv[1]):
@@ -433,7 +531,7 @@ def main(argv: list[str] | None = None) -> int:
     seconds = round(time.monotonic() - t0, 1)
     print(f"time: {seconds} s")
     if args.json:
-        Path(args.json).write_text(json.dumps({"optimizers": opt, "modules": mods, "tests": tests,
+        Path(args.json).write_text(json.dumps({"optimizers": opt, "modules": mods, "submodules": subs, "tests": tests,
                                                "bindings": binds, "seconds": seconds}, indent=1))
     return 0
 

@@ -96,3 +96,39 @@ def test_the_budget_is_named_when_it_cuts(paths_indexed, monkeypatch):
     res, text = call(paths_indexed, "trace_module", module_name="AdamW")
     assert [c.kind for c in res.cuts] == [CutKind.NODES]
     assert res.cuts[0].shows.startswith('trace("torch.') and "Cut: " in text and res.cuts[0].shows in text
+
+
+def test_a_forward_calls_the_submodules_its_init_made(paths_indexed):
+    """Note [Submodules]: ``self.proj(x)`` runs the forward of what ``self.proj = Linear(...)`` made, an object that
+    is not a module its ``__call__``; a submodule's own ``self.`` calls are resolved in its own class; an attribute
+    made by a function claims nothing; and the callers of ``Linear.forward`` include the owner's calls."""
+    from torchtalk.graph import graph
+    from torchtalk.graph.nodes import py_node
+    from torchtalk.model import EdgeHow, EdgeKind, NodeKind, PyAttr
+
+    src = (FIXTURES / "tree_paths/torch/nn/modules/block.py").read_bytes()
+    attrs = {(a.attr, a.value, a.line) for a in extract_python("torch/nn/modules/block.py", src)[PyAttr]}
+    assert {("proj", "Linear", 26), ("head", "Linear", 31), ("head", "LazyLinear", 33),
+            ("helper", "make_helper", 34)} <= attrs
+
+    res, text = call(paths_indexed, "trace_module", module_name="torch.nn.modules.block.Block")
+    roots = {n.written: n for n in res.entry.calls}
+    assert roots["self.proj"].target == "torch.nn.modules.linear.Linear.forward"
+    assert roots["self.act"].target == "torch.nn.modules.activation.ReLU.forward"
+    assert roots["self.scale"].target == "torch.nn.modules.block.Scaler.__call__"
+    block_fwd = py_node(NodeKind.PY_FUNCTION, "torch.nn.modules.block.Block.forward", None)
+    edges = [(e.written, e.dst.key) for e in graph(paths_indexed).out(block_fwd, [EdgeKind.PY_CALL])]
+    # Linear and LazyLinear both run Linear.forward: one edge (the walk shows a function once, at self.proj)
+    assert [d for w, d in edges if w == "self.head"] == ["torch.nn.modules.linear.Linear.forward"]
+    assert "self.helper" not in roots and "self.helper" not in dict(edges)
+    # Noise.forward's own self._eval_forward is Noise's method, though the walk started from Block's forward
+    assert [c.target for c in roots["self.noise"].children if c.written == "self._eval_forward"] == \
+        ["torch.nn.modules.noise.Noise._eval_forward"]
+    assert {o.split(".")[0] for o in res.ops} >= {"linear", "relu", "rsqrt"}
+    assert ("- self.proj -> torch.nn.modules.linear.Linear.forward  torch/nn/modules/linear.py:26  "
+            "[at torch/nn/modules/block.py:37]  (Linear(...) at torch/nn/modules/block.py:26)") in text
+
+    linear_fwd = py_node(NodeKind.PY_FUNCTION, "torch.nn.modules.linear.Linear.forward", None)
+    callers = {(e.src.key, e.site.line, e.how) for e in graph(paths_indexed).into(linear_fwd, [EdgeKind.PY_CALL])}
+    assert {("torch.nn.modules.block.Block.forward", 37, EdgeHow.ATTRIBUTE),
+            ("torch.nn.modules.block.Block.forward", 40, EdgeHow.ATTRIBUTE)} <= callers

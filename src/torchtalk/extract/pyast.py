@@ -321,3 +321,13 @@ class BranchArms:
         if key not in self._texts:
             self._texts[key] = "else" if kind == "else" else f"{kind} {text(n.test, 160)}"
         return self._texts[key], head
+
+
+def instance_attrs(n: ast.Assign | ast.AnnAssign) -> list[tuple[str, str]]:
+    """(attribute, constructor as written) of ``self.attr = Ctor(...)`` (Note [Submodules] in model/python.py)."""
+    ctor = dotted(n.value.func) if isinstance(n.value, ast.Call) else None
+    if ctor is None:
+        return []
+    targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+    return [(t.attr, ctor) for t in targets
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"]

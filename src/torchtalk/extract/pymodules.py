@@ -16,6 +16,7 @@ from dataclasses import replace
 from ..model import (
     FileFacts,
     PyAssign,
+    PyAttr,
     PyCall,
     PyClass,
     PyFunction,
@@ -35,6 +36,7 @@ from .pyast import (
     dotted,
     first_doc_line,
     import_rows,
+    instance_attrs,
     last_part,
     module_name,
     push_children,
@@ -71,6 +73,7 @@ class _Extractor:
         self.calls: list[PyCall] = []
         self.imports: list[PyImport] = []
         self.assigns: list[PyAssign] = []
+        self.attrs: list[PyAttr] = []
         self.oprefs: list[PyOpRef] = []
         self.aliases: dict[str, str] = {}  # module-level name -> dotted target
         self.module_funcs: dict[str, int] = {}  # module-level def name -> index
@@ -91,6 +94,7 @@ class _Extractor:
             PyCall: self.calls,
             PyImport: self.imports,
             PyAssign: self.assigns,
+            PyAttr: self.attrs,
             PyOpRef: _dedupe(self.oprefs),
             RaiseSite: self.raises.sites,
         }
@@ -238,6 +242,8 @@ class _Extractor:
                         if d not in vals:
                             vals.append(d)
                             assigned_at[(n.targets[0].id, d)] = n.lineno
+                if func >= 0 and (t is _Assign or t is ast.AnnAssign) and n.value.__class__ is Call:
+                    self.attrs += [PyAttr(func, attr, ctor, n.lineno) for attr, ctor in instance_attrs(n)]
                 push_children(n, stack)
         if arms is not None and arms.spans:
             for i in range(first, len(calls)):
@@ -320,9 +326,7 @@ class _Extractor:
     def _is_ref(self, name: str, decos: list[str]) -> bool:
         if any(d.startswith("out_wrapper") for d in decos):
             return True
-        if self.refs_all is not None:
-            return name in self.refs_all
-        return not name.startswith("_")
+        return name in self.refs_all if self.refs_all is not None else not name.startswith("_")
 
     def _class(self, n, func: int, qual: str, stack: list, local) -> None:
         qualname = qual + n.name

@@ -26,6 +26,7 @@ HIDDEN_PREFIXES = ("torch.overrides.", "torch._jit_internal.", "torch.jit.", "to
                    "torch._dynamo.", "warnings.", "typing.")
 _OP_MODULES = ("torch._C._VariableFunctions.", "torch._VF.", "_VF.")
 _TENSOR_BASE = ("torch._C.TensorBase.", "torch._C._TensorBase.")
+MODULE = "torch.nn.modules.module.Module"  # calling an instance of a subclass runs its forward
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,10 @@ def py_call_edges(ix: Index, node: Node, ctx: PyContext | None = None) -> list[E
     fn = names.definition(node.key)
     if fn is None or fn.kind is not PyDefKind.FUNCTION:
         return []
-    ctx = ctx or own_context(ix, fn)
+    if ctx is None or (fn.cls and f"{fn.module}.{fn.cls}" not in ctx.mro):
+        # self is an instance of the method's own class, unless the walk's context is a class that has it
+        # (a submodule's forward walked from its owner's: Note [Submodules] in model/python.py)
+        ctx = own_context(ix, fn)
     out: list[Edge] = []
     seen: set[str] = set()
     for callee, line, file_id, arm, head, chosen in ix.q(
@@ -119,6 +123,8 @@ def _callers(ix: Index, node: Node) -> list[Edge]:
         lasts = {p.name.rsplit(".", 1)[-1] for p in registry(ix).python_names(op)} if op else set()
     elif node.kind in (NodeKind.PY_FUNCTION, NodeKind.BINDING):
         lasts = {node.key.rsplit(".", 1)[-1]}
+        if node.kind is NodeKind.PY_FUNCTION and node.key.rsplit(".", 1)[-1] in ("forward", "__call__"):
+            lasts |= _attributes_made_by(ix, node.key.rsplit(".", 1)[0])
     else:
         return []
     names = pynames(ix)
@@ -127,7 +133,7 @@ def _callers(ix: Index, node: Node) -> list[Edge]:
         for module, qualname, callee, file_id, line in ix.q(
                 "SELECT f.module, f.qualname, c.callee, c.file_id, c.line FROM py_call c JOIN py_function f "
                 "ON f.id = c.func WHERE c.callee = ? OR c.callee LIKE ? ESCAPE '\\' ORDER BY c.file_id, c.line",
-                (last, "%." + last.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_"))):
+                (last, "%." + _escaped(last))):
             fn = names.definition(f"{module}.{qualname}")
             if fn is None or fn.kind is not PyDefKind.FUNCTION:
                 continue
@@ -175,8 +181,10 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
             owner = fn.fq.rsplit(".", 1)[0]
             mro = mro[mro.index(owner) + 1:] if owner in mro else mro[1:]
         target = method_of(ix, mro, written.split(".")[1])
-        # None: a submodule call (self.linear(x)) or an attribute, not a method of the class.
-        return [Edge(src, function_node(target), EdgeKind.PY_CALL, site, written=written)] if target else []
+        if target is not None:
+            return [Edge(src, function_node(target), EdgeKind.PY_CALL, site, written=written)]
+        # Not a method: an instance attribute the class made (self.linear1 = Linear(...)), or nothing known.
+        return _attribute_calls(ix, src, mro, written, site) if written.startswith("self.") else []
     if head in ("self", "super()"):
         return []
     full = names.resolve_in(fn.module, written)
@@ -200,3 +208,59 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
     if full.startswith("torch."):
         return [Edge(src, unresolved_node(full), EdgeKind.PY_CALL, site, written=written)]
     return []
+
+
+def called_class_method(ix: Index, cls: PyDef) -> PyDef | None:
+    """What calling an instance of ``cls`` runs: an ``nn.Module``'s ``forward``, any other class's ``__call__``."""
+    mro = pynames(ix).mro(cls.fq)
+    return method_of(ix, mro, "forward" if MODULE in mro else "__call__")
+
+
+def _attribute_calls(ix: Index, src: Node, mro: Sequence[str], written: str, site: Loc) -> list[Edge]:
+    """``self.attr(...)`` where a method of the class (nearest in ``mro``) set ``self.attr = Ctor(...)``: the method
+    calling a ``Ctor`` instance runs, once per constructor the class assigns (Note [Submodules])."""
+    names = pynames(ix)
+    attr = written.split(".", 1)[1]
+    for cls_fq in mro:
+        d = names.definition(cls_fq)
+        if d is None or d.kind is not PyDefKind.CLASS:
+            continue
+        rows = ix.q("SELECT a.value, a.file_id, a.line FROM py_attr a JOIN py_function f ON f.id = a.func "
+                    "WHERE a.attr = ? AND f.module = ? AND f.cls = ? ORDER BY a.file_id, a.line",
+                    (attr, d.module, d.qualname))
+        if not rows:
+            continue
+        out: list[Edge] = []
+        seen: set[str] = set()
+        for value, file_id, line in rows:
+            made = names.definition(names.resolve_in(d.module, value))
+            if made is None or made.kind is not PyDefKind.CLASS:
+                continue
+            target = called_class_method(ix, made)
+            if target is not None and target.fq not in seen:  # Linear or LazyLinear: Linear.forward once
+                seen.add(target.fq)
+                out.append(Edge(src, function_node(target), EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE,
+                                note=f"{value}(...) at {ix.path_of(file_id)}:{line}",
+                                written=written))
+        return out
+    return []
+
+
+def _attributes_made_by(ix: Index, cls_fq: str) -> set[str]:
+    """``self.attr`` of every attribute some class sets to an instance of ``cls_fq`` or of a class derived from it
+    (one level: ``out_proj = NonDynamicallyQuantizableLinear(...)`` runs Linear.forward): the calls that may run its
+    ``forward`` (Note [Submodules]); ``_call`` decides which do."""
+    classes = {cls_fq.rsplit(".", 1)[-1]}
+    like = '%"' + _escaped(cls_fq) + '"%'
+    classes |= {name for (name,) in ix.q("SELECT name FROM py_class_fq WHERE bases LIKE ? ESCAPE '\\'", (like,))}
+    out: set[str] = set()
+    for name in classes:
+        out |= {"self." + attr for (attr,) in ix.q(
+            "SELECT DISTINCT attr FROM py_attr WHERE value = ? OR value LIKE ? ESCAPE '\\'",
+            (name, "%." + _escaped(name)))}
+    return out
+
+
+def _escaped(text: str) -> str:
+    """``text`` for a LIKE pattern with ESCAPE '\\': its wildcards and the escape itself taken literally."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -42,7 +42,7 @@ from .kinds import (
 )
 from .loc import GENERATED_PREFIX, Loc
 from .ops import PY_MODULES, Derivative, DerivativeFormula, DispatchEntry, EntryOrigin, Op, OpDispatch, Tag
-from .python import PyAssign, PyCall, PyClass, PyFunction, PyImport, PyOpRef
+from .python import PyAssign, PyAttr, PyCall, PyClass, PyFunction, PyImport, PyOpRef
 from .raises import RaiseKind, RaiseSite
 from .schema import Argument, FunctionSchema, Return, SchemaError
 from .tests import OpInfoEntry, OpTestMark, TestClass, TestInstantiation, TestMethod, TestUtil
@@ -56,7 +56,7 @@ FACT_TABLES: dict[str, type] = {
     "cpp_class": CppClass, "cpp_field": CppField,
     "generated_fact": GeneratedFact,
     "py_class": PyClass, "py_function": PyFunction, "py_call": PyCall, "py_import": PyImport,
-    "py_assign": PyAssign, "py_op_ref": PyOpRef,
+    "py_assign": PyAssign, "py_attr": PyAttr, "py_op_ref": PyOpRef,
     "test_class": TestClass, "test_method": TestMethod, "test_instantiation": TestInstantiation,
     "op_info_entry": OpInfoEntry, "test_util": TestUtil, "op_test_mark": OpTestMark,
     "raise_site": RaiseSite,
@@ -77,7 +77,7 @@ __all__ = [
     "DispatchKey", "Edge", "EdgeHow", "EdgeKind", "EntryOrigin", "FACT_TABLES", "FileFacts", "FileProblems",
     "FileStatus", "FormulaKind", "FunctionSchema", "GENERATED_PREFIX", "GeneratedFact", "GeneratedKind", "HitKind",
     "InstantiationKind", "Layer", "Loc", "MatchKind", "NO_REF", "NoEntry", "Node", "NodeKind", "Op", "OpDispatch",
-    "OpInfoEntry", "OpTestMark", "PY_MODULES", "PyApiKind", "PyAssign", "PyCall", "PyClass", "PyDefKind",
+    "OpInfoEntry", "OpTestMark", "PY_MODULES", "PyApiKind", "PyAssign", "PyAttr", "PyCall", "PyClass", "PyDefKind",
     "PyFunction", "PyFunctionKind", "PyImport", "PyOpRef", "PyOpRefKind", "RaiseKind", "RaiseSite", "Registration",
     "RegistrationKind", "Return", "SchemaError", "StrEnum", "SymbolKind", "TABLE_OF", "Tag", "TestClass",
     "TestInstantiation", "TestMethod", "TestUtil", "Using", "UsingKind", "UtilKind", "Variant", "is_composite",

@@ -309,6 +309,7 @@ class EdgeHow(StrEnum):
     MACRO = "macro"  # UNRESOLVED: a macro (AT_DISPATCH_..., TORCH_CHECK), not a function
     STD = "std"  # UNRESOLVED: the standard library's (::abs, std::max), not in the tree
     UNTYPED_RECEIVER = "untyped_receiver"  # PY_CALL: ``x.f()`` with x of unknown type, taken for a Tensor method
+    ATTRIBUTE = "attribute"  # PY_CALL: ``self.linear1(x)``, an instance the class made (Note [Submodules])
     PY_CALLER = "py_caller"  # BINDING into an op or function: a public Python function whose body calls it
     META = "meta"  # KERNEL into a TORCH_META_FUNC: the structured op's meta function, which its wrappers run first
     HANDED = "handed"  # CALL: a method a template calls on an object this call hands it (Note [Handed objects])

@@ -105,6 +105,32 @@ class PyAssign:
 
 
 @dataclass(frozen=True, slots=True)
+class PyAttr:
+    """``self.attr = Ctor(...)`` in a method: an instance attribute made by calling ``Ctor`` (Note [Submodules]).
+
+    Note [Submodules]: a module's ``__init__`` makes its parts (``self.self_attn = MultiheadAttention(...)``,
+    ``self.linear1 = Linear(...)``) and its ``forward`` calls them (``self.self_attn(x, x, x)``); calling an
+    ``nn.Module`` runs its ``forward`` (``Module.__call__`` -> ``_call_impl``), any other object its ``__call__``.
+    The row keeps the constructor as written; graph/py_calls.py resolves it in the assigning method's module, and
+    a call ``self.attr(...)`` that names no method of the class goes to the constructed class's ``forward``.
+    """
+
+    func: Annotated[int, Ref("PyFunction")]  # the method that assigns it (its class is the attribute's owner)
+    attr: str  # "self_attn"
+    value: str  # the constructor as written: "MultiheadAttention", "nn.Linear", "Dropout"
+    line: int
+    id: Annotated[int, Stored.ID] = field(default=0, compare=False)
+    path: Annotated[str, Stored.PATH] = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        check_line("PyAttr", self.line)
+
+    @property
+    def loc(self) -> Loc:
+        return Loc(self.path, self.line)
+
+
+@dataclass(frozen=True, slots=True)
 class PyOpRef:
     """Where an op is given Python meaning: decompositions, refs, meta, Inductor lowerings."""
 

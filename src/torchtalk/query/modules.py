@@ -147,7 +147,8 @@ def _tree(steps: list[Step], reg: OpRegistry) -> tuple[list[CallNode], OrderedDi
         untyped = e.how is EdgeHow.UNTYPED_RECEIVER
         target = ("?" if untyped else e.dst.key) if e.dst.kind is NodeKind.OP else (
             e.dst.key if e.dst.kind is NodeKind.UNRESOLVED else e.dst.label)
-        node = CallNode(e.written, e.site or Loc("?", 0), target, e.dst.loc, note=e.note if untyped else "")
+        shown = untyped or e.how is EdgeHow.ATTRIBUTE  # the assumption, or the assignment that made the callee
+        node = CallNode(e.written, e.site or Loc("?", 0), target, e.dst.loc, note=e.note if shown else "")
         made[id(s)] = node
         if e.dst.kind is NodeKind.OP:
             _note_op(reg, ops, node, e.dst.key, s)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..model import FACT_TABLES
 from .codec import codec_for_table
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 # Extra indexes per table, beyond file_id (every table) and the primary key.
 INDEXES: dict[str, list[str]] = {
@@ -29,6 +29,7 @@ INDEXES: dict[str, list[str]] = {
     "py_function": ["name", "module"],
     "py_call": ["func"],
     "py_assign": ["name"],
+    "py_attr": ["attr"],
     "py_op_ref": ["op"],
     "test_class": ["name"],
     "test_method": ["cls", "name"],
