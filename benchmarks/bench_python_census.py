@@ -284,6 +284,68 @@ def binding_entries(root: Path) -> list[tuple[str, str, str, int]]:
     return out
 
 
+_TYPE_OBJECT = re.compile(r"PyTypeObject\s+([\w:]+)\s*=\s*\{\s*PyVarObject_HEAD_INIT\([^)]*\)\s*\"([\w.]+)\"")
+_TP_METHODS = re.compile(r"(\w+)\s*\)*\s*,\s*/\*\s*tp_methods\s*\*/|\b(\w+)\.tp_methods\s*=\s*(?:std::data\()?(\w+)")
+# T[] = {, initializer_list<PyMethodDef> T = {
+_TYPE_TABLE = re.compile(r"PyMethodDef\s*>?\s+(\w+)\s*(?:\[\s*\])?\s*=\s*\{")
+_TYPE_ENTRY = re.compile(r"\{\s*(?:\(\s*(?:const\s+)?char\s*\*\s*\))?\s*\"(\w+)\"\s*,\s*([^{}]*?),\s*METH_")
+
+
+def _braced(text: str, i: int) -> str:
+    """What is inside the brace at ``text[i]`` and its match (braces in strings and comments are not counted)."""
+    depth, j = 0, i
+    while j < len(text):
+        c = text[j]
+        if c == '"':
+            j = text.index('"', j + 1) if text.find('"', j + 1) >= 0 else len(text)
+            while text[j - 1] == "\\":
+                j = text.index('"', j + 1)
+        elif text.startswith("//", j) or text.startswith("/*", j):
+            end = text.find("\n" if text[j + 1] == "/" else "*/", j + 2)
+            j = len(text) if end < 0 else end
+        elif c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return text[i + 1:j]
+        j += 1
+    return text[i + 1:]
+
+
+def type_method_entries(root: Path) -> list[tuple[str, str, str, int]]:
+    """(Python name, function, file, line) of every PyMethodDef entry of a table that a PyTypeObject of the tree's
+    C++ takes as its tp_methods (in its initializer, CPython's ``table, /* tp_methods */``, or ``T.tp_methods =
+    table``): ``torch._C._EngineBase.run_backward``, ``torch.Size.numel``, ``torch._C.Generator.manual_seed``."""
+    out = []
+    for folder in ("torch/csrc", "functorch/csrc"):
+        for path in sorted((root / folder).rglob("*.cpp")):
+            text = path.read_text(encoding="utf-8", errors="replace")
+            if "tp_methods" not in text:
+                continue
+            types = list(_TYPE_OBJECT.finditer(text))
+            by_var = {t.group(1): t.group(2) for t in types}
+            owners: dict[str, str] = {}
+            for m in _TP_METHODS.finditer(text):
+                if m.group(1):  # in an initializer: the nearest type object above it
+                    above = [t for t in types if t.start() < m.start()]
+                    if above and m.group(1) not in ("nullptr", "NULL", "0"):
+                        owners[m.group(1)] = above[-1].group(2)
+                elif m.group(2) in by_var:
+                    owners[m.group(3)] = by_var[m.group(2)]
+            for table in _TYPE_TABLE.finditer(text):
+                owner = owners.get(table.group(1))
+                if owner is None:
+                    continue
+                body = _braced(text, table.end() - 1)
+                for e in _TYPE_ENTRY.finditer(body):
+                    fn = [w for w in re.findall(r"\w+", e.group(2)) if w not in _CASTS]
+                    line = text.count("\n", 0, table.end() + e.start()) + 1
+                    out.append((f"{owner}.{e.group(1)}", fn[-1] if fn else "?", path.relative_to(root).as_posix(),
+                                line))
+    return out
+
+
 # ------------------------------------------------------------------ what TorchTalk answers
 
 def _tree_targets(calls: list[dict]) -> dict[str, bool]:
@@ -467,6 +529,25 @@ def census_bindings(server: tt.McpStdio, root: Path) -> dict:
     return {"entries": len(entries), "linked": linked, "how": dict(how), "misses": dict(misses), "missed": missed}
 
 
+def census_type_methods(server: tt.McpStdio, root: Path) -> dict:
+    entries = type_method_entries(root)
+    linked = 0
+    misses: Counter[str] = Counter()
+    missed = []
+    for pyname, fn, rel, line in entries:
+        sc, _text = server.tool("trace", function_name=pyname, focus="dispatch")
+        r = sc["result"] if sc.get("kind") == "result" else None
+        names = {(b["python_name"], (b.get("function") or {}).get("name")) for b in (r or {}).get("bindings", [])}
+        if (pyname, fn) in names:
+            linked += 1
+            continue
+        why = ("trace: not found" if r is None else
+               f"bound to {sorted(n for _, n in names)}" if names else "trace answers no binding")
+        misses[why.split(" [")[0] if not names else "bound to another function"] += 1
+        missed.append(f"{pyname} -> {fn}  {rel}:{line}: {why}")
+    return {"entries": len(entries), "linked": linked, "misses": dict(misses), "missed": missed}
+
+
 # ------------------------------------------------------------------ report
 
 def frac(a: int, b: int) -> str:
@@ -488,6 +569,7 @@ def main(argv: list[str] | None = None) -> int:
             subs = census_submodules(server, h.root)
             tests = census_tests(server, h.root, args.max_tests)
             binds = census_bindings(server, h.root)
+            types = census_type_methods(server, h.root)
     except tt.AdapterError as exc:
         print(f"bench_python_census: {exc}", file=sys.stderr)
         return 2
@@ -528,11 +610,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  missed, {why}: {n}")
     for m in binds["missed"]:
         print(f"    {m}")
+    print(f"type methods: PyMethodDef entries of a PyTypeObject's tp_methods that trace(<tp_name>.<entry>) "
+          f"shows bound to the entry's function  {frac(types['linked'], types['entries'])}")
+    for why, n in sorted(types["misses"].items(), key=lambda kv: -kv[1]):
+        print(f"  missed, {why}: {n}")
+    for m in types["missed"][:20]:
+        print(f"    {m}")
     seconds = round(time.monotonic() - t0, 1)
     print(f"time: {seconds} s")
     if args.json:
         Path(args.json).write_text(json.dumps({"optimizers": opt, "modules": mods, "submodules": subs, "tests": tests,
-                                               "bindings": binds, "seconds": seconds}, indent=1))
+                                               "bindings": binds, "type_methods": types, "seconds": seconds}, indent=1))
     return 0
 
 

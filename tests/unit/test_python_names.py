@@ -158,6 +158,44 @@ def test_method_tables_and_pybind_modules_are_named_in_their_module(py_indexed):
     assert "bound by pybind11 .def, not an op" in text and "torch/csrc/functorch/init.cpp:13" in text
 
 
+def test_a_type_objects_methods_are_named_by_its_tp_name(py_indexed):
+    """A PyTypeObject given its method table in its own initializer (CPython's ``table, /* tp_methods */``), and
+    entries whose name is under a C cast (``{(char*)"run_backward", ...}``): each entry is a method of the type's
+    tp_name, which trace answers with (before, such entries were dropped and the table kept its C++ name)."""
+    tree, ix = py_indexed
+    ix.close()
+    ix = index_with(tree, {"torch/csrc/autograd/python_engine_methods.cpp": (
+        "namespace torch::autograd::python {\n"
+        "PyObject* THPEngine_queue_callback(PyObject* self, PyObject* fn) { return nullptr; }\n"
+        "static struct PyMethodDef THPEngine_methods[] = {\n"
+        "    {(char*)\"run_backward\",\n"
+        "     castPyCFunctionWithKeywords(THPEngine_run_backward),\n"
+        "     METH_VARARGS | METH_KEYWORDS,\n"
+        "     nullptr},\n"
+        "    {(char*)\"queue_callback\", THPEngine_queue_callback, METH_O, nullptr},\n"
+        "    {nullptr}};\n"
+        "PyTypeObject THPEngineType = {\n"
+        "    PyVarObject_HEAD_INIT(nullptr, 0)\n"
+        "    \"torch._C._EngineBase\", /* tp_name */\n"
+        "    sizeof(THPEngine), /* tp_basicsize */\n"
+        "    nullptr, /* tp_iternext */\n"
+        "    THPEngine_methods, /* tp_methods */\n"
+        "    nullptr, /* tp_members */\n"
+        "};\n}\n")})
+    try:
+        names = {r[0]: r[1] for r in ix.q("SELECT name, line FROM py_api WHERE kind = 'pymethoddef'")}
+        assert names["torch._C._EngineBase.run_backward"] == 4
+        assert names["torch._C._EngineBase.queue_callback"] == 8
+        res, text = call(ix, "trace", function_name="torch._C._EngineBase.run_backward")
+        assert [(b.python_name, b.function.name) for b in res.bindings] == \
+            [("torch._C._EngineBase.run_backward", "THPEngine_run_backward")]
+        assert ("- bound at torch/csrc/autograd/python_engine_methods.cpp:4 to torch::autograd::python::"
+                "THPEngine_run_backward(PyObject* "
+                "self, PyObject* args)  torch/csrc/autograd/python_engine.cpp:7") in text
+    finally:
+        ix.close()
+
+
 def test_a_pybind_binding_of_no_known_module_is_answered_marked(py_indexed):
     """Note [Bindings of no known module]: a .def on a module the code does not say (here a py::module& parameter
     no caller passes a known module to) keeps its bare name; trace of its Python name or of that bare name answers

@@ -45,8 +45,12 @@ _ADD_DEFS = re.compile(rb"THPUtils_addPyMethodDefs\(\s*(\w+)\s*,\s*(?:std::data\
 _TABLE_FN = re.compile(rb"PyMethodDef\s*\*\s*([\w:]+)\s*\(\s*\)\s*\{\s*return\s+(?:std::data\()?(\w+)\)?\s*;")
 _MODULE_METHODS = re.compile(rb"PyModuleDef\s+\w+\s*=\s*\{\s*PyModuleDef_HEAD_INIT\s*,\s*\"([\w.]+)\"\s*,"
                              rb"[^,{}]*,[^,{}]*,\s*(?:std::data\()?(\w+)")
-_TYPE_NAME = re.compile(rb"PyTypeObject\s+(\w+)\s*=\s*\{\s*PyVarObject_HEAD_INIT\([^)]*\)\s*\"([\w.]+)\"")
+_TYPE_NAME = re.compile(rb"PyTypeObject\s+([\w:]+)\s*=\s*\{\s*PyVarObject_HEAD_INIT\([^)]*\)\s*\"([\w.]+)\"")
 _TYPE_METHODS = re.compile(rb"\b(\w+)\.tp_methods\s*=\s*(?:std::data\()?(\w+)")
+# The table given in the initializer itself, in CPython's commented style: THPEngine_methods, /* tp_methods */, or
+# const_cast<PyMethodDef*>(std::data(THPDevice_methods)), /* tp_methods */ (the type is the PyTypeObject around it).
+_TYPE_INIT_METHODS = re.compile(rb"(?:const_cast<\s*PyMethodDef\s*\*\s*>\(\s*)?(?:std::data\(\s*)?(\w+)\s*\)?\s*\)?"
+                                rb"\s*,\s*/\*\s*tp_methods\s*\*/")
 _STRING_PAIR = re.compile(rb"\{\s*\"(\w+)\"\s*,\s*\"(\w+)\"\s*\}")
 _RENAME = re.compile(rb"\bml_name\s*=\s*\w+\.(first|second)\b")
 # A file none of the patterns above can match in holds none of these: each pattern's fixed text (a module made by a
@@ -102,8 +106,18 @@ def binding_text_facts(data: bytes, symbols: list[CppSymbol]) -> list[GeneratedF
     methods(_ADD_DEFS, lambda m: f"{'addfn' if m.group(3) else 'add'} {m.group(1).decode()} {last(m.group(2))}")
     methods(_TABLE_FN, lambda m: f"fn {last(m.group(1))} {m.group(2).decode()}")
     methods(_MODULE_METHODS, lambda m: f"module {m.group(2).decode()} {m.group(1).decode()}")
-    types = {m.group(1): m.group(2).decode() for m in _TYPE_NAME.finditer(data)}
+    type_defs = list(_TYPE_NAME.finditer(data))
+    types = {m.group(1): m.group(2).decode() for m in type_defs}
     methods(_TYPE_METHODS, lambda m: f"type {m.group(2).decode()} {types.get(m.group(1), '?')}")
+    if type_defs and b"tp_methods */" in data:
+        starts_of = [m.start() for m in type_defs]
+        for m in _TYPE_INIT_METHODS.finditer(data):
+            i = bisect.bisect_right(starts_of, m.start()) - 1
+            if i >= 0 and m.group(1) not in (b"nullptr", b"NULL", b"0"):
+                line = line_at(m.start(1))
+                rows.append(GeneratedFact(GeneratedKind.PY_METHODS,
+                                          f"type {m.group(1).decode()} {type_defs[i].group(2).decode()}", line,
+                                          enclosing(symbols, line)))
     for r in _RENAME.finditer(data):
         # The alias is the member assigned to ml_name; the other member of each pair names the entry copied.
         line = line_at(r.start())

@@ -22,6 +22,7 @@ _ARCH_KEY = {
     "REGISTER_PRIVATEUSE1_DISPATCH": "PrivateUse1",
 }
 _TABLE = re.compile(r"\bPyMethodDef\s*>?\s*(\w+)\s*(?:\[\s*\w*\s*\])?\s*=\s*\{")
+_NAME_CAST = re.compile(r"^\s*\(\s*(?:const\s+)?char\s*\*\s*\)")
 _NOT_CODE = frozenset({
     "comment", "string_literal", "string_content", "raw_string_literal", "raw_string_content",
     "char_literal", "preproc_arg", "system_lib_string", "escape_sequence",
@@ -107,7 +108,8 @@ class Regs:
             scope = self.w.enclosing_def(m.start())
             for start, stop in _braced_items(text, open_idx + 1, end - 1):
                 fields = split_args(text[start + 1 : stop - 1])
-                name = string_value(fields[0]) if fields else None
+                # {(char*)"run_backward", ...} (python_engine.cpp): the name under a C cast
+                name = string_value(_NAME_CAST.sub("", fields[0], count=1)) if fields else None
                 if not name:
                     continue
                 line = self.line_at(start)
