@@ -346,6 +346,43 @@ def type_method_entries(root: Path) -> list[tuple[str, str, str, int]]:
     return out
 
 
+def c_calls(root: Path) -> dict[str, str]:
+    """Python name written ``torch._C.<name>(...)`` -> the first function of torch/** (module level, or a method of a
+    module-level class) calling it, by its full name."""
+    out: dict[str, str] = {}
+    for rel, tree in parsed_files(root, "torch", "**/*.py"):
+        module = module_name(rel)
+        defs = (ast.FunctionDef, ast.AsyncFunctionDef)
+        scopes = [(f"{module}.{f.name}", f) for f in tree.body if isinstance(f, defs)]
+        scopes += [(f"{module}.{c.name}.{f.name}", f) for c in tree.body if isinstance(c, ast.ClassDef)
+                   for f in c.body if isinstance(f, defs)]
+        for fq, fn in scopes:
+            for node in _own_nodes(fn):
+                if isinstance(node, ast.Call):
+                    name = _dotted(node.func)
+                    if name and name.startswith("torch._C.") and name not in out:
+                        out[name] = fq
+    return out
+
+
+def _own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a function's own body: not those of the functions, lambdas and classes defined in it."""
+    stack = list(ast.iter_child_nodes(fn))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
+
+
 # ------------------------------------------------------------------ what TorchTalk answers
 
 def _tree_targets(calls: list[dict]) -> dict[str, bool]:
@@ -548,6 +585,34 @@ def census_type_methods(server: tt.McpStdio, root: Path) -> dict:
     return {"entries": len(entries), "linked": linked, "misses": dict(misses), "missed": missed}
 
 
+def census_c_calls(server: tt.McpStdio, root: Path) -> dict:
+    """For each torch._C name Python code calls, in the first function calling it: trace(<function>) shows the call
+    bound to the C++ function that trace(<name>) answers (the two paths agree), among the names trace binds."""
+    found = c_calls(root)
+    bound = linked = 0
+    misses: Counter[str] = Counter()
+    missed = []
+    for name, fq in sorted(found.items()):
+        sc, _text = server.tool("trace", function_name=name, focus="dispatch")
+        r = sc["result"] if sc.get("kind") == "result" else {}
+        want = {(b.get("function") or {}).get("name") for b in r.get("bindings", [])} - {None}
+        if not want:
+            continue  # an op's binding, a Python class of torch._C, or a name the tree's C++ does not bind (as read)
+        bound += 1
+        sc, _text = server.tool("trace", function_name=fq, focus="dispatch")
+        entry = (sc["result"] or {}).get("entry") if sc.get("kind") == "result" else None
+        got = {e["dst"]["label"].split("::")[-1] for e in (entry or {}).get("calls", [])
+               if e["src"]["kind"] == "binding" and e["src"]["key"] == name}
+        if want & got:
+            linked += 1
+            continue
+        why = ("trace of the function: not found" if entry is None else
+               "the walk was cut" if entry.get("cuts") else "the call is not linked to the binding")
+        misses[why] += 1
+        missed.append(f"{fq}: {name} -> {sorted(want)}: {why}")
+    return {"names": len(found), "bound": bound, "linked": linked, "misses": dict(misses), "missed": missed}
+
+
 # ------------------------------------------------------------------ report
 
 def frac(a: int, b: int) -> str:
@@ -570,6 +635,7 @@ def main(argv: list[str] | None = None) -> int:
             tests = census_tests(server, h.root, args.max_tests)
             binds = census_bindings(server, h.root)
             types = census_type_methods(server, h.root)
+            ccalls = census_c_calls(server, h.root)
     except tt.AdapterError as exc:
         print(f"bench_python_census: {exc}", file=sys.stderr)
         return 2
@@ -616,11 +682,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  missed, {why}: {n}")
     for m in types["missed"][:20]:
         print(f"    {m}")
+    print(f"calls into torch._C: of {ccalls['names']} torch._C names Python code calls, {ccalls['bound']} are bound "
+          f"by hand-written C++ (trace of the name answers its function); trace of the first function calling each "
+          f"shows that function  {frac(ccalls['linked'], ccalls['bound'])}")
+    for why, n in sorted(ccalls["misses"].items(), key=lambda kv: -kv[1]):
+        print(f"  missed, {why}: {n}")
+    for m in ccalls["missed"][:20]:
+        print(f"    {m}")
     seconds = round(time.monotonic() - t0, 1)
     print(f"time: {seconds} s")
     if args.json:
         Path(args.json).write_text(json.dumps({"optimizers": opt, "modules": mods, "submodules": subs, "tests": tests,
-                                               "bindings": binds, "type_methods": types, "seconds": seconds}, indent=1))
+                                               "bindings": binds, "type_methods": types, "c_calls": ccalls,
+                                               "seconds": seconds}, indent=1))
     return 0
 
 

@@ -196,6 +196,33 @@ def test_a_type_objects_methods_are_named_by_its_tp_name(py_indexed):
         ix.close()
 
 
+def test_python_calls_into_hand_written_bindings_reach_their_cpp(py_indexed):
+    """A Python call of a name hand-written C++ binds (torch._C.is_grad_enabled, or torch.is_grad_enabled through
+    torch/__init__.py's star import of torch._C) steps into that binding and on to its C++ function; a builtin
+    named like a pybind11 .def of no known module (getattr) does not."""
+    tree, ix = py_indexed
+    ix.close()
+    ix = index_with(tree, {
+        "torch/csrc/jit/python/slots.cpp": 'void initSlots(py::module& m) {\n  m.def("getattr", &slot_getattr);\n}\n'
+                                           "py::object slot_getattr(py::object o) { return o; }\n",
+        "torch/autograd/modes.py": ("import torch\n\n\ndef grad_on():\n    return torch._C.is_grad_enabled()\n\n\n"
+                                    "def grad_on_too():\n    return torch.is_grad_enabled()\n\n\n"
+                                    "def attr(o):\n    return getattr(o, 'x')\n")})
+    try:
+        for fn in ("torch.autograd.modes.grad_on", "torch.autograd.modes.grad_on_too"):
+            res, text = call(ix, "trace", function_name=fn)
+            assert [(e.src.key, e.dst.label) for e in res.entry.calls if e.src.kind.value == "binding"] == \
+                [("torch._C.is_grad_enabled", "torch::autograd::is_grad_enabled")], fn
+            assert ("- torch._C.is_grad_enabled is bound to C++ torch::autograd::is_grad_enabled "
+                    "torch/csrc/autograd/init.cpp:6  "
+                    "(torch/csrc/autograd/init.cpp:14)") in text
+            assert "it calls C++ through hand-written bindings (torch._C.is_grad_enabled)" in text
+        res, text = call(ix, "trace", function_name="torch.autograd.modes.attr")
+        assert all(e.src.kind.value != "binding" for e in res.entry.calls) and "slot_getattr" not in text
+    finally:
+        ix.close()
+
+
 def test_a_pybind_binding_of_no_known_module_is_answered_marked(py_indexed):
     """Note [Bindings of no known module]: a .def on a module the code does not say (here a py::module& parameter
     no caller passes a known module to) keeps its bare name; trace of its Python name or of that bare name answers

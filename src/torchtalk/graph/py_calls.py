@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ..model import Branch, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op, PyDefKind
+from ..model import Branch, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op, PyApiKind, PyDefKind
 from ..store.reader import Index
-from .nodes import op_node, py_node, unresolved_node
+from .nodes import binding_node, op_node, py_node, unresolved_node
 from .pynames import PyDef, pynames
 from .registry import registry
 
@@ -46,6 +46,21 @@ def ops_of_python(ix: Index, dotted: str) -> list[Op]:
         if c in reg.py_by_name:
             return [reg.by_full[f] for f in dict.fromkeys(reg.py_by_name[c]) if f in reg.by_full]
     return []
+
+
+def hand_bound(ix: Index) -> dict[str, Loc]:
+    """Python names bound by hand-written C++ (PyMethodDef entries, pybind11 .def) that no op answers: where each is
+    bound (the first entry), once per index version. A call of one is a step into C++ (bindings_out follows it)."""
+    def build() -> dict[str, Loc]:
+        out: dict[str, Loc] = {}
+        for name, file_id, line in ix.q(
+                "SELECT name, file_id, line FROM py_api WHERE kind IN (?, ?) AND op = '' ORDER BY file_id, line",
+                (PyApiKind.PYMETHODDEF.value, PyApiKind.PYBIND.value)):
+            if name.startswith("torch."):  # not a pybind11 .def of no known module (a bare "getattr")
+                out.setdefault(name, Loc(ix.path_of(file_id), line))
+        return out
+    table: dict[str, Loc] = ix.cached("hand_bound", build)
+    return table
 
 
 def method_of(ix: Index, mro: Sequence[str], name: str) -> PyDef | None:
@@ -198,6 +213,13 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
     ops = ops_of_python(ix, full)
     if ops:
         return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, written=written) for op in ops]
+    # torch._C._set_grad_enabled(mode), torch.is_grad_enabled() (torch/__init__.py: from torch._C import *): a name
+    # hand-written C++ binds; the C++ function is one BINDING edge further (bindings_out)
+    bound = hand_bound(ix)
+    for name in (full, "torch._C." + full[6:]) if full.startswith("torch.") and not full.startswith("torch._C.") \
+            else (full,):
+        if name in bound:
+            return [Edge(src, binding_node(name, bound[name]), EdgeKind.PY_CALL, site, written=written)]
     if "." not in written:
         return []  # a local or builtin callable
     if written.count(".") == 1 and head not in names.imports(fn.module)[0]:

@@ -39,7 +39,8 @@ def bindings_into(ix: Index, node: Node) -> list[Edge]:
         return []
     by_target = _bindings_by_target(ix)
     out = []
-    for name, kind, file_id, line in by_target.get(fn.name, []) + by_target.get(fn.qualname, []):
+    # by its name, and by its qualified name when that differs (a global function's are the same: once)
+    for name, kind, file_id, line in [r for t in dict.fromkeys((fn.name, fn.qualname)) for r in by_target.get(t, [])]:
         loc = Loc(ix.path_of(file_id), line)
         if kind == PyApiKind.GENERATED_BINDING and loc.path != fn.path:
             continue

@@ -141,8 +141,10 @@ def _tree(steps: list[Step], reg: OpRegistry) -> tuple[list[CallNode], OrderedDi
         e = s.edge
         parent = made.get(id(s.parent)) if s.parent is not None else None
         if e.kind is EdgeKind.BINDING:  # name = _add_docstr(torch._C._nn.linear): the op it is bound to
-            if parent is not None:
+            if parent is not None and e.dst.kind is NodeKind.OP:
                 _note_op(reg, ops, parent, e.dst.key, s)
+            elif parent is not None and e.dst.loc is not None:  # hand-written C++ (torch._C._cuda_synchronize)
+                parent.children.append(CallNode(e.src.key, e.site or Loc("?", 0), f"C++ {e.dst.label}", e.dst.loc))
             continue
         untyped = e.how is EdgeHow.UNTYPED_RECEIVER
         target = ("?" if untyped else e.dst.key) if e.dst.kind is NodeKind.OP else (

@@ -149,6 +149,14 @@ def ops_named(ix: Index, name: str) -> tuple[list[Op], PythonEntry | None, str]:
     return ops, entry, via
 
 
+def _no_op_note(entry: PythonEntry) -> str:
+    cpp = [e.src.key for e in entry.calls if e.src.kind is NodeKind.BINDING and e.dst.kind is not NodeKind.OP]
+    if cpp:
+        return (f"{entry.name} reaches no op; it calls C++ through hand-written bindings "
+                f"({', '.join(dict.fromkeys(cpp))}): trace(\"{cpp[0]}\") follows one into its C++ code.")
+    return f"{entry.name} reaches no op (it is Python only, or calls through names that are not bound to ops)."
+
+
 def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | NotFound:
     name = clean_text(function_name, "function_name", "softmax")
     focus = check_choice(focus, "focus", FOCUS)
@@ -164,8 +172,7 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
                                cuts=[c for b in bindings for c in b.cuts])
     if not ops and entry is not None:
         return TraceResult(name, focus, [], [], {}, has_cpp(ix), entry=entry,
-                           notes=[f"{entry.name} reaches no op (it is Python only, or calls through names that "
-                                  "are not bound to ops)."], cuts=entry.cuts)
+                           notes=[_no_op_note(entry)], cuts=entry.cuts)
     if not ops:
         return NotFound("op", name, reg.suggest(name),
                         "Ops are named as in native_functions.yaml (e.g. 'softmax', 'add.Tensor') or by their "

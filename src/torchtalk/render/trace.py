@@ -206,11 +206,8 @@ def _entry_lines(e: PythonEntry) -> list[str]:
     """A Python function asked about: its definition, then its steps toward the ops (the first 12)."""
     out = [f"Python {e.kind.noun} {e.name}{e.signature}  {e.loc}"]
     for edge in e.calls[:12]:
-        if edge.kind is EdgeKind.BINDING:
-            out.append(f"- {edge.src.key} is bound to op {edge.dst.key}  ({edge.site})")
-        elif edge.src.kind is NodeKind.BINDING:
-            target = f"op {edge.dst.key}" if edge.dst.kind is NodeKind.OP else edge.dst.key
-            out.append(f"- {edge.src.key} is bound to {target}  ({edge.site})")
+        if edge.kind is EdgeKind.BINDING or edge.src.kind is NodeKind.BINDING:
+            out.append(f"- {edge.src.key} is bound to {_bound_target(edge)}  ({edge.site})")
         else:
             target = f"op {edge.dst.key}" if edge.dst.kind is NodeKind.OP else edge.dst.label
             how = f" ({edge.note})" if edge.note else ""
@@ -219,6 +216,15 @@ def _entry_lines(e: PythonEntry) -> list[str]:
         out.append(f"- ... {showing(12, len(e.calls), IN_STRUCTURED)} steps")
     out += choice_lines(e.choices)
     return out
+
+
+def _bound_target(edge: Edge) -> str:
+    """What a binding edge ends at: an op, C++ code (hand-written bindings: its function and where), or a name."""
+    if edge.dst.kind is NodeKind.OP:
+        return f"op {edge.dst.key}"
+    if edge.dst.kind in (NodeKind.CPP_FUNCTION, NodeKind.GPU_KERNEL, NodeKind.WRAPPER):
+        return f"C++ {edge.dst.label}" + (f" {edge.dst.loc}" if edge.dst.loc else "")
+    return edge.dst.key
 
 
 _BINDING_KINDS = {PyApiKind.GENERATED_BINDING: "a generated binding (tools/autograd/gen_python_functions.py)",
