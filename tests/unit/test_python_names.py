@@ -207,7 +207,16 @@ def test_python_calls_into_hand_written_bindings_reach_their_cpp(py_indexed):
                                            "py::object slot_getattr(py::object o) { return o; }\n",
         "torch/autograd/modes.py": ("import torch\n\n\ndef grad_on():\n    return torch._C.is_grad_enabled()\n\n\n"
                                     "def grad_on_too():\n    return torch.is_grad_enabled()\n\n\n"
-                                    "def attr(o):\n    return getattr(o, 'x')\n")})
+                                    "def attr(o):\n    return getattr(o, 'x')\n\n\n"
+                                    "class Engine(torch._C._EngineBase):\n"
+                                    "    def queue(self, cb):\n        return super().queue_callback(cb)\n\n"
+                                    "    def again(self, cb):\n        return self.queue_callback(cb)\n"),
+        "torch/csrc/autograd/python_engine_methods.cpp": (
+            "PyObject* THPEngine_queue_callback(PyObject* self, PyObject* fn) { return nullptr; }\n"
+            "static struct PyMethodDef THPEngine_methods[] = {\n"
+            "    {(char*)\"queue_callback\", THPEngine_queue_callback, METH_O, nullptr},\n    {nullptr}};\n"
+            "PyTypeObject THPEngineType = {\n    PyVarObject_HEAD_INIT(nullptr, 0)\n"
+            "    \"torch._C._EngineBase\", /* tp_name */\n    THPEngine_methods, /* tp_methods */\n};\n")})
     try:
         for fn in ("torch.autograd.modes.grad_on", "torch.autograd.modes.grad_on_too"):
             res, text = call(ix, "trace", function_name=fn)
@@ -219,6 +228,11 @@ def test_python_calls_into_hand_written_bindings_reach_their_cpp(py_indexed):
             assert "it calls C++ through hand-written bindings (torch._C.is_grad_enabled)" in text
         res, text = call(ix, "trace", function_name="torch.autograd.modes.attr")
         assert all(e.src.kind.value != "binding" for e in res.entry.calls) and "slot_getattr" not in text
+        # a method a C++ base class (a PyTypeObject's tp_methods) gives, through super() or self
+        for fn in ("torch.autograd.modes.Engine.queue", "torch.autograd.modes.Engine.again"):
+            res, text = call(ix, "trace", function_name=fn)
+            assert [(e.src.key, e.dst.label) for e in res.entry.calls if e.src.kind.value == "binding"] == \
+                [("torch._C._EngineBase.queue_callback", "THPEngine_queue_callback")], fn
     finally:
         ix.close()
 

@@ -11,6 +11,7 @@ it is bound to (the ops it is bound to are BINDING edges, graph/py_edges.py).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -198,6 +199,10 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
         target = method_of(ix, mro, written.split(".")[1])
         if target is not None:
             return [Edge(src, function_node(target), EdgeKind.PY_CALL, site, written=written)]
+        native = _native_method(ix, mro if written.startswith("self.") else [fn.fq.rsplit(".", 1)[0], *mro],
+                                written.split(".")[1])
+        if native is not None:  # super().record(stream) in torch.cuda.Event: torch._C._CudaEventBase.record
+            return [Edge(src, binding_node(*native), EdgeKind.PY_CALL, site, written=written)]
         # Not a method: an instance attribute the class made (self.linear1 = Linear(...)), or nothing known.
         return _attribute_calls(ix, src, mro, written, site) if written.startswith("self.") else []
     if head in ("self", "super()"):
@@ -230,6 +235,18 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
     if full.startswith("torch."):
         return [Edge(src, unresolved_node(full), EdgeKind.PY_CALL, site, written=written)]
     return []
+
+
+def _native_method(ix: Index, classes: Sequence[str], name: str) -> tuple[str, Loc] | None:
+    """A method ``name`` that hand-written C++ gives a base class of one of ``classes`` (nearest first) that is no
+    Python class (a PyTypeObject's tp_methods, a pybind11 class): its Python name and where it is bound."""
+    bound = hand_bound(ix)
+    for cls in classes:
+        row = ix.one("SELECT bases FROM py_class_fq WHERE fq = ?", (cls,))
+        for base in json.loads(row[0] or "[]") if row else []:
+            if f"{base}.{name}" in bound:
+                return f"{base}.{name}", bound[f"{base}.{name}"]
+    return None
 
 
 def called_class_method(ix: Index, cls: PyDef) -> PyDef | None:
