@@ -228,6 +228,13 @@ def test_python_calls_into_hand_written_bindings_reach_their_cpp(py_indexed):
             assert "it calls C++ through hand-written bindings (torch._C.is_grad_enabled)" in text
         res, text = call(ix, "trace", function_name="torch.autograd.modes.attr")
         assert all(e.src.kind.value != "binding" for e in res.entry.calls) and "slot_getattr" not in text
+        # impact of the C++ function names the Python code that calls its binding, public code first
+        res, text = call(ix, "impact", function_name="torch::autograd::is_grad_enabled", depth=1)
+        (sec,) = res.sections
+        assert [e.src.key for e in sec.python_callers["torch._C.is_grad_enabled"]] == \
+            ["torch.autograd.modes.grad_on", "torch.autograd.modes.grad_on_too"]
+        assert ("    called from Python by torch.autograd.modes.grad_on (torch/autograd/modes.py:5), "
+                "torch.autograd.modes.grad_on_too (torch/autograd/modes.py:9)") in text
         # a method a C++ base class (a PyTypeObject's tp_methods) gives, through super() or self
         for fn in ("torch.autograd.modes.Engine.queue", "torch.autograd.modes.Engine.again"):
             res, text = call(ix, "trace", function_name=fn)

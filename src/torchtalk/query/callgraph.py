@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..graph import LevelCap, graph, up
 from ..graph.nodes import CPP_KINDS
-from ..model import CppSymbol, Cut, CutKind, Edge, EdgeHow, EdgeKind, Node, NodeKind
+from ..model import CppSymbol, Cut, CutKind, Edge, EdgeHow, EdgeKind, Node, NodeKind, PyApiKind
 from ..store.reader import Index
 from .args import check_int
 from .cuts import named, node_arg, tool_call
@@ -87,6 +87,9 @@ class ImpactSection:
     python: list[tuple[Node, Edge]]  # (Python name, its binding edge)
     stopped_at: int
     cuts: list[Cut]  # what the walk left out (a level's cap, its depth, ...), with the call that shows it
+    # Python name bound by hand-written C++ -> the Python calls of it (torch._C._cuda_synchronize ->
+    # torch.cuda.synchronize at torch/cuda/__init__.py:985), every one
+    python_callers: dict[str, list[Edge]] = field(default_factory=dict)
 
 
 @dataclass
@@ -194,7 +197,18 @@ def _impact(ix: Index, t: Target, depth: int) -> ImpactSection:
         return tool_call("impact", node_arg(c.at), depth=depth) if c.at is not None else ""
 
     cuts = named(walk.cuts + cap.cuts(), further, down=False)
-    return ImpactSection(t.node, t.symbol, out, ops, list(python.values()), stopped, cuts)
+    # Who calls a hand-written binding from Python (an op's Python names are the op's: trace shows their callers)
+    py_callers = {key: sorted(callers, key=_public_first)
+                  for key, (node, edge) in python.items() if edge.binding_kind is not PyApiKind.GENERATED_BINDING
+                  and (callers := g.into(node, [EdgeKind.PY_CALL]))}
+    return ImpactSection(t.node, t.symbol, out, ops, list(python.values()), stopped, cuts, py_callers)
+
+
+def _public_first(e: Edge) -> tuple[int, str, int]:
+    """Python callers ranked as a user meets them: fewer private parts (torch._dynamo, <locals>) first, then by
+    place: torch.autograd.grad_mode.set_grad_enabled.__init__ before torch._dynamo's wrappers."""
+    private = sum(p.startswith("_") and not p.startswith("__") or p == "<locals>" for p in e.src.key.split("."))
+    return (private, e.site.path if e.site else "", e.site.line if e.site else 0)
 
 
 def impact(ix: Index, function_name: str, depth: int = 3) -> ImpactResult | NotFound:

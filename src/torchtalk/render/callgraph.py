@@ -14,6 +14,7 @@ from .budget import BUDGET, STRUCTURED, Section, fitted, size
 from .common import IN_STRUCTURED, ambiguous, cut_lines, showing
 
 MAX_UNRESOLVED = 40
+MAX_PY_CALLERS = 4  # Python calls of one hand-written binding named on its line (the structured answer has all)
 KEEP = 10  # an impact shows this many of the closest callers, the ops and the Python names before the rest
 _PASSED = {EdgeHow.PASSED_ON: "passed on", EdgeHow.TEXT: "passed on, found in the source text"}
 
@@ -209,6 +210,12 @@ def _impact_body(sec: ImpactSection, depth: int) -> tuple[list[str], list[Sectio
                 lines.append(f"- {node.key}  (via op {edge.dst.key}, binding {edge.site})")
             else:
                 lines.append(f"- {node.key}  (via {edge.dst.label}, {edge.key or edge.note} {edge.site})")
+                callers = sec.python_callers.get(node.key, [])
+                if callers:
+                    shown = ", ".join(f"{e.src.key} ({e.site})" for e in callers[:MAX_PY_CALLERS])
+                    more = (f"; {showing(MAX_PY_CALLERS, len(callers), IN_STRUCTURED)}"
+                            if len(callers) > MAX_PY_CALLERS else "")
+                    lines.append(f"    called from Python by {shown}{more}")
         detail.append(Section([f"\nPython entry points ({len(sec.python)}):"], lines, "Python entry points", shows,
                               "names", KEEP))
     return lead + cut_lines(sec.cuts), detail + levels[1:]
