@@ -244,6 +244,53 @@ def test_python_calls_into_hand_written_bindings_reach_their_cpp(py_indexed):
         ix.close()
 
 
+def test_a_class_attribute_holding_an_instance_of_a_native_type_reaches_its_cpp(py_indexed):
+    """``Variable._execution_engine.run_backward(...)``: the class body's ``_execution_engine = ImperativeEngine()``
+    holds an instance of ``torch._C._ImperativeEngine``, the name ``PyModule_AddObject`` gives the type whose tp_name
+    is torch._C._EngineBase; its method is bound to THPEngine_run_backward (how Tensor.backward reaches the engine)."""
+    tree, ix = py_indexed
+    ix.close()
+    module_cpp = (tree / "torch/csrc/Module.cpp").read_text()
+    ix = index_with(tree, {
+        "torch/csrc/Module.cpp": module_cpp.replace("  return module;\n", "  THPEngine_initModule(module);\n"
+                                                                          "  return module;\n"),
+        "torch/csrc/autograd/python_engine_methods.cpp": (
+            "static struct PyMethodDef THPEngine_methods[] = {\n"
+            "    {(char*)\"run_backward\", castPyCFunctionWithKeywords(THPEngine_run_backward),\n"
+            "     METH_VARARGS, nullptr},\n"
+            "    {nullptr}};\n"
+            "PyTypeObject THPEngineType = {\n    PyVarObject_HEAD_INIT(nullptr, 0)\n"
+            "    \"torch._C._EngineBase\", /* tp_name */\n    THPEngine_methods, /* tp_methods */\n};\n"
+            "bool THPEngine_initModule(PyObject* module) {\n"
+            "  PyModule_AddObject(module, \"_ImperativeEngine\", (PyObject*)&THPEngineType);\n  return true;\n}\n"),
+        "torch/autograd/variable.py": ("import torch\nfrom torch._C import _ImperativeEngine as ImperativeEngine\n\n\n"
+                                       "class Variable:\n    _execution_engine = ImperativeEngine()\n"),
+        "torch/autograd/engine_run.py": ("from torch.autograd.variable import Variable\n\n\n"
+                                         "def run(tensors):\n"
+                                         "    return Variable._execution_engine.run_backward(tensors)\n\n\n"
+                                         "def backward(t):\n    torch.relu(t)\n    torch.rsqrt(t)\n"
+                                         "    return run([t])\n")})
+    try:
+        names = {r[0] for r in ix.q("SELECT name FROM py_api WHERE kind = 'pymethoddef'")}
+        assert {"torch._C._EngineBase.run_backward", "torch._C._ImperativeEngine.run_backward"} <= names
+        res, text = call(ix, "trace", function_name="torch.autograd.engine_run.run")
+        bound = [(e.src.key, e.dst.label) for e in res.entry.calls if e.src.kind.value == "binding"]
+        assert [k for k, _ in bound] == ["torch._C._ImperativeEngine.run_backward"]
+        assert bound[0][1].endswith("THPEngine_run_backward")
+        assert ("- calls Variable._execution_engine.run_backward (ImperativeEngine(...) at "
+                "torch/autograd/variable.py:6) -> torch._C._ImperativeEngine.run_backward  "
+                "(at torch/autograd/engine_run.py:5)") in text
+        # a function that also reaches ops leads with them, and with the C++ it calls through bindings
+        res, text = call(ix, "trace", function_name="torch.autograd.engine_run.backward")
+        lead = text.split("\n## ")[0]
+        assert "It reaches 2 overloads, by the call that reaches them:" in lead
+        assert ("It calls C++ through hand-written bindings (no op):\n- torch._C._ImperativeEngine.run_backward -> "
+                "C++ ") in lead
+        assert "(called: Variable._execution_engine.run_backward at torch/autograd/engine_run.py:5)" in lead
+    finally:
+        ix.close()
+
+
 def test_a_pybind_binding_of_no_known_module_is_answered_marked(py_indexed):
     """Note [Bindings of no known module]: a .def on a module the code does not say (here a py::module& parameter
     no caller passes a known module to) keeps its bare name; trace of its Python name or of that bare name answers

@@ -51,6 +51,9 @@ _TYPE_METHODS = re.compile(rb"\b(\w+)\.tp_methods\s*=\s*(?:std::data\()?(\w+)")
 # const_cast<PyMethodDef*>(std::data(THPDevice_methods)), /* tp_methods */ (the type is the PyTypeObject around it).
 _TYPE_INIT_METHODS = re.compile(rb"(?:const_cast<\s*PyMethodDef\s*\*\s*>\(\s*)?(?:std::data\(\s*)?(\w+)\s*\)?\s*\)?"
                                 rb"\s*,\s*/\*\s*tp_methods\s*\*/")
+# PyModule_AddObject(module, "_ImperativeEngine", (PyObject*)&THPEngineType): the type is an attribute of that module
+# under that name, whatever its tp_name says (torch._C._ImperativeEngine is the type named torch._C._EngineBase).
+_ADD_TYPE = re.compile(rb"PyModule_AddObject\(\s*(\w+)\s*,\s*\"(\w+)\"\s*,\s*\(\s*PyObject\s*\*\s*\)\s*&(\w+)\s*\)")
 _STRING_PAIR = re.compile(rb"\{\s*\"(\w+)\"\s*,\s*\"(\w+)\"\s*\}")
 _RENAME = re.compile(rb"\bml_name\s*=\s*\w+\.(first|second)\b")
 # A file none of the patterns above can match in holds none of these: each pattern's fixed text (a module made by a
@@ -63,7 +66,8 @@ _TOKENS = (b"def_submodule", b"import(", b"PyImport_ImportModule", b"py::handle(
 def binding_text_facts(data: bytes, symbols: list[CppSymbol]) -> list[GeneratedFact]:
     """PY_MODULE facts (``var import torch``, ``var sub parent name``, ``var of other``, ``var class parent Name``),
     PY_METHODS facts
-    (``add vector table``, ``addfn vector fn``, ``fn fn table``, ``module vector name``, ``type vector tp_name``),
+    (``add vector table``, ``addfn vector fn``, ``fn fn table``, ``module vector name``, ``type vector tp_name``,
+    ``expose module_var name tp_name``),
     PY_ALIAS facts (``canonical alias``) and PARSER_SIGNATURE facts of one C++ file."""
     if not any(token in data for token in _TOKENS):
         return []
@@ -118,6 +122,12 @@ def binding_text_facts(data: bytes, symbols: list[CppSymbol]) -> list[GeneratedF
                 rows.append(GeneratedFact(GeneratedKind.PY_METHODS,
                                           f"type {m.group(1).decode()} {type_defs[i].group(2).decode()}", line,
                                           enclosing(symbols, line)))
+    for m in _ADD_TYPE.finditer(data) if type_defs and b"PyModule_AddObject" in data else ():
+        if m.group(3) in types:
+            line = line_at(m.start())
+            rows.append(GeneratedFact(GeneratedKind.PY_METHODS,
+                                      f"expose {m.group(1).decode()} {m.group(2).decode()} {types[m.group(3)]}", line,
+                                      enclosing(symbols, line)))
     for r in _RENAME.finditer(data):
         # The alias is the member assigned to ml_name; the other member of each pair names the entry copied.
         line = line_at(r.start())

@@ -323,11 +323,14 @@ class BranchArms:
         return self._texts[key], head
 
 
-def instance_attrs(n: ast.Assign | ast.AnnAssign) -> list[tuple[str, str]]:
-    """(attribute, constructor as written) of ``self.attr = Ctor(...)`` (Note [Submodules] in model/python.py)."""
+def instance_attrs(n: ast.Assign | ast.AnnAssign, in_body: bool = False) -> list[tuple[str, str]]:
+    """(attribute, constructor as written) of ``self.attr = Ctor(...)`` in a method, or with ``in_body`` of
+    ``name = Ctor(...)`` in a class body (a class attribute holding an instance; Note [Submodules])."""
     ctor = dotted(n.value.func) if isinstance(n.value, ast.Call) else None
     if ctor is None:
         return []
     targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+    if in_body:
+        return [(t.id, ctor) for t in targets if isinstance(t, ast.Name)]
     return [(t.attr, ctor) for t in targets
             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"]

@@ -353,6 +353,7 @@ class _Extractor:
         for s in body:
             if s.__class__ is not _Assign:
                 continue
+            self.attrs += [PyAttr(-1, f"{qualname}.{a}", ctor, s.lineno) for a, ctor in instance_attrs(s, True)]
             for ref in self._assigned_values(s.value, known, qualname + "."):
                 for t in s.targets:
                     if t.__class__ is Name:

@@ -225,6 +225,9 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
             else (full,):
         if name in bound:
             return [Edge(src, binding_node(name, bound[name]), EdgeKind.PY_CALL, site, written=written)]
+    held = _class_attribute_call(ix, src, full, site, written)
+    if held is not None:
+        return held
     if "." not in written:
         return []  # a local or builtin callable
     if written.count(".") == 1 and head not in names.imports(fn.module)[0]:
@@ -246,6 +249,39 @@ def _native_method(ix: Index, classes: Sequence[str], name: str) -> tuple[str, L
         for base in json.loads(row[0] or "[]") if row else []:
             if f"{base}.{name}" in bound:
                 return f"{base}.{name}", bound[f"{base}.{name}"]
+    return None
+
+
+def _class_attribute_call(ix: Index, src: Node, full: str, site: Loc, written: str) -> list[Edge] | None:
+    """``Variable._execution_engine.run_backward(...)``: a method of what a class attribute holds, set in the class
+    body by ``_execution_engine = ImperativeEngine()`` (Note [Submodules]): the Python method of that class, or the
+    C++ one a binding gives it (torch._C._ImperativeEngine.run_backward). None when ``full`` is no such call."""
+    names = pynames(ix)
+    parts = full.split(".")
+    for i in range(len(parts) - 2, 0, -1):
+        d = names.definition(".".join(parts[:i]))
+        if d is None:
+            continue
+        if d.kind is not PyDefKind.CLASS or i != len(parts) - 2:
+            return None
+        method = parts[-1]
+        out: list[Edge] = []
+        for value, file_id, line in ix.q("SELECT value, file_id, line FROM py_attr WHERE func IS NULL AND attr = ? "
+                                         "ORDER BY file_id, line", (f"{d.qualname}.{parts[i]}",)):
+            if ix.path_of(file_id) != d.loc.path:
+                continue
+            made = names.resolve_in(d.module, value)
+            cls = names.definition(made)
+            note = f"{value}(...) at {ix.path_of(file_id)}:{line}"
+            if cls is not None and cls.kind is PyDefKind.CLASS:
+                target = method_of(ix, names.mro(cls.fq), method)
+                if target is not None:
+                    out.append(Edge(src, function_node(target), EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE,
+                                    note=note, written=written))
+            elif f"{made}.{method}" in hand_bound(ix):
+                out.append(Edge(src, binding_node(f"{made}.{method}", hand_bound(ix)[f"{made}.{method}"]),
+                                EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE, note=note, written=written))
+        return out or None
     return None
 
 
@@ -295,7 +331,7 @@ def _attributes_made_by(ix: Index, cls_fq: str) -> set[str]:
     out: set[str] = set()
     for name in classes:
         out |= {"self." + attr for (attr,) in ix.q(
-            "SELECT DISTINCT attr FROM py_attr WHERE value = ? OR value LIKE ? ESCAPE '\\'",
+            "SELECT DISTINCT attr FROM py_attr WHERE func IS NOT NULL AND (value = ? OR value LIKE ? ESCAPE '\\')",
             (name, "%." + _escaped(name)))}
     return out
 

@@ -235,7 +235,27 @@ def _binding_rows(conn: sqlite3.Connection) -> list[Row]:
         else:
             module = _pybind_module(mods, scope, key)
             rows.append((f"{module}.{name}" if module else name, PyApiKind.PYBIND, "", target, file_id, line))
-    return rows
+    return rows + _exposed_rows(conn, mods, rows)
+
+
+def _exposed_rows(conn: sqlite3.Connection, mods: PybindModules, rows: list[Row]) -> list[Row]:
+    """The methods of a type under each name a module exposes it by (``PyModule_AddObject(module,
+    "_ImperativeEngine", (PyObject*)&THPEngineType)``: torch._C._ImperativeEngine.run_backward is the method
+    torch._C._EngineBase.run_backward), when that name is not its tp_name."""
+    aliases: dict[str, set[str]] = {}
+    for value, scope in conn.execute("SELECT value, scope FROM generated_fact WHERE kind = 'py_methods' "
+                                     "AND value LIKE 'expose %'"):
+        _how, var, name, tp_name = value.split(" ")
+        module = mods.of(scope, var) if scope is not None and scope >= 0 else None
+        # a type users reach under another name already (TensorBase's methods are Tensor's) keeps that one
+        if module and tp_name not in _TYPE_NAMESPACES and f"{module}.{name}" != tp_name:
+            aliases.setdefault(tp_name, set()).add(f"{module}.{name}")
+    out: list[Row] = []
+    for row in rows if aliases else ():
+        owner, _, method = row[0].rpartition(".")
+        for alias in sorted(aliases.get(owner, ())):
+            out.append((f"{alias}.{method}", *row[1:]))
+    return out
 
 
 def _alias_rows(conn: sqlite3.Connection, by_py: dict[str, list[str]]) -> list[Row]:

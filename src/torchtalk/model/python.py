@@ -115,8 +115,9 @@ class PyAttr:
     a call ``self.attr(...)`` that names no method of the class goes to the constructed class's ``forward``.
     """
 
-    func: Annotated[int, Ref("PyFunction")]  # the method that assigns it (its class is the attribute's owner)
-    attr: str  # "self_attn"
+    func: Annotated[int, Ref("PyFunction")]  # the method that assigns it (its class is the attribute's owner);
+    #                                           NO_REF for a class body's ``name = Ctor()``, whose attr is "Class.name"
+    attr: str  # "self_attn"; "Variable._execution_engine" in a class body
     value: str  # the constructor as written: "MultiheadAttention", "nn.Linear", "Dropout"
     line: int
     id: Annotated[int, Stored.ID] = field(default=0, compare=False)

@@ -224,6 +224,8 @@ def _bound_target(edge: Edge) -> str:
         return f"op {edge.dst.key}"
     if edge.dst.kind in (NodeKind.CPP_FUNCTION, NodeKind.GPU_KERNEL, NodeKind.WRAPPER):
         return f"C++ {edge.dst.label}" + (f" {edge.dst.loc}" if edge.dst.loc else "")
+    if edge.dst.key.startswith("lambda@"):  # m.def("name", [](...) {...}): the lambda is where it is bound
+        return f"a C++ lambda at {edge.site}"
     return edge.dst.key
 
 
@@ -273,6 +275,25 @@ def _reached(e: PythonEntry) -> list[str]:
     out += [f"- {written} at {site}" + (f" [{e.branches[site]}]" if site in e.branches else "")
             + f" -> {', '.join(names)}" for (written, site), names in by_call.items()]
     return out
+
+
+MAX_CPP_CALLS = 6  # hand-written bindings a Python function's lead names (its steps, and the structured answer, all)
+
+
+def _cpp_calls(e: PythonEntry) -> list[str]:
+    """The C++ a Python function calls through hand-written bindings, no op (Tensor.backward: the autograd engine's
+    THPEngine_run_backward), with the call that reaches each: part of the lead beside the ops it reaches."""
+    called: dict[str, str] = {}
+    for edge in e.calls:
+        if edge.kind is EdgeKind.PY_CALL and edge.dst.kind is NodeKind.BINDING:
+            called.setdefault(edge.dst.key, f"{edge.written or edge.dst.key} at {edge.site}")
+    lines = [f"- {edge.src.key} -> {_bound_target(edge)}  (called: {called[edge.src.key]})" for edge in e.calls
+             if edge.src.kind is NodeKind.BINDING and edge.src.key in called and edge.dst.kind is not NodeKind.OP]
+    if not lines:
+        return []
+    more = [f"- ... {showing(MAX_CPP_CALLS, len(lines), 'the steps below and ' + IN_STRUCTURED)}"] \
+        if len(lines) > MAX_CPP_CALLS else []
+    return ["It calls C++ through hand-written bindings (no op):"] + lines[:MAX_CPP_CALLS] + more
 
 
 def _op_section(r: TraceResult, t: OpTrace, shown: set[str], sections: dict[tuple[str, tuple[str, ...]], str]) \
@@ -339,7 +360,7 @@ def render_trace(r: TraceResult) -> str:
         out.append("")
         reached = _reached(r.entry)
         steps = _entry_lines(r.entry)
-        out += steps[:1] + (reached or steps[1:])
+        out += steps[:1] + (reached + _cpp_calls(r.entry) if reached else steps[1:])
     shown: set[str] = set()
     sections: dict[tuple[str, tuple[str, ...]], str] = {}
     details = [_op_section(r, t, shown, sections) for t in r.ops]
