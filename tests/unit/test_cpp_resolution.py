@@ -172,3 +172,25 @@ def test_callers_through_a_namespace_that_imports_the_function(tree):
                 ("at::native::user", f"{path}:{line}")], callee
     finally:
         ix.close()
+
+
+def test_a_qualifier_found_through_a_using_directive(tree):
+    """A qualified call's first component is looked up like any name, in the namespaces the scope's using-directives
+    nominate too: `python::PythonEngine::get_python_engine()` at file scope after `using namespace torch::autograd;`
+    (torch/csrc/autograd/python_engine.cpp) is torch::autograd::python's; called_by agrees."""
+    from ..conftest import index_with
+    ix = index_with(tree, {
+        "torch/csrc/autograd/engine_like.cpp": (
+            "namespace torch::autograd::python {\nstruct PyEngine {\n  static int get_engine();\n};\n"
+            "int PyEngine::get_engine() { return 0; }\n}\n"
+            "using namespace torch::autograd;\n"
+            "int run_it() {\n  return python::PyEngine::get_engine();\n}\n")})
+    try:
+        res, _ = run(get_tool("calls"), ix, function_name="run_it")
+        assert [(e.dst.label, e.site.line) for e in res.sections[0].calls] == \
+            [("torch::autograd::python::PyEngine::get_engine", 9)]
+        res, _ = run(get_tool("called_by"), ix, function_name="torch::autograd::python::PyEngine::get_engine")
+        assert [(e.src.label, str(e.site)) for e in res.sections[0].callers] == \
+            [("run_it", "torch/csrc/autograd/engine_like.cpp:9")]
+    finally:
+        ix.close()

@@ -291,6 +291,32 @@ def test_a_class_attribute_holding_an_instance_of_a_native_type_reaches_its_cpp(
         ix.close()
 
 
+def test_a_bound_functions_rarest_calls_are_listed_first(py_indexed, monkeypatch):
+    """Under a binding, the calls of its C++ function that fit are those of the rarest callees (a common helper says
+    least about what it does: c10::irange), in line order; the line that cuts names what it left out."""
+    from torchtalk.render import trace as render_trace_mod
+    tree, ix = py_indexed
+    ix.close()
+    ix = index_with(tree, {"torch/csrc/bound_rare.cpp": (
+        "namespace c10 {\ninline int common() { return 0; }\ninline int rare() { return 1; }\n}\n"
+        "int use1() { return c10::common(); }\nint use2() { return c10::common(); }\n"
+        "static PyObject* bound_fn(PyObject* self, PyObject* noargs) {\n"
+        "  c10::common();\n  c10::rare();\n  return nullptr;\n}\n"
+        "static PyMethodDef bound_methods[] = {\n    {\"bound_fn\", bound_fn, METH_NOARGS, nullptr},\n"
+        "    {nullptr}};\n")})
+    try:
+        monkeypatch.setattr(render_trace_mod, "MAX_BINDING_CALLS", 1)
+        res, text = call(ix, "trace", function_name="bound_methods.bound_fn")
+        (b,) = res.bindings
+        assert b.callee_sites == {"common": 3, "rare": 1}
+        assert "    calls c10::rare  torch/csrc/bound_rare.cpp:3  [at torch/csrc/bound_rare.cpp:9]" in text
+        assert "calls c10::common" not in text
+        assert ("    ... showing 1 of 2 calls, the least common callees first (left out: c10::common); "
+                'calls("bound_fn") lists all') in text
+    finally:
+        ix.close()
+
+
 def test_a_pybind_binding_of_no_known_module_is_answered_marked(py_indexed):
     """Note [Bindings of no known module]: a .def on a module the code does not say (here a py::module& parameter
     no caller passes a known module to) keeps its bare name; trace of its Python name or of that bare name answers

@@ -282,7 +282,10 @@ class Resolver:
         return found
 
     def _qualified_scopes_of(self, scope: str, parts: tuple[str, ...]) -> list[str]:
+        # The first component is looked up like any name: in the scope, then in the namespaces its using-directives
+        # nominate (python::PythonEngine::get_python_engine() after `using namespace torch::autograd;`).
         outs = self._qualifier_at(scope, parts[0])
+        outs += [f"{ns}::{parts[0]}" for ns in nominated(self.ix, scope, self.caller.path)]
         for part in parts[1:]:
             nxt: list[str] = []
             for cur in outs:

@@ -15,7 +15,7 @@ from ..model import (
     PyApiKind,
     SymbolKind,
 )
-from ..query.bound import BindingTrace
+from ..query.bound import BindingTrace, callee_name
 from ..query.cuts import tool_call
 from ..query.trace import KernelInfo, OpTrace, PythonEntry, TraceResult
 from .autograd import autograd_lines
@@ -249,12 +249,22 @@ def _bindings(bs: list[BindingTrace], out: list[str]) -> None:
         for e in b.calls:
             target = f"op {e.dst.key}" if e.kind is EdgeKind.DISPATCH_CALL else e.dst.label
             sites.setdefault((str(e.site), target), []).append(e)
-        for (site, target), edges in list(sites.items())[:20]:
+        # The rarest callees when not all fit (a common helper, c10::irange, says least), shown in line order.
+        order = list(sites.items())
+        kept = {k for k, _ in sorted(order, key=lambda kv: (
+            kv[1][0].kind is not EdgeKind.DISPATCH_CALL and b.callee_sites.get(callee_name(kv[1][0]), 0),
+            order.index(kv)))[:MAX_BINDING_CALLS]}
+        for (site, target), edges in order:
+            if (site, target) not in kept:
+                continue
             where = f"  {edges[0].dst.loc}" if edges[0].dst.loc and len(edges) == 1 else \
                 (f"  ({len(edges)} candidates: the call does not say which)" if len(edges) > 1 else "")
             out.append(f"    calls {target}{where}  [at {site}]")
-        if len(sites) > 20:
-            out.append(f"    ... showing 20 of {len(sites)} calls")
+        if len(sites) > MAX_BINDING_CALLS:
+            left = list(dict.fromkeys(t for k, t in ((k, k[1]) for k, _ in order) if k not in kept))
+            out.append(f"    ... showing {MAX_BINDING_CALLS} of {len(sites)} calls, the least common callees first "
+                       f"(left out: {', '.join(left[:4])}{', ...' if len(left) > 4 else ''}); "
+                       f"{tool_call('calls', b.function.qualname if b.function else b.edge.dst.label)} lists all")
         for e in b.reaches:
             if e.src.key != b.edge.dst.key:
                 out.append(f"- reaches op {e.dst.key} through {e.src.label} (call at {e.site})")
@@ -277,6 +287,7 @@ def _reached(e: PythonEntry) -> list[str]:
     return out
 
 
+MAX_BINDING_CALLS = 20  # calls of a bound C++ function listed under its binding (the rarest callees)
 MAX_CPP_CALLS = 6  # hand-written bindings a Python function's lead names (its steps, and the structured answer, all)
 
 
