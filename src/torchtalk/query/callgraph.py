@@ -199,9 +199,12 @@ def _impact(ix: Index, t: Target, depth: int) -> ImpactSection:
     cuts = named(walk.cuts + cap.cuts(), further, down=False)
     # Who calls a hand-written binding from Python (an op's Python names are the op's: trace shows their callers)
     py_callers = {key: sorted(callers, key=_public_first)
-                  for key, (node, edge) in python.items() if edge.binding_kind is not PyApiKind.GENERATED_BINDING
+                  for key, (node, edge) in python.items() if edge.binding_kind in _HAND_WRITTEN
                   and (callers := g.into(node, [EdgeKind.PY_CALL]))}
     return ImpactSection(t.node, t.symbol, out, ops, list(python.values()), stopped, cuts, py_callers)
+
+
+_HAND_WRITTEN = (PyApiKind.PYMETHODDEF, PyApiKind.PYBIND)
 
 
 def _public_first(e: Edge) -> tuple[int, str, int]:
