@@ -264,12 +264,16 @@ def test_a_class_attribute_holding_an_instance_of_a_native_type_reaches_its_cpp(
             "bool THPEngine_initModule(PyObject* module) {\n"
             "  PyModule_AddObject(module, \"_ImperativeEngine\", (PyObject*)&THPEngineType);\n  return true;\n}\n"),
         "torch/autograd/variable.py": ("import torch\nfrom torch._C import _ImperativeEngine as ImperativeEngine\n\n\n"
-                                       "class Variable:\n    _execution_engine = ImperativeEngine()\n"),
+                                       "class Variable:\n    _execution_engine = ImperativeEngine()\n\n\n"
+                                       "class Legacy:\n    pass\n\n\n"  # 1.13.1: set after the class
+                                       "Legacy._execution_engine = ImperativeEngine()\n"),
         "torch/autograd/engine_run.py": ("from torch.autograd.variable import Variable\n\n\n"
                                          "def run(tensors):\n"
                                          "    return Variable._execution_engine.run_backward(tensors)\n\n\n"
                                          "def backward(t):\n    torch.relu(t)\n    torch.rsqrt(t)\n"
-                                         "    return run([t])\n")})
+                                         "    return run([t])\n\n\n"
+                                         "def legacy(t):\n    from torch.autograd.variable import Legacy\n"
+                                         "    return Legacy._execution_engine.run_backward(t)\n")})
     try:
         names = {r[0] for r in ix.q("SELECT name FROM py_api WHERE kind = 'pymethoddef'")}
         assert {"torch._C._EngineBase.run_backward", "torch._C._ImperativeEngine.run_backward"} <= names
@@ -280,6 +284,10 @@ def test_a_class_attribute_holding_an_instance_of_a_native_type_reaches_its_cpp(
         assert ("- calls Variable._execution_engine.run_backward (ImperativeEngine(...) at "
                 "torch/autograd/variable.py:6) -> torch._C._ImperativeEngine.run_backward  "
                 "(at torch/autograd/engine_run.py:5)") in text
+        res, text = call(ix, "trace", function_name="torch.autograd.engine_run.legacy")
+        assert [e.src.key for e in res.entry.calls if e.src.kind.value == "binding"] == \
+            ["torch._C._ImperativeEngine.run_backward"]
+        assert "(ImperativeEngine(...) at torch/autograd/variable.py:13)" in text
         # a function that also reaches ops leads with them, and with the C++ it calls through bindings
         res, text = call(ix, "trace", function_name="torch.autograd.engine_run.backward")
         lead = text.split("\n## ")[0]

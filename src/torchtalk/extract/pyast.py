@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 from ast import AST, Attribute, Call, Constant, Expr, Name
+from collections.abc import Collection
 from typing import Any
 
 from ..model import FileFacts, FileProblems
@@ -323,14 +324,28 @@ class BranchArms:
         return self._texts[key], head
 
 
-def instance_attrs(n: ast.Assign | ast.AnnAssign, in_body: bool = False) -> list[tuple[str, str]]:
-    """(attribute, constructor as written) of ``self.attr = Ctor(...)`` in a method, or with ``in_body`` of
-    ``name = Ctor(...)`` in a class body (a class attribute holding an instance; Note [Submodules])."""
+def instance_attrs(n: ast.Assign | ast.AnnAssign, owners: Collection[str] | None = ("self",)) -> list[tuple[str, str]]:
+    """(attribute, constructor as written) of ``self.attr = Ctor(...)`` in a method (``owners``: the names whose
+    attributes count); with ``owners`` None, of ``name = Ctor(...)`` in a class body; with the module's classes,
+    ``("Variable._execution_engine", "ImperativeEngine")`` for ``Variable._execution_engine = ImperativeEngine()``
+    at module level (Note [Submodules] in model/python.py)."""
     ctor = dotted(n.value.func) if isinstance(n.value, ast.Call) else None
     if ctor is None:
         return []
     targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-    if in_body:
+    if owners is None:
         return [(t.id, ctor) for t in targets if isinstance(t, ast.Name)]
-    return [(t.attr, ctor) for t in targets
-            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"]
+    return [(t.attr if owners == ("self",) else f"{t.value.id}.{t.attr}", ctor) for t in targets
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in owners]
+
+
+def dedupe_oprefs(rows: list) -> list:
+    """PyOpRef rows without repeats (kind, op, function, line), in order."""
+    seen, out = set(), []
+    for r in rows:
+        key = (r.kind, r.op, r.func, r.line)
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
+

@@ -32,6 +32,7 @@ from .pyast import (
     BranchArms,
     block_statements,
     decorator_texts,
+    dedupe_oprefs,
     doc_assigned,
     dotted,
     first_doc_line,
@@ -95,7 +96,7 @@ class _Extractor:
             PyImport: self.imports,
             PyAssign: self.assigns,
             PyAttr: self.attrs,
-            PyOpRef: _dedupe(self.oprefs),
+            PyOpRef: dedupe_oprefs(self.oprefs),
             RaiseSite: self.raises.sites,
         }
 
@@ -105,6 +106,7 @@ class _Extractor:
         """Aliases (for op names) and PyAssign rows, before the walk needs them."""
         stmts = block_statements(self.tree.body)
         known: set[str] = set()
+        classes = {s.name for s in stmts if s.__class__ is _ClassDef}
         for s in stmts:
             cls = s.__class__
             if cls is _Import or cls is _ImportFrom:
@@ -130,6 +132,8 @@ class _Extractor:
                 self.refs_all = (self.refs_all or set()) | set(_literal_strs(value))
                 continue
             refs = self._assigned_values(value, known)
+            # Variable._execution_engine = ImperativeEngine() after the class: a class attribute holding an instance
+            self.attrs += [PyAttr(-1, name, ctor, s.lineno) for name, ctor in instance_attrs(s, classes)]
             for t in targets:
                 name = dotted(t)
                 if name is None:
@@ -353,7 +357,7 @@ class _Extractor:
         for s in body:
             if s.__class__ is not _Assign:
                 continue
-            self.attrs += [PyAttr(-1, f"{qualname}.{a}", ctor, s.lineno) for a, ctor in instance_attrs(s, True)]
+            self.attrs += [PyAttr(-1, f"{qualname}.{a}", ctor, s.lineno) for a, ctor in instance_attrs(s, None)]
             for ref in self._assigned_values(s.value, known, qualname + "."):
                 for t in s.targets:
                     if t.__class__ is Name:
@@ -387,14 +391,3 @@ class _Extractor:
         self.calls.append(PyCall(func, name, inner.lineno))
         self._register(kind, inner, target, local)
         return True
-
-
-def _dedupe(rows: list) -> list:
-    seen, out = set(), []
-    for r in rows:
-        key = (r.kind, r.op, r.func, r.line)
-        if key not in seen:
-            seen.add(key)
-            out.append(r)
-    return out
-
