@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..model import Branch, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op, PyApiKind, PyDefKind
-from ..store.reader import Index
+from ..store.reader import Index, like_literal
 from .nodes import binding_node, op_node, py_node, unresolved_node
 from .pynames import PyDef, pynames
 from .registry import registry
@@ -149,7 +149,7 @@ def _callers(ix: Index, node: Node) -> list[Edge]:
         for module, qualname, callee, file_id, line in ix.q(
                 "SELECT f.module, f.qualname, c.callee, c.file_id, c.line FROM py_call c JOIN py_function f "
                 "ON f.id = c.func WHERE c.callee = ? OR c.callee LIKE ? ESCAPE '\\' ORDER BY c.file_id, c.line",
-                (last, "%." + _escaped(last))):
+                (last, "%." + like_literal(last))):
             fn = names.definition(f"{module}.{qualname}")
             if fn is None or fn.kind is not PyDefKind.FUNCTION:
                 continue
@@ -326,16 +326,11 @@ def _attributes_made_by(ix: Index, cls_fq: str) -> set[str]:
     (one level: ``out_proj = NonDynamicallyQuantizableLinear(...)`` runs Linear.forward): the calls that may run its
     ``forward`` (Note [Submodules]); ``_call`` decides which do."""
     classes = {cls_fq.rsplit(".", 1)[-1]}
-    like = '%"' + _escaped(cls_fq) + '"%'
+    like = '%"' + like_literal(cls_fq) + '"%'
     classes |= {name for (name,) in ix.q("SELECT name FROM py_class_fq WHERE bases LIKE ? ESCAPE '\\'", (like,))}
     out: set[str] = set()
     for name in classes:
         out |= {"self." + attr for (attr,) in ix.q(
             "SELECT DISTINCT attr FROM py_attr WHERE func IS NOT NULL AND (value = ? OR value LIKE ? ESCAPE '\\')",
-            (name, "%." + _escaped(name)))}
+            (name, "%." + like_literal(name)))}
     return out
-
-
-def _escaped(text: str) -> str:
-    """``text`` for a LIKE pattern with ESCAPE '\\': its wildcards and the escape itself taken literally."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

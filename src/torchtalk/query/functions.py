@@ -19,7 +19,7 @@ from ..graph.stubs import stub_declared
 from ..graph.symbols import SYMBOL_COLS, defs_by_name, defs_by_qualname, has_cpp, kernel_definitions, to_symbol
 from ..model import CppSymbol, Node, SymbolKind
 from ..source.files import CPP_EXTS
-from ..store.reader import Index
+from ..store.reader import Index, like_literal
 from .args import clean_text
 from .results import Ambiguous, Candidate, NotFound
 
@@ -184,6 +184,6 @@ def suggest(ix: Index, name: str, n: int = 8) -> list[str]:
                                        "WHERE names_fts MATCH ? LIMIT 400)", (q,)))
     if len(name) < 3:
         pool.update(r[0] for r in ix.q("SELECT name FROM names WHERE name LIKE ? ESCAPE '\\' LIMIT 400",
-                                       (name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",)))
+                                       (like_literal(name) + "%",)))
     pool.update(n for n in stub_names(ix) if name.lower() in n.lower())
     return difflib.get_close_matches(name, sorted(pool), n=n, cutoff=0.6)

@@ -20,7 +20,7 @@ from ..graph.pynames import PyDef, pynames
 from ..graph.registry import OpRegistry, registry
 from ..link.pyclasses import ROOTS
 from ..model import Cut, Edge, EdgeHow, EdgeKind, Loc, NodeKind, Op
-from ..store.reader import Index
+from ..store.reader import Index, like_literal
 from .args import clean_text
 from .cuts import explore, named
 from .pywalk import Choice, walk_to_ops
@@ -302,7 +302,7 @@ def list_modules(ix: Index, category: str = "nn") -> ListModulesResult:
                   if public(c)]
         groups["learning-rate schedulers"] = sorted(scheds, key=lambda c: c.name)
     if key not in ("nn", "optim", "all"):
-        like = "%" + cat.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        like = "%" + like_literal(cat) + "%"
         rows = _class_rows(ix, "name LIKE ? ESCAPE '\\' AND roots != ''", (like,))
         for c in sorted(rows, key=lambda c: (_rank(c), c.name)):
             label = {"module": "nn modules", "optimizer": "optimizers", "lr_scheduler": "learning-rate schedulers",

@@ -15,7 +15,7 @@ from ..graph.registry import registry
 from ..graph.resolve import stub_names
 from ..graph.stubs import stub_declared
 from ..model import CppSymbol, DispatchEntry, EdgeKind, HitKind, Loc, MatchKind, Op, SymbolKind
-from ..store.reader import Index
+from ..store.reader import Index, like_literal
 from .args import MAX_LIMIT, check_int, clean_text, shown
 
 
@@ -188,8 +188,7 @@ def _function_hits(ix: Index, q: str) -> tuple[list[Scored], str]:
         names = [r[0] for r in ix.q("SELECT name FROM names WHERE id IN (SELECT rowid FROM names_fts WHERE "
                                     "names_fts MATCH ?)", (phrase,))]
     else:  # too short for trigrams: the names it starts (or is)
-        esc = q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        names = [r[0] for r in ix.q("SELECT name FROM names WHERE name LIKE ? ESCAPE '\\'", (esc + "%",))]
+        names = [r[0] for r in ix.q("SELECT name FROM names WHERE name LIKE ? ESCAPE '\\'", (like_literal(q) + "%",))]
     # every C++ function of the name, an op's or a binding's too (at::native::randn after the op randn, whose hit
     # shows only the kernels; torch::nn::Conv2dImpl::forward whatever Python binding is named forward)
     ranked = sorted((r, len(n), n) for n in names if (r := _rank(q, n)) is not None)

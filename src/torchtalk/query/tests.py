@@ -11,7 +11,7 @@ from typing import NamedTuple
 from ..errors import BadArgument
 from ..graph.registry import registry
 from ..model import Loc, Op
-from ..store.reader import Index
+from ..store.reader import Index, like_literal
 from .args import MAX_LIMIT, check_int, clean_text, shown
 from .testnames import generated_names, run_command
 
@@ -79,7 +79,7 @@ class _MethodRow(NamedTuple):
 
 
 def _like(text: str) -> str:
-    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    return "%" + like_literal(text) + "%"
 
 
 def _instantiations(ix: Index) -> dict[tuple[int, str], str]:

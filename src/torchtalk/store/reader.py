@@ -32,6 +32,11 @@ T = TypeVar("T")
 _MISSING: Any = object()  # a memo's absent key (None is a value)
 
 
+def like_literal(text: str) -> str:
+    """``text`` for a LIKE pattern with ESCAPE '\\': its wildcards and the escape itself taken literally."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 class _Conn:
     __slots__ = ("cache", "db", "version")
 
