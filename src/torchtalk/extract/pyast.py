@@ -325,17 +325,17 @@ class BranchArms:
 
 
 def instance_attrs(n: ast.Assign | ast.AnnAssign, owners: Collection[str] | None = ("self",)) -> list[tuple[str, str]]:
-    """(attribute, constructor as written) of ``self.attr = Ctor(...)`` in a method (``owners``: the names whose
-    attributes count); with ``owners`` None, of ``name = Ctor(...)`` in a class body; with the module's classes,
-    ``("Variable._execution_engine", "ImperativeEngine")`` for ``Variable._execution_engine = ImperativeEngine()``
-    at module level (Note [Submodules] in model/python.py)."""
+    """(target, constructor as written) of ``owner.attr = Ctor(...)`` for an owner in ``owners``: ``("self.proj",
+    "Linear")`` in a method, ``("Variable._execution_engine", "ImperativeEngine")`` at module level with the module's
+    classes; with ``owners`` None, ``(name, Ctor)`` of ``name = Ctor(...)`` in a class body (Note [Submodules] in
+    model/python.py)."""
     ctor = dotted(n.value.func) if isinstance(n.value, ast.Call) else None
     if ctor is None:
         return []
     targets = n.targets if isinstance(n, ast.Assign) else [n.target]
     if owners is None:
         return [(t.id, ctor) for t in targets if isinstance(t, ast.Name)]
-    return [(t.attr if owners == ("self",) else f"{t.value.id}.{t.attr}", ctor) for t in targets
+    return [(f"{t.value.id}.{t.attr}", ctor) for t in targets
             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in owners]
 
 
@@ -348,4 +348,3 @@ def dedupe_oprefs(rows: list) -> list:
             seen.add(key)
             out.append(r)
     return out
-

@@ -247,7 +247,7 @@ class _Extractor:
                             vals.append(d)
                             assigned_at[(n.targets[0].id, d)] = n.lineno
                 if func >= 0 and (t is _Assign or t is ast.AnnAssign) and n.value.__class__ is Call:
-                    self.attrs += [PyAttr(func, attr, ctor, n.lineno) for attr, ctor in instance_attrs(n)]
+                    self.attrs += [PyAttr(func, t[len("self."):], ctor, n.lineno) for t, ctor in instance_attrs(n)]
                 push_children(n, stack)
         if arms is not None and arms.spans:
             for i in range(first, len(calls)):

@@ -11,7 +11,6 @@ it is bound to (the ops it is bound to are BINDING edges, graph/py_edges.py).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -47,6 +46,13 @@ def ops_of_python(ix: Index, dotted: str) -> list[Op]:
         if c in reg.py_by_name:
             return [reg.by_full[f] for f in dict.fromkeys(reg.py_by_name[c]) if f in reg.by_full]
     return []
+
+
+def torch_c_spelling(name: str) -> str:
+    """``torch.X`` as ``torch._C.X`` (torch/__init__.py: ``from torch._C import *``, so a binding of torch._C.X is
+    torch.X too); any other name as it is."""
+    return "torch._C." + name[len("torch."):] if name.startswith("torch.") and not name.startswith("torch._C.") \
+        else name
 
 
 def hand_bound(ix: Index) -> dict[str, Loc]:
@@ -218,11 +224,10 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
     ops = ops_of_python(ix, full)
     if ops:
         return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, written=written) for op in ops]
-    # torch._C._set_grad_enabled(mode), torch.is_grad_enabled() (torch/__init__.py: from torch._C import *): a name
-    # hand-written C++ binds; the C++ function is one BINDING edge further (bindings_out)
+    # torch._C._set_grad_enabled(mode), torch.is_grad_enabled(): a name hand-written C++ binds; the C++ function is
+    # one BINDING edge further (bindings_out)
     bound = hand_bound(ix)
-    for name in (full, "torch._C." + full[6:]) if full.startswith("torch.") and not full.startswith("torch._C.") \
-            else (full,):
+    for name in (full, torch_c_spelling(full)):
         if name in bound:
             return [Edge(src, binding_node(name, bound[name]), EdgeKind.PY_CALL, site, written=written)]
     held = _class_attribute_call(ix, src, full, site, written)
@@ -245,8 +250,7 @@ def _native_method(ix: Index, classes: Sequence[str], name: str) -> tuple[str, L
     Python class (a PyTypeObject's tp_methods, a pybind11 class): its Python name and where it is bound."""
     bound = hand_bound(ix)
     for cls in classes:
-        row = ix.one("SELECT bases FROM py_class_fq WHERE fq = ?", (cls,))
-        for base in json.loads(row[0] or "[]") if row else []:
+        for base in pynames(ix).bases(cls) or ():
             if f"{base}.{name}" in bound:
                 return f"{base}.{name}", bound[f"{base}.{name}"]
     return None
@@ -264,24 +268,10 @@ def _class_attribute_call(ix: Index, src: Node, full: str, site: Loc, written: s
             continue
         if d.kind is not PyDefKind.CLASS or i != len(parts) - 2:
             return None
-        method = parts[-1]
-        out: list[Edge] = []
-        for value, file_id, line in ix.q("SELECT value, file_id, line FROM py_attr WHERE func IS NULL AND attr = ? "
-                                         "ORDER BY file_id, line", (f"{d.qualname}.{parts[i]}",)):
-            if ix.path_of(file_id) != d.loc.path:
-                continue
-            made = names.resolve_in(d.module, value)
-            cls = names.definition(made)
-            note = f"{value}(...) at {ix.path_of(file_id)}:{line}"
-            if cls is not None and cls.kind is PyDefKind.CLASS:
-                target = method_of(ix, names.mro(cls.fq), method)
-                if target is not None:
-                    out.append(Edge(src, function_node(target), EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE,
-                                    note=note, written=written))
-            elif f"{made}.{method}" in hand_bound(ix):
-                out.append(Edge(src, binding_node(f"{made}.{method}", hand_bound(ix)[f"{made}.{method}"]),
-                                EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE, note=note, written=written))
-        return out or None
+        rows = ix.q("SELECT value, file_id, line FROM py_attr WHERE func IS NULL AND attr = ? ORDER BY file_id, line",
+                    (f"{d.qualname}.{parts[i]}",))
+        own = [r for r in rows if ix.path_of(r[1]) == d.loc.path]
+        return _held_calls(ix, src, d.module, own, parts[-1], site, written) or None
     return None
 
 
@@ -303,22 +293,33 @@ def _attribute_calls(ix: Index, src: Node, mro: Sequence[str], written: str, sit
         rows = ix.q("SELECT a.value, a.file_id, a.line FROM py_attr a JOIN py_function f ON f.id = a.func "
                     "WHERE a.attr = ? AND f.module = ? AND f.cls = ? ORDER BY a.file_id, a.line",
                     (attr, d.module, d.qualname))
-        if not rows:
-            continue
-        out: list[Edge] = []
-        seen: set[str] = set()
-        for value, file_id, line in rows:
-            made = names.definition(names.resolve_in(d.module, value))
-            if made is None or made.kind is not PyDefKind.CLASS:
-                continue
-            target = called_class_method(ix, made)
-            if target is not None and target.fq not in seen:  # Linear or LazyLinear: Linear.forward once
-                seen.add(target.fq)
-                out.append(Edge(src, function_node(target), EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE,
-                                note=f"{value}(...) at {ix.path_of(file_id)}:{line}",
-                                written=written))
-        return out
+        if rows:
+            return _held_calls(ix, src, d.module, rows, None, site, written)
     return []
+
+
+def _held_calls(ix: Index, src: Node, module: str, made_by: list[tuple[str, int, int]], method: str | None,
+                site: Loc, written: str) -> list[Edge]:
+    """The calls of ``method`` (None: of the object itself) of what each constructor of ``made_by`` (value as written
+    in ``module``, file, line) makes: a Python class's method, or one hand-written C++ binds on a native type; each
+    target once (Linear and LazyLinear both run Linear.forward). Note [Submodules]."""
+    names = pynames(ix)
+    out: list[Edge] = []
+    seen: set[str] = set()
+    for value, file_id, line in made_by:
+        made = names.resolve_in(module, value)
+        cls = names.definition(made)
+        if cls is not None and cls.kind is PyDefKind.CLASS:
+            target = called_class_method(ix, cls) if method is None else method_of(ix, names.mro(cls.fq), method)
+            dst = function_node(target) if target is not None else None
+        else:
+            bound = hand_bound(ix).get(f"{made}.{method}") if method is not None else None
+            dst = binding_node(f"{made}.{method}", bound) if bound is not None else None
+        if dst is not None and dst.key not in seen:
+            seen.add(dst.key)
+            out.append(Edge(src, dst, EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE,
+                            note=f"{value}(...) at {ix.path_of(file_id)}:{line}", written=written))
+    return out
 
 
 def _attributes_made_by(ix: Index, cls_fq: str) -> set[str]:

@@ -36,6 +36,7 @@ class PyNames:
         self._imports: dict[str, tuple[dict[str, str], list[str]]] = {}
         self._defs: dict[str, PyDef | None] = {}
         self._mros: dict[str, tuple[str, ...]] = {}
+        self._bases: dict[str, list[str] | None] = {}
         self.module_files = ix.cached("py_module_files", self._module_files)
 
     def _module_files(self) -> dict[str, int]:
@@ -100,6 +101,14 @@ class PyNames:
         self._defs[dotted] = found
         return found
 
+    def bases(self, fq: str) -> list[str] | None:
+        """A class's bases as the link stage resolved them (as written when it could not), or None when ``fq`` is no
+        class of the index."""
+        if fq not in self._bases:
+            row = self.ix.one("SELECT bases FROM py_class_fq WHERE fq = ?", (fq,))
+            self._bases[fq] = json.loads(row[0] or "[]") if row is not None else None
+        return self._bases[fq]
+
     def mro(self, fq: str, limit: int = 12) -> tuple[str, ...]:
         """A class and its bases (resolved full names), nearest first, breadth first; at most ``limit``."""
         if fq not in self._mros:
@@ -110,11 +119,11 @@ class PyNames:
                 if cls in seen:
                     continue
                 seen.add(cls)
-                row = self.ix.one("SELECT bases FROM py_class_fq WHERE fq = ?", (cls,))
-                if row is None:
+                bases = self.bases(cls)
+                if bases is None:
                     continue
                 out.append(cls)
-                todo.extend(json.loads(row[0] or "[]"))
+                todo.extend(bases)
             self._mros[fq] = tuple(out)
         return self._mros[fq]
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from ..graph import down, graph
 from ..graph.nodes import binding_node, symbol_id
+from ..graph.py_calls import torch_c_spelling
 from ..graph.registry import py_spellings
 from ..graph.symbols import symbol
 from ..model import CppSymbol, Cut, CutKind, Edge, EdgeKind, Node, PyApiKind
@@ -43,8 +44,7 @@ def bindings_named(ix: Index, name: str) -> list[BindingTrace]:
     the ops the function reaches through the dispatcher (Tensor.__invert__ -> dispatch_invert -> bitwise_not)."""
     g = graph(ix)
     spellings = py_spellings(name)
-    spellings += ["torch._C." + s[len("torch."):] for s in spellings  # torch/__init__.py: from torch._C import *
-                  if s.startswith("torch.") and not s.startswith("torch._C.")]
+    spellings += [c for s in spellings if (c := torch_c_spelling(s)) != s]
     out = []
     for spelling in spellings:
         out = [_binding(ix, spelling, e) for e in g.out(binding_node(spelling), [EdgeKind.BINDING])

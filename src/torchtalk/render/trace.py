@@ -251,17 +251,15 @@ def _bindings(bs: list[BindingTrace], out: list[str]) -> None:
             sites.setdefault((str(e.site), target), []).append(e)
         # The rarest callees when not all fit (a common helper, c10::irange, says least), shown in line order.
         order = list(sites.items())
-        kept = {k for k, _ in sorted(order, key=lambda kv: (
-            kv[1][0].kind is not EdgeKind.DISPATCH_CALL and b.callee_sites.get(callee_name(kv[1][0]), 0),
-            order.index(kv)))[:MAX_BINDING_CALLS]}
-        for (site, target), edges in order:
-            if (site, target) not in kept:
-                continue
+        kept = set(sorted(range(len(order)), key=lambda i: (
+            order[i][1][0].kind is not EdgeKind.DISPATCH_CALL and b.callee_sites.get(callee_name(order[i][1][0]), 0),
+            i))[:MAX_BINDING_CALLS])
+        for (site, target), edges in (order[i] for i in sorted(kept)):
             where = f"  {edges[0].dst.loc}" if edges[0].dst.loc and len(edges) == 1 else \
                 (f"  ({len(edges)} candidates: the call does not say which)" if len(edges) > 1 else "")
             out.append(f"    calls {target}{where}  [at {site}]")
         if len(sites) > MAX_BINDING_CALLS:
-            left = list(dict.fromkeys(t for k, t in ((k, k[1]) for k, _ in order) if k not in kept))
+            left = list(dict.fromkeys(target for i, ((_site, target), _edges) in enumerate(order) if i not in kept))
             out.append(f"    ... showing {MAX_BINDING_CALLS} of {len(sites)} calls, the least common callees first "
                        f"(left out: {', '.join(left[:4])}{', ...' if len(left) > 4 else ''}); "
                        f"{tool_call('calls', b.function.qualname if b.function else b.edge.dst.label)} lists all")
