@@ -147,6 +147,14 @@ def calls_named(ix: Index, callee: str, qualifiers: tuple[str, ...] = (), limit:
     return rows_facts(CallSite, rows, ix.paths())
 
 
+def call_count(ix: Index, callee: str) -> int:
+    """How many call sites of the index name ``callee`` (memoised per index version): how common a callee is."""
+    def count() -> int:
+        row = ix.one("SELECT count(*) FROM cpp_call WHERE callee = ?", (callee,))
+        return int(row[0]) if row else 0
+    return ix.memo("call_count", callee, count, 0)
+
+
 def kernel_definitions(ix: Index, kernel: str, structured: bool) -> list[CppSymbol]:
     """Where the kernel a dispatch table names is defined (hand-written code first)."""
     if not has_cpp(ix):

@@ -10,7 +10,7 @@ from ..graph import down, graph
 from ..graph.nodes import binding_node, symbol_id
 from ..graph.py_calls import torch_c_spelling
 from ..graph.registry import py_spellings
-from ..graph.symbols import symbol
+from ..graph.symbols import call_count, symbol
 from ..model import CppSymbol, Cut, CutKind, Edge, EdgeKind, Node, PyApiKind
 from ..store.reader import Index
 from .cuts import calls_cuts
@@ -88,12 +88,7 @@ def _binding(ix: Index, spelling: str, e: Edge, module_unknown: bool = False) ->
 
 
 def _callee_sites(ix: Index, calls: list[Edge]) -> dict[str, int]:
-    names = sorted({callee_name(e) for e in calls if e.kind is EdgeKind.CALL})
-    if not names:
-        return {}
-    marks = ", ".join("?" * len(names))
-    found = dict(ix.q(f"SELECT callee, COUNT(*) FROM cpp_call WHERE callee IN ({marks}) GROUP BY callee", names))
-    return {n: found.get(n, 0) for n in names}
+    return {n: call_count(ix, n) for n in sorted({callee_name(e) for e in calls if e.kind is EdgeKind.CALL})}
 
 
 def callee_name(e: Edge) -> str:

@@ -25,7 +25,7 @@ from ..graph.cpp_types import structured_base
 from ..graph.nodes import CPP_KINDS, cpp_node, op_node, symbol_id
 from ..graph.op_edges import kernel_of
 from ..graph.registry import registry
-from ..graph.symbols import symbol
+from ..graph.symbols import call_count, symbol
 from ..model import CppSymbol, Cut, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, SymbolKind, is_composite
 from ..store.reader import Index
 from .cuts import named, node_arg, tool_call
@@ -148,16 +148,11 @@ class _Into:
         sym = symbol(self.ix, sid) if sid is not None else None
         if sym is None or sym.kind.is_structured:  # the generated wrappers call those as op.meta / op.impl
             return None
-        n = self.ix.memo("error_call_counts", sym.name, lambda: _call_count(self.ix, sym.name), 0)
+        n = call_count(self.ix, sym.name)
         if n <= FAN_IN:
             return None
         self.fan_in.append(_summary(self.ix, node, sym.name, n, self.prefer))
         return sym
-
-
-def _call_count(ix: Index, name: str) -> int:
-    row = ix.one("SELECT count(*) FROM cpp_call WHERE callee = ?", (name,))
-    return int(row[0]) if row else 0
 
 
 def _op_callers_by_name(ix: Index, node: Node) -> list[Edge]:
