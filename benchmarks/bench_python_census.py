@@ -365,6 +365,64 @@ def c_calls(root: Path) -> dict[str, str]:
     return out
 
 
+_BUILTIN_VALUES = (ast.Dict, ast.DictComp, ast.List, ast.ListComp, ast.Set, ast.SetComp, ast.Tuple, ast.JoinedStr)
+_BUILTIN_CALLS = frozenset({"set", "dict", "list", "tuple", "frozenset", "sorted", "str"})
+
+
+def _builtin_value(v: ast.AST) -> bool:
+    """A literal, comprehension or f-string, or a call of a builtin container's constructor (``set()``)."""
+    if isinstance(v, _BUILTIN_VALUES):
+        return True
+    return isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id in _BUILTIN_CALLS
+
+
+def tensor_methods(root: Path) -> set[str]:
+    """Names of the ops native_functions.yaml gives a method variant (``add``, ``values``, ``sort``)."""
+    text = (root / "aten/src/ATen/native/native_functions.yaml").read_text()
+    out: set[str] = set()
+    for entry in re.split(r"\n(?=- func:)", text):
+        m = re.match(r"\s*-?\s*func:\s*([\w]+)", entry)
+        if m and re.search(r"\n\s*variants:[^\n]*\bmethod\b", entry):
+            out.add(m.group(1))
+    return out
+
+
+def builtin_receiver_calls(root: Path) -> list[tuple[str, str, int]]:
+    """(function full name, ``x.m`` as written, line) for each method call of torch/** functions (module level, or
+    methods of module-level classes) whose receiver ``x`` is a local every binding of which, in the function's own
+    body, assigns a builtin container or an f-string (parameters, unpacking, loop targets, global / nonlocal names
+    excluded), and whose method ``m`` is also a Tensor method's name."""
+    methods = tensor_methods(root)
+    out: list[tuple[str, str, int]] = []
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef)
+    for rel, tree in parsed_files(root, "torch", "**/*.py"):
+        module = module_name(rel)
+        scopes = [(f"{module}.{f.name}", f) for f in tree.body if isinstance(f, defs)]
+        scopes += [(f"{module}.{c.name}.{f.name}", f) for c in tree.body if isinstance(c, ast.ClassDef)
+                   for f in c.body if isinstance(f, defs)]
+        for fq, fn in scopes:
+            nodes = list(_own_nodes(fn))
+            stores: Counter[str] = Counter()
+            builtin: Counter[str] = Counter()
+            excluded = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+            for n in nodes:
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                    stores[n.id] += 1
+                elif isinstance(n, ast.Assign) and _builtin_value(n.value):
+                    builtin.update(t.id for t in n.targets if isinstance(t, ast.Name))
+                elif isinstance(n, (ast.Global, ast.Nonlocal)):
+                    excluded.update(n.names)
+            for n in ast.walk(fn):  # a nested function's nonlocal rebinds this one's name
+                if isinstance(n, ast.Nonlocal):
+                    excluded.update(n.names)
+            typed = {x for x, k in stores.items() if k == builtin[x] and x not in excluded}
+            for n in nodes:
+                if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+                        and n.func.value.id in typed and n.func.attr in methods):
+                    out.append((fq, f"{n.func.value.id}.{n.func.attr}", n.lineno))
+    return out
+
+
 def _own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
     """The nodes of a function's own body: not those of the functions, lambdas and classes defined in it."""
     stack = list(ast.iter_child_nodes(fn))
@@ -613,6 +671,34 @@ def census_c_calls(server: tt.McpStdio, root: Path) -> dict:
     return {"names": len(found), "bound": bound, "linked": linked, "misses": dict(misses), "missed": missed}
 
 
+def census_builtin_receivers(server: tt.McpStdio, root: Path) -> dict:
+    """For each builtin_receiver_calls() call: trace(<function>) lists no op for it (before Note [Builtin receivers],
+    ``memo.add(m)`` on ``memo = set()`` was taken for a Tensor's ``add``)."""
+    calls = builtin_receiver_calls(root)
+    by_fn: dict[str, list[tuple[str, int]]] = {}
+    for fq, written, line in calls:
+        by_fn.setdefault(fq, []).append((written, line))
+    right = 0
+    misses: Counter[str] = Counter()
+    missed = []
+    for fq, sites in sorted(by_fn.items()):
+        sc, _text = server.tool("trace", function_name=fq, focus="dispatch")
+        entry = (sc["result"] or {}).get("entry") if sc.get("kind") == "result" else None
+        if entry is None:
+            misses["trace of the function: not found"] += len(sites)
+            missed += [f"{fq}: {w} line {ln}: not found" for w, ln in sites]
+            continue
+        wrong = {(e["written"], e["site"]["line"]) for e in entry.get("calls", [])
+                 if e["dst"]["kind"] == "op" and e.get("site")}
+        for written, line in sites:
+            if (written, line) in wrong:
+                misses["taken for a Tensor method: the call reaches an op"] += 1
+                missed.append(f"{fq}: {written} line {line}")
+            else:
+                right += 1
+    return {"calls": len(calls), "functions": len(by_fn), "right": right, "misses": dict(misses), "missed": missed}
+
+
 # ------------------------------------------------------------------ report
 
 def frac(a: int, b: int) -> str:
@@ -636,6 +722,7 @@ def main(argv: list[str] | None = None) -> int:
             binds = census_bindings(server, h.root)
             types = census_type_methods(server, h.root)
             ccalls = census_c_calls(server, h.root)
+            recv = census_builtin_receivers(server, h.root)
     except tt.AdapterError as exc:
         print(f"bench_python_census: {exc}", file=sys.stderr)
         return 2
@@ -689,12 +776,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  missed, {why}: {n}")
     for m in ccalls["missed"][:20]:
         print(f"    {m}")
+    print(f"builtin receivers: method calls on a local that holds a builtin container (memo = set(); memo.add(m)), "
+          f"the method also a Tensor method's name: trace of the function lists no op for them  "
+          f"{frac(recv['right'], recv['calls'])} over {recv['functions']} functions")
+    for why, n in sorted(recv["misses"].items(), key=lambda kv: -kv[1]):
+        print(f"  missed, {why}: {n}")
+    for m in recv["missed"][:20]:
+        print(f"    {m}")
     seconds = round(time.monotonic() - t0, 1)
     print(f"time: {seconds} s")
     if args.json:
         Path(args.json).write_text(json.dumps({"optimizers": opt, "modules": mods, "submodules": subs, "tests": tests,
                                                "bindings": binds, "type_methods": types, "c_calls": ccalls,
-                                               "seconds": seconds}, indent=1))
+                                               "builtin_receivers": recv, "seconds": seconds}, indent=1))
     return 0
 
 

@@ -137,6 +137,73 @@ def test_calls_are_dotted_callees_of_their_enclosing_function():
             assert f.line <= c.line <= f.end_line
 
 
+RECEIVERS = """\
+import collections
+from typing import Dict, Optional, Set
+
+
+def named_modules(self, memo: Optional[Set["Module"]] = None, prefix: str = "", *args, **kwargs):
+    if memo is None:
+        memo = set()
+    memo.add(self)  # memo.add: set
+    prefix.split(".")  # prefix.split: str
+    args.index(self)  # args.index: tuple
+    kwargs.values()  # kwargs.values: dict
+    seen = {}
+    seen.values()  # seen.values: dict
+    counts = collections.Counter()
+    counts.values()  # counts.values: dict
+    names: Dict[str, int] = make()
+    names.values()  # names.values: dict
+    items = dict(kwargs)
+    items = sorted(items.items())  # items.items: builtins
+    items.sort()  # items.sort: builtins
+    picked = [] if prefix else None
+    picked.sort()  # picked.sort: list
+    text = ", ".join(prefix)
+    text.split(",")  # text.split: str
+    msg = "%s" % prefix
+    msg.split()  # msg.split: str
+    acc = []
+    acc += [1]
+    acc.index(1)  # acc.index: list
+    out = make()
+    out.add(1)  # out.add: ?
+    both = set()
+    both, other = make()
+    both.add(1)  # both.add: ?
+    loop = set()
+    for loop in make():
+        loop.add(1)  # loop.add: ?
+    shadow = set()
+    shadow.add(2)  # shadow.add: ?
+    f = lambda shadow: shadow.add(1)  # shadow.add: ?
+    bound = []
+    def inner():
+        nonlocal bound
+        bound = make()
+        bound.add(1)  # bound.add: ?
+    bound.add(1)  # bound.add: ?
+    self.memo.add(1)  # self.memo.add: ?
+    untyped.add(1)  # untyped.add: ?
+"""
+
+
+def test_a_local_that_holds_a_builtin_marks_its_method_calls():
+    """Note [Builtin receivers]: each call line above says, after ``#``, what the receiver of its method call
+    holds ("?": not known, so a Tensor is assumed when the method is a Tensor's)."""
+    facts = extract_python("torch/nn/modules/module.py", RECEIVERS.encode())
+    lines = RECEIVERS.splitlines()
+    got = {}
+    for c in facts["PyCall"]:
+        line = lines[c.line - 1]
+        if "#" in line and "." in c.callee and not c.callee.startswith(("make", "collections")):
+            got[c.line] = (c.callee, c.recv.value or "?")
+    want = {n: tuple(lines[n - 1].rsplit("  # ", 1)[1].split(": ")) for n in range(1, len(lines) + 1)
+            if "  # " in lines[n - 1]}
+    assert got == want
+
+
 def test_decorator_calls_belong_to_the_enclosing_scope():
     facts = facts_of("torch/_decomp/decompositions.py")
     module_level = [c.callee for c in facts["PyCall"] if c.func == -1]

@@ -12,7 +12,7 @@ from ast import AST, Attribute, Call, Constant, Expr, Name
 from collections.abc import Collection
 from typing import Any
 
-from ..model import FileFacts, FileProblems
+from ..model import FileFacts, FileProblems, PyCall
 
 # Bigger files are refused: nothing in PyTorch comes close (largest is 1.2 MB), and
 # a worker must not be taken down by a pathological input.
@@ -140,6 +140,24 @@ def text(node: AST | None, limit: int = _MAX_TEXT) -> str:
 
 def decorator_texts(node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     return [text(d) for d in node.decorator_list]
+
+
+def decorator_calls(node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef, func: int, calls: list[PyCall],
+                    stack: list) -> None:
+    """Decorator expressions run in the enclosing scope: their calls belong there (PyCall rows of ``func`` appended
+    to ``calls``); what is left to walk of them goes on the scope's ``stack``."""
+    for d in node.decorator_list:
+        if d.__class__ is Call:
+            name = dotted(d.func)
+            if name is not None:
+                calls.append(PyCall(func, name, d.lineno))
+            else:
+                stack.append(d.func)
+            for k in d.keywords:
+                stack.append(k.value)
+            stack.extend(d.args)
+        elif d.__class__ is not Name and dotted(d) is None:
+            stack.append(d)
 
 
 def _arg(a: ast.arg, default: AST | None, prefix: str = "") -> str:

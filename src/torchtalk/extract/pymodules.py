@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import json
-from ast import Attribute, Call, Constant, Name
+from ast import Attribute, Call, Constant, Name, Store
 from dataclasses import replace
 
 from ..model import (
@@ -31,6 +31,7 @@ from .pyast import (
     DEFS,
     BranchArms,
     block_statements,
+    decorator_calls,
     decorator_texts,
     dedupe_oprefs,
     doc_assigned,
@@ -45,6 +46,7 @@ from .pyast import (
     signature,
     text,
 )
+from .pyrecv import BINDS, Receivers
 from .raises_py import CALL_NAMES, HOOKS, PyRaises, on_call
 
 _FuncDef, _AsyncDef, _ClassDef = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef
@@ -81,6 +83,7 @@ class _Extractor:
         self.is_refs = relpath.startswith("torch/_refs/")
         self.refs_all: set[str] | None = None
         self.pending: list[tuple[list[int], dict[str, list[str]], dict[tuple[str, str], int], BranchArms | None]] = []
+        self.open_scopes: list[Receivers] = []  # of the functions whose walk is under way
         self.raises = PyRaises(tree, self.aliases, data)
 
     def run(self) -> FileFacts:
@@ -179,9 +182,10 @@ class _Extractor:
 
     # ------------------------------------------------------------ scopes
 
-    def _scope(self, body: list, func: int, qual: str, cls: str) -> None:
+    def _scope(self, body: list, func: int, qual: str, cls: str, args: ast.arguments | None = None) -> None:
         """Walk one scope's statements. ``func``: enclosing PyFunction index (-1 at module
-        level); ``qual``: qualname prefix for defs here; ``cls``: class qualname if a class body."""
+        level); ``qual``: qualname prefix for defs here; ``cls``: class qualname if a class body; ``args``:
+        the parameters of a function's body."""
         calls, append_call = self.calls, self.calls.append
         first = len(calls)
         local: dict[str, list[str]] = {}  # func = _multi_tensor_sgd: callee aliases in a def
@@ -189,12 +193,17 @@ class _Extractor:
         assigned_at: dict[tuple[str, str], int] = {}  # (alias, value) -> the line of its first assignment
         pending: list[int] = []  # calls through a bare local name, resolved at scope end
         arms = BranchArms() if func >= 0 else None
+        recv = Receivers(args, self.open_scopes) if args is not None else None  # Note [Builtin receivers]
         stack = list(reversed(body))
         pop = stack.pop
         while stack:
             n = pop()
             t = n.__class__
-            if t is Name or t is Constant:
+            if t is Name:
+                if recv is not None and n.ctx.__class__ is Store:
+                    recv.stored(n.id)
+                continue
+            if t is Constant:
                 continue
             if t is Call:
                 f = n.func
@@ -202,6 +211,8 @@ class _Extractor:
                 if name is not None:
                     if func >= 0 and f.__class__ is Name:
                         pending.append(len(calls))
+                    elif recv is not None and f.__class__ is Attribute and f.value.__class__ is Name:
+                        recv.calls.append(len(calls))
                     append_call(PyCall(func, name, n.lineno))
                     if name in CALL_NAMES:
                         on_call(self.raises, n, name, func, strs)
@@ -237,6 +248,8 @@ class _Extractor:
                 hook = HOOKS.get(t)
                 if hook is not None:
                     hook(self.raises, n, func, strs)
+                if recv is not None and t in BINDS:
+                    recv.bind(n)
                 if t is _If and arms is not None:
                     arms.add(n)
                 elif t is _Assign and func >= 0 and len(n.targets) == 1 and n.targets[0].__class__ is Name:
@@ -256,6 +269,8 @@ class _Extractor:
                     arm = arms.of(c.line)
                     if arm is not None:
                         calls[i] = replace(c, branch=arm[0], branch_line=arm[1])
+        if recv is not None:
+            recv.apply(calls)
         if pending and local:
             self.pending.append((pending, local, assigned_at, arms if arms is not None and arms.spans else None))
 
@@ -274,21 +289,6 @@ class _Extractor:
                         self.calls[i] = row
                     else:
                         self.calls.append(row)
-
-    def _decorators(self, node, func: int, stack: list) -> None:
-        """Decorator expressions run in the enclosing scope: their calls belong there."""
-        for d in node.decorator_list:
-            if d.__class__ is Call:
-                name = dotted(d.func)
-                if name is not None:
-                    self.calls.append(PyCall(func, name, d.lineno))
-                else:
-                    stack.append(d.func)
-                for k in d.keywords:
-                    stack.append(k.value)
-                stack.extend(d.args)
-            elif d.__class__ is not Name and dotted(d) is None:
-                stack.append(d)
 
     def _def(self, n, func: int, qual: str, cls: str, stack: list, local) -> None:
         idx = len(self.funcs)
@@ -317,7 +317,7 @@ class _Extractor:
             self.module, qualname, n.name, cls, signature(n), n.lineno, n.end_lineno or n.lineno,
             first_doc_line(n), json.dumps(decos), kind,
         ))
-        self._decorators(n, func, stack)
+        decorator_calls(n, func, self.calls, stack)
         a = n.args
         stack.extend(x for x in a.kw_defaults if x is not None)
         stack.extend(a.defaults)
@@ -325,7 +325,7 @@ class _Extractor:
             self.module_funcs[n.name] = idx
             if self.is_refs and self._is_ref(n.name, decos):
                 self.oprefs.append(PyOpRef(PyOpRefKind.REF, ref_op(self.module, n.name), idx, n.lineno))
-        self._scope(n.body, idx, qualname + ".<locals>.", "")
+        self._scope(n.body, idx, qualname + ".<locals>.", "", n.args)
 
     def _is_ref(self, name: str, decos: list[str]) -> bool:
         if any(d.startswith("out_wrapper") for d in decos):
@@ -340,7 +340,7 @@ class _Extractor:
             self.module, qualname, n.name, json.dumps(bases), n.lineno, n.end_lineno or n.lineno,
             first_doc_line(n) or doc_assigned(n.body), json.dumps(decorator_texts(n)),
         ))
-        self._decorators(n, func, stack)
+        decorator_calls(n, func, self.calls, stack)
         for b in n.bases:
             if b.__class__ is not Name and dotted(b) is None:
                 stack.append(b)

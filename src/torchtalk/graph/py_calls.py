@@ -114,9 +114,10 @@ def py_call_edges(ix: Index, node: Node, ctx: PyContext | None = None) -> list[E
         ctx = own_context(ix, fn)
     out: list[Edge] = []
     seen: set[str] = set()
+    # A method of a local that holds a builtin (memo = set(); memo.add(m)) reaches nothing: Note [Builtin receivers]
     for callee, line, file_id, arm, head, chosen in ix.q(
-            "SELECT callee, line, file_id, branch, branch_line, chosen FROM py_call WHERE func = ? ORDER BY line, id",
-            (fn.row_id,)):
+            "SELECT callee, line, file_id, branch, branch_line, chosen FROM py_call WHERE func = ? AND recv = '' "
+            "ORDER BY line, id", (fn.row_id,)):
         if callee in seen:
             continue  # the same callee again (a guard repeated in branches): once is enough
         seen.add(callee)
@@ -154,7 +155,8 @@ def _callers(ix: Index, node: Node) -> list[Edge]:
     for last in sorted(lasts):
         for module, qualname, callee, file_id, line in ix.q(
                 "SELECT f.module, f.qualname, c.callee, c.file_id, c.line FROM py_call c JOIN py_function f "
-                "ON f.id = c.func WHERE c.callee = ? OR c.callee LIKE ? ESCAPE '\\' ORDER BY c.file_id, c.line",
+                "ON f.id = c.func WHERE (c.callee = ? OR c.callee LIKE ? ESCAPE '\\') AND c.recv = '' "
+                "ORDER BY c.file_id, c.line",
                 (last, "%." + like_literal(last))):
             fn = names.definition(f"{module}.{qualname}")
             if fn is None or fn.kind is not PyDefKind.FUNCTION:

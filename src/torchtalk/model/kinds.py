@@ -166,6 +166,21 @@ class PyFunctionKind(StrEnum):
     ASYNC = "async"
 
 
+class PyReceiver(StrEnum):
+    """What a Python method call's receiver is known to hold (Note [Builtin receivers] in model/python.py)."""
+
+    UNKNOWN = ""  # anything: a Tensor method is assumed when the name is one
+    SET = "set"
+    FROZENSET = "frozenset"
+    DICT = "dict"  # dict, collections.defaultdict / OrderedDict / Counter
+    LIST = "list"
+    TUPLE = "tuple"
+    STR = "str"
+    BYTES = "bytes"
+    DEQUE = "deque"
+    BUILTINS = "builtins"  # bound to builtins of more than one kind (a dict, later a list of its items)
+
+
 class PyOpRefKind(StrEnum):
     """Where an op is given Python meaning."""
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Annotated
 
 from .facts import Ref, Stored, check_enum, check_line
-from .kinds import PyFunctionKind, PyOpRefKind
+from .kinds import PyFunctionKind, PyOpRefKind, PyReceiver
 from .loc import Loc
 
 
@@ -55,6 +55,17 @@ class PyFunction:
         return Loc(self.path, self.line)
 
 
+# Note [Builtin receivers]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# ``memo.add(m)`` in Module.named_modules is a set's ``add``, not the op ``add``: a method call on a name of
+# unknown type is taken for a Tensor method when the name is one (graph/py_calls.py, flagged "receiver not
+# typed"), but a local whose every binding in its function is a builtin container or string (``memo = set()``,
+# ``seen = {}``, ``keys = sorted(...)``, ``msg = f"..."``, ``x = None`` aside), or a parameter annotated with one
+# (``memo: Optional[Set[Module]] = None``, ``*args``, ``**kwargs``) and never bound otherwise, holds that builtin
+# wherever the function calls its methods. Such a call records the builtin (``PyCall.recv``) and reaches no op.
+# A name bound any other way (unpacked, a loop or ``with`` target, ``global`` / ``nonlocal``) stays unknown.
+
+
 @dataclass(frozen=True, slots=True)
 class PyCall:
     func: Annotated[int, Ref("PyFunction")]  # the enclosing function, NO_REF at module level
@@ -68,11 +79,13 @@ class PyCall:
     branch: str = ""
     branch_line: int = 0
     chosen: int = 0  # func = _fused_adamw; func(...): the line of the assignment (0 for a call by its own name)
+    recv: PyReceiver = PyReceiver.UNKNOWN  # ``x.m()``: what x holds, when the function shows it is a builtin
     id: Annotated[int, Stored.ID] = field(default=0, compare=False)
     path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         check_line("PyCall", self.line)
+        check_enum("PyCall", "recv", self.recv, PyReceiver)
 
     @property
     def loc(self) -> Loc:

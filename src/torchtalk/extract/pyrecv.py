@@ -1,0 +1,166 @@
+"""Locals of a Python function that hold a builtin container (Note [Builtin receivers] in model/python.py).
+
+``Receivers`` is fed by the scope walk of extract/pymodules.py as it passes the function's nodes: every name
+stored (``stored``), every statement that binds a name with a known value (``bind``), every call of a method of
+a bare name (``call``); at the end of the scope, ``apply`` marks those calls whose receiver holds one builtin on
+every binding. Nothing here walks a tree: it costs a few dict operations per binding.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+from ..model import PyCall, PyReceiver
+
+R = PyReceiver
+# Constructors and annotations that name a builtin, bare or under their module (collections.deque, typing.Set).
+_CALLS = {"set": R.SET, "frozenset": R.FROZENSET, "dict": R.DICT, "defaultdict": R.DICT, "OrderedDict": R.DICT,
+          "Counter": R.DICT, "list": R.LIST, "sorted": R.LIST, "tuple": R.TUPLE, "str": R.STR, "repr": R.STR,
+          "bytes": R.BYTES, "bytearray": R.BYTES, "deque": R.DEQUE}
+_TYPES = {"set": R.SET, "Set": R.SET, "MutableSet": R.SET, "frozenset": R.FROZENSET, "FrozenSet": R.FROZENSET,
+          "dict": R.DICT, "Dict": R.DICT, "DefaultDict": R.DICT, "OrderedDict": R.DICT, "Counter": R.DICT,
+          "defaultdict": R.DICT, "list": R.LIST, "List": R.LIST, "tuple": R.TUPLE, "Tuple": R.TUPLE,
+          "str": R.STR, "bytes": R.BYTES, "deque": R.DEQUE, "Deque": R.DEQUE}
+_OPTIONAL = {"Optional": R.UNKNOWN}
+_MODULES = frozenset({"collections", "typing", "builtins", "typing_extensions"})
+_LITERALS = {ast.Dict: R.DICT, ast.DictComp: R.DICT, ast.List: R.LIST, ast.ListComp: R.LIST, ast.Set: R.SET,
+             ast.SetComp: R.SET, ast.Tuple: R.TUPLE, ast.JoinedStr: R.STR}
+_NONE = object()  # ``x = None``: no value whose methods are called
+# The statements (and lambdas, whose parameters shadow) that ``Receivers.bind`` reads.
+BINDS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Global, ast.Nonlocal, ast.Lambda})
+
+
+def _named(node: ast.expr, table: dict[str, PyReceiver]) -> PyReceiver | None:
+    """``set`` / ``collections.deque`` / ``typing.Set`` as ``table`` maps it; None for any other name."""
+    if node.__class__ is ast.Name:
+        return table.get(node.id)
+    if node.__class__ is ast.Attribute and node.value.__class__ is ast.Name and node.value.id in _MODULES:
+        return table.get(node.attr)
+    return None
+
+
+def value_kind(v: ast.expr | None) -> PyReceiver | object | None:
+    """The builtin an expression makes, ``_NONE`` for None, or None when the function does not show it."""
+    if v is None:
+        return None
+    t = v.__class__
+    if t in _LITERALS:
+        return _LITERALS[t]
+    if t is ast.Constant:
+        c = v.value
+        return R.STR if isinstance(c, str) else R.BYTES if isinstance(c, bytes) else _NONE if c is None else None
+    if t is ast.Call:
+        f = v.func
+        if f.__class__ is ast.Attribute and f.value.__class__ is ast.Constant and isinstance(f.value.value, str):
+            return R.STR  # ", ".join(...), "{}".format(...)
+        return _named(f, _CALLS)
+    if t is ast.IfExp:
+        a, b = value_kind(v.body), value_kind(v.orelse)
+        if a is None or b is None:
+            return None
+        return b if a is _NONE else a if b is _NONE or a == b else R.BUILTINS
+    if t is ast.BinOp and v.op.__class__ in (ast.Add, ast.Mod) and value_kind(v.left) is R.STR:
+        return R.STR  # "..." % args, "..." + name
+    return None
+
+
+def annotation_kind(a: ast.expr | None) -> PyReceiver | None:
+    """The builtin an annotation names: ``Set[str]``, ``Optional[Dict[str, int]]``, ``list[int] | None``,
+    ``"Set[Module]"``; None for any other annotation."""
+    if a is None:
+        return None
+    if a.__class__ is ast.Constant and isinstance(a.value, str):
+        try:
+            a = ast.parse(a.value, mode="eval").body
+        except SyntaxError:
+            return None
+    if a.__class__ is ast.Subscript:
+        if _named(a.value, _OPTIONAL) is not None:
+            return annotation_kind(a.slice)
+        a = a.value
+    elif a.__class__ is ast.BinOp and a.op.__class__ is ast.BitOr:  # X | None
+        sides = [s for s in (a.left, a.right) if not (s.__class__ is ast.Constant and s.value is None)]
+        return annotation_kind(sides[0]) if len(sides) == 1 else None
+    return _named(a, _TYPES)
+
+
+class Receivers:
+    """The builtins the locals of one function scope hold (Note [Builtin receivers])."""
+
+    __slots__ = ("kinds", "stores", "explained", "unknown", "calls", "open")
+
+    def __init__(self, args: ast.arguments | None, open_scopes: list[Receivers]) -> None:
+        """``open_scopes``: the Receivers of the enclosing functions, whose walks are not done (a ``nonlocal``
+        here rebinds their names); this one joins them until ``apply``."""
+        self.open = open_scopes
+        open_scopes.append(self)
+        self.kinds: dict[str, set[object]] = {}  # name -> what its bindings and annotation make
+        self.stores: dict[str, int] = {}  # name -> times the scope stores it
+        self.explained: dict[str, int] = {}  # name -> stores that bind a builtin (or None)
+        self.unknown: set[str] = set()
+        self.calls: list[int] = []  # indices of calls of a method of a bare name
+        if args is None:
+            return
+        for p in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+            kind = annotation_kind(p.annotation)
+            if kind is None:
+                self.unknown.add(p.arg)
+            else:
+                self.kinds[p.arg] = {kind}
+        if args.vararg is not None:
+            self.kinds[args.vararg.arg] = {R.TUPLE}
+        if args.kwarg is not None:
+            self.kinds[args.kwarg.arg] = {R.DICT}
+
+    def stored(self, name: str) -> None:
+        self.stores[name] = self.stores.get(name, 0) + 1
+
+    def bind(self, n: ast.stmt) -> None:
+        """A node of the scope that may bind names (``BINDS``): an assignment, ``global`` / ``nonlocal``, a lambda."""
+        t = n.__class__
+        if t is ast.Global or t is ast.Nonlocal:
+            for scope in self.open:  # this one, and the functions around it whose names a nonlocal rebinds
+                scope.unknown.update(n.names)
+            return
+        if t is ast.Lambda:
+            a = n.args
+            self.unknown.update(p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if p)
+            return
+        if t is ast.AugAssign:  # x += [...]: a container keeps its type
+            kind: object = _NONE
+            targets = [n.target]
+        elif t is ast.AnnAssign:  # the annotation declares what a value (or None) the file does not show holds
+            kind = value_kind(n.value)
+            if kind is None or kind is _NONE:
+                kind = annotation_kind(n.annotation) or kind
+            targets = [n.target]
+        else:
+            kind = value_kind(n.value)
+            targets = n.targets
+        for tg in targets:
+            if tg.__class__ is ast.Name:
+                if kind is None:
+                    self.unknown.add(tg.id)
+                else:
+                    self.explained[tg.id] = self.explained.get(tg.id, 0) + 1
+                    self.kinds.setdefault(tg.id, set()).add(kind)
+
+    def kind_of(self, name: str) -> PyReceiver | None:
+        if name in self.unknown or self.stores.get(name, 0) != self.explained.get(name, 0):
+            return None
+        kinds = self.kinds.get(name, set()) - {_NONE}
+        if len(kinds) > 1:
+            return R.BUILTINS
+        return next(iter(kinds)) if kinds else None  # type: ignore[return-value]
+
+    def apply(self, calls: list[PyCall]) -> None:
+        """Mark the scope's calls of a method of a name that holds one builtin; the scope is done."""
+        self.open.remove(self)
+        for i in self.calls:
+            c = calls[i]
+            head, _, rest = c.callee.partition(".")
+            kind = self.kind_of(head) if rest and "." not in rest else None
+            if kind is not None:
+                calls[i] = replace(c, recv=kind)
+
