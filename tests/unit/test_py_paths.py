@@ -132,3 +132,29 @@ def test_a_forward_calls_the_submodules_its_init_made(paths_indexed):
     callers = {(e.src.key, e.site.line, e.how) for e in graph(paths_indexed).into(linear_fwd, [EdgeKind.PY_CALL])}
     assert {("torch.nn.modules.block.Block.forward", 37, EdgeHow.ATTRIBUTE),
             ("torch.nn.modules.block.Block.forward", 40, EdgeHow.ATTRIBUTE)} <= callers
+
+
+def test_a_second_call_of_a_function_the_tree_expands_is_listed_beside_the_first(paths_indexed):
+    """Note [Calls shown once]: the walk steps into Linear.forward once, at ``self.proj``; ``self.head(...)`` runs it
+    too and is in the tree (and its text) as a call shown at another call, not dropped."""
+    res, text = call(paths_indexed, "trace_module", module_name="torch.nn.modules.block.Block")
+    head = [(n.target, n.site.line, n.shown_above, n.children) for n in res.entry.calls if n.written == "self.head"]
+    assert head == [("torch.nn.modules.linear.Linear.forward", 40, True, [])]
+    proj = [n for n in res.entry.calls if n.written == "self.proj"]
+    assert [(n.shown_above, bool(n.children)) for n in proj] == [(False, True)]
+    assert "- also calls, each shown at another call: self.head (line 40)" in text.splitlines()
+
+
+def test_a_tree_cut_by_its_budget_keeps_the_shallow_calls(paths_indexed, monkeypatch):
+    """The tree's line budget is spent level by level: a forward's own calls are shown before what they call."""
+    from torchtalk.render import modules as render
+
+    full, _ = call(paths_indexed, "trace_module", module_name="torch.nn.modules.block.Block")
+    top = [n.written for n in full.entry.calls if not n.shown_above]
+    monkeypatch.setattr(render, "MAX_TREE_LINES", len(top) + 1)
+    res, text = call(paths_indexed, "trace_module", module_name="torch.nn.modules.block.Block")
+    lines = text.splitlines()
+    calls = lines[lines.index("forward calls:") + 1:]
+    assert [ln.split(" -> ")[0][2:] for ln in calls[:len(top)]] == top  # each at the top level, none indented
+    assert calls[len(top)] == "- also calls, each shown at another call: self.head (line 40)"
+    assert calls[len(top) + 1].startswith("- ... calls: showing ") and "the deepest are left out first" in text

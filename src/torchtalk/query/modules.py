@@ -19,11 +19,11 @@ from ..graph.py_calls import PyContext, function_node, method_of
 from ..graph.pynames import PyDef, pynames
 from ..graph.registry import OpRegistry, registry
 from ..link.pyclasses import ROOTS
-from ..model import Cut, Edge, EdgeHow, EdgeKind, Loc, NodeKind, Op
+from ..model import Cut, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op
 from ..store.reader import Index, like_literal
 from .args import clean_text
 from .cuts import explore, named
-from .pywalk import Choice, walk_to_ops
+from .pywalk import Choice, PyWalk, walk_to_ops
 from .results import NotFound
 
 # Followed into their bodies: the module families a trace is about. Other callees are shown, not expanded.
@@ -52,6 +52,7 @@ class CallNode:
     ops: list[Op] = field(default_factory=list)
     children: list[CallNode] = field(default_factory=list)
     note: str = ""
+    shown_above: bool = False  # a call of a function the tree expands at another call (Note [Calls shown once])
 
 
 @dataclass
@@ -132,12 +133,15 @@ def _mro(ix: Index, cls: ClassInfo) -> list[ClassInfo]:
     return [cls] + [r for fq in pynames(ix).mro(cls.fq)[1:] for r in _class_rows(ix, "fq = ?", (fq,))[:1]]
 
 
-def _tree(steps: list[Step], reg: OpRegistry) -> tuple[list[CallNode], OrderedDict[str, tuple[Op, list[str]]]]:
-    """The walk's PY_CALL steps as a call tree, and the ops reached with the paths that reach them."""
+def _tree(walk: PyWalk, start: Node, reg: OpRegistry) -> tuple[list[CallNode],
+                                                                 OrderedDict[str, tuple[Op, list[str]]]]:
+    """The walk's PY_CALL steps as a call tree, with each function's other calls of what the tree expands
+    elsewhere (Note [Calls shown once]), and the ops reached with the paths that reach them."""
     ops: OrderedDict[str, tuple[Op, list[str]]] = OrderedDict()
     made: dict[int, CallNode] = {}  # id(step) -> its node
     roots: list[CallNode] = []
-    for s in steps:
+    below: dict[tuple[NodeKind, str], list[CallNode]] = {(start.kind, start.key): roots}  # a function's calls
+    for s in walk.steps:
         e = s.edge
         parent = made.get(id(s.parent)) if s.parent is not None else None
         if e.kind is EdgeKind.BINDING:  # name = _add_docstr(torch._C._nn.linear): the op it is bound to
@@ -152,9 +156,14 @@ def _tree(steps: list[Step], reg: OpRegistry) -> tuple[list[CallNode], OrderedDi
         shown = untyped or e.how is EdgeHow.ATTRIBUTE  # the assumption, or the assignment that made the callee
         node = CallNode(e.written, e.site or Loc("?", 0), target, e.dst.loc, note=e.note if shown else "")
         made[id(s)] = node
+        below.setdefault((e.dst.kind, e.dst.key), node.children)
         if e.dst.kind is NodeKind.OP:
             _note_op(reg, ops, node, e.dst.key, s)
         (parent.children if parent is not None else roots).append(node)
+    for key, edges in walk.again.items():
+        if key in below:
+            below[key] += [CallNode(e.written, e.site or Loc("?", 0), e.dst.label, e.dst.loc, shown_above=True)
+                           for e in sorted(edges, key=lambda e: e.site.line if e.site else 0)]
     return _merge_ops(roots), ops
 
 
@@ -203,9 +212,10 @@ def _walk(ix: Index, entry: PyDef, mro: list[ClassInfo], result: TraceModuleResu
         return e.written.startswith(("self.", "super().")) or e.dst.key.startswith(EXPANDED_PREFIXES)
 
     g = graph(ix).within(PyContext([c.fq for c in mro]))  # self is an instance of mro[0]
-    walk = walk_to_ops(g, function_node(entry), follow, _ops_first)
+    start = function_node(entry)
+    walk = walk_to_ops(g, start, follow, _ops_first)
     assert result.entry is not None
-    result.entry.calls, result.ops = _tree(walk.steps, registry(ix))
+    result.entry.calls, result.ops = _tree(walk, start, registry(ix))
     result.cuts = named(walk.cuts, lambda c: explore(c.at) if c.at is not None else "")
     result.choices, result.common = walk.choices, walk.common
 

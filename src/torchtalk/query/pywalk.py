@@ -65,6 +65,10 @@ class PyWalk:
     cuts: list[Cut]  # what the walk's limits left out (the caller names the call that shows each)
     choices: list[Choice] = field(default_factory=list)
     common: list[str] = field(default_factory=list)  # op full names reached without crossing a choice
+    # Note [Calls shown once]: a function the walk reached is stepped into once, at its first call; its other calls
+    # (self.norm2 after self.norm1, self.linear1 beside self.linear2) are edges the walk did not take. They are
+    # kept here, per calling function, so a call tree lists every call its functions make.
+    again: dict[_Key, list[Edge]] = field(default_factory=dict)
 
 
 def _key(n: Node) -> _Key:
@@ -140,4 +144,11 @@ def walk_to_ops(g: Graph, start: Node, follow: Callable[[Step], bool], rank: Ran
                 choice.arms.append(Arm(text, calls, list(ops)))
             choices.append(choice)
     common = list(reach(start, frozenset(crossed))) if crossed else list(reach(start))
-    return PyWalk(walk.steps, walk.cuts, choices, common)
+    taken = {(_key(s.parent.node) if s.parent is not None else _key(start), _key(s.node), s.edge.site,
+              s.edge.written) for s in walk.steps}
+    again: dict[_Key, list[Edge]] = {}
+    for node in order:
+        for e in own(node):
+            if e.dst.kind is not NodeKind.OP and (_key(node), _key(e.dst), e.site, e.written) not in taken:
+                again.setdefault(_key(node), []).append(e)
+    return PyWalk(walk.steps, walk.cuts, choices, common, again)

@@ -10,18 +10,44 @@ MAX_OTHERS = 12  # other classes of the name listed in the text (the structured 
 MAX_TREE_LINES = 60  # lines of the call tree; the structured answer holds the whole tree
 
 
-def _calls(nodes: list[CallNode], out: list[str], indent: int, budget: list[int]) -> None:
+def _chosen(roots: list[CallNode], lines: int) -> set[int]:
+    """``id``s of the calls the tree shows within ``lines``, level by level: a function's own calls before the
+    calls of what it calls, so what a budget cuts is the deepest detail. A function's calls of what the tree shows
+    at another call (Note [Calls shown once]) take one line together; their ids are chosen with it."""
+    chosen: set[int] = set()
+    level = [roots]
+    while level and lines > 0:
+        below = []
+        for nodes in level:
+            again = [n for n in nodes if n.shown_above]
+            for n in nodes:
+                if n.shown_above or lines <= 0:
+                    continue
+                chosen.add(id(n))
+                lines -= 1
+                below.append(n.children)
+            if again and lines > 0:
+                chosen.update(id(n) for n in again)
+                lines -= 1
+        level = below
+    return chosen
+
+
+def _calls(nodes: list[CallNode], out: list[str], indent: int, chosen: set[int]) -> None:
     pad = "  " * indent
     for n in nodes:
-        if budget[0] <= 0:
-            return
-        budget[0] -= 1
+        if n.shown_above or id(n) not in chosen:
+            continue
         where = f"  {n.target_loc}" if n.target_loc else ""
         target = f" -> {n.target}" if n.target and n.target != n.written else ""
         ops = f" -> op {', '.join(o.full_name for o in n.ops[:3])}" if n.ops else ""
         note = f"  ({n.note})" if n.note else ""
         out.append(f"{pad}- {n.written}{target}{where}{ops}  [at {n.site}]{note}")
-        _calls(n.children, out, indent + 1, budget)
+        _calls(n.children, out, indent + 1, chosen)
+    again = [n for n in nodes if n.shown_above and id(n) in chosen]
+    if again:
+        out.append(f"{pad}- also calls, each shown at another call: "
+                   + ", ".join(f"{n.written} (line {n.site.line})" for n in again))
 
 
 def _count(nodes: list[CallNode]) -> int:
@@ -45,10 +71,12 @@ def render_trace_module(r: TraceModuleResult) -> str:
         out += choice_lines(r.choices, r.common)
         if r.entry.calls:
             out.append(f"\n{r.entry.name} calls:")
-            _calls(r.entry.calls, out, 0, [MAX_TREE_LINES])
+            chosen = _chosen(r.entry.calls, MAX_TREE_LINES)
+            _calls(r.entry.calls, out, 0, chosen)
             total = _count(r.entry.calls)
-            if total > MAX_TREE_LINES:
-                out.append(f"- ... calls: {showing(MAX_TREE_LINES, total, IN_STRUCTURED)}")
+            if total > len(chosen):
+                out.append(f"- ... calls: {showing(len(chosen), total, IN_STRUCTURED)}; the deepest are left out "
+                           "first")
         else:
             out.append(f"\n{r.entry.name} makes no call TorchTalk could resolve.")
     else:
