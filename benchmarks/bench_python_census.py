@@ -423,6 +423,48 @@ def builtin_receiver_calls(root: Path) -> list[tuple[str, str, int]]:
     return out
 
 
+_FUNC_LINE = re.compile(r"^- func: (\w+)(?:\.(\w+))?\((.*)\) ->", re.M)
+_PUBLIC_DIRS = ("torch/nn", "torch/optim")
+
+
+def out_overloads(root: Path) -> dict[str, tuple[set[str], set[str]]]:
+    """Op base name -> (its out= overloads, the others), for the names that have both: an out= overload takes a
+    written-to (``(a!)``) argument after ``*``."""
+    text = (root / "aten/src/ATen/native/native_functions.yaml").read_text()
+    out: dict[str, tuple[set[str], set[str]]] = {}
+    for m in _FUNC_LINE.finditer(text):
+        name, overload, args = m.group(1), m.group(2), m.group(3)
+        full = f"{name}.{overload}" if overload else name
+        kw = args.split("*,", 1)[1] if "*," in args else ""
+        out.setdefault(name, (set(), set()))[0 if "!)" in kw else 1].add(full)
+    return {n: v for n, v in out.items() if v[0] and v[1]}
+
+
+def out_calls(root: Path) -> list[tuple[str, str, int, bool]]:
+    """(function full name, ``torch.X`` as written, line, passes out=) for each call ``torch.X(...)`` of the
+    functions of torch/nn and torch/optim (module level, or methods of module-level classes) where X has out= and
+    other overloads and the call passes no ``**mapping``."""
+    names = out_overloads(root)
+    found: list[tuple[str, str, int, bool]] = []
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef)
+    for folder in _PUBLIC_DIRS:
+        for rel, tree in parsed_files(root, folder, "**/*.py"):
+            module = module_name(rel)
+            scopes = [(f"{module}.{f.name}", f) for f in tree.body if isinstance(f, defs)]
+            scopes += [(f"{module}.{c.name}.{f.name}", f) for c in tree.body if isinstance(c, ast.ClassDef)
+                       for f in c.body if isinstance(f, defs)]
+            for fq, fn in scopes:
+                for n in _own_nodes(fn):
+                    if not isinstance(n, ast.Call):
+                        continue
+                    name = _dotted(n.func)
+                    if (name and name.startswith("torch.") and name.count(".") == 1 and name[6:] in names
+                            and all(k.arg for k in n.keywords)
+                            and not any(isinstance(a, ast.Starred) for a in n.args)):
+                        found.append((fq, name, n.lineno, any(k.arg == "out" for k in n.keywords)))
+    return found
+
+
 def _own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
     """The nodes of a function's own body: not those of the functions, lambdas and classes defined in it."""
     stack = list(ast.iter_child_nodes(fn))
@@ -697,6 +739,42 @@ def census_builtin_receivers(server: tt.McpStdio, root: Path) -> dict:
     return {"calls": len(calls), "functions": len(by_fn), "right": right, "misses": dict(misses), "missed": missed}
 
 
+def census_out_overloads(server: tt.McpStdio, root: Path) -> dict:
+    """For each out_calls() call: trace(<function>) lists for it the out= overloads of its name when it passes
+    out=, and only the others when it does not (Note [Overloads by arguments]: the argument parser needs out=)."""
+    calls = out_calls(root)
+    outs = out_overloads(root)
+    by_fn: dict[str, list[tuple[str, int, bool]]] = {}
+    for fq, written, line, passes in calls:
+        by_fn.setdefault(fq, []).append((written, line, passes))
+    right = 0
+    misses: Counter[str] = Counter()
+    missed = []
+    for fq, sites in sorted(by_fn.items()):
+        sc, _text = server.tool("trace", function_name=fq, focus="dispatch")
+        entry = (sc["result"] or {}).get("entry") if sc.get("kind") == "result" else None
+        listed: dict[tuple[str, int], set[str]] = {}
+        for e in (entry or {}).get("calls", []):
+            if e["dst"]["kind"] == "op" and e.get("site"):
+                listed.setdefault((e["written"], e["site"]["line"]), set()).add(e["dst"]["key"])
+        for written, line, passes in sites:
+            got = listed.get((written, line), set())
+            out_set = outs[written[len("torch."):]][0]
+            if not got:
+                why = "trace lists no op for the call"
+            elif passes and not got <= out_set:
+                why = "passes out=, but other overloads are listed"
+            elif not passes and got & out_set:
+                why = "passes no out=, but an out= overload is listed"
+            else:
+                right += 1
+                continue
+            misses[why] += 1
+            missed.append(f"{fq}: {written} line {line}: {why} ({sorted(got)[:4]})")
+    return {"calls": len(calls), "functions": len(by_fn), "with_out": sum(c[3] for c in calls), "right": right,
+            "misses": dict(misses), "missed": missed}
+
+
 # ------------------------------------------------------------------ report
 
 def frac(a: int, b: int) -> str:
@@ -721,6 +799,7 @@ def main(argv: list[str] | None = None) -> int:
             types = census_type_methods(server, h.root)
             ccalls = census_c_calls(server, h.root)
             recv = census_builtin_receivers(server, h.root)
+            outs = census_out_overloads(server, h.root)
     except tt.AdapterError as exc:
         print(f"bench_python_census: {exc}", file=sys.stderr)
         return 2
@@ -781,12 +860,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  missed, {why}: {n}")
     for m in recv["missed"][:20]:
         print(f"    {m}")
+    print(f"out= overloads: torch.X(...) calls of torch/nn and torch/optim functions, X with out= and other "
+          f"overloads ({outs['with_out']} of them pass out=): trace of the function lists the out= overloads "
+          f"exactly when the call passes out=  {frac(outs['right'], outs['calls'])} over {outs['functions']} functions")
+    for why, n in sorted(outs["misses"].items(), key=lambda kv: -kv[1]):
+        print(f"  missed, {why}: {n}")
+    for m in outs["missed"][:20]:
+        print(f"    {m}")
     seconds = round(time.monotonic() - t0, 1)
     print(f"time: {seconds} s")
     if args.json:
         Path(args.json).write_text(json.dumps({"optimizers": opt, "modules": mods, "submodules": subs, "tests": tests,
                                                "bindings": binds, "type_methods": types, "c_calls": ccalls,
-                                               "builtin_receivers": recv, "seconds": seconds}, indent=1))
+                                               "builtin_receivers": recv, "out_overloads": outs,
+                                               "seconds": seconds}, indent=1))
     return 0
 
 

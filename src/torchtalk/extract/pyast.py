@@ -142,6 +142,17 @@ def decorator_texts(node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
     return [text(d) for d in node.decorator_list]
 
 
+def call_shape(n: Call) -> dict[str, Any]:
+    """A call's shape (Note [Overloads by arguments]) as PyCall's keyword arguments: positional arguments
+    written (-1 if one is starred) and the keyword names ("**" for a ``**mapping``)."""
+    nargs = -1 if any(a.__class__ is ast.Starred for a in n.args) else len(n.args)
+    return {"nargs": nargs, "keywords": tuple(k.arg or "**" for k in n.keywords)} if n.args or n.keywords \
+        else _NO_ARGS
+
+
+_NO_ARGS: dict[str, Any] = {"nargs": 0, "keywords": ()}
+
+
 def decorator_calls(node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef, func: int, calls: list[PyCall],
                     stack: list) -> None:
     """Decorator expressions run in the enclosing scope: their calls belong there (PyCall rows of ``func`` appended
@@ -150,7 +161,7 @@ def decorator_calls(node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef,
         if d.__class__ is Call:
             name = dotted(d.func)
             if name is not None:
-                calls.append(PyCall(func, name, d.lineno))
+                calls.append(PyCall(func, name, d.lineno, **call_shape(d)))
             else:
                 stack.append(d.func)
             for k in d.keywords:

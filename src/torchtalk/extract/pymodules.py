@@ -31,6 +31,7 @@ from .pyast import (
     DEFS,
     BranchArms,
     block_statements,
+    call_shape,
     decorator_calls,
     decorator_texts,
     dedupe_oprefs,
@@ -213,7 +214,7 @@ class _Extractor:
                         pending.append(len(calls))
                     elif recv is not None and f.__class__ is Attribute and f.value.__class__ is Name:
                         recv.calls.append(len(calls))
-                    append_call(PyCall(func, name, n.lineno))
+                    append_call(PyCall(func, name, n.lineno, **call_shape(n)))
                     if name in CALL_NAMES:
                         on_call(self.raises, n, name, func, strs)
                     if n.args:
@@ -222,7 +223,7 @@ class _Extractor:
                             self._register(kind, n, -1, local)
                 elif f.__class__ is Attribute and func >= 0:
                     # (-input).softmax(dim), x.view(...).sum(): a method of whatever the expression gives
-                    append_call(PyCall(func, f"{EXPR}.{f.attr}", n.lineno))
+                    append_call(PyCall(func, f"{EXPR}.{f.attr}", n.lineno, **call_shape(n)))
                     stack.append(f.value)
                 elif f.__class__ is Call and self._call_of_registrar(n, f, func, local):
                     # the inner registrar call is handled: walk only its arguments
@@ -283,8 +284,8 @@ class _Extractor:
                 vals = [v for v in local.get(c.callee, ()) if v != c.callee]
                 for k, v in enumerate(vals):
                     chosen = assigned_at[(c.callee, v)]
-                    arm = arms.of(chosen) if arms is not None else None
-                    row = PyCall(c.func, v, c.line, arm[0] if arm else "", arm[1] if arm else 0, chosen)
+                    arm = (arms.of(chosen) if arms is not None else None) or ("", 0)
+                    row = replace(c, callee=v, branch=arm[0], branch_line=arm[1], chosen=chosen)
                     if k == 0:
                         self.calls[i] = row
                     else:
@@ -388,6 +389,6 @@ class _Extractor:
         target = -1
         if outer.args and outer.args[0].__class__ is Name:
             target = self.module_funcs.get(outer.args[0].id, -1)
-        self.calls.append(PyCall(func, name, inner.lineno))
+        self.calls.append(PyCall(func, name, inner.lineno, **call_shape(inner)))
         self._register(kind, inner, target, local)
         return True

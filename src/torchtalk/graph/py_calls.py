@@ -11,12 +11,14 @@ it is bound to (the ops it is bound to are BINDING edges, graph/py_edges.py).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..model import Branch, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op, PyApiKind, PyDefKind
 from ..store.reader import Index, like_literal
 from .nodes import binding_node, op_node, py_node, unresolved_node
+from .py_args import overloads_for
 from .pynames import PyDef, pynames
 from .registry import registry
 
@@ -115,14 +117,14 @@ def py_call_edges(ix: Index, node: Node, ctx: PyContext | None = None) -> list[E
     out: list[Edge] = []
     seen: set[str] = set()
     # A method of a local that holds a builtin (memo = set(); memo.add(m)) reaches nothing: Note [Builtin receivers]
-    for callee, line, file_id, arm, head, chosen in ix.q(
-            "SELECT callee, line, file_id, branch, branch_line, chosen FROM py_call WHERE func = ? AND recv = '' "
-            "ORDER BY line, id", (fn.row_id,)):
+    for callee, line, file_id, arm, head, chosen, nargs, keywords in ix.q(
+            "SELECT callee, line, file_id, branch, branch_line, chosen, nargs, keywords FROM py_call "
+            "WHERE func = ? AND recv = '' ORDER BY line, id", (fn.row_id,)):
         if callee in seen:
             continue  # the same callee again (a guard repeated in branches): once is enough
         seen.add(callee)
         path = ix.path_of(file_id)
-        edges = _call(ix, node, fn, callee, Loc(path, line), ctx)
+        edges = _call(ix, node, fn, callee, Loc(path, line), ctx, _shape(nargs, keywords))
         if arm:
             branch = Branch(arm, Loc(path, head), Loc(path, chosen) if chosen else None)
             edges = [replace(e, branch=branch) for e in edges]
@@ -153,8 +155,9 @@ def _callers(ix: Index, node: Node) -> list[Edge]:
     names = pynames(ix)
     out: list[Edge] = []
     for last in sorted(lasts):
-        for module, qualname, callee, file_id, line in ix.q(
-                "SELECT f.module, f.qualname, c.callee, c.file_id, c.line FROM py_call c JOIN py_function f "
+        for module, qualname, callee, file_id, line, nargs, keywords in ix.q(
+                "SELECT f.module, f.qualname, c.callee, c.file_id, c.line, c.nargs, c.keywords FROM py_call c "
+                "JOIN py_function f "
                 "ON f.id = c.func WHERE (c.callee = ? OR c.callee LIKE ? ESCAPE '\\') AND c.recv = '' "
                 "ORDER BY c.file_id, c.line",
                 (last, "%." + like_literal(last))):
@@ -163,7 +166,7 @@ def _callers(ix: Index, node: Node) -> list[Edge]:
                 continue
             src = function_node(fn)
             site = Loc(ix.path_of(file_id), line)
-            out += [e for e in _call(ix, src, fn, callee, site, own_context(ix, fn))
+            out += [e for e in _call(ix, src, fn, callee, site, own_context(ix, fn), _shape(nargs, keywords))
                     if e.dst.kind is node.kind and e.dst.key == node.key]
     return out
 
@@ -196,7 +199,13 @@ def _tensor_base_ops(ix: Index, full: str) -> list[Op]:
     return []
 
 
-def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyContext) -> list[Edge]:
+def _shape(nargs: int, keywords: str) -> tuple[int, tuple[str, ...]]:
+    """A py_call row's call shape (Note [Overloads by arguments]): its keywords are stored as a JSON list."""
+    return nargs, tuple(json.loads(keywords)) if keywords != "[]" else ()
+
+
+def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyContext,
+          shape: tuple[int, tuple[str, ...]] = (-1, ())) -> list[Edge]:
     names = pynames(ix)
     head = written.split(".")[0]
     if written.startswith(("self.", "super().")) and written.count(".") == 1:
@@ -224,7 +233,8 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
     if d is not None and d.kind is PyDefKind.FUNCTION:
         return [Edge(src, function_node(d), EdgeKind.PY_CALL, site, written=written)]
     ops = ops_of_python(ix, full)
-    if ops:
+    if ops:  # torch.Tensor.add(x, y) passes self; torch.add(x, y) and F.linear(x, w) pass it as input
+        ops = overloads_for(ops, *shape, method=False)
         return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, written=written) for op in ops]
     # torch._C._set_grad_enabled(mode), torch.is_grad_enabled(): a name hand-written C++ binds; the C++ function is
     # one BINDING edge further (bindings_out)
@@ -239,7 +249,7 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
         return []  # a local or builtin callable
     if written.count(".") == 1 and head not in names.imports(fn.module)[0]:
         method = written.split(".")[1]
-        ops = ops_of_python(ix, f"Tensor.{method}")
+        ops = overloads_for(ops_of_python(ix, f"Tensor.{method}"), *shape, method=True)
         return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, note="receiver not typed; assumed a Tensor",
                      how=EdgeHow.UNTYPED_RECEIVER, written=written) for op in ops]
     if full.startswith("torch."):

@@ -80,6 +80,9 @@ class PyCall:
     branch_line: int = 0
     chosen: int = 0  # func = _fused_adamw; func(...): the line of the assignment (0 for a call by its own name)
     recv: PyReceiver = PyReceiver.UNKNOWN  # ``x.m()``: what x holds, when the function shows it is a builtin
+    # Note [Overloads by arguments]: the call's shape, which picks the op overloads it can reach
+    nargs: int = -1  # positional arguments written; -1 when one is starred (*args): not known
+    keywords: tuple[str, ...] = ()  # keyword arguments' names as written; "**" for a **mapping
     id: Annotated[int, Stored.ID] = field(default=0, compare=False)
     path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 

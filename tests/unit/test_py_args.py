@@ -1,0 +1,54 @@
+# ruff: noqa: E501  (the signatures are copied whole from native_functions.yaml)
+"""Which overloads a Python call reaches by the shape of its arguments (graph/py_args.py, Note [Overloads by
+arguments]), on signatures copied from PyTorch 2.6.0's native_functions.yaml."""
+
+import pytest
+
+from torchtalk.extract.native_yaml import extract_native_functions
+from torchtalk.graph.py_args import overloads_for
+from torchtalk.model import Op
+
+YAML = """\
+- func: cat(Tensor[] tensors, int dim=0) -> Tensor
+- func: cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out) -> Tensor(a!)
+- func: cat.names(Tensor[] tensors, Dimname dim) -> Tensor
+- func: zeros.names(int[] size, *, Dimname[]? names, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
+- func: zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
+- func: zeros.out(SymInt[] size, *, Tensor(a!) out) -> Tensor(a!)
+- func: max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+- func: max.dim_max(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) max, Tensor(b!) max_values) -> (Tensor(a!) values, Tensor(b!) indices)
+- func: max(Tensor self) -> Tensor
+- func: max.other(Tensor self, Tensor other) -> Tensor
+- func: view(Tensor(a) self, SymInt[] size) -> Tensor(a)
+- func: view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)
+- func: sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
+- func: sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+- func: sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
+"""
+OPS: dict[str, list[Op]] = {}
+for _op in extract_native_functions("native_functions.yaml", YAML.encode())[Op]:
+    OPS.setdefault(_op.name, []).append(_op)
+
+
+@pytest.mark.parametrize(("call", "name", "nargs", "keywords", "method", "reached"), [
+    ("torch.cat(xs, 1)", "cat", 2, (), False, ["cat", "cat.names"]),  # an int and a Dimname look alike
+    ("torch.cat(xs, 1, out=y)", "cat", 2, ("out",), False, ["cat.out"]),
+    ("torch.zeros(2, 3)", "zeros", 2, (), False, ["zeros"]),  # an int list taken as varargs
+    ("torch.zeros(n, names=('N',))", "zeros", 1, ("names",), False, ["zeros.names"]),
+    ("torch.zeros(n, requires_grad=True)", "zeros", 1, ("requires_grad",), False, ["zeros"]),  # the parser's own
+    ("torch.max(x)", "max", 1, (), False, ["max"]),
+    ("torch.max(x, 1, out=(v, i))", "max", 2, ("out",), False, ["max.dim_max"]),  # outputs named max, max_values
+    ("torch.max(input=x, dim=1)", "max", 0, ("input", "dim"), False, ["max.dim"]),
+    ("x.max(1)", "max", 1, (), True, ["max.dim", "max.other"]),
+    ("x.view(2, 3)", "view", 2, (), True, ["view"]),
+    ("x.view(torch.float16)", "view", 1, (), True, ["view", "view.dtype"]),
+    ("x.sum()", "sum", 0, (), True, ["sum"]),
+    ("x.sum(1, keepdim=True)", "sum", 1, ("keepdim",), True, ["sum.dim_IntList"]),
+    ("x.sum(*dims)", "sum", -1, (), True, ["sum", "sum.dim_IntList", "sum.IntList_out"]),  # starred: unknown
+    ("x.sum(**kw)", "sum", 0, ("**",), True, ["sum", "sum.dim_IntList", "sum.IntList_out"]),
+    ("x.sum(1, 2, 3, 4)", "sum", 4, (), True, ["sum.dim_IntList"]),
+    ("x.view(a, b, c, bogus=d)", "view", 3, ("bogus",), True, ["view"]),  # a keyword no overload names
+    ("torch.cat(a, b, c, d)", "cat", 4, (), False, ["cat", "cat.out", "cat.names"]),  # none takes it: all kept
+])
+def test_a_call_reaches_the_overloads_that_take_its_arguments(call, name, nargs, keywords, method, reached):
+    assert [o.full_name for o in overloads_for(OPS[name], nargs, keywords, method)] == reached, call
