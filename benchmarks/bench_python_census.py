@@ -753,13 +753,15 @@ def census_out_overloads(server: tt.McpStdio, root: Path) -> dict:
     for fq, sites in sorted(by_fn.items()):
         sc, _text = server.tool("trace", function_name=fq, focus="dispatch")
         entry = (sc["result"] or {}).get("entry") if sc.get("kind") == "result" else None
-        listed: dict[tuple[str, int], set[str]] = {}
+        listed: dict[str, set[str]] = {}  # a call repeated in the function is listed at its first site
         for e in (entry or {}).get("calls", []):
-            if e["dst"]["kind"] == "op" and e.get("site"):
-                listed.setdefault((e["written"], e["site"]["line"]), set()).add(e["dst"]["key"])
+            if e["dst"]["kind"] == "op":
+                listed.setdefault(e["written"], set()).add(e["dst"]["key"])
         for written, line, passes in sites:
-            got = listed.get((written, line), set())
             out_set = outs[written[len("torch."):]][0]
+            got = listed.get(written, set())
+            if any(p != passes for w, _ln, p in sites if w == written):  # with out= and without: both kinds
+                got = got - out_set if not passes else got & out_set
             if not got:
                 why = "trace lists no op for the call"
             elif passes and not got <= out_set:

@@ -115,14 +115,14 @@ def py_call_edges(ix: Index, node: Node, ctx: PyContext | None = None) -> list[E
         # (a submodule's forward walked from its owner's: Note [Submodules] in model/python.py)
         ctx = own_context(ix, fn)
     out: list[Edge] = []
-    seen: set[str] = set()
+    seen: set[tuple[str, int, str]] = set()
     # A method of a local that holds a builtin (memo = set(); memo.add(m)) reaches nothing: Note [Builtin receivers]
     for callee, line, file_id, arm, head, chosen, nargs, keywords in ix.q(
             "SELECT callee, line, file_id, branch, branch_line, chosen, nargs, keywords FROM py_call "
             "WHERE func = ? AND recv = '' ORDER BY line, id", (fn.row_id,)):
-        if callee in seen:
-            continue  # the same callee again (a guard repeated in branches): once is enough
-        seen.add(callee)
+        if (callee, nargs, keywords) in seen:
+            continue  # the same call again (a guard repeated in branches): once is enough
+        seen.add((callee, nargs, keywords))  # another shape may reach other overloads (torch.sum(x), (x, 1))
         path = ix.path_of(file_id)
         edges = _call(ix, node, fn, callee, Loc(path, line), ctx, _shape(nargs, keywords))
         if arm:
