@@ -43,6 +43,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -711,19 +712,26 @@ def census_c_calls(server: tt.McpStdio, root: Path) -> dict:
     return {"names": len(found), "bound": bound, "linked": linked, "misses": dict(misses), "missed": missed}
 
 
+def _traced(server: tt.McpStdio, calls: list[tuple[Any, ...]]) -> Iterator[tuple[str, list[tuple[Any, ...]],
+                                                                                 dict | None]]:
+    """Call sites, the function's full name first, grouped by function: (function, its sites without the name,
+    the entry of trace(<function>), None if not found)."""
+    by_fn: dict[str, list[tuple[Any, ...]]] = {}
+    for fq, *site in calls:
+        by_fn.setdefault(fq, []).append(tuple(site))
+    for fq, sites in sorted(by_fn.items()):
+        sc, _text = server.tool("trace", function_name=fq, focus="dispatch")
+        yield fq, sites, (sc["result"] or {}).get("entry") if sc.get("kind") == "result" else None
+
+
 def census_builtin_receivers(server: tt.McpStdio, root: Path) -> dict:
     """For each builtin_receiver_calls() call: trace(<function>) lists no op for it (before Note [Builtin receivers],
     ``memo.add(m)`` on ``memo = set()`` was taken for a Tensor's ``add``)."""
     calls = builtin_receiver_calls(root)
-    by_fn: dict[str, list[tuple[str, int]]] = {}
-    for fq, written, line in calls:
-        by_fn.setdefault(fq, []).append((written, line))
     right = 0
     misses: Counter[str] = Counter()
     missed = []
-    for fq, sites in sorted(by_fn.items()):
-        sc, _text = server.tool("trace", function_name=fq, focus="dispatch")
-        entry = (sc["result"] or {}).get("entry") if sc.get("kind") == "result" else None
+    for fq, sites, entry in _traced(server, calls):
         if entry is None:
             misses["trace of the function: not found"] += len(sites)
             missed += [f"{fq}: {w} line {ln}: not found" for w, ln in sites]
@@ -736,7 +744,8 @@ def census_builtin_receivers(server: tt.McpStdio, root: Path) -> dict:
                 missed.append(f"{fq}: {written} line {line}")
             else:
                 right += 1
-    return {"calls": len(calls), "functions": len(by_fn), "right": right, "misses": dict(misses), "missed": missed}
+    return {"calls": len(calls), "functions": len({c[0] for c in calls}), "right": right, "misses": dict(misses),
+            "missed": missed}
 
 
 def census_out_overloads(server: tt.McpStdio, root: Path) -> dict:
@@ -744,26 +753,25 @@ def census_out_overloads(server: tt.McpStdio, root: Path) -> dict:
     out=, and only the others when it does not (Note [Overloads by arguments]: the argument parser needs out=)."""
     calls = out_calls(root)
     outs = out_overloads(root)
-    by_fn: dict[str, list[tuple[str, int, bool]]] = {}
-    for fq, written, line, passes in calls:
-        by_fn.setdefault(fq, []).append((written, line, passes))
     right = 0
     misses: Counter[str] = Counter()
     missed = []
-    for fq, sites in sorted(by_fn.items()):
-        sc, _text = server.tool("trace", function_name=fq, focus="dispatch")
-        entry = (sc["result"] or {}).get("entry") if sc.get("kind") == "result" else None
+    for fq, sites, entry in _traced(server, calls):
         listed: dict[str, set[str]] = {}  # a call repeated in the function is listed at its first site
+        python = set()  # names the function calls as Python functions (torch.norm is torch.functional.norm)
         for e in (entry or {}).get("calls", []):
             if e["dst"]["kind"] == "op":
                 listed.setdefault(e["written"], set()).add(e["dst"]["key"])
+            elif e.get("written"):
+                python.add(e["written"])
         for written, line, passes in sites:
             out_set = outs[written[len("torch."):]][0]
             got = listed.get(written, set())
             if any(p != passes for w, _ln, p in sites if w == written):  # with out= and without: both kinds
                 got = got - out_set if not passes else got & out_set
             if not got:
-                why = "trace lists no op for the call"
+                why = ("a Python function of that name, whose own calls reach the ops" if written in python else
+                       "no op listed at the call: the walk lists an op once, and another call reached them first")
             elif passes and not got <= out_set:
                 why = "passes out=, but other overloads are listed"
             elif not passes and got & out_set:
@@ -773,11 +781,19 @@ def census_out_overloads(server: tt.McpStdio, root: Path) -> dict:
                 continue
             misses[why] += 1
             missed.append(f"{fq}: {written} line {line}: {why} ({sorted(got)[:4]})")
-    return {"calls": len(calls), "functions": len(by_fn), "with_out": sum(c[3] for c in calls), "right": right,
-            "misses": dict(misses), "missed": missed}
+    return {"calls": len(calls), "functions": len({c[0] for c in calls}), "with_out": sum(c[3] for c in calls),
+            "right": right, "misses": dict(misses), "missed": missed}
 
 
 # ------------------------------------------------------------------ report
+
+def _misses(row: dict, limit: int | None = 20) -> None:
+    """A census row's misses by reason, most first, then the first ``limit`` missed (None: all)."""
+    for why, n in sorted(row["misses"].items(), key=lambda kv: -kv[1]):
+        print(f"  missed, {why}: {n}")
+    for m in row["missed"][:limit]:
+        print(f"    {m}")
+
 
 def frac(a: int, b: int) -> str:
     return f"{a}/{b} = {a / b:.3f}" if b else "n/a"
@@ -816,59 +832,35 @@ def main(argv: list[str] | None = None) -> int:
     print(f"nn modules: F.x calls of forward reached by trace_module  {frac(mods['reached'], mods['asked'])}"
           f"  over {mods['classes']} classes (target >= {TARGETS['modules']}); reaching an op or a call below: "
           f"{mods['with_ops']}")
-    for why, n in mods["misses"].items():
-        print(f"  missed, {why}: {n}")
-    for m in mods["missed"][:20]:
-        print(f"    {m}")
+    _misses(mods)
     print(f"submodules: self.x(...) calls of forward to a torch/** class's forward, resolved by trace_module  "
           f"{frac(subs['reached'], subs['asked'])} over {subs['classes']} classes ({subs['shown_once']} of them call a "
           "forward the tree expands at another call)")
-    for why, n in subs["misses"].items():
-        print(f"  missed, {why}: {n}")
-    for m in subs["missed"][:20]:
-        print(f"    {m}")
+    _misses(subs)
     print(f"test files with 1..{args.max_tests} tests: tests listed by test_file_info  "
           f"{frac(tests['listed'], tests['asked'])} over {tests['files']} files (target >= {TARGETS['tests']})")
-    for why, n in sorted(tests["misses"].items(), key=lambda kv: -kv[1]):
-        print(f"  missed, {why}: {n}")
-    for m in tests["missed"][:20]:
-        print(f"    {m}")
+    _misses(tests)
     print("  largest answers: " + ", ".join(f"{rel} {n} chars" for n, rel in tests["largest_answers"]))
     print(f"hand-written bindings: PyMethodDef entries that trace shows linked to an op  "
           f"{frac(binds['linked'], binds['entries'])}")
     for why, n in sorted(binds["how"].items(), key=lambda kv: -kv[1]):
         print(f"  linked, {why}: {n}")
-    for why, n in sorted(binds["misses"].items(), key=lambda kv: -kv[1]):
-        print(f"  missed, {why}: {n}")
-    for m in binds["missed"]:
-        print(f"    {m}")
+    _misses(binds, None)
     print(f"type methods: PyMethodDef entries of a PyTypeObject's tp_methods that trace(<tp_name>.<entry>) "
           f"shows bound to the entry's function  {frac(types['linked'], types['entries'])}")
-    for why, n in sorted(types["misses"].items(), key=lambda kv: -kv[1]):
-        print(f"  missed, {why}: {n}")
-    for m in types["missed"][:20]:
-        print(f"    {m}")
+    _misses(types)
     print(f"calls into torch._C: of {ccalls['names']} torch._C names Python code calls, {ccalls['bound']} are bound "
           f"by hand-written C++ (trace of the name answers its function); trace of the first function calling each "
           f"shows that function  {frac(ccalls['linked'], ccalls['bound'])}")
-    for why, n in sorted(ccalls["misses"].items(), key=lambda kv: -kv[1]):
-        print(f"  missed, {why}: {n}")
-    for m in ccalls["missed"][:20]:
-        print(f"    {m}")
+    _misses(ccalls)
     print(f"builtin receivers: method calls on a local that holds a builtin container (memo = set(); memo.add(m)), "
           f"the method also a Tensor method's name: trace of the function lists no op for them  "
           f"{frac(recv['right'], recv['calls'])} over {recv['functions']} functions")
-    for why, n in sorted(recv["misses"].items(), key=lambda kv: -kv[1]):
-        print(f"  missed, {why}: {n}")
-    for m in recv["missed"][:20]:
-        print(f"    {m}")
+    _misses(recv)
     print(f"out= overloads: torch.X(...) calls of torch/nn and torch/optim functions, X with out= and other "
           f"overloads ({outs['with_out']} of them pass out=): trace of the function lists the out= overloads "
           f"exactly when the call passes out=  {frac(outs['right'], outs['calls'])} over {outs['functions']} functions")
-    for why, n in sorted(outs["misses"].items(), key=lambda kv: -kv[1]):
-        print(f"  missed, {why}: {n}")
-    for m in outs["missed"][:20]:
-        print(f"    {m}")
+    _misses(outs)
     seconds = round(time.monotonic() - t0, 1)
     print(f"time: {seconds} s")
     if args.json:
