@@ -760,6 +760,8 @@ def census_out_overloads(server: tt.McpStdio, root: Path) -> dict:
         listed: dict[str, set[str]] = {}  # a call repeated in the function is listed at its first site
         python = set()  # names the function calls as Python functions (torch.norm is torch.functional.norm)
         for e in (entry or {}).get("calls", []):
+            if e["src"]["key"] != fq:
+                continue  # a call of a function it calls
             if e["dst"]["kind"] == "op":
                 listed.setdefault(e["written"], set()).add(e["dst"]["key"])
             elif e.get("written"):
