@@ -204,6 +204,27 @@ def test_a_local_that_holds_a_builtin_marks_its_method_calls():
     assert got == want
 
 
+def test_a_calls_shape_is_recorded():
+    """Note [Overloads by arguments]: positional arguments written (-1 if one is starred), keyword names ("**" for a
+    mapping), and what literal each argument is ("." for none; "" when no argument is a literal)."""
+    src = b"""\
+def f(x, xs, s, kw):
+    torch.cat(xs, 1, out=x)
+    x.transpose(0, -1)
+    x.view(*s)
+    torch.zeros(s, names=("N",), dtype=None, **kw)
+    x.sum(dim="N", keepdim=True)
+    x.pow(0.5)
+    x.add(x)
+    x.t()
+"""
+    facts = extract_python("torch/x.py", src)
+    got = [(c.callee, c.nargs, c.keywords, c.literals) for c in facts["PyCall"]]
+    assert got == [("torch.cat", 2, ("out",), ".i."), ("x.transpose", 2, (), "ii"), ("x.view", -1, (), ""),
+                   ("torch.zeros", 1, ("names", "dtype", "**"), "..n."), ("x.sum", 0, ("dim", "keepdim"), "sb"),
+                   ("x.pow", 1, (), "f"), ("x.add", 1, (), ""), ("x.t", 0, (), "")]
+
+
 def test_decorator_calls_belong_to_the_enclosing_scope():
     facts = facts_of("torch/_decomp/decompositions.py")
     module_level = [c.callee for c in facts["PyCall"] if c.func == -1]

@@ -24,6 +24,12 @@ YAML = """\
 - func: sum(Tensor self, *, ScalarType? dtype=None) -> Tensor
 - func: sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
 - func: sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
+- func: sum.dim_DimnameList(Tensor self, Dimname[1] dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+- func: transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)
+- func: transpose.Dimname(Tensor(a) self, Dimname dim0, Dimname dim1) -> Tensor(a)
+- func: pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor
+- func: pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor
+- func: pow.Scalar(Scalar self, Tensor exponent) -> Tensor
 """
 OPS: dict[str, list[Op]] = {}
 for _op in extract_native_functions("native_functions.yaml", YAML.encode())[Op]:
@@ -43,12 +49,30 @@ for _op in extract_native_functions("native_functions.yaml", YAML.encode())[Op]:
     ("x.view(2, 3)", "view", 2, (), True, ["view"]),
     ("x.view(torch.float16)", "view", 1, (), True, ["view", "view.dtype"]),
     ("x.sum()", "sum", 0, (), True, ["sum"]),
-    ("x.sum(1, keepdim=True)", "sum", 1, ("keepdim",), True, ["sum.dim_IntList"]),
-    ("x.sum(*dims)", "sum", -1, (), True, ["sum", "sum.dim_IntList", "sum.IntList_out"]),  # starred: unknown
-    ("x.sum(**kw)", "sum", 0, ("**",), True, ["sum", "sum.dim_IntList", "sum.IntList_out"]),
-    ("x.sum(1, 2, 3, 4)", "sum", 4, (), True, ["sum.dim_IntList"]),
+    ("x.sum(d, keepdim=k)", "sum", 1, ("keepdim",), True, ["sum.dim_IntList", "sum.dim_DimnameList"]),
+    ("x.sum(*dims)", "sum", -1, (), True, ["sum", "sum.dim_IntList", "sum.IntList_out", "sum.dim_DimnameList"]),
+    ("x.sum(**kw)", "sum", 0, ("**",), True, ["sum", "sum.dim_IntList", "sum.IntList_out", "sum.dim_DimnameList"]),
+    ("x.sum(a, b, c, d)", "sum", 4, (), True, ["sum.dim_IntList"]),  # an int list also takes varargs
     ("x.view(a, b, c, bogus=d)", "view", 3, ("bogus",), True, ["view"]),  # a keyword no overload names
     ("torch.cat(a, b, c, d)", "cat", 4, (), False, ["cat", "cat.out", "cat.names"]),  # none takes it: all kept
 ])
 def test_a_call_reaches_the_overloads_that_take_its_arguments(call, name, nargs, keywords, method, reached):
     assert [o.full_name for o in overloads_for(OPS[name], nargs, keywords, method)] == reached, call
+
+
+@pytest.mark.parametrize(("call", "name", "nargs", "keywords", "method", "literals", "reached"), [
+    ("torch.cat(xs, 1)", "cat", 2, (), False, ".i", ["cat"]),  # an int is no Dimname
+    ("torch.cat(xs, 'N')", "cat", 2, (), False, ".s", ["cat.names"]),
+    ("x.sum(1, keepdim=True)", "sum", 1, ("keepdim",), True, "ib", ["sum.dim_IntList"]),
+    ("x.sum(dim='N')", "sum", 0, ("dim",), True, "s", ["sum.dim_DimnameList"]),
+    ("x.transpose(0, -1)", "transpose", 2, (), True, "ii", ["transpose.int"]),
+    ("x.transpose(a, b)", "transpose", 2, (), True, "", ["transpose.int", "transpose.Dimname"]),
+    ("torch.pow(x, 2)", "pow", 2, (), False, ".i", ["pow.Tensor_Tensor", "pow.Tensor_Scalar", "pow.Scalar"]),
+    ("torch.pow(x, 0.5)", "pow", 2, (), False, ".f", ["pow.Tensor_Tensor", "pow.Tensor_Scalar", "pow.Scalar"]),
+    ("torch.max(x, None)", "max", 2, (), False, ".n", ["max.dim", "max.dim_max", "max", "max.other"]),  # none fits
+    ("torch.zeros(n, dtype=None)", "zeros", 1, ("dtype",), False, ".n", ["zeros"]),
+    ("x.view('a', 'b')", "view", 2, (), True, "ss", ["view", "view.dtype"]),  # none takes it: all kept
+])
+def test_a_literal_argument_rules_out_the_parameters_that_cannot_take_it(call, name, nargs, keywords, method,
+                                                                           literals, reached):
+    assert [o.full_name for o in overloads_for(OPS[name], nargs, keywords, method, literals)] == reached, call

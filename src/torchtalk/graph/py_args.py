@@ -10,8 +10,11 @@ help, but ``zeros.names``'s keyword-only ``names`` is), takes no more positional
 has an int list, which the parser also takes as varargs: ``x.view(2, 3)``), and takes each keyword a sibling
 overload names (``dim=``, ``out=``; a keyword no overload names is the parser's own, such as ``requires_grad``).
 The parser calls ``self`` ``input`` in a function, and an out= overload's outputs ``out`` (a tuple when several).
-A method call has its receiver for ``self``. A call with ``*args`` or ``**kwargs`` keeps every overload, and so
-does a call no overload takes (a signature of tools/autograd/deprecated.yaml): never fewer than one.
+A method call has its receiver for ``self``. A literal argument rules out a parameter that cannot take it
+(``PyCall.literals``): an int is no ``Dimname`` (``x.transpose(0, 1)`` is ``transpose.int``, ``torch.cat(xs, 1)``
+is not ``cat.names``), a string no number or Tensor, a float no int, None only an optional parameter. A call with
+``*args`` or ``**kwargs`` keeps every overload, and so does a call no overload takes (a signature of
+tools/autograd/deprecated.yaml): never fewer than one.
 """
 
 from __future__ import annotations
@@ -23,16 +26,55 @@ from ..model.schema import Argument
 
 _INT_LISTS = ("int[", "SymInt[")
 STAR = "**"  # extract/pyast.call_shape's name of a **mapping
+_NOT_NAMES = frozenset({"ScalarType", "Layout", "MemoryFormat"})  # taken as torch.float32, torch.strided, ...
+# What each literal kind (model.python.LITERAL_KINDS) can never be passed as, by the parameter's base type.
+_REFUSED = {
+    "i": frozenset({"Dimname", "str"}) | _NOT_NAMES,
+    "b": frozenset({"Dimname", "str"}) | _NOT_NAMES,
+    "f": frozenset({"Dimname", "str", "int", "SymInt", "bool"}) | _NOT_NAMES,
+    "s": frozenset({"int", "SymInt", "float", "Scalar", "Tensor", "bool", "Generator"}) | _NOT_NAMES,
+}
 
 
-def overloads_for(ops: Sequence[Op], nargs: int, keywords: tuple[str, ...], method: bool) -> list[Op]:
+def overloads_for(ops: Sequence[Op], nargs: int, keywords: tuple[str, ...], method: bool,
+                  literals: str = "") -> list[Op]:
     """The ``ops`` (overloads of one Python name) a call with ``nargs`` positional arguments and ``keywords`` can
-    reach; ``method``: called on a receiver, which is ``self``. All of them when the shape rules every one out."""
+    reach; ``method``: called on a receiver, which is ``self``; ``literals``: what literal each argument is. All of
+    them when the call rules every one out."""
     if len(ops) < 2 or nargs < 0:
         return list(ops)
     named = {n for op in ops for n in _names(_params(op, method))}
-    kept = [op for op in ops if _takes(_params(op, method), nargs, keywords, named)]
+    kept = [op for op in ops if _takes(_params(op, method), nargs, keywords, named)
+            and _literals_fit(_params(op, method), nargs, keywords, literals)]
     return kept or list(ops)
+
+
+def _base(type_: str) -> str:
+    """``Dimname[1]?`` -> ``Dimname``; ``Tensor(a!)`` -> ``Tensor``."""
+    return type_.split("[", 1)[0].split("(", 1)[0].rstrip("?")
+
+
+def _fits(kind: str, a: Argument) -> bool:
+    if kind == "n":
+        return a.type.endswith("?")
+    return _base(a.type) not in _REFUSED.get(kind, ())
+
+
+def _literals_fit(params: list[Argument], nargs: int, keywords: tuple[str, ...], literals: str) -> bool:
+    if not literals:
+        return True
+    positional = [a for a in params if not a.kwarg_only]
+    by_name = {a.name: a for a in params}
+    if "self" in by_name:
+        by_name.setdefault("input", by_name["self"])
+    for i, kind in enumerate(literals[:nargs]):
+        if kind != "." and i < len(positional) and not _fits(kind, positional[i]):
+            return False
+    for k, kind in zip(keywords, literals[nargs:], strict=False):
+        a = by_name.get(k)
+        if kind != "." and a is not None and not _fits(kind, a):
+            return False
+    return True
 
 
 def _params(op: Op, method: bool) -> list[Argument]:

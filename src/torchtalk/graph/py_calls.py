@@ -115,16 +115,16 @@ def py_call_edges(ix: Index, node: Node, ctx: PyContext | None = None) -> list[E
         # (a submodule's forward walked from its owner's: Note [Submodules] in model/python.py)
         ctx = own_context(ix, fn)
     out: list[Edge] = []
-    seen: set[tuple[str, int, str]] = set()
+    seen: set[tuple[str, int, str, str]] = set()
     # A method of a local that holds a builtin (memo = set(); memo.add(m)) reaches nothing: Note [Builtin receivers]
-    for callee, line, file_id, arm, head, chosen, nargs, keywords in ix.q(
-            "SELECT callee, line, file_id, branch, branch_line, chosen, nargs, keywords FROM py_call "
+    for callee, line, file_id, arm, head, chosen, nargs, keywords, literals in ix.q(
+            "SELECT callee, line, file_id, branch, branch_line, chosen, nargs, keywords, literals FROM py_call "
             "WHERE func = ? AND recv = '' ORDER BY line, id", (fn.row_id,)):
-        if (callee, nargs, keywords) in seen:
+        if (callee, nargs, keywords, literals) in seen:
             continue  # the same call again (a guard repeated in branches): once is enough
-        seen.add((callee, nargs, keywords))  # another shape may reach other overloads (torch.sum(x), (x, 1))
+        seen.add((callee, nargs, keywords, literals))  # another shape may reach other overloads (torch.sum(x), (x, 1))
         path = ix.path_of(file_id)
-        edges = _call(ix, node, fn, callee, Loc(path, line), ctx, _shape(nargs, keywords))
+        edges = _call(ix, node, fn, callee, Loc(path, line), ctx, _shape(nargs, keywords, literals))
         if arm:
             branch = Branch(arm, Loc(path, head), Loc(path, chosen) if chosen else None)
             edges = [replace(e, branch=branch) for e in edges]
@@ -155,8 +155,9 @@ def _callers(ix: Index, node: Node) -> list[Edge]:
     names = pynames(ix)
     out: list[Edge] = []
     for last in sorted(lasts):
-        for module, qualname, callee, file_id, line, nargs, keywords in ix.q(
-                "SELECT f.module, f.qualname, c.callee, c.file_id, c.line, c.nargs, c.keywords FROM py_call c "
+        for module, qualname, callee, file_id, line, nargs, keywords, literals in ix.q(
+                "SELECT f.module, f.qualname, c.callee, c.file_id, c.line, c.nargs, c.keywords, c.literals "
+                "FROM py_call c "
                 "JOIN py_function f "
                 "ON f.id = c.func WHERE (c.callee = ? OR c.callee LIKE ? ESCAPE '\\') AND c.recv = '' "
                 "ORDER BY c.file_id, c.line",
@@ -166,7 +167,8 @@ def _callers(ix: Index, node: Node) -> list[Edge]:
                 continue
             src = function_node(fn)
             site = Loc(ix.path_of(file_id), line)
-            out += [e for e in _call(ix, src, fn, callee, site, own_context(ix, fn), _shape(nargs, keywords))
+            out += [e for e in _call(ix, src, fn, callee, site, own_context(ix, fn),
+                                     _shape(nargs, keywords, literals))
                     if e.dst.kind is node.kind and e.dst.key == node.key]
     return out
 
@@ -199,13 +201,16 @@ def _tensor_base_ops(ix: Index, full: str) -> list[Op]:
     return []
 
 
-def _shape(nargs: int, keywords: str) -> tuple[int, tuple[str, ...]]:
-    """A py_call row's call shape (Note [Overloads by arguments]): its keywords are stored as a JSON list."""
-    return nargs, tuple(json.loads(keywords)) if keywords != "[]" else ()
+Shape = tuple[int, tuple[str, ...], str]  # a call's (nargs, keywords, literals): Note [Overloads by arguments]
+
+
+def _shape(nargs: int, keywords: str, literals: str) -> Shape:
+    """A py_call row's call shape; its keywords are stored as a JSON list."""
+    return nargs, tuple(json.loads(keywords)) if keywords != "[]" else (), literals
 
 
 def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyContext,
-          shape: tuple[int, tuple[str, ...]] = (-1, ())) -> list[Edge]:
+          shape: Shape = (-1, (), "")) -> list[Edge]:
     names = pynames(ix)
     head = written.split(".")[0]
     if written.startswith(("self.", "super().")) and written.count(".") == 1:
@@ -234,7 +239,7 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
         return [Edge(src, function_node(d), EdgeKind.PY_CALL, site, written=written)]
     ops = ops_of_python(ix, full)
     if ops:  # torch.Tensor.add(x, y) passes self; torch.add(x, y) and F.linear(x, w) pass it as input
-        ops = overloads_for(ops, *shape, method=False)
+        ops = overloads_for(ops, shape[0], shape[1], False, shape[2])
         return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, written=written) for op in ops]
     # torch._C._set_grad_enabled(mode), torch.is_grad_enabled(): a name hand-written C++ binds; the C++ function is
     # one BINDING edge further (bindings_out)
@@ -249,7 +254,7 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
         return []  # a local or builtin callable
     if written.count(".") == 1 and head not in names.imports(fn.module)[0]:
         method = written.split(".")[1]
-        ops = overloads_for(ops_of_python(ix, f"Tensor.{method}"), *shape, method=True)
+        ops = overloads_for(ops_of_python(ix, f"Tensor.{method}"), shape[0], shape[1], True, shape[2])
         return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, note="receiver not typed; assumed a Tensor",
                      how=EdgeHow.UNTYPED_RECEIVER, written=written) for op in ops]
     if full.startswith("torch."):

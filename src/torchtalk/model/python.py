@@ -66,6 +66,10 @@ class PyFunction:
 # A name bound any other way (unpacked, a loop or ``with`` target, ``global`` / ``nonlocal``) stays unknown.
 
 
+# PyCall.literals: what a literal argument is (an int, -1 too; a float; a str or f-string; True/False; None).
+LITERAL_KINDS = {"i": "int", "f": "float", "s": "str", "b": "bool", "n": "None"}
+
+
 @dataclass(frozen=True, slots=True)
 class PyCall:
     func: Annotated[int, Ref("PyFunction")]  # the enclosing function, NO_REF at module level
@@ -83,6 +87,7 @@ class PyCall:
     # Note [Overloads by arguments]: the call's shape, which picks the op overloads it can reach
     nargs: int = -1  # positional arguments written; -1 when one is starred (*args): not known
     keywords: tuple[str, ...] = ()  # keyword arguments' names as written; "**" for a **mapping
+    literals: str = ""  # a letter per argument (positional ones, then keywords): LITERAL_KINDS, "." for no literal
     id: Annotated[int, Stored.ID] = field(default=0, compare=False)
     path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
