@@ -13,6 +13,7 @@ from collections.abc import Collection
 from typing import Any
 
 from ..model import FileFacts, FileProblems, PyCall
+from .pyargs import call_shape
 
 # Bigger files are refused: nothing in PyTorch comes close (largest is 1.2 MB), and
 # a worker must not be taken down by a pathological input.
@@ -140,38 +141,6 @@ def text(node: AST | None, limit: int = _MAX_TEXT) -> str:
 
 def decorator_texts(node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     return [text(d) for d in node.decorator_list]
-
-
-def call_shape(n: Call) -> dict[str, Any]:
-    """A call's shape (Note [Overloads by arguments]) as PyCall's keyword arguments: positional arguments
-    written (-1 if one is starred), the keyword names ("**" for a ``**mapping``), and what literal each
-    argument is (model.python.LITERAL_KINDS; "" when none is)."""
-    if not n.args and not n.keywords:
-        return _NO_ARGS
-    nargs = -1 if any(a.__class__ is ast.Starred for a in n.args) else len(n.args)
-    kinds = "".join(_literal(a) for a in (*n.args, *(k.value for k in n.keywords)))
-    return {"nargs": nargs, "keywords": tuple(k.arg or "**" for k in n.keywords),
-            "literals": kinds if kinds.strip(".") else ""}
-
-
-_NO_ARGS: dict[str, Any] = {"nargs": 0, "keywords": ()}
-
-
-def _literal(a: ast.expr) -> str:
-    """The LITERAL_KINDS letter of an argument: ``1``, ``-1`` "i"; ``0.5`` "f"; ``"N"``, f"..." "s"; ``True`` "b";
-    ``None`` "n"; anything else "."."""
-    if a.__class__ is ast.UnaryOp and a.op.__class__ in (ast.USub, ast.UAdd):
-        a = a.operand
-        if a.__class__ is not Constant or a.value.__class__ not in (int, float):
-            return "."
-    if a.__class__ is ast.JoinedStr:
-        return "s"
-    if a.__class__ is not Constant:
-        return "."
-    return _CONSTANT_KINDS.get(a.value.__class__, "n" if a.value is None else ".")
-
-
-_CONSTANT_KINDS = {int: "i", float: "f", str: "s", bool: "b"}
 
 
 def decorator_calls(node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef, func: int, calls: list[PyCall],

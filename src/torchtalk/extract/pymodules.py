@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import json
-from ast import Attribute, Call, Constant, Name, Store
+from ast import Attribute, Call, Constant, Name
 from dataclasses import replace
 
 from ..model import (
@@ -200,11 +200,7 @@ class _Extractor:
         while stack:
             n = pop()
             t = n.__class__
-            if t is Name:
-                if recv is not None and n.ctx.__class__ is Store:
-                    recv.stored(n.id)
-                continue
-            if t is Constant:
+            if t is Name or t is Constant:
                 continue
             if t is Call:
                 f = n.func

@@ -1,9 +1,10 @@
 """Locals of a Python function that hold a builtin container (Note [Builtin receivers] in model/python.py).
 
-``Receivers`` is fed by the scope walk of extract/pymodules.py as it passes the function's nodes: every name
-stored (``stored``), every statement that binds a name with a known value (``bind``), every call of a method of
-a bare name (``call``); at the end of the scope, ``apply`` marks those calls whose receiver holds one builtin on
-every binding. Nothing here walks a tree: it costs a few dict operations per binding.
+``Receivers`` is fed by the scope walk of extract/pymodules.py as it passes the function's nodes: every node that
+binds a name (``bind``: an assignment records what it binds, any other binding makes the name unknown), and the
+index of every call of a method of a bare name (``calls``); at the end of the scope, ``apply`` marks those calls
+whose receiver holds a builtin on every binding. Nothing here walks more than a binding's target: it costs a few
+dict operations per binding.
 """
 
 from __future__ import annotations
@@ -27,8 +28,13 @@ _MODULES = frozenset({"collections", "typing", "builtins", "typing_extensions"})
 _LITERALS = {ast.Dict: R.DICT, ast.DictComp: R.DICT, ast.List: R.LIST, ast.ListComp: R.LIST, ast.Set: R.SET,
              ast.SetComp: R.SET, ast.Tuple: R.TUPLE, ast.JoinedStr: R.STR}
 _NONE = object()  # ``x = None``: no value whose methods are called
-# The statements (and lambdas, whose parameters shadow) that ``Receivers.bind`` reads.
-BINDS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Global, ast.Nonlocal, ast.Lambda})
+_ASSIGNS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign})
+# The nodes that bind a name, which ``Receivers.bind`` reads: assignments, and those that bind a name to a value the
+# function does not show (a loop, ``with``, ``except``, import, walrus or comprehension target, a match capture, a
+# lambda's parameters, global and nonlocal names).
+BINDS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Global, ast.Nonlocal, ast.Lambda, ast.For,
+                   ast.AsyncFor, ast.With, ast.AsyncWith, ast.NamedExpr, ast.comprehension, ast.ExceptHandler,
+                   ast.Import, ast.ImportFrom, ast.MatchAs, ast.MatchStar, ast.MatchMapping})
 
 
 def _named(node: ast.expr, table: dict[str, PyReceiver]) -> PyReceiver | None:
@@ -88,7 +94,7 @@ def annotation_kind(a: ast.expr | None) -> PyReceiver | None:
 class Receivers:
     """The builtins the locals of one function scope hold (Note [Builtin receivers])."""
 
-    __slots__ = ("kinds", "stores", "explained", "unknown", "calls", "open")
+    __slots__ = ("kinds", "unknown", "calls", "open")
 
     def __init__(self, args: ast.arguments | None, open_scopes: list[Receivers]) -> None:
         """``open_scopes``: the Receivers of the enclosing functions, whose walks are not done (a ``nonlocal``
@@ -96,9 +102,7 @@ class Receivers:
         self.open = open_scopes
         open_scopes.append(self)
         self.kinds: dict[str, set[object]] = {}  # name -> what its bindings and annotation make
-        self.stores: dict[str, int] = {}  # name -> times the scope stores it
-        self.explained: dict[str, int] = {}  # name -> stores that bind a builtin (or None)
-        self.unknown: set[str] = set()
+        self.unknown: set[str] = set()  # names bound to what the function does not show
         self.calls: list[int] = []  # indices of calls of a method of a bare name
         if args is None:
             return
@@ -113,9 +117,6 @@ class Receivers:
         if args.kwarg is not None:
             self.kinds[args.kwarg.arg] = {R.DICT}
 
-    def stored(self, name: str) -> None:
-        self.stores[name] = self.stores.get(name, 0) + 1
-
     def bind(self, n: ast.stmt) -> None:
         """A node of the scope that may bind names (``BINDS``): an assignment, ``global`` / ``nonlocal``, a lambda."""
         t = n.__class__
@@ -126,6 +127,9 @@ class Receivers:
         if t is ast.Lambda:
             a = n.args
             self.unknown.update(p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if p)
+            return
+        if t not in _ASSIGNS:
+            self._unknown(n)
             return
         if t is ast.AugAssign:  # x += [...]: a container keeps its type
             kind: object = _NONE
@@ -139,15 +143,40 @@ class Receivers:
             kind = value_kind(n.value)
             targets = n.targets
         for tg in targets:
-            if tg.__class__ is ast.Name:
-                if kind is None:
-                    self.unknown.add(tg.id)
-                else:
-                    self.explained[tg.id] = self.explained.get(tg.id, 0) + 1
-                    self.kinds.setdefault(tg.id, set()).add(kind)
+            if tg.__class__ is not ast.Name:
+                self._names_in(tg)  # a, b = ...: unpacked (an attribute or item stored binds no name)
+            elif kind is None:
+                self.unknown.add(tg.id)
+            else:
+                self.kinds.setdefault(tg.id, set()).add(kind)
+
+    def _unknown(self, n: ast.AST) -> None:
+        """A binding of what the function does not show: its names are unknown."""
+        t = n.__class__
+        if t is ast.For or t is ast.AsyncFor or t is ast.comprehension:
+            self._names_in(n.target)
+        elif t is ast.With or t is ast.AsyncWith:
+            for item in n.items:
+                if item.optional_vars is not None:
+                    self._names_in(item.optional_vars)
+        elif t is ast.NamedExpr:
+            self._names_in(n.target)
+        elif t is ast.Import or t is ast.ImportFrom:
+            self.unknown.update((a.asname or a.name).split(".")[0] for a in n.names)
+        else:  # except ... as name, and a match's captures
+            name = getattr(n, "name", None) or getattr(n, "rest", None)
+            if name:
+                self.unknown.add(name)
+
+    def _names_in(self, target: ast.AST) -> None:
+        if target.__class__ is ast.Name:
+            self.unknown.add(target.id)
+        elif target.__class__ in (ast.Tuple, ast.List, ast.Starred):
+            for sub in ast.iter_child_nodes(target):
+                self._names_in(sub)
 
     def kind_of(self, name: str) -> PyReceiver | None:
-        if name in self.unknown or self.stores.get(name, 0) != self.explained.get(name, 0):
+        if name in self.unknown:
             return None
         kinds = self.kinds.get(name, set()) - {_NONE}
         if len(kinds) > 1:

@@ -11,7 +11,6 @@ it is bound to (the ops it is bound to are BINDING edges, graph/py_edges.py).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -205,8 +204,8 @@ Shape = tuple[int, tuple[str, ...], str]  # a call's (nargs, keywords, literals)
 
 
 def _shape(nargs: int, keywords: str, literals: str) -> Shape:
-    """A py_call row's call shape; its keywords are stored as a JSON list."""
-    return nargs, tuple(json.loads(keywords)) if keywords != "[]" else (), literals
+    """A py_call row's call shape; its keywords are stored comma-separated."""
+    return nargs, tuple(keywords.split(",")) if keywords else (), literals
 
 
 def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyContext,

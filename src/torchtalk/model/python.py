@@ -86,14 +86,15 @@ class PyCall:
     recv: PyReceiver = PyReceiver.UNKNOWN  # ``x.m()``: what x holds, when the function shows it is a builtin
     # Note [Overloads by arguments]: the call's shape, which picks the op overloads it can reach
     nargs: int = -1  # positional arguments written; -1 when one is starred (*args): not known
-    keywords: tuple[str, ...] = ()  # keyword arguments' names as written; "**" for a **mapping
+    keywords: str = ""  # keyword arguments' names as written, comma-separated; "**" for a **mapping
     literals: str = ""  # a letter per argument (positional ones, then keywords): LITERAL_KINDS, "." for no literal
     id: Annotated[int, Stored.ID] = field(default=0, compare=False)
     path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         check_line("PyCall", self.line)
-        check_enum("PyCall", "recv", self.recv, PyReceiver)
+        if self.recv is not PyReceiver.UNKNOWN:  # the default is valid (one check per call of a file: ~200k a build)
+            check_enum("PyCall", "recv", self.recv, PyReceiver)
 
     @property
     def loc(self) -> Loc:
