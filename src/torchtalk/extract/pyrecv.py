@@ -118,7 +118,8 @@ class Receivers:
             self.kinds[args.kwarg.arg] = {R.DICT}
 
     def bind(self, n: ast.stmt) -> None:
-        """A node of the scope that may bind names (``BINDS``): an assignment, ``global`` / ``nonlocal``, a lambda."""
+        """A node of the scope that binds names (``BINDS``): an assignment records what it binds; ``global`` /
+        ``nonlocal``, a lambda's parameters and every other binding make their names unknown."""
         t = n.__class__
         if t is ast.Global or t is ast.Nonlocal:
             for scope in self.open:  # this one, and the functions around it whose names a nonlocal rebinds
@@ -184,7 +185,7 @@ class Receivers:
         return next(iter(kinds)) if kinds else None  # type: ignore[return-value]
 
     def apply(self, calls: list[PyCall]) -> None:
-        """Mark the scope's calls of a method of a name that holds one builtin; the scope is done."""
+        """Mark the scope's calls of a method of a name that holds a builtin; the scope is done."""
         self.open.remove(self)
         for i in self.calls:
             c = calls[i]
