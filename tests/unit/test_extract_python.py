@@ -204,6 +204,19 @@ def test_a_local_that_holds_a_builtin_marks_its_method_calls():
     assert got == want
 
 
+def test_a_string_annotation_that_is_no_type_is_read_without_a_warning():
+    """A parameter annotated "1or 2" (Python parses it with a SyntaxWarning) or anything else that is no type is of
+    an unknown type, quietly: the worker's stderr carries progress, not warnings about a string."""
+    import warnings
+
+    src = b'def f(x: "1or 2", y: "Set[int]", z: "a b"):\n    y.add(x)\n    z.add(x)\n'
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        calls = extract_python("torch/x.py", src)["PyCall"]
+    assert [str(w.message) for w in caught] == []
+    assert [(c.callee, c.recv.value) for c in calls] == [("y.add", "set"), ("z.add", "")]
+
+
 def test_a_calls_shape_is_recorded():
     """Note [Overloads by arguments]: positional arguments written (-1 if one is starred), keyword names ("**" for a
     mapping), and what literal each argument is ("." for none; "" when no argument is a literal)."""

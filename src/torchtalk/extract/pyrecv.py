@@ -10,6 +10,7 @@ dict operations per binding.
 from __future__ import annotations
 
 import ast
+import warnings
 from dataclasses import replace
 
 from ..model import PyCall, PyReceiver
@@ -78,8 +79,10 @@ def annotation_kind(a: ast.expr | None) -> PyReceiver | None:
         return None
     if a.__class__ is ast.Constant and isinstance(a.value, str):
         try:
-            a = ast.parse(a.value, mode="eval").body
-        except SyntaxError:
+            with warnings.catch_warnings():  # "1x" would print a SyntaxWarning: a string is not the file's code
+                warnings.simplefilter("ignore")
+                a = ast.parse(a.value, mode="eval").body
+        except (SyntaxError, ValueError):
             return None
     if a.__class__ is ast.Subscript:
         if _named(a.value, _OPTIONAL) is not None:
