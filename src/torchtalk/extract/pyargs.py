@@ -24,11 +24,10 @@ def call_shape(n: Call) -> dict[str, Any]:
             literal = True
     if not kws:
         return {"nargs": nargs, "literals": "".join(map(_literal, args)) if literal else ""}
-    values = [*args, *(k.value for k in kws)]
     if not literal:
         literal = any(k.value.__class__ in _LITERAL_NODES for k in kws)
     return {"nargs": nargs, "keywords": ",".join(k.arg or "**" for k in kws),
-            "literals": "".join(map(_literal, values)) if literal else ""}
+            "literals": "".join(map(_literal, [*args, *(k.value for k in kws)])) if literal else ""}
 
 
 _NO_ARGS: dict[str, Any] = {"nargs": 0}

@@ -24,7 +24,6 @@ _TYPES = {"set": R.SET, "Set": R.SET, "MutableSet": R.SET, "frozenset": R.FROZEN
           "dict": R.DICT, "Dict": R.DICT, "DefaultDict": R.DICT, "OrderedDict": R.DICT, "Counter": R.DICT,
           "defaultdict": R.DICT, "list": R.LIST, "List": R.LIST, "tuple": R.TUPLE, "Tuple": R.TUPLE,
           "str": R.STR, "bytes": R.BYTES, "deque": R.DEQUE, "Deque": R.DEQUE}
-_OPTIONAL = {"Optional": R.UNKNOWN}
 _MODULES = frozenset({"collections", "typing", "builtins", "typing_extensions"})
 _LITERALS = {ast.Dict: R.DICT, ast.DictComp: R.DICT, ast.List: R.LIST, ast.ListComp: R.LIST, ast.Set: R.SET,
              ast.SetComp: R.SET, ast.Tuple: R.TUPLE, ast.JoinedStr: R.STR}
@@ -33,17 +32,18 @@ _ASSIGNS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign})
 # The nodes that bind a name, which ``Receivers.bind`` reads: assignments, and those that bind a name to a value the
 # function does not show (a loop, ``with``, ``except``, import, walrus or comprehension target, a match capture, a
 # lambda's parameters, global and nonlocal names).
-BINDS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Global, ast.Nonlocal, ast.Lambda, ast.For,
-                   ast.AsyncFor, ast.With, ast.AsyncWith, ast.NamedExpr, ast.comprehension, ast.ExceptHandler,
-                   ast.Import, ast.ImportFrom, ast.MatchAs, ast.MatchStar, ast.MatchMapping})
+BINDS = _ASSIGNS | {ast.Global, ast.Nonlocal, ast.Lambda, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith,
+                    ast.NamedExpr, ast.comprehension, ast.ExceptHandler, ast.Import, ast.ImportFrom, ast.MatchAs,
+                    ast.MatchStar, ast.MatchMapping}
 
 
-def _named(node: ast.expr, table: dict[str, PyReceiver]) -> PyReceiver | None:
-    """``set`` / ``collections.deque`` / ``typing.Set`` as ``table`` maps it; None for any other name."""
+def _named(node: ast.expr) -> str | None:
+    """``set`` / ``collections.deque`` / ``typing.Set``: the name, bare or under a module that holds builtins;
+    None for any other expression."""
     if node.__class__ is ast.Name:
-        return table.get(node.id)
+        return node.id
     if node.__class__ is ast.Attribute and node.value.__class__ is ast.Name and node.value.id in _MODULES:
-        return table.get(node.attr)
+        return node.attr
     return None
 
 
@@ -61,7 +61,7 @@ def value_kind(v: ast.expr | None) -> PyReceiver | object | None:
         f = v.func
         if f.__class__ is ast.Attribute and f.value.__class__ is ast.Constant and isinstance(f.value.value, str):
             return R.STR  # ", ".join(...), "{}".format(...)
-        return _named(f, _CALLS)
+        return _CALLS.get(_named(f) or "")
     if t is ast.IfExp:
         a, b = value_kind(v.body), value_kind(v.orelse)
         if a is None or b is None:
@@ -85,13 +85,13 @@ def annotation_kind(a: ast.expr | None) -> PyReceiver | None:
         except (SyntaxError, ValueError):
             return None
     if a.__class__ is ast.Subscript:
-        if _named(a.value, _OPTIONAL) is not None:
+        if _named(a.value) == "Optional":
             return annotation_kind(a.slice)
         a = a.value
     elif a.__class__ is ast.BinOp and a.op.__class__ is ast.BitOr:  # X | None
         sides = [s for s in (a.left, a.right) if not (s.__class__ is ast.Constant and s.value is None)]
         return annotation_kind(sides[0]) if len(sides) == 1 else None
-    return _named(a, _TYPES)
+    return _TYPES.get(_named(a) or "")
 
 
 class Receivers:

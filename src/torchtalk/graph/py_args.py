@@ -43,9 +43,13 @@ def overloads_for(ops: Sequence[Op], nargs: int, keywords: tuple[str, ...], meth
     them when the call rules every one out."""
     if len(ops) < 2 or nargs < 0:
         return list(ops)
-    named = {n for op in ops for n in _names(_params(op, method))}
-    kept = [op for op in ops if _takes(_params(op, method), nargs, keywords, named)
-            and _literals_fit(_params(op, method), nargs, keywords, literals)]
+    sigs = []  # each overload's parameters (the receiver's taken out) and the names they answer to
+    for op in ops:
+        params = _params(op, method)
+        sigs.append((op, params, _names(params)))
+    named = set().union(*(names for _op, _p, names in sigs))
+    kept = [op for op, params, names in sigs if _takes(params, names, nargs, keywords, named)
+            and _literals_fit(params, nargs, keywords, literals)]
     return kept or list(ops)
 
 
@@ -93,8 +97,9 @@ def _names(params: list[Argument]) -> set[str]:
     return out
 
 
-def _takes(params: list[Argument], nargs: int, keywords: tuple[str, ...], named: set[str]) -> bool:
-    names = _names(params)
+def _takes(params: list[Argument], names: set[str], nargs: int, keywords: tuple[str, ...], named: set[str]) -> bool:
+    """Whether an overload of these ``params`` (that answer to ``names``) takes the call's shape; ``named``: the
+    names of every overload of the call's name."""
     if any(k in named and k not in names for k in keywords):
         return False
     positional = [a for a in params if not a.kwarg_only]

@@ -126,11 +126,16 @@ def walk_to_ops(g: Graph, start: Node, follow: Callable[[Step], bool], rank: Ran
 
     choices: list[Choice] = []
     crossed: set[tuple[_Key, _Key]] = set()
+    taken = {(_key(s.parent.node) if s.parent is not None else _key(start), _key(s.node), s.edge.site,
+              s.edge.written) for s in walk.steps}
+    again: dict[_Key, list[Edge]] = {}  # Note [Calls shown once]
     for node in order:
         by_head: dict[Loc, dict[str, list[Edge]]] = {}
         for e in own(node):
             if e.kind is EdgeKind.PY_CALL and e.branch is not None:
                 by_head.setdefault(e.branch.head, {}).setdefault(e.branch.arm, []).append(e)
+            if e.dst.kind is not NodeKind.OP and (_key(node), _key(e.dst), e.site, e.written) not in taken:
+                again.setdefault(_key(node), []).append(e)
         for head, arms in by_head.items():
             if sum(any(e.dst.kind is not NodeKind.OP for e in calls) for calls in arms.values()) < 2:
                 continue
@@ -144,11 +149,4 @@ def walk_to_ops(g: Graph, start: Node, follow: Callable[[Step], bool], rank: Ran
                 choice.arms.append(Arm(text, calls, list(ops)))
             choices.append(choice)
     common = list(reach(start, frozenset(crossed))) if crossed else list(reach(start))
-    taken = {(_key(s.parent.node) if s.parent is not None else _key(start), _key(s.node), s.edge.site,
-              s.edge.written) for s in walk.steps}
-    again: dict[_Key, list[Edge]] = {}
-    for node in order:
-        for e in own(node):
-            if e.dst.kind is not NodeKind.OP and (_key(node), _key(e.dst), e.site, e.written) not in taken:
-                again.setdefault(_key(node), []).append(e)
     return PyWalk(walk.steps, walk.cuts, choices, common, again)
