@@ -3,6 +3,10 @@
     python benchmarks/bench_extract_cpp.py [/path/to/pytorch] [--procs 2] [--chunksize 4]
 
 Largest files go first so the pool does not end waiting on one big file.
+
+Also counts the definitions read inside another function's body, directly (``f::if``, ``f::g``): C++ has no nested
+functions, so each is a misread (a statement macro, an argument tree-sitter took for a parameter, a function that
+swallowed the ones after it); methods of a local class (``f::CachedGraph::CachedGraph``) are not counted.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import sys
 import time
 from collections import Counter
 from multiprocessing import Pool
+
+from torchtalk.model import CppSymbol
 
 EXTS = (".cpp", ".cc", ".c", ".h", ".hpp", ".cu", ".cuh", ".mm")
 DIRS = ("aten", "c10", "torch/csrc", "functorch")
@@ -43,7 +49,23 @@ def _work(args: tuple[str, str]) -> tuple[str, dict[str, int], str]:
     except Exception as e:  # extract_cpp promises not to raise; count it if it does
         return rel, {}, repr(e)
     empty = len(data) > 2000 and not any(facts.values())
-    return rel, {k: len(v) for k, v in facts.items()}, "no facts" if empty else ""
+    counts: dict = {k: len(v) for k, v in facts.items()}
+    counts["defined in a function body"] = _nested(facts.get(CppSymbol, []))
+    return rel, counts, "no facts" if empty else ""
+
+
+def _nested(symbols: list) -> int:
+    """Definitions whose enclosing definition (by lines) is a function of which they are a direct member."""
+    defs = sorted((s for s in symbols if s.is_definition), key=lambda s: (s.line, -s.end_line))
+    stack: list = []
+    n = 0
+    for s in defs:
+        while stack and stack[-1].end_line < s.line:
+            stack.pop()
+        if stack and stack[-1].line < s.line and s.qualname.rsplit("::", 1)[0] == stack[-1].qualname:
+            n += 1
+        stack.append(s)
+    return n
 
 
 def main() -> None:
@@ -59,7 +81,9 @@ def main() -> None:
     errors = []
     factless = 0
     pool = Pool(a.procs)
+    per_file: dict[str, int] = {}
     for rel, counts, err in pool.imap_unordered(_work, [(a.root, r) for _, r in files], a.chunksize):
+        per_file[rel] = counts.pop("defined in a function body", 0)
         rows.update(counts)
         if err == "no facts":
             factless += 1
@@ -76,6 +100,10 @@ def main() -> None:
     for k, v in sorted(rows.items(), key=lambda kv: getattr(kv[0], "__name__", str(kv[0]))):
         print(f"  {getattr(k, '__name__', str(k)):16s} {v}")  # counts by fact type
     print(f"files with errors: {len(errors)}   (files over 2 kB with no facts: {factless})")
+    nested = [(n, rel) for rel, n in per_file.items() if n]
+    print(f"definitions read inside a function body (misreads): {sum(n for n, _ in nested)} in {len(nested)} files")
+    for n, rel in sorted(nested, reverse=True)[:10]:
+        print(f"  {n:4d} {rel}")
     for rel, err in errors[:20]:
         print("  ", rel, err)
     sys.exit(0)

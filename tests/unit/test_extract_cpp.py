@@ -629,3 +629,98 @@ def test_a_decltype_return_type_after_a_macro_is_not_part_of_the_name():
             b"  return std::apply(std::forward<F>(f), std::forward<Tuple>(t));\n}\n}}\n")
     syms = extract_cpp("c10/util/C++17.h", code)[CppSymbol]
     assert [(s.name, s.qualname, s.line) for s in syms] == [("apply", "c10::guts::apply", 4)]
+
+
+def test_statement_macros_leave_the_binding_its_calls():
+    """Note [Statement macros]: ``HANDLE_TH_ERRORS`` alone on its line before an ``if`` read as the type of a
+    function ``if`` defined in the binding, whose block then held the call; the pair inside a block swallowed the
+    next function."""
+    code = (b"static PyObject * THPVariable_dim(PyObject* self, PyObject* args)\n{\n"
+            b"  HANDLE_TH_ERRORS\n"
+            b"  if (check_has_torch_function(self)) {\n"
+            b"    return handle_torch_function(self, \"dim\", args);\n  }\n"
+            b"  return THPUtils_packInt64(THPVariable_Unpack(self).dim());\n"
+            b"  END_HANDLE_TH_ERRORS\n}\n\n"
+            b"static PyObject * THPVariable_bool_scalar(PyObject* self, PyObject* args) {\n"
+            b"  if (check_has_torch_function(self)) {\n    HANDLE_TH_ERRORS\n"
+            b"    return handle_torch_function(self, \"__bool__\", args);\n    END_HANDLE_TH_ERRORS\n  }\n"
+            b"  return THPVariable_is_nonzero(self, args);\n}\n\n"
+            b"static PyObject * THPVariable___eq__(PyObject* self_, PyObject* args, PyObject* kwargs)\n{\n"
+            b"  HANDLE_TH_ERRORS\n  return wrap(dispatch_eq(self_));\n  END_HANDLE_TH_ERRORS\n}\n"
+            b"enum class Mode {\n  FIRST_MODE,\n  LAST_MODE\n};\n"
+            b"void g() {\n  AT_DISPATCH_ALL_TYPES\n      (t, \"g\", [&] { h(); });\n}\n")
+    f = named(extract_cpp("torch/csrc/autograd/python_variable_methods.cpp", code))
+    assert [(s.qualname, s.line, s.end_line) for s in f["CppSymbol"] if s.is_definition] == [
+        ("THPVariable_dim", 1, 9), ("THPVariable_bool_scalar", 11, 18), ("THPVariable___eq__", 20, 25),
+        ("g", 30, 33)]
+    dim = sym(f, "THPVariable_dim")
+    assert {"check_has_torch_function", "handle_torch_function", "THPUtils_packInt64"} <= {
+        c.callee for c in calls_of(f, dim)}
+    assert "wrap" in {c.callee for c in calls_of(f, sym(f, "THPVariable___eq__"))}
+    # a macro call whose arguments start on the next line is a call, not a statement macro
+    assert "AT_DISPATCH_ALL_TYPES" in {c.callee for c in calls_of(f, sym(f, "g"))}
+
+
+def test_a_dependent_temporary_argument_keeps_the_call():
+    """``gpu_reduce_kernel<scalar_t, out_t, 2>(iter, ops, typename ops_t::acc_t{});`` (std/var's CUDA kernel) read as a
+    function defined inside the one that holds it, and the launch was lost."""
+    code = (b"namespace at::native {\ntemplate <typename scalar_t, typename out_t=scalar_t>\n"
+            b"void std_var_kernel_impl(TensorIterator& iter, double correction, bool take_sqrt) {\n"
+            b"  using ops_t = WelfordOps<scalar_t, accscalar_t, int32_t, thrust::pair<out_t, out_t>>;\n"
+            b"  ops_t ops(static_cast<accscalar_t>(correction), take_sqrt);\n"
+            b"  gpu_reduce_kernel<scalar_t, out_t, 2>(iter, ops, typename ops_t::acc_t{});\n}\n"
+            b"template <typename T>\nvoid other(typename T::Params const& p) { use(p); }\n}\n")
+    f = named(extract_cpp("aten/src/ATen/native/cuda/ReduceMomentKernel.cu", code))
+    assert [(s.qualname, s.line) for s in f["CppSymbol"] if s.is_definition] == [
+        ("at::native::std_var_kernel_impl", 3), ("at::native::other", 9)]
+    impl = sym(f, "std_var_kernel_impl")
+    assert ("gpu_reduce_kernel", 6) in {(c.callee, c.line) for c in calls_of(f, impl)}
+    assert sym(f, "other").params == "(typename T::Params const& p)"
+
+
+def test_objective_cpp_nested_message_receivers_and_fast_enumeration():
+    """``[[[Cls alloc] initWith:x] autorelease]`` (a receiver two message sends deep) and ``for (T* x in coll)`` cost
+    the rest of the function, and the functions after it were read as nested in it."""
+    code = (b"namespace at::native::mps {\n"
+            b"static void copy_cast_mps(at::Tensor& dst, id<MTLBuffer> buf) {\n"
+            b"  MPSGraphTensorData* srcData = [[[MPSGraphTensorData alloc] initWithMTLBuffer:buf\n"
+            b"                                                         shape:getMPSShape(dst)] autorelease];\n"
+            b"  run(srcData);\n}\n"
+            b"std::string shape_string(MPSShape* shape) {\n  std::string str;\n"
+            b"  for (NSNumber* elem in shape) {\n    str += std::to_string(elem.unsignedLongValue);\n  }\n"
+            b"  return str;\n}\n"
+            b"void mps_copy_(at::Tensor& dst) { copy_cast_mps(dst, nil); }\n}\n")
+    f = named(extract_cpp("aten/src/ATen/native/mps/operations/Copy.mm", code))
+    assert [(s.qualname, s.line, s.end_line) for s in f["CppSymbol"] if s.is_definition] == [
+        ("at::native::mps::copy_cast_mps", 2, 6), ("at::native::mps::shape_string", 7, 13),
+        ("at::native::mps::mps_copy_", 14, 14)]
+    assert {"getMPSShape", "run"} <= {c.callee for c in calls_of(f, sym(f, "copy_cast_mps"))}
+    assert "to_string" in {c.callee for c in calls_of(f, sym(f, "shape_string"))}
+
+
+@pytest.mark.integration
+@real
+def test_real_block_scope_misreads_are_gone():
+    """Functions the files above define, read before as defined inside another function."""
+    f = real_facts("aten/src/ATen/native/cuda/ReduceMomentKernel.cu")
+    assert [c.kind for c in calls_of(f, sym(f, "std_var_kernel_impl")) if c.callee == "gpu_reduce_kernel"] == [
+        "gpu_launch"]
+    copy = real_facts("aten/src/ATen/native/mps/operations/Copy.mm")
+    assert sym(copy, "mps_copy_").qualname == "at::native::mps::mps_copy_"
+    init = real_facts("torch/csrc/autograd/init.cpp")
+    assert "is_enabled" in {c.callee for c in calls_of(init, sym(init, "is_grad_enabled"))}
+    assert not [s for s in init["CppSymbol"] if s.name == "if"]
+
+
+def test_an_empty_last_macro_argument_keeps_the_class():
+    """``PYBIND11_OVERRIDE(int, ProcessGroup, getRank, /* name */\n);``: the empty last argument lost the class around
+    it, and its methods were read as defined in the first one. Strings keep their commas."""
+    code = (b"namespace c10d {\nclass PyProcessGroup : public ProcessGroup {\n public:\n"
+            b"  int getRank() const override {\n    PYBIND11_OVERRIDE(\n        int, /* Return type */\n"
+            b"        ProcessGroup, /* Parent class */\n        getRank, /* Name of function in C++ */\n    );\n  }\n"
+            b"  int getSize() const override {\n    TORCH_CHECK(ok(), \"shape (3, )\");\n    return size();\n  }\n"
+            b"};\n}\n")
+    f = named(extract_cpp("torch/csrc/distributed/c10d/PyProcessGroup.hpp", code))
+    assert [(s.qualname, s.line, s.end_line) for s in f["CppSymbol"] if s.is_definition] == [
+        ("c10d::PyProcessGroup::getRank", 4, 10), ("c10d::PyProcessGroup::getSize", 11, 14)]
+    assert [r.pieces for r in f["RaiseSite"]] == [("shape (3, )",)]

@@ -12,12 +12,14 @@ from dataclasses import replace
 
 from ..model import CallSite, CppClass, CppField, CppSymbol, FileFacts, RaiseSite, Registration, Using
 from .cpp_macros import expand_same_file
+from .cpp_objc import finish_objc, prepare_objc
 from .cpp_prep import (
     blank_directive_comments,
+    blank_empty_last_arguments,
     blank_macros,
     blank_placeholders,
-    finish_objc,
-    prepare_objc,
+    blank_statement_macros,
+    blank_typename_temporaries,
     resolve_chain_conditionals,
     resolve_conditionals,
     terminate_macro_statements,
@@ -80,6 +82,7 @@ def extract_cpp(relpath: str, data: bytes) -> FileFacts:
     span_lines = {text.count("\n", 0, sp.start) + 1 for sp in spans}
     span_lines |= {a.line + k for sp in spans for a in sp.args for k in range(len(a.breaks) + 1)}  # their arguments'
     buf, glob_pos, dev_pos = blank_macros(data)
+    buf = blank_empty_last_arguments(blank_typename_temporaries(blank_statement_macros(buf)))
     buf = resolve_chain_conditionals(terminate_macro_statements(buf))
     is_cuda = low.endswith(_CUDA_EXT) or b"<<<" in buf
     parser, captures = _tools(is_cuda)

@@ -152,7 +152,8 @@ class Calls:
             return ""
         for a in vals:  # a functor made at the call site: multi_tensor_apply<4>(lists, AdamFunctor<T>(), ...)
             m = _CONSTRUCTED.match(self.t(a).strip())
-            if m and a.type in ("call_expression", "compound_literal_expression"):
+            # a type alias made in place is a value: the identity of gpu_reduce_kernel(iter, ops, ops_t::acc_t{})
+            if m and a.type in ("call_expression", "compound_literal_expression") and not m.group(1).endswith("_t"):
                 return m.group(1).split("::")[-1]
         text = strip_templates(self.t(vals[1] if len(vals) > 1 else vals[0])).lstrip("&* ")
         if text.startswith("func_wrapper("):  # func_wrapper<T>(MaxNanFunctor<T>()): the functor inside

@@ -6,17 +6,14 @@ replaced by spaces of the same length, so byte offsets and line numbers stay val
 The CUDA qualifiers among them are remembered by position, since they decide whether a
 definition is a ``__global__`` kernel or a device function.
 
-Objective-C++ gets a line-preserving rewrite (``@autoreleasepool`` blanked, blocks
-``^(args){`` turned into lambdas, message sends into comma expressions) so the C++
-around it parses. ``resolve_conditionals`` keeps one branch of ``#if`` groups that
-split a brace pair, for files that tree-sitter otherwise loses.
+Objective-C++ gets a line-preserving rewrite of its own (cpp_objc). ``resolve_conditionals``
+keeps one branch of ``#if`` groups that split a brace pair, for files that tree-sitter
+otherwise loses.
 """
 
 from __future__ import annotations
 
 import re
-
-from .cpp_text import match_close, skip_quoted
 
 # one level of nested parentheses; string literals may hold any: C10_DEPRECATED_MESSAGE("... f(g()) ...")
 _ARGS = r'\s*\((?:"(?:\\.|[^"\\\n])*"|[^()"]|\([^()]*\))*\)'
@@ -36,17 +33,82 @@ _BLANK = re.compile(
 )
 _NL = re.compile(rb"[^\n]")
 
-# Objective-C++ only.
-_OBJC = re.compile(rb"@autoreleasepool\b|@available" + _ARGS.encode() + rb"|@(?=[\"{(0-9])")
-# A block literal "^{", "^(args) {", "^RetType*(args) {" (return type often from a macro).
-_BLOCK = re.compile(rb"\^(?=\s*(?:[A-Za-z_][\w:]*\s*\**\s*)?(?:\([^()]*\)\s*)?\{)")
-_BLOCK_TYPE = re.compile(rb"\(\s*\^(?=\s*\w+\s*\))")  # typedef R (^Name)(args)
-_BLOCK_RET = re.compile(r"\[&\](\s*[A-Za-z_][\w:]*\s*\**\s*)(?=\()")
 
 
 _PLACEHOLDER = re.compile(rb"\$\{\w+\}")
 _CLOSE_BRACE = re.compile(rb"\)([ \t\r\n]+)\}")
 _MACRO_BEFORE = re.compile(rb"(?:^|[;{}:)]|\belse)\s*[A-Z][A-Z0-9_]*\s*$")
+
+
+# Note [Statement macros]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# A macro written alone on its line as a statement (``HANDLE_TH_ERRORS`` / ``END_HANDLE_TH_ERRORS`` in every Python
+# binding, functorch's ``PY_BEGIN``) expands, in another file, to the scaffolding of a try block. Unexpanded,
+# tree-sitter reads it as the type of what follows: ``HANDLE_TH_ERRORS if (check_has_torch_function(self)) {...}``
+# becomes a function ``if`` defined inside the binding, which then loses the calls of that block; the pair inside a
+# block cost the functions after it (``THPVariable___eq__`` read as nested in ``THPVariable_bool_scalar``).
+# Such a line is blanked: a name in capitals with an underscore, alone on its line, between two statements (after
+# ``{``, ``}``, ``;`` or ``:``, before a name, a brace, a directive or a comment). The braces of the try block the
+# pair stands for open and close together, so blanking both keeps the code balanced. Enumerators (after a ``,``) and
+# a macro call whose ``(`` is on the next line are left alone.
+_STATEMENT_MACRO = re.compile(rb"(?m)^[ \t]*[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+[ \t]*\r?$")
+_STATEMENT_NEXT = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_{}#/")
+
+
+def blank_statement_macros(data: bytes) -> bytes:
+    """Blank the statement macros of Note [Statement macros] (same length: offsets and lines stay)."""
+    out = None
+    for m in _STATEMENT_MACRO.finditer(data):
+        i = m.start() - 1
+        while i >= 0 and data[i] in b" \t\r\n":
+            i -= 1
+        j = m.end()
+        while j < len(data) and data[j] in b" \t\r\n":
+            j += 1
+        if (i >= 0 and data[i] not in b"{};:") or j >= len(data) or data[j] not in _STATEMENT_NEXT:
+            continue
+        if out is None:
+            out = bytearray(data)
+        out[m.start():m.end()] = _NL.sub(b" ", m.group(0))
+    return bytes(out) if out is not None else data
+
+
+# A temporary of a dependent type passed as an argument, ``gpu_reduce_kernel<scalar_t, out_t, 2>(iter, ops,
+# typename ops_t::acc_t{});``, makes tree-sitter read the statement as a function definition nested in the one that
+# holds it (``acc_t`` a parameter, ``{}`` its body), and the call is lost: std/var's CUDA kernel reached no reduction.
+# Without the keyword (``ops_t::acc_t{}``) the call parses; the keyword says nothing a fact keeps.
+_TYPENAME_TEMPORARY = re.compile(rb"[(,]\s*(typename)\s+[A-Za-z_]\w*(?:<[^<>;{}()]*>)?(?:::\w+(?:<[^<>;{}()]*>)?)+"
+                                 rb"\s*[{(]")
+
+
+def blank_typename_temporaries(data: bytes) -> bytes:
+    """Blank ``typename`` before an argument that constructs a dependent type's temporary (offsets stay)."""
+    if b"typename" not in data:
+        return data
+    out = None
+    for m in _TYPENAME_TEMPORARY.finditer(data):
+        if out is None:
+            out = bytearray(data)
+        out[m.start(1):m.end(1)] = b" " * 8
+    return bytes(out) if out is not None else data
+
+
+# An empty last argument of a macro call, ``PYBIND11_OVERRIDE(int, ProcessGroup, getRank, /* name */\n);``, is no
+# C++ tree-sitter can read: it lost the class around it (PyProcessGroup's methods read as defined in getGroupDesc).
+# Its comma is blanked (strings, raw strings and comments are skipped: a message or docstring keeps its text).
+_EMPTY_LAST_ARG = re.compile(rb'R"([^()\\\s"]{0,16})\((?s:.*?)\)\1"|"(?:\\.|[^"\\\n])*+"|//[^\n]*+|/\*(?s:.*?)\*/'
+                             rb'|,(?=(?:\s|/\*(?:[^*]|\*(?!/))*+\*/|//[^\n]*+)*+\))')
+
+
+def blank_empty_last_arguments(data: bytes) -> bytes:
+    """Blank the comma before an empty last argument (offsets stay)."""
+    out = None
+    for m in _EMPTY_LAST_ARG.finditer(data):
+        if data[m.start()] == 0x2C:
+            if out is None:
+                out = bytearray(data)
+            out[m.start()] = 0x20
+    return bytes(out) if out is not None else data
 
 
 def terminate_macro_statements(data: bytes) -> bytes:
@@ -167,100 +229,6 @@ def blank_macros(data: bytes) -> tuple[bytes, list[int], list[int]]:
 
     return _BLANK.sub(repl, data), glob, dev
 
-
-def _objc_repl(m: re.Match) -> bytes:
-    text = m.group(0)
-    if text.startswith(b"@available"):  # "if (@available(macOS 13, *))" -> "if (1 ...)"
-        return b"1" + _NL.sub(b" ", text[1:])
-    return _NL.sub(b" ", text)
-
-
-def prepare_objc(data: bytes) -> bytes:
-    """Make Objective-C++ look enough like C++: lines are kept, columns may shift.
-
-    Blocks become lambdas (``^(args) {`` -> ``[&](args) {``), block typedefs become
-    function-pointer typedefs; ``@`` literals and ``@autoreleasepool`` lose the ``@``.
-    Message sends (``[obj msg:arg]``) are left alone: tree-sitter recovers locally.
-    """
-    data = _BLOCK_TYPE.sub(b"(*", _OBJC.sub(_objc_repl, data))
-    return _BLOCK.sub(b"[&]", data)
-
-
-def finish_objc(text: str) -> str:
-    """After macro expansion (so macro-made block signatures are visible): drop block
-    return types (``[&]RetType*(args)`` -> ``[&](args)``) and rewrite message sends."""
-    text = _BLOCK_RET.sub(lambda m: "[&]" + " " * len(m.group(1)), text)
-    return _rewrite_messages(_array_literals(text))
-
-
-def _array_literals(text: str) -> str:
-    """``@[a, b]`` -> `` {a, b}``: an initializer list C++ accepts as an argument."""
-    if "@[" not in text:
-        return text
-    chars = list(text)
-    i = text.find("@[")
-    while i >= 0:
-        end = match_close(text, i + 1)
-        if text[end - 1 : end] == "]":
-            chars[i], chars[i + 1], chars[end - 1] = " ", "{", "}"
-        i = text.find("@[", i + 2)
-    return "".join(chars)
-
-
-# "[recv sel" followed by ":" or "]": a message send, not a subscript, lambda or attribute.
-_MESSAGE = re.compile(
-    r"\[(?=\s*(?:\[\s*[A-Za-z_]\w*\s+[A-Za-z_]\w*\s*[:\]]"  # [[Cls alloc] init]
-    r"|[A-Za-z_][\w.]*(?:->\w+)*(?:\([^()]*\))?(?:<[^<>]*>)?"  # receiver: a.b, p->q, f(), T<U*>
-    r"\s+[A-Za-z_]\w*\s*[:\]]))"
-)
-_SELECTOR = re.compile(r"\s[A-Za-z_]\w*\s*:(?!:)|\s[A-Za-z_]\w*\s*$")
-
-
-def _rewrite_messages(text: str) -> str:
-    """``[obj msg:a with:b]`` -> ``(obj ,   a,     b)``: same length, a C++ comma expression,
-    so calls in the arguments stay visible and the statement parses."""
-    if "[" not in text:
-        return text
-    chars = None
-    for m in _MESSAGE.finditer(text):
-        start = m.start()
-        end = match_close(text, start)
-        if end > len(text) or text[end - 1] != "]":
-            continue
-        if chars is None:
-            chars = list(text)
-        chars[start] = "("
-        chars[end - 1] = ")"
-        body = start + 1
-        i = body
-        ternary = 0  # "?" seen in the current argument: its ":" is not a selector
-        receiver_done = False
-        while i < end - 1:  # top-level selector keywords become commas
-            ch = text[i]
-            if ch in "([{":
-                i = match_close(text, i)
-                continue
-            if ch == "?":
-                ternary += 1
-            elif ch.isspace():
-                sel = _SELECTOR.match(text, i, end - 1)
-                if sel and ternary and text[sel.end() - 1] == ":":
-                    ternary -= 1
-                    i = sel.end()
-                    continue
-                if sel and text[sel.end() - 1] != ":" and receiver_done:
-                    sel = None  # a trailing word after arguments is not a unary selector
-                if sel and (receiver_done or text[body:i].strip()):
-                    receiver_done = True
-                    a, b = sel.start() + 1, sel.end()
-                    chars[a:b] = ("," if text[b - 1] == ":" else " ") + " " * (b - a - 1)
-                    i = b
-                    continue
-            elif ch == '"':
-                i = skip_quoted(text, i)
-                continue
-            i += 1
-    return "".join(chars) if chars is not None else text
 
 
 _COND = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b(?:[^\n]*\\\r?\n)*[^\n]*", re.M)
