@@ -724,3 +724,14 @@ def test_an_empty_last_macro_argument_keeps_the_class():
     assert [(s.qualname, s.line, s.end_line) for s in f["CppSymbol"] if s.is_definition] == [
         ("c10d::PyProcessGroup::getRank", 4, 10), ("c10d::PyProcessGroup::getSize", 11, 14)]
     assert [r.pieces for r in f["RaiseSite"]] == [("shape (3, )",)]
+
+
+def test_a_macro_standing_for_an_ifs_parentheses():
+    """``if C10_LIKELY (cond) {`` (linalg_solve_triangular_out): the macro writes the parentheses; unread, the block's
+    calls went to a callee ``if``."""
+    code = (b"Tensor& solve(const Tensor& out, const Tensor& B) {\n  if C10_LIKELY (contiguous(out)) {\n"
+            b"    out.copy_(B);\n  } else if C10_UNLIKELY (out.is_neg()) {\n    fix(out);\n  }\n  return out;\n}\n")
+    f = named(extract_cpp("aten/src/ATen/native/BatchLinearAlgebra.cpp", code))
+    callees = {(c.callee, c.line) for c in calls_of(f, sym(f, "solve"))}
+    assert {("contiguous", 2), ("copy_", 3), ("is_neg", 4), ("fix", 5)} <= callees
+    assert "if" not in {c for c, _ in callees}

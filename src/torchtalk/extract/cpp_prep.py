@@ -55,9 +55,20 @@ _STATEMENT_MACRO = re.compile(rb"(?m)^[ \t]*[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+[ \t]*\
 _STATEMENT_NEXT = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_{}#/")
 
 
+# "if C10_LIKELY (x) {": a macro that writes the condition's parentheses itself; without its name the if parses.
+_IF_MACRO = re.compile(rb"\bif[ \t]+([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)[ \t]*\(")
+
+
 def blank_statement_macros(data: bytes) -> bytes:
-    """Blank the statement macros of Note [Statement macros] (same length: offsets and lines stay)."""
+    """Blank the statement macros of Note [Statement macros], and a macro that stands for an ``if``'s parentheses
+    (same length: offsets and lines stay)."""
     out = None
+    for m in _IF_MACRO.finditer(data):
+        if data[data.rfind(b"\n", 0, m.start()) + 1:m.start()].strip().startswith(b"#"):
+            continue  # "#if AT_MKL_ENABLED()": a directive's condition
+        if out is None:
+            out = bytearray(data)
+        out[m.start(1):m.end(1)] = b" " * (m.end(1) - m.start(1))
     for m in _STATEMENT_MACRO.finditer(data):
         i = m.start() - 1
         while i >= 0 and data[i] in b" \t\r\n":
