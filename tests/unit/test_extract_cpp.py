@@ -35,6 +35,11 @@ def sym(f: dict, name: str, **where) -> CppSymbol:
     return found[0]
 
 
+def spans(f: dict) -> list[tuple[str, int, int]]:
+    """The definitions of a file as (qualified name, first line, last line)."""
+    return [(s.qualname, s.line, s.end_line) for s in f["CppSymbol"] if s.is_definition]
+
+
 def calls_of(f: dict, symbol: CppSymbol) -> list[CppCall]:
     idx = f["CppSymbol"].index(symbol)
     return [c for c in f["CppCall"] if c.caller == idx]
@@ -650,7 +655,7 @@ def test_statement_macros_leave_the_binding_its_calls():
             b"enum class Mode {\n  FIRST_MODE,\n  LAST_MODE\n};\n"
             b"void g() {\n  AT_DISPATCH_ALL_TYPES\n      (t, \"g\", [&] { h(); });\n}\n")
     f = named(extract_cpp("torch/csrc/autograd/python_variable_methods.cpp", code))
-    assert [(s.qualname, s.line, s.end_line) for s in f["CppSymbol"] if s.is_definition] == [
+    assert spans(f) == [
         ("THPVariable_dim", 1, 9), ("THPVariable_bool_scalar", 11, 18), ("THPVariable___eq__", 20, 25),
         ("g", 30, 33)]
     dim = sym(f, "THPVariable_dim")
@@ -691,7 +696,7 @@ def test_objective_cpp_nested_message_receivers_and_fast_enumeration():
             b"  return str;\n}\n"
             b"void mps_copy_(at::Tensor& dst) { copy_cast_mps(dst, nil); }\n}\n")
     f = named(extract_cpp("aten/src/ATen/native/mps/operations/Copy.mm", code))
-    assert [(s.qualname, s.line, s.end_line) for s in f["CppSymbol"] if s.is_definition] == [
+    assert spans(f) == [
         ("at::native::mps::copy_cast_mps", 2, 6), ("at::native::mps::shape_string", 7, 13),
         ("at::native::mps::mps_copy_", 14, 14)]
     assert {"getMPSShape", "run"} <= {c.callee for c in calls_of(f, sym(f, "copy_cast_mps"))}
@@ -721,7 +726,7 @@ def test_an_empty_last_macro_argument_keeps_the_class():
             b"  int getSize() const override {\n    TORCH_CHECK(ok(), \"shape (3, )\");\n    return size();\n  }\n"
             b"};\n}\n")
     f = named(extract_cpp("torch/csrc/distributed/c10d/PyProcessGroup.hpp", code))
-    assert [(s.qualname, s.line, s.end_line) for s in f["CppSymbol"] if s.is_definition] == [
+    assert spans(f) == [
         ("c10d::PyProcessGroup::getRank", 4, 10), ("c10d::PyProcessGroup::getSize", 11, 14)]
     assert [r.pieces for r in f["RaiseSite"]] == [("shape (3, )",)]
 
