@@ -1,6 +1,8 @@
 """The answer budget (Note [Answer budget] in render/budget.py): the lead always, detail by relevance, and a
 Cut: line with the call that shows it for every section left out, whole or in part."""
 
+import re
+
 import pytest
 
 from torchtalk.render import budget
@@ -95,3 +97,16 @@ def test_two_hundred_sections_cut_whole_share_one_line_that_names_each():
     assert last.startswith("Cut: ") and "more: " in last and 'show("op' in last
     named = [s.what for s in sections if f"## {s.head[0][3:]}" not in out.lines]
     assert all(what in "\n".join(out.cuts) for what in named)
+
+
+def test_long_names_cut_whole_are_named_as_far_as_the_room_goes_then_counted():
+    """200 kernels of mem-efficient attention (``__global__ fmha_cutlassF_f32_notaligned_32x128_gmem_sm50``, ...)
+    cut whole: naming each made the one line 10k characters, the answer twice its budget."""
+    sections = [section("fmha_cutlassF_f32_notaligned_32x128_gmem_sm" + str(i), 20) for i in range(200)]
+    out = fit(["# lead"], sections, budget=12_000)
+    assert len(out.text) <= 12_000 + budget.CUT_ROOM
+    last = out.cuts[-1]
+    whole, rest = re.match(r"Cut: (\d+) more: ", last), re.search(r", and (\d+) more;", last)
+    named = [s for s in sections if f"{s.what}," in last]
+    assert whole and rest and len(named) > 10 and len(named) + int(rest.group(1)) == int(whole.group(1))
+    assert "holds all" in last

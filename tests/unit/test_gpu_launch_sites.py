@@ -5,7 +5,8 @@ from the GPU walk: a kernel launched through a local variable it was given (Dist
 ``impl_fptr<<<>>>``, flash attention's ``auto kernel = &flash_fwd_kernel<...>; kernel<<<>>>``), a launch reached
 through temporary functors called in place (ScatterGatherKernel.cu), and a launcher object handed to a template
 that calls a method on it (Sort.cu's ``sortCommon(SmallBitonicSort{}, ...)``, Sorting.cu's ``run_launcher(...,
-KthValueLauncher(k))``). Each kernel is named with the line of its launch.
+KthValueLauncher(k))``), and a kernel launched through a parameter of a lambda that helpers call with each kernel
+(memory-efficient attention's ``kernel_fn<<<>>>``). Each kernel is named with the line of its launch.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ OPS = "".join(f"""
 """ for op, fn in (("_cdist_forward", "_cdist_forward"), ("_flash_forward", "_flash_forward"),
                    ("_flash_backward", "_flash_backward"),
                    ("gather_fx", "gather_cuda"), ("sort_kv", "sort_kv_cuda"), ("kthvalue_fx", "kthvalue_cuda"),
-                   ("median_fx", "median_cuda")))
+                   ("median_fx", "median_cuda"), ("_mem_eff_forward", "_mem_eff_forward")))
 
 
 @pytest.fixture
@@ -93,3 +94,26 @@ def test_a_stub_passed_on_to_a_helper_leads_down_to_its_cuda_kernel(reach):
     cu = f"{CUDA}/ScanKernels.cu"
     assert _launched(ix, "cumsum") == {
         ("tensor_kernel_scan_innermost_dim", cu, line_of(tree, cu, "tensor_kernel_scan_innermost_dim<scalar_t><<<"))}
+
+
+def test_kernels_handed_to_a_launching_lambda(reach):
+    """Note [Kernels handed to a launching lambda]: ``kernel_fn<<<>>>`` in ``launchKernel``, handed to
+    dispatch_cutlassF, which passes it on to the per-arch helpers calling ``cb(AttentionKernel<...>(), kernel)``."""
+    tree, ix = reach
+    cu = "aten/src/ATen/native/transformers/cuda/attention.cu"
+    launch = line_of(tree, cu, "kernel_fn<<<")
+    # every kernel a helper hands it (the argument in kernel_fn's place, not AttentionKernel<...>()); never a
+    # kernel only a comment names
+    assert _launched(ix, "_mem_eff_forward") == {
+        ("fmha_cutlassF_f32_aligned_64x64_rf_sm80", cu, launch),
+        ("fmha_cutlassF_f32_aligned_32x128_gmem_sm80", cu, launch),
+        ("fmha_cutlassF_f16_aligned_64x64_rf_sm50", cu, launch)}
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="_mem_eff_forward")
+    # the definitions, not the generated header's declarations
+    assert {d.path.rsplit("/", 1)[-1] for k in res.kernels for d in k.definitions} == {
+        "cutlassF_f32_aligned.cu", "cutlassF_f16_aligned.cu"}
+    # kernels sharing their one launch site are one section of the text, led by it
+    head = f"## 3 __global__ kernels launched at {cu}:{launch} by at::native::_mem_eff_forward"
+    assert head in text and text.count("## ") == 1
+    assert f"Nearest first: 3 __global__ kernels launched at {cu}:{launch}" in text
+    assert all(f"- __global__ {k.name}  " in text for k in res.kernels)

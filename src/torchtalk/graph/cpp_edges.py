@@ -15,6 +15,7 @@ from ..model import CallKind, CallSite, CppSymbol, Edge, EdgeHow, EdgeKind, Node
 from ..store.reader import Index
 from .cpp_lookup import methods
 from .handed import handed_args, handed_methods
+from .handed_kernels import handed_kernels
 from .nodes import stub_node, symbol_id, symbol_node, unresolved_node
 from .registry import registry
 from .resolve import TargetKind, resolve, resolver
@@ -49,6 +50,11 @@ def call_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node | None = Non
         # decide (each is a candidate).
         return [Edge(src, symbol_node(ix, d), EdgeKind.CALL, call.loc, how=_how(d, res.candidates), written=written)
                 for d in res.defs[:MAX_DEFS]] + _handed_edges(ix, sym, call, src, res.defs[:MAX_DEFS])
+    if call.kind is CallKind.LAUNCH:  # Note [Kernels handed to a launching lambda]: every kernel, no cap
+        kernels = handed_kernels(ix, sym, call)
+        if kernels:
+            return [Edge(src, symbol_node(ix, k), EdgeKind.LAUNCH, call.loc, how=EdgeHow.HANDED, note=call.detail,
+                         written=written) for k in kernels]
     if res.kind is TargetKind.LOCAL:
         return []  # a local lambda or functor called: its body is the caller's own code
     if res.kind is TargetKind.OP:

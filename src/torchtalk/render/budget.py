@@ -130,7 +130,8 @@ def fit(lead: Sequence[str], sections: Sequence[Section], tail: Sequence[str] = 
 
 def _collapse(cuts: list[str], sections: Sequence[Section], shown: list[int]) -> list[str]:
     """The cut lines, at most CUT_ROOM characters of them: past that, the sections cut whole are one line
-    naming each (an answer about 200 overloads cuts most of them, and 200 lines would be a budget of their own)."""
+    naming each while it fits, then how many more (an answer about 200 overloads cuts most of them, and 200 lines
+    would be a budget of their own)."""
     if size(cuts) <= CUT_ROOM:
         return cuts
     whole = [s for i, s in enumerate(sections) if shown[i] < 0]
@@ -138,8 +139,16 @@ def _collapse(cuts: list[str], sections: Sequence[Section], shown: list[int]) ->
     while whole and size(keep) + len(cut_whole(whole[0])) + 1 <= CUT_ROOM // 2:
         keep.append(cut_whole(whole.pop(0)))
     if whole:
-        keep.append(f"Cut: {len(whole)} more: " + ", ".join(s.what for s in whole)
-                    + f"; each is shown by its call (e.g. {whole[0].shows}), and {STRUCTURED} holds all")
+        # named while the cut lines stay within CUT_ROOM (200 kernel names would be a budget of their own)
+        end = f"; each is shown by its call (e.g. {whole[0].shows}), and {STRUCTURED} holds all"
+        room = CUT_ROOM - len(end) - 40
+        names: list[str] = []
+        for s in whole:
+            if names and size(names) + len(s.what) + 1 > room:
+                break
+            names.append(s.what)
+        rest = f", and {len(whole) - len(names)} more" if len(names) < len(whole) else ""
+        keep.append(f"Cut: {len(whole)} more: " + ", ".join(names) + rest + end)
     return keep
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind, PyApiKind
+from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, PyApiKind
 from ..query.callgraph import CalledByResult, CalledBySection, CallsResult, CallsSection, ImpactResult, ImpactSection
 from ..query.cuda import CudaKernelsResult, GpuKernel, KernelLaunch, LibraryCall, Nearness, near
 from ..query.cuts import node_arg, tool_call
@@ -245,9 +245,14 @@ def render_cuda(r: CudaKernelsResult) -> str:
     # in order of nearness, one scale for all kinds (Note [Nearest first] in graph/gpu_rank.py): the budget cuts
     # the farthest.
     shows = f"{STRUCTURED} of {tool_call('cuda_kernels', r.query)}"
+    shared = _shared_sites(r.kernels)
     ranked: list[tuple[Nearness, Section, KernelLaunch | LibraryCall, str]] = [
         (near(k.launches[0]), _kernel_section(k), k.launches[0], f"__global__ {k.name}  {_where(k)}")
-        for k in r.kernels if k.launches]
+        for k in r.kernels if k.launches and k.launches[0].site.site not in shared]
+    for site, kernels in shared.items():
+        one = kernels[0].launches[0]
+        ranked.append((near(one), _shared_section(site, kernels, shows), one,
+                       f"{len(kernels)} __global__ kernels launched at {site} ({kernels[0].name}, ...)"))
     for helpers in _groups(r.helpers):
         h = helpers[0]
         ranked.append((near(h), _family_section(helpers, shows), h, f"{_code(h)} at {h.site.site}"))
@@ -310,6 +315,29 @@ def _kernel_section(k: GpuKernel) -> Section:
         lines.append(f"- ... {showing(10, len(k.launches), IN_STRUCTURED)} launch sites")
     return Section([f"\n## __global__ {k.name}  {where}{tag}"], lines, f"__global__ {k.name}",
                    tool_call("cuda_kernels", k.name), "launch lines")
+
+
+SHARED_SITE = 3  # kernels with one launch site, the same one, shown as one section (a kernel handed to a parameter)
+
+
+def _shared_sites(kernels: list[GpuKernel]) -> dict[Loc, list[GpuKernel]]:
+    """Launch sites each of at least SHARED_SITE kernels has as its only one: memory-efficient attention's
+    ``kernel_fn<<<>>>`` runs each of the ~45 kernels ``dispatch_cutlassF`` hands it (Note [Kernels handed to a
+    launching lambda]); one section lists them, instead of one section of one line per kernel."""
+    by_site: dict[Loc, list[GpuKernel]] = {}
+    for k in kernels:
+        site = k.launches[0].site.site if len(k.launches) == 1 else None
+        if site is not None:
+            by_site.setdefault(site, []).append(k)
+    return {site: ks for site, ks in by_site.items() if len(ks) >= SHARED_SITE}
+
+
+def _shared_section(site: Loc, kernels: list[GpuKernel], shows: str) -> Section:
+    first = kernels[0].launches[0]
+    tag = "  [backward]" if all(k.backward for k in kernels) else ""
+    return Section([f"\n## {len(kernels)} __global__ kernels launched at {site} by {first.site.src.label}{_via(first)}"
+                    f"{tag}"], [f"- __global__ {k.name}  {_where(k)}" for k in kernels],
+                   f"kernels launched at {site}", shows, "kernels")
 
 
 def _family_section(helpers: list[KernelLaunch], shows: str) -> Section:
