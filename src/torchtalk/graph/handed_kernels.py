@@ -19,6 +19,7 @@ import re
 
 from ..model import CallSite, CppSymbol
 from ..store.reader import Index
+from .cpp_types import split_args
 from .source_lines import file_lines
 from .symbols import defs_by_name, gpu_kernels_named
 
@@ -69,7 +70,7 @@ def _text(ix: Index, sym: CppSymbol) -> str:
 def _param_names(params: str) -> list[str]:
     """``auto _k, auto kernel_fn`` -> ``["_k", "kernel_fn"]`` (a default value is not the name)."""
     names = []
-    for part in _split(params):
+    for part in split_args(params):
         found = _NAME.findall(part.split("=", 1)[0])
         names.append(found[-1] if found else "")
     return names
@@ -81,11 +82,12 @@ def _calls(text: str) -> list[tuple[str, list[str]]]:
     for m in _CALL.finditer(text):
         close = _close(text, m.end() - 1)
         if close > 0:
-            out.append((m.group(1), _split(text[m.end():close])))
+            out.append((m.group(1), split_args(text[m.end():close])))
     return out
 
 
 def _close(text: str, open_at: int) -> int:
+    """Offset of the bracket closing the one at ``open_at`` (within 4000 characters), or -1."""
     depth = 0
     for i in range(open_at, min(len(text), open_at + 4000)):
         ch = text[i]
@@ -96,19 +98,3 @@ def _close(text: str, open_at: int) -> int:
             if depth == 0:
                 return i
     return -1
-
-
-def _split(args: str) -> list[str]:
-    """Top-level comma-separated parts (template argument lists kept whole)."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(args):
-        if ch in "([{<":
-            depth += 1
-        elif ch in ")]}>":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(args[start:i])
-            start = i + 1
-    if args.strip():
-        parts.append(args[start:])
-    return parts
