@@ -117,3 +117,8 @@ def test_kernels_handed_to_a_launching_lambda(reach):
     assert head in text and text.count("## ") == 1
     assert f"Nearest first: 3 __global__ kernels launched at {cu}:{launch}" in text
     assert all(f"- __global__ {k.name}  " in text for k in res.kernels)
+    # and back: the launch is among each kernel's callers
+    _res, text = run(get_tool("called_by"), ix, function_name="fmha_cutlassF_f16_aligned_64x64_rf_sm50")
+    assert f"at::native::_mem_eff_forward  {cu}:" in text and f"[call at {cu}:{launch}]" in text
+    _res, text = run(get_tool("called_by"), ix, function_name="fmha_decoy_in_a_comment")
+    assert "_mem_eff_forward" not in text

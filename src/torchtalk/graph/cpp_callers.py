@@ -23,7 +23,7 @@ from .registry import registry
 from .resolution import Resolution
 from .resolve import TargetKind, stub_names
 from .resolved import prefetch_resolutions, stored
-from .symbols import calls_named, prefetch_symbols, symbol
+from .symbols import calls_named, gpu_kernels_named, prefetch_symbols, symbol
 
 
 def callers(ix: Index, node: Node, kind: EdgeKind = EdgeKind.CALL) -> list[Edge]:
@@ -42,10 +42,12 @@ def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
         return []
     named = _named(ix, target.name)
     quals = qualifiers(ix, target)
+    handed: list[Edge] = []
     if kind is EdgeKind.LAUNCH:
         # Only a `<<<>>>` site makes a LAUNCH edge to a definition (call_edges): never resolve the name's
         # other call sites (thousands of method calls for a name like copy_) to find none.
         groups = [[i for i, c in enumerate(named.calls) if c.kind is CallKind.LAUNCH]]
+        handed = _handed_launches(ix).get(target.id, [])
     elif len(named.calls) >= NAMED_LIMIT:  # a name written more often than read at once: as calls_named reads it
         return _callers_of_sites(ix, target, kind, quals)
     else:
@@ -63,7 +65,7 @@ def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
     for i, _j, e in sorted((t for t in found if t[2].kind is kind), key=lambda t: (t[0], t[1])):
         first.setdefault(i, e)
     # a recursive call is one of its callers (``calls`` lists the same edge out of it)
-    out = [first[i] for g in groups for i in g if i in first]
+    out = [first[i] for g in groups for i in g if i in first] + handed
     # only a method call that reached nothing may be one a template makes on an object handed to it
     # (resolved or not: Note [Sites the store rules out]), its caller read from the site
     methods = [c for g in groups for i in g if i not in first and (c := named.calls[i]).kind is CallKind.METHOD
@@ -73,6 +75,25 @@ def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
 
 
 NAMED_LIMIT = 20000  # call sites of one name read at most (as calls_named)
+
+
+def _handed_launches(ix: Index) -> dict[int, list[Edge]]:
+    """Note [Kernels handed to a launching lambda] read backwards: the LAUNCH edges of the ``<<<>>>`` sites whose
+    name is no kernel (``kernel_fn``, a lambda's parameter), by the kernel each reaches (memoised per index
+    version; a few hundred launch names, of which 2.6.0 has one such)."""
+
+    def build() -> dict[int, list[Edge]]:
+        out: dict[int, list[Edge]] = defaultdict(list)
+        names = [n for (n,) in ix.q("SELECT DISTINCT callee FROM cpp_call WHERE kind = ?", (CallKind.LAUNCH.value,))]
+        for name in (n for n in names if not gpu_kernels_named(ix, n)):
+            for call in calls_named(ix, name):
+                caller = symbol(ix, call.caller) if call.kind is CallKind.LAUNCH and call.has_caller else None
+                for e in call_edges(ix, caller, call) if caller is not None else ():
+                    if e.how is EdgeHow.HANDED and (sid := symbol_id(e.dst)) is not None:
+                        out[sid].append(e)
+        return dict(out)
+
+    return ix.cached("cpp_handed_launches", build)
 
 
 # Note [Sites the store rules out]
