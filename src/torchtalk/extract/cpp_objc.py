@@ -39,7 +39,7 @@ def prepare_objc(data: bytes) -> bytes:
 
 
 # Fast enumeration, "for (NSNumber* elem in shape)": read as the range-for it is ("in" -> ": ").
-_FOR_IN = re.compile(r"(\bfor\s*\([^;(){}]*?[\w*&])\s+in\s+(?=[^;{}]*\))")
+_FOR_IN = re.compile(r"(\bfor\s*\([^;(){}]*?[\w*&]\s+)in(?=\s+[^;{}]*\))")
 
 
 def finish_objc(text: str) -> str:
@@ -47,7 +47,7 @@ def finish_objc(text: str) -> str:
     return types (``[&]RetType*(args)`` -> ``[&](args)``), read fast enumeration as a range-for, and rewrite
     message sends."""
     text = _BLOCK_RET.sub(lambda m: "[&]" + " " * len(m.group(1)), text)
-    text = _FOR_IN.sub(lambda m: m.group(1) + m.group(0)[len(m.group(1)):].replace("in", ": ", 1), text)
+    text = _FOR_IN.sub(r"\1: ", text)
     return _rewrite_messages(_array_literals(text))
 
 

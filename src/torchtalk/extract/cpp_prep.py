@@ -33,8 +33,6 @@ _BLANK = re.compile(
 )
 _NL = re.compile(rb"[^\n]")
 
-
-
 _PLACEHOLDER = re.compile(rb"\$\{\w+\}")
 _CLOSE_BRACE = re.compile(rb"\)([ \t\r\n]+)\}")
 _MACRO_BEFORE = re.compile(rb"(?:^|[;{}:)]|\belse)\s*[A-Z][A-Z0-9_]*\s*$")
@@ -62,26 +60,32 @@ _IF_MACRO = re.compile(rb"\bif[ \t]+([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)[ \t]*\(")
 def blank_statement_macros(data: bytes) -> bytes:
     """Blank the statement macros of Note [Statement macros], and a macro that stands for an ``if``'s parentheses
     (same length: offsets and lines stay)."""
-    out = None
-    for m in _IF_MACRO.finditer(data):
-        if data[data.rfind(b"\n", 0, m.start()) + 1:m.start()].strip().startswith(b"#"):
-            continue  # "#if AT_MKL_ENABLED()": a directive's condition
-        if out is None:
-            out = bytearray(data)
-        out[m.start(1):m.end(1)] = b" " * (m.end(1) - m.start(1))
-    for m in _STATEMENT_MACRO.finditer(data):
-        i = m.start() - 1
-        while i >= 0 and data[i] in b" \t\r\n":
-            i -= 1
-        j = m.end()
-        while j < len(data) and data[j] in b" \t\r\n":
-            j += 1
-        if (i >= 0 and data[i] not in b"{};:") or j >= len(data) or data[j] not in _STATEMENT_NEXT:
-            continue
-        if out is None:
-            out = bytearray(data)
-        out[m.start():m.end()] = _NL.sub(b" ", m.group(0))
-    return bytes(out) if out is not None else data
+    ifs = [m.span(1) for m in _IF_MACRO.finditer(data)  # not a directive's condition: "#if AT_MKL_ENABLED()"
+           if not data[data.rfind(b"\n", 0, m.start()) + 1:m.start()].strip().startswith(b"#")]
+    return _blank(data, ifs + [m.span() for m in _STATEMENT_MACRO.finditer(data) if _between_statements(data, m)])
+
+
+def _between_statements(data: bytes, m: re.Match) -> bool:
+    """The line ``m`` matched follows ``{ } ; :`` (or the file's start) and comes before a name, a brace, a
+    directive or a comment."""
+    i = m.start() - 1
+    while i >= 0 and data[i] in b" \t\r\n":
+        i -= 1
+    j = m.end()
+    while j < len(data) and data[j] in b" \t\r\n":
+        j += 1
+    return (i < 0 or data[i] in b"{};:") and j < len(data) and data[j] in _STATEMENT_NEXT
+
+
+def _blank(data: bytes, spans: list[tuple[int, int]]) -> bytes:
+    """``data`` with every byte of each span but its line ends made a space (offsets and lines stay); ``data``
+    itself when there is no span."""
+    if not spans:
+        return data
+    out = bytearray(data)
+    for s, e in spans:
+        out[s:e] = _NL.sub(b" ", data[s:e])
+    return bytes(out)
 
 
 # A temporary of a dependent type passed as an argument, ``gpu_reduce_kernel<scalar_t, out_t, 2>(iter, ops,
@@ -94,14 +98,7 @@ _TYPENAME_TEMPORARY = re.compile(rb"[(,]\s*(typename)\s+[A-Za-z_]\w*(?:<[^<>;{}(
 
 def blank_typename_temporaries(data: bytes) -> bytes:
     """Blank ``typename`` before an argument that constructs a dependent type's temporary (offsets stay)."""
-    if b"typename" not in data:
-        return data
-    out = None
-    for m in _TYPENAME_TEMPORARY.finditer(data):
-        if out is None:
-            out = bytearray(data)
-        out[m.start(1):m.end(1)] = b" " * 8
-    return bytes(out) if out is not None else data
+    return _blank(data, [m.span(1) for m in _TYPENAME_TEMPORARY.finditer(data)]) if b"typename" in data else data
 
 
 # An empty last argument of a macro call, ``PYBIND11_OVERRIDE(int, ProcessGroup, getRank, /* name */\n);``, is no
@@ -113,13 +110,7 @@ _EMPTY_LAST_ARG = re.compile(rb'R"([^()\\\s"]{0,16})\((?s:.*?)\)\1"|"(?:\\.|[^"\
 
 def blank_empty_last_arguments(data: bytes) -> bytes:
     """Blank the comma before an empty last argument (offsets stay)."""
-    out = None
-    for m in _EMPTY_LAST_ARG.finditer(data):
-        if data[m.start()] == 0x2C:
-            if out is None:
-                out = bytearray(data)
-            out[m.start()] = 0x20
-    return bytes(out) if out is not None else data
+    return _blank(data, [m.span() for m in _EMPTY_LAST_ARG.finditer(data) if data[m.start()] == 0x2C])
 
 
 def terminate_macro_statements(data: bytes) -> bytes:
@@ -241,7 +232,6 @@ def blank_macros(data: bytes) -> tuple[bytes, list[int], list[int]]:
     return _BLANK.sub(repl, data), glob, dev
 
 
-
 _COND = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b(?:[^\n]*\\\r?\n)*[^\n]*", re.M)
 _IF0 = re.compile(rb"#[ \t]*if[ \t]+0\b")
 
@@ -301,12 +291,7 @@ def resolve_conditionals(data: bytes, chains: bool = False) -> bytes:
         keep = max((b for b in branches if not b[2]), key=lambda b: b[1] - b[0], default=None)
         spans.extend(g[3])
         spans.extend((s, e) for s, e, if0 in branches if (s, e, if0) != keep)
-    if not spans:
-        return data
-    out = bytearray(data)
-    for s, e in spans:
-        out[s:e] = _NL.sub(b" ", data[s:e])
-    return bytes(out)
+    return _blank(data, spans)
 
 
 def _balanced(branch: bytes) -> bool:

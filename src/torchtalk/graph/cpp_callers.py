@@ -23,7 +23,7 @@ from .registry import registry
 from .resolution import Resolution
 from .resolve import TargetKind, stub_names
 from .resolved import prefetch_resolutions, stored
-from .symbols import calls_named, gpu_kernels_named, prefetch_symbols, symbol
+from .symbols import calls_named, launched_names_of_no_kernel, prefetch_symbols, symbol
 
 
 def callers(ix: Index, node: Node, kind: EdgeKind = EdgeKind.CALL) -> list[Edge]:
@@ -84,8 +84,7 @@ def _handed_launches(ix: Index) -> dict[int, list[Edge]]:
 
     def build() -> dict[int, list[Edge]]:
         out: dict[int, list[Edge]] = defaultdict(list)
-        names = [n for (n,) in ix.q("SELECT DISTINCT callee FROM cpp_call WHERE kind = ?", (CallKind.LAUNCH.value,))]
-        for name in (n for n in names if not gpu_kernels_named(ix, n)):
+        for name in launched_names_of_no_kernel(ix):
             for call in calls_named(ix, name):
                 caller = symbol(ix, call.caller) if call.kind is CallKind.LAUNCH and call.has_caller else None
                 for e in call_edges(ix, caller, call) if caller is not None else ():

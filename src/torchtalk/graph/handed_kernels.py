@@ -51,9 +51,9 @@ def _through(ix: Index, text: str, var: str, at: int, depth: int, seen: set[int]
                 named = gpu_kernels_named(ix, kernel.group()) if kernel else []
                 out += [k for k in named if k.is_definition] or named
             continue
-        if depth == 0 or var not in (a.strip() for a in args):
+        if depth == 0 or var not in args:  # split_args strips each argument
             continue
-        pos = [a.strip() for a in args].index(var)
+        pos = args.index(var)
         for d in defs_by_name(ix, name.rsplit("::", 1)[-1]):
             params = _param_names(d.params[1:-1])
             if d.id in seen or pos >= len(params):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ..model import CallSite, CppSymbol, SymbolKind
+from ..model import CallKind, CallSite, CppSymbol, SymbolKind
 from ..store.codec import Row, codec, row_fact, rows_facts
 from ..store.reader import Index
 
@@ -72,9 +72,18 @@ def defs_in_file(ix: Index, file_id: int, name: str) -> list[CppSymbol]:
     return _symbols(ix, "file_id = ? AND name = ?", (file_id, name), True)
 
 
+_KERNEL_KINDS = (SymbolKind.GLOBAL_KERNEL.value, SymbolKind.METAL_KERNEL.value)
+
+
 def gpu_kernels_named(ix: Index, name: str) -> list[CppSymbol]:
-    return _symbols(ix, "name = ? AND kind IN (?, ?)", (name, SymbolKind.GLOBAL_KERNEL.value,
-                                                        SymbolKind.METAL_KERNEL.value), False)
+    return _symbols(ix, "name = ? AND kind IN (?, ?)", (name, *_KERNEL_KINDS), False)
+
+
+def launched_names_of_no_kernel(ix: Index) -> list[str]:
+    """The names ``<<<>>>`` sites launch that no kernel has (``kernel_fn``, a lambda's parameter), in one query."""
+    return [n for (n,) in ix.q("SELECT DISTINCT callee FROM cpp_call WHERE kind = ? AND callee NOT IN "
+                               "(SELECT name FROM cpp_symbol WHERE kind IN (?, ?)) ORDER BY callee",
+                               (CallKind.LAUNCH.value, *_KERNEL_KINDS))]
 
 
 def pasted_symbols(ix: Index) -> dict[str, list[tuple[str, CppSymbol]]]:

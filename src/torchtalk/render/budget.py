@@ -143,8 +143,10 @@ def _collapse(cuts: list[str], sections: Sequence[Section], shown: list[int]) ->
         end = f"; each is shown by its call (e.g. {whole[0].shows}), and {STRUCTURED} holds all"
         room = CUT_ROOM - len(end) - 40
         names: list[str] = []
+        used = 0
         for s in whole:
-            if names and size(names) + len(s.what) + 1 > room:
+            used += len(s.what) + 1
+            if names and used > room:
                 break
             names.append(s.what)
         rest = f", and {len(whole) - len(names)} more" if len(names) < len(whole) else ""
