@@ -122,3 +122,27 @@ def test_kernels_handed_to_a_launching_lambda(reach):
     assert f"at::native::_mem_eff_forward  {cu}:" in text and f"[call at {cu}:{launch}]" in text
     _res, text = run(get_tool("called_by"), ix, function_name="fmha_decoy_in_a_comment")
     assert "_mem_eff_forward" not in text
+
+
+def test_a_kernel_launched_elsewhere_too_keeps_its_own_section():
+    """Kernels whose only launch is one shared site are one section; a kernel launched there and at another site
+    is not in that group, and keeps its section (it was left out of the text when its first launch was the
+    shared site)."""
+    from torchtalk.graph.gpu import KernelLaunch
+    from torchtalk.model import Edge, EdgeKind, Loc, Node, NodeKind
+    from torchtalk.query.cuda import CudaKernelsResult, GpuKernel
+    from torchtalk.render.callgraph import render_cuda
+
+    fn = Node(NodeKind.CPP_FUNCTION, "1", "at::native::attn", Loc("attention.cu", 5))
+
+    def launch(kernel: str, line: int) -> KernelLaunch:
+        return KernelLaunch(Edge(fn, Node(NodeKind.GPU_KERNEL, kernel, kernel), EdgeKind.LAUNCH,
+                                 Loc("attention.cu", line)), [], False)
+
+    kernels = [GpuKernel(f"k{i}", Node(NodeKind.GPU_KERNEL, f"k{i}", f"k{i}"), [], [launch(f"k{i}", 9)])
+               for i in range(3)]
+    both = GpuKernel("k_both", Node(NodeKind.GPU_KERNEL, "k_both", "k_both"), [],
+                     [launch("k_both", 9), launch("k_both", 20)])
+    text = render_cuda(CudaKernelsResult("attn", "function attn", [*kernels, both], []))
+    assert "## 3 __global__ kernels launched at attention.cu:9" in text
+    assert "## __global__ k_both" in text and "launched at attention.cu:20" in text

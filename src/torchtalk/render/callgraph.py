@@ -246,9 +246,10 @@ def render_cuda(r: CudaKernelsResult) -> str:
     # the farthest.
     shows = f"{STRUCTURED} of {tool_call('cuda_kernels', r.query)}"
     shared = _shared_sites(r.kernels)
+    grouped = {id(k) for kernels in shared.values() for k in kernels}
     ranked: list[tuple[Nearness, Section, KernelLaunch | LibraryCall, str]] = [
         (near(k.launches[0]), _kernel_section(k), k.launches[0], f"__global__ {k.name}  {_where(k)}")
-        for k in r.kernels if k.launches and k.launches[0].site.site not in shared]
+        for k in r.kernels if k.launches and id(k) not in grouped]
     for site, kernels in shared.items():
         one = kernels[0].launches[0]
         ranked.append((near(one), _shared_section(site, kernels, shows), one,
