@@ -560,7 +560,8 @@ def compare_caller(c: dict, cs: tt.CalleeSet, rel: str, src_lines: list[str], ta
                 cl_ops.setdefault(base, k)
     dep_names = {d["name"] for d in c["dependent"]}
     detail = {"caller": where, "tt_caller": f"{cs.caller.qualname} {cs.caller.path}:{cs.caller.line}",
-              "by_name": cs.by_name, "callee_misses": [], "callee_wrong": [], "op_misses": [], "op_wrong": []}
+              "by_name": cs.by_name, "callee_misses": [], "callee_wrong": [], "op_misses": [], "op_wrong": [],
+              "overload_misses": []}
 
     # ---- in-tree callee recall
     for q, k in cl_tree.items():
@@ -672,6 +673,8 @@ def compare_caller(c: dict, cs: tt.CalleeSet, rel: str, src_lines: list[str], ta
             tally.miss("overload / definition picked", cause,
                        f"{where} line {site.line}: {site.written} -> TorchTalk {defs[0].path}:{defs[0].line}"
                        f" ({len(defs)} listed); libclang {k['def']}")
+            detail["overload_misses"].append({"written": site.written, "line": site.line, "cause": cause,
+                                              "tt": [f"{d.path}:{d.line}" for d in defs], "libclang": k["def"]})
 
     # ---- op calls
     for op, k in cl_ops.items():

@@ -233,7 +233,8 @@ def pybind_names(h: Handle) -> list[str]:
 def _site(edge: dict) -> CallSite:
     """A call site from an edge of the calls answer (its site, and the callee as the answer names it)."""
     dst = edge["dst"]
-    written = edge.get("note") or dst["label"] if edge["kind"] == "dispatch_call" else dst["label"]
+    label = edge.get("note") or dst["label"] if edge["kind"] == "dispatch_call" else dst["label"]
+    written = edge.get("written") or label
     return CallSite(edge["site"]["line"], written, dst["label"].split("::")[-1].split(".")[-1], edge["kind"])
 
 
@@ -247,14 +248,14 @@ def calls_of(h: Handle, fn: FunctionRef) -> CalleeSet:
     r = js["result"]["sections"][0] if js["kind"] == "result" else {}
     out = CalleeSet(fn, by_name)
     by_site: dict[tuple[int, str], list[dict]] = {}
-    for e in r.get("calls", []):  # one call's candidates share its site and its key (the call as written)
-        by_site.setdefault((e["site"]["line"], e.get("key", "")), []).append(e)
+    for e in r.get("calls", []):  # one call's candidates share its site and the call as written
+        by_site.setdefault((e["site"]["line"], e.get("written", "")), []).append(e)
     for edges in by_site.values():
         defs = [_def(h, e["dst"]) for e in edges]
         out.resolved.append((_site(edges[0]), [d for d in defs if d is not None]))
-    ops_by_site: dict[int, list[dict]] = {}
+    ops_by_site: dict[tuple[int, str], list[dict]] = {}
     for e in r.get("ops", []):
-        ops_by_site.setdefault(e["site"]["line"], []).append(e)
+        ops_by_site.setdefault((e["site"]["line"], e.get("written", "")), []).append(e)
     for edges in ops_by_site.values():
         full = sorted({e["dst"]["key"] for e in edges})
         out.ops.append((_site(edges[0]), sorted({f.split(".")[0] for f in full}), full))
