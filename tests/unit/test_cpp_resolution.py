@@ -23,7 +23,10 @@ mirror the real cases:
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
+
+import pytest
 
 from torchtalk.index.indexer import refresh
 from torchtalk.source.tree import find_source
@@ -194,3 +197,39 @@ def test_a_qualifier_found_through_a_using_directive(tree):
             [("run_it", "torch/csrc/autograd/engine_like.cpp:9")]
     finally:
         ix.close()
+
+
+TYPES_TREE = FIXTURE_TREE.parent / "tree_types"
+
+
+@pytest.fixture
+def typed(tree):
+    """The fixture tree with tests/fixtures/tree_types over it: enums, namespace constants, using-directives that
+    chain (torch -> at -> c10), a class template with a specialization, a function of a codegen template."""
+    from ..conftest import _reindexed
+    shutil.copytree(TYPES_TREE, tree, dirs_exist_ok=True)
+    ix = _reindexed(tree)
+    yield ix
+    ix.close()
+
+
+def test_values_and_enums_type_the_arguments_that_pick_an_overload(typed):
+    """An enum is a type (``ScalarType st``, ``ScalarType local{}``), so is a namespace's constant (``kLong``,
+    ``at::kFloat`` through ``namespace at { using namespace c10; }``), an enum's value (``ScalarType::Long``) and
+    ``optional<ScalarType>`` (not ``optional<TypeMeta>``): each ``options.dtype(x)`` picks the ScalarType
+    overload, where before the two were listed as candidates; ``toString(st)`` picks ``toString(ScalarType)``.
+    Using-directives chain: ``ScalarType`` written in torch::autograd is c10's (torch -> at -> c10). A function
+    of a codegen template that no other file has (templates/TensorBody.h's ``borrow_from_optional_tensor``) is
+    a candidate, and fits ``optional<Tensor>`` better than TensorBase's."""
+    expectations = Expectations(read_tree(TYPES_TREE))
+    assert len({a.where for a in expectations.uses()}) == 11
+    assert mismatches(typed, expectations) == {}
+
+
+def test_a_class_templates_own_member_comes_before_a_specializations(typed):
+    """``Vectorized<float>::store`` is listed with both definitions (the primary template's, compiled for the
+    default CPU capability, and the AVX2 specialization's, compiled for AVX2 only): the primary's first."""
+    sec, text = calls(typed, "at::native::CPU_CAPABILITY::store_row")
+    assert [(e.dst.loc.path, e.how.value) for e in sec.calls] == [
+        ("aten/src/ATen/cpu/vec/vec_base.h", "candidate"),
+        ("aten/src/ATen/cpu/vec/vec256/vec256_float.h", "candidate")], text

@@ -8,7 +8,7 @@ usings) and return the scope entry a class (or a definition read as a declaratio
 
 from __future__ import annotations
 
-from ..model import CppClass, CppField, Using, UsingKind
+from ..model import ClassKind, CppClass, CppField, Using, UsingKind
 from .cpp_bindings import u
 from .cpp_defs import MACRO_NAME
 from .cpp_text import norm_params, split_scope, strip_templates
@@ -33,8 +33,8 @@ class Declarations:
         fd, name_node, params = self._fn_declarator(d)
         cls = cur[5]
         if fd is None or name_node is None:
-            if cls is not None and n.type == "field_declaration":
-                self._fields(n, cur)
+            if cls is not None and n.type == "field_declaration" or cls is None and n.type == "declaration":
+                self._fields(n, cur)  # data members; variables at namespace scope are members of their namespace
             return None
         nt = name_node.type
         if nt not in ("identifier", "field_identifier", "qualified_identifier", "destructor_name",
@@ -60,19 +60,19 @@ class Declarations:
         return (n.end_byte, cur[1], cur[2] + tuple(parts) + (name,), idx, cur[4], None, "")
 
     def _fields(self, n, cur) -> None:
-        """Data members of the class being walked, with their declared types."""
+        """Data members of the class being walked, or variables of the namespace, with their declared types."""
         tnode = n.child_by_field_name("type")
         if tnode is None:
             return
         written = self.t(tnode)
-        if len(written) > 200 or "{" in written:
-            return
+        if len(written) > 200 or "{" in written or written.endswith("auto"):
+            return  # a class or enum defined in place is its own fact; "auto" says nothing before query time
         cls = "::".join(self.scope(cur, n.start_byte))
         line = self.line(n)
         for d in n.children_by_field_name("declarator"):
             ptrs = 0
             for _ in range(6):
-                if d is None or d.type == "field_identifier":
+                if d is None or d.type in ("field_identifier", "identifier"):
                     break
                 if d.type in ("pointer_declarator", "array_declarator"):
                     ptrs += 1
@@ -81,7 +81,7 @@ class Declarations:
                     d = d.named_child(0) if d.type != "init_declarator" else d.child_by_field_name("declarator")
                 else:
                     d = None
-            if d is not None and d.type == "field_identifier":
+            if d is not None and d.type in ("field_identifier", "identifier"):
                 self.fields.append(CppField(cls, self.t(d), u(type_text(written, ptrs)), line))
 
     def _class(self, n, cur, end: int) -> tuple:
@@ -109,8 +109,9 @@ class Declarations:
         p = n.parent
         if p is not None and p.type == "template_declaration":
             tparams = ",".join(_template_params(self, p.child_by_field_name("parameters")))
+        kind = ClassKind.ENUM if n.type == "enum_specifier" else ClassKind.CLASS
         self.classes.append(CppClass(name, "::".join(scope + (name,)), u(";".join(bases)), tparams, u(spec),
-                                     self.line(n), n.end_point[0] + 1 + self.line_base))
+                                     self.line(n), n.end_point[0] + 1 + self.line_base, kind))
         return (end, cur[1], cur[2] + tuple(parts) + (name,), cur[3], cur[4], name, spec)
 
     def _using(self, n, cur) -> None:

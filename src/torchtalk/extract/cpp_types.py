@@ -198,6 +198,9 @@ class Typer:
             return te if te is not None else f"v:{name}"
         if ty == "this":
             return "this"
+        if ty == "qualified_identifier":  # at::kLong, ScalarType::Long: a variable or an enum's value, named
+            written = _SPACES.sub("", self.t(n)).lstrip(":")
+            return f"v:{written}" if _PLAIN.fullmatch(written) else ""
         if ty == "field_expression":
             arg = n.child_by_field_name("argument")
             fld = n.child_by_field_name("field")

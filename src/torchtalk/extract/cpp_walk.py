@@ -37,6 +37,7 @@ QUERY = """
 (class_specifier body: (_)) @cls
 (struct_specifier body: (_)) @cls
 (union_specifier body: (_)) @cls
+(enum_specifier body: (_)) @cls
 (function_definition) @def
 (declaration) @decl
 (field_declaration) @decl

@@ -16,6 +16,7 @@ are in cpp_types.py.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
 from ..model import CppClass, CppSymbol, UsingKind
@@ -144,6 +145,11 @@ def _type_at(ix: Index, qualname: str, path: str, depth: int) -> str | Ty | None
             hit = _type_at(ix, target.lstrip(":"), path, depth + 1) if depth < _MAX_DEPTH else None
             if hit is not None:
                 return hit
+    if scope and depth < _MAX_DEPTH:  # not declared in its namespace: those its using-directives nominate
+        for ns in nominated(ix, scope, path):  # (at::ScalarType is c10::ScalarType)
+            hit = _type_at(ix, f"{ns}::{name}", path, depth + 1)
+            if hit is not None:
+                return hit
     return None
 
 
@@ -222,6 +228,13 @@ def methods(ix: Index, ty: Ty, name: str) -> tuple[Ty | None, list[CppSymbol]]:
     return None, []
 
 
+def in_specialization(ix: Index, sym: CppSymbol) -> bool:
+    """Whether ``sym`` is defined in the body of a class template's explicit specialization (``template <> class
+    Vectorized<double>``, compiled only for its CPU capability), not in the primary template's."""
+    owner = split_last(sym.qualname)[1]
+    return any(c.spec and c.path == sym.path and c.line <= sym.line <= c.end_line for c in classes(ix, owner))
+
+
 def using_base(ix: Index, cls: Ty, name: str) -> Ty | None:
     """The base whose ``name`` a ``using Base::name;`` inside ``cls`` brings in, or None."""
     for kind, target, s, _p in named_usings(ix, name):
@@ -243,6 +256,21 @@ def field_type(ix: Index, ty: Ty, name: str) -> Ty | None:
         found = fields_of(ix, t.name).get(name)
         if found:
             return resolve_type(ix, found[0].type, class_scope(ix, t))
+    return None
+
+
+def namespace_variable(ix: Index, scopes: Iterable[str], name: str, path: str) -> Ty | None:
+    """The type of the variable ``name`` of the first of ``scopes`` (namespaces, innermost first) that declares one
+    visible from ``path``: in the namespace itself, its anonymous namespace, the namespaces its using-directives
+    nominate, or brought in by a using-declaration (``constexpr ScalarType kLong`` of ``c10`` is ``at::kLong``,
+    since namespace at { using namespace c10; })."""
+    for s in scopes:
+        homes = [s, f"{s}::(anonymous)" if s else "(anonymous)", *nominated(ix, s, path)]
+        homes += [t.rsplit("::", 1)[0] for t in declared_in(ix, s, name, path, (UsingKind.DECLARATION,)) if "::" in t]
+        for home in homes:
+            for f in fields_of(ix, home).get(name, ()):
+                if applies(f.path, path):
+                    return resolve_type(ix, f.type, Scope(scope_chain(f"{home}::{name}" if home else name), f.path))
     return None
 
 

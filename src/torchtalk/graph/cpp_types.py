@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ..model import CppClass, CppField, CppSymbol, UsingKind
+from ..model import ClassKind, CppClass, CppField, CppSymbol, UsingKind
 from ..model.cpp import split_template_args
 from ..store.codec import codec, rows_facts
 from ..store.reader import Index
@@ -40,8 +40,8 @@ class Ty:
     ptr: int = 0
 
     @property
-    def is_builtin(self) -> bool:
-        return self.name in BUILTINS
+    def is_builtin(self) -> bool:  # "long long", "unsigned int": every word a builtin
+        return self.name in BUILTINS or " " in self.name and all(w in BUILTINS for w in self.name.split())
 
     @property
     def is_std(self) -> bool:
@@ -191,6 +191,11 @@ def is_class(ix: Index, qualname: str) -> bool:
     return bool(classes(ix, qualname)) or structured_base(ix, qualname) is not None
 
 
+def is_enum(ix: Index, qualname: str) -> bool:
+    found = classes(ix, qualname)
+    return bool(found) and all(c.kind is ClassKind.ENUM for c in found)
+
+
 def symbols_named(ix: Index, qualname: str) -> list[CppSymbol]:
     """Functions of this qualified name; failing that, those a name-pasting macro made in its scope
     (``c10::Scalar::toDouble`` is ``c10::Scalar::to##name##``)."""
@@ -292,13 +297,24 @@ def directives(ix: Index) -> dict[str, list[tuple[str, str]]]:
 
 
 def nominated(ix: Index, scope: str, path: str) -> tuple[str, ...]:
-    """Namespaces a using-directive in ``scope`` makes visible there, for code in ``path`` (memoised: every
-    lookup of every call asks it for each enclosing scope)."""
+    """Namespaces a using-directive in ``scope`` makes visible there, for code in ``path``, and those their own
+    using-directives nominate, as C++ makes them transitive (``namespace torch { using namespace at; }`` and
+    ``namespace at { using namespace c10; }``: ``ScalarType`` written in ``torch::autograd`` is
+    ``c10::ScalarType``). Memoised: every lookup of every call asks it for each enclosing scope."""
     memo: dict[tuple[str, str], tuple[str, ...]] = ix.cached("nominated", dict)
     key = (scope, path)
     found = memo.get(key)
     if found is None:
-        found = memo[key] = tuple(name.lstrip(":") for name, p in directives(ix).get(scope, ()) if applies(p, path))
+        table = directives(ix)
+        seen: dict[str, None] = {}
+        todo = [scope]
+        while todo and len(seen) < 32:
+            for name, p in table.get(todo.pop(0), ()):
+                ns = name.lstrip(":")
+                if ns != scope and ns not in seen and applies(p, path):
+                    seen[ns] = None
+                    todo.append(ns)
+        found = memo[key] = tuple(seen)
     return found
 
 

@@ -46,10 +46,22 @@ class Signature:
         return _overload_key(self.types)
 
 
+_QUALIFIERS = re.compile(r"\w+::|\s+")
+
+
 @lru_cache(maxsize=1 << 16)
 def _overload_key(types: tuple[str, ...]) -> tuple[str, ...]:
-    """``Signature.key``, memoised: choosing among overloads asks it of every candidate of every call site."""
-    return tuple(t.replace("*", "").split("::")[-1].split("<")[0] + "*" * t.count("*") for t in types)
+    """``Signature.key``, memoised: choosing among overloads asks it of every candidate of every call site. A
+    type's template arguments count, their namespaces do not (``optional<at::Tensor>`` is ``optional<Tensor>``,
+    another type than ``optional<TensorBase>``)."""
+    out = []
+    for t in types:
+        head, _, targs = t.replace("*", "").partition("<")
+        key = head.split("::")[-1]
+        if targs:
+            key += "<" + _QUALIFIERS.sub("", targs)
+        out.append(key + "*" * t.count("*"))
+    return tuple(out)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -172,7 +184,7 @@ def compat(ix: Index, arg: Ty | None, param: Ty | None) -> int | None:
             return None if arg.ptr or arg.name != "int" else 0  # a literal 0 may be a null pointer
         return None if (arg.is_tensor or param.is_tensor) else 0
     if arg.name == param.name:
-        return 2
+        return 2 if _same_args(arg, param) else _other_args(ix, arg, param)
     if arg.is_builtin and param.is_builtin:
         return 1
     if arg.is_builtin:
@@ -185,6 +197,23 @@ def compat(ix: Index, arg: Ty | None, param: Ty | None) -> int | None:
         return 0  # Tensor(TensorBase&&) converts rvalues only
     if arg.is_tensor and param.name in ("c10::ArrayRef", "c10::Scalar"):
         return None
+    return 0
+
+
+def _same_args(arg: Ty, param: Ty) -> bool:
+    """Whether one template's two instances may be the same type: every argument known on both sides is equal, or
+    both are numbers (``int64_t`` is ``long`` or ``long long`` by platform)."""
+    return all(a is None or p is None or a == p or a.is_builtin and p.is_builtin and a.ptr == p.ptr
+               for a, p in zip(arg.args, param.args, strict=False))
+
+
+def _other_args(ix: Index, arg: Ty, param: Ty) -> int | None:
+    """An instance of a template binding a parameter of another instance of it: an optional as its value does
+    (``optional<ScalarType>`` binds ``optional<TypeMeta>`` only as well as a ScalarType binds a TypeMeta, below
+    ``optional<ScalarType>`` itself), others maybe (a converting constructor)."""
+    if arg.name == "std::optional":
+        inner = compat(ix, arg.arg(0), param.arg(0))
+        return None if inner is None else min(inner, 1)
     return 0
 
 

@@ -29,12 +29,24 @@ from ..model import CallKind, CallSite, CppSymbol, Op, SymbolKind, UsingKind, Va
 from ..model.cpp import TypeBase, TypeExpr, TypeStep, TypeStepKind
 from ..model.paths import ATEN_TEMPLATES
 from ..store.reader import Index
-from .cpp_lookup import ancestry, element, field_type, methods, resolve_type, return_type, std_member, using_base
+from .cpp_lookup import (
+    ancestry,
+    element,
+    field_type,
+    in_specialization,
+    methods,
+    namespace_variable,
+    resolve_type,
+    return_type,
+    std_member,
+    using_base,
+)
 from .cpp_types import (
     Scope,
     Ty,
     classes,
     is_class,
+    is_enum,
     is_header,
     named_usings,
     nominated,
@@ -542,9 +554,10 @@ class Resolver:
                 scored.append((sc if sc is not None else -1, g))
             best = max(sc for sc, _ in scored)
             groups = [g for sc, g in scored if sc == best]
-        if len(groups) > 1:  # still several: same-file and non-template ones first, all listed
+        if len(groups) > 1:  # still several: same-file, non-template, not a specialization's first, all listed
             groups.sort(key=lambda g: (all(s.path != self.caller.path for s in g),
-                                       not any(s.is_definition for s in g), g[0].is_template, g[0].path, g[0].line))
+                                       not any(s.is_definition for s in g), g[0].is_template,
+                                       all(in_specialization(self.ix, s) for s in g), g[0].path, g[0].line))
             ordered = [self._prefer(g) for g in groups]
             defs = tuple(d for r in ordered for d in r.defs[:1])
             kind = TargetKind.DEFS if any(d.is_definition for d in defs) else TargetKind.DECLS
@@ -553,8 +566,8 @@ class Resolver:
 
     def _prefer(self, defs: list[CppSymbol]) -> Resolution:
         real = [d for d in defs if d.is_definition]
-        if real:
-            real.sort(key=lambda d: (d.path != self.caller.path, d.path, d.line))
+        if real:  # one function's definitions: its own file's, then a class template's own before a specialization's
+            real.sort(key=lambda d: (d.path != self.caller.path, in_specialization(self.ix, d), d.path, d.line))
             return Resolution(TargetKind.DEFS, tuple(real), candidates=len(real) > 1 and len(
                 {d.path for d in real}) > 1)
         return Resolution(TargetKind.DECLS, tuple(sorted(defs, key=lambda d: (d.path != self.caller.path, d.path,
@@ -566,10 +579,15 @@ class Resolver:
 
     def _usable(self, syms: list[CppSymbol]) -> list[CppSymbol]:
         """Test-only code serves tests only (never a pick for the library, even as the only name found);
-        codegen templates serve generated code, and others where they exist."""
+        a codegen template's function serves generated code, and others where no other file has it (the
+        hand-written functions of templates/TensorBody.h, ``borrow_from_optional_tensor(optional<Tensor>)``,
+        are the build's ATen/core/TensorBody.h: the only copy in the tree)."""
         own = [s for s in syms if self._visible(s) and (self.in_test or not is_test(s.path))]
-        keep = [s for s in own if self.caller.path.startswith(ATEN_TEMPLATES)
-                or not s.path.startswith(ATEN_TEMPLATES) or "::Tensor::" in s.qualname]
+        if self.caller.path.startswith(ATEN_TEMPLATES):
+            return own
+        elsewhere = {(s.qualname, signature(s.params).key) for s in own if not s.path.startswith(ATEN_TEMPLATES)}
+        keep = [s for s in own if not s.path.startswith(ATEN_TEMPLATES) or "::Tensor::" in s.qualname
+                or (s.qualname, signature(s.params).key) not in elsewhere]
         return keep or own
 
     # -------------------------------------------------------------- types
@@ -628,10 +646,21 @@ class Resolver:
         return cls if cls and is_class(self.ix, cls) else ""
 
     def _variable(self, name: str) -> Ty | None:
-        cls = self._own_class()
-        if cls:
-            return field_type(self.ix, Ty(cls), name)
-        return None
+        """A name the function does not declare: a member of its class, else a variable of an enclosing namespace;
+        written qualified, an enum's value (``ScalarType::Long`` is a ``c10::ScalarType``), a static member, or a
+        namespace's variable (``at::kLong``)."""
+        ix = self.ix
+        parts = split_qualified(name)
+        if len(parts) == 1:
+            cls = self._own_class()
+            found = field_type(ix, Ty(cls), name) if cls else None
+            return found or namespace_variable(ix, self.scope.chain, name, self.caller.path)
+        qual, name = "::".join(parts[:-1]), parts[-1]
+        owner = resolve_type(ix, qual, self.scope)
+        if owner is not None and not (owner.is_builtin or owner.is_std):
+            return owner if is_enum(ix, owner.name) else field_type(ix, owner, name)
+        homes = (t for s in self.scope.chain for t in self._qualified_scopes(s, parts[:-1]))
+        return namespace_variable(ix, homes, name, self.caller.path)
 
     def _method_type(self, ty: Ty, name: str, nargs: int) -> Ty | None:
         ix = self.ix

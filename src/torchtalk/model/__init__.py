@@ -15,6 +15,7 @@ from .facts import NO_REF
 from .graph import Branch, Cut, Edge, Node
 from .kinds import (
     CallKind,
+    ClassKind,
     CodegenState,
     CutKind,
     DerivativeMatch,
@@ -73,7 +74,7 @@ class FileProblems:
     """The key of ``FileFacts`` under which an extractor lists what it could not read in a file."""
 
 __all__ = [
-    "Argument", "Branch", "COMPOSITE_KEYS", "CallKind", "CallSite", "CodegenState", "CppClass", "CppField",
+    "Argument", "Branch", "COMPOSITE_KEYS", "CallKind", "CallSite", "ClassKind", "CodegenState", "CppClass", "CppField",
     "CppSymbol", "Cut", "CutKind", "Derivative", "DerivativeFormula", "DerivativeMatch", "DispatchEntry",
     "DispatchKey", "Edge", "EdgeHow", "EdgeKind", "EntryOrigin", "FACT_TABLES", "FileFacts", "FileProblems",
     "FileStatus", "FormulaKind", "FunctionSchema", "GENERATED_PREFIX", "GeneratedFact", "GeneratedKind", "HitKind",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Annotated
 
 from .facts import NO_REF, Ref, Stored, check_enum, check_line
-from .kinds import CallKind, GeneratedKind, RegistrationKind, StrEnum, SymbolKind, UsingKind
+from .kinds import CallKind, ClassKind, GeneratedKind, RegistrationKind, StrEnum, SymbolKind, UsingKind
 from .loc import Loc
 
 
@@ -300,7 +300,12 @@ class Using:
 
 @dataclass(frozen=True, slots=True)
 class CppClass:
-    """A class, struct or union with a body: what member lookup needs (its bases, its template parameters)."""
+    """A class, struct, union or enum with a body: what member lookup needs (its bases, its template parameters).
+
+    An enum is a type with no members (its underlying type, ``: int8_t``, is no base): ``ScalarType out_dtype``
+    types its variable, so ``options.dtype(out_dtype)`` picks ``dtype(std::optional<ScalarType>)`` over
+    ``dtype(std::optional<TypeMeta>)``, and ``toString(dtype)`` finds ``c10::toString(ScalarType)`` by the enum's
+    namespace (ADL)."""
 
     name: str  # "ArrayRef"
     qualname: str  # "c10::ArrayRef"; a nested class "at::TensorIteratorBase::Foo"; template arguments dropped
@@ -309,11 +314,13 @@ class CppClass:
     spec: str  # a specialization's arguments as written: "c10::BFloat16"; "" for a primary template or a class
     line: int
     end_line: int
+    kind: ClassKind = ClassKind.CLASS
     id: Annotated[int, Stored.ID] = field(default=0, compare=False)
     path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         check_line("CppClass", self.line, self.end_line)
+        check_enum("CppClass", "kind", self.kind, ClassKind)
 
     @property
     def loc(self) -> Loc:
@@ -322,9 +329,10 @@ class CppClass:
 
 @dataclass(frozen=True, slots=True)
 class CppField:
-    """A data member of a class, with its declared type (``impl_`` of TensorBase is ``c10::intrusive_ptr<...>``)."""
+    """A data member of a class, with its declared type (``impl_`` of TensorBase is ``c10::intrusive_ptr<...>``), or a
+    variable declared at namespace scope, a member of its namespace (``constexpr ScalarType kLong`` in ``c10``)."""
 
-    cls: str  # qualname of the class
+    cls: str  # qualname of the class, or of the namespace ("" for the global one)
     name: str
     type: str  # as written, cv and & dropped, pointers kept ("TensorImpl*")
     line: int

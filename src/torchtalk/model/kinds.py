@@ -106,6 +106,14 @@ class RegistrationKind(StrEnum):
         return self in (RegistrationKind.PYBIND_DEF, RegistrationKind.PYMETHODDEF)
 
 
+class ClassKind(StrEnum):
+    """What a type with a body is: a class (``class``, ``struct``, ``union``), or an enum (a type with no members:
+    ``ScalarType::Long`` is a value of it, not a member)."""
+
+    CLASS = "class"
+    ENUM = "enum"
+
+
 class UsingKind(StrEnum):
     NAMESPACE = "namespace"  # using namespace at::native;
     DECLARATION = "declaration"  # using c10::maybe_wrap_dim;
