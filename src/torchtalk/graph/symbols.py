@@ -80,10 +80,12 @@ def gpu_kernels_named(ix: Index, name: str) -> list[CppSymbol]:
 
 
 def launched_names_of_no_kernel(ix: Index) -> list[str]:
-    """The names ``<<<>>>`` sites launch that no kernel has (``kernel_fn``, a lambda's parameter), in one query."""
-    return [n for (n,) in ix.q("SELECT DISTINCT callee FROM cpp_call WHERE kind = ? AND callee NOT IN "
-                               "(SELECT name FROM cpp_symbol WHERE kind IN (?, ?)) ORDER BY callee",
-                               (CallKind.LAUNCH.value, *_KERNEL_KINDS))]
+    """The names ``<<<>>>`` sites launch that no kernel has (``kernel_fn``, a lambda's parameter), in one query
+    over the launch sites' partial index (store/schema.py PARTIAL_INDEXES), each name looked up by name: no table
+    is scanned (before, every call site and every symbol were: 0.4 s of the first called_by on 2.6.0)."""
+    return [n for (n,) in ix.q("SELECT DISTINCT callee FROM cpp_call c WHERE kind = ? AND NOT EXISTS "
+                               "(SELECT 1 FROM cpp_symbol s WHERE s.name = c.callee AND s.kind IN (?, ?)) "
+                               "ORDER BY callee", (CallKind.LAUNCH.value, *_KERNEL_KINDS))]
 
 
 def pasted_symbols(ix: Index) -> dict[str, list[tuple[str, CppSymbol]]]:

@@ -7,7 +7,7 @@ link stage (over all files) are declared here too; they are recomputed on every 
 
 from __future__ import annotations
 
-from ..model import FACT_TABLES
+from ..model import FACT_TABLES, CallKind
 from .codec import codec_for_table
 
 SCHEMA_VERSION = 14
@@ -89,9 +89,18 @@ CREATE INDEX py_class_fq_name ON py_class_fq(name);
 """}
 
 
+# Partial indexes: (name, column, the rows it holds). The <<<>>> launch sites, a few hundred of 650k call sites: the
+# launch names no kernel has (graph/symbols.py) are read from them in milliseconds, not by a scan of every site.
+PARTIAL_INDEXES: dict[str, list[tuple[str, str, str]]] = {
+    "cpp_call": [("launch", "callee", f"kind = '{CallKind.LAUNCH.value}'")],
+}
+
+
 def index_ddl(table: str) -> list[str]:
     out = [f"CREATE INDEX IF NOT EXISTS {table}_file ON {table}(file_id)"]
     out += [f"CREATE INDEX IF NOT EXISTS {table}_{c} ON {table}({c})" for c in INDEXES.get(table, [])]
+    out += [f"CREATE INDEX IF NOT EXISTS {table}_{name} ON {table}({c}) WHERE {where}"
+            for name, c, where in PARTIAL_INDEXES.get(table, [])]
     return out
 
 
