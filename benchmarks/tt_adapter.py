@@ -248,8 +248,9 @@ def calls_of(h: Handle, fn: FunctionRef) -> CalleeSet:
     r = js["result"]["sections"][0] if js["kind"] == "result" else {}
     out = CalleeSet(fn, by_name)
     by_site: dict[tuple[int, str], list[dict]] = {}
-    for e in r.get("calls", []):  # one call's candidates share its site and the call as written
-        by_site.setdefault((e["site"]["line"], e.get("written", "")), []).append(e)
+    for e in r.get("calls", []):  # one call's candidates share its site and the call as written; the methods a
+        # template calls on what the call hands it (how: handed, Note [Handed objects]) are calls of their own
+        by_site.setdefault((e["site"]["line"], e.get("written", ""), e.get("how") == "handed"), []).append(e)
     for edges in by_site.values():
         defs = [_def(h, e["dst"]) for e in edges]
         out.resolved.append((_site(edges[0]), [d for d in defs if d is not None]))
