@@ -395,10 +395,13 @@ class _Extractor:
 
 
 def _op_structs(wheel_inc: Path) -> dict[str, str]:
-    """at::_ops struct name -> op full name (name.overload), from the wheel's ATen/ops/*_ops.h."""
+    """at::_ops struct name -> op full name (name.overload), from the wheel's ATen/ops/*_ops.h (2.x writes
+    ``static constexpr const char* name = "aten::fill_";``, 1.13 ``STATIC_CONSTEXPR_STR_INL_EXCEPT_WIN_CUDA(name,
+    "aten::fill_")``)."""
     out = {}
-    pat = re.compile(r'struct TORCH_API (\w+) \{.*?name = "aten::(\w+)";\s*static constexpr const char\* '
-                     r'overload_name = "(\w*)";', re.DOTALL)
+    pat = re.compile(r'struct TORCH_API (\w+) \{.*?(?:name = |\(name, )"aten::(\w+)"\)?;?\s*'
+                     r'(?:static constexpr const char\* overload_name = |STATIC_CONSTEXPR_STR_INL_EXCEPT_WIN_CUDA'
+                     r'\(overload_name, )"(\w*)"', re.DOTALL)
     for p in (wheel_inc / "ATen" / "ops").glob("*_ops.h"):
         for m in pat.finditer(p.read_text(encoding="utf-8", errors="replace")):
             out[m.group(1)] = f"{m.group(2)}.{m.group(3)}" if m.group(3) else m.group(2)
