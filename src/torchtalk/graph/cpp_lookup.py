@@ -235,6 +235,18 @@ def in_specialization(ix: Index, sym: CppSymbol) -> bool:
     return any(c.spec and c.path == sym.path and c.line <= sym.line <= c.end_line for c in classes(ix, owner))
 
 
+def own_template(ix: Index, sym: CppSymbol) -> bool:
+    """Whether ``sym`` is a function template of its own (``template <typename T> TensorOptions& dtype()``), not a
+    member of a class template defined out of its class under the class's ``template <class T>`` (``List<T>::size``
+    in List_inl.h, which is the one function its class declares)."""
+    if not sym.is_template:
+        return False
+    owner = split_last(sym.qualname)[1]
+    found = classes(ix, owner)
+    return not any(c.tparams for c in found) or any(
+        c.path == sym.path and c.line <= sym.line <= c.end_line for c in found)
+
+
 def using_base(ix: Index, cls: Ty, name: str) -> Ty | None:
     """The base whose ``name`` a ``using Base::name;`` inside ``cls`` brings in, or None."""
     for kind, target, s, _p in named_usings(ix, name):

@@ -36,6 +36,7 @@ from .cpp_lookup import (
     in_specialization,
     methods,
     namespace_variable,
+    own_template,
     resolve_type,
     return_type,
     std_member,
@@ -538,12 +539,18 @@ class Resolver:
         syms = self._usable(syms)
         if not syms:
             return UNRESOLVED
-        funcs: dict[tuple[str, tuple[str, ...], str | bool], list[CppSymbol]] = {}
-        for s in syms:  # one function's declarations and definitions together
-            funcs.setdefault((s.qualname, signature(s.params).key, s.is_file_local and s.path), []).append(s)
+        funcs: dict[tuple[str, tuple[str, ...], str | bool, bool], list[CppSymbol]] = {}
+        for s in syms:  # one function's declarations and definitions together (a template is another function)
+            funcs.setdefault((s.qualname, signature(s.params).key, s.is_file_local and s.path,
+                              own_template(self.ix, s)), []).append(s)
         groups = list(funcs.values())
         if len(groups) > 1:
-            fit = [g for g in groups if signature(g[0].params).takes(call.nargs)]
+            # only a template takes template arguments (``at::_isnan<scalar_t>(v)``), and a template of no
+            # parameters deduces nothing, so a call without them means another function (``options.dtype()`` is
+            # ``dtype() const``, not ``template <T> dtype()``)
+            fit = [g for g in groups if signature(g[0].params).takes(call.nargs)
+                   and (own_template(self.ix, g[0]) if call.targs else
+                        not (own_template(self.ix, g[0]) and not signature(g[0].params).types))]
             groups = fit or groups
         if len(groups) > 1:
             args = self.arg_types(call)
