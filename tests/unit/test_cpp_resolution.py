@@ -221,10 +221,12 @@ def test_values_and_enums_type_the_arguments_that_pick_an_overload(typed):
     Using-directives chain: ``ScalarType`` written in torch::autograd is c10's (torch -> at -> c10). A function
     of a codegen template that no other file has (templates/TensorBody.h's ``borrow_from_optional_tensor``) is
     a candidate, and fits ``optional<Tensor>`` better than TensorBase's. ``options.dtype()`` is ``dtype() const``,
-    not ``template <typename T> dtype()`` (nothing to deduce T from), and ``list.size()`` is List<T>::size defined
-    out of its class template (one function with its in-class declaration, though written under a template)."""
+    not ``template <typename T> dtype()`` (nothing to deduce T from), ``options.data_ptr<float>()`` (also written
+    ``options.template data_ptr<float>()``) is the template, ``options.data_ptr()`` the other, and
+    ``list.size()`` is List<T>::size defined out of its class template (one function with its in-class
+    declaration, though written under a template)."""
     expectations = Expectations(read_tree(TYPES_TREE))
-    assert len({a.where for a in expectations.uses()}) == 13
+    assert len({a.where for a in expectations.uses()}) == 16
     assert mismatches(typed, expectations) == {}
 
 

@@ -43,6 +43,7 @@ class Calls:
         kind = CallKind.CALL
         detail = ""
         recv = targs = ""
+        explicit = False  # written with template arguments of its own: f<T>(...)
         name_at = n
         if ty == "identifier":
             callee = self.t(f)
@@ -56,15 +57,18 @@ class Calls:
             qual = "::".join(parts) if parts else ("::" if raw.lstrip().startswith("::") else "")
             if ">::" in raw:  # std::numeric_limits<float>::max: the arguments tell specializations apart
                 targs = type_text(_last_scope_args(raw))
+            explicit = raw.rstrip().endswith(">")
         elif ty == "template_function":
             nm = f.child_by_field_name("name")
             callee = self.t(nm) if nm is not None else ""
+            explicit = True
         elif ty == "field_expression":
             fld = f.child_by_field_name("field")
             if fld is None:
                 return
             callee = self.t(fld)
-            if fld.type != "field_identifier":
+            if fld.type != "field_identifier":  # x.f<T>(), x.template f<T>()
+                explicit = "<" in callee
                 callee = split_scope(strip_templates(callee).replace("template ", ""))[1]
             if callee in BINDING_METHODS and record_binding(self, n, f, callee, caller, lib):
                 return
@@ -114,7 +118,7 @@ class Calls:
                 self.calls.append(CallSite(caller, name, u(q), self.line(name_at), kind, "", "", nargs, u(args)))
             return
         self.calls.append(CallSite(caller, callee, u(qual), self.line(name_at), kind, u(detail), u(recv), nargs,
-                                   u(args), u(targs)))
+                                   u(args), u(targs), explicit))
 
     def _held_kernels(self, var: str, pos: int, address: bool = False) -> list[tuple[str, str]]:
         """(qualifier, name) of every function a local variable launched with ``<<<>>>`` is given between its

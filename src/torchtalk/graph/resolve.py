@@ -100,7 +100,8 @@ def resolve(ix: Index, call: CallSite, caller: CppSymbol | None = None) -> Resol
         held = stored_resolution(ix, store, call.id)
         if held is not None:
             return held
-    key = (found.id, call.callee, call.qualifier, call.kind.value, call.recv, call.nargs, call.args, call.targs)
+    key = (found.id, call.callee, call.qualifier, call.kind.value, call.recv, call.nargs, call.args, call.targs,
+           call.explicit)
     return ix.memo("resolutions", key, lambda: resolver(ix, found).call(call), UNRESOLVED)
 
 
@@ -545,11 +546,11 @@ class Resolver:
                               own_template(self.ix, s)), []).append(s)
         groups = list(funcs.values())
         if len(groups) > 1:
-            # only a template takes template arguments (``at::_isnan<scalar_t>(v)``), and a template of no
-            # parameters deduces nothing, so a call without them means another function (``options.dtype()`` is
-            # ``dtype() const``, not ``template <T> dtype()``)
+            # only a template takes template arguments (``t.data_ptr<float>()``), and a template of no parameters
+            # deduces nothing, so a call without them means another function (``options.dtype()`` is ``dtype()
+            # const``, not ``template <T> dtype()``)
             fit = [g for g in groups if signature(g[0].params).takes(call.nargs)
-                   and (own_template(self.ix, g[0]) if call.targs else
+                   and (own_template(self.ix, g[0]) if call.explicit else
                         not (own_template(self.ix, g[0]) and not signature(g[0].params).types))]
             groups = fit or groups
         if len(groups) > 1:

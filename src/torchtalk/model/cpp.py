@@ -88,6 +88,8 @@ class CallSite:
     args: str = ""  # the arguments' type expressions, ";"-separated ("" for each unknown one; "" if none known)
     targs: str = ""  # template arguments written on the qualifier's last component ("float" in
     #                  std::numeric_limits<float>::max), to tell specializations apart
+    explicit: bool = False  # the callee is written with template arguments of its own (t.data_ptr<float>(),
+    #                         at::_isnan<scalar_t>(v)): only a function template takes them
     id: Annotated[int, Stored.ID] = field(default=0, compare=False)
     path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
