@@ -54,6 +54,22 @@ OPS = """
 - func: _local_scalar_dense(Tensor self) -> Scalar
   dispatch:
     CUDA: _local_scalar_dense_cuda
+
+- func: hop_a(Tensor(a) self) -> Tensor(a)
+  dispatch:
+    CompositeExplicitAutograd: hop_a
+
+- func: hop_b(Tensor(a) self) -> Tensor(a)
+  dispatch:
+    CompositeExplicitAutograd: hop_b
+
+- func: hop_c(Tensor(a) self) -> Tensor(a)
+  dispatch:
+    CompositeExplicitAutograd: hop_c
+
+- func: hop_d(Tensor(a) self) -> Tensor(a)
+  dispatch:
+    CompositeExplicitAutograd: hop_d
 """
 
 
@@ -117,6 +133,17 @@ def test_an_op_whose_complete_walk_finds_no_device_work_says_so(gpu):
     assert "at::native::alias [CompositeExplicitAutograd]" in res.no_device_work
     assert text.splitlines()[1].startswith("No device work: the complete walk (no cut)")
     assert "No <<<>>> launch" not in text
+
+
+def test_a_view_reached_through_three_calls_of_the_dispatcher_does_no_device_work(gpu):
+    """The first walk follows two calls through the dispatcher a chain; when it finds nothing and only its limits
+    cut it, it looks again through three (query/cuda.py NOTHING_HOPS): hop_a -> hop_b -> hop_c -> hop_d, the shape
+    of movedim -> permute -> as_strided, is a complete walk, where it had stayed "nothing found" with a cut."""
+    _, ix = gpu
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="hop_a")
+    assert not res.kernels and not res.helpers and not res.libraries and not res.cuts, text
+    assert "at::native::hop_d [CompositeExplicitAutograd]" in res.no_device_work
+    assert text.splitlines()[1].startswith("No device work: the complete walk (no cut)")
 
 
 def test_runtime_and_allocator_in_the_library_table():

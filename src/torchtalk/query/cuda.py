@@ -185,7 +185,7 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
 
 
 # How far the walk looks again when nothing was found within MAX_DEPTH and HOPS (Note [No device work]).
-NOTHING_DEPTH, NOTHING_HOPS = 16, 2
+NOTHING_DEPTH, NOTHING_HOPS = 20, 3
 
 
 def _no_device_work(ix: Index, starts: list[Node], m: _Merged) -> str:
