@@ -564,7 +564,7 @@ class Resolver:
             groups = [g for sc, g in scored if sc == best]
         if len(groups) > 1:  # still several: same-file, non-template, not a specialization's first, all listed
             groups.sort(key=lambda g: (all(s.path != self.caller.path for s in g),
-                                       not any(s.is_definition for s in g), g[0].is_template,
+                                       not any(s.is_definition for s in g), own_template(self.ix, g[0]),
                                        all(in_specialization(self.ix, s) for s in g), g[0].path, g[0].line))
             ordered = [self._prefer(g) for g in groups]
             defs = tuple(d for r in ordered for d in r.defs[:1])
