@@ -224,9 +224,10 @@ def test_values_and_enums_type_the_arguments_that_pick_an_overload(typed):
     not ``template <typename T> dtype()`` (nothing to deduce T from), ``options.data_ptr<float>()`` (also written
     ``options.template data_ptr<float>()``) is the template, ``options.data_ptr()`` the other, and
     ``list.size()`` is List<T>::size defined out of its class template (one function with its in-class
-    declaration, though written under a template)."""
+    declaration, though written under a template). An alias template binds its arguments: ``StorePtr`` is
+    ``NodePtr<Store>``, ``std::shared_ptr<Store>``, so ``v->base_handle()`` is Store's."""
     expectations = Expectations(read_tree(TYPES_TREE))
-    assert len({a.where for a in expectations.uses()}) == 16
+    assert len({a.where for a in expectations.uses()}) == 18
     assert mismatches(typed, expectations) == {}
 
 

@@ -160,9 +160,12 @@ class Declarations:
             return
         target = u(type_text(written, ptrs))
         scope = "::".join(self.scope(cur, n.start_byte))
+        p = n.parent  # an alias template: template <typename Node> using NodePtr = std::shared_ptr<Node>;
+        tparams = (",".join(_template_params(self, p.child_by_field_name("parameters")))
+                   if p is not None and p.type == "template_declaration" else "")
         for alias in (nm if isinstance(nm, list) else [self.t(nm)]):
             if alias != target:
-                self.usings.append(Using(UsingKind.ALIAS, target, alias, self.line(n), scope))
+                self.usings.append(Using(UsingKind.ALIAS, target, alias, self.line(n), scope, u(tparams)))
 
 
 def _type_declarator(d, t) -> tuple[list[str], int]:

@@ -25,6 +25,7 @@ from .cpp_types import (
     BUILTINS,
     Scope,
     Ty,
+    alias_params,
     applies,
     classes,
     declared_in,
@@ -85,16 +86,18 @@ def _resolve_type(ix: Index, text: str, scope: Scope, depth: int) -> Ty | None:
     if head.startswith("std::"):
         name = head if head != "std::string" else "std::basic_string"
         return Ty(name, targs, ptrs)
-    found = lookup_type(ix, head, scope, depth)
+    found = lookup_type(ix, head, scope, depth, targs)
     if found is None:
         return None
-    if isinstance(found, Ty):  # an alias: its arguments, if any, come with it
+    if isinstance(found, Ty):  # an alias: its arguments come with it (an alias template's are bound to ``targs``)
         return replace(found, ptr=found.ptr + ptrs)
     return Ty(found, targs, ptrs)
 
 
-def lookup_type(ix: Index, head: str, scope: Scope, depth: int = 0) -> str | Ty | None:
-    """A class qualname, or the type an alias stands for, that ``head`` names from ``scope``."""
+def lookup_type(ix: Index, head: str, scope: Scope, depth: int = 0, targs: tuple[Ty | None, ...] = ()
+                ) -> str | Ty | None:
+    """A class qualname, or the type an alias stands for, that ``head`` names from ``scope`` (with ``targs``, the
+    arguments written after it, bound to an alias template's parameters)."""
     parts = split_qualified(head)
     first, rest = parts[0], parts[1:]
     nonempty = occupied(ix)
@@ -103,7 +106,7 @@ def lookup_type(ix: Index, head: str, scope: Scope, depth: int = 0) -> str | Ty 
             continue  # no class, alias or using in it or inside it (a function's own scope): nothing to find
         for base in _scopes_named(ix, s, first, scope.path, depth):
             target = "::".join([base, *rest]) if rest else base
-            hit = _type_at(ix, target, scope.path, depth)
+            hit = _type_at(ix, target, scope.path, depth, targs)
             if hit is not None:
                 return hit
         if is_class(ix, s) and not rest:
@@ -129,8 +132,10 @@ def _scopes_named(ix: Index, scope: str, first: str, path: str, depth: int) -> l
     return out
 
 
-def _type_at(ix: Index, qualname: str, path: str, depth: int) -> str | Ty | None:
-    """``qualname`` as a class, or as an alias declared in its scope."""
+def _type_at(ix: Index, qualname: str, path: str, depth: int, targs: tuple[Ty | None, ...] = ()
+             ) -> str | Ty | None:
+    """``qualname`` as a class, or as an alias declared in its scope (an alias template's parameters bound to
+    ``targs``: ``NodePtr<Store>`` is ``std::shared_ptr<Store>``)."""
     if is_class(ix, qualname):
         return qualname
     parts = split_qualified(qualname)
@@ -139,15 +144,16 @@ def _type_at(ix: Index, qualname: str, path: str, depth: int) -> str | Ty | None
         if s != scope or not applies(p, path):
             continue
         if kind is UsingKind.ALIAS:
-            return resolve_type(ix, target, Scope(scope_chain(f"{scope}::{name}" if scope else name), p),
-                                depth + 1)
+            params = alias_params(ix).get((name, s, p), ())
+            return resolve_type(ix, target, Scope(scope_chain(f"{scope}::{name}" if scope else name), p,
+                                                  tuple(zip(params, targs, strict=False))), depth + 1)
         if kind is UsingKind.DECLARATION:
-            hit = _type_at(ix, target.lstrip(":"), path, depth + 1) if depth < _MAX_DEPTH else None
+            hit = _type_at(ix, target.lstrip(":"), path, depth + 1, targs) if depth < _MAX_DEPTH else None
             if hit is not None:
                 return hit
     if scope and depth < _MAX_DEPTH:  # not declared in its namespace: those its using-directives nominate
         for ns in nominated(ix, scope, path):  # (at::ScalarType is c10::ScalarType)
-            hit = _type_at(ix, f"{ns}::{name}", path, depth + 1)
+            hit = _type_at(ix, f"{ns}::{name}", path, depth + 1, targs)
             if hit is not None:
                 return hit
     return None

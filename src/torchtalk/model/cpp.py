@@ -292,6 +292,8 @@ class Using:
     alias: str  # ALIAS: the new name; DECLARATION: the last component; "" for NAMESPACE
     line: int
     scope: str  # qualname of the namespace, class or function it appears in, "" at file level
+    tparams: str = ""  # ALIAS of an alias template: its parameter names, ","-separated ("Node" in template
+    #                    <typename Node> using NodePtr = std::shared_ptr<Node>;)
     id: Annotated[int, Stored.ID] = field(default=0, compare=False)
     path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
