@@ -30,6 +30,7 @@ from .cpp_types import (
     classes,
     declared_in,
     fields_of,
+    is_builtin_name,
     is_class,
     named_usings,
     nominated,
@@ -76,7 +77,7 @@ def _resolve_type(ix: Index, text: str, scope: Scope, depth: int) -> Ty | None:
     head, args, ptrs = parse_type(text)
     if not head or head in ("auto", "decltype"):
         return None
-    if head in BUILTINS or " " in head and all(p in BUILTINS for p in head.split()):
+    if is_builtin_name(head):
         return Ty(head.replace("std::", "") if head.startswith("std::") and head[5:] in BUILTINS else head,
                   (), ptrs)
     known, bound = scope.bound(head)
@@ -234,11 +235,16 @@ def methods(ix: Index, ty: Ty, name: str) -> tuple[Ty | None, list[CppSymbol]]:
     return None, []
 
 
+def _owner_classes(ix: Index, sym: CppSymbol) -> tuple[list[CppClass], list[CppClass]]:
+    """The class facts of ``sym``'s owner, and those of them whose body holds ``sym`` (defined in the class)."""
+    found = classes(ix, split_last(sym.qualname)[1])
+    return found, [c for c in found if c.path == sym.path and c.line <= sym.line <= c.end_line]
+
+
 def in_specialization(ix: Index, sym: CppSymbol) -> bool:
     """Whether ``sym`` is defined in the body of a class template's explicit specialization (``template <> class
     Vectorized<double>``, compiled only for its CPU capability), not in the primary template's."""
-    owner = split_last(sym.qualname)[1]
-    return any(c.spec and c.path == sym.path and c.line <= sym.line <= c.end_line for c in classes(ix, owner))
+    return any(c.spec for c in _owner_classes(ix, sym)[1])
 
 
 def own_template(ix: Index, sym: CppSymbol) -> bool:
@@ -247,10 +253,8 @@ def own_template(ix: Index, sym: CppSymbol) -> bool:
     in List_inl.h, which is the one function its class declares)."""
     if not sym.is_template:
         return False
-    owner = split_last(sym.qualname)[1]
-    found = classes(ix, owner)
-    return not any(c.tparams for c in found) or any(
-        c.path == sym.path and c.line <= sym.line <= c.end_line for c in found)
+    found, holding = _owner_classes(ix, sym)
+    return not any(c.tparams for c in found) or bool(holding)
 
 
 def using_base(ix: Index, cls: Ty, name: str) -> Ty | None:

@@ -30,6 +30,11 @@ BUILTINS = frozenset((
 _HEADER_EXT = (".h", ".hpp", ".cuh", ".hh", ".inl")
 
 
+def is_builtin_name(name: str) -> bool:
+    """A builtin type's name, also of several words ("long long", "unsigned int": every word a builtin)."""
+    return name in BUILTINS or " " in name and all(w in BUILTINS for w in name.split())
+
+
 @dataclass(frozen=True, slots=True)
 class Ty:
     """A resolved type: a class of the tree by qualified name, a standard template ("std::vector"), or a builtin;
@@ -40,8 +45,8 @@ class Ty:
     ptr: int = 0
 
     @property
-    def is_builtin(self) -> bool:  # "long long", "unsigned int": every word a builtin
-        return self.name in BUILTINS or " " in self.name and all(w in BUILTINS for w in self.name.split())
+    def is_builtin(self) -> bool:
+        return is_builtin_name(self.name)
 
     @property
     def is_std(self) -> bool:

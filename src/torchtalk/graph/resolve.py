@@ -544,33 +544,33 @@ class Resolver:
         for s in syms:  # one function's declarations and definitions together (a template is another function)
             funcs.setdefault((s.qualname, signature(s.params).key, s.is_file_local and s.path,
                               own_template(self.ix, s)), []).append(s)
-        groups = list(funcs.values())
+        groups = [(key[3], g) for key, g in funcs.items()]  # (a function template of its own?, the function)
         if len(groups) > 1:
             # only a template takes template arguments (``t.data_ptr<float>()``), and a template of no parameters
             # deduces nothing, so a call without them means another function (``options.dtype()`` is ``dtype()
             # const``, not ``template <T> dtype()``)
-            fit = [g for g in groups if signature(g[0].params).takes(call.nargs)
-                   and (own_template(self.ix, g[0]) if call.explicit else
-                        not (own_template(self.ix, g[0]) and not signature(g[0].params).types))]
+            fit = [(tmpl, g) for tmpl, g in groups if signature(g[0].params).takes(call.nargs)
+                   and (tmpl if call.explicit else not (tmpl and not signature(g[0].params).types))]
             groups = fit or groups
         if len(groups) > 1:
             args = self.arg_types(call)
             scored = []
-            for g in groups:
+            for tmpl, g in groups:
                 rep = next((s for s in g if s.is_definition), g[0])
                 sc = score(self.ix, args, param_types(self.ix, rep, owner))
-                scored.append((sc if sc is not None else -1, g))
+                scored.append((sc if sc is not None else -1, (tmpl, g)))
             best = max(sc for sc, _ in scored)
-            groups = [g for sc, g in scored if sc == best]
+            groups = [tg for sc, tg in scored if sc == best]
         if len(groups) > 1:  # still several: same-file, non-template, not a specialization's first, all listed
-            groups.sort(key=lambda g: (all(s.path != self.caller.path for s in g),
-                                       not any(s.is_definition for s in g), own_template(self.ix, g[0]),
-                                       all(in_specialization(self.ix, s) for s in g), g[0].path, g[0].line))
-            ordered = [self._prefer(g) for g in groups]
+            groups.sort(key=lambda tg: (all(s.path != self.caller.path for s in tg[1]),
+                                        not any(s.is_definition for s in tg[1]), tg[0],
+                                        all(in_specialization(self.ix, s) for s in tg[1]), tg[1][0].path,
+                                        tg[1][0].line))
+            ordered = [self._prefer(g) for _, g in groups]
             defs = tuple(d for r in ordered for d in r.defs[:1])
             kind = TargetKind.DEFS if any(d.is_definition for d in defs) else TargetKind.DECLS
             return Resolution(kind, defs, candidates=True)
-        return self._prefer(groups[0])
+        return self._prefer(groups[0][1])
 
     def _prefer(self, defs: list[CppSymbol]) -> Resolution:
         real = [d for d in defs if d.is_definition]
