@@ -16,7 +16,7 @@ import bisect
 import re
 
 from ..model import CppSymbol, FileFacts, GeneratedFact, GeneratedKind
-from .generated import enclosing, parser_signatures
+from .generated import Enclosing, parser_signatures
 
 # auto m = <module expression>;  (also py::module m = ..., over several lines)
 _MODULE_VAR = re.compile(
@@ -78,6 +78,7 @@ def binding_text_facts(data: bytes, symbols: list[CppSymbol]) -> list[GeneratedF
 
     # The Python signatures of hand-written bindings (THPVariable_nonzero's "nonzero(Tensor input, *, ...)").
     rows: list[GeneratedFact] = parser_signatures(data, symbols, line_at) if b"PythonArgParser" in data else []
+    inside = Enclosing(symbols)
     for m in _MODULE_VAR.finditer(data):
         var = m.group(1).decode()
         if m.group(2) or m.group(3):
@@ -87,24 +88,24 @@ def binding_text_facts(data: bytes, symbols: list[CppSymbol]) -> list[GeneratedF
         else:
             value = f"{var} of {m.group(6).decode()}"
         line = line_at(m.start(1))
-        rows.append(GeneratedFact(GeneratedKind.PY_MODULE, value, line, enclosing(symbols, line)))
+        rows.append(GeneratedFact(GeneratedKind.PY_MODULE, value, line, inside(line)))
     for m in _CLASS_OBJECT.finditer(data) if b"class_" in data else ():
         var = m.group(1) or m.group(2)
         if var:
             line = line_at(m.start())
             rows.append(GeneratedFact(GeneratedKind.PY_MODULE,
                                       f"{var.decode()} class {m.group(3).decode()} {m.group(4).decode()}", line,
-                                      enclosing(symbols, line)))
+                                      inside(line)))
     defs = {m.group(1): m.group(2).decode() for m in _MODULE_DEF.finditer(data)}
     for m in _MODULE_CREATE.finditer(data):
         if m.group(2) in defs:
             line = line_at(m.start(1))
             rows.append(GeneratedFact(GeneratedKind.PY_MODULE, f"{m.group(1).decode()} import {defs[m.group(2)]}",
-                                      line, enclosing(symbols, line)))
+                                      line, inside(line)))
     def methods(pattern: re.Pattern, fmt) -> None:
         for m in pattern.finditer(data):
             line = line_at(m.start())
-            rows.append(GeneratedFact(GeneratedKind.PY_METHODS, fmt(m), line, enclosing(symbols, line)))
+            rows.append(GeneratedFact(GeneratedKind.PY_METHODS, fmt(m), line, inside(line)))
 
     last = lambda b: b.decode().split("::")[-1]  # noqa: E731
     methods(_ADD_DEFS, lambda m: f"{'addfn' if m.group(3) else 'add'} {m.group(1).decode()} {last(m.group(2))}")
@@ -121,17 +122,17 @@ def binding_text_facts(data: bytes, symbols: list[CppSymbol]) -> list[GeneratedF
                 line = line_at(m.start(1))
                 rows.append(GeneratedFact(GeneratedKind.PY_METHODS,
                                           f"type {m.group(1).decode()} {type_defs[i].group(2).decode()}", line,
-                                          enclosing(symbols, line)))
+                                          inside(line)))
     for m in _ADD_TYPE.finditer(data) if type_defs and b"PyModule_AddObject" in data else ():
         if m.group(3) in types:
             line = line_at(m.start())
             rows.append(GeneratedFact(GeneratedKind.PY_METHODS,
                                       f"expose {m.group(1).decode()} {m.group(2).decode()} {types[m.group(3)]}", line,
-                                      enclosing(symbols, line)))
+                                      inside(line)))
     for r in _RENAME.finditer(data):
         # The alias is the member assigned to ml_name; the other member of each pair names the entry copied.
         line = line_at(r.start())
-        scope = enclosing(symbols, line)
+        scope = inside(line)
         if scope < 0:
             continue
         fn = symbols[scope]

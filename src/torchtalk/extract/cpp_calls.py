@@ -26,7 +26,7 @@ _FUNCTOR_NAME = re.compile(r"[\w:]+")
 # launched as each function the variable is given in the body before the launch, at the launch's line.
 # A local variable given a function's address and called (``auto launch = &run_mha_bwd; launch(params)``)
 # calls that function the same way.
-_HELD = r"\s*=(?!=)\s*(&?)\s*((?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*)"
+_HELD = re.compile(r"\s*=(?!=)\s*(&?)\s*((?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*)")
 _NOT_HELD = frozenset({"nullptr", "NULL", "this", "new", "static_cast", "reinterpret_cast"})
 _CONSTRUCTED = re.compile(r"^([A-Za-z_][\w:]*)\s*(<.*>)?\s*(\(\s*\)|\{\s*\})$", re.S)  # Functor<T>() / Functor{}
 
@@ -128,8 +128,7 @@ class Calls:
         if start is None:
             return []
         out: list[tuple[str, str]] = []
-        pat = re.compile(r"(?<![\w.>])" + re.escape(var) + _HELD)
-        for m in pat.finditer(strip_comments(self.text[start:pos])):
+        for m in _assignments(strip_comments(self.text[start:pos]), var):
             parts, name = split_scope(re.sub(r"\s+", "", m.group(2)))
             if address and not m.group(1):
                 continue
@@ -198,3 +197,18 @@ def _lambda_in(a):
         if c.type == "lambda_expression":
             return c
     return None
+
+
+def _assignments(text: str, var: str):
+    """The matches of ``_HELD`` right after ``var`` in ``text`` where ``var`` is not the end of a longer name or a
+    member (``x.var``, ``p->var``), left to right and not overlapping; one compiled pattern for every variable
+    (a pattern per variable name was compiled thousands of times per generated file: ``dispatch_add``)."""
+    at = text.find(var)
+    while at >= 0:
+        before = text[at - 1] if at else " "
+        m = None if before.isalnum() or before in "_.>" else _HELD.match(text, at + len(var))
+        if m is not None:
+            yield m
+            at = text.find(var, m.end())
+        else:
+            at = text.find(var, at + 1)

@@ -7,6 +7,7 @@ unbalanced text just yields shorter results.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import NamedTuple
 
@@ -35,8 +36,10 @@ def collapse(text: str) -> str:
     return _WS.sub(" ", text).strip()
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def norm_params(text: str) -> str:
-    """``( const Tensor &self, /*x*/ int64_t dim )`` -> ``(const Tensor& self, int64_t dim)``."""
+    """``( const Tensor &self, /*x*/ int64_t dim )`` -> ``(const Tensor& self, int64_t dim)``. Memoised (a pure
+    function; generated files repeat parameter lists by the thousand)."""
     if "/" in text:
         text = _COMMENT.sub(" ", text)
     text = _WS.sub(" ", text).strip()

@@ -10,6 +10,7 @@ as steps for graph/cpp_lookup.py and graph/resolve.py to evaluate at query time.
 
 from __future__ import annotations
 
+import functools
 import re
 
 _CV = re.compile(r"\b(?:const|volatile|typename|struct|class|enum|constexpr|mutable|static|inline|"
@@ -26,9 +27,11 @@ _MAX_DEPTH = 12
 _PLAIN = re.compile(r"[\w:]+")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def type_text(text: str, ptrs: int = 0) -> str:
     """A type as written, normalised: cv-qualifiers, ``&``, ``typename`` dropped; pointers kept.
-    ``const at::Tensor &`` -> ``at::Tensor``; ``std::vector< Tensor >`` -> ``std::vector<Tensor>``."""
+    ``const at::Tensor &`` -> ``at::Tensor``; ``std::vector< Tensor >`` -> ``std::vector<Tensor>``.
+    Memoised: a file writes the same few types thousands of times (a pure function of its arguments)."""
     if _PLAIN.fullmatch(text) and text not in ("const", "volatile", "typename"):
         return text + "*" * ptrs
     t = _CV.sub(" ", text)
