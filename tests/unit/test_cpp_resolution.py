@@ -225,9 +225,11 @@ def test_values_and_enums_type_the_arguments_that_pick_an_overload(typed):
     ``options.template data_ptr<float>()``) is the template, ``options.data_ptr()`` the other, and
     ``list.size()`` is List<T>::size defined out of its class template (one function with its in-class
     declaration, though written under a template). An alias template binds its arguments: ``StorePtr`` is
-    ``NodePtr<Store>``, ``std::shared_ptr<Store>``, so ``v->base_handle()`` is Store's."""
+    ``NodePtr<Store>``, ``std::shared_ptr<Store>``, so ``v->base_handle()`` is Store's. A function handed to a
+    function template as its template argument (``repeat_common<int64_t, compute_cuda<int64_t>>(...)``, Repeat.h's
+    ``void compute(...)`` parameter) is called by the call that hands it (how: handed)."""
     expectations = Expectations(read_tree(TYPES_TREE))
-    assert len({a.where for a in expectations.uses()}) == 18
+    assert len({a.where for a in expectations.uses()}) == 20
     assert mismatches(typed, expectations) == {}
 
 
@@ -238,3 +240,16 @@ def test_a_class_templates_own_member_comes_before_a_specializations(typed):
     assert [(e.dst.loc.path, e.how.value) for e in sec.calls] == [
         ("aten/src/ATen/cpu/vec/vec_base.h", "candidate"),
         ("aten/src/ATen/cpu/vec/vec256/vec256_float.h", "candidate")], text
+
+
+def test_a_function_handed_as_a_template_argument_has_that_call_as_its_caller_and_its_kernels_are_reached(typed):
+    """Note [Functions as template arguments]: ``called_by(compute_cuda)`` names the call handing it to
+    ``repeat_common`` (the call site names only the template), and the GPU walk from the function making that call
+    reaches the kernel ``compute_cuda`` launches. Before, ``compute_cuda`` had no callers and the walk found no
+    kernel (Repeat.h's ``compute(data, n)`` names no function)."""
+    handing = Expectations(read_tree(TYPES_TREE)).site("calls", "compute_cuda")
+    res, text = run(get_tool("called_by"), typed, function_name="compute_cuda")
+    assert [(e.src.label, str(e.site), e.how.value, e.written) for e in res.sections[0].callers] == [
+        ("at::native::repeat_cuda", handing, "handed", "compute_cuda")], text
+    res, text = run(get_tool("cuda_kernels"), typed, function_name="at::native::repeat_cuda")
+    assert "__global__ compute_cuda_kernel  aten/src/ATen/native/cuda/Repeat.cu:4" in text, text

@@ -152,7 +152,8 @@ class Definitions:
             return SymbolKind.CONSTRUCTOR if name == cls else SymbolKind.METHOD
         return SymbolKind.FUNCTION
 
-    def _symbol(self, name, qual, params, kind, n, name_node, is_def, traits: tuple = ("", False, False, "")) -> int:
+    def _symbol(self, name, qual, params, kind, n, name_node, is_def,
+                traits: tuple = ("", False, False, "", "")) -> int:
         line = name_node.start_point[0] + 1 + self.line_base
         end_line = n.end_point[0] + 1 + self.line_base
         span = self.span_at(name_node.start_byte) if self.spans else None
@@ -168,9 +169,9 @@ class Definitions:
             self.defs.append((n.start_byte, n.end_byte, idx))
         return idx
 
-    def _traits(self, n, fd, cur, parts, kind: SymbolKind) -> tuple[str, bool, bool, str]:
-        """(return type, internal linkage, function template, class specialization arguments) of a definition
-        or declaration ``n`` whose function declarator is ``fd``."""
+    def _traits(self, n, fd, cur, parts, kind: SymbolKind) -> tuple[str, bool, bool, str, str]:
+        """(return type, internal linkage, function template, class specialization arguments, template parameters
+        that are functions) of a definition or declaration ``n`` whose function declarator is ``fd``."""
         ret = ""
         tnode = n.child_by_field_name("type")
         if tnode is not None and self.t(tnode).replace(" ", "").endswith("::operator"):
@@ -196,7 +197,8 @@ class Definitions:
                 if c.type in ("function_declarator", "compound_statement"):
                     break
         p = n.parent
-        return ret, internal, p is not None and p.type == "template_declaration", cur[6]
+        is_template = p is not None and p.type == "template_declaration"
+        return ret, internal, is_template, cur[6], _function_params(self, p) if is_template else ""
 
     def _registration_lambda(self, n, cur) -> tuple | None:
         """``REGISTER_X(name, id, [](...) {...})`` at namespace scope: the lambda becomes a symbol of its own
@@ -243,3 +245,27 @@ def _macro_args(w: Definitions, params) -> list[str]:
     if params is None:
         return []
     return [collapse(w.t(c)) for c in params.named_children if c.type != "comment"]
+
+
+def _function_params(w, template) -> str:
+    """``position:name`` of each parameter of a ``template <...>`` head that is a function or a function pointer
+    (``void compute(const index_t*)``, ``cudnnStatus_t (*dtor)(T*)``), ","-separated; "" when none."""
+    plist = template.child_by_field_name("parameters")
+    if plist is None:
+        return ""
+    out = []
+    for i, c in enumerate(x for x in plist.named_children if x.type != "comment"):
+        if c.type not in ("parameter_declaration", "optional_parameter_declaration"):
+            continue
+        d = c.child_by_field_name("declarator")
+        while d is not None and d.type in ("pointer_declarator", "reference_declarator", "parenthesized_declarator"):
+            d = d.child_by_field_name("declarator") or (d.named_child(0) if d.named_child_count else None)
+        if d is None or d.type != "function_declarator":
+            continue
+        inner = d.child_by_field_name("declarator")
+        while inner is not None and inner.type in ("pointer_declarator", "parenthesized_declarator"):
+            inner = inner.child_by_field_name("declarator") or (inner.named_child(0) if inner.named_child_count
+                                                                 else None)
+        if inner is not None and inner.type == "identifier":
+            out.append(f"{i}:{w.t(inner)}")
+    return ",".join(out)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from ..model import CallKind, CallSite, CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind, SymbolKind
 from ..store.reader import Index
 from .cpp_edges import call_edges, out_edges
-from .handed import handed_methods
+from .handed import function_templates, handed_methods
 from .nodes import cpp_node, symbol_id
 from .qualifiers import qualifiers
 from .registry import registry
@@ -71,7 +71,8 @@ def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
     methods = [c for g in groups for i in g if i not in first and (c := named.calls[i]).kind is CallKind.METHOD
                and c.has_caller]
     prefetch_symbols(ix, [c.caller for c in methods])
-    return _with_handed(ix, target, out, [(c, caller) for c in methods if (caller := symbol(ix, c.caller)) is not None])
+    return _with_handed(ix, target, out, [(c, caller) for c in methods if (caller := symbol(ix, c.caller)) is not None],
+                        kind)
 
 
 NAMED_LIMIT = 20000  # call sites of one name read at most (as calls_named)
@@ -227,11 +228,11 @@ def _callers_of_sites(ix: Index, target: CppSymbol, kind: EdgeKind, quals: froze
                 break
         else:
             missed.append((call, caller))
-    return _with_handed(ix, target, out, missed)
+    return _with_handed(ix, target, out, missed, kind)
 
 
 def _with_handed(ix: Index, target: CppSymbol, out: list[Edge],
-                 missed: list[tuple[CallSite, CppSymbol | None]]) -> list[Edge]:
+                 missed: list[tuple[CallSite, CppSymbol | None]], kind: EdgeKind) -> list[Edge]:
     """``out`` and, for a method call ``x.f()`` in a template that resolved to nothing, the calls handing that
     template an object whose class defines ``f`` (Note [Handed objects] in handed.py): their HANDED edges to
     ``target``."""
@@ -244,7 +245,24 @@ def _with_handed(ix: Index, target: CppSymbol, out: list[Edge],
         for into in callers(ix, cpp_node(tmpl)) if tmpl is not None else ():
             out += [e for e in out_edges(ix, into.src) if e.how is EdgeHow.HANDED and e.site == into.site
                     and _same(e.dst, target, ix) and e not in out]
+    if kind is EdgeKind.CALL and not target.fparams:  # (made of the callers of templates that have them: no recursion)
+        out += [e for e in _handed_functions(ix) if _same(e.dst, target, ix) and e not in out]
     return out
+
+
+def _handed_functions(ix: Index) -> list[Edge]:
+    """Note [Functions as template arguments] (handed.py) read backwards: the HANDED edges of the calls of every
+    function template taking functions (a handful in a tree), memoised per index version."""
+
+    def build() -> list[Edge]:
+        out: list[Edge] = []
+        for tmpl in function_templates(ix):
+            for into in callers(ix, cpp_node(tmpl)) if tmpl.is_definition else ():
+                out += [e for e in out_edges(ix, into.src) if e.how is EdgeHow.HANDED and e.site == into.site
+                        and e.kind is EdgeKind.CALL and e not in out]
+        return out
+
+    return ix.cached("cpp_handed_functions", build)
 
 
 def _same(dst: Node, target: CppSymbol, ix: Index) -> bool:

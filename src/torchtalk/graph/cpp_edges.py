@@ -14,7 +14,7 @@ from collections.abc import Callable
 from ..model import CallKind, CallSite, CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind
 from ..store.reader import Index
 from .cpp_lookup import methods
-from .handed import handed_args, handed_methods
+from .handed import handed_args, handed_functions, handed_methods
 from .handed_kernels import handed_kernels
 from .nodes import stub_node, symbol_id, symbol_node, unresolved_node
 from .registry import registry
@@ -72,9 +72,12 @@ def call_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node | None = Non
 
 
 def _handed_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node, defs: tuple[CppSymbol, ...]) -> list[Edge]:
-    """The methods of the objects a call hands to a template that calls them (Note [Handed objects])."""
+    """The methods of the objects a call hands to a template that calls them (Note [Handed objects]), and the
+    functions it hands as template arguments (Note [Functions as template arguments])."""
     out: list[Edge] = []
     for d in defs:
+        out += [Edge(src, symbol_node(ix, f), EdgeKind.CALL, call.loc, how=EdgeHow.HANDED, written=arg)
+                for arg, f in handed_functions(ix, sym, call, d)]
         for te, name in handed_args(call, handed_methods(ix, d)):
             ty = resolver(ix, sym).type_of(te)
             if ty is None or ty.ptr or ty.is_std or ty.is_builtin:

@@ -8,6 +8,16 @@ at the call that hands the object, the argument's type does. So such a call also
 template calls on that parameter, of the class the argument has (a CALL edge, ``EdgeHow.HANDED``, at the call's
 line): kthvalue's code reaches KthValueLauncher::launch and not MedianLauncher::launch, which median's code
 hands the same template.
+
+Note [Functions as template arguments]: a function template may take a function as a template argument and call
+it. Repeat.h's ``template <typename index_t, void compute(const index_t*, ...)> repeat_interleave_common(...)``
+calls ``compute(...)``, and each backend instantiates it with its own: ``repeat_interleave_common<index_t,
+compute_cuda<index_t>>(repeat, output_size)`` in cuda/Repeat.cu, whose ``compute_cuda`` launches
+``compute_cuda_kernel``. Inside the template ``compute`` names no function; at the call, the template argument in
+its position does. So such a call also reaches that function (a CALL edge, ``EdgeHow.HANDED``, at the call's line,
+written as the argument is), found by name lookup from the calling function as a call of it would be. The
+template's function parameters are facts of its definition (``CppSymbol.fparams``); the arguments written at the
+call are read from its text (Note [Source lines]), only for calls of such templates.
 """
 
 from __future__ import annotations
@@ -15,10 +25,15 @@ from __future__ import annotations
 import re
 
 from ..model import CallKind, CallSite, CppSymbol
+from ..model.cpp import split_template_args
+from ..store.codec import rows_facts
 from ..store.reader import Index
 from .cpp_lookup import resolve_type
 from .cpp_types import caller_scope, split_args
-from .symbols import calls_from
+from .resolution import TargetKind
+from .resolve import resolve
+from .source_lines import file_lines
+from .symbols import SYMBOL_COLS, calls_from
 
 _PARAM = re.compile(r"^(?P<type>.*?)\b(?P<name>[A-Za-z_]\w*)\s*(?:=.*)?$", re.S)
 
@@ -59,3 +74,66 @@ def handed_args(call: CallSite, handed: dict[int, tuple[str, ...]]) -> list[tupl
     args = call.args.split(";")
     return [(args[pos], name) for pos, names in handed.items() if pos < len(args) and args[pos]
             for name in names]
+
+
+_TEXT_LINES = 6  # lines of a call's text read for the template arguments it writes
+
+
+def handed_functions(ix: Index, caller: CppSymbol, call: CallSite, template: CppSymbol) -> list[tuple[str, CppSymbol]]:
+    """(the argument as written, a function it names) for each function the call hands ``template`` as a template
+    argument in the place of a parameter the template calls (Note [Functions as template arguments])."""
+    if not template.fparams or not call.explicit:
+        return []
+    called = _called_params(ix, template)
+    if not called:
+        return []
+    written = _template_args(ix, call)
+    out: list[tuple[str, CppSymbol]] = []
+    for pos, _param in called:
+        if pos >= len(written):
+            continue
+        arg = written[pos].lstrip("&").strip()
+        base, _targs = split_template_args(arg)
+        if not re.fullmatch(r"(?:[A-Za-z_]\w*::)*[A-Za-z_]\w*", base):
+            continue
+        qual, _, fname = base.rpartition("::")
+        res = resolve(ix, CallSite(caller.id, fname, qual, call.line, CallKind.CALL, "", path=call.path), caller)
+        if res.kind is TargetKind.DEFS or res.kind is TargetKind.DECLS:
+            out += [(base, d) for d in res.defs]
+    return out
+
+
+def _called_params(ix: Index, template: CppSymbol) -> list[tuple[int, str]]:
+    """(position, name) of the template's function parameters its body calls (memoised)."""
+    memo: dict[int, list[tuple[int, str]]] = ix.cached("called_function_params", dict)
+    if template.id not in memo:
+        params = [(int(pos), name) for pos, _, name in (p.partition(":") for p in template.fparams.split(","))]
+        calls = {c.callee for c in calls_from(ix, template.id) if c.kind is CallKind.CALL and not c.qualifier}
+        memo[template.id] = [(pos, name) for pos, name in params if name in calls]
+    return memo[template.id]
+
+
+def _template_args(ix: Index, call: CallSite) -> list[str]:
+    """The template arguments written on the call's callee (``<index_t, compute_cuda<index_t>>``), from its text."""
+    lines = file_lines(ix, call.path)
+    text = "\n".join(lines[call.line - 1:call.line - 1 + _TEXT_LINES])
+    m = re.search(r"\b" + re.escape(call.callee) + r"\s*<", text)
+    if m is None:
+        return []
+    depth, start = 0, m.end()
+    for i in range(m.end() - 1, len(text)):
+        ch = text[i]
+        if ch in "<([":
+            depth += 1
+        elif ch in ">)]":
+            depth -= 1
+            if depth == 0:
+                return split_args(text[start:i])
+    return []
+
+
+def function_templates(ix: Index) -> list[CppSymbol]:
+    """The function templates with parameters that are functions (a partial index holds them: store/schema.py
+    PARTIAL_INDEXES), once per index version."""
+    return ix.cached("function_templates", lambda: rows_facts(
+        CppSymbol, ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE fparams != '' ORDER BY id"), ix.paths()))

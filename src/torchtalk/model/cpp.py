@@ -35,6 +35,10 @@ class CppSymbol:
     is_template: bool = False  # declared under its own ``template <...>``
     spec: str = ""  # template arguments of the class specialization it is a member of ("c10::BFloat16" for
     #                 numeric_limits<c10::BFloat16>::infinity); "" otherwise
+    fparams: str = ""  # a function template's parameters that are functions, "position:name" ","-separated
+    #                    ("1:compute" for template <typename index_t, void compute(const index_t*)>): a call
+    #                    written with template arguments hands it the functions it names there (Note [Functions
+    #                    as template arguments] in graph/handed.py)
     id: Annotated[int, Stored.ID] = field(default=0, compare=False)
     path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 

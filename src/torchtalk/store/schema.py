@@ -90,9 +90,11 @@ CREATE INDEX py_class_fq_name ON py_class_fq(name);
 
 
 # Partial indexes: (name, column, the rows it holds). The <<<>>> launch sites, a few hundred of 650k call sites: the
-# launch names no kernel has (graph/symbols.py) are read from them in milliseconds, not by a scan of every site.
+# launch names no kernel has (graph/symbols.py) are read from them in milliseconds, not by a scan of every site;
+# likewise the function templates that take functions as template arguments (graph/handed.py).
 PARTIAL_INDEXES: dict[str, list[tuple[str, str, str]]] = {
     "cpp_call": [("launch", "callee", f"kind = '{CallKind.LAUNCH.value}'")],
+    "cpp_symbol": [("fparams", "fparams", "fparams != ''")],
 }
 
 
