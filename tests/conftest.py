@@ -81,25 +81,26 @@ def index_with(tree: Path, files: dict[str, str]):
     return _reindexed(tree)
 
 
-def _reindexed(tree: Path):
-    """The Index of ``tree`` after refreshing it (without the generated layer)."""
+def _reindexed(tree: Path, codegen: bool = False):
+    """The Index of ``tree`` after refreshing it (without the generated layer, unless ``codegen``: the tree's
+    stand-in generators run)."""
     from torchtalk.index.indexer import refresh
     from torchtalk.source.tree import find_source
     from torchtalk.store.reader import Index
 
     st = find_source(tree)
-    refresh(st, workers=1, codegen=False)
+    refresh(st, workers=1, codegen=codegen)
     return Index(st.index_path, st.root)
 
 
-def overlay_index(tree: Path, overlay: Path, appended: dict[str, str]):
+def overlay_index(tree: Path, overlay: Path, appended: dict[str, str], codegen: bool = False):
     """The Index of ``tree`` after copying ``overlay``'s aten/ over it and appending text to its files
     (``{"aten/src/ATen/native/native_functions.yaml": ops}``): the CUDA fixture trees' setup."""
     shutil.copytree(overlay / "aten", tree / "aten", dirs_exist_ok=True)
     for rel, text in appended.items():
         with open(tree / rel, "a") as f:
             f.write(text)
-    return _reindexed(tree)
+    return _reindexed(tree, codegen)
 
 
 def build_index(tree: Path, cache: Path, **refresh_kw):

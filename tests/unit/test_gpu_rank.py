@@ -169,3 +169,120 @@ def test_a_formula_that_calls_an_aten_helper_reaches_what_the_helper_calls(tree)
         assert edge.dst.label == "at::reduce_to" and edge.dst.loc.path == "aten/src/ATen/ExpandUtils.h"
         res, _text = run(get_tool("cuda_kernels"), ix, function_name="cat")
         assert [(lib.site.written, lib.backward) for lib in res.libraries] == [("at::cuda::blas::gemv", True)]
+
+
+RANKED_OPS = """
+- func: bucketize.Scalar(Scalar self, Tensor boundaries) -> Tensor
+  dispatch:
+    CUDA: bucketize_cuda
+  autogen: bucketize.Scalar_out
+
+- func: searchsorted.Scalar(Tensor sorted_sequence, Scalar self) -> Tensor
+  dispatch:
+    CUDA: searchsorted_cuda
+
+- func: clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+  dispatch:
+    CUDA: clamp_cuda
+
+- func: hardtanh(Tensor self) -> Tensor
+  dispatch:
+    CUDA: hardtanh_cuda
+
+- func: hardtanh_backward(Tensor grad_output, Tensor self) -> Tensor
+  dispatch:
+    CUDA: hardtanh_backward_cuda
+
+- func: bernoulli.p(Tensor self, float p) -> Tensor
+  dispatch:
+    CompositeExplicitAutograd: bernoulli
+
+- func: bernoulli_.float(Tensor(a!) self, float p) -> Tensor(a!)
+  variants: method
+  dispatch:
+    CUDA: bernoulli_cuda_
+
+- func: empty_like(Tensor self) -> Tensor
+  dispatch:
+    CUDA: empty_like_cuda
+"""
+
+RANKED_DERIVATIVES = """
+- name: hardtanh(Tensor self) -> Tensor
+  self: hardtanh_backward(grad, self)
+"""
+
+# The kernel torchgen writes for an autogen'd out= variant (CompositeViewCopyKernels.cpp): the functional op, then
+# the copy into out.
+STAND_IN_TORCHGEN = '''
+import os, sys
+def main():
+    out = sys.argv[sys.argv.index("-d") + 1]
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "CompositeViewCopyKernels.cpp"), "w") as f:
+        f.write("""namespace at {
+namespace native {
+void copy_arg(const at::Tensor& dst, const at::Tensor& src) {
+  dst.copy_(src);
+}
+at::Tensor & bucketize_Scalar_out(const at::Scalar & self, const at::Tensor & boundaries, at::Tensor & out) {
+  auto tmp_output = at::_ops::bucketize_Scalar::call(self, boundaries);
+  copy_arg(out, tmp_output);
+  return out;
+}
+} // namespace native
+} // namespace at
+""")
+'''
+
+
+@pytest.fixture
+def ranked(tree):
+    (tree / "torchgen").mkdir()
+    (tree / "torchgen/__init__.py").write_text("")
+    (tree / "torchgen/gen.py").write_text(STAND_IN_TORCHGEN)
+    with closing(overlay_index(tree, OVERLAY, {"aten/src/ATen/native/native_functions.yaml": RANKED_OPS,
+                                               "tools/autograd/derivatives.yaml": RANKED_DERIVATIVES},
+                               codegen=True)) as ix:
+        yield tree, ix
+
+
+def test_an_autogen_variants_copy_into_out_is_another_ops_code_one_op_away(ranked):
+    """bucketize.Scalar_out is torchgen's: it runs bucketize.Scalar and copies the result into out. The copy is
+    copy_'s code one op away, so it ties with searchsorted's kernel (bucketize_cuda calls searchsorted_cuda) and
+    is farther by calls; before, it was no crossing and led the answer (cudaMemcpyAsync, copy_'s code)."""
+    _tree, ix = ranked
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="bucketize")
+    (lib,) = res.libraries
+    assert (lib.site.written, lib.via, lib.hops) == ("cudaMemcpyAsync", "copy_", 1)
+    assert [e.src.key for e in lib.chain[:1]] == ["bucketize.Scalar_out"]
+    assert text.splitlines()[1].startswith(
+        "Nearest first: __global__ searchsorted_cuda_kernel  aten/src/ATen/native/cuda/Bucketization.cu:5 "
+        "(searchsorted's code, 1 op away)"), text
+
+
+def test_the_forward_leads_the_backward_whatever_it_crosses(ranked):
+    """hardtanh runs clamp's kernel (its CUDA kernel calls at::clamp: one op away); autograd runs its formula's
+    hardtanh_backward, no crossing. A call of hardtanh runs the first: it leads."""
+    _tree, ix = ranked
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="hardtanh")
+    assert [k.name for k in res.kernels] == ["clamp_kernel", "hardtanh_backward_kernel"], text
+    fwd, back = res.kernels[0].launches[0], res.kernels[1].launches[0]
+    assert (fwd.via, fwd.hops, fwd.backward) == ("clamp", 1, False)
+    assert (back.via, back.hops, back.backward) == ("hardtanh_backward", 0, True)
+    assert near(fwd) < near(back)
+
+
+def test_the_ops_own_code_leads_another_ops_at_the_same_crossings(ranked):
+    """bernoulli.p's composite kernel calls empty_like (another op's code, no crossing: a composite runs as the ops
+    it calls) and bernoulli_ (its own variant), whose kernel launches one call deeper than empty_like's allocation:
+    the op's own kernel leads all the same."""
+    _tree, ix = ranked
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="bernoulli")
+    (lib,) = res.libraries
+    (kernel,) = res.kernels
+    own = kernel.launches[0]
+    assert (lib.site.written, lib.via, lib.hops) == ("cudaMalloc", "empty_like", 0)
+    assert (kernel.name, own.via, own.hops) == ("bernoulli_kernel", "", 0)
+    assert len(lib.chain) < len(own.chain) and near(own) < near(lib)
+    assert text.splitlines()[1].startswith("Nearest first: __global__ bernoulli_kernel  "), text

@@ -69,9 +69,9 @@ class CudaKernelsResult:
 
 def near(x: KernelLaunch | LibraryCall) -> Nearness:
     """Where a launch or library call ranks in the answer (Note [Nearest first] in graph/gpu_rank.py): the dense
-    path, then fewer op boundaries crossed, the forward before the backward, fewer calls; among equals, walk order
-    (the overloads as asked)."""
-    return nearness(x.chain, x.hops, x.backward)
+    path, then the forward before the backward, fewer op boundaries crossed, the op's own code before another's,
+    fewer calls; among equals, walk order (the overloads as asked)."""
+    return nearness(x.chain, x.hops, x.backward, other=bool(x.via))
 
 
 @dataclass
