@@ -23,6 +23,10 @@ function (matched by file and line of the definition, within 2 lines) is compare
   ATen/ops/X_<key>_dispatch.h) count as calls of op X too (they skip the dispatcher but name
   the op). Header-only accessors (sizes(), dim(), options()) are not ops. Recall and precision
   against TorchTalk's "ops through the dispatcher", by op base name.
+- operators (Note [Operators] in extract/cpp_calls.py): calls of in-tree operator overloads
+  (``a != b`` with Tensors is ``at::operator!=``), compared apart, by (caller, operator's
+  qualified name, line of the operator token): recall = share of libclang's that TorchTalk
+  resolves to the same operator, precision = share of TorchTalk's that libclang makes.
 - overload right: for call sites both sides resolved to the same in-tree function where
   libclang knows the definition it chose (same TU), is TorchTalk's first-named definition the
   same file:line (within 1 line)? Reported over all such sites, and over those where TorchTalk
@@ -106,7 +110,7 @@ FILES = (
     "aten/src/ATen/functorch/BatchRulesReduceOps.cpp",
     "torch/csrc/autograd/FunctionsManual.cpp",
 )
-EXTRACTOR_VERSION = "10"
+EXTRACTOR_VERSION = "13"
 EXAMPLES = 3
 DISPATCH_HEADER = re.compile(r"ATen/ops/(\w+?)_(cpu|cuda|meta|mps|compositeexplicitautograd|"
                              r"compositeexplicitautogradnonfunctional|compositeimplicitautograd|"
@@ -347,8 +351,18 @@ class _Extractor:
             name = ref.spelling.split("<")[0]  # an explicit specialization is spelled "to<double>"
             if rk in ("CONSTRUCTOR", "DESTRUCTOR", "CONVERSION_FUNCTION") or name.startswith("operator"):
                 kind = "ctor" if rk == "CONSTRUCTOR" else "operator"
+                area = ""
+                if kind == "operator":  # where the operator is written (its implicit reference), and whose it is
+                    line = self.name_line(c, name) or line
+                    area = self.where(ref.location.file.name if ref.location.file else "", ref.location.line)[0]
+                    operands = len(list(ref.get_arguments())) + (rk == "CXX_METHOD" and not ref.is_static_method())
+                    symbol = name[len("operator"):].strip()
+                    text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+                    written = (symbol if symbol != "[]" else "[") in text
+                    if not _modeled_operator(name, operands) or not written:
+                        kind = "other_operator"  # assignment, dereference, ->, a range-for's implicit ones
                 calls.append({"line": line, "name": name, "kind": kind, "qualname": self.qualname(ref),
-                              "area": "", "decl": "", "def": "", "ops": [], "form": ""})
+                              "area": area, "decl": "", "def": "", "ops": [], "form": ""})
                 continue
             at = self.name_line(c, name)
             if at:
@@ -392,6 +406,17 @@ class _Extractor:
                 return True
             c = c.semantic_parent
         return False
+
+
+# The operators TorchTalk records (extract/cpp_walk.QUERY): binary arithmetic and comparison, compound assignment,
+# unary minus and complement, subscript. Not: assignment, dereference, ->, (), ++/--, !, && and ||, << and >>.
+_BINARY = {"+", "-", "*", "/", "%", "^", "&", "|", "<", ">", "<=", ">=", "==", "!=",
+           "+=", "-=", "*=", "/=", "%=", "^=", "&=", "|=", "[]"}
+
+
+def _modeled_operator(name: str, operands: int) -> bool:
+    symbol = name[len("operator"):].strip()
+    return symbol in _BINARY and operands == 2 or symbol in ("-", "~") and operands == 1
 
 
 def _op_structs(wheel_inc: Path) -> dict[str, str]:
@@ -524,8 +549,11 @@ def compare_caller(c: dict, cs: tt.CalleeSet, rel: str, src_lines: list[str], ta
     where = f"{rel}:{c['line']} {c['qualname']}"
     # ---- TorchTalk's side
     tt_resolved: dict[str, tuple] = {}  # norm qualname -> (site, defs)
+    tt_operators: set[tuple[str, int]] = set()  # (norm qualname, line): compared apart
     for site, defs in cs.resolved:
-        if defs:
+        if defs and site.name.startswith("operator"):
+            tt_operators.add((norm(defs[0].qualname), site.line))
+        elif defs:
             near = [k["name"] for k in c["calls"] if abs(k["line"] - site.line) <= 1]
             tt_resolved.setdefault(unpasted(norm(defs[0].qualname), near), (site, defs))
     tt_ops: dict[str, tt.CallSite] = {}
@@ -553,7 +581,7 @@ def compare_caller(c: dict, cs: tt.CalleeSet, rel: str, src_lines: list[str], ta
     cl_all_names: dict[str, list[dict]] = defaultdict(list)
     for k in c["calls"]:
         cl_all_names[k["name"]].append(k)
-        if k["kind"] in ("ctor", "operator"):
+        if k["kind"] in ("ctor", "operator", "other_operator"):
             continue
         if k["area"] == "tree":
             cl_tree.setdefault(norm(k["qualname"]), k)
@@ -614,6 +642,26 @@ def compare_caller(c: dict, cs: tt.CalleeSet, rel: str, src_lines: list[str], ta
         tally.miss(f"in-tree callee misses ({group}s)", cause, ex)
         detail["callee_misses"].append({"callee": k["qualname"], "line": k["line"], "cause": cause})
 
+    # ---- operators
+    cl_operators = {(norm(k["qualname"]), k["line"]) for k in c["calls"] if k["kind"] == "operator"
+                    and k["area"] == "tree"}
+    for q, line in cl_operators:
+        tally.n["operators"] += 1
+        if any((q, line + d) in tt_operators for d in (0, -1, 1)):
+            tally.n["operators_found"] += 1
+        else:
+            tally.miss("operator misses", "libclang's in-tree operator call not resolved to it",
+                       f"{where} line {line}: {q}")
+    for q, line in tt_operators:
+        if c.get("template") and not any(k["kind"] == "operator" and abs(k["line"] - line) <= 1 for k in c["calls"]):
+            continue  # an uninstantiated template: libclang makes no call to check
+        tally.n["tt_operators"] += 1
+        if any((q, line + d) in cl_operators for d in (0, -1, 1)):
+            tally.n["tt_operators_ok"] += 1
+        else:
+            tally.miss("operators libclang does not confirm", "TorchTalk's operator call not libclang's",
+                       f"{where} line {line}: {q}")
+
     # ---- in-tree callee precision
     for q, (site, defs) in tt_resolved.items():
         if q in cl_tree:
@@ -637,7 +685,7 @@ def compare_caller(c: dict, cs: tt.CalleeSet, rel: str, src_lines: list[str], ta
         if same:
             k = same[0]
             ex += f"; libclang: {k['qualname']} ({k['area'] or k['kind']})"
-            if k["kind"] in ("ctor", "operator"):
+            if k["kind"] in ("ctor", "operator", "other_operator"):
                 cause = "libclang: a constructor or operator call, not a function call"
             elif k["area"] == "op":
                 cause = "an op entry point (at::X) resolved as a direct call to an in-tree helper of that name"
@@ -787,7 +835,8 @@ def run(args) -> dict:
         tt_fns = tt.functions_in_file(h, rel)
         matched = match_callers(f["callers"], tt_fns)
         for i, c in enumerate(f["callers"]):
-            relevant = any(k["area"] in ("tree", "op") and k["kind"] not in ("ctor", "operator") for k in c["calls"])
+            relevant = any(k["area"] in ("tree", "op") and k["kind"] not in ("ctor", "operator", "other_operator")
+                           for k in c["calls"])
             if i not in matched:
                 if relevant:
                     tally.n["callers_unmatched"] += 1
@@ -838,6 +887,8 @@ def figures(t: Tally) -> dict:
         "tt_ops_unverifiable": n["tt_ops_unverifiable"],
         "definition_agreement": t.ratio("loc_ok", "loc_sites"), "definition_sites": n["loc_sites"],
         "overload_right": t.ratio("loc_multi_ok", "loc_multi"), "overload_sites": n["loc_multi"],
+        "operator_recall": t.ratio("operators_found", "operators"), "operator_pairs": n["operators"],
+        "operator_precision": t.ratio("tt_operators_ok", "tt_operators"), "tt_operator_pairs": n["tt_operators"],
     }
 
 
@@ -862,6 +913,8 @@ def print_report(r: dict) -> None:
           f"dependent in templates, {o['tt_resolved_ctor']} constructor calls)")
     print(f"op pairs: {o['op_pairs']}; TorchTalk op pairs: {o['tt_op_pairs']} (+{o['tt_ops_unverifiable']} "
           f"unverifiable)")
+    print(f"operators (in-tree overloads): recall {f(o['operator_recall'])} of {o['operator_pairs']}, precision "
+          f"{f(o['operator_precision'])} of {o['tt_operator_pairs']}")
     print(f"definition picked = libclang's: {f(o['definition_agreement'])} of {o['definition_sites']} sites; "
           f"where TorchTalk listed several: {f(o['overload_right'])} of {o['overload_sites']}")
     print(f"callers: {o['callers']} matched, {o['callers_unmatched']} with in-tree/op calls not found in TorchTalk; "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from ..model import CallKind, CallSite
-from ..model.cpp import split_template_args
+from ..model.cpp import is_builtin_name, split_template_args
 from ..model.cuda import LAUNCH_FAMILIES
 from .cpp_bindings import BINDING_METHODS, record_binding, u
 from .cpp_regs import Regs
@@ -28,6 +28,14 @@ _FUNCTOR_NAME = re.compile(r"[\w:]+")
 # calls that function the same way.
 _HELD = re.compile(r"\s*=(?!=)\s*(&?)\s*((?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*)")
 _NOT_HELD = frozenset({"nullptr", "NULL", "this", "new", "static_cast", "reinterpret_cast"})
+# Note [Operators]: an operator on an operand of a class type is a call of the function that overloads it (C++
+# [over.match.oper]): ``self != self`` in at::native::isnan is at::operator!=(const Tensor&, const Tensor&), whose
+# body is ``x.ne(y)``; ``grad * self.sgn()``, ``-t``, ``t += u``, ``t[i]`` likewise. One is recorded
+# (CallKind.OPERATOR: the first operand as the receiver, the others as the arguments) when an operand is a name the
+# file declares with a class type (``_may_be_class``; the operators the query captures: cpp_walk.QUERY). Which
+# function it is, if any, is decided where calls are resolved (graph/resolve.py); an operator the tree overloads for
+# none of the operands' types is the language's: no call. Operands whose type takes resolving (``t.size(0) == 1``,
+# mostly numbers) are left out: a call site for each would add a fifth to the call sites of a tree.
 _CONSTRUCTED = re.compile(r"^([A-Za-z_][\w:]*)\s*(<.*>)?\s*(\(\s*\)|\{\s*\})$", re.S)  # Functor<T>() / Functor{}
 
 
@@ -119,6 +127,35 @@ class Calls:
             return
         self.calls.append(CallSite(caller, callee, u(qual), self.line(name_at), kind, u(detail), u(recv), nargs,
                                    u(args), u(targs), explicit))
+
+    def _operator(self, n, caller: int) -> None:
+        """An operator expression that may call an overload (Note [Operators]); the query captures those with an
+        operand that is a name (a binary one twice when both are)."""
+        key = (n.start_byte, n.end_byte)
+        if key == self._last_operator:
+            return
+        self._last_operator = key
+        ty = n.type
+        if ty == "subscript_expression":
+            sym, at = "[]", n
+            indices = n.child_by_field_name("indices")
+            operands = [n.child_by_field_name("argument"),
+                        indices.named_child(0) if indices is not None and indices.named_child_count == 1 else None]
+        else:
+            at = n.child_by_field_name("operator")
+            sym = at.type if at is not None else ""
+            if ty == "unary_expression":
+                operands = [n.child_by_field_name("argument")]
+            else:
+                operands = [n.child_by_field_name("left"), n.child_by_field_name("right")]
+        if not sym or any(o is None for o in operands):
+            return
+        if not any(o.type == "identifier" and _may_be_class(self.vars.get(self.t(o), n.start_byte) or "")
+                   for o in operands):
+            return
+        types = [self.typer.expr(o, n.start_byte) for o in operands]
+        self.calls.append(CallSite(caller, f"operator{sym}", "", self.line(at), CallKind.OPERATOR, "", u(types[0]),
+                                   len(types) - 1, u(";".join(types[1:]))))
 
     def _held_kernels(self, var: str, pos: int, address: bool = False) -> list[tuple[str, str]]:
         """(qualifier, name) of every function a local variable launched with ``<<<>>>`` is given between its
@@ -212,3 +249,16 @@ def _assignments(text: str, var: str):
             at = text.find(var, m.end())
         else:
             at = text.find(var, at + 1)
+
+
+def _may_be_class(te: str) -> bool:
+    """Whether a variable's type may be a class: declared with a type that is not a builtin, a pointer or a standard
+    library type (``const Tensor& self``), or ``auto`` from a call or another variable (``auto grad_pos =
+    at::where(...)``: typed where calls are resolved). A member's or a chain's (``t.size(0)``), mostly numbers, is
+    left out, so as not to store a call site for each ``self.dim() == 0``."""
+    if te.startswith(("c:", "v:")):
+        return "|" not in te
+    if not te.startswith("t:") or "|" in te:
+        return False
+    name = te[2:]
+    return not (name.endswith(("*", "&")) or is_builtin_name(name) or name.startswith(("std::", "char")))

@@ -49,11 +49,16 @@ QUERY = """
 (namespace_alias_definition) @using
 (lambda_expression) @lam
 (for_range_loop) @for
+(binary_expression left: (identifier) operator: ["+" "-" "*" "/" "%" "^" "&" "|" "<" ">" "<=" ">=" "==" "!="]) @op
+(binary_expression right: (identifier) operator: ["+" "-" "*" "/" "%" "^" "&" "|" "<" ">" "<=" ">=" "==" "!="]) @op
+(unary_expression operator: ["-" "~"] argument: (identifier)) @op
+(assignment_expression left: (identifier) operator: ["+=" "-=" "*=" "/=" "%=" "^=" "&=" "|="]) @op
+(subscript_expression argument: (identifier)) @op
 (ERROR) @e
 (MISSING) @m
 """
 
-_ORDER = {"ns": 0, "cls": 1, "def": 2, "decl": 3, "using": 4, "call": 5, "new": 6, "lam": 7, "for": 8}
+_ORDER = {"ns": 0, "cls": 1, "def": 2, "decl": 3, "using": 4, "call": 5, "new": 6, "lam": 7, "for": 8, "op": 9}
 
 _COMMON_NS = frozenset({
     "at", "c10", "torch", "native", "std", "detail", "impl", "jit", "autograd", "cuda", "meta",
@@ -93,6 +98,7 @@ class Walker(Definitions, Declarations, Calls):
         self.fields: list[CppField] = []
         self.raises: list[RaiseSite] = []  # raise_cpp.record_raise
         self.vars = Vars()
+        self._last_operator: tuple[int, int] = (-1, -1)  # a binary expression captured twice is one call
         self.typer = Typer(text, self.vars)
         self.defs: list[tuple[int, int, int]] = []  # (start, end, symbol index) of definitions
         self.namespaces: set[str] = set(_COMMON_NS)
@@ -169,6 +175,8 @@ class Walker(Definitions, Declarations, Calls):
                     self.typer.parameters(d.child_by_field_name("parameters"), n.start_byte, n.end_byte)
             elif o == 8:
                 self.typer.range_for(n)
+            elif o == 9 and cur[3] >= 0:
+                self._operator(n, cur[3])
         Regs(self).run()
 
     # ------------------------------------------------------------------ helpers

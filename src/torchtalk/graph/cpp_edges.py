@@ -55,8 +55,8 @@ def call_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node | None = Non
         if kernels:
             return [Edge(src, symbol_node(ix, k), EdgeKind.LAUNCH, call.loc, how=EdgeHow.HANDED, note=call.detail,
                          written=written) for k in kernels]
-    if res.kind is TargetKind.LOCAL:
-        return []  # a local lambda or functor called: its body is the caller's own code
+    if res.kind is TargetKind.LOCAL or res.kind is TargetKind.BUILTIN:
+        return []  # a local lambda or functor called (its body is the caller's own code), or a builtin operator
     if res.kind is TargetKind.OP:
         reg = registry(ix)
         return [Edge(src, Node(NodeKind.OP, n, n, reg.by_full[n].loc), EdgeKind.DISPATCH_CALL, call.loc,

@@ -20,9 +20,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from ..model import CppClass, CppSymbol, UsingKind
+from ..model.cpp import BUILTINS, is_builtin_name
 from ..store.reader import Index
 from .cpp_types import (
-    BUILTINS,
     Scope,
     Ty,
     alias_params,
@@ -30,7 +30,6 @@ from .cpp_types import (
     classes,
     declared_in,
     fields_of,
-    is_builtin_name,
     is_class,
     named_usings,
     nominated,

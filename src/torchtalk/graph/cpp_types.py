@@ -17,22 +17,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..model import ClassKind, CppClass, CppField, CppSymbol, UsingKind
-from ..model.cpp import split_template_args
+from ..model.cpp import is_builtin_name, split_template_args
 from ..store.codec import codec, rows_facts
 from ..store.reader import Index
 from .registry import registry
 from .symbols import SYMBOL_COLS, pasted_match, pasted_symbols
 
-BUILTINS = frozenset((
-    "void bool char wchar_t char16_t char32_t short int long float double unsigned signed "
-    "int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t size_t ssize_t ptrdiff_t intptr_t "
-    "uintptr_t std::size_t std::int64_t std::int32_t std::uint8_t std::nullptr_t nullptr_t").split())
 _HEADER_EXT = (".h", ".hpp", ".cuh", ".hh", ".inl")
-
-
-def is_builtin_name(name: str) -> bool:
-    """A builtin type's name, also of several words ("long long", "unsigned int": every word a builtin)."""
-    return name in BUILTINS or " " in name and all(w in BUILTINS for w in name.split())
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,10 @@ copy_'s and fill_'s. What an answer lists first is what is nearest, on one scale
 kernels, launch families and library calls alike (``Nearness``):
 
 1. the dense path before the layout-specific kernels of the op asked (its NestedTensorCUDA,
-   SparseCUDA, QuantizedCUDA kernels run only for tensors of that layout);
+   SparseCUDA, QuantizedCUDA kernels run only for tensors of that layout), and before the copy an
+   autogen'd variant makes of its result (``EdgeHow.AUTOGEN_COPY``: torchgen writes ``bernoulli.Tensor_out``
+   to run ``bernoulli.Tensor``, then ``copy_arg(out, tmp_output)``: copy_'s code, which runs only when out=
+   is passed, and is bookkeeping where it does);
 2. the forward before the backward: what a call of the op runs before what autograd runs for it;
 3. fewer op boundaries crossed (``whose``): a backend kernel's call through the dispatcher or a
    direct call into another op's kernel crosses one; a variant of the op it is in (angle ->
@@ -19,10 +22,7 @@ kernels, launch families and library calls alike (``Nearness``):
    embedding_backward as embedding_dense_backward, conv2d as convolution -> _convolution -> ...),
    nor the op's own derivative formula (its backward), while another op's formula (_softmax's, reached
    from softmax's CompositeImplicitAutograd kernel; Note [Backward of called ops] in gpu.py says which
-   run) does. An autogen'd variant's kernel is the exception: torchgen writes it to run the op's
-   functional variant and copy the result into ``out`` (``bernoulli.Tensor_out`` -> ``bernoulli.Tensor``,
-   then ``copy_arg(out, tmp_output)``), so its calls of other ops (``copy_``, a ``resize_``) are their code,
-   one op away;
+   run) does. An autogen'd variant's copy is the exception: it is copy_'s code, one op away;
 4. the op's own code before another op's (reached through a composite call, so no farther by 3): bernoulli's
    own kernels (its ``bernoulli_`` variant's) before the allocator ``empty_like`` reaches in its functional
    composite kernel, which is fewer calls away;
@@ -45,10 +45,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol, TypeVar
 
-from ..model import Edge, EdgeKind, Node, NodeKind, is_composite
+from ..model import Edge, EdgeHow, EdgeKind, Node, NodeKind, is_composite
 from ..store.reader import Index
 from .op_edges import kernel_of
-from .registry import registry
 
 GPU_KEYS = ("CUDA", "HIP")
 
@@ -57,6 +56,7 @@ class Nearness(NamedTuple):
     """A launch's or library call's place in an answer: smaller is nearer (Note [Nearest first])."""
 
     layout: bool  # reached through a layout-specific kernel (NestedTensorCUDA, SparseCUDA, ...) of the op asked
+    copy: bool  # reached through the copy an autogen'd variant makes of its result (copy_ into out=)
     backward: bool
     hops: int  # op boundaries crossed
     other: bool  # another op's code (reached through a composite call at the same crossings), not the op's own
@@ -69,6 +69,7 @@ class Nearness(NamedTuple):
         parts += [f"{self.hops} op{'s' if self.hops != 1 else ''} away"] if self.hops else []
         parts += ["backward"] if self.backward else []
         parts += ["sparse/nested/quantized path"] if self.layout else []
+        parts += ["an autogen'd variant's copy"] if self.copy else []
         return ", ".join(parts)
 
 
@@ -105,7 +106,7 @@ def whose(ix: Index, base: str, chain: Sequence[Edge]) -> tuple[str, int]:
         elif e.kind in (EdgeKind.OP_CALL, EdgeKind.DISPATCH_CALL) and e.dst.kind is NodeKind.OP:
             name = e.dst.key.split(".", 1)[0]
             hops += base_name(name) != here and (e.kind is EdgeKind.DISPATCH_CALL and e.src != composite
-                                                 or _autogen(ix, e.src))
+                                                 or e.how is EdgeHow.AUTOGEN_COPY)
         elif e.kind is EdgeKind.CALL:
             owners = _owners(ix, e.dst)
             if not owners or here in map(base_name, owners):
@@ -120,12 +121,6 @@ def whose(ix: Index, base: str, chain: Sequence[Edge]) -> tuple[str, int]:
             if here != asked and not via:
                 via = name
     return via, hops
-
-
-def _autogen(ix: Index, node: Node) -> bool:
-    """Whether ``node`` is an op torchgen autogenerates (an ``autogen:`` line's variant)."""
-    op = registry(ix).by_full.get(node.key) if node.kind is NodeKind.OP else None
-    return op is not None and bool(op.autogen_from)
 
 
 def layout_specific(chain: Sequence[Edge], key: str = "") -> bool:
@@ -159,4 +154,5 @@ def nearest_first(ix: Index, op: str, key: str, reached: Sequence[R]) -> list[R]
 
 
 def nearness(chain: Sequence[Edge], hops: int, backward: bool, key: str = "", other: bool = False) -> Nearness:
-    return Nearness(layout_specific(chain, key), backward, hops, other, len(chain))
+    copy = any(e.how is EdgeHow.AUTOGEN_COPY for e in chain)
+    return Nearness(layout_specific(chain, key), copy, backward, hops, other, len(chain))

@@ -84,10 +84,16 @@ HELPER_DEPTH = 3  # calls through file-local helpers of a composite kernel (drop
 
 
 def _is_helper(ix: Index, fn: Node, kernel: Node) -> bool:
-    """A function a composite kernel calls that is part of its body: defined in the kernel's file, and not
-    itself the kernel of an op (those are ops in their own right, reached as such)."""
+    """A function a composite kernel calls that is part of its body: defined in the kernel's file, or an operator
+    overload (``self != self`` is how the kernel writes ``at::operator!=``'s ``x.ne(y)``: Note [Operators] in
+    extract/cpp_calls.py), and not itself the kernel of an op (those are ops in their own right, reached as such)."""
     return (fn.kind is NodeKind.CPP_FUNCTION and fn.loc is not None and kernel.loc is not None
-            and fn.loc.path == kernel.loc.path and not kernel_of(ix, fn))
+            and (fn.loc.path == kernel.loc.path or is_operator(fn)) and not kernel_of(ix, fn))
+
+
+def is_operator(fn: Node) -> bool:
+    """Whether a C++ function is an operator overload (``at::operator!=``, ``at::Tensor::operator-=``)."""
+    return fn.label.rsplit("::", 1)[-1].startswith("operator") and fn.label.rsplit("::", 1)[-1] != "operator()"
 
 
 def op_call_edges(ix: Index, node: Node) -> list[Edge]:
@@ -95,6 +101,8 @@ def op_call_edges(ix: Index, node: Node) -> list[Edge]:
     kernel's file-local helpers (``at::native::dropout`` -> ``_dropout<false>`` -> ``_dropout_impl`` ->
     ``bernoulli_``), which the edge's note names."""
     out: dict[str, Edge] = {}
+    op = registry(ix).by_full.get(node.key)
+    autogen = op is not None and bool(op.autogen_from)
     for k in kernel_edges(ix, node):
         if not is_composite(k.key) or k.dst.kind is NodeKind.UNRESOLVED:
             continue
@@ -107,13 +115,21 @@ def op_call_edges(ix: Index, node: Node) -> list[Edge]:
                     if e.kind is EdgeKind.DISPATCH_CALL and e.dst.key != node.key and e.dst.key not in out:
                         out[e.dst.key] = Edge(node, e.dst, EdgeKind.OP_CALL, e.site, k.key,
                                               f"{k.dst.label} calls {e.note}{via}",
-                                              EdgeHow.HELPER if via else EdgeHow.DIRECT, e.written)
+                                              _how(autogen, node, e.dst, bool(via)), e.written)
                     elif (e.kind is EdgeKind.CALL and depth < HELPER_DEPTH and e.dst.key not in seen
                           and _is_helper(ix, e.dst, k.dst)):
                         seen.add(e.dst.key)
                         nxt.append((e.dst, f" (through {e.dst.label.split('::')[-1]})"))
             frontier = nxt
     return list(out.values())
+
+
+def _how(autogen: bool, src: Node, dst: Node, helper: bool) -> EdgeHow:
+    """How an op's composite kernel calls another: an autogen'd variant's copy of its result (any op but its own
+    variants: torchgen's kernel runs the variant, then ``copy_arg(out, tmp)``), through a helper, or directly."""
+    if autogen and src.key.split(".", 1)[0].rstrip("_") != dst.key.split(".", 1)[0].rstrip("_"):
+        return EdgeHow.AUTOGEN_COPY
+    return EdgeHow.HELPER if helper else EdgeHow.DIRECT
 
 
 def op_called_by(ix: Index, node: Node) -> list[Edge]:
@@ -128,13 +144,16 @@ def op_called_by(ix: Index, node: Node) -> list[Edge]:
                 kernels = kernel_of(ix, fn)
                 for k in kernels:
                     if is_composite(k.key) and k.src.key != node.key and k.src.key not in out:
+                        src = registry(ix).by_full.get(k.src.key)
                         out[k.src.key] = Edge(k.src, node, EdgeKind.OP_CALL, call.site, k.key,
                                               f"{call.src.label} calls it",
-                                              EdgeHow.HELPER if depth else EdgeHow.DIRECT, call.written)
+                                              _how(src is not None and bool(src.autogen_from), k.src, node,
+                                                   bool(depth)), call.written)
                 if kernels or depth == HELPER_DEPTH or fn.kind is not NodeKind.CPP_FUNCTION:
                     continue
                 for c in callers(ix, fn):
-                    if c.src.key not in seen and c.src.loc and fn.loc and c.src.loc.path == fn.loc.path:
+                    if c.src.key not in seen and c.src.loc and fn.loc and (c.src.loc.path == fn.loc.path
+                                                                           or is_operator(fn)):
                         seen.add(c.src.key)
                         nxt.append(c.src)
             frontier = nxt

@@ -14,6 +14,7 @@ class TargetKind(StrEnum):
     OP = "op"  # an op, through the dispatcher
     STUB = "stub"  # a DispatchStub
     LOCAL = "local"  # a local variable called (a lambda, a functor): no function of that name
+    BUILTIN = "builtin"  # an operator the tree overloads for none of its operands' types: the language's, no call
     UNRESOLVED = "unresolved"
 
 
@@ -30,3 +31,4 @@ class Resolution:
 
 UNRESOLVED = Resolution(TargetKind.UNRESOLVED)
 UNRESOLVED_STD = Resolution(TargetKind.UNRESOLVED, std=True)
+BUILTIN = Resolution(TargetKind.BUILTIN)

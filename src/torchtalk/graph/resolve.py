@@ -23,6 +23,7 @@ cpp_lookup.py, overloads.py).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 
 from ..model import CallKind, CallSite, CppSymbol, Op, SymbolKind, UsingKind, Variant
@@ -74,7 +75,7 @@ from .op_spellings import (
 )
 from .overloads import op_signature, param_types, return_of, score, signature
 from .registry import OpRegistry, registry
-from .resolution import UNRESOLVED, UNRESOLVED_STD, Resolution, TargetKind
+from .resolution import BUILTIN, UNRESOLVED, UNRESOLVED_STD, Resolution, TargetKind
 from .resolved import stored, stored_resolution
 from .symbols import calls_from, gpu_kernels_named, symbol
 
@@ -165,7 +166,8 @@ class Resolver:
 
         1. a kernel launch (``k<<<...>>>``): the visible ``__global__`` kernels named ``k`` (of several, those
            name lookup from the caller's scope finds);
-        2. a method call (``x.f()``): ``method``, by the receiver's type;
+        2. a method call (``x.f()``): ``method``, by the receiver's type; an operator on a class's value
+           (``a != b``): ``operator`` (Note [Operators] in extract/cpp_calls.py);
         3. a name passed on without a call: the DispatchStub of that name, else nothing;
         4. a local variable called (a lambda, a functor): its class's call operator, else LOCAL;
         5. ``::f``: the global ``f`` (never an op, never a namespace's ``f``), else the standard library's;
@@ -193,6 +195,8 @@ class Resolver:
             return self._prefer(defs) if defs else UNRESOLVED
         if call.kind is CallKind.METHOD:
             return self.method(call)
+        if call.kind is CallKind.OPERATOR:
+            return self.operator(call)
         if call.kind is CallKind.REF:
             return Resolution(TargetKind.STUB, stub=name) if name in stub_names(self.ix) else UNRESOLVED
         if call.recv:  # a local variable called: its call operator, never a function of that name
@@ -456,6 +460,32 @@ class Resolver:
         if not syms:
             return UNRESOLVED
         return self.choose(syms, call, owner)
+
+    def operator(self, call: CallSite) -> Resolution:
+        """``a @ b`` (``-a``, ``a += b``, ``a[i]``), as C++ chooses (over.match.oper): the member ``operator@`` of
+        the first operand's class and the non-member ones name lookup and argument-dependent lookup find for the
+        operands, of those the operands' types can bind the overload they choose. Only an operand whose type is
+        known to be a class (an enum's comparisons are the language's) lets one be chosen: where none is, or
+        nothing binds them, the operator is the language's (BUILTIN: no call), never a guess among every
+        ``operator==`` in scope."""
+        name = call.callee
+        ty = self.type_of(call.recv) if call.recv else None
+        operands = [ty, *self.arg_types(call)]
+        if not any(t is not None and not (t.ptr or t.is_builtin or t.is_std) and is_class(self.ix, t.name)
+                   and not is_enum(self.ix, t.name) for t in operands):
+            return BUILTIN
+        if ty is not None and not (ty.ptr or ty.is_builtin or ty.is_std):
+            owner, found = methods(self.ix, ty, name)
+            fit = [s for s in found if signature(s.params).takes(call.nargs)
+                   and score(self.ix, operands[1:], param_types(self.ix, s, owner)) is not None]
+            if fit:
+                return self.choose(fit, call, owner)
+        texts = [call.recv, *(call.args.split(";") if call.args else [""] * max(call.nargs, 0))]
+        free = replace(call, kind=CallKind.CALL, recv="", nargs=len(texts), args=";".join(texts))
+        found = list({s.id: s for s in self.lookup(name, "")[1] + self._adl(name, free)}.values())
+        fit = [s for s in found if signature(s.params).takes(len(texts))
+               and score(self.ix, operands, param_types(self.ix, s, None)) is not None]
+        return self.choose(fit, free) if fit else BUILTIN
 
     def _method_untyped(self, call: CallSite) -> Resolution:
         """The file does not show the receiver's type: a method of the caller's own class (this->f(), or a

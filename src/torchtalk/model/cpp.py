@@ -15,6 +15,17 @@ from .facts import NO_REF, Ref, Stored, check_enum, check_line
 from .kinds import CallKind, ClassKind, GeneratedKind, RegistrationKind, StrEnum, SymbolKind, UsingKind
 from .loc import Loc
 
+# The builtin types' names (a type of none of these is a class, an enum or a standard library type).
+BUILTINS = frozenset((
+    "void bool char wchar_t char16_t char32_t short int long float double unsigned signed "
+    "int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t size_t ssize_t ptrdiff_t intptr_t "
+    "uintptr_t std::size_t std::int64_t std::int32_t std::uint8_t std::nullptr_t nullptr_t").split())
+
+
+def is_builtin_name(name: str) -> bool:
+    """A builtin type's name, also of several words ("long long", "unsigned int": every word a builtin)."""
+    return name in BUILTINS or " " in name and all(w in BUILTINS for w in name.split())
+
 
 @dataclass(frozen=True, slots=True)
 class CppSymbol:

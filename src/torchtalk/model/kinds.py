@@ -76,6 +76,7 @@ class CallKind(StrEnum):
     LAUNCH = "launch"  # kernel<<<grid, block>>>(...)
     GPU_LAUNCH = "gpu_launch"  # gpu_kernel(iter, functor) and its kin: the functor runs on the GPU
     REF = "ref"  # a function or DispatchStub named without being called (passed on, &f)
+    OPERATOR = "operator"  # an operator on an operand that may be a class: a != b, -a, a += b, a[i] (Note [Operators])
 
     @property
     def is_launch(self) -> bool:
@@ -329,6 +330,8 @@ class EdgeHow(StrEnum):
     PASSED_ON = "passed_on"  # STUB_CALL: the stub is named without being called (handed to a helper)
     TEXT = "text"  # STUB_CALL: found in the source text, where no call site is recorded (Note [Stub uses])
     HELPER = "helper"  # OP_CALL: the composite kernel calls the op through a file-local helper
+    AUTOGEN_COPY = "autogen_copy"  # OP_CALL: an autogen'd variant's kernel (torchgen's) copies its result with another
+    #                                op (copy_ into out=, clone): bookkeeping around the variant it runs
     MACRO = "macro"  # UNRESOLVED: a macro (AT_DISPATCH_..., TORCH_CHECK), not a function
     STD = "std"  # UNRESOLVED: the standard library's (::abs, std::max), not in the tree
     UNTYPED_RECEIVER = "untyped_receiver"  # PY_CALL: ``x.f()`` with x of unknown type, taken for a Tensor method
