@@ -32,10 +32,10 @@ So mm's cuBLAS call in its own kernel (3 calls) leads TunableOp's ``flush_icache
 embedding lists index_select's kernels (its forward), then the ops index_select calls through the
 dispatcher, then its own backward kernels (embedding_backward -> embedding_dense_backward's), and cat's
 kernels (its NestedTensorCUDA kernel's) last. Measured over the CUDA census's 1,273 ops of 2.6.0 (s42): before
-2 and 4 and the autogen'd exception, 163 answers led with copy_'s ``cudaMemcpyAsync`` (an autogen'd out=
-variant's copy, fewer calls away than anything: bernoulli, bucketize), 98 now, each "1 op away" where it
-is; relu led with threshold_backward's kernel once the copy no longer did, and leads with clamp_min's (its
-CUDA kernel calls ``at::clamp_min``); the answers led by the op's own code went from 701 to 712.
+rules 2 and 4 and the autogen'd variants' copy, 163 answers led with copy_'s ``cudaMemcpyAsync`` (fewer calls away
+than anything: bernoulli, bucketize, norm), 73 now, 54 of them labelled an autogen'd variant's copy (ops with no
+CUDA code of their own: mkldnn_*, miopen_*); relu led with threshold_backward's kernel once the copy no longer did,
+and leads with clamp_min's (its CUDA kernel calls ``at::clamp_min``); answers led by the op's own code: 701 -> 712.
 trace lists a kernel's GPU lines in this order too (hops and calls; the layout and direction are
 its entry's), so the two tools agree.
 """
@@ -154,5 +154,8 @@ def nearest_first(ix: Index, op: str, key: str, reached: Sequence[R]) -> list[R]
 
 
 def nearness(chain: Sequence[Edge], hops: int, backward: bool, key: str = "", other: bool = False) -> Nearness:
-    copy = any(e.how is EdgeHow.AUTOGEN_COPY for e in chain)
+    # the copy an autogen'd variant makes: its composite call of another op, or, walking its kernel's C++ (torchgen's
+    # copy_arg), another op's code reached from it
+    copy = any(e.how is EdgeHow.AUTOGEN_COPY for e in chain) or (
+        other and bool(chain) and chain[0].kind is EdgeKind.KERNEL and chain[0].how is EdgeHow.AUTOGEN)
     return Nearness(layout_specific(chain, key), copy, backward, hops, other, len(chain))

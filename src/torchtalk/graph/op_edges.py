@@ -8,9 +8,11 @@ from dataclasses import dataclass
 
 from ..model import (
     CppSymbol,
+    DispatchEntry,
     Edge,
     EdgeHow,
     EdgeKind,
+    EntryOrigin,
     GeneratedKind,
     Loc,
     Node,
@@ -55,8 +57,10 @@ def kernel_edges(ix: Index, node: Node) -> list[Edge]:
     for entry in reg.dispatch(op):
         defs = op_kernel_definitions(ix, op, entry)
         if not defs:
-            out.append(Edge(node, unresolved_node(entry.kernel), EdgeKind.KERNEL, entry.loc, entry.key, entry.via))
-        out += [Edge(node, cpp_node(d), EdgeKind.KERNEL, entry.loc, entry.key, entry.via) for d in defs]
+            out.append(Edge(node, unresolved_node(entry.kernel), EdgeKind.KERNEL, entry.loc, entry.key, entry.via,
+                            _entry_how(entry)))
+        out += [Edge(node, cpp_node(d), EdgeKind.KERNEL, entry.loc, entry.key, entry.via, _entry_how(entry))
+                for d in defs]
     return out
 
 
@@ -74,8 +78,13 @@ def kernel_of(ix: Index, node: Node) -> list[Edge]:
     for name in sorted(names):
         for op, entry in reg.kernel_ops.get(name, ()):
             if any(d.id == fn.id for d in op_kernel_definitions(ix, op, entry)):
-                out.append(Edge(op_node(op), node, EdgeKind.KERNEL, entry.loc, entry.key, entry.via))
+                out.append(Edge(op_node(op), node, EdgeKind.KERNEL, entry.loc, entry.key, entry.via,
+                                _entry_how(entry)))
     return out
+
+
+def _entry_how(entry: DispatchEntry) -> EdgeHow:
+    return EdgeHow.AUTOGEN if entry.origin is EntryOrigin.AUTOGEN else EdgeHow.DIRECT
 
 
 # ------------------------------------------------------------------ OP_CALL

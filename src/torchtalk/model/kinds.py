@@ -338,6 +338,8 @@ class EdgeHow(StrEnum):
     ATTRIBUTE = "attribute"  # PY_CALL: ``self.linear1(x)``, an instance the class made (Note [Submodules])
     PY_CALLER = "py_caller"  # BINDING into an op or function: a public Python function whose body calls it
     META = "meta"  # KERNEL into a TORCH_META_FUNC: the structured op's meta function, which its wrappers run first
+    AUTOGEN = "autogen"  # KERNEL into the kernel torchgen writes for an autogen'd variant (it runs the variant the
+    #                      entry names, then copies the result: into out=, or a clone)
     HANDED = "handed"  # CALL: a method a template calls on an object this call hands it (Note [Handed objects]);
     #                    LAUNCH: a kernel handed to the lambda whose parameter it launches (Note [Kernels handed to a
     #                    launching lambda])
