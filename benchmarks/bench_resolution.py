@@ -544,6 +544,18 @@ def using_declared(lines: list[str], name: str) -> bool:
     return any(re.match(rf"\s*using\s+[\w:]+::{re.escape(name)}\s*;", ln) for ln in lines)
 
 
+def _operator_tally(tally: Tally, pairs: set[tuple[str, int]], other: set[tuple[str, int]], key: str,
+                    section: str, cause: str, where: str) -> None:
+    """Count ``pairs`` (operator, line) under ``key`` and those ``other`` has (within a line) under ``key``_ok;
+    each one it has not is a miss of ``section``."""
+    for q, line in pairs:
+        tally.n[key] += 1
+        if any((q, line + d) in other for d in (0, -1, 1)):
+            tally.n[f"{key}_ok"] += 1
+        else:
+            tally.miss(section, cause, f"{where} line {line}: {q}")
+
+
 def compare_caller(c: dict, cs: tt.CalleeSet, rel: str, src_lines: list[str], tally: Tally,
                    ops_of: dict[str, str]) -> dict:
     where = f"{rel}:{c['line']} {c['qualname']}"
@@ -645,22 +657,12 @@ def compare_caller(c: dict, cs: tt.CalleeSet, rel: str, src_lines: list[str], ta
     # ---- operators
     cl_operators = {(norm(k["qualname"]), k["line"]) for k in c["calls"] if k["kind"] == "operator"
                     and k["area"] == "tree"}
-    for q, line in cl_operators:
-        tally.n["operators"] += 1
-        if any((q, line + d) in tt_operators for d in (0, -1, 1)):
-            tally.n["operators_found"] += 1
-        else:
-            tally.miss("operator misses", "libclang's in-tree operator call not resolved to it",
-                       f"{where} line {line}: {q}")
-    for q, line in tt_operators:
-        if c.get("template") and not any(k["kind"] == "operator" and abs(k["line"] - line) <= 1 for k in c["calls"]):
-            continue  # an uninstantiated template: libclang makes no call to check
-        tally.n["tt_operators"] += 1
-        if any((q, line + d) in cl_operators for d in (0, -1, 1)):
-            tally.n["tt_operators_ok"] += 1
-        else:
-            tally.miss("operators libclang does not confirm", "TorchTalk's operator call not libclang's",
-                       f"{where} line {line}: {q}")
+    checkable = {(q, line) for q, line in tt_operators if not c.get("template") or any(
+        k["kind"] == "operator" and abs(k["line"] - line) <= 1 for k in c["calls"])}  # libclang made the call
+    _operator_tally(tally, cl_operators, tt_operators, "operators", "operator misses",
+                    "libclang's in-tree operator call not resolved to it", where)
+    _operator_tally(tally, checkable, cl_operators, "tt_operators", "operators libclang does not confirm",
+                    "TorchTalk's operator call not libclang's", where)
 
     # ---- in-tree callee precision
     for q, (site, defs) in tt_resolved.items():
@@ -887,7 +889,7 @@ def figures(t: Tally) -> dict:
         "tt_ops_unverifiable": n["tt_ops_unverifiable"],
         "definition_agreement": t.ratio("loc_ok", "loc_sites"), "definition_sites": n["loc_sites"],
         "overload_right": t.ratio("loc_multi_ok", "loc_multi"), "overload_sites": n["loc_multi"],
-        "operator_recall": t.ratio("operators_found", "operators"), "operator_pairs": n["operators"],
+        "operator_recall": t.ratio("operators_ok", "operators"), "operator_pairs": n["operators"],
         "operator_precision": t.ratio("tt_operators_ok", "tt_operators"), "tt_operator_pairs": n["tt_operators"],
     }
 

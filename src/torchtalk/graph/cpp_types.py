@@ -144,6 +144,22 @@ def parse_type(text: str) -> tuple[str, list[str], int]:
     return t.strip(), args, ptrs
 
 
+def close_bracket(text: str, open_at: int, pairs: tuple[str, str] = ("([{", ")]}"), limit: int = 4000) -> int:
+    """Offset of the bracket closing the one at ``open_at`` (brackets of ``pairs``: openers, closers; within
+    ``limit`` characters), or -1. Strings and comments are not skipped (extract/cpp_text.match_close does that)."""
+    opens, closes = pairs
+    depth = 0
+    for i in range(open_at, min(len(text), open_at + limit)):
+        ch = text[i]
+        if ch in opens:
+            depth += 1
+        elif ch in closes:
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
 def split_args(text: str) -> list[str]:
     """Top-level comma split (brackets and template arguments kept together)."""
     out, depth, start = [], 0, 0

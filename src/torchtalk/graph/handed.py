@@ -29,7 +29,7 @@ from ..model.cpp import split_template_args
 from ..store.codec import rows_facts
 from ..store.reader import Index
 from .cpp_lookup import resolve_type
-from .cpp_types import caller_scope, split_args
+from .cpp_types import caller_scope, close_bracket, split_args
 from .resolution import TargetKind
 from .resolve import resolve
 from .source_lines import file_lines
@@ -120,16 +120,8 @@ def _template_args(ix: Index, call: CallSite) -> list[str]:
     m = re.search(r"\b" + re.escape(call.callee) + r"\s*<", text)
     if m is None:
         return []
-    depth, start = 0, m.end()
-    for i in range(m.end() - 1, len(text)):
-        ch = text[i]
-        if ch in "<([":
-            depth += 1
-        elif ch in ">)]":
-            depth -= 1
-            if depth == 0:
-                return split_args(text[start:i])
-    return []
+    close = close_bracket(text, m.end() - 1, ("<([", ">)]"))
+    return split_args(text[m.end():close]) if close >= 0 else []
 
 
 def function_templates(ix: Index) -> list[CppSymbol]:

@@ -19,7 +19,7 @@ import re
 
 from ..model import CallSite, CppSymbol
 from ..store.reader import Index
-from .cpp_types import split_args
+from .cpp_types import close_bracket, split_args
 from .source_lines import file_lines
 from .symbols import defs_by_name, gpu_kernels_named
 
@@ -80,21 +80,7 @@ def _calls(text: str) -> list[tuple[str, list[str]]]:
     """Each call written in ``text``: the name called and its arguments as written."""
     out = []
     for m in _CALL.finditer(text):
-        close = _close(text, m.end() - 1)
+        close = close_bracket(text, m.end() - 1)
         if close > 0:
             out.append((m.group(1), split_args(text[m.end():close])))
     return out
-
-
-def _close(text: str, open_at: int) -> int:
-    """Offset of the bracket closing the one at ``open_at`` (within 4000 characters), or -1."""
-    depth = 0
-    for i in range(open_at, min(len(text), open_at + 4000)):
-        ch = text[i]
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
