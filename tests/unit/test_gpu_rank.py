@@ -205,6 +205,30 @@ RANKED_OPS = """
 - func: empty_like(Tensor self) -> Tensor
   dispatch:
     CUDA: empty_like_cuda
+
+- func: reduce_dim(Tensor self, int dim) -> Tensor
+  dispatch:
+    CUDA: reduce_dim_cuda
+
+- func: reduce_all(Tensor self) -> Tensor
+  dispatch:
+    CompositeExplicitAutograd: reduce_all
+
+- func: trace2(Tensor self) -> Tensor
+  dispatch:
+    CUDA: trace2_cuda
+
+- func: alloc_like(Tensor self) -> Tensor
+  dispatch:
+    CUDA: alloc_like_cuda
+
+- func: fill_random(Tensor self) -> Tensor
+  dispatch:
+    CUDA: fill_random_cuda
+
+- func: random_like(Tensor self) -> Tensor
+  dispatch:
+    CompositeExplicitAutograd: random_like
 """
 
 RANKED_DERIVATIVES = """
@@ -286,3 +310,26 @@ def test_the_ops_own_code_leads_another_ops_at_the_same_crossings(ranked):
     assert (kernel.name, own.via, own.hops) == ("bernoulli_kernel", "", 0)
     assert len(lib.chain) < len(own.chain) and near(own) < near(lib)
     assert text.splitlines()[1].startswith("Nearest first: __global__ bernoulli_kernel  "), text
+
+
+def test_a_composite_kernels_own_calls_through_the_dispatcher_are_no_second_crossing(ranked):
+    """trace2's CUDA kernel calls reduce_all through the dispatcher (its one crossing); reduce_all's composite kernel
+    runs as the op it calls, reduce_dim, whose kernel launches: reached, reduce_dim's code one op away. Before, the
+    composite's call was a second crossing: a cut, and no kernel."""
+    _tree, ix = ranked
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="trace2")
+    assert [k.name for k in res.kernels] == ["reduce_kernel"], text
+    assert [lib.site.written for lib in res.libraries] == ["cudaMemsetAsync"]
+    launch = res.kernels[0].launches[0]
+    assert (launch.via, launch.hops) == ("reduce_all", 1), text
+
+
+def test_device_work_leads_the_caching_allocator(ranked):
+    """random_like's composite kernel allocates with alloc_like (its kernel calls the caching allocator: one call
+    down) and fills with fill_random (its kernel launches two calls down): the launch leads, the allocation after."""
+    _tree, ix = ranked
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="random_like")
+    (lib,) = res.libraries
+    (kernel,) = res.kernels
+    assert lib.library == "CUDA caching allocator" and len(lib.chain) < len(kernel.launches[0].chain)
+    assert text.splitlines()[1].startswith("Nearest first: __global__ fill_random_kernel  "), text

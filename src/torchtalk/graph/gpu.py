@@ -16,7 +16,10 @@ reached that way is the other op's code (``via``) unless the op is a variant of 
 (angle -> angle.out). One such call per chain is followed (HOPS): the ops that op calls in turn are
 kept as reached and named as a cut (CutKind.HOPS, at the op whose calls were not followed), so the
 walk stays within its usual size (at::empty ->
-empty_cuda -> ... is not walked for every op that allocates).
+empty_cuda -> ... is not walked for every op that allocates). A composite kernel's own calls through the
+dispatcher do not count (``crossings``): the op runs as the ops it calls, so trace's ``.sum()`` reaches
+sum.dim_IntList's reduction through sum's composite kernel (before s42 it was a cut, and trace's answer led with
+its backward).
 
 Fan-out ranks before it cuts (Note [No silent cut]): registrations and stub calls first, then
 calls into CUDA sources (.cu, .cuh, cuda/ directories), then other calls, then candidates and
@@ -257,7 +260,7 @@ def _reach(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:
         if s.node.kind is NodeKind.GPU_KERNEL:
             return False
         if s.node.kind is NodeKind.OP:
-            through = [e for e in s.chain() if e.kind is EdgeKind.DISPATCH_CALL]
+            through = crossings(s.chain())
             if len(through) > hops:  # named by the op whose code makes the call (HOPS >= 1: cuda_kernels of it goes on)
                 left.append(through[-2].dst if len(through) > 1 else s.node)
                 return False
@@ -284,6 +287,21 @@ def _reach(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:
             reach.libraries += [LibraryCall(lib, e, chain, False) for lib, e in found.libraries]
             reach.unresolved += found.unresolved
     return reach
+
+
+def crossings(chain: list[Edge]) -> list[Edge]:
+    """The calls through the dispatcher a chain makes that count against HOPS: all but a composite kernel's own (the
+    op runs as the ops its composite kernel calls: ``x.sum()`` in trace's CUDA kernel reaches sum's composite
+    kernel, whose ``at::sum(self, {}, ...)`` is sum.dim_IntList's reduction, not another op's code; the same rule as
+    Note [Nearest first] counts op boundaries by)."""
+    out: list[Edge] = []
+    composite: Node | None = None
+    for e in chain:
+        if e.kind is EdgeKind.KERNEL:
+            composite = e.dst if is_composite(e.key) else None
+        elif e.kind is EdgeKind.DISPATCH_CALL and e.src != composite:
+            out.append(e)
+    return out
 
 
 def _in_library(steps: list[Step]) -> list[tuple[Step, bool]]:

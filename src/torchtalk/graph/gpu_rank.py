@@ -26,16 +26,21 @@ kernels, launch families and library calls alike (``Nearness``):
 4. the op's own code before another op's (reached through a composite call, so no farther by 3): bernoulli's
    own kernels (its ``bernoulli_`` variant's) before the allocator ``empty_like`` reaches in its functional
    composite kernel, which is fewer calls away;
-5. fewer calls from the op.
+5. device work before the caching allocator: every op that allocates reaches ``CUDACachingAllocator::get`` in few
+   calls, and an allocation is never what an op is for (rand_like: uniform_'s distribution kernel before
+   empty_like's allocator; clone: copy_'s ``cudaMemcpyAsync`` before it). The CUDA runtime's copies stay device
+   work: for copy_, clone and contiguous they are the work;
+6. fewer calls from the op.
 
 So mm's cuBLAS call in its own kernel (3 calls) leads TunableOp's ``flush_icache_kernel`` (8 calls);
 embedding lists index_select's kernels (its forward), then the ops index_select calls through the
 dispatcher, then its own backward kernels (embedding_backward -> embedding_dense_backward's), and cat's
-kernels (its NestedTensorCUDA kernel's) last. Measured over the CUDA census's 1,273 ops of 2.6.0 (s42): before
-rules 2 and 4 and the autogen'd variants' copy, 163 answers led with copy_'s ``cudaMemcpyAsync`` (fewer calls away
-than anything: bernoulli, bucketize, norm), 73 now, 54 of them labelled an autogen'd variant's copy (ops with no
-CUDA code of their own: mkldnn_*, miopen_*); relu led with threshold_backward's kernel once the copy no longer did,
-and leads with clamp_min's (its CUDA kernel calls ``at::clamp_min``); answers led by the op's own code: 701 -> 712.
+kernels (its NestedTensorCUDA kernel's) last. Measured over the CUDA census's 1,273 ops of 2.6.0 (s42), what each
+answer leads with: at the session's start 163 led with copy_'s ``cudaMemcpyAsync`` (an autogen'd variant's copy,
+fewer calls away than anything: bernoulli, bucketize, norm), 93 with the caching allocator and 52 with a backward;
+now 73, 32 and 42 (51 of the 73 labelled an autogen'd variant's copy: ops with no CUDA code of their own,
+mkldnn_*, miopen_*); relu leads with clamp_min's kernel (it led with threshold_backward's once the copy no longer
+did); answers led by the op's own code: 701 -> 712.
 trace lists a kernel's GPU lines in this order too (hops and calls; the layout and direction are
 its entry's), so the two tools agree.
 """
@@ -60,6 +65,7 @@ class Nearness(NamedTuple):
     backward: bool
     hops: int  # op boundaries crossed
     other: bool  # another op's code (reached through a composite call at the same crossings), not the op's own
+    housekeeping: bool  # a call of the caching allocator: an allocation, not device work
     calls: int  # edges from the op (or function) the walk started at
 
     def describe(self, via: str = "") -> str:
@@ -153,9 +159,10 @@ def nearest_first(ix: Index, op: str, key: str, reached: Sequence[R]) -> list[R]
     return sorted(reached, key=rank)
 
 
-def nearness(chain: Sequence[Edge], hops: int, backward: bool, key: str = "", other: bool = False) -> Nearness:
+def nearness(chain: Sequence[Edge], hops: int, backward: bool, key: str = "", other: bool = False,
+             housekeeping: bool = False) -> Nearness:
     # the copy an autogen'd variant makes: its composite call of another op, or, walking its kernel's C++ (torchgen's
     # copy_arg), another op's code reached from it
     copy = any(e.how is EdgeHow.AUTOGEN_COPY for e in chain) or (
         other and bool(chain) and chain[0].kind is EdgeKind.KERNEL and chain[0].how is EdgeHow.AUTOGEN)
-    return Nearness(layout_specific(chain, key), copy, backward, hops, other, len(chain))
+    return Nearness(layout_specific(chain, key), copy, backward, hops, other, housekeeping, len(chain))

@@ -33,6 +33,7 @@ from ..graph.nodes import cpp_node, op_node, symbol_id
 from ..graph.registry import registry
 from ..graph.symbols import SYMBOL_COLS, gpu_kernels_named, has_cpp, symbol, to_symbol
 from ..model import CppSymbol, Cut, CutKind, EdgeKind, Node, NodeKind, SymbolKind, is_composite
+from ..model.cuda import ALLOCATOR
 from ..store.reader import Index
 from .args import clean_text
 from .cuts import gpu_cuts
@@ -70,8 +71,9 @@ class CudaKernelsResult:
 def near(x: KernelLaunch | LibraryCall) -> Nearness:
     """Where a launch or library call ranks in the answer (Note [Nearest first] in graph/gpu_rank.py): the dense
     path, then the forward before the backward, fewer op boundaries crossed, the op's own code before another's,
-    fewer calls; among equals, walk order (the overloads as asked)."""
-    return nearness(x.chain, x.hops, x.backward, other=bool(x.via))
+    device work before the caching allocator, fewer calls; among equals, walk order (the overloads as asked)."""
+    return nearness(x.chain, x.hops, x.backward, other=bool(x.via),
+                    housekeeping=isinstance(x, LibraryCall) and x.library == ALLOCATOR)
 
 
 @dataclass
