@@ -17,7 +17,7 @@ from .cpp_bindings import u
 from .cpp_macros import PASTE, unpaste
 from .cpp_regs import Regs
 from .cpp_text import collapse, norm_params, split_scope
-from .cpp_types import type_text
+from .cpp_types import _declarator_name, type_text
 
 _STRUCTURED = {
     "TORCH_IMPL_FUNC": (SymbolKind.IMPL_FUNC, "impl"),
@@ -255,17 +255,16 @@ def _function_params(w, template) -> str:
         return ""
     out = []
     for i, c in enumerate(x for x in plist.named_children if x.type != "comment"):
-        if c.type not in ("parameter_declaration", "optional_parameter_declaration"):
-            continue
         d = c.child_by_field_name("declarator")
-        while d is not None and d.type in ("pointer_declarator", "reference_declarator", "parenthesized_declarator"):
-            d = d.child_by_field_name("declarator") or (d.named_child(0) if d.named_child_count else None)
-        if d is None or d.type != "function_declarator":
-            continue
-        inner = d.child_by_field_name("declarator")
-        while inner is not None and inner.type in ("pointer_declarator", "parenthesized_declarator"):
-            inner = inner.child_by_field_name("declarator") or (inner.named_child(0) if inner.named_child_count
-                                                                 else None)
-        if inner is not None and inner.type == "identifier":
-            out.append(f"{i}:{w.t(inner)}")
+        if c.type in ("parameter_declaration", "optional_parameter_declaration") and _declares_function(d):
+            names, _ptrs = _declarator_name(d, w.t)
+            if names:
+                out.append(f"{i}:{names[0]}")
     return ",".join(out)
+
+
+def _declares_function(d) -> bool:
+    """Whether a declarator declares a function or a pointer or reference to one: ``f(int)``, ``(*f)(int)``."""
+    while d is not None and d.type in ("pointer_declarator", "reference_declarator", "parenthesized_declarator"):
+        d = d.child_by_field_name("declarator") or (d.named_child(0) if d.named_child_count else None)
+    return d is not None and d.type == "function_declarator"

@@ -242,11 +242,18 @@ def _with_handed(ix: Index, target: CppSymbol, out: list[Edge],
                 any(call.callee in names for names in handed_methods(ix, caller).values()):
             handing.add(caller.id)
     for tmpl in (symbol(ix, tid) for tid in sorted(handing)):  # x.f() in a template: calls handing it an object
-        for into in callers(ix, cpp_node(tmpl)) if tmpl is not None else ():
-            out += [e for e in out_edges(ix, into.src) if e.how is EdgeHow.HANDED and e.site == into.site
-                    and _same(e.dst, target, ix) and e not in out]
+        if tmpl is not None:
+            out += [e for e in _handed_at_calls(ix, tmpl) if _same(e.dst, target, ix) and e not in out]
     if kind is EdgeKind.CALL and not target.fparams:  # (made of the callers of templates that have them: no recursion)
         out += [e for e in _handed_functions(ix) if _same(e.dst, target, ix) and e not in out]
+    return out
+
+
+def _handed_at_calls(ix: Index, tmpl: CppSymbol) -> list[Edge]:
+    """The HANDED edges the calls of template ``tmpl`` make (what they hand it that it calls), at those calls."""
+    out: list[Edge] = []
+    for into in callers(ix, cpp_node(tmpl)):
+        out += [e for e in out_edges(ix, into.src) if e.how is EdgeHow.HANDED and e.site == into.site]
     return out
 
 
@@ -256,10 +263,8 @@ def _handed_functions(ix: Index) -> list[Edge]:
 
     def build() -> list[Edge]:
         out: list[Edge] = []
-        for tmpl in function_templates(ix):
-            for into in callers(ix, cpp_node(tmpl)) if tmpl.is_definition else ():
-                out += [e for e in out_edges(ix, into.src) if e.how is EdgeHow.HANDED and e.site == into.site
-                        and e.kind is EdgeKind.CALL and e not in out]
+        for tmpl in (t for t in function_templates(ix) if t.is_definition):
+            out += [e for e in _handed_at_calls(ix, tmpl) if e.kind is EdgeKind.CALL and e not in out]
         return out
 
     return ix.cached("cpp_handed_functions", build)

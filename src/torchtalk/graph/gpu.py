@@ -38,7 +38,7 @@ from ..model.dispatch import traced_by_autograd
 from ..store.reader import Index
 from .device_reach import device_out
 from .gpu_families import Template, functor_loc, is_library, library_edges, templates
-from .gpu_rank import whose
+from .gpu_rank import composite_calls, whose
 from .graph import graph
 from .nodes import CPP_KINDS, cpp_node, op_node, symbol_id
 from .op_spellings import op_named
@@ -290,18 +290,11 @@ def _reach(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:
 
 
 def crossings(chain: list[Edge]) -> list[Edge]:
-    """The calls through the dispatcher a chain makes that count against HOPS: all but a composite kernel's own (the
-    op runs as the ops its composite kernel calls: ``x.sum()`` in trace's CUDA kernel reaches sum's composite
-    kernel, whose ``at::sum(self, {}, ...)`` is sum.dim_IntList's reduction, not another op's code; the same rule as
-    Note [Nearest first] counts op boundaries by)."""
-    out: list[Edge] = []
-    composite: Node | None = None
-    for e in chain:
-        if e.kind is EdgeKind.KERNEL:
-            composite = e.dst if is_composite(e.key) else None
-        elif e.kind is EdgeKind.DISPATCH_CALL and e.src != composite:
-            out.append(e)
-    return out
+    """The calls through the dispatcher a chain makes that count against HOPS: all but a composite kernel's own
+    (``composite_calls``: ``x.sum()`` in trace's CUDA kernel reaches sum's composite kernel, whose ``at::sum(self,
+    {}, ...)`` is sum.dim_IntList's reduction, not another op's code)."""
+    own = composite_calls(chain)
+    return [e for i, e in enumerate(chain) if e.kind is EdgeKind.DISPATCH_CALL and i not in own]
 
 
 def _in_library(steps: list[Step]) -> list[tuple[Step, bool]]:

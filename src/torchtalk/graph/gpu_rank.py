@@ -50,7 +50,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol, TypeVar
 
-from ..model import Edge, EdgeHow, EdgeKind, Node, NodeKind, is_composite
+from ..model import Edge, EdgeHow, EdgeKind, Node, NodeKind, is_composite, variant_base
 from ..store.reader import Index
 from .op_edges import kernel_of
 
@@ -79,11 +79,6 @@ class Nearness(NamedTuple):
         return ", ".join(parts)
 
 
-def base_name(op_key: str) -> str:
-    """An op's name without overload or in-place/out spelling: the name its variants share (angle, angle.out)."""
-    return op_key.split(".", 1)[0].rstrip("_")
-
-
 def _owners(ix: Index, node: Node) -> tuple[str, ...]:
     """The names (overload dropped) of the ops whose kernel a C++ function is (memoised per index version)."""
     memo: dict[str, tuple[str, ...]] = ix.cached("gpu_rank_owners", dict)
@@ -102,31 +97,46 @@ def whose(ix: Index, base: str, chain: Sequence[Edge]) -> tuple[str, int]:
     (angle -> angle.out), a composite kernel's call (a composite kernel has no device code of its own: the op runs
     for CUDA tensors as the ops it calls: embedding as index_select, softmax as _softmax), and the op's own
     formula (its backward). ``base`` "" (a walk from a C++ function) counts the first op reached as a crossing."""
-    asked = here = base_name(base)
-    via, hops, formulas, composite = "", 0, 0, None
-    for e in chain:
+    asked = here = variant_base(base)
+    via, hops, formulas = "", 0, 0
+    own = composite_calls(chain)
+    for i, e in enumerate(chain):
         if e.kind is EdgeKind.BACKWARD:
             hops += bool(hops or formulas)
             formulas += 1
             name = e.dst.key.split(".", 1)[0] if e.dst.kind is NodeKind.OP else ""  # else a formula's helper
         elif e.kind in (EdgeKind.OP_CALL, EdgeKind.DISPATCH_CALL) and e.dst.kind is NodeKind.OP:
             name = e.dst.key.split(".", 1)[0]
-            hops += base_name(name) != here and (e.kind is EdgeKind.DISPATCH_CALL and e.src != composite
+            hops += variant_base(name) != here and (e.kind is EdgeKind.DISPATCH_CALL and i not in own
                                                  or e.how is EdgeHow.AUTOGEN_COPY)
         elif e.kind is EdgeKind.CALL:
             owners = _owners(ix, e.dst)
-            if not owners or here in map(base_name, owners):
+            if not owners or here in map(variant_base, owners):
                 continue
             name = owners[0]
             hops += 1
         else:
-            composite = e.dst if e.kind is EdgeKind.KERNEL and is_composite(e.key) else None
             continue
         if name:
-            here = base_name(name)
+            here = variant_base(name)
             if here != asked and not via:
                 via = name
     return via, hops
+
+
+def composite_calls(chain: Sequence[Edge]) -> set[int]:
+    """Positions in ``chain`` of the calls through the dispatcher a composite kernel makes itself: no op boundary
+    (the op runs as the ops its composite kernel calls), for ``whose`` and for the walk's limit of crossings
+    (gpu.py ``crossings``) alike."""
+    out: set[int] = set()
+    composite: Node | None = None
+    for i, e in enumerate(chain):
+        if e.kind in (EdgeKind.OP_CALL, EdgeKind.DISPATCH_CALL) and e.dst.kind is NodeKind.OP:
+            if e.kind is EdgeKind.DISPATCH_CALL and e.src == composite:
+                out.add(i)
+        elif e.kind not in (EdgeKind.BACKWARD, EdgeKind.CALL):
+            composite = e.dst if e.kind is EdgeKind.KERNEL and is_composite(e.key) else None
+    return out
 
 
 def layout_specific(chain: Sequence[Edge], key: str = "") -> bool:

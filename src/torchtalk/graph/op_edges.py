@@ -20,6 +20,7 @@ from ..model import (
     Op,
     RegistrationKind,
     is_composite,
+    variant_base,
 )
 from ..store.reader import Index
 from .cpp_callers import callers, op_callers
@@ -110,8 +111,6 @@ def op_call_edges(ix: Index, node: Node) -> list[Edge]:
     kernel's file-local helpers (``at::native::dropout`` -> ``_dropout<false>`` -> ``_dropout_impl`` ->
     ``bernoulli_``), which the edge's note names."""
     out: dict[str, Edge] = {}
-    op = registry(ix).by_full.get(node.key)
-    autogen = op is not None and bool(op.autogen_from)
     for k in kernel_edges(ix, node):
         if not is_composite(k.key) or k.dst.kind is NodeKind.UNRESOLVED:
             continue
@@ -124,7 +123,7 @@ def op_call_edges(ix: Index, node: Node) -> list[Edge]:
                     if e.kind is EdgeKind.DISPATCH_CALL and e.dst.key != node.key and e.dst.key not in out:
                         out[e.dst.key] = Edge(node, e.dst, EdgeKind.OP_CALL, e.site, k.key,
                                               f"{k.dst.label} calls {e.note}{via}",
-                                              _how(autogen, node, e.dst, bool(via)), e.written)
+                                              _how(k, node, e.dst, bool(via)), e.written)
                     elif (e.kind is EdgeKind.CALL and depth < HELPER_DEPTH and e.dst.key not in seen
                           and _is_helper(ix, e.dst, k.dst)):
                         seen.add(e.dst.key)
@@ -133,10 +132,11 @@ def op_call_edges(ix: Index, node: Node) -> list[Edge]:
     return list(out.values())
 
 
-def _how(autogen: bool, src: Node, dst: Node, helper: bool) -> EdgeHow:
-    """How an op's composite kernel calls another: an autogen'd variant's copy of its result (any op but its own
-    variants: torchgen's kernel runs the variant, then ``copy_arg(out, tmp)``), through a helper, or directly."""
-    if autogen and src.key.split(".", 1)[0].rstrip("_") != dst.key.split(".", 1)[0].rstrip("_"):
+def _how(kernel: Edge, src: Node, dst: Node, helper: bool) -> EdgeHow:
+    """How op ``src``'s composite kernel (its KERNEL edge ``kernel``) calls op ``dst``: an autogen'd variant's copy
+    of its result (any op but its own variants: torchgen's kernel runs the variant, then ``copy_arg(out, tmp)``),
+    through a helper, or directly."""
+    if kernel.how is EdgeHow.AUTOGEN and variant_base(src.key) != variant_base(dst.key):
         return EdgeHow.AUTOGEN_COPY
     return EdgeHow.HELPER if helper else EdgeHow.DIRECT
 
@@ -153,11 +153,9 @@ def op_called_by(ix: Index, node: Node) -> list[Edge]:
                 kernels = kernel_of(ix, fn)
                 for k in kernels:
                     if is_composite(k.key) and k.src.key != node.key and k.src.key not in out:
-                        src = registry(ix).by_full.get(k.src.key)
                         out[k.src.key] = Edge(k.src, node, EdgeKind.OP_CALL, call.site, k.key,
-                                              f"{call.src.label} calls it",
-                                              _how(src is not None and bool(src.autogen_from), k.src, node,
-                                                   bool(depth)), call.written)
+                                              f"{call.src.label} calls it", _how(k, k.src, node, bool(depth)),
+                                              call.written)
                 if kernels or depth == HELPER_DEPTH or fn.kind is not NodeKind.CPP_FUNCTION:
                     continue
                 for c in callers(ix, fn):

@@ -43,7 +43,17 @@ from .kinds import (
     Variant,
 )
 from .loc import GENERATED_PREFIX, Loc
-from .ops import PY_MODULES, Derivative, DerivativeFormula, DispatchEntry, EntryOrigin, Op, OpDispatch, Tag
+from .ops import (
+    PY_MODULES,
+    Derivative,
+    DerivativeFormula,
+    DispatchEntry,
+    EntryOrigin,
+    Op,
+    OpDispatch,
+    Tag,
+    variant_base,
+)
 from .python import PyAssign, PyAttr, PyCall, PyClass, PyFunction, PyImport, PyOpRef
 from .raises import RaiseKind, RaiseSite
 from .schema import Argument, FunctionSchema, Return, SchemaError
@@ -83,5 +93,5 @@ __all__ = [
     "PyFunction", "PyFunctionKind", "PyImport", "PyOpRef", "PyOpRefKind", "PyReceiver", "RaiseKind", "RaiseSite",
     "Registration", "RegistrationKind", "Return", "SchemaError", "StrEnum", "SymbolKind", "TABLE_OF", "Tag",
     "TestClass", "TestInstantiation", "TestMethod", "TestUtil", "Using", "UsingKind", "UtilKind", "Variant",
-    "is_composite", "parse_key", "runs_on", "traced_by_autograd",
+    "is_composite", "parse_key", "runs_on", "traced_by_autograd", "variant_base",
 ]

@@ -117,6 +117,12 @@ class OpDispatch:
         return Loc(self.path, self.line)
 
 
+def variant_base(op_key: str) -> str:
+    """An op's name without overload or in-place/out spelling: the name its variants share (angle, angle_,
+    angle.out -> angle)."""
+    return op_key.split(".", 1)[0].rstrip("_")
+
+
 class EntryOrigin(StrEnum):
     """Where a (key, kernel) of an op comes from."""
 
