@@ -85,7 +85,8 @@ def test_the_forward_then_the_own_backward_then_farther_ops_and_other_layouts(gp
                      "CatArrayBatchedCopy"]
     fwd, back, cat = res.kernels[0].launches[0], res.kernels[2].launches[0], res.kernels[3].launches[0]
     assert (fwd.via, fwd.hops, fwd.backward) == ("index_select", 0, False)
-    assert (back.via, back.hops, back.backward) == ("embedding_backward", 0, True)
+    # whose code: the op whose own kernel launches (the formula's op is composite: it runs as that one)
+    assert (back.via, back.hops, back.backward) == ("embedding_dense_backward", 0, True)
     assert (cat.via, cat.hops, near(cat).layout) == ("cat", 1, True)
     formula = line_of(tree, "tools/autograd/derivatives.yaml", "weight: embedding_backward_symint(")
     assert f"[backward tools/autograd/derivatives.yaml:{formula}]" in text
@@ -229,6 +230,16 @@ RANKED_OPS = """
 - func: random_like(Tensor self) -> Tensor
   dispatch:
     CompositeExplicitAutograd: random_like
+
+- func: mpow(Tensor self, int n) -> Tensor
+
+- func: linalg_mpow(Tensor self, int n) -> Tensor
+
+- func: mmul(Tensor self, Tensor other) -> Tensor
+
+- func: mm2(Tensor self, Tensor other) -> Tensor
+  dispatch:
+    CUDA: mm2_cuda
 """
 
 RANKED_DERIVATIVES = """
@@ -321,7 +332,24 @@ def test_a_composite_kernels_own_calls_through_the_dispatcher_are_no_second_cros
     assert [k.name for k in res.kernels] == ["reduce_kernel"], text
     assert [lib.site.written for lib in res.libraries] == ["cudaMemsetAsync"]
     launch = res.kernels[0].launches[0]
-    assert (launch.via, launch.hops) == ("reduce_all", 1), text
+    assert (launch.via, launch.hops) == ("reduce_dim", 1), text
+
+
+def test_a_composite_kernels_code_includes_the_helpers_it_calls_directly(ranked):
+    """mpow's composite kernel calls linalg_mpow's composite kernel directly, whose helper calls mmul through the
+    dispatcher, whose composite kernel's helper calls mm2: no op boundary on the way, as the op runs as the ops its
+    composite kernels' code calls (before, the calls from helpers were crossings: mm2 was a second one, a cut, and
+    its cuBLAS call was not reached). The answer names whose code the call is: mm2's, the op whose own kernel makes
+    it. The CUDA runtime's copy in copy_'s code (for n == 0) is housekeeping: it no longer leads."""
+    _tree, ix = ranked
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="mpow")
+    libs = {lib.site.written: lib for lib in res.libraries}
+    gemm = libs["at::cuda::blas::gemm"]
+    assert (gemm.via, gemm.hops) == ("mm2", 0), text
+    assert (libs["cudaMemcpyAsync"].via, libs["cudaMemcpyAsync"].hops) == ("copy_", 0), text
+    assert len(gemm.chain) > len(libs["cudaMemcpyAsync"].chain)  # fewer calls alone would put the copy first
+    assert text.splitlines()[1].startswith("Nearest first: cuBLAS: at::cuda::blas::gemm at "), text
+    assert not [c for c in res.cuts if c.kind is CutKind.HOPS], text
 
 
 def test_device_work_leads_the_caching_allocator(ranked):
@@ -333,3 +361,18 @@ def test_device_work_leads_the_caching_allocator(ranked):
     (kernel,) = res.kernels
     assert lib.library == "CUDA caching allocator" and len(lib.chain) < len(kernel.launches[0].chain)
     assert text.splitlines()[1].startswith("Nearest first: __global__ fill_random_kernel  "), text
+
+
+def test_trace_lists_a_kernels_library_calls_with_its_launches_nearest_first(ranked):
+    """trace's GPU lines are cuda_kernels' order for the kernel: mpow's composite kernel reaches mm2's cuBLAS call
+    (before, trace listed launches only: mm's CUDA kernel showed TunableOp's and the epilogue's kernels, never its
+    gemm), named as mm2's code, and the copy in copy_'s code after it (housekeeping)."""
+    tree, ix = ranked
+    res, text = run(get_tool("trace"), ix, function_name="mpow")
+    (kernel,) = res.ops[0].kernels
+    assert [(g.library, g.site.written, g.via) for g in kernel.gpu] == [
+        ("cuBLAS", "at::cuda::blas::gemm", "mm2"), ("CUDA runtime", "cudaMemcpyAsync", "copy_")]
+    line = line_of(tree, "aten/src/ATen/native/cuda/Blas.cpp", "at::cuda::blas::gemm<float>")
+    assert (f"    cuBLAS: at::cuda::blas::gemm at aten/src/ATen/native/cuda/Blas.cpp:{line} by at::native::mm2_cuda"
+            "  (mm2's code)\n") in text
+    assert not kernel.launches  # the LAUNCH edges alone, as before

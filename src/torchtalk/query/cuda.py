@@ -28,12 +28,11 @@ from ..graph.gpu import GPU_BACKENDS, HOPS, MAX_DEPTH, GpuReach, gpu_walk, runs_
 from ..graph.gpu import KernelLaunch as KernelLaunch  # re-exported: render reads the results
 from ..graph.gpu import LibraryCall as LibraryCall
 from ..graph.gpu_rank import Nearness as Nearness  # re-exported: render ranks its sections by it
-from ..graph.gpu_rank import nearness, whose
+from ..graph.gpu_rank import housekeeping, nearness, whose
 from ..graph.nodes import cpp_node, op_node, symbol_id
 from ..graph.registry import registry
 from ..graph.symbols import SYMBOL_COLS, gpu_kernels_named, has_cpp, symbol, to_symbol
 from ..model import CppSymbol, Cut, CutKind, EdgeKind, Node, NodeKind, SymbolKind, is_composite
-from ..model.cuda import ALLOCATOR
 from ..store.reader import Index
 from .args import clean_text
 from .cuts import gpu_cuts
@@ -71,9 +70,10 @@ class CudaKernelsResult:
 def near(x: KernelLaunch | LibraryCall) -> Nearness:
     """Where a launch or library call ranks in the answer (Note [Nearest first] in graph/gpu_rank.py): the dense
     path, then the forward before the backward, fewer op boundaries crossed, the op's own code before another's,
-    device work before the caching allocator, fewer calls; among equals, walk order (the overloads as asked)."""
+    device work before housekeeping (the caching allocator; the CUDA runtime's copies and waits in another op's
+    code), fewer calls; among equals, walk order (the overloads as asked)."""
     return nearness(x.chain, x.hops, x.backward, other=bool(x.via),
-                    housekeeping=isinstance(x, LibraryCall) and x.library == ALLOCATOR)
+                    housekeeping=isinstance(x, LibraryCall) and housekeeping(x.library, x.via))
 
 
 @dataclass

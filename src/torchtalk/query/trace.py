@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..graph import Step, down, graph
-from ..graph.gpu import GPU_BACKENDS, gpu_reach
+from ..graph.gpu import GPU_BACKENDS, KernelLaunch, LibraryCall, gpu_reach
 from ..graph.gpu_rank import nearest_first
 from ..graph.nodes import autograd_node, op_node, symbol_id
 from ..graph.op_derivatives import derivative_entry, derivatives_of
@@ -72,6 +72,15 @@ class OpCall:
 
 
 @dataclass
+class GpuLine:
+    """One of a kernel's GPU lines: a launch or a library call its GPU walk reached (graph/gpu.py)."""
+
+    site: Edge  # the LAUNCH edge, or the call into the library (CALL or UNRESOLVED)
+    library: str = ""  # the library called (cuBLAS, CUDA runtime, ...); "" for a launch
+    via: str = ""  # the other op whose code it is (Note [Nearest first]); "" for the op's own
+
+
+@dataclass
 class KernelInfo:
     entry: DispatchEntry
     definitions: list[CppSymbol] = field(default_factory=list)
@@ -80,6 +89,7 @@ class KernelInfo:
     op_calls: list[OpCall] = field(default_factory=list)  # composite kernels: the ops they call
     cuts: list[Cut] = field(default_factory=list)  # what the walk for its stubs left out
     gpu_cuts: list[Cut] = field(default_factory=list)  # what its GPU walk (graph/gpu.py) left out
+    gpu: list[GpuLine] = field(default_factory=list)  # its launches and library calls, nearest first
 
 
 @dataclass
@@ -233,7 +243,7 @@ def _op_trace(ix: Index, op: Op, focus: str, cpp: bool,
             cache[key] = _kernel(ix, op, entry, focus)
         base = cache.get(key)
         kernels.append(KernelInfo(entry, base.definitions, base.stubs, base.launches, base.op_calls, base.cuts,
-                                  base.gpu_cuts) if base else KernelInfo(entry))
+                                  base.gpu_cuts, base.gpu) if base else KernelInfo(entry))
     python = [p for p in reg.python_names(op) if p.kind is not PyApiKind.GENERATED_BINDING]
     source, match = derivative_entry(ix, op) or (op.full_name, DerivativeMatch.EXACT)
     derivs = [DerivInfo(d, f, _backward(ix, op) if focus == "full" else [], source, match)
@@ -264,17 +274,25 @@ def _kernel(ix: Index, op: Op, entry: DispatchEntry, focus: str) -> KernelInfo:
         # The GPU lines of a kernel that runs on CUDA are its walk of graph/gpu.py, the one cuda_kernels composes.
         reaches = [gpu_reach(ix, root) for root in roots]  # listed as cuda_kernels lists them (Note [Nearest first])
         seen: set[tuple[str, int]] = set()
-        for launch in nearest_first(ix, op.name, entry.key, [x for r in reaches for x in r.launches]):
-            e = launch.site
+        reached: list[KernelLaunch | LibraryCall] = [*(x for r in reaches for x in r.launches),
+                                                     *(x for r in reaches for x in r.libraries)]
+        for x, via in nearest_first(ix, op.name, entry.key, reached, _library):
+            e = x.site
             if e.site and (e.site.path, e.site.line) not in seen:
                 seen.add((e.site.path, e.site.line))
-                info.launches.append(e)
+                info.gpu.append(GpuLine(e, _library(x), via))
+                if isinstance(x, KernelLaunch):
+                    info.launches.append(e)
         info.gpu_cuts += gpu_cuts([c for r in reaches for c in r.cuts])
     if focus == "full" and is_composite(entry.key):
         reg = registry(ix)
         info.op_calls = [OpCall(e, reg.dispatch(reg.by_full[e.dst.key]))
                          for e in g.out(op_node(op), [EdgeKind.OP_CALL]) if e.key == entry.key]
     return info
+
+
+def _library(x: KernelLaunch | LibraryCall) -> str:
+    return x.library if isinstance(x, LibraryCall) else ""
 
 
 def _stubs_first(e: Edge) -> int:

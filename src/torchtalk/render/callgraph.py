@@ -265,7 +265,8 @@ def render_cuda(r: CudaKernelsResult) -> str:
     if ranked:
         n, _sec, first, what = ranked[0]
         out.append(f"Nearest first: {what} ({n.describe(first.via)}); the rest by distance: the dense path first, "
-                   "then forward before backward, fewer ops crossed, its own code before other ops', fewer calls.")
+                   "then forward before backward, device work before allocations and other ops' copies, fewer ops "
+                   "crossed, its own code before other ops', fewer calls.")
     sections = [sec for _, sec, _x, _w in ranked] + [_kernel_section(k) for k in r.kernels if not k.launches]
     return fitted(out, sections, [f"\nNote: {n}" for n in r.notes] + cut_lines(r.cuts))
 

@@ -17,7 +17,7 @@ from ..model import (
 )
 from ..query.bound import BindingTrace, callee_name
 from ..query.cuts import tool_call
-from ..query.trace import KernelInfo, OpTrace, PythonEntry, TraceResult
+from ..query.trace import GpuLine, KernelInfo, OpTrace, PythonEntry, TraceResult
 from .autograd import autograd_lines
 from .budget import STRUCTURED, Section, fitted
 from .common import IN_STRUCTURED, choice_lines, cut_lines, showing
@@ -51,15 +51,30 @@ def _stubs(info: KernelInfo, out: list[str]) -> None:
             out.append(f"      {k.key}: {k.dst.label.split('::')[-1]}  ({where}registered {k.site} {k.note})")
 
 
-def _launches(info: KernelInfo, out: list[str]) -> None:
-    for e in info.launches[:MAX_LAUNCHES]:
-        if e.dst.kind is NodeKind.GPU_KERNEL and e.dst.key.isdigit():
+def _launches(info: KernelInfo, op: str, out: list[str]) -> None:
+    """The kernel's GPU lines, nearest first (Note [Nearest first]): its launches and library calls, each naming the
+    other op whose code it is. One line per kernel a function launches, with every line it launches it at."""
+    groups: OrderedDict[tuple[str, str, str, str], list[GpuLine]] = OrderedDict()
+    for g in info.gpu:
+        e = g.site
+        same = e.dst.key if e.dst.kind is NodeKind.GPU_KERNEL and e.dst.key.isdigit() else f"{e.site}"
+        groups.setdefault((same, e.src.key, g.via, g.library), []).append(g)
+    for lines in list(groups.values())[:MAX_LAUNCHES]:
+        g, e = lines[0], lines[0].site
+        whose = f"  ({g.via}'s code)" if g.via else ""
+        if g.library:
+            out.append(f"    {g.library}: {e.written or e.dst.label} at {e.site} by {e.src.label}{whose}")
+        elif e.dst.kind is NodeKind.GPU_KERNEL and e.dst.key.isdigit():
+            at = ", ".join([str(e.site)] + [str(x.site.site.line) if x.site.site and e.site and
+                                            x.site.site.path == e.site.path else str(x.site.site)
+                                            for x in lines[1:]])
             out.append(f"    CUDA kernel {e.dst.label.removeprefix('__global__ ').split('::')[-1]}: __global__ at "
-                       f"{e.dst.loc}, launched <<<>>> at {e.site} by {e.src.label}")
+                       f"{e.dst.loc}, launched <<<>>> at {at} by {e.src.label}{whose}")
         else:
-            out.append(f"    CUDA {e.dst.label} at {e.site} by {e.src.label}")
-    if len(info.launches) > MAX_LAUNCHES:
-        out.append(f"    CUDA: ... showing {MAX_LAUNCHES} of {len(info.launches)} launches")
+            out.append(f"    CUDA {e.dst.label} at {e.site} by {e.src.label}{whose}")
+    if len(groups) > MAX_LAUNCHES:
+        out.append(f"    CUDA: ... showing {MAX_LAUNCHES} of {len(groups)} GPU lines (launches and library calls); "
+                   f"{tool_call('cuda_kernels', op)} lists them all")
 
 
 def _op_calls(info: KernelInfo, out: list[str]) -> None:
@@ -94,7 +109,7 @@ def _render_kernels(t: OpTrace, focus: str, shown: set[str], out: list[str], cpp
             out.append(f"    C++: {_cpp_line(d)}")
         _stubs(info, out)
         _op_calls(info, out)
-        _launches(info, out)
+        _launches(info, t.op.name, out)
 
 
 def _render_generated(t: OpTrace, out: list[str], shown: set[str]) -> None:
