@@ -250,6 +250,8 @@ def calls_of(h: Handle, fn: FunctionRef) -> CalleeSet:
     by_site: dict[tuple[int, str], list[dict]] = {}
     for e in r.get("calls", []):  # one call's candidates share its site and the call as written; the methods a
         # template calls on what the call hands it (how: handed, Note [Handed objects]) are calls of their own
+        if e.get("how") == "override":
+            continue  # what a virtual call may run (Note [Virtual calls]), not what it names: a compiler's answer
         by_site.setdefault((e["site"]["line"], e.get("written", ""), e.get("how") == "handed"), []).append(e)
     for edges in by_site.values():
         defs = [_def(h, e["dst"]) for e in edges]

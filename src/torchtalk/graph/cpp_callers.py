@@ -18,6 +18,7 @@ from ..store.reader import Index
 from .cpp_edges import call_edges, out_edges
 from .handed import function_templates, handed_methods
 from .nodes import cpp_node, symbol_id
+from .overrides import overridden
 from .qualifiers import qualifiers
 from .registry import registry
 from .resolution import Resolution
@@ -161,10 +162,13 @@ class _Named:
         the store rules out]): call_edges makes them from a DEFS or DECLS resolution, to its functions, and to the
         methods of objects handed to a template among them (Note [Handed objects]), named as that template calls
         them."""
+        bases = overridden(ix, target)  # a call of a method it overrides (Note [Virtual calls])
+
         def reaches(res: Resolution) -> bool:
             return (res.kind is TargetKind.DEFS or res.kind is TargetKind.DECLS) and any(
                 d.id == target.id or d.qualname == target.qualname or d.is_template and d.is_definition and any(
-                    target.name in names for names in handed_methods(ix, d).values()) for d in res.defs)
+                    target.name in names for names in handed_methods(ix, d).values())
+                or not d.is_definition and d.qualname in bases for d in res.defs)
         return self._may(ix, sites, reaches)
 
     def _may(self, ix: Index, sites: list[int], keep: Callable[[Resolution], bool]) -> list[int]:

@@ -72,8 +72,11 @@ def _calls_body(sec: CallsSection) -> tuple[list[str], list[Section]]:
         groups = _by_site(sec.calls)
         lines = []
         for g in groups:
-            e = g[0]
-            more = f" (+{len(g) - 1} candidates: the call does not say which)" if len(g) > 1 else ""
+            named = [x for x in g if x.how is not EdgeHow.OVERRIDE]  # what the call resolves to, then overrides
+            e, virtual = (named or g)[0], [x.dst.label for x in g if x.how is EdgeHow.OVERRIDE]
+            more = f" (+{len(named) - 1} candidates: the call does not say which)" if len(named) > 1 else ""
+            more += (f" (virtual: runs the override of the object's class, {len(virtual)} in derived classes: "
+                     f"{', '.join(virtual[:3])}{' ...' if len(virtual) > 3 else ''})") if virtual and named else ""
             decl = " (declaration)" if e.how is EdgeHow.DECLARATION else ""
             lines.append(f"- {e.dst}{decl}{more}  [called at {e.site}]")
         out.append(Section([f"\nCalls ({len(groups)}):"], lines, "calls", shows, "calls"))
