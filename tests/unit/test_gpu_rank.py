@@ -352,6 +352,15 @@ def test_a_composite_kernels_code_includes_the_helpers_it_calls_directly(ranked)
     assert not [c for c in res.cuts if c.kind is CutKind.HOPS], text
 
 
+def test_a_librarys_handle_setup_comes_after_its_work(ranked):
+    """mm2's kernel sets the cuBLAS handle's stream, then calls gemm: the same calls away, and first in the body;
+    the set-up is housekeeping (model/cuda.py is_setup: a C API's Set/Get/Create/Destroy), so gemm leads."""
+    _tree, ix = ranked
+    res, text = run(get_tool("cuda_kernels"), ix, function_name="mm2")
+    assert [lib.site.written for lib in res.libraries] == ["at::cuda::blas::gemm", "cublasSetStream"], text
+    assert text.splitlines()[1].startswith("Nearest first: cuBLAS: at::cuda::blas::gemm at "), text
+
+
 def test_device_work_leads_the_caching_allocator(ranked):
     """random_like's composite kernel allocates with alloc_like (its kernel calls the caching allocator: one call
     down) and fills with fill_random (its kernel launches two calls down): the launch leads, the allocation after."""
@@ -371,7 +380,8 @@ def test_trace_lists_a_kernels_library_calls_with_its_launches_nearest_first(ran
     res, text = run(get_tool("trace"), ix, function_name="mpow")
     (kernel,) = res.ops[0].kernels
     assert [(g.library, g.site.written, g.via) for g in kernel.gpu] == [
-        ("cuBLAS", "at::cuda::blas::gemm", "mm2"), ("CUDA runtime", "cudaMemcpyAsync", "copy_")]
+        ("cuBLAS", "at::cuda::blas::gemm", "mm2"), ("CUDA runtime", "cudaMemcpyAsync", "copy_"),
+        ("cuBLAS", "cublasSetStream", "mm2")]  # housekeeping both, the copy fewer calls away
     line = line_of(tree, "aten/src/ATen/native/cuda/Blas.cpp", "at::cuda::blas::gemm<float>")
     assert (f"    cuBLAS: at::cuda::blas::gemm at aten/src/ATen/native/cuda/Blas.cpp:{line} by at::native::mm2_cuda"
             "  (mm2's code)\n") in text

@@ -19,8 +19,10 @@ kernels, launch families and library calls alike (``Nearness``):
    ``CUDACachingAllocator::get`` in few calls, and an allocation is never what an op is for: rand_like lists
    uniform_'s distribution kernel before empty_like's allocator), and the CUDA runtime's copies and waits in
    another op's code (matrix_power's ``.copy_()`` for n == 0 reaches copy_'s ``cudaMemcpyAsync`` in fewer calls
-   than mm's cuBLAS call; quantize_per_tensor's ``.item()`` a device-to-host copy). In the op's own code they stay
-   work: for copy_ and _local_scalar_dense the copy is what the op does;
+   than mm's cuBLAS call; quantize_per_tensor's ``.item()`` a device-to-host copy; in the op's own code they stay
+   work: for copy_ and _local_scalar_dense the copy is what the op does), and a library's handle and descriptor
+   management (``model.cuda.is_setup``: cublasSetStream, cudnnSetFilterNdDescriptor, before the library's work in
+   the same function);
 4. fewer op boundaries crossed (``whose``): a backend kernel's call through the dispatcher or a
    direct call into another op's kernel crosses one; a variant of the op it is in (angle ->
    angle.out) does not, nor does a call in a composite kernel's code (the kernel and the helpers it calls
@@ -60,7 +62,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol, TypeVar
 
 from ..model import Edge, EdgeHow, EdgeKind, Node, NodeKind, is_composite, variant_base
-from ..model.cuda import ALLOCATOR, RUNTIME
+from ..model.cuda import ALLOCATOR, RUNTIME, is_setup
 from ..store.reader import Index
 from .op_edges import kernel_of
 
@@ -176,6 +178,7 @@ def layout_specific(chain: Sequence[Edge], key: str = "") -> bool:
 
 class _Reached(Protocol):
     chain: list[Edge]
+    site: Edge
 
 
 R = TypeVar("R", bound=_Reached)
@@ -188,17 +191,19 @@ def nearest_first(ix: Index, op: str, key: str, reached: Sequence[R],
     trace's GPU lines, in the order cuda_kernels lists them."""
     def rank(x: R) -> tuple[Nearness, str]:
         via, hops = whose(ix, op, x.chain)
-        return nearness(x.chain, hops, False, key, other=bool(via), housekeeping=housekeeping(library(x), via)), via
+        chore = housekeeping(library(x), via, x.site.written)
+        return nearness(x.chain, hops, False, key, other=bool(via), housekeeping=chore), via
 
     ranked = [(rank(x), x) for x in reached]
     ranked.sort(key=lambda t: t[0][0])
     return [(x, via) for (_near, via), x in ranked]
 
 
-def housekeeping(library: str, via: str) -> bool:
+def housekeeping(library: str, via: str, written: str) -> bool:
     """Whether a library call is an op's housekeeping, not its work (Note [Nearest first], rule 3): the caching
-    allocator's, or the CUDA runtime's in another op's code (``via``). ``library`` "" for a launch."""
-    return library == ALLOCATOR or library == RUNTIME and bool(via)
+    allocator's, a C API's handle and descriptor management (``is_setup``: cublasSetStream), or the CUDA runtime's
+    in another op's code (``via``). ``library`` "" for a launch."""
+    return bool(library) and (library == ALLOCATOR or is_setup(written) or library == RUNTIME and bool(via))
 
 
 def nearness(chain: Sequence[Edge], hops: int, backward: bool, key: str = "", other: bool = False,

@@ -79,6 +79,26 @@ _PREFIXES = [(lib, prefix, prefix.endswith("::"), f"::{prefix}" if prefix.endswi
               else "") for lib, prefix in _BY_LENGTH]
 
 
+# A C API's handle and descriptor management (cublasSetStream, cudnnSetFilterNdDescriptor, cufftSetStream,
+# cusparseCreateCsr, cudnnDestroyTensorDescriptor): set-up around a library's work, not its work, which an answer
+# lists after the work (Note [Nearest first] in graph/gpu_rank.py).
+SETUP_VERBS = ("Set", "Get", "Create", "Destroy")
+
+
+def is_setup(written: str) -> bool:
+    """Whether a library call as written is handle or descriptor management of a C API (SETUP_VERBS after its
+    prefix).
+
+    >>> is_setup("cublasSetStream"), is_setup("cudnnSetFilterNdDescriptor"), is_setup("cudnnConvolutionForward")
+    (True, True, False)
+    """
+    text = written.lstrip(":")
+    for _lib, prefix, scope, _nested in _PREFIXES:
+        if not scope and text.startswith(prefix):
+            return text[len(prefix):].startswith(SETUP_VERBS)
+    return False
+
+
 @lru_cache(maxsize=1 << 16)
 def library_of(name: str) -> str | None:
     """The library a qualified name or a call as written belongs to (Note [Libraries]), or None. Memoised: the

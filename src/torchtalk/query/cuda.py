@@ -73,7 +73,7 @@ def near(x: KernelLaunch | LibraryCall) -> Nearness:
     device work before housekeeping (the caching allocator; the CUDA runtime's copies and waits in another op's
     code), fewer calls; among equals, walk order (the overloads as asked)."""
     return nearness(x.chain, x.hops, x.backward, other=bool(x.via),
-                    housekeeping=isinstance(x, LibraryCall) and housekeeping(x.library, x.via))
+                    housekeeping=isinstance(x, LibraryCall) and housekeeping(x.library, x.via, x.site.written))
 
 
 @dataclass

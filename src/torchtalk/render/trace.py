@@ -52,26 +52,21 @@ def _stubs(info: KernelInfo, out: list[str]) -> None:
 
 
 def _launches(info: KernelInfo, op: str, out: list[str]) -> None:
-    """The kernel's GPU lines, nearest first (Note [Nearest first]): its launches and library calls, each naming the
-    other op whose code it is. One line per kernel a function launches, with every line it launches it at."""
+    """Its launches and library calls, nearest first (Note [Nearest first]), each naming the other op whose code it
+    is; one line per kernel or library function a function launches or calls, with every line it does so at."""
     groups: OrderedDict[tuple[str, str, str, str], list[GpuLine]] = OrderedDict()
     for g in info.gpu:
-        e = g.site
-        same = e.dst.key if e.dst.kind is NodeKind.GPU_KERNEL and e.dst.key.isdigit() else f"{e.site}"
-        groups.setdefault((same, e.src.key, g.via, g.library), []).append(g)
+        groups.setdefault((g.site.dst.key, g.site.src.key, g.via, g.library), []).append(g)
     for lines in list(groups.values())[:MAX_LAUNCHES]:
         g, e = lines[0], lines[0].site
-        whose = f"  ({g.via}'s code)" if g.via else ""
-        if g.library:
-            out.append(f"    {g.library}: {e.written or e.dst.label} at {e.site} by {e.src.label}{whose}")
-        elif e.dst.kind is NodeKind.GPU_KERNEL and e.dst.key.isdigit():
-            at = ", ".join([str(e.site)] + [str(x.site.site.line) if x.site.site and e.site and
-                                            x.site.site.path == e.site.path else str(x.site.site)
-                                            for x in lines[1:]])
-            out.append(f"    CUDA kernel {e.dst.label.removeprefix('__global__ ').split('::')[-1]}: __global__ at "
-                       f"{e.dst.loc}, launched <<<>>> at {at} by {e.src.label}{whose}")
-        else:
-            out.append(f"    CUDA {e.dst.label} at {e.site} by {e.src.label}{whose}")
+        at = ", ".join([str(e.site)] + [str(x.site.site.line if x.site.site.path == e.site.path else x.site.site)
+                                        for x in lines[1:] if x.site.site and e.site])
+        by = f" by {e.src.label}" + (f"  ({g.via}'s code)" if g.via else "")
+        what = f"{g.library}: {e.written or e.dst.label}" if g.library else f"CUDA {e.dst.label}"
+        if not g.library and e.dst.kind is NodeKind.GPU_KERNEL and e.dst.key.isdigit():
+            what = f"CUDA kernel {e.dst.label.removeprefix('__global__ ').split('::')[-1]}: __global__ at " \
+                   f"{e.dst.loc}, launched <<<>>>"
+        out.append(f"    {what} at {at}{by}")
     if len(groups) > MAX_LAUNCHES:
         out.append(f"    CUDA: ... showing {MAX_LAUNCHES} of {len(groups)} GPU lines (launches and library calls); "
                    f"{tool_call('cuda_kernels', op)} lists them all")
