@@ -386,3 +386,14 @@ def test_trace_lists_a_kernels_library_calls_with_its_launches_nearest_first(ran
     assert (f"    cuBLAS: at::cuda::blas::gemm at aten/src/ATen/native/cuda/Blas.cpp:{line} by at::native::mm2_cuda"
             "  (mm2's code)\n") in text
     assert not kernel.launches  # the LAUNCH edges alone, as before
+
+
+def test_trace_lists_a_kernel_launched_at_several_lines_on_one_line(ranked):
+    """reduce_dim's CUDA kernel launches reduce_kernel at two lines: one GPU line names both, each as path:line."""
+    tree, ix = ranked
+    _res, text = run(get_tool("trace"), ix, function_name="reduce_dim")
+    path = "aten/src/ATen/native/cuda/Reduce.cu"
+    first, second = line_of(tree, path, "reduce_kernel<<<1, 1>>>"), line_of(tree, path, "reduce_kernel<<<2, 1>>>")
+    lines = [ln for ln in text.splitlines() if ln.strip().startswith("CUDA kernel reduce_kernel:")]
+    assert len(lines) == 1 and f"launched <<<>>> at {path}:{first}, {path}:{second} by at::native::reduce_dim_cuda" \
+        in lines[0], text

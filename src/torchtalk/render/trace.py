@@ -53,14 +53,13 @@ def _stubs(info: KernelInfo, out: list[str]) -> None:
 
 def _launches(info: KernelInfo, op: str, out: list[str]) -> None:
     """Its launches and library calls, nearest first (Note [Nearest first]), each naming the other op whose code it
-    is; one line per kernel or library function a function launches or calls, with every line it does so at."""
+    is; one line per kernel or library function a function launches or calls, with every path:line it does so at."""
     groups: OrderedDict[tuple[str, str, str, str], list[GpuLine]] = OrderedDict()
     for g in info.gpu:
         groups.setdefault((g.site.dst.key, g.site.src.key, g.via, g.library), []).append(g)
     for lines in list(groups.values())[:MAX_LAUNCHES]:
         g, e = lines[0], lines[0].site
-        at = ", ".join([str(e.site)] + [str(x.site.site.line if x.site.site.path == e.site.path else x.site.site)
-                                        for x in lines[1:] if x.site.site and e.site])
+        at = ", ".join(str(x.site.site) for x in lines)  # each path:line whole, as every answer writes one
         by = f" by {e.src.label}" + (f"  ({g.via}'s code)" if g.via else "")
         what = f"{g.library}: {e.written or e.dst.label}" if g.library else f"CUDA {e.dst.label}"
         if not g.library and e.dst.kind is NodeKind.GPU_KERNEL and e.dst.key.isdigit():
