@@ -110,7 +110,7 @@ FILES = (
     "aten/src/ATen/functorch/BatchRulesReduceOps.cpp",
     "torch/csrc/autograd/FunctionsManual.cpp",
 )
-EXTRACTOR_VERSION = "13"
+EXTRACTOR_VERSION = "14"
 EXAMPLES = 3
 DISPATCH_HEADER = re.compile(r"ATen/ops/(\w+?)_(cpu|cuda|meta|mps|compositeexplicitautograd|"
                              r"compositeexplicitautogradnonfunctional|compositeimplicitautograd|"
@@ -389,9 +389,11 @@ class _Extractor:
             elif area == "generated" and re.search(r"ATen/ops/\w+_native\.h:|ATen/NativeFunctions\.h:|"
                                                    r"ATen/ops/\w+_meta\.h:", decl_loc):
                 area = "tree"  # at::native kernels / meta classes: declared by torchgen, defined in the tree
+            virtual = "pure" if rk == "CXX_METHOD" and ref.is_pure_virtual_method() else \
+                "virtual" if rk == "CXX_METHOD" and ref.is_virtual_method() else ""
             calls.append({"line": line, "name": name, "kind": "method" if is_method else "function",
                           "qualname": self.qualname(ref), "area": area, "decl": decl_loc,
-                          "def": def_loc, "ops": ops, "form": form})
+                          "def": def_loc, "ops": ops, "form": form, "virtual": virtual})
         ext = fn.extent
         return {"name": fn.spelling, "qualname": self.qualname(fn), "kind": fn.kind.name,
                 "line": fn.location.line, "start": ext.start.line, "end": ext.end.line,
@@ -605,6 +607,28 @@ def compare_caller(c: dict, cs: tt.CalleeSet, rel: str, src_lines: list[str], ta
     detail = {"caller": where, "tt_caller": f"{cs.caller.qualname} {cs.caller.path}:{cs.caller.line}",
               "by_name": cs.by_name, "callee_misses": [], "callee_wrong": [], "op_misses": [], "op_wrong": [],
               "overload_misses": []}
+
+    # ---- virtual calls (Note [Virtual calls]): a call of a pure virtual in-tree method runs an override; TorchTalk
+    # lists the overrides of a method its class only declares, and no others (a method with a body may be hidden,
+    # not overridden: the index does not record ``virtual``)
+    tt_virtual = {(site.name, site.line) for site, _defs in cs.overrides}
+    for k in c["calls"]:
+        if k.get("virtual") and k["area"] == "tree" and k["kind"] == "method":
+            kind = "virtual_pure" if k["virtual"] == "pure" else "virtual_body"
+            tally.n[kind] += 1
+            if any((k["name"], k["line"] + d) in tt_virtual for d in (-1, 0, 1)):
+                tally.n[f"{kind}_overrides"] += 1
+            elif kind == "virtual_pure":
+                tally.miss("virtual calls", "a call of a pure virtual method with no override listed",
+                           f"{where} -> {k['qualname']} (line {k['line']})")
+    for site, _defs in cs.overrides:
+        tally.n["tt_virtual_sites"] += 1
+        if any(k["name"] == site.name and abs(k["line"] - site.line) <= 1 and k.get("virtual")
+               for k in c["calls"]):
+            tally.n["tt_virtual_sites_ok"] += 1
+        else:
+            tally.miss("overrides libclang does not confirm", "the call's method is not virtual for libclang (or "
+                       "libclang sees no call here)", f"{where} line {site.line}: {site.written}")
 
     # ---- in-tree callee recall
     for q, k in cl_tree.items():
@@ -891,6 +915,10 @@ def figures(t: Tally) -> dict:
         "overload_right": t.ratio("loc_multi_ok", "loc_multi"), "overload_sites": n["loc_multi"],
         "operator_recall": t.ratio("operators_ok", "operators"), "operator_pairs": n["operators"],
         "operator_precision": t.ratio("tt_operators_ok", "tt_operators"), "tt_operator_pairs": n["tt_operators"],
+        "virtual_pure_recall": t.ratio("virtual_pure_overrides", "virtual_pure"), "virtual_pure": n["virtual_pure"],
+        "virtual_body": n["virtual_body"], "virtual_body_overrides": n["virtual_body_overrides"],
+        "virtual_precision": t.ratio("tt_virtual_sites_ok", "tt_virtual_sites"),
+        "tt_virtual_sites": n["tt_virtual_sites"],
     }
 
 
@@ -917,6 +945,9 @@ def print_report(r: dict) -> None:
           f"unverifiable)")
     print(f"operators (in-tree overloads): recall {f(o['operator_recall'])} of {o['operator_pairs']}, precision "
           f"{f(o['operator_precision'])} of {o['tt_operator_pairs']}")
+    print(f"virtual calls: overrides listed at {f(o['virtual_pure_recall'])} of {o['virtual_pure']} calls of pure "
+          f"virtual in-tree methods; {f(o['virtual_precision'])} of TorchTalk's {o['tt_virtual_sites']} sites with "
+          f"overrides call a virtual method; calls of virtual methods with a body (not followed): {o['virtual_body']}")
     print(f"definition picked = libclang's: {f(o['definition_agreement'])} of {o['definition_sites']} sites; "
           f"where TorchTalk listed several: {f(o['overload_right'])} of {o['overload_sites']}")
     print(f"callers: {o['callers']} matched, {o['callers_unmatched']} with in-tree/op calls not found in TorchTalk; "

@@ -80,6 +80,7 @@ class CalleeSet:
     caller: FunctionRef
     by_name: bool  # True when the calls tool, asked by qualname, picked this very definition
     resolved: list[tuple[CallSite, list[Def]]] = field(default_factory=list)  # first Def = TorchTalk's pick
+    overrides: list[tuple[CallSite, list[Def]]] = field(default_factory=list)  # what a virtual call may run
     ops: list[tuple[CallSite, list[str], list[str]]] = field(default_factory=list)  # (site, op base names, full)
     stubs: list[tuple[CallSite, str]] = field(default_factory=list)
     unresolved: list[CallSite] = field(default_factory=list)
@@ -248,14 +249,18 @@ def calls_of(h: Handle, fn: FunctionRef) -> CalleeSet:
     r = js["result"]["sections"][0] if js["kind"] == "result" else {}
     out = CalleeSet(fn, by_name)
     by_site: dict[tuple[int, str], list[dict]] = {}
+    overriding: dict[tuple[int, str], list[dict]] = {}
     for e in r.get("calls", []):  # one call's candidates share its site and the call as written; the methods a
         # template calls on what the call hands it (how: handed, Note [Handed objects]) are calls of their own
-        if e.get("how") == "override":
-            continue  # what a virtual call may run (Note [Virtual calls]), not what it names: a compiler's answer
+        if e.get("how") == "override":  # what a virtual call may run (Note [Virtual calls]), not what it names:
+            overriding.setdefault((e["site"]["line"], e.get("written", "")), []).append(e)  # a compiler's answer
+            continue
         by_site.setdefault((e["site"]["line"], e.get("written", ""), e.get("how") == "handed"), []).append(e)
     for edges in by_site.values():
         defs = [_def(h, e["dst"]) for e in edges]
         out.resolved.append((_site(edges[0]), [d for d in defs if d is not None]))
+    for edges in overriding.values():
+        out.overrides.append((_site(edges[0]), [d for e in edges if (d := _def(h, e["dst"])) is not None]))
     ops_by_site: dict[tuple[int, str], list[dict]] = {}
     for e in r.get("ops", []):
         ops_by_site.setdefault((e["site"]["line"], e.get("written", "")), []).append(e)

@@ -49,11 +49,12 @@ def call_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node | None = Non
                     for d in res.defs[:MAX_DEFS]]
         # A call says if it reached a declaration only, and if overloads remain that its arguments do not
         # decide (each is a candidate).
-        # A method its class only declares runs an override of a derived class (Note [Virtual calls]).
+        # A method its class only declares runs an override of a derived class (Note [Virtual calls]), every one
+        # the class hierarchy has (no cap: calls counts them).
         return [Edge(src, symbol_node(ix, d), EdgeKind.CALL, call.loc, how=_how(d, res.candidates), written=written)
                 for d in res.defs[:MAX_DEFS]] + [
             Edge(src, symbol_node(ix, o), EdgeKind.CALL, call.loc, how=EdgeHow.OVERRIDE, written=written)
-            for d in res.defs[:MAX_DEFS] for o in overrides(ix, d)][:MAX_DEFS] + _handed_edges(
+            for d in res.defs[:MAX_DEFS] for o in overrides(ix, d)] + _handed_edges(
                 ix, sym, call, src, res.defs[:MAX_DEFS])
     if call.kind is CallKind.LAUNCH:  # Note [Kernels handed to a launching lambda]: every kernel, no cap
         kernels = handed_kernels(ix, sym, call)
