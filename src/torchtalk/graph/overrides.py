@@ -27,6 +27,7 @@ from collections import defaultdict
 
 from ..model import CppSymbol, SymbolKind
 from ..store.reader import Index
+from .cpp_types import split_args
 from .symbols import defs_by_name
 
 
@@ -112,14 +113,4 @@ def overridden(ix: Index, method: CppSymbol) -> set[str]:
 def _arity(params: str) -> int:
     """Parameters of a normalised parameter list: ``(const Tensor& t, int64_t n)`` -> 2, ``()`` -> 0."""
     inner = params.strip()[1:-1].strip()
-    if not inner or inner == "void":
-        return 0
-    depth, count = 0, 1
-    for ch in inner:
-        if ch in "<([{":
-            depth += 1
-        elif ch in ">)]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            count += 1
-    return count
+    return 0 if inner == "void" else len(split_args(inner))
