@@ -48,10 +48,11 @@ answer leads with: at the session's start 163 led with copy_'s ``cudaMemcpyAsync
 fewer calls away than anything: bernoulli, bucketize, norm), 93 with the caching allocator and 52 with a backward;
 then 73, 32 and 42 (51 of the 73 labelled an autogen'd variant's copy: ops with no CUDA code of their own,
 mkldnn_*, miopen_*); relu leads with clamp_min's kernel (it led with threshold_backward's once the copy no longer
-did); answers led by the op's own code: 701 -> 712. s43 (composite code with its helpers, the runtime's copies in
-another op's code as housekeeping, housekeeping before distance): answers led by a CUDA runtime call 222 -> 28,
-by the allocator 32 -> 13, by a kernel or launch family 997 -> 1,206; matrix_power leads with dot's and mm's
-cuBLAS calls (it led with a memcpy and listed no cuBLAS call: mm was a second crossing).
+did); answers led by the op's own code: 701 -> 712. s43 (composite code with its helpers, housekeeping before
+distance, a library's set-up as housekeeping, virtual calls: Note [Virtual calls]): answers led by a CUDA runtime
+call 222 -> 25, by a library's set-up call 51 -> 2, by the allocator 32 -> 21 (an allocation reached through a
+virtual call of ``c10::Allocator::allocate``), by a kernel or launch family 997 -> 1,224; matrix_power leads with
+dot's and mm's cuBLAS calls (it led with a memcpy and listed no cuBLAS call: mm was a second crossing).
 trace lists a kernel's GPU lines in this order too (hops and calls; the layout and direction are
 its entry's), so the two tools agree.
 """
@@ -75,7 +76,7 @@ class Nearness(NamedTuple):
     layout: bool  # reached through a layout-specific kernel (NestedTensorCUDA, SparseCUDA, ...) of the op asked
     copy: bool  # reached through the copy an autogen'd variant makes of its result (copy_ into out=)
     backward: bool
-    housekeeping: bool  # an allocation, or the CUDA runtime's copies and waits in another op's code: not its work
+    housekeeping: bool  # an allocation, a library's set-up, the CUDA runtime in another op's code (``housekeeping``)
     hops: int  # op boundaries crossed
     other: bool  # another op's code (reached through a composite call at the same crossings), not the op's own
     calls: int  # edges from the op (or function) the walk started at
