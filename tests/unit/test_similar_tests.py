@@ -18,6 +18,26 @@ def test_names_match_however_the_op_is_spelled():
     assert _name_score("test_native_group_norm", "testnativegroupnorm", key) == 2  # after another word
     assert _name_score("test_log_softmax", "testlogsoftmax", _norm("softmax")) == 2
     assert _name_score("test_hardsoftmaxing", "testhardsoftmaxing", _norm("softmax")) == 3  # inside a word
+    # a longer word that starts or ends with it is another op's name: igammac, digamma, addmm, conv2d for conv
+    assert _name_score("test_igammac_common", "testigammaccommon", _norm("igamma")) == 3
+    assert _name_score("test_digamma", "testdigamma", _norm("igamma")) == 3
+    assert _name_score("test_addmm", "testaddmm", _norm("add")) == 3
+    assert _name_score("test_quantized_conv2d", "testquantizedconv2d", _norm("conv")) == 3
+    assert _name_score("test_softmaxBackward", "testsoftmaxbackward", _norm("softmax")) == 1  # a capital: a new word
+    assert _name_score("test_adaptive_avg_pool2d1", "testadaptiveavgpool2d1", _norm("adaptive_avg_pool2d")) == 1
+    assert _name_score("test_optional_intlist_invalid", "testoptionalintlistinvalid",
+                       _norm("_test_optional_intlist")) == 2  # an op named _test_*: the name's start is a word's
+    assert _name_score("test_qadd_and_add", "testqaddandadd", _norm("add")) == 2  # its best place, not its first
+
+
+def test_an_ops_tests_by_name_leave_out_other_ops_named_inside_longer_words(py_indexed):
+    """cumsum's answer lists test_cumsum, not the fixture's test_logcumsumexp (logcumsumexp's test, which holds
+    cumsum inside a longer word; before, it was listed as named after cumsum)."""
+    _, ix = py_indexed
+    res, _text = call(ix, "find_similar_tests", query="cumsum")
+    assert [t.name for t in res.tests if t.why.startswith("name")] == ["test_cumsum", "test_cumsum_cuda"]
+    res, _text = call(ix, "find_similar_tests", query="logcumsumexp")
+    assert [t.name for t in res.tests if t.why.startswith("name")] == ["test_logcumsumexp"]
 
 
 def test_home_files_rank_first(py_indexed):

@@ -167,18 +167,33 @@ def _test_names(ix: Index) -> list[tuple[int, int, str, str]]:
 
 def _name_score(name: str, norm: str, nkey: str) -> int | None:
     """0: test_<op> (any spelling: test_group_norm, test_GroupNorm); 1: it starts with it (test_cumsum_bool,
-    test_GroupNorm_general); 2: it names it after another word (test_quantized_conv2d); None: it does not."""
+    test_GroupNorm_general); 2: it names it after another word (test_quantized_conv2d); 3: inside a longer word
+    (test_digamma for igamma, test_igammac_common, test_addmm for add: another op's name); None: it does not."""
     if norm == "test" + nkey:
         return 0
-    if norm.startswith("test" + nkey):
-        return 1
-    pos = norm.find(nkey)
-    if pos < 0:
+    found = [i for i in range(len(norm) - len(nkey) + 1) if norm.startswith(nkey, i)]  # each place it is written
+    if not found:
         return None
-    # a word boundary in the name as written: after "_" or at a capital letter
+    # a word boundary in the name as written: after "_" or at a capital letter, and the name's start (op _test_foo)
     words = [i for i, ch in enumerate(name) if i and (name[i - 1] == "_" or ch.isupper() and not name[i - 1].isupper())]
-    plain = {len(_norm(name[:i])) for i in words}
-    return 2 if pos in plain else 3
+    plain = {0} | {len(_norm(name[:i])) for i in words}
+    return min([1 if pos == 4 and norm.startswith("test") else 2 for pos in found
+                if (pos in plain or pos == 4 and norm.startswith("test")) and _ends_word(name, pos + len(nkey))],
+               default=3)
+
+
+def _ends_word(name: str, count: int) -> bool:
+    """Whether the name as written ends a word after its first ``count`` characters that are not underscores
+    (the end of the name, an underscore, a capital after a lower-case letter or digit, or only digits left: the
+    numbered tests test_adaptive_avg_pool2d1, test_adaptive_avg_pool2d2)."""
+    seen = 0
+    for i, ch in enumerate(name):
+        if ch == "_":
+            continue
+        if seen == count:
+            return ch.isupper() and not name[i - 1].isupper() or name[i - 1] == "_" or name[i:].isdigit()
+        seen += 1
+    return True
 
 
 # Python namespaces of ops (the py_api names) -> the package their home test file is named after
@@ -292,7 +307,8 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = T
         for mid, fid, name, norm in _test_names(ix):
             if nkey in norm:
                 sc = _name_score(name, norm, nkey)
-                if sc is not None:
+                # inside another word, an op's name is another op's (igamma in test_digamma): for a free query only
+                if sc is not None and not (ops and sc == 3):
                     named[mid] = (fid, sc)
     for i in range(0, len(named), 900):
         chunk = list(named)[i:i + 900]
