@@ -186,7 +186,7 @@ R = TypeVar("R", bound=_Reached)
 
 
 def nearest_first(ix: Index, op: str, key: str, reached: Sequence[R],
-                  library: Callable[[R], str] = lambda _x: "") -> list[tuple[R, str]]:
+                  library: Callable[[R], str]) -> list[tuple[R, str]]:
     """Launches and library calls (``library``: the library of one, "" for a launch) a walk from op ``op``'s kernel
     for ``key`` reached (chains starting below the kernel), nearest first, each with whose code it is (``whose``):
     trace's GPU lines, in the order cuda_kernels lists them."""

@@ -281,8 +281,7 @@ def _kernel(ix: Index, op: Op, entry: DispatchEntry, focus: str) -> KernelInfo:
             if e.site and (e.site.path, e.site.line) not in seen:
                 seen.add((e.site.path, e.site.line))
                 info.gpu.append(GpuLine(e, _library(x), via))
-                if isinstance(x, KernelLaunch):
-                    info.launches.append(e)
+        info.launches = [g.site for g in info.gpu if not g.library]  # the LAUNCH edges alone, in the same order
         info.gpu_cuts += gpu_cuts([c for r in reaches for c in r.cuts])
     if focus == "full" and is_composite(entry.key):
         reg = registry(ix)
