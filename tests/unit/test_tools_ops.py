@@ -43,6 +43,20 @@ def test_dispatch_follows_structured_delegate_and_ufunc(indexed):
     assert "ufunc_inner_loop" in keys["CUDA"].via
 
 
+def test_dispatch_lists_a_stub_the_kernel_hands_to_a_helper(indexed):
+    """TORCH_IMPL_FUNC(cumsum_out) hands cumsum_stub to impl_func_cum_ops, which calls it by its parameter's name
+    (Note [Stub uses]): the kernel's stub and its CPU kernel are listed under it, said to be passed on."""
+    tree, ix = indexed
+    res, text = call(ix, "trace", function_name="cumsum.out", focus="dispatch")
+    (kernel,) = [k for k in res.ops[0].kernels if k.entry.key == "CPU"]
+    assert [s.call.dst.key for s in kernel.stubs] == ["cumsum_stub"], text
+    line = next(n for n, t in enumerate((tree / "aten/src/ATen/native/ReduceOps.cpp").read_text().splitlines(), 1)
+                if "cumsum_stub" in t and "DISPATCH" not in t)
+    assert (f"DispatchStub cumsum_stub: called at aten/src/ATen/native/ReduceOps.cpp:{line} by "
+            "TORCH_IMPL_FUNC(cumsum_out) (passed on, found in the source text)") in text
+    assert "CPU: cumsum_cpu_kernel  (defined aten/src/ATen/native/cpu/CumKernels.cpp:3, registered" in text
+
+
 def test_dispatch_without_entry_is_implicit_composite_with_explanation(indexed):
     _, ix = indexed
     res, text = call(ix, "trace", function_name="softmax.int", focus="dispatch")

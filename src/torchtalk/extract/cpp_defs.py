@@ -153,7 +153,7 @@ class Definitions:
         return SymbolKind.FUNCTION
 
     def _symbol(self, name, qual, params, kind, n, name_node, is_def,
-                traits: tuple = ("", False, False, "", "")) -> int:
+                traits: tuple = ("", False, False, "", "", False)) -> int:
         line = name_node.start_point[0] + 1 + self.line_base
         end_line = n.end_point[0] + 1 + self.line_base
         span = self.span_at(name_node.start_byte) if self.spans else None
@@ -169,9 +169,9 @@ class Definitions:
             self.defs.append((n.start_byte, n.end_byte, idx))
         return idx
 
-    def _traits(self, n, fd, cur, parts, kind: SymbolKind) -> tuple[str, bool, bool, str, str]:
+    def _traits(self, n, fd, cur, parts, kind: SymbolKind) -> tuple[str, bool, bool, str, str, bool]:
         """(return type, internal linkage, function template, class specialization arguments, template parameters
-        that are functions) of a definition or declaration ``n`` whose function declarator is ``fd``."""
+        that are functions, virtual) of a definition or declaration ``n`` whose function declarator is ``fd``."""
         ret = ""
         tnode = n.child_by_field_name("type")
         if tnode is not None and self.t(tnode).replace(" ", "").endswith("::operator"):
@@ -198,7 +198,11 @@ class Definitions:
                     break
         p = n.parent
         is_template = p is not None and p.type == "template_declaration"
-        return ret, internal, is_template, cur[6], _function_params(self, p) if is_template else ""
+        # Written in its class: ``virtual``, ``override`` or ``final`` (Note [Virtual calls] in graph/overrides.py)
+        virtual = kind is SymbolKind.METHOD and not parts and (
+            any(c.type == "virtual" for c in n.children)
+            or fd is not None and any(c.type == "virtual_specifier" for c in fd.children))
+        return ret, internal, is_template, cur[6], _function_params(self, p) if is_template else "", virtual
 
     def _registration_lambda(self, n, cur) -> tuple | None:
         """``REGISTER_X(name, id, [](...) {...})`` at namespace scope: the lambda becomes a symbol of its own

@@ -18,7 +18,7 @@ from ..store.reader import Index
 from .cpp_edges import call_edges, out_edges
 from .handed import function_templates, handed_methods
 from .nodes import cpp_node, symbol_id
-from .overrides import overridden
+from .overrides import is_virtual, overridden
 from .qualifiers import qualifiers
 from .registry import registry
 from .resolution import Resolution
@@ -168,7 +168,7 @@ class _Named:
             return (res.kind is TargetKind.DEFS or res.kind is TargetKind.DECLS) and any(
                 d.id == target.id or d.qualname == target.qualname or d.is_template and d.is_definition and any(
                     target.name in names for names in handed_methods(ix, d).values())
-                or not d.is_definition and d.qualname in bases for d in res.defs)
+                or d.qualname in bases and (not d.is_definition or is_virtual(ix, d)) for d in res.defs)
         return self._may(ix, sites, reaches)
 
     def _may(self, ix: Index, sites: list[int], keep: Callable[[Resolution], bool]) -> list[int]:

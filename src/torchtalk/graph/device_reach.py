@@ -30,7 +30,7 @@ from ..model.cuda import library_of
 from ..store.reader import Index
 from .cpp_edges import is_macro, sites_edges
 from .cpp_types import all_classes, all_usings, split_last
-from .graph import dispatch_calls, graph, ordered
+from .graph import dispatch_calls, graph, ordered, stub_calls
 from .op_spellings import KEY_NAMESPACES, STRUCT_QUALIFIERS, dispatch_helper_ops, op_named
 from .registry import registry
 from .resolve import stub_names
@@ -86,6 +86,8 @@ def device_out(ix: Index, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]
     for k in ordered(kinds):
         if k is EdgeKind.DISPATCH_CALL:
             edges += dispatch_calls(ix, node, out)
+        elif k is EdgeKind.STUB_CALL:
+            edges += stub_calls(ix, node, out)
         elif k in _FROM_SITES:
             edges += [e for e in out if e.kind is k]
         else:  # not from call sites (a stub's registrations): as the graph table gives them

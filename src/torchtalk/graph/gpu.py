@@ -43,7 +43,6 @@ from .graph import graph
 from .nodes import CPP_KINDS, cpp_node, op_node, symbol_id
 from .op_spellings import op_named
 from .registry import registry
-from .stub_uses import stub_uses_from
 from .symbols import defs_by_name
 from .walk import Step, down
 
@@ -215,12 +214,8 @@ def _new_edges(ix: Index, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]
     g = graph(ix)
     if node.kind is NodeKind.OP:  # reached through the dispatcher: its kernel for CUDA
         return runs_for_cuda([e for e in g.out(node, [EdgeKind.KERNEL]) if _gpu_edge(e)], False)
-    out = [e for e in device_out(ix, node, [k for k in kinds if k in REACH_KINDS and k is not EdgeKind.KERNEL])
-           if _gpu_edge(e)]
-    if EdgeKind.STUB_CALL in kinds:  # and the stubs it hands on to a helper that calls them (Note [Stub uses])
-        have = {e.dst.key for e in out if e.kind is EdgeKind.STUB_CALL}
-        out += [e for e in stub_uses_from(ix, node) if e.dst.key not in have]
-    return out
+    return [e for e in device_out(ix, node, [k for k in kinds if k in REACH_KINDS and k is not EdgeKind.KERNEL])
+            if _gpu_edge(e)]
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,18 @@ def _stub_callers(ix: Index, node: Node) -> list[Edge]:
     return cpp_callers.stub_callers(ix, node) or stub_uses.stub_uses(ix, node)
 
 
+def _stub_calls(ix: Index, node: Node) -> list[Edge]:
+    return stub_calls(ix, node, cpp_edges.out_edges(ix, node))
+
+
+def stub_calls(ix: Index, node: Node, out: list[Edge]) -> list[Edge]:
+    """The recorded calls of stubs of a C++ function among its edges ``out``, and the stubs its body hands on to a
+    helper that calls them, found in the text of the file that defines them (Note [Stub uses])."""
+    recorded = [e for e in out if e.kind is EdgeKind.STUB_CALL]
+    have = {e.dst.key for e in recorded}
+    return recorded + [e for e in stub_uses.stub_uses_from(ix, node) if e.dst.key not in have]
+
+
 def _dispatch_calls(ix: Index, node: Node) -> list[Edge]:
     return dispatch_calls(ix, node, cpp_edges.out_edges(ix, node))
 
@@ -64,7 +76,7 @@ def dispatch_calls(ix: Index, node: Node, out: list[Edge]) -> list[Edge]:
 OUT: dict[EdgeKind, Rule | InContext] = {
     EdgeKind.CALL: _cpp_out(EdgeKind.CALL),
     EdgeKind.DISPATCH_CALL: _dispatch_calls,
-    EdgeKind.STUB_CALL: _cpp_out(EdgeKind.STUB_CALL),
+    EdgeKind.STUB_CALL: _stub_calls,
     EdgeKind.LAUNCH: _cpp_out(EdgeKind.LAUNCH),
     EdgeKind.UNRESOLVED: _cpp_out(EdgeKind.UNRESOLVED),
     EdgeKind.KERNEL: op_edges.kernel_edges,

@@ -11,9 +11,14 @@ or not, with the same number of parameters (``EdgeHow.OVERRIDE``: one of several
 ``called_by`` of an override lists the call (``overridden``: the call sites that resolve to a method it overrides
 may reach it; graph/cpp_callers.py).
 
-Only a method the tree declares and never defines leads to its overrides. A method with a body may be virtual or
-not, and the index does not record the ``virtual`` keyword: ``Tensor::contiguous`` hides ``TensorBase::contiguous``
-without overriding it, and an edge from every ``TensorBase::contiguous`` call to it would be wrong.
+A method with a body leads to its overrides too when it is virtual: written ``virtual``, ``override`` or ``final``
+in its class (``CppSymbol.is_virtual``; an out-of-line definition is virtual when its class's declaration of it is),
+or overriding a virtual method of a base. ``ProcessGroup::allreduce`` calls ``backend->allreduce(...)``, whose
+``c10d::Backend::allreduce`` is ``virtual`` and only throws "does not support allreduce": what runs is
+``ProcessGroupNCCL::allreduce``, ``ProcessGroupGloo::allreduce``, ... The call keeps its edge to the base's body (it
+runs for an object of a class that overrides nothing) and gains one per override. A method that is not virtual
+leads to none: ``Tensor::contiguous`` hides ``TensorBase::contiguous`` without overriding it, and an edge from every
+``TensorBase::contiguous`` call to it would be wrong.
 
 A base is named as written (``AffineQuantizer``, ``c10::intrusive_ptr_target``, ``SmallVectorImpl<T>``) and found
 as C++ looks it up from the derived class: in the class's enclosing scopes, innermost first, then at global scope
@@ -23,11 +28,13 @@ fbgemm_utils.h).
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
-from ..model import CppSymbol, SymbolKind
+from ..model import CallKind, CallSite, CppSymbol, SymbolKind
 from ..store.reader import Index
 from .cpp_types import split_args
+from .overloads import param_types, signature
 from .symbols import defs_by_name
 
 
@@ -87,19 +94,69 @@ def _hierarchy(ix: Index) -> _Hierarchy:
     return ix.cached("class_hierarchy", build)
 
 
-def overrides(ix: Index, decl: CppSymbol) -> list[CppSymbol]:
-    """The definitions a call of method declaration ``decl`` may run (Note [Virtual calls]): the methods of its name
-    and arity defined in classes derived from its class. None for a definition or a function that is no method."""
-    if decl.is_definition or decl.kind is not SymbolKind.METHOD or "::" not in decl.qualname:
+def _virtuals(ix: Index) -> set[tuple[str, int]]:
+    """(qualname, arity) of every method written ``virtual``, ``override`` or ``final`` in its class."""
+    def build() -> set[tuple[str, int]]:
+        return {(q, _arity(p)) for q, p in ix.q("SELECT qualname, params FROM cpp_symbol WHERE is_virtual")}
+    return ix.cached("virtual_methods", build)
+
+
+def is_virtual(ix: Index, method: CppSymbol) -> bool:
+    """Whether ``method`` is virtual: said so in its class (for an out-of-line definition, by its declaration there),
+    or a method of a base it overrides is."""
+    if method.is_virtual:
+        return True
+    virtuals, arity = _virtuals(ix), _arity(method.params)
+    return any((q, arity) in virtuals for q in (method.qualname, *overridden(ix, method)))
+
+
+def overrides(ix: Index, decl: CppSymbol, within: str = "") -> list[CppSymbol]:
+    """The definitions a call of method ``decl`` may run besides itself (Note [Virtual calls]): the methods of its
+    name and arity defined in classes derived from its class, when ``decl`` is a declaration the tree never defines
+    or a virtual method; with ``within`` (the class of a call on ``this``), those of that class and the classes
+    derived from it. None for a method that is not virtual or a function that is no method."""
+    if decl.kind is not SymbolKind.METHOD or "::" not in decl.qualname:
         return []
-    memo: dict[int, list[CppSymbol]] = ix.cached("overrides", dict)
-    if decl.id not in memo:
-        cls = decl.qualname.rsplit("::", 1)[0]
-        below = _hierarchy(ix).below(cls)
-        arity = _arity(decl.params)
-        memo[decl.id] = [d for d in defs_by_name(ix, decl.name) if d.kind is SymbolKind.METHOD
-                         and d.qualname.rsplit("::", 1)[0] in below and _arity(d.params) == arity] if below else []
-    return memo[decl.id]
+    if decl.is_definition and not is_virtual(ix, decl):
+        return []
+    memo: dict[tuple[int, str], list[CppSymbol]] = ix.cached("overrides", dict)
+    key = (decl.id, within)
+    if key not in memo:
+        hierarchy = _hierarchy(ix)
+        below = hierarchy.below(decl.qualname.rsplit("::", 1)[0])
+        if within:
+            below &= hierarchy.below(within) | {within}
+        memo[key] = [d for d in defs_by_name(ix, decl.name) if d.kind is SymbolKind.METHOD
+                     and d.qualname.rsplit("::", 1)[0] in below and _same_params(ix, decl, d)] if below else []
+    return memo[key]
+
+
+def _same_params(ix: Index, base: CppSymbol, method: CppSymbol) -> bool:
+    """Whether ``method`` takes the parameters of ``base``, as an override must: as many, each of the same type,
+    resolved in each one's scope or, where either does not resolve, as written without namespaces (IRVisitor
+    declares ``visit`` for each node type: ``visit(const AddPtr& v)`` is overridden by ``visit(const AddPtr& v)``,
+    never by ``visit(const SubPtr& v)``)."""
+    written, other = signature(base.params).types, signature(method.params).types
+    if len(written) != len(other):
+        return False
+    return all(a == b and a is not None or _bare_type(x) == _bare_type(y) for x, y, a, b in zip(
+        written, other, param_types(ix, base, None), param_types(ix, method, None), strict=True))
+
+
+_QUALIFIER = re.compile(r"\b\w+\s*::\s*")
+
+
+def _bare_type(written: str) -> str:
+    return _QUALIFIER.sub("", written).replace(" ", "")
+
+
+def this_class(caller: CppSymbol, call: CallSite) -> str:
+    """The class of the object a call runs a method of, when the call is on ``this`` (``set_output_raw_strided(...)``
+    or ``this->f()`` in a member function): the caller's class, or a class derived from it."""
+    on_this = call.kind is CallKind.CALL and not call.qualifier or call.kind is CallKind.METHOD and call.qualifier in (
+        "this", "(*this)")
+    member = caller.kind is SymbolKind.METHOD or caller.kind is SymbolKind.CONSTRUCTOR or caller.kind.is_structured
+    return caller.qualname.rsplit("::", 1)[0] if on_this and member and "::" in caller.qualname else ""
 
 
 def overridden(ix: Index, method: CppSymbol) -> set[str]:

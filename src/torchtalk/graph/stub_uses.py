@@ -7,11 +7,12 @@ stub. The file that defines the stub (``DEFINE_DISPATCH``) is where its kernels 
 called from, so that file's text is searched for the stub's name, and each hit
 belongs to the innermost definition around it. graph.py's INTO rule for STUB_CALL uses
 this only for a stub no recorded call site reaches; every edge it makes says how it was
-found (``EdgeHow.TEXT``). The GPU walk (gpu.py) reads the same text the other way (``stub_uses_from``):
+found (``EdgeHow.TEXT``). Its OUT rule for STUB_CALL reads the same text the other way (``stub_uses_from``):
 the stubs a function's body names in the file that defines them, and does not call where a call site is
-recorded (``angle_out`` handing ``angle_stub`` to ``unary_op_impl_with_complex_to_float_out``,
-``all_all_out`` handing ``and_stub`` to ``allany_impl``), so a walk down from an op's kernel reaches the
-stub's CUDA kernel. ``calls`` keeps to the calls a function makes (the stub is called one level deeper).
+recorded (``angle_out`` handing ``angle_stub`` to ``unary_op_impl_with_complex_to_float_out``, whose
+``stub(iter.device_type(), iter)`` calls a parameter; ``all_all_out`` handing ``and_stub`` to ``allany_impl``),
+so every walk down from an op's kernel reaches the stub and its kernels: trace lists it under the kernel, the
+GPU walk goes on to its CUDA kernel, ``calls`` lists it as passed on.
 """
 
 from __future__ import annotations

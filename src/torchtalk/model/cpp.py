@@ -50,6 +50,8 @@ class CppSymbol:
     #                    ("1:compute" for template <typename index_t, void compute(const index_t*)>): a call
     #                    written with template arguments hands it the functions it names there (Note [Functions
     #                    as template arguments] in graph/handed.py)
+    is_virtual: bool = False  # a method written ``virtual``, ``override`` or ``final`` in its class (Note [Virtual
+    #                           calls] in graph/overrides.py); an out-of-line definition never says so itself
     id: Annotated[int, Stored.ID] = field(default=0, compare=False)
     path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 

@@ -327,7 +327,7 @@ class EdgeHow(StrEnum):
     DECLARATION = "declaration"  # CALL: only a declaration was found (the definition is not indexed)
     CANDIDATE = "candidate"  # CALL: one of several overloads the call's arguments do not decide between
     CANDIDATE_DECLARATION = "candidate_declaration"  # both: a candidate of which only a declaration was found
-    OVERRIDE = "override"  # CALL: a call of a method its class only declares runs this override in a derived class,
+    OVERRIDE = "override"  # CALL: a call of a virtual method (or one its class only declares) may run this override,
     #                        one of several the object's class chooses between (Note [Virtual calls] in
     #                        graph/overrides.py)
     PASSED_ON = "passed_on"  # STUB_CALL: the stub is named without being called (handed to a helper)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..model import HitKind
 from ..query.search import SearchResult
 from ..query.status import StatusResult
-from .common import IN_STRUCTURED, raise_limit, showing
+from .common import IN_STRUCTURED, first, raise_limit, showing
 
 
 def render_search(r: SearchResult) -> str:
@@ -48,7 +48,7 @@ def render_status(r: StatusResult) -> str:
     if r.resolved_calls:
         out.append(f"- call resolution: {r.resolved_calls}")
     if r.changed_files:
-        out.append("  changed: " + ", ".join(r.changed_files[:10]) + (" ..." if len(r.changed_files) > 10 else ""))
+        out.append("  changed: " + first(r.changed_files, 10))
     for comp, values in r.components.items():
         out.append(f"## {comp}: {r.readiness.get(comp, '?')}")
         for label, count in values.items():

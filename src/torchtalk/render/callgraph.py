@@ -11,12 +11,11 @@ from ..query.cuda import CudaKernelsResult, GpuKernel, KernelLaunch, LibraryCall
 from ..query.cuts import node_arg, tool_call
 from ..query.results import Ambiguous
 from .budget import BUDGET, STRUCTURED, Section, fitted, size
-from .common import IN_STRUCTURED, ambiguous, cut_lines, showing
+from .common import IN_STRUCTURED, PASSED, ambiguous, cut_lines, first, showing, stub_kernel
 
 MAX_UNRESOLVED = 40
 MAX_PY_CALLERS = 4  # Python calls of one hand-written binding named on its line (the structured answer has all)
 KEEP = 10  # an impact shows this many of the closest callers, the ops and the Python names before the rest
-_PASSED = {EdgeHow.PASSED_ON: "passed on", EdgeHow.TEXT: "passed on, found in the source text"}
 
 
 def _head(title: str, node: Node, sym: CppSymbol | None) -> list[str]:
@@ -74,10 +73,10 @@ def _calls_body(sec: CallsSection) -> tuple[list[str], list[Section]]:
         for g in groups:
             named = [x for x in g if x.how is not EdgeHow.OVERRIDE]  # what the call resolves to, then overrides
             e, virtual = (named or g)[0], [x.dst.label for x in g if x.how is EdgeHow.OVERRIDE]
-            more = f" (+{len(named) - 1} candidates: the call does not say which)" if len(named) > 1 else ""
-            more += (f" (virtual: runs the override of the object's class, {len(virtual)} in derived classes: "
-                     f"{', '.join(virtual[:3])}{' ...' if len(virtual) > 3 else ''})") if virtual and named else ""
+            more = f" (+{len(named) - 1} candidates: the call does not say which)" * (len(named) > 1)
             decl = " (declaration)" if e.how is EdgeHow.DECLARATION else ""
+            more += (f" (virtual: runs {'an override' if decl else 'this body or an override'}, {len(virtual)} in"
+                     f" derived classes: {first(virtual, 3)})") if virtual and named else ""
             lines.append(f"- {e.dst}{decl}{more}  [called at {e.site}]")
         out.append(Section([f"\nCalls ({len(groups)}):"], lines, "calls", shows, "calls"))
     if sec.ops:
@@ -85,16 +84,15 @@ def _calls_body(sec: CallsSection) -> tuple[list[str], list[Section]]:
         lines = []
         for g in groups:
             e = g[0]
-            names = ", ".join(x.dst.key for x in g[:4]) + (" ..." if len(g) > 4 else "")
+            names = first([x.dst.key for x in g], 4)
             lines.append(f"- {e.note} -> op {names}  (yaml {e.dst.loc})  [called at {e.site}]")
         out.append(Section([f"\nOps through the dispatcher ({len(groups)}):"], lines, "ops through the dispatcher",
                            shows, "calls"))
     if sec.stubs:
         lines = []
         for s in sec.stubs:
-            kernels = "; ".join(f"{k.key}: {k.dst.label.split('::')[-1]} {k.site}" for k in s.kernels) or \
-                "no registrations found"
-            how = _PASSED.get(s.call.how, "called")
+            kernels = "; ".join(f"{k.key}: {stub_kernel(k)}" for k in s.kernels) or "no registrations found"
+            how = PASSED.get(s.call.how, "called")
             lines.append(f"- {s.call.dst.key} -> {kernels}  [{how} at {s.call.site}]")
         out.append(Section([f"\nDispatchStubs ({len(sec.stubs)}):"], lines, "DispatchStubs", shows, "stubs"))
     if sec.launches:
@@ -142,7 +140,7 @@ def _called_by_body(sec: CalledBySection) -> tuple[list[str], list[Section]]:
     lines = []
     for e in sec.callers:  # the budget cuts the list, and names the rest
         how = f" (passes it on{', found in the source text' if e.how is EdgeHow.TEXT else ''})" \
-            if e.how in _PASSED else " (recursive: it calls itself)" if e.src == sec.function else ""
+            if e.how in PASSED else " (recursive: it calls itself)" if e.src == sec.function else ""
         lines.append(f"- {e.src}  [call at {e.site}]{how}")
     if not sec.callers:
         lines.append("- none found in the indexed C++ (it may be reached only through a registration below)")

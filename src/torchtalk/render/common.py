@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..model import Cut, NodeKind
+from ..model import Cut, Edge, EdgeHow, NodeKind
 from ..query.args import MAX_LIMIT
 from ..query.cuts import describe
 from ..query.pywalk import Choice
@@ -68,7 +68,21 @@ def cut_lines(cuts: list[Cut]) -> list[str]:
     return [""] + lines if lines else []
 
 
+PASSED = {EdgeHow.PASSED_ON: "passed on", EdgeHow.TEXT: "passed on, found in the source text"}  # how a stub is used
+
+
+def stub_kernel(k: Edge) -> str:
+    """A DispatchStub's kernel (a STUB_KERNEL edge): its name, where it is defined, where it is registered."""
+    where = f"defined {k.dst.loc}, " if k.dst.loc else ""
+    return f"{k.dst.label.split('::')[-1]}  ({where}registered {k.site} {k.note})"
+
+
 MAX_PATH_OPS = 24  # op names shown per path; the structured answer holds all
+
+
+def first(names: list[str], n: int, sep: str = ", ") -> str:
+    """The first ``n`` of ``names``, then " ..." when there are more."""
+    return sep.join(names[:n]) + (" ..." if len(names) > n else "")
 
 
 def op_names(full_names: list[str], limit: int = MAX_PATH_OPS) -> str:

@@ -8,7 +8,7 @@ from ..model import InstantiationKind, UtilKind
 from ..query.testfiles import TestFileInfo, TestUtilsResult
 from ..query.testlist import TestPage
 from ..query.tests import MarkHit, SimilarTestsResult
-from .common import IN_STRUCTURED, raise_limit, showing
+from .common import IN_STRUCTURED, first, raise_limit, showing
 
 MAX_MARKS = 8
 
@@ -112,7 +112,7 @@ def render_test_file(r: TestFileInfo) -> str:
             by_mod.setdefault(mod, []).append(name)
         out.append("\nUtilities from torch.testing._internal:")
         for mod, names in by_mod.items():
-            out.append(f"- {mod}: {', '.join(names[:25])}" + (" ..." if len(names) > 25 else ""))
+            out.append(f"- {mod}: {first(names, 25)}")
     if r.ops:
         out.append("\nOps it exercises (by uses in test bodies): " + ", ".join(f"{o} ({n})" for o, n in r.ops))
     return "\n".join(out)

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from ..model import (
     CppSymbol,
     Edge,
-    EdgeHow,
     EdgeKind,
     NodeKind,
     Op,
@@ -20,7 +19,7 @@ from ..query.cuts import tool_call
 from ..query.trace import GpuLine, KernelInfo, OpTrace, PythonEntry, TraceResult
 from .autograd import autograd_lines
 from .budget import STRUCTURED, Section, fitted
-from .common import IN_STRUCTURED, choice_lines, cut_lines, showing
+from .common import IN_STRUCTURED, PASSED, choice_lines, cut_lines, first, showing, stub_kernel
 
 MAX_LAUNCHES = 12
 MAX_OP_CALLS = 15
@@ -44,11 +43,9 @@ def _kernel_groups(kernels: list[KernelInfo]) -> OrderedDict[tuple[str, str], li
 def _stubs(info: KernelInfo, out: list[str]) -> None:
     for s in info.stubs:
         decl = f", declared {s.call.dst.loc}" if s.call.dst.loc else ""
-        how = f" ({_PASSED[s.call.how]})" if s.call.how in _PASSED else ""
+        how = f" ({PASSED[s.call.how]})" if s.call.how in PASSED else ""
         out.append(f"    DispatchStub {s.call.dst.key}: called at {s.call.site} by {s.call.src.label}{how}{decl}")
-        for k in s.kernels:
-            where = f"defined {k.dst.loc}, " if k.dst.loc else ""
-            out.append(f"      {k.key}: {k.dst.label.split('::')[-1]}  ({where}registered {k.site} {k.note})")
+        out += [f"      {k.key}: {stub_kernel(k)}" for k in s.kernels]
 
 
 def _launches(info: KernelInfo, op: str, out: list[str]) -> None:
@@ -76,7 +73,7 @@ def _op_calls(info: KernelInfo, out: list[str]) -> None:
         return
     out.append(f"    calls ops ({len(info.op_calls)}; each runs its own kernels):")
     for c in info.op_calls[:MAX_OP_CALLS]:
-        keys = "; ".join(f"{e.key}: {e.kernel}" for e in c.kernels[:5]) + (" ..." if len(c.kernels) > 5 else "")
+        keys = first([f"{e.key}: {e.kernel}" for e in c.kernels], 5, "; ")
         out.append(f"      {c.edge.dst.key}  (called at {c.edge.site}) -> {keys}")
     if len(info.op_calls) > MAX_OP_CALLS:
         out.append(f"      ... showing {MAX_OP_CALLS} of {len(info.op_calls)}")
@@ -240,7 +237,6 @@ def _bound_target(edge: Edge) -> str:
 
 _BINDING_KINDS = {PyApiKind.GENERATED_BINDING: "a generated binding (tools/autograd/gen_python_functions.py)",
                   PyApiKind.PYMETHODDEF: "a PyMethodDef entry", PyApiKind.PYBIND: "pybind11 .def"}
-_PASSED = {EdgeHow.PASSED_ON: "passed on", EdgeHow.TEXT: "passed on; found in the source text"}
 
 
 def _bindings(bs: list[BindingTrace], out: list[str]) -> None:
