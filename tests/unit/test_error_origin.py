@@ -8,6 +8,7 @@ tests/fixtures/tree_py: torch/utils/data/dataloader.py, torch/_meta_registration
 from __future__ import annotations
 
 import shutil
+import time
 
 import pytest
 
@@ -203,6 +204,36 @@ def test_a_walk_up_past_its_budget_is_cut_and_says_so(fixture_ix, monkeypatch):
     assert str(best.loc) == "aten/src/ATen/native/LinearAlgebra.cpp:15"  # the site itself is never cut
     assert "linear" not in {o.op.key for o in best.reach.ops}
     assert "the walk up stopped at its budget (0 ms of CPU)" in text
+
+
+def test_tests_not_looked_up_within_the_budget_are_never_said_to_be_missing(fixture_ix, monkeypatch):
+    monkeypatch.setattr(errors_query, "TESTS_S", -10.0)  # the answer is past its budget for tests from the start
+    r, text = ask(fixture_ix, MAT)
+    assert not r.sites[0].reach.tests_looked_up
+    assert "tests were not looked up within the answer's time budget: find_similar_tests(\"addmm\")" in text
+    assert "No test is named" not in text, text
+
+
+def test_the_budgets_clock_leaves_out_building_shared_tables(fixture_ix):
+    """Index.work_clock: the CPU a thread spends building cached lookups (once per index version) is not the
+    answer's own work, so a walk goes as far in a fresh CLI process as in a warmed-up server; a build inside a
+    build is left out once (the clock never runs backwards)."""
+    def burn(seconds):
+        until = time.thread_time() + seconds
+        while time.thread_time() < until:
+            pass
+        return seconds
+
+    def outer():
+        fixture_ix.cached("test_work_clock_inner", lambda: burn(0.1))
+        return burn(0.1)
+
+    work, cpu = fixture_ix.work_clock(), time.thread_time()
+    fixture_ix.cached("test_work_clock_outer", outer)
+    assert time.thread_time() - cpu >= 0.2
+    assert 0.0 <= fixture_ix.work_clock() - work < 0.05
+    burn(0.05)  # work outside a build counts
+    assert fixture_ix.work_clock() - work >= 0.05
 
 
 def test_a_message_cut_short_still_names_its_site(fixture_ix):

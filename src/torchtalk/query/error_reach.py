@@ -14,7 +14,6 @@ an op it is registered for (a meta kernel, decomposition or ref) reaches it.
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -75,6 +74,7 @@ class Reach:
     fan_in: list[FanIn] = field(default_factory=list)
     registered: list[str] = field(default_factory=list)  # Python: ops this function is registered for
     tests_for: str = ""  # the name tests are for ("" when not asked for)
+    tests_looked_up: bool = False  # False: not within the answer's budget (a cut names the call that lists them)
     opinfos: list[str] = field(default_factory=list)  # its OpInfo entries, each with the command running it
     tests: list[FoundTest] = field(default_factory=list)
     cuts: list[str] = field(default_factory=list)  # the answer's own budgets
@@ -117,7 +117,7 @@ class _Into:
         self.calls = 0  # the raising function's own edges are always read
 
     def __call__(self, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
-        late = self.calls and time.thread_time() > self.deadline
+        late = self.calls and self.ix.work_clock() > self.deadline
         self.calls += 1
         if late:
             # Past the budget only a much-called function is still summarised (a few queries, no resolution).
@@ -223,10 +223,10 @@ def _written(ix: Index, fid: int, line: int) -> str:
 
 
 def cpp_reach(ix: Index, func: Node, budget: float, tests_until: float, message: str = "") -> Reach:
-    """What reaches ``func``: its walk up stops expanding after ``budget`` seconds of this thread's CPU
-    (time.thread_time: the answer does not depend on how busy the machine is); tests are looked up when the
-    thread's CPU clock is still before ``tests_until``."""
-    into = _Into(ix, time.thread_time() + budget, message)
+    """What reaches ``func``: its walk up stops expanding after ``budget`` seconds of this thread's CPU, less what it
+    spends building shared tables (``Index.work_clock``: the answer depends neither on how busy the machine is nor on
+    what was loaded before); tests are looked up when that clock is still before ``tests_until``."""
+    into = _Into(ix, ix.work_clock() + budget, message)
     walk = up([func], into, REACH_KINDS, DEPTH, fan_out=60, max_nodes=MAX_NODES,
               follow=LevelCap(PER_LEVEL, CPP_KINDS))
     steps = walk.steps
@@ -297,11 +297,12 @@ def _tests(ix: Index, reach: Reach, names: list[str], until: float) -> None:
     base = names[0].split(".")[0]
     base = base[:-1] if base.endswith("_") and not base.endswith("__") else base
     reach.tests_for = base
-    if time.thread_time() > until:
+    if ix.work_clock() > until:
         reach.cuts.append(f"tests were not looked up within the answer's time budget: "
                           f"find_similar_tests(\"{base}\") lists them")
         return
     found = find_similar_tests(ix, base, MAX_TESTS, by_body=False)  # named tests and OpInfo entries
+    reach.tests_looked_up = True
     reach.opinfos = [f"OpInfo('{o.name}')" + (f" variant {o.variant!r}" if o.variant else "") + f": {o.command}"
                      for o in found.opinfos[:2]]
     reach.tests = found.tests

@@ -10,7 +10,6 @@ a silent best guess.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 from ..graph.nodes import cpp_node, py_node
@@ -134,7 +133,8 @@ def warm(ix: Index) -> None:
 
 def error_origin(ix: Index, message: str, limit: int = DEFAULT_LIMIT) -> ErrorOriginResult:
     limit = check_int(limit, "limit", 1, MAX_SITES)
-    start = time.thread_time()  # CPU of this thread: budgets that do not depend on how busy the machine is
+    start = ix.work_clock()  # CPU of this thread less table builds: budgets that depend on neither the machine's
+    #                           load nor what earlier answers loaded
     cleaned = clean(message)
     ranked, candidates = match(ix, cleaned)
     best = ranked[0] if ranked else None
@@ -150,9 +150,9 @@ def error_origin(ix: Index, message: str, limit: int = DEFAULT_LIMIT) -> ErrorOr
         total = len(good)
         shown = good[:max(limit, 1)] if verdict is not Verdict.NONE else ranked[:min(limit, 3)]
     sites = []
-    walks_until = time.thread_time() + WALK_S
+    walks_until = ix.work_clock() + WALK_S
     for i, m in enumerate(shown):
-        left = max(0.0, walks_until - time.thread_time())
+        left = max(0.0, walks_until - ix.work_clock())
         walk = -1.0 if i >= REACH_SITES or verdict is Verdict.NONE else min(left, FIRST_WALK_S) if not i else left
         s = _site(ix, m, walk, 0.0 if i else start + TESTS_S, cleaned.message)
         if s is not None:

@@ -84,7 +84,7 @@ def _reach(s: ErrorSite, r: Reach, out: list[str]) -> None:
                 out.append(f"         {e.written}")
     if r.python:
         out.append(f"  Python: {', '.join(r.python)}")
-    if r.tests_for and not (r.tests or r.opinfos):
+    if r.tests_for and r.tests_looked_up and not (r.tests or r.opinfos):
         out.append(f"  No test is named after {r.tests_for} or calls it.")
     if r.tests or r.opinfos:
         out.append(f"  Tests to run (for {r.tests_for}):")
