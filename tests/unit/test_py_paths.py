@@ -71,7 +71,7 @@ def test_trace_module_reaches_the_ops_of_each_path_with_the_line_that_chooses_it
     assert "Paths: torch.optim.adamw.adamw chooses at torch/optim/adamw.py:29 (3 arms)" in text
     assert ("- if fused and (not torch.jit.is_scripting()): _fused_adamw (chosen at torch/optim/adamw.py:30, "
             "called at torch/optim/adamw.py:35): 1 ops: _fused_adamw_") in text
-    assert "On every path: is_complex" in text
+    assert "Outside any if (on every path): is_complex" in text
     assert not res.cuts and "Cut:" not in text
 
 
@@ -79,8 +79,9 @@ def test_a_forward_that_branches_on_training_has_a_path_each(paths_indexed):
     res, text = call(paths_indexed, "trace_module", module_name="Noise")
     (choice,) = res.choices
     assert [(a.arm, a.ops) for a in choice.arms] == [("if self.training", ["relu_", "relu"]), ("else", ["rsqrt"])]
-    assert choice.arms[0].chosen.line == 13  # a direct call chooses at its own line
-    assert "On every path: no op" in text
+    assert choice.arms[0].chosen.line == 16  # a direct call chooses at its own line
+    assert "unsqueeze" in res.ops and res.common == []  # unsqueeze is called under `if input.dim() == 0` only
+    assert "Outside any if: no op" in text
 
 
 def test_arms_that_only_call_ops_are_not_paths(paths_indexed):

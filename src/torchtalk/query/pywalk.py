@@ -13,7 +13,9 @@ A function whose body chooses between functions in the arms of one if/elif/else 
 ``_single_tensor_adamw`` under ``else``, then calls ``func(...)``; a forward that calls one
 function under ``if self.training`` and another under ``else`` chooses the same way. Each arm
 lists the ops reached through it (its functions' reach, over the walk's own edges), so the
-answer groups the ops by path; the ops reached without crossing any choice are on every path.
+answer groups the ops by path. The ops on every path are those reached through calls no ``if`` arm guards, of a
+choice or not (``if weight is not None: weight = weight.expand(...)`` in binary_cross_entropy is no path of its own,
+and its ``expand`` is on no path for sure); a call in a loop's body counts as made.
 An arm whose calls are all ops (``if maximize: torch._foreach_neg(...)``) is a detail of one
 path, not a path: a choice needs two arms that call Python functions.
 """
@@ -64,7 +66,7 @@ class PyWalk:
     steps: list[Step]
     cuts: list[Cut]  # what the walk's limits left out (the caller names the call that shows each)
     choices: list[Choice] = field(default_factory=list)
-    common: list[str] = field(default_factory=list)  # op full names reached without crossing a choice
+    common: list[str] = field(default_factory=list)  # op full names reached through calls no ``if`` arm guards
     # Note [Calls shown once]: a function the walk reached is stepped into once, at its first call; its other calls
     # (self.norm2 after self.norm1, self.linear1 beside self.linear2) are edges the walk did not take. They are
     # kept here, per calling function, so a call tree lists every call its functions make.
@@ -103,9 +105,10 @@ def walk_to_ops(g: Graph, start: Node, follow: Callable[[Step], bool], rank: Ran
 
     reach_memo: dict[_Key, dict[str, None]] = {}
 
-    def reach(node: Node, skip: frozenset[tuple[_Key, _Key]] = frozenset()) -> dict[str, None]:
-        """The ops reached from ``node`` over the walk's edges, in walk order (``skip``: edges not crossed)."""
-        if not skip and _key(node) in reach_memo:
+    def reach(node: Node, unconditional: bool = False) -> dict[str, None]:
+        """The ops reached from ``node`` over the walk's edges, in walk order; ``unconditional``: only over calls
+        no ``if`` arm guards."""
+        if not unconditional and _key(node) in reach_memo:
             return reach_memo[_key(node)]
         out: dict[str, None] = {}
         seen: set[_Key] = {_key(node)}
@@ -113,19 +116,18 @@ def walk_to_ops(g: Graph, start: Node, follow: Callable[[Step], bool], rank: Ran
         while stack:
             n = stack.pop(0)
             for e in own(n):
-                if (_key(n), _key(e.dst)) in skip:
+                if unconditional and e.branch is not None:
                     continue
                 if e.dst.kind is NodeKind.OP:
                     out.setdefault(e.dst.key)
                 elif _key(e.dst) not in seen:
                     seen.add(_key(e.dst))
                     stack.append(e.dst)
-        if not skip:
+        if not unconditional:
             reach_memo[_key(node)] = out
         return out
 
     choices: list[Choice] = []
-    crossed: set[tuple[_Key, _Key]] = set()
     taken = {(_key(s.parent.node) if s.parent is not None else _key(start), _key(s.node), s.edge.site,
               s.edge.written) for s in walk.steps}
     again: dict[_Key, list[Edge]] = {}  # Note [Calls shown once]
@@ -144,9 +146,7 @@ def walk_to_ops(g: Graph, start: Node, follow: Callable[[Step], bool], rank: Ran
                 calls = sorted(calls, key=lambda e: e.dst.kind is NodeKind.OP)
                 ops: dict[str, None] = {}
                 for e in calls:
-                    crossed.add((_key(node), _key(e.dst)))
                     ops.update({e.dst.key: None} if e.dst.kind is NodeKind.OP else reach(e.dst))
                 choice.arms.append(Arm(text, calls, list(ops)))
             choices.append(choice)
-    common = list(reach(start, frozenset(crossed))) if crossed else list(reach(start))
-    return PyWalk(walk.steps, walk.cuts, choices, common, again)
+    return PyWalk(walk.steps, walk.cuts, choices, list(reach(start, unconditional=True)), again)

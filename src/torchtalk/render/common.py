@@ -94,7 +94,7 @@ def op_names(full_names: list[str], limit: int = MAX_PATH_OPS) -> str:
 
 def choice_lines(choices: list[Choice], common: list[str] | None = None) -> list[str]:
     """The paths a Python walk's code chooses between (query/pywalk.py), each arm with the line that chooses it
-    and the ops reached through it; then the ops reached on every path."""
+    and the ops reached through it; then the ops reached through calls no ``if`` guards (on every path)."""
     out: list[str] = []
     for c in choices:
         out.append(f"\nPaths: {c.where.key} chooses at {c.head} ({len(c.arms)} arms)")
@@ -106,5 +106,5 @@ def choice_lines(choices: list[Choice], common: list[str] | None = None) -> list
             ops = f": {len({o.split('.')[0] for o in a.ops})} ops: {op_names(a.ops)}" if a.ops else ": no op reached"
             out.append(f"- {a.arm}: {callees} (chosen at {a.chosen}{via}){ops}")
     if choices and common is not None:
-        out.append(f"On every path: {op_names(common)}" if common else "On every path: no op")
+        out.append(f"Outside any if (on every path): {op_names(common)}" if common else "Outside any if: no op")
     return out
