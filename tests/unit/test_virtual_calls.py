@@ -76,6 +76,15 @@ def test_a_method_that_is_not_virtual_leads_to_no_override(ops):
     assert [e.dst.label for e in res.sections[0].calls] == ["c10d::Backend::getRank"], text
 
 
+def test_a_call_qualified_by_its_class_runs_that_class_s_method(ops):
+    """``Backend::getBackendName()`` in a ProcessGroupGloo method names the function it runs: no override (torchgen's
+    structured wrappers call ``at::native::structured_x::set_output_raw_strided`` so, hundreds of them)."""
+    _tree, ix = ops
+    res, text = run(get_tool("calls"), ix, function_name="c10d::ProcessGroupGloo::describe")
+    assert [(e.dst.label, e.how) for e in res.sections[0].calls] == [
+        ("c10d::Backend::getBackendName", EdgeHow.DIRECT)], text
+
+
 @pytest.mark.parametrize("caller, method, written", [
     ("c10d::ops::allreduce_CPU", "allreduce", "virtual c10::intrusive_ptr<Work> allreduce("),  # a body in its class
     ("c10d::ops::backend_name", "getBackendName", "const std::string Backend::getBackendName() const {"),

@@ -17,7 +17,7 @@ from .cpp_lookup import methods
 from .handed import handed_args, handed_functions, handed_methods
 from .handed_kernels import handed_kernels
 from .nodes import stub_node, symbol_id, symbol_node, unresolved_node
-from .overrides import overrides, this_class
+from .overrides import dispatches, overrides, this_class
 from .registry import registry
 from .resolve import TargetKind, resolve, resolver
 from .resolved import prefetch_resolutions
@@ -49,13 +49,14 @@ def call_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node | None = Non
                     for d in res.defs[:MAX_DEFS]]
         # A call says if it reached a declaration only, and if overloads remain that its arguments do not
         # decide (each is a candidate).
-        # A method its class only declares runs an override of a derived class (Note [Virtual calls]), every one
-        # the class hierarchy has (no cap: calls counts them).
+        # A call of a virtual method (or of one its class only declares) on an object or on this may run an
+        # override in a derived class (Note [Virtual calls]), every one the class hierarchy has (no cap: calls
+        # counts them).
         return [Edge(src, symbol_node(ix, d), EdgeKind.CALL, call.loc, how=_how(d, res.candidates), written=written)
                 for d in res.defs[:MAX_DEFS]] + [
             Edge(src, symbol_node(ix, o), EdgeKind.CALL, call.loc, how=EdgeHow.OVERRIDE, written=written)
-            for d in res.defs[:MAX_DEFS] for o in overrides(ix, d, this_class(sym, call))] + _handed_edges(
-                ix, sym, call, src, res.defs[:MAX_DEFS])
+            for d in res.defs[:MAX_DEFS] if dispatches(call)
+            for o in overrides(ix, d, this_class(sym, call))] + _handed_edges(ix, sym, call, src, res.defs[:MAX_DEFS])
     if call.kind is CallKind.LAUNCH:  # Note [Kernels handed to a launching lambda]: every kernel, no cap
         kernels = handed_kernels(ix, sym, call)
         if kernels:

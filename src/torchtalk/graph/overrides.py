@@ -24,6 +24,11 @@ A base is named as written (``AffineQuantizer``, ``c10::intrusive_ptr_target``, 
 as C++ looks it up from the derived class: in the class's enclosing scopes, innermost first, then at global scope
 (``PackedLinearWeight``'s ``LinearPackedParamsBase`` is ``ao::sparse::``'s in that namespace, the global one in
 fbgemm_utils.h).
+
+Only a call that dispatches leads to overrides (``dispatches``): one on an object or on ``this``; ``Base::f()``
+names the function it runs. A call on ``this`` in a member function of class C runs the override of C or of a class
+derived from it (``this_class``): ``set_output_raw_strided(...)`` in ``TensorIteratorBase::build`` is not every
+generated structured class's.
 """
 
 from __future__ import annotations
@@ -94,10 +99,12 @@ def _hierarchy(ix: Index) -> _Hierarchy:
     return ix.cached("class_hierarchy", build)
 
 
-def _virtuals(ix: Index) -> set[tuple[str, int]]:
-    """(qualname, arity) of every method written ``virtual``, ``override`` or ``final`` in its class."""
-    def build() -> set[tuple[str, int]]:
-        return {(q, _arity(p)) for q, p in ix.q("SELECT qualname, params FROM cpp_symbol WHERE is_virtual")}
+def _virtuals(ix: Index) -> tuple[set[tuple[str, int]], set[str]]:
+    """(qualname, arity) of every method written ``virtual``, ``override`` or ``final`` in its class, and their
+    names (a method of no such name is not virtual: the common case, decided without its parameters)."""
+    def build() -> tuple[set[tuple[str, int]], set[str]]:
+        rows = ix.q("SELECT qualname, params, name FROM cpp_symbol WHERE is_virtual")
+        return {(q, _arity(p)) for q, p, _n in rows}, {n for _q, _p, n in rows}
     return ix.cached("virtual_methods", build)
 
 
@@ -106,7 +113,10 @@ def is_virtual(ix: Index, method: CppSymbol) -> bool:
     or a method of a base it overrides is."""
     if method.is_virtual:
         return True
-    virtuals, arity = _virtuals(ix), _arity(method.params)
+    virtuals, names = _virtuals(ix)
+    if method.name not in names:
+        return False
+    arity = _arity(method.params)
     return any((q, arity) in virtuals for q in (method.qualname, *overridden(ix, method)))
 
 
@@ -148,6 +158,13 @@ _QUALIFIER = re.compile(r"\b\w+\s*::\s*")
 
 def _bare_type(written: str) -> str:
     return _QUALIFIER.sub("", written).replace(" ", "")
+
+
+def dispatches(call: CallSite) -> bool:
+    """Whether a call of a virtual method runs the override of the object's class: a call on an object
+    (``x.f()``, ``p->f()``) or on ``this`` (``f()``); a call qualified by a class (``Base::f()``, which torchgen's
+    structured wrappers make of ``set_output_raw_strided``) runs that class's own."""
+    return call.kind is CallKind.METHOD or call.kind is CallKind.CALL and not call.qualifier
 
 
 def this_class(caller: CppSymbol, call: CallSite) -> str:
