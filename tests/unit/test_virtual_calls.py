@@ -96,7 +96,7 @@ def test_a_virtual_method_with_a_body_leads_to_it_and_to_its_overrides(ops, call
     path = header if method == "allreduce" else source
     assert {(e.dst.label, e.how) for e in res.sections[0].calls} == {
         (f"c10d::Backend::{method}", EdgeHow.DIRECT),  # runs for an object of a class that overrides nothing
-        (f"c10d::ProcessGroupGloo::{method}", EdgeHow.OVERRIDE),
+        (f"c10d::ProcessGroupGloo::{method}", EdgeHow.OVERRIDE_OF_BODY),
     }, text
     assert (f"- c10d::Backend::{method}  {path}:{line_of(tree, path, written)} (virtual: runs this body or an "
             f"override, 1 in derived classes: c10d::ProcessGroupGloo::{method})") in text

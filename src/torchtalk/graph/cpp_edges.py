@@ -54,7 +54,8 @@ def call_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node | None = Non
         # counts them).
         return [Edge(src, symbol_node(ix, d), EdgeKind.CALL, call.loc, how=_how(d, res.candidates), written=written)
                 for d in res.defs[:MAX_DEFS]] + [
-            Edge(src, symbol_node(ix, o), EdgeKind.CALL, call.loc, how=EdgeHow.OVERRIDE, written=written)
+            Edge(src, symbol_node(ix, o), EdgeKind.CALL, call.loc, written=written,
+                 how=EdgeHow.OVERRIDE_OF_BODY if d.is_definition else EdgeHow.OVERRIDE)
             for d in res.defs[:MAX_DEFS] if dispatches(call)
             for o in overrides(ix, d, this_class(sym, call))] + _handed_edges(ix, sym, call, src, res.defs[:MAX_DEFS])
     if call.kind is CallKind.LAUNCH:  # Note [Kernels handed to a launching lambda]: every kernel, no cap

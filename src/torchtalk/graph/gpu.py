@@ -105,7 +105,9 @@ def _gpu_edge(e: Edge) -> bool:
         return any(runs_on(e.key, b) for b in GPU_BACKENDS)
     if e.kind is EdgeKind.STUB_KERNEL:
         return e.key in GPU_BACKENDS
-    return e.dst.kind is not NodeKind.UNRESOLVED
+    # A virtual method's overrides are followed where it has no body (Note [Virtual calls]); beside a body they are
+    # the other classes' (CUDAHooks::hasCUDA for CUDAHooksInterface's), which runs no op's device work.
+    return e.dst.kind is not NodeKind.UNRESOLVED and e.how is not EdgeHow.OVERRIDE_OF_BODY
 
 
 def runs_for_cuda(edges: list[Edge], start: bool) -> list[Edge]:

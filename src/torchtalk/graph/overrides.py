@@ -16,7 +16,9 @@ in its class (``CppSymbol.is_virtual``; an out-of-line definition is virtual whe
 or overriding a virtual method of a base. ``ProcessGroup::allreduce`` calls ``backend->allreduce(...)``, whose
 ``c10d::Backend::allreduce`` is ``virtual`` and only throws "does not support allreduce": what runs is
 ``ProcessGroupNCCL::allreduce``, ``ProcessGroupGloo::allreduce``, ... The call keeps its edge to the base's body (it
-runs for an object of a class that overrides nothing) and gains one per override. A method that is not virtual
+runs for an object of a class that overrides nothing) and gains one per override (``EdgeHow.OVERRIDE_OF_BODY``: the
+GPU walk keeps to the body, since beside one the overrides are other classes' code, such as ``CUDAHooks``' for
+``CUDAHooksInterface``'s methods, and no op's device work). A method that is not virtual
 leads to none: ``Tensor::contiguous`` hides ``TensorBase::contiguous`` without overriding it, and an edge from every
 ``TensorBase::contiguous`` call to it would be wrong.
 

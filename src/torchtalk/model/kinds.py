@@ -327,9 +327,11 @@ class EdgeHow(StrEnum):
     DECLARATION = "declaration"  # CALL: only a declaration was found (the definition is not indexed)
     CANDIDATE = "candidate"  # CALL: one of several overloads the call's arguments do not decide between
     CANDIDATE_DECLARATION = "candidate_declaration"  # both: a candidate of which only a declaration was found
-    OVERRIDE = "override"  # CALL: a call of a virtual method (or one its class only declares) may run this override,
+    OVERRIDE = "override"  # CALL: a call of a method its class only declares runs this override in a derived class,
     #                        one of several the object's class chooses between (Note [Virtual calls] in
     #                        graph/overrides.py)
+    OVERRIDE_OF_BODY = "override_of_body"  # CALL: a call of a virtual method with a body may run this override
+    #                                        instead of that body (the GPU walk follows the body alone)
     PASSED_ON = "passed_on"  # STUB_CALL: the stub is named without being called (handed to a helper)
     TEXT = "text"  # STUB_CALL: found in the source text, where no call site is recorded (Note [Stub uses])
     HELPER = "helper"  # OP_CALL: the composite kernel calls the op through a file-local helper
@@ -349,7 +351,11 @@ class EdgeHow(StrEnum):
 
     @property
     def is_candidate(self) -> bool:
-        return self in (EdgeHow.CANDIDATE, EdgeHow.CANDIDATE_DECLARATION, EdgeHow.OVERRIDE)
+        return self in (EdgeHow.CANDIDATE, EdgeHow.CANDIDATE_DECLARATION, EdgeHow.OVERRIDE, EdgeHow.OVERRIDE_OF_BODY)
+
+    @property
+    def is_override(self) -> bool:
+        return self is EdgeHow.OVERRIDE or self is EdgeHow.OVERRIDE_OF_BODY
 
     @property
     def is_declaration(self) -> bool:

@@ -71,8 +71,8 @@ def _calls_body(sec: CallsSection) -> tuple[list[str], list[Section]]:
         groups = _by_site(sec.calls)
         lines = []
         for g in groups:
-            named = [x for x in g if x.how is not EdgeHow.OVERRIDE]  # what the call resolves to, then overrides
-            e, virtual = (named or g)[0], [x.dst.label for x in g if x.how is EdgeHow.OVERRIDE]
+            named = [x for x in g if not x.how.is_override]  # what the call resolves to, then overrides
+            e, virtual = (named or g)[0], [x.dst.label for x in g if x.how.is_override]
             more = f" (+{len(named) - 1} candidates: the call does not say which)" * (len(named) > 1)
             decl = " (declaration)" if e.how is EdgeHow.DECLARATION else ""
             more += (f" (virtual: runs {'an override' if decl else 'this body or an override'}, {len(virtual)} in"
