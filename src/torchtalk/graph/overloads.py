@@ -187,10 +187,10 @@ def compat(ix: Index, arg: Ty | None, param: Ty | None) -> int | None:
         return 2 if _same_args(arg, param) else _other_args(ix, arg, param)
     if arg.is_builtin and param.is_builtin:
         return 1
-    if arg.is_builtin:
-        return None if param.is_tensor else 0  # Scalar, SymInt, optional<int64_t> take numbers
-    if param.is_builtin:
-        return None if arg.is_tensor else 0  # Half converts to float; a Tensor converts to nothing
+    if arg.is_builtin:  # Scalar, SymInt, optional<int64_t>, IntArrayRef (one element) take numbers
+        return None if param.is_tensor or param.name in _NO_NUMBER or _dimnames(param) else 0
+    if param.is_builtin:  # Half converts to float; a Tensor to nothing, an optional only explicitly (operator bool)
+        return None if arg.is_tensor or arg.name == "std::optional" else 0
     if any(t.name == param.name for t in ancestry(ix, arg)[1:]):
         return 1
     if arg.is_tensor and param.is_tensor:
@@ -198,6 +198,16 @@ def compat(ix: Index, arg: Ty | None, param: Ty | None) -> int | None:
     if arg.is_tensor and param.name in ("c10::ArrayRef", "c10::Scalar"):
         return None
     return 0
+
+
+# Types of op arguments no number converts to (enum classes, classes without a constructor from one): ``view(-1)``
+# is view(SymInt[] size), never view.dtype(ScalarType dtype); ``gather_out(result, t, 0, index)`` is gather.out.
+_NO_NUMBER = frozenset({"c10::ScalarType", "c10::Layout", "c10::MemoryFormat", "c10::DeviceType", "c10::Device",
+                        "at::Dimname", "c10::string_view", "at::Generator", "c10::Storage", "c10::Stream"})
+
+
+def _dimnames(t: Ty) -> bool:
+    return t.name == "c10::ArrayRef" and bool(t.args) and t.args[0] is not None and t.args[0].name == "at::Dimname"
 
 
 def _same_args(arg: Ty, param: Ty) -> bool:

@@ -73,7 +73,7 @@ from .op_spellings import (
     struct_op,
     stub_names,
 )
-from .overloads import op_signature, param_types, return_of, score, signature
+from .overloads import op_signature, param_types, return_of, schema_type, score, signature
 from .registry import OpRegistry, registry
 from .resolution import BUILTIN, UNRESOLVED, UNRESOLVED_STD, Resolution, TargetKind
 from .resolved import stored, stored_resolution
@@ -141,6 +141,14 @@ def _parsed(te: str) -> TypeExpr | None:
         return TypeExpr.parse(te)
     except ValueError:
         return None
+
+
+def _params(op: Op, method: bool, out_first: bool) -> tuple[Ty | None, ...]:
+    """The parameter types of an op's C++ function as a call spells it: ``at::X(...)``, a method (no self), or
+    ``at::X_out(out, ...)`` / ``at::X_outf(..., out)`` for an out= overload."""
+    tys = op_signature(op, method)[0]
+    outs = tuple(schema_type(a.type) for a in op.schema.arguments if a.out)
+    return tys if not outs else (*outs, *tys) if out_first else (*tys, *outs)
 
 
 class Resolver:
@@ -233,7 +241,8 @@ class Resolver:
         if ops and found and all(self.reg.by_full[o].manual_cpp_binding for o in ops):
             ops = ()  # torchgen writes no at::X for manual_cpp_binding ops: the hand-written one is it
         if ops and (not found or not self._helper_wins(found, ops, call)):
-            return Resolution(TargetKind.OP, ops=ops, spelling=f"{qual}::{name}" if qual else name)
+            return Resolution(TargetKind.OP, ops=self._binding(ops, call, False), spelling=f"{qual}::{name}" if qual
+                              else name)
         if found and not qual and call.nargs >= 0 and not any(signature(s.params).takes(call.nargs) for s in found) \
                 and not any(self._native_kernel(s) for s in found):
             viable = self._adl_viable(name, call)
@@ -542,7 +551,22 @@ class Resolver:
         return UNRESOLVED
 
     def _op_method(self, ops: list[Op], call: CallSite) -> Resolution:
-        return Resolution(TargetKind.OP, ops=methods_fitting(ops, call.nargs), spelling="Tensor method")
+        return Resolution(TargetKind.OP, ops=self._binding(methods_fitting(ops, call.nargs), call, True),
+                          spelling="Tensor method")
+
+    def _binding(self, ops: tuple[str, ...], call: CallSite, method: bool) -> tuple[str, ...]:
+        """Of the overloads a call's argument count fits, those its arguments' known types can bind (``score``):
+        ``self.view(-1)`` is view, not view.dtype (a number is no ScalarType); all of them when none can (a type
+        the index got wrong says nothing)."""
+        if len(ops) < 2 or not call.args:
+            return ops
+        args = self.arg_types(call)
+        if all(a is None for a in args):
+            return ops
+        out_first = call.callee.endswith("_out")  # at::X_out(out, ...); at::X_outf(..., out)
+        fits = tuple(o for o in ops if score(self.ix, args, _params(self.reg.by_full[o], method, out_first))
+                     is not None)
+        return fits or ops
 
     def _dispatches(self, sym: CppSymbol, depth: int = 0) -> tuple[str, ...]:
         """Ops a hand-written inline Tensor method reaches: those its body calls, following the methods of
