@@ -25,16 +25,14 @@ from ..model import (
 from ..store.reader import Index
 from .cpp_callers import callers, op_callers
 from .cpp_edges import out_edges
+from .formulas import formula_calls
 from .nodes import autograd_node, cpp_node, op_node, symbol_id, unresolved_node
 from .op_derivatives import derivative_entry, derivatives_of
 from .op_spellings import struct_op
 from .overloads import op_kernel_definitions
 from .registry import OpRegistry, registry
-from .resolve import op_named
 from .symbols import SYMBOL_COLS, defs_by_qualname, defs_in_file, pasted_match, symbol, to_symbol
 
-_CALLED = re.compile(r"(?<![\w.:])(?:at::)?([A-Za-z_]\w*)\s*\(")
-_METHOD = re.compile(r"\.([A-Za-z_]\w*)\s*\(")
 _NOT_CALLS = frozenset({"if", "for", "while", "return", "sizeof", "static_cast", "std", "c10", "Tensor",
                         "TensorList", "at", "grad", "result", "self", "other"})
 _FORMULA_NS = "torch::autograd::generated::details::"  # tools/autograd/templates/FunctionsManual: helpers
@@ -169,31 +167,22 @@ def op_called_by(ix: Index, node: Node) -> list[Edge]:
 
 # ------------------------------------------------------------------ BACKWARD
 
-def _formula_targets(ix: Index, reg: OpRegistry, text: str) -> list[Node]:
-    """What a derivative formula calls: ops (free functions, _symint spellings, Tensor methods) and
-    the C++ helpers of FunctionsManual.cpp."""
+def _formula_targets(ix: Index, reg: OpRegistry, text: str, entry: Op | None) -> list[Node]:
+    """What a derivative formula of ``entry``'s derivatives.yaml entry calls: the op overloads its calls can mean
+    (Note [Formula calls] in graph/formulas.py) and the C++ helpers of FunctionsManual.cpp."""
     out: dict[tuple[str, str], Node] = {}
-    for name in _CALLED.findall(text):
-        if name in _NOT_CALLS:
-            continue
-        ops = op_named(reg, name)
-        if ops:
-            for full in ops[:3]:
-                out.setdefault((NodeKind.OP, full), op_node(reg.by_full[full]))
+    for c in formula_calls(ix, reg, text, entry):
+        for full in c.ops:
+            out.setdefault((NodeKind.OP, full), op_node(reg.by_full[full]))
+        if c.op_name or c.name in _NOT_CALLS:
             continue
         # Functions.cpp (where the formulas are compiled) uses FunctionsManual's namespace; a formula's ATen helper is
         # written at::name (expand: at::sum_to, ExpandUtils.h)
         rows = next((r for ns in _FORMULA_SCOPES if (r := ix.q(
-            f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE qualname = ? AND is_definition", (ns + name,)))), [])
+            f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE qualname = ? AND is_definition", (ns + c.name,)))), [])
         for row in rows[:1]:
             n = cpp_node(to_symbol(ix, row))
             out.setdefault((n.kind, n.key), n)
-    for name in _METHOD.findall(text):
-        if reg.has_method(name):
-            for op in reg.by_name[name]:
-                if not op.is_out:
-                    out.setdefault((NodeKind.OP, op.full_name), op_node(op))
-                    break
     return list(out.values())
 
 
@@ -206,10 +195,10 @@ def backward_edges(ix: Index, node: Node) -> list[Edge]:
     out: dict[tuple[str, str], Edge] = {}
     # An in-place op uses its functional op's formulas (Note [The entry an op uses]): read each formula once.
     targets: dict[int, list[Node]] = ix.cached("formula_targets", dict)
-    for _d, formulas in derivatives_of(ix, op):
+    for d, formulas in derivatives_of(ix, op):
         for f in formulas:
             if f.id not in targets:
-                targets[f.id] = _formula_targets(ix, reg, f.formula)
+                targets[f.id] = _formula_targets(ix, reg, f.formula, reg.by_full.get(d.op_full_name))
             for dst in targets[f.id]:
                 if dst.key != node.key:
                     out.setdefault((dst.kind, dst.key), Edge(node, dst, EdgeKind.BACKWARD, f.loc, f.key,

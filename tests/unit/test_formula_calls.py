@@ -1,0 +1,45 @@
+"""The calls of a derivatives.yaml formula and the op overloads each can mean (Note [Formula calls] in
+graph/formulas.py), on the fixture registry: a call's arguments decide between overloads where their types are
+known (numbers, the entry's own arguments, grad and result), and a call no overload can take is no op's."""
+
+from __future__ import annotations
+
+import pytest
+
+from torchtalk.graph.formulas import formula_calls
+from torchtalk.graph.registry import registry
+
+
+@pytest.fixture
+def calls(indexed):
+    _tree, ix = indexed
+    reg = registry(ix)
+    entry = reg.by_full["add.Tensor"]  # add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1)
+
+    def of(text):
+        return [(c.name, c.method, c.ops, c.op_name) for c in formula_calls(ix, reg, text, entry)]
+    return of
+
+
+def test_a_number_picks_the_overload_it_can_bind(calls):
+    # size.int(Tensor self, int dim) and size.Dimname(Tensor self, Dimname dim) both take two arguments
+    assert calls("grad * at::size(self, 0)") == [("size", False, ("size.int",), True)]
+
+
+def test_a_call_no_overload_can_take_is_no_op(calls):
+    # rsqrt(Tensor self): a number binds no Tensor, so rsqrt(M_PI) is the C library's
+    assert calls("0.5 * rsqrt(M_PI) * grad") == [("rsqrt", False, (), True)]
+    assert calls("grad * rsqrt(other)") == [("rsqrt", False, ("rsqrt",), True)]
+
+
+def test_a_method_of_an_argument_that_is_no_tensor_is_no_op(calls):
+    # alpha is a Scalar: alpha.relu() would be c10::Scalar's, never the op relu
+    assert calls("grad * alpha.relu()") == [("relu", True, (), True)]
+    assert calls("grad.relu() * other_t.unsqueeze(0)") == [
+        ("relu", True, ("relu",), True), ("unsqueeze", True, ("unsqueeze",), True)]
+
+
+def test_helpers_and_qualified_calls(calls):
+    # a name no op has is a helper's (FunctionsManual); std::/c10:: calls are the library's, at:: ones are ops
+    assert calls("handle_r_to_c(self.scalar_type(), grad)") == [("handle_r_to_c", False, (), False)]
+    assert calls("std::sqrt(2) * at::rsqrt(grad)") == [("rsqrt", False, ("rsqrt",), True)]
