@@ -267,7 +267,7 @@ def test_nn_module_forward(cix):
     assert [(m.name, m.why.startswith("subclass")) for m in res.modules] == [("torch.nn.Linear", False),
                                                                             ("torch.nn.LazyLinear", True)]
     assert [t.command for t in res.tests[:2]] == ['pytest test/test_modules.py -k "nn_Linear"',
-                                                  'pytest test/test_nn.py -k "TestNN and test_linear"']
+                                                  'pytest test/test_nn.py::TestNN::test_linear']  # a node id: exact
     assert res.tests[0].loc.path == "torch/testing/_internal/common_modules.py"
     assert nxt == ['trace_module("torch.nn.Linear")']
 

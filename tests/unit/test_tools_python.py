@@ -236,3 +236,42 @@ def test_not_found_offers_nothing_for_a_name_no_tool_knows(py_indexed):
                      ("trace_module", {"module_name": "NoSuchModuleZz"})):
         a = answer(get_tool(tool), ix, **kw)
         assert a.result.elsewhere == [] and "It is " not in a.text
+
+
+def test_a_mixins_tests_run_in_the_test_cases_deriving_from_it(py_indexed):
+    """Note [Where tests run]: StoreTestBase is no TestCase, so pytest runs its tests only as those of the classes
+    deriving from it; HashStoreTest has no test of its own and runs two; LibUvFileStoreTest overrides one."""
+    _, ix = py_indexed
+    res, text = call(ix, "test_file_info", file_path="test/distributed/test_store.py")
+    got = {c.name: (c.tests, c.inherited, c.collected) for c in res.classes}
+    assert got == {"StoreTestBase": (2, 0, False), "FileStoreTest": (1, 2, True), "HashStoreTest": (0, 2, True),
+                   "LibUvFileStoreTest": (1, 2, True)}, text
+    assert res.total_tests == 8  # what pytest runs: 3 + 2 + 3, never the mixin's own
+    assert ("no TestCase, so pytest runs its tests only in FileStoreTest, HashStoreTest, LibUvFileStoreTest") in text
+    # a command names a class that runs the test; a test no generator renames is run by its node id
+    assert "StoreTestBase: run one: pytest test/distributed/test_store.py::FileStoreTest::test_set_get_check" in text
+    assert "FileStoreTest: run one: pytest test/distributed/test_store.py::FileStoreTest::test_refcount" in text
+    # a node id of an inherited test asks for the test where it is written
+    res, _ = call(ix, "test_file_info", file_path="test/distributed/test_store.py::HashStoreTest::test_append")
+    assert (res.page.class_name, [t.name for t in res.page.tests]) == ("StoreTestBase", ["test_append"])
+    res, _ = call(ix, "test_file_info", file_path="test/distributed/test_store.py::LibUvFileStoreTest::test_refcount")
+    assert (res.page.class_name, [t.name for t in res.page.tests]) == ("FileStoreTest", ["test_refcount"])
+
+
+def test_a_templates_tests_run_where_a_helper_copies_them(py_indexed):
+    """copy_tests(CommonTemplate, CpuTests, "cpu") makes CpuTests.test_bool_cpu of CommonTemplate.test_bool."""
+    _, ix = py_indexed
+    res, text = call(ix, "test_file_info", file_path="test/inductor/test_torchinductor.py")
+    got = {c.name: (c.tests, c.inherited, c.runs_in) for c in res.classes}
+    assert got == {"CommonTemplate": (2, 0, ["CpuTests (as test_..._cpu)"]), "CpuTests": (0, 2, [])}, text
+    assert "CommonTemplate: run one: pytest test/inductor/test_torchinductor.py::CpuTests::test_bool_cpu" in text
+    res, _ = call(ix, "test_file_info", file_path="test/inductor/test_torchinductor.py::CpuTests::test_bool_cpu")
+    assert (res.page.class_name, [t.name for t in res.page.tests]) == ("CommonTemplate", ["test_bool"])
+
+
+def test_find_similar_tests_runs_a_mixins_test_as_a_class_that_collects_it(py_indexed):
+    _, ix = py_indexed
+    res, text = call(ix, "find_similar_tests", query="set_get_check")
+    (found,) = [t for t in res.tests if t.name == "test_set_get_check"]
+    assert (found.cls, found.command) == (
+        "StoreTestBase", "pytest test/distributed/test_store.py::FileStoreTest::test_set_get_check"), text

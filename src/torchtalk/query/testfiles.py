@@ -6,15 +6,17 @@ import difflib
 import json
 import os
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 
 from ..errors import BadArgument
 from ..graph.registry import registry
+from ..graph.source_lines import file_lines
 from ..model import InstantiationKind, Loc
 from ..store.reader import Index
 from .args import MAX_LIMIT, check_int, clean_text, shown
 from .results import NotFound
+from .testclasses import test_classes
 from .testlist import TestPage, clean_filter, generic_class, node_filters, node_id, page_call, test_page
 from .testnames import generated_names
 
@@ -81,10 +83,14 @@ class TestClassInfo:
     name: str
     loc: Loc
     bases: list[str]
-    tests: int
+    tests: int  # its own
     device_type: str  # options JSON when instantiated per device, else ""
     generated_classes: list[str]
     parametrized: bool
+    inherited: int = 0  # tests it runs from the file's classes it derives from or a helper copies in (Note [Where
+    #                     tests run] in query/testclasses.py)
+    runs_in: list[str] = field(default_factory=list)  # no TestCase: the classes its tests run in ("CpuTests _cpu")
+    collected: bool = True  # pytest collects it (a TestCase), or the file's classes are not known
 
 
 @dataclass
@@ -167,15 +173,22 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
     device = {cls: opts for kind, cls, _l, opts in insts if kind == InstantiationKind.DEVICE_TYPE}
     param = {cls for kind, cls, _l, _o in insts if kind == InstantiationKind.PARAMETRIZED}
     classes = []
-    counts = dict(ix.q("SELECT cls, count(*) FROM test_method WHERE file_id = ? GROUP BY cls", (fid,)))
-    for cid, name, bases, line in ix.q("SELECT id, name, bases, line FROM test_class WHERE file_id = ? ORDER BY line",
-                                       (fid,)):
-        n = counts.get(cid, 0)
-        if not n and name not in device:
+    rows = ix.q("SELECT coalesce(c.name, ''), m.name, m.line, m.decorators FROM test_method m "
+                "LEFT JOIN test_class c ON c.id = m.cls WHERE m.file_id = ? ORDER BY m.line", (fid,))
+    by_class: dict[str, list[str]] = {}
+    for cls, name, _line, _decos in rows:
+        by_class.setdefault(cls, []).append(name)
+    where = test_classes(ix, fid, "\n".join(file_lines(ix, path)), by_class)
+    for name, bases, line in ix.q("SELECT name, bases, line FROM test_class WHERE file_id = ? ORDER BY line", (fid,)):
+        n, inherited = len(by_class.get(name, [])), len(where.inherited.get(name, [])) + where.copied.get(name, 0)
+        if not n and not inherited and name not in device:
             continue  # helpers and fixtures classes without tests
         gen = [g.split(".")[0] for g in generated_names(name, "x", [], device[name])] if name in device else []
+        runs_in = [] if where.is_collected(name) else [f"{c} (as test_..._{s})" if s else c
+                                                       for c, s in where.runs_in.get(name, [])]
         classes.append(TestClassInfo(name, Loc(path, line), json.loads(bases or "[]"), n, device.get(name, ""),
-                                     list(dict.fromkeys(gen)), name in param))
+                                     list(dict.fromkeys(gen)), name in param, inherited, runs_in,
+                                     where.is_collected(name)))
     functions = [(name, Loc(path, line)) for name, line in ix.q(
         "SELECT name, line FROM test_method WHERE file_id = ? AND cls IS NULL ORDER BY line", (fid,))]
     decos: Counter[str] = Counter()
@@ -197,17 +210,17 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
             ops[f"Tensor.{name}"] += n
         elif tok.startswith("F.") and f"torch.nn.functional.{tok[2:]}" in reg.py_by_name:
             ops[f"torch.nn.functional.{tok[2:]}"] += n
-    total = sum(counts.values())
-    rows = ix.q("SELECT coalesce(c.name, ''), m.name, m.line, m.decorators FROM test_method m "
-                "LEFT JOIN test_class c ON c.id = m.cls WHERE m.file_id = ? ORDER BY m.line", (fid,))
+    # what pytest runs: each collected class's own and inherited tests, a template's in each class it is copied into
+    total = sum(len(t) for c, t in by_class.items() if where.is_collected(c)) + sum(
+        len(t) for t in where.inherited.values()) + sum(where.copied.values())
     names, generated = [c.name for c in classes], {c.name: c.generated_classes for c in classes}
-    by_class: dict[str, list[str]] = {}
-    for cls, name, _line, _decos in rows:
-        by_class.setdefault(cls, []).append(name)
+    if len(node.parts) == 2 and (src := where.source_of(*node.parts)) is not None:
+        node = replace(node, parts=src)  # a test inherited or copied into the class pytest names
     class_name, query = node_filters(node, names, generated, by_class, class_name, query)
     if class_name:
         class_name = generic_class(class_name, names, generated)
-    page = test_page(path, rows, device, class_name, query, offset, lambda n: page_call(path, class_name, query, n))
+    page = test_page(path, rows, device, class_name, query, offset, lambda n: page_call(path, class_name, query, n),
+                     where.run_as)
     return TestFileInfo(path, classes, functions, [(k, c, Loc(path, ln), o) for k, c, ln, o in insts],
                         decos.most_common(20), utilities, ops.most_common(40), total,
                         f"python {path}" if path.startswith("test/") else f"python -m pytest {path}", page)

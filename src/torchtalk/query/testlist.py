@@ -167,9 +167,11 @@ def generic_class(class_name: str, classes: list[str], device_classes: dict[str,
 
 
 def test_page(path: str, rows: list[tuple[str, str, int, str]], instantiation: dict[str, str], class_name: str,
-              query: str, offset: int, call: Callable[[int], str]) -> TestPage:
+              query: str, offset: int, call: Callable[[int], str],
+              run_as: Callable[[str, str], tuple[str, str]] = lambda c, n: (c, n)) -> TestPage:
     """rows: (class as written, test name, line, decorators JSON) in source order; instantiation: class -> the
-    options of instantiate_device_type_tests; call(offset) -> the call that shows the page from that offset."""
+    options of instantiate_device_type_tests; call(offset) -> the call that shows the page from that offset;
+    run_as(class, test) -> the class and name it runs as (Note [Where tests run] in query/testclasses.py)."""
     q = query.lower()
     chosen = [r for r in rows if (not class_name or r[0] == class_name) and (not q or q in r[1].lower())]
     tests: list[ListedTest] = []
@@ -187,7 +189,8 @@ def test_page(path: str, rows: list[tuple[str, str, int, str]], instantiation: d
         if t.cls not in runs:
             ds = json.loads(decos or "[]")
             gen = generated_names(t.cls, t.name, ds, instantiation[t.cls]) if t.cls in instantiation else []
-            runs[t.cls] = ClassRun(t.cls, t.name, run_command(path, t.cls, t.name),
+            cls, name = run_as(t.cls, t.name)
+            runs[t.cls] = ClassRun(t.cls, t.name, run_command(path, cls, name, ds, instantiation.get(t.cls)),
                                    [g for g in gen if g != f"{t.cls}.{t.name}"])
     end = offset + len(tests)
     return TestPage(class_name, query, offset, len(chosen), tests, list(runs.values()),

@@ -13,6 +13,7 @@ from ..graph.registry import registry
 from ..model import Loc, Op
 from ..store.reader import Index, like_literal
 from .args import MAX_LIMIT, check_int, clean_text, shown
+from .testclasses import run_where_collected
 from .testnames import generated_names, run_command
 
 
@@ -294,7 +295,7 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = T
         opts = inst.get((fid, cls))
         ops_stem = stem if any(d.startswith("ops(") for d in decorators) else None
         scored[mid] = (rank, FoundTest(
-            name, cls, Loc(path, line), why, run_command(path, cls, name), decorators,
+            name, cls, Loc(path, line), why, run_command(path, cls, name, decorators, opts), decorators,
             generated_names(cls, name, decorators, opts, ops_stem), by_name))
 
     base_sql = ("SELECT m.id, m.file_id, coalesce(c.name, ''), m.name, m.line, m.decorators, m.touches "
@@ -333,7 +334,8 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = T
                     add(row, g, 0, f"calls {spelling}" + ("()" if method_call else ""), False)
     ranked = [t for _s, t in sorted(scored.values(), key=lambda x: x[0])]
     asked = {q, f"torch.{stem}", entry[0] if entry else ""} - {""}
-    return SimilarTestsResult(q, ranked[:limit], len(ranked), _opinfos(ix, key, ops, asked), home, home_why)
+    listed = run_where_collected(ix, ranked[:limit])  # a mixin's or template's test: as a class that runs it
+    return SimilarTestsResult(q, listed, len(ranked), _opinfos(ix, key, ops, asked), home, home_why)
 
 
 def _opinfos(ix: Index, key: str, ops: list[Op], asked: set[str]) -> list[OpInfoHit]:

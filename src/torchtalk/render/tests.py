@@ -87,6 +87,11 @@ def render_test_file(r: TestFileInfo) -> str:
             extra.append("instantiate_device_type_tests -> " + ", ".join(c.generated_classes))
         if c.parametrized:
             extra.append("instantiate_parametrized_tests")
+        if c.inherited:
+            extra.append(f"+ {c.inherited} from classes it derives from or a helper copies in")
+        if c.runs_in or not c.collected:
+            extra.append("no TestCase, so pytest runs its tests only " + (
+                f"in {first(c.runs_in, 6)}" if c.runs_in else "where another file's class derives from it"))
         out.append(f"- {c.name}  {c.loc}  {c.tests} tests; bases {', '.join(c.bases) or '-'}"
                    + (f"; {'; '.join(extra)}" if extra else ""))
     if r.functions and not page:

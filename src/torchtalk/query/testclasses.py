@@ -1,0 +1,138 @@
+"""Where a test file's tests run: the classes pytest collects, and the tests each inherits or is given.
+
+Note [Where tests run]
+~~~~~~~~~~~~~~~~~~~~~~
+pytest collects the classes derived from a TestCase (``py_class_fq.roots`` says ``testcase``); a class that is
+none (``StoreTestBase`` in test/distributed/test_store.py, a mixin; inductor's ``CommonTemplate``) runs none of its
+tests itself. They run in the collected classes of the file that derive from it, as that class's (``FileStoreTest``,
+``HashStoreTest``, ... each runs StoreTestBase's six: HashStoreTest has no test of its own), or in a class a helper
+copies them into: a module-level call that hands a template class and a collected class of the file, then a name
+suffix (``copy_tests(CommonTemplate, CpuTests, "cpu")``: ``CpuTests.test_bool_cpu``), as test/inductor's
+``copy_tests`` does with ``setattr(other_cls, f"{name}_{suffix}", ...)``. A test of such a class is run as one of
+the class it runs in.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
+
+from ..graph.source_lines import file_lines
+from ..model import Loc
+from ..store.reader import Index
+from .testnames import run_command
+
+
+class _Test(Protocol):
+    cls: str
+    name: str
+    loc: Loc
+    decorators: list[str]
+    command: str
+
+
+T = TypeVar("T", bound=_Test)
+
+# helper(Template, Collected, "suffix"...): the first call of a line that hands two classes and a string
+_COPY = re.compile(r"^\s*[\w.]+\(\s*(\w+)\s*,\s*(\w+)\s*,\s*[\"'](\w+)[\"']", re.M)
+
+
+@dataclass
+class Classes:
+    """The test classes of one file, as pytest sees them (Note [Where tests run])."""
+
+    collected: set[str] = field(default_factory=set)  # classes pytest collects (empty: not known, all are)
+    inherited: dict[str, list[str]] = field(default_factory=dict)  # collected class -> tests from its bases
+    runs_in: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # not collected -> (class, suffix)
+    copied: dict[str, int] = field(default_factory=dict)  # collected class -> tests a helper copies into it
+    own: dict[str, list[str]] = field(default_factory=dict)  # class -> the tests it defines
+    origin: dict[tuple[str, str], str] = field(default_factory=dict)  # (class, inherited test) -> the class defining it
+
+    def is_collected(self, cls: str) -> bool:
+        return not self.collected or not cls or cls in self.collected
+
+    def source_of(self, cls: str, test: str) -> tuple[str, str] | None:
+        """The class and test as written that a test run as ``cls.test`` is (``CpuTests.test_bool_cpu``:
+        CommonTemplate.test_bool; ``HashStoreTest.test_append``: StoreTestBase.test_append), or None."""
+        if (cls, test) in self.origin:
+            return self.origin[(cls, test)], test
+        for template, into in self.runs_in.items():
+            for where, suffix in into:
+                base = test[:-len(suffix) - 1] if suffix and test.endswith(f"_{suffix}") else test
+                if where == cls and (base != test or not suffix) and base in self.own.get(template, []):
+                    return template, base
+        return None
+
+    def run_as(self, cls: str, name: str) -> tuple[str, str]:
+        """The class and name a test of ``cls`` runs as (itself, when ``cls`` is collected or runs nowhere)."""
+        if self.is_collected(cls) or not self.runs_in.get(cls):
+            return cls, name
+        where, suffix = self.runs_in[cls][0]
+        return where, f"{name}_{suffix}" if suffix else name
+
+
+def test_classes(ix: Index, fid: int, source: str | None, own: dict[str, list[str]]) -> Classes:
+    """``own``: class -> its own tests, in source order; ``source``: the file's text (None: unread)."""
+    rows = ix.q("SELECT name, roots, bases, module FROM py_class_fq WHERE file_id = ? AND source = 'test'", (fid,))
+    if not rows:
+        return Classes()
+    names = {r[0] for r in rows}
+    parents: dict[str, list[str]] = {}
+    for name, _roots, bases, module in rows:
+        written = re.findall(r'"([^"]+)"', bases or "")
+        parents[name] = [b.rsplit(".", 1)[-1] for b in written if b.rsplit(".", 1)[0] == module
+                         and b.rsplit(".", 1)[-1] in names]
+    out = Classes({name for name, roots, _b, _m in rows if "testcase" in (roots or "").split()}, own=own)
+
+    def ancestors(cls: str, seen: frozenset[str] = frozenset()) -> list[str]:
+        found: list[str] = []
+        for p in parents.get(cls, []):
+            if p not in seen and p not in found:
+                found += [p, *(a for a in ancestors(p, seen | {cls}) if a not in found)]
+        return found
+
+    for cls in sorted(out.collected):
+        mine = set(own.get(cls, []))
+        got = [(t, a) for a in ancestors(cls) for t in own.get(a, []) if t not in mine]
+        if got:
+            out.inherited[cls] = list(dict.fromkeys(t for t, _a in got))
+            for t, a in reversed(got):  # the first ancestor defining it wins, as Python's lookup does
+                out.origin[(cls, t)] = a
+        for a in ancestors(cls):
+            if a not in out.collected and own.get(a):
+                out.runs_in.setdefault(a, []).append((cls, ""))
+    for m in _COPY.finditer(source or ""):
+        template, into, suffix = m.groups()
+        if template in names and template not in out.collected and into in out.collected and own.get(template):
+            out.runs_in.setdefault(template, []).append((into, suffix))
+            out.copied[into] = out.copied.get(into, 0) + len(own[template])
+    return out
+
+
+def classes_of(ix: Index, fid: int) -> Classes:
+    """``test_classes`` of one indexed test file (memoised per index version)."""
+    memo: dict[int, Classes] = ix.cached("test_classes_of", dict)
+    if fid not in memo:
+        own: dict[str, list[str]] = {}
+        for cls, name in ix.q("SELECT coalesce(c.name, ''), m.name FROM test_method m LEFT JOIN test_class c "
+                              "ON c.id = m.cls WHERE m.file_id = ? ORDER BY m.line", (fid,)):
+            own.setdefault(cls, []).append(name)
+        memo[fid] = test_classes(ix, fid, "\n".join(file_lines(ix, ix.path_of(fid))), own)
+    return memo[fid]
+
+
+def run_where_collected(ix: Index, tests: list[T]) -> list[T]:
+    """``tests`` (find_similar_tests' FoundTest) with the command of each test of a class pytest does not collect
+    naming a class it runs in (Note [Where tests run]); the others as they are."""
+    ids = ix.file_ids()
+    for t in tests:
+        fid = ids.get(t.loc.path)
+        if fid is None or not t.cls:
+            continue
+        where = classes_of(ix, fid)
+        if not where.is_collected(t.cls):
+            cls, name = where.run_as(t.cls, t.name)
+            if cls != t.cls:
+                t.command = run_command(t.loc.path, cls, name, t.decorators, None)
+    return tests
