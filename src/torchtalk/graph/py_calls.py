@@ -310,8 +310,15 @@ def _attribute_calls(ix: Index, src: Node, mro: Sequence[str], written: str, sit
                     "WHERE a.attr = ? AND f.module = ? AND f.cls = ? ORDER BY a.file_id, a.line",
                     (attr, d.module, d.qualname))
         if rows:
-            return _held_calls(ix, src, d.module, rows, None, site, written)
-    return []
+            held = _held_calls(ix, src, d.module, rows, None, site, written)
+            if held:
+                return held
+            # Named, never dropped: self.weight_fake_quant = qconfig.weight(...) makes an object of no class shown
+            value, file_id, line = rows[0]
+            return [Edge(src, unresolved_node(written), EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE, note=(
+                f"made by {value}(...) at {ix.path_of(file_id)}:{line}, whose class the code does not show; not "
+                "followed"), written=written)]
+    return []  # no method of the class makes it: a subclass's method (self.forward in Module.__call__), or unknown
 
 
 def _held_calls(ix: Index, src: Node, module: str, made_by: list[tuple[str, int, int]], method: str | None,

@@ -134,7 +134,10 @@ class PyAttr:
     ``self.linear1 = Linear(...)``) and its ``forward`` calls them (``self.self_attn(x, x, x)``); calling an
     ``nn.Module`` runs its ``forward`` (``Module.__call__`` -> ``_call_impl``), any other object its ``__call__``.
     The row keeps the constructor as written; graph/py_calls.py resolves it in the assigning method's module, and
-    a call ``self.attr(...)`` that names no method of the class goes to the constructed class's ``forward``.
+    a call ``self.attr(...)`` that names no method of the class goes to the constructed class's ``forward``. One
+    whose attribute was made by a call that names no class (``self.weight_fake_quant = qconfig.weight(...)``) is
+    named in the answer as not followed, never dropped; an attribute no call makes (``self.activation =
+    activation``) is not recorded, and its calls are not either.
     """
 
     func: Annotated[int, Ref("PyFunction")]  # the method that assigns it (its class is the attribute's owner);
