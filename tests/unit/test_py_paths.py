@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from torchtalk.extract.pymodules import extract_python
-from torchtalk.model import CutKind, PyCall
+from torchtalk.model import CutKind, PyCall, PyFunction, PyReceiver
 from torchtalk.query import pywalk
 from torchtalk.tools import get_tool, run
 
@@ -51,7 +51,13 @@ def test_calls_record_their_arm_and_the_assignment_that_chose_an_alias():
     assert (calls[("_single_tensor_adamw", 35)].branch, calls[("_single_tensor_adamw", 35)].branch_line) == ("else", 29)
     # a call in the test of an if runs on every path
     assert calls[("torch.jit.is_scripting", 29)].branch == ""
-    assert calls[("torch._foreach_addcdiv_", 54)].branch == "if lr"
+    assert calls[("torch._foreach_addcdiv_", 58)].branch == "if lr"
+    # a name bound once to a call keeps the call's function (Note [Builtin receivers])
+    assert calls[("grouped_tensors.values", 54)].recv_call == "Optimizer._group_tensors_by_device_and_dtype"
+    opt = (FIXTURE_TREE.parent / "tree_py/torch/optim/optimizer.py").read_bytes()
+    returns = {f.name: f.returns for f in extract_python("torch/optim/optimizer.py", opt)[PyFunction]}
+    assert returns["_group_tensors_by_device_and_dtype"] is PyReceiver.DICT  # Union[Dict[...], Dict[...]]
+    assert returns["step"] is PyReceiver.UNKNOWN
 
 
 def test_trace_module_reaches_the_ops_of_each_path_with_the_line_that_chooses_it(paths_indexed):

@@ -24,6 +24,7 @@ from ..model import (
     PyImport,
     PyOpRef,
     PyOpRefKind,
+    PyReceiver,
     RaiseSite,
 )
 from .opregs import kind_for, op_name, op_names, ref_op
@@ -47,7 +48,7 @@ from .pyast import (
     signature,
     text,
 )
-from .pyrecv import BINDS, Receivers
+from .pyrecv import BINDS, Receivers, annotation_kind
 from .raises_py import CALL_NAMES, HOOKS, PyRaises, on_call
 
 _FuncDef, _AsyncDef, _ClassDef = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef
@@ -312,7 +313,7 @@ class _Extractor:
         qualname = qual + n.name
         self.funcs.append(PyFunction(
             self.module, qualname, n.name, cls, signature(n), n.lineno, n.end_lineno or n.lineno,
-            first_doc_line(n), json.dumps(decos), kind,
+            first_doc_line(n), json.dumps(decos), kind, annotation_kind(n.returns) or PyReceiver.UNKNOWN,
         ))
         decorator_calls(n, func, self.calls, stack)
         a = n.args

@@ -14,6 +14,7 @@ import warnings
 from dataclasses import replace
 
 from ..model import PyCall, PyReceiver
+from .pyast import dotted
 
 R = PyReceiver
 # Constructors and annotations that name a builtin, bare or under their module (collections.deque, typing.Set).
@@ -87,6 +88,10 @@ def annotation_kind(a: ast.expr | None) -> PyReceiver | None:
     if a.__class__ is ast.Subscript:
         if _named(a.value) == "Optional":
             return annotation_kind(a.slice)
+        if _named(a.value) == "Union":  # Union[Dict[...], Dict[...]]: the one builtin its members name, None aside
+            members = a.slice.elts if a.slice.__class__ is ast.Tuple else [a.slice]  # type: ignore[attr-defined]
+            kinds = {annotation_kind(m) for m in members if not (m.__class__ is ast.Constant and m.value is None)}
+            return kinds.pop() if len(kinds) == 1 else R.BUILTINS if kinds and None not in kinds else None
         a = a.value
     elif a.__class__ is ast.BinOp and a.op.__class__ is ast.BitOr:  # X | None
         sides = [s for s in (a.left, a.right) if not (s.__class__ is ast.Constant and s.value is None)]
@@ -97,7 +102,7 @@ def annotation_kind(a: ast.expr | None) -> PyReceiver | None:
 class Receivers:
     """The builtins the locals of one function scope hold (Note [Builtin receivers])."""
 
-    __slots__ = ("kinds", "unknown", "calls", "open")
+    __slots__ = ("kinds", "unknown", "calls", "open", "made", "other")
 
     def __init__(self, args: ast.arguments | None, open_scopes: list[Receivers]) -> None:
         """``open_scopes``: the Receivers of the enclosing functions, whose walks are not done (a ``nonlocal``
@@ -107,8 +112,11 @@ class Receivers:
         self.kinds: dict[str, set[object]] = {}  # name -> what its bindings and annotation make
         self.unknown: set[str] = set()  # names bound to what the function does not show
         self.calls: list[int] = []  # indices of calls of a method of a bare name
+        self.made: dict[str, str] = {}  # name -> the function whose call it is bound to ("" when bound so twice)
+        self.other: set[str] = set()  # names bound some other way too
         if args is None:
             return
+        self.other.update(p.arg for p in (*args.posonlyargs, *args.args, *args.kwonlyargs))
         for p in (*args.posonlyargs, *args.args, *args.kwonlyargs):
             kind = annotation_kind(p.annotation)
             if kind is None:
@@ -127,6 +135,7 @@ class Receivers:
         if t is ast.Global or t is ast.Nonlocal:
             for scope in self.open:  # this one, and the functions around it whose names a nonlocal rebinds
                 scope.unknown.update(n.names)
+                scope.other.update(n.names)
             return
         if t is ast.Lambda:
             a = n.args
@@ -146,13 +155,19 @@ class Receivers:
         else:
             kind = value_kind(n.value)
             targets = n.targets
+        call = dotted(n.value.func) if t is ast.Assign and n.value.__class__ is ast.Call else None
         for tg in targets:
             if tg.__class__ is not ast.Name:
                 self._names_in(tg)  # a, b = ...: unpacked (an attribute or item stored binds no name)
-            elif kind is None:
+                continue
+            if kind is None:
                 self.unknown.add(tg.id)
             else:
                 self.kinds.setdefault(tg.id, set()).add(kind)
+            if call is not None and len(targets) == 1:
+                self.made[tg.id] = "" if tg.id in self.made else call
+            else:
+                self.other.add(tg.id)
 
     def _unknown(self, n: ast.AST) -> None:
         """A binding of what the function does not show: its names are unknown."""
@@ -167,14 +182,17 @@ class Receivers:
             self._names_in(n.target)
         elif t is ast.Import or t is ast.ImportFrom:
             self.unknown.update((a.asname or a.name).split(".")[0] for a in n.names)
+            self.other.update((a.asname or a.name).split(".")[0] for a in n.names)
         else:  # except ... as name, and a match's captures
             name = getattr(n, "name", None) or getattr(n, "rest", None)
             if name:
                 self.unknown.add(name)
+                self.other.add(name)
 
     def _names_in(self, target: ast.AST) -> None:
         if target.__class__ is ast.Name:
             self.unknown.add(target.id)
+            self.other.add(target.id)
         elif target.__class__ in (ast.Tuple, ast.List, ast.Starred):
             for sub in ast.iter_child_nodes(target):
                 self._names_in(sub)
@@ -196,4 +214,6 @@ class Receivers:
             kind = self.kind_of(head) if rest and "." not in rest else None
             if kind is not None:
                 calls[i] = replace(c, recv=kind)
+            elif rest and "." not in rest and self.made.get(head) and head not in self.other:
+                calls[i] = replace(c, recv_call=self.made[head])
 

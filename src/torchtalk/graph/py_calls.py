@@ -116,14 +116,14 @@ def py_call_edges(ix: Index, node: Node, ctx: PyContext | None = None) -> list[E
     out: list[Edge] = []
     seen: set[tuple[str, int, str, str]] = set()
     # A method of a local that holds a builtin (memo = set(); memo.add(m)) reaches nothing: Note [Builtin receivers]
-    for callee, line, file_id, arm, head, chosen, nargs, keywords, literals in ix.q(
-            "SELECT callee, line, file_id, branch, branch_line, chosen, nargs, keywords, literals FROM py_call "
-            "WHERE func = ? AND recv = '' ORDER BY line, id", (fn.row_id,)):
+    for callee, line, file_id, arm, head, chosen, nargs, keywords, literals, made_by in ix.q(
+            "SELECT callee, line, file_id, branch, branch_line, chosen, nargs, keywords, literals, recv_call "
+            "FROM py_call WHERE func = ? AND recv = '' ORDER BY line, id", (fn.row_id,)):
         if (callee, nargs, keywords, literals) in seen:
             continue  # the same call again (a guard repeated in branches): once is enough
         seen.add((callee, nargs, keywords, literals))  # another shape may reach other overloads (torch.sum(x), (x, 1))
         path = ix.path_of(file_id)
-        edges = _call(ix, node, fn, callee, Loc(path, line), ctx, _shape(nargs, keywords, literals))
+        edges = _call(ix, node, fn, callee, Loc(path, line), ctx, _shape(nargs, keywords, literals), made_by)
         if arm:
             branch = Branch(arm, Loc(path, head), Loc(path, chosen) if chosen else None)
             edges = [replace(e, branch=branch) for e in edges]
@@ -154,9 +154,9 @@ def _callers(ix: Index, node: Node) -> list[Edge]:
     names = pynames(ix)
     out: list[Edge] = []
     for last in sorted(lasts):
-        for module, qualname, callee, file_id, line, nargs, keywords, literals in ix.q(
-                "SELECT f.module, f.qualname, c.callee, c.file_id, c.line, c.nargs, c.keywords, c.literals "
-                "FROM py_call c "
+        for module, qualname, callee, file_id, line, nargs, keywords, literals, made_by in ix.q(
+                "SELECT f.module, f.qualname, c.callee, c.file_id, c.line, c.nargs, c.keywords, c.literals, "
+                "c.recv_call FROM py_call c "
                 "JOIN py_function f "
                 "ON f.id = c.func WHERE (c.callee = ? OR c.callee LIKE ? ESCAPE '\\') AND c.recv = '' "
                 "ORDER BY c.file_id, c.line",
@@ -167,7 +167,7 @@ def _callers(ix: Index, node: Node) -> list[Edge]:
             src = function_node(fn)
             site = Loc(ix.path_of(file_id), line)
             out += [e for e in _call(ix, src, fn, callee, site, own_context(ix, fn),
-                                     _shape(nargs, keywords, literals))
+                                     _shape(nargs, keywords, literals), made_by)
                     if e.dst.kind is node.kind and e.dst.key == node.key]
     return out
 
@@ -209,7 +209,8 @@ def _shape(nargs: int, keywords: str, literals: str) -> Shape:
 
 
 def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyContext,
-          shape: Shape = (-1, (), "")) -> list[Edge]:
+          shape: Shape = (-1, (), ""), made_by: str = "") -> list[Edge]:
+    """``made_by``: for ``x.m()``, the function whose call x is bound to (Note [Builtin receivers])."""
     names = pynames(ix)
     head = written.split(".")[0]
     if written.startswith(("self.", "super().")) and written.count(".") == 1:
@@ -252,6 +253,8 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
     if "." not in written:
         return []  # a local or builtin callable
     if written.count(".") == 1 and head not in names.imports(fn.module)[0]:
+        if made_by and _returns_builtin(ix, fn.module, made_by):
+            return []  # grouped_tensors.values(): a dict's method (Note [Builtin receivers] in model/python.py)
         method = written.split(".")[1]
         ops = overloads_for(ops_of_python(ix, f"Tensor.{method}"), shape[0], shape[1], True, shape[2])
         return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, note="receiver not typed; assumed a Tensor",
@@ -259,6 +262,16 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
     if full.startswith("torch."):
         return [Edge(src, unresolved_node(full), EdgeKind.PY_CALL, site, written=written)]
     return []
+
+
+def _returns_builtin(ix: Index, module: str, written: str) -> bool:
+    """Whether ``written`` (a call's function, as written in ``module``) is a Python function whose return annotation
+    names a builtin container or string."""
+    d = pynames(ix).definition(pynames(ix).resolve_in(module, written))
+    if d is None or d.kind is not PyDefKind.FUNCTION:
+        return False
+    row = ix.one("SELECT returns FROM py_function WHERE id = ?", (d.row_id,))
+    return bool(row and row[0])
 
 
 def _native_method(ix: Index, classes: Sequence[str], name: str) -> tuple[str, Loc] | None:

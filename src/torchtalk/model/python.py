@@ -43,6 +43,7 @@ class PyFunction:
     doc: str
     decorators: str  # JSON list of decorator source texts
     kind: PyFunctionKind
+    returns: PyReceiver = PyReceiver.UNKNOWN  # the builtin its return annotation names (Note [Builtin receivers])
     id: Annotated[int, Stored.ID] = field(default=0, compare=False)
     path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
@@ -63,7 +64,11 @@ class PyFunction:
 # ``seen = {}``, ``keys = sorted(...)``, ``msg = f"..."``, ``x = None`` aside), or a parameter annotated with one
 # (``memo: Optional[Set[Module]] = None``, ``*args``, ``**kwargs``) and never bound otherwise, holds that builtin
 # wherever the function calls its methods. Such a call records the builtin (``PyCall.recv``) and reaches no op.
-# A name bound any other way (unpacked, a loop or ``with`` target, ``global`` / ``nonlocal``) stays unknown.
+# A name bound any other way (unpacked, a loop or ``with`` target, ``global`` / ``nonlocal``) stays unknown. A name
+# bound once, to what a call returns (``grouped_tensors = Optimizer._group_tensors_by_device_and_dtype(...)``), keeps
+# that call's function as written (``PyCall.recv_call``): where it resolves to a function whose return annotation
+# names a builtin (``PyFunction.returns``: ``-> Union[Dict[...], Dict[...]]``), ``grouped_tensors.values()`` is a
+# dict's, not the op ``values`` (graph/py_calls.py).
 
 
 # PyCall.literals: what a literal argument is (an int, -1 too; a float; a str or f-string; True/False; None).
@@ -84,6 +89,7 @@ class PyCall:
     branch_line: int = 0
     chosen: int = 0  # func = _fused_adamw; func(...): the line of the assignment (0 for a call by its own name)
     recv: PyReceiver = PyReceiver.UNKNOWN  # ``x.m()``: what x holds, when the function shows it is a builtin
+    recv_call: str = ""  # ``x.m()`` with x bound once, to ``f(...)``: f as written (Note [Builtin receivers])
     # Note [Overloads by arguments]: the call's shape, which picks the op overloads it can reach
     nargs: int = -1  # positional arguments written; -1 when one is starred (*args): not known
     keywords: str = ""  # keyword arguments' names as written, comma-separated; "**" for a **mapping
