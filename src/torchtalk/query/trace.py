@@ -46,6 +46,7 @@ from .args import check_choice, clean_text
 from .bound import BindingTrace, bindings_named, unknown_module_bindings
 from .cuts import calls_cuts, explore, gpu_cuts, named
 from .handbound import HandBinding, bindings_of
+from .library_ops import describe, kernel_calls, library_op
 from .no_entry import AutogradWithoutEntry, no_entry
 from .pywalk import Choice, walk_to_ops
 from .results import NotFound
@@ -184,6 +185,9 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
         return TraceResult(name, focus, [], [], {}, has_cpp(ix), entry=entry,
                            notes=[_no_op_note(entry)], cuts=entry.cuts)
     if not ops:
+        lib = library_op(ix, name)  # Note [Library ops]: quantized::conv3d is no op of native_functions.yaml
+        if lib is not None:
+            return NotFound("op in native_functions.yaml", name, [], describe(lib), kernel_calls(lib))
         return NotFound("op", name, reg.suggest(name),
                         "Ops are named as in native_functions.yaml (e.g. 'softmax', 'add.Tensor') or by their "
                         "Python name ('torch.add', 'Tensor.add_', 'torch.nn.functional.relu', 'F.relu').")

@@ -52,7 +52,7 @@ def answer(tool: Tool, ix: Index, **kwargs: Any) -> Answer:
         result = tool.query(ix, **kwargs)
         known: set[str] = set()  # next calls whose tool's own resolver found the name (no need to ask again)
         if isinstance(result, NotFound):  # the tools that do know the name (Note [Names of another kind])
-            result.elsewhere = elsewhere(ix, result.query, tool.name)
+            result.elsewhere = result.elsewhere + elsewhere(ix, result.query, tool.name)  # the query's own first
             candidates = not_found_next(result, tool.name)  # the elsewhere calls first
             known = {str(c) for c in candidates[:len(result.elsewhere)]}
         else:

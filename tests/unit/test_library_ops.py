@@ -1,0 +1,45 @@
+"""trace of an op another namespace defines with TORCH_LIBRARY (Note [Library ops] in query/library_ops.py), on the
+fixture tree with tests/fixtures/tree_library over it: not in native_functions.yaml, so trace answers with its
+schemas and kernels as the C++ registers them, and the call that follows a kernel; never another op's close match."""
+
+from __future__ import annotations
+
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from torchtalk.query.results import NotFound
+from torchtalk.tools import get_tool, run
+
+from ..conftest import line_of, overlay_index
+
+OVERLAY = Path(__file__).parents[1] / "fixtures" / "tree_library"
+LIB = "aten/src/ATen/native/quantized/library.cpp"
+QCONV = "aten/src/ATen/native/quantized/cpu/qconv.cpp"
+
+
+@pytest.fixture
+def lib(tree):
+    with closing(overlay_index(tree, OVERLAY, {})) as ix:
+        yield tree, ix
+
+
+def test_a_library_op_is_answered_with_its_schemas_and_kernels(lib):
+    tree, ix = lib
+    res, text = run(get_tool("trace"), ix, function_name="quantized::conv3d")
+    assert isinstance(res, NotFound) and res.suggestions == []  # no aten op is offered for it
+    assert "It is a TORCH_LIBRARY op of namespace quantized (defined in C++, not in native_functions.yaml):" in text
+    assert "quantized::conv3d.new(Tensor qx, " in text and f"{LIB}:{line_of(tree, LIB, 'conv3d.new(')}" in text
+    assert f"{LIB}:{line_of(tree, LIB, 'quantized::conv3d(')}" in text
+    assert "conv3d_relu" not in text  # another op, though its name starts alike
+    assert (f"- quantized::conv3d.new [QuantizedCPU]: QConvInt8<3, false>::run  registered "
+            f"{QCONV}:{line_of(tree, QCONV, 'conv3d.new')}") in text
+    assert [(e.tool, e.arg) for e in res.elsewhere][:1] == [("calls", "QConvInt8::run")]
+    assert 'next: calls("QConvInt8::run")' in text
+
+
+def test_an_unknown_namespaced_name_is_not_found_with_close_matches(lib):
+    _tree, ix = lib
+    res, text = run(get_tool("trace"), ix, function_name="quantized::no_such_op")
+    assert isinstance(res, NotFound) and "TORCH_LIBRARY" not in text and "Ops are named as in" in text
