@@ -266,6 +266,18 @@ def test_a_constant_used_as_the_message_is_matched_where_it_is_used(fixture_ix):
                                             "torch/csrc/autograd/python_engine.cpp"}
 
 
+def test_the_function_a_traceback_names_picks_its_site_whatever_the_line(fixture_ix):
+    """A build of other sources prints other line numbers: "Exception raised from unpack at ...:99" names the site in
+    SavedVariable::unpack though line 99 is past the file's end."""
+    r, text = ask(fixture_ix, "RuntimeError: Trying to backward through the graph a second time (or directly access "
+                              "saved tensors after they have already been freed).\nException raised from unpack at "
+                              "/pytorch/torch/csrc/autograd/saved_variable.cpp:99 (most recent call first):")
+    best = r.sites[0]
+    assert (best.loc.path, best.hinted) == ("torch/csrc/autograd/saved_variable.cpp", True), text
+    assert not r.sites[1].hinted
+    assert "[the pasted text names this site: its line, or its function in its file]" in text
+
+
 def test_python_raise_with_its_function_and_the_op_it_is_registered_for(fixture_ix):
     r, text = ask(fixture_ix, "ValueError: batch_size should be a positive integer value, but got batch_size=-1")
     best = r.sites[0]

@@ -55,6 +55,7 @@ class Site(NamedTuple):
     literal: int  # characters of literal text, digits aside
     exception: str
     rank: int  # 0: code; 1: device/layout-specific code; 2: tests
+    function: str = ""  # the name of the function around it (C++ or Python), its last component
 
 
 class PieceHit(NamedTuple):
@@ -124,9 +125,10 @@ def _load(ix: Index) -> Sites:
     ranks: dict[str, int] = {}
     loads = json.loads
     findall = _WORD.findall
-    for rid, fid, pieces_json, gaps_json, exc, line, end_line in ix.q(
-            "SELECT id, file_id, pieces, gaps, exception, line, end_line FROM raise_site WHERE kind != ?",
-            (RaiseKind.CONSTANT.value,)):
+    for rid, fid, pieces_json, gaps_json, exc, line, end_line, function in ix.q(
+            "SELECT r.id, r.file_id, r.pieces, r.gaps, r.exception, r.line, r.end_line, coalesce(c.name, p.name, '') "
+            "FROM raise_site r LEFT JOIN cpp_symbol c ON c.id = r.cpp_func LEFT JOIN py_function p ON p.id = r.py_func "
+            "WHERE r.kind != ?", (RaiseKind.CONSTANT.value,)):
         pieces = loads(pieces_json)
         if consts and _CONST_GAP.search(gaps_json):
             pieces = _substitute(pieces, loads(gaps_json), consts, fid)
@@ -144,7 +146,7 @@ def _load(ix: Index) -> Sites:
             rank = ranks[path] = _rank(path)
         i = len(out)
         by_path[path].append(i)
-        out.append(Site(rid, path, line, end_line, tuple(pieces), literal, exc, rank))
+        out.append(Site(rid, path, line, end_line, tuple(pieces), literal, exc, rank, function))
         for w in set(findall(joined.lower())):
             words[w].append(i)
     return Sites(out, dict(words), dict(by_path))
@@ -255,10 +257,12 @@ def _candidates(data: Sites, msg: str) -> set[int]:
 
 
 def _hint(h: Where, s: Site) -> int:
-    """2: the pasted text names this site's line; 1: its C++ file (a Python frame's file says little)."""
+    """2: the pasted text names this site's line, or its function in its file (a build of other sources prints
+    other line numbers); 1: its C++ file (a Python frame's file says little)."""
     if h.path != s.path:
         return 0
-    if s.line <= h.line <= s.end_line:
+    named = h.func.rsplit("::", 1)[-1].rsplit(".", 1)[-1].strip() if h.func else ""
+    if s.line <= h.line <= s.end_line or named and named == s.function:
         return 2
     return 1 if h.how is not HintKind.FRAME else 0
 

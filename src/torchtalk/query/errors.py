@@ -60,7 +60,7 @@ class ErrorSite:
     coverage: float  # share of the message its literal text covers
     shown: float  # share of its literal text the message shows
     exact: bool  # every piece found in order, anchored at both ends
-    hinted: bool  # the pasted text names this line ("Exception raised from", the innermost frame)
+    hinted: bool  # the pasted text names this line, or its function in its file ("Exception raised from", a frame)
     cut: bool  # the message stops inside this site's text (the pieces after its end are not counted)
     pieces: list[PieceMatch]
     reach: Reach | None = None  # None when not walked (see ErrorOriginResult.cuts)

@@ -100,7 +100,7 @@ def _reach(s: ErrorSite, r: Reach, out: list[str]) -> None:
 def _site(i: int, s: ErrorSite, detail: bool, out: list[str]) -> None:
     exc = f" ({s.exception})" if s.exception else ""
     via = f", in the expansion of {s.via}()" if s.via else ""
-    named = "  [the pasted text names this line]" if s.hinted else ""
+    named = "  [the pasted text names this site: its line, or its function in its file]" if s.hinted else ""
     out.append(f"\n## {i}. {s.loc}  {s.macro}{exc}{via}{named}")
     if s.function is not None:
         out.append(f"  in {s.function.label}  {s.function.loc}")
