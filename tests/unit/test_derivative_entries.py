@@ -256,3 +256,22 @@ def test_an_op_without_an_entry_answers_with_what_autograd_does_with_it(tree):
     assert text.index("Autograd: no derivatives.yaml entry") < text.index(note)
     assert "composite ops differentiate" in render_trace(trace(ix, "linear"))
     assert "Autograd: no derivatives.yaml entry" not in render_trace(trace(ix, "relu_"))  # relu's, given
+
+
+def test_an_autograd_registration_decides_before_a_composite_kernel(tree):
+    """silu_backward has a CompositeImplicitAutograd kernel and a structured_delegate whose CPU/CUDA kernels take
+    precedence over it; gen_variable_type registers autogradNotImplementedFallback for its Autograd key, and that
+    registration, not the composite kernel, is what autograd meets (here: linear given such a registration)."""
+    from torchtalk.model import NoEntry
+    from torchtalk.query.no_entry import no_entry
+
+    from .test_generated_layer import _add_generators
+
+    mm = '  m.impl("mm", TORCH_FN(VariableType::mm));'
+    fallback = '  m.impl("linear", torch::autograd::autogradNotImplementedFallback());'
+    _add_generators(tree, autograd=_VARIABLE_TYPE.replace(mm, mm + "\\n" + fallback))
+    st = find_source(tree)
+    refresh(st, workers=1)
+    ix = Index(st.index_path, st.root)
+    assert no_entry(ix, registry(ix).by_full["linear"]).kind is NoEntry.NOT_IMPLEMENTED
+    assert "composite ops differentiate" not in render_trace(trace(ix, "linear"))

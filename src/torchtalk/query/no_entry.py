@@ -32,9 +32,10 @@ class AutogradWithoutEntry:
 
 
 def no_entry(ix: Index, op: Op) -> AutogradWithoutEntry:
-    """How autograd meets ``op``, which has no derivatives.yaml entry."""
-    if any(e.key is DispatchKey.CompositeImplicitAutograd for e in registry(ix).dispatch(op)):
-        return AutogradWithoutEntry(NoEntry.COMPOSITE)
+    """How autograd meets ``op``, which has no derivatives.yaml entry. An Autograd registration decides before a
+    CompositeImplicitAutograd kernel does: silu_backward has one (math_silu_backward) and a structured_delegate
+    whose CPU and CUDA kernels take precedence over it, and gen_variable_type registers autogradNotImplementedFallback
+    for its Autograd key."""
     rows = ix.q("SELECT r.target, r.file_id, r.line, f.generated FROM cpp_registration r JOIN files f ON "
                 "f.id = r.file_id WHERE r.kind = ? AND r.name = ? AND r.key LIKE 'Autograd%' ORDER BY f.generated, "
                 "r.file_id, r.line", (RegistrationKind.LIBRARY_IMPL.value, op.full_name))
@@ -44,6 +45,8 @@ def no_entry(ix: Index, op: Op) -> AutogradWithoutEntry:
             return AutogradWithoutEntry(NoEntry.NOT_IMPLEMENTED, target, at)
         if not generated:
             return AutogradWithoutEntry(NoEntry.MANUAL, target, at)
+    if not rows and any(e.key is DispatchKey.CompositeImplicitAutograd for e in registry(ix).dispatch(op)):
+        return AutogradWithoutEntry(NoEntry.COMPOSITE)
     if rows:
         target, file_id, line, _generated = rows[0]
         nodes = graph(ix).out(op_node(op), [EdgeKind.AUTOGRAD])
