@@ -278,6 +278,19 @@ def test_the_function_a_traceback_names_picks_its_site_whatever_the_line(fixture
     assert "[the pasted text names this site: its line, or its function in its file]" in text
 
 
+def test_a_python_warning_names_the_python_functions_that_reach_it(fixture_ix):
+    """A private helper warns; the answer names who calls it (StepLR.get_lr), public ones among them, and looks up
+    tests for the class that calls it."""
+    r, text = ask(fixture_ix, "UserWarning: To get the last learning rate computed by the scheduler, please use "
+                              "`get_last_lr()`.")
+    best = r.sites[0]
+    assert best.function.key == "torch.optim.lr_scheduler._warn_get_lr_called_within_step"
+    assert [e.src.key for e in best.reach.callers] == ["torch.optim.lr_scheduler.StepLR.get_lr"]
+    assert "torch.optim.lr_scheduler.StepLR.get_lr" in best.reach.python
+    assert "- torch.optim.lr_scheduler.StepLR.get_lr  torch/optim/lr_scheduler.py:" in text
+    assert best.reach.tests_for == "StepLR"
+
+
 def test_python_raise_with_its_function_and_the_op_it_is_registered_for(fixture_ix):
     r, text = ask(fixture_ix, "ValueError: batch_size should be a positive integer value, but got batch_size=-1")
     best = r.sites[0]

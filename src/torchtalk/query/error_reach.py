@@ -273,7 +273,33 @@ def cpp_reach(ix: Index, func: Node, budget: float, tests_until: float, message:
     return reach
 
 
-def py_reach(ix: Index, func_id: int, fq: str, cls: str, name: str, tests_until: float) -> Reach:
+PY_DEPTH = 3  # levels of Python callers walked up from a Python raise site
+PY_CALLERS_S = 0.05  # CPU (work clock) the walk up may take
+
+
+def _py_callers(ix: Index, func: Node, reach: Reach) -> None:
+    """The Python functions that call the raising one, up to PY_DEPTH levels within PY_CALLERS_S (the answer's own
+    budget, named when it stops the walk): the direct callers, and the public ones among them all (an nn module's
+    forward, a scheduler's get_lr), which are what a user calls."""
+    g = graph(ix)
+    until = ix.work_clock() + PY_CALLERS_S
+
+    def into(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
+        if ix.work_clock() <= until:
+            return g.into(node, kinds)
+        cut = f"the walk up through Python callers stopped at its budget ({PY_CALLERS_S * 1000:.0f} ms of CPU)"
+        if cut not in reach.cuts:
+            reach.cuts.append(cut)
+        return []
+    walk = up([func], into, [EdgeKind.PY_CALL], PY_DEPTH, fan_out=20, max_nodes=40)
+    reach.callers = [s.edge for s in walk.steps if s.parent is None]
+    public = [s.node.key for s in walk.steps if s.node.kind is NodeKind.PY_FUNCTION
+              and not any(p.startswith("_") and not p.startswith("__") for p in s.node.key.split("."))]
+    reach.python = list(dict.fromkeys([*reach.python, *public]))[:12]
+
+
+def py_reach(ix: Index, func_id: int, fq: str, cls: str, name: str, tests_until: float,
+             func: Node | None = None) -> Reach:
     reach = Reach()
     reg = registry(ix)
     rows = ix.q("SELECT op, kind FROM py_op_ref WHERE func = ?", (func_id,))
@@ -284,7 +310,12 @@ def py_reach(ix: Index, func_id: int, fq: str, cls: str, name: str, tests_until:
             reach.ops.append(OpReach(op_node(op), 0, [], names))
     reach.ops_total = len(reach.ops)
     reach.python = [fq]
+    if func is not None:
+        _py_callers(ix, func, reach)
     subject = cls.split(".")[-1] if cls and name in ("__init__", "__call__", "forward", "step") else name
+    if subject.startswith("_") and len(reach.python) > 1:  # a private helper: tests name what calls it (StepLR)
+        parts = reach.python[1].split(".")
+        subject = parts[-2] if len(parts) > 1 and parts[-2][:1].isupper() else parts[-1]
     _tests(ix, reach, [o.op.key for o in reach.ops] or [subject], tests_until)
     return reach
 

@@ -114,7 +114,7 @@ def _site(ix: Index, m: Match, walk: float, tests_until: float, message: str) ->
     reach = None
     if walk >= 0 and node is not None:
         if fn is not None:
-            reach = py_reach(ix, fn.id, node.key, fn.cls, fn.name, tests_until)
+            reach = py_reach(ix, fn.id, node.key, fn.cls, fn.name, tests_until, node)
         elif node.kind is not NodeKind.PY_FUNCTION:
             reach = cpp_reach(ix, node, walk, tests_until, message)
     pieces = [PieceMatch(h.piece, h.at, h.length) for h in m.hits]
