@@ -34,7 +34,10 @@ def _traced(ix: Index, name: str) -> Elsewhere | None:
     if PATH_LINE.match(name):
         return None
     found = trace(ix, name, "yaml")
-    return None if isinstance(found, NotFound) else Elsewhere("trace", name, "an op, or a Python name of one")
+    if isinstance(found, NotFound):
+        return None
+    return Elsewhere("trace", name, "an op, or a Python name of one" if found.ops or found.entry is None
+                     else "a Python function (trace follows it to the ops it reaches)")
 
 
 def _cpp_function(ix: Index, name: str) -> Elsewhere | None:
