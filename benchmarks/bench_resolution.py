@@ -609,8 +609,8 @@ def compare_caller(c: dict, cs: tt.CalleeSet, rel: str, src_lines: list[str], ta
               "overload_misses": []}
 
     # ---- virtual calls (Note [Virtual calls]): a call of a pure virtual in-tree method runs an override; TorchTalk
-    # lists the overrides of a method its class only declares, and no others (a method with a body may be hidden,
-    # not overridden: the index does not record ``virtual``)
+    # lists the overrides of a method its class only declares, and those of a virtual method with a body (which may
+    # have none); a method that is not virtual has none
     tt_virtual = {(site.name, site.line) for site, _defs in cs.overrides}
     for k in c["calls"]:
         if k.get("virtual") and k["area"] == "tree" and k["kind"] == "method":
@@ -947,7 +947,8 @@ def print_report(r: dict) -> None:
           f"{f(o['operator_precision'])} of {o['tt_operator_pairs']}")
     print(f"virtual calls: overrides listed at {f(o['virtual_pure_recall'])} of {o['virtual_pure']} calls of pure "
           f"virtual in-tree methods; {f(o['virtual_precision'])} of TorchTalk's {o['tt_virtual_sites']} sites with "
-          f"overrides call a virtual method; calls of virtual methods with a body (not followed): {o['virtual_body']}")
+          f"overrides call a virtual method; calls of virtual methods with a body: overrides listed at "
+          f"{o['virtual_body_overrides']} of {o['virtual_body']} (a method no class of the tree overrides has none)")
     print(f"definition picked = libclang's: {f(o['definition_agreement'])} of {o['definition_sites']} sites; "
           f"where TorchTalk listed several: {f(o['overload_right'])} of {o['overload_sites']}")
     print(f"callers: {o['callers']} matched, {o['callers_unmatched']} with in-tree/op calls not found in TorchTalk; "

@@ -252,8 +252,8 @@ def calls_of(h: Handle, fn: FunctionRef) -> CalleeSet:
     overriding: dict[tuple[int, str], list[dict]] = {}
     for e in r.get("calls", []):  # one call's candidates share its site and the call as written; the methods a
         # template calls on what the call hands it (how: handed, Note [Handed objects]) are calls of their own
-        if e.get("how") == "override":  # what a virtual call may run (Note [Virtual calls]), not what it names:
-            overriding.setdefault((e["site"]["line"], e.get("written", "")), []).append(e)  # a compiler's answer
+        if e.get("how") in ("override", "override_of_body"):  # what a virtual call may run (Note [Virtual calls]),
+            overriding.setdefault((e["site"]["line"], e.get("written", "")), []).append(e)  # not what it names
             continue
         by_site.setdefault((e["site"]["line"], e.get("written", ""), e.get("how") == "handed"), []).append(e)
     for edges in by_site.values():

@@ -51,7 +51,7 @@ class _Hierarchy:
     def __init__(self, rows: list[tuple[str, str]]):
         self.bases: dict[str, set[str]] = defaultdict(set)
         self.derived: dict[str, set[str]] = defaultdict(set)
-        known = {q for q, _b in rows}
+        self.known = known = {q for q, _b in rows}
         for qualname, written in rows:
             for base in filter(None, (b.strip() for b in (written or "").split(";"))):
                 found = _looked_up(_bare(base), qualname, known)
@@ -136,8 +136,8 @@ def overrides(ix: Index, decl: CppSymbol, within: str = "") -> list[CppSymbol]:
     if key not in memo:
         hierarchy = _hierarchy(ix)
         below = hierarchy.below(decl.qualname.rsplit("::", 1)[0])
-        if within:
-            below &= hierarchy.below(within) | {within}
+        if within in hierarchy.known:  # a class the index does not hold (at::meta::structured_gather, declared in
+            below &= hierarchy.below(within) | {within}  # generated headers it does not read) restricts nothing
         memo[key] = [d for d in defs_by_name(ix, decl.name) if d.kind is SymbolKind.METHOD
                      and d.qualname.rsplit("::", 1)[0] in below and _same_params(ix, decl, d)] if below else []
     return memo[key]
