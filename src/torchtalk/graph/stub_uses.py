@@ -12,7 +12,8 @@ the stubs a function's body names in the file that defines them, and does not ca
 recorded (``angle_out`` handing ``angle_stub`` to ``unary_op_impl_with_complex_to_float_out``, whose
 ``stub(iter.device_type(), iter)`` calls a parameter; ``all_all_out`` handing ``and_stub`` to ``allany_impl``),
 so every walk down from an op's kernel reaches the stub and its kernels: trace lists it under the kernel, the
-GPU walk goes on to its CUDA kernel, ``calls`` lists it as passed on.
+GPU walk goes on to its CUDA kernel. ``calls`` keeps to the calls a function makes: the stub is called one level
+deeper, by the helper (the public acceptance case for ``calls("cumsum_out")`` says so).
 """
 
 from __future__ import annotations

@@ -119,8 +119,9 @@ def _calls_of(ix: Index, t: Target) -> CallsSection:
             sec.calls.append(e)
         elif e.kind is EdgeKind.DISPATCH_CALL:
             sec.ops.append(e)
-        elif e.kind is EdgeKind.STUB_CALL:
-            sec.stubs.append(StubCall(e, g.out(e.dst, [EdgeKind.STUB_KERNEL])))
+        elif e.kind is EdgeKind.STUB_CALL:  # a stub only handed on is called one level deeper (Note [Stub uses])
+            if e.how is not EdgeHow.TEXT:
+                sec.stubs.append(StubCall(e, g.out(e.dst, [EdgeKind.STUB_KERNEL])))
         elif e.kind is EdgeKind.LAUNCH:
             sec.launches.append(e)
         elif e.how is EdgeHow.MACRO:
