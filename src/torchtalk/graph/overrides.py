@@ -7,7 +7,7 @@ Note [Virtual calls]
 run time: ``PerTensorAffineQuantizer::quantize``, ``PerChannelAffineQuantizer::quantize``, ... The call resolves to
 the declaration (no body: the walks stopped there, and ``cuda_kernels`` never reached the quantization kernels);
 ``call_edges`` adds a CALL edge to each definition of the method in a class derived from the declaring one, directly
-or not, with the same number of parameters (``EdgeHow.OVERRIDE``: one of several callees, as a candidate is), and
+or not, taking its parameters (``EdgeHow.OVERRIDE``: one of several callees, as a candidate is), and
 ``called_by`` of an override lists the call (``overridden``: the call sites that resolve to a method it overrides
 may reach it; graph/cpp_callers.py).
 
@@ -124,22 +124,26 @@ def is_virtual(ix: Index, method: CppSymbol) -> bool:
 
 def overrides(ix: Index, decl: CppSymbol, within: str = "") -> list[CppSymbol]:
     """The definitions a call of method ``decl`` may run besides itself (Note [Virtual calls]): the methods of its
-    name and arity defined in classes derived from its class, when ``decl`` is a declaration the tree never defines
+    name and parameters defined in classes derived from its class, when ``decl`` is a declaration the tree never defines
     or a virtual method; with ``within`` (the class of a call on ``this``), those of that class and the classes
     derived from it. None for a method that is not virtual or a function that is no method."""
     if decl.kind is not SymbolKind.METHOD or "::" not in decl.qualname:
         return []
     if decl.is_definition and not is_virtual(ix, decl):
         return []
+    hierarchy = _hierarchy(ix)
+    if within not in hierarchy.known:  # a class the index does not hold (at::meta::structured_gather, declared in
+        within = ""  # generated headers it does not read) restricts nothing
     memo: dict[tuple[int, str], list[CppSymbol]] = ix.cached("overrides", dict)
     key = (decl.id, within)
     if key not in memo:
-        hierarchy = _hierarchy(ix)
-        below = hierarchy.below(decl.qualname.rsplit("::", 1)[0])
-        if within in hierarchy.known:  # a class the index does not hold (at::meta::structured_gather, declared in
-            below &= hierarchy.below(within) | {within}  # generated headers it does not read) restricts nothing
-        memo[key] = [d for d in defs_by_name(ix, decl.name) if d.kind is SymbolKind.METHOD
-                     and d.qualname.rsplit("::", 1)[0] in below and _same_params(ix, decl, d)] if below else []
+        if (decl.id, "") not in memo:  # every override below the declaring class, read once per method
+            below = hierarchy.below(decl.qualname.rsplit("::", 1)[0])
+            memo[(decl.id, "")] = [d for d in defs_by_name(ix, decl.name) if d.kind is SymbolKind.METHOD and d.qualname
+                                   .rsplit("::", 1)[0] in below and _same_params(ix, decl, d)] if below else []
+        if within:
+            allowed = hierarchy.below(within) | {within}
+            memo[key] = [d for d in memo[(decl.id, "")] if d.qualname.rsplit("::", 1)[0] in allowed]
     return memo[key]
 
 
