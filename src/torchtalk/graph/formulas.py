@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ..model import Op, Variant
 from ..store.reader import Index
-from .cpp_types import Ty, split_args
+from .cpp_types import Ty, close_bracket, split_args
 from .op_spellings import op_named
 from .overloads import op_signature, schema_type, score
 from .registry import OpRegistry
@@ -107,13 +107,5 @@ def _type(arg: str, env: dict[str, Ty | None]) -> Ty | None:
 
 def _parenthesized(text: str, open_at: int) -> str:
     """The text between the parenthesis at ``open_at`` and the one that closes it (to the end if none does)."""
-    depth = 0
-    for i in range(open_at, len(text)):
-        c = text[i]
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            if depth == 0:
-                return text[open_at + 1:i]
-    return text[open_at + 1:]
+    close = close_bracket(text, open_at, limit=len(text))
+    return text[open_at + 1:close] if close >= 0 else text[open_at + 1:]
