@@ -45,9 +45,11 @@ def test_trace_tanh_stub_and_macro_built_kernel(real_index):
 def test_atan2_stub_registrations(real_index):
     text = text_of(real_index, "calls", function_name="TORCH_IMPL_FUNC(atan2_out)")
     assert "atan2_stub -> " in text
-    assert "CPU: CPU_CAPABILITY::atan2_kernel aten/src/ATen/native/cpu/BinaryOpsKernel.cpp:1427" in text or \
-        "CPU: atan2_kernel aten/src/ATen/native/cpu/BinaryOpsKernel.cpp:1427" in text
-    assert "CUDA: atan2_kernel_cuda aten/src/ATen/native/cuda/BinaryGeometricKernels.cu:36" in text
+    # each backend's kernel where it is defined, then where it is registered
+    assert ("CPU: atan2_kernel  (defined aten/src/ATen/native/cpu/BinaryOpsKernel.cpp:69, registered "
+            "aten/src/ATen/native/cpu/BinaryOpsKernel.cpp:1427 ALSO_REGISTER_AVX512_DISPATCH)") in text
+    assert ("CUDA: atan2_kernel_cuda  (defined aten/src/ATen/native/cuda/BinaryGeometricKernels.cu:13, registered "
+            "aten/src/ATen/native/cuda/BinaryGeometricKernels.cu:36 REGISTER_DISPATCH)") in text
 
 
 def test_generated_layer_for_atan2(real_index):
