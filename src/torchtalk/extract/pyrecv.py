@@ -116,8 +116,8 @@ class Receivers:
         self.other: set[str] = set()  # names bound some other way too
         if args is None:
             return
-        self.other.update(p.arg for p in (*args.posonlyargs, *args.args, *args.kwonlyargs))
         for p in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+            self.other.add(p.arg)
             kind = annotation_kind(p.annotation)
             if kind is None:
                 self.unknown.add(p.arg)

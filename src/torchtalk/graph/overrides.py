@@ -40,7 +40,6 @@ from collections import defaultdict
 
 from ..model import CallKind, CallSite, CppSymbol, SymbolKind
 from ..store.reader import Index
-from .cpp_types import split_args
 from .overloads import param_types, signature
 from .symbols import defs_by_name
 
@@ -129,21 +128,22 @@ def overrides(ix: Index, decl: CppSymbol, within: str = "") -> list[CppSymbol]:
     derived from it. None for a method that is not virtual or a function that is no method."""
     if decl.kind is not SymbolKind.METHOD or "::" not in decl.qualname:
         return []
-    if decl.is_definition and not is_virtual(ix, decl):
-        return []
     hierarchy = _hierarchy(ix)
     if within not in hierarchy.known:  # a class the index does not hold (at::meta::structured_gather, declared in
         within = ""  # generated headers it does not read) restricts nothing
     memo: dict[tuple[int, str], list[CppSymbol]] = ix.cached("overrides", dict)
     key = (decl.id, within)
     if key not in memo:
-        if (decl.id, "") not in memo:  # every override below the declaring class, read once per method
-            below = hierarchy.below(decl.qualname.rsplit("::", 1)[0])
-            memo[(decl.id, "")] = [d for d in defs_by_name(ix, decl.name) if d.kind is SymbolKind.METHOD and d.qualname
-                                   .rsplit("::", 1)[0] in below and _same_params(ix, decl, d)] if below else []
+        every = memo.get((decl.id, ""))
+        if every is None:  # every override below the declaring class, read (and virtual decided) once per method
+            below = hierarchy.below(decl.qualname.rsplit("::", 1)[0]) if not decl.is_definition or is_virtual(
+                ix, decl) else set()
+            every = memo[(decl.id, "")] = [d for d in defs_by_name(ix, decl.name) if d.kind is SymbolKind.METHOD and
+                                           d.qualname.rsplit("::", 1)[0] in below and _same_params(ix, decl, d)
+                                           ] if below else []
         if within:
             allowed = hierarchy.below(within) | {within}
-            memo[key] = [d for d in memo[(decl.id, "")] if d.qualname.rsplit("::", 1)[0] in allowed]
+            memo[key] = [d for d in every if d.qualname.rsplit("::", 1)[0] in allowed]
     return memo[key]
 
 
@@ -191,6 +191,6 @@ def overridden(ix: Index, method: CppSymbol) -> set[str]:
 
 
 def _arity(params: str) -> int:
-    """Parameters of a normalised parameter list: ``(const Tensor& t, int64_t n)`` -> 2, ``()`` -> 0."""
-    inner = params.strip()[1:-1].strip()
-    return 0 if inner == "void" else len(split_args(inner))
+    """Parameters of a normalised parameter list: ``(const Tensor& t, int64_t n)`` -> 2, ``()`` -> 0, ``...`` counts."""
+    sig = signature(params)
+    return len(sig.types) + sig.variadic

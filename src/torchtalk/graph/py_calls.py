@@ -267,7 +267,8 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
 def _returns_builtin(ix: Index, module: str, written: str) -> bool:
     """Whether ``written`` (a call's function, as written in ``module``) is a Python function whose return annotation
     names a builtin container or string."""
-    d = pynames(ix).definition(pynames(ix).resolve_in(module, written))
+    names = pynames(ix)
+    d = names.definition(names.resolve_in(module, written))
     if d is None or d.kind is not PyDefKind.FUNCTION:
         return False
     row = ix.one("SELECT returns FROM py_function WHERE id = ?", (d.row_id,))

@@ -45,12 +45,12 @@ def no_entry(ix: Index, op: Op) -> AutogradWithoutEntry:
             return AutogradWithoutEntry(NoEntry.NOT_IMPLEMENTED, target, at)
         if not generated:
             return AutogradWithoutEntry(NoEntry.MANUAL, target, at)
-    if not rows and any(e.key is DispatchKey.CompositeImplicitAutograd for e in registry(ix).dispatch(op)):
-        return AutogradWithoutEntry(NoEntry.COMPOSITE)
     if rows:
         target, file_id, line, _generated = rows[0]
         nodes = graph(ix).out(op_node(op), [EdgeKind.AUTOGRAD])
         kind = (NoEntry.NOT_IMPLEMENTED if any(e.dst.key == _NOT_IMPLEMENTED_NODE for e in nodes)
                 else NoEntry.NOT_DIFFERENTIABLE)
         return AutogradWithoutEntry(kind, target, Loc(ix.path_of(file_id), line))
+    if any(e.key is DispatchKey.CompositeImplicitAutograd for e in registry(ix).dispatch(op)):
+        return AutogradWithoutEntry(NoEntry.COMPOSITE)
     return AutogradWithoutEntry(NoEntry.UNREGISTERED if gen_q.available(ix) else NoEntry.UNKNOWN)

@@ -76,7 +76,7 @@ def test_classes(ix: Index, fid: int, source: str | None, own: dict[str, list[st
     """``own``: class -> its own tests, in source order; ``source``: the file's text (None: unread)."""
     rows = ix.q("SELECT name, roots, bases, module FROM py_class_fq WHERE file_id = ? AND source = 'test'", (fid,))
     if not rows:
-        return Classes()
+        return Classes(own=own)
     names = {r[0] for r in rows}
     parents: dict[str, list[str]] = {}
     for name, _roots, bases, module in rows:
@@ -93,13 +93,13 @@ def test_classes(ix: Index, fid: int, source: str | None, own: dict[str, list[st
         return found
 
     for cls in sorted(out.collected):
-        mine = set(own.get(cls, []))
-        got = [(t, a) for a in ancestors(cls) for t in own.get(a, []) if t not in mine]
+        mine, above = set(own.get(cls, [])), ancestors(cls)
+        got = [(t, a) for a in above for t in own.get(a, []) if t not in mine]
         if got:
             out.inherited[cls] = list(dict.fromkeys(t for t, _a in got))
             for t, a in reversed(got):  # the first ancestor defining it wins, as Python's lookup does
                 out.origin[(cls, t)] = a
-        for a in ancestors(cls):
+        for a in above:
             if a not in out.collected and own.get(a):
                 out.runs_in.setdefault(a, []).append((cls, ""))
     for m in _COPY.finditer(source or ""):

@@ -11,12 +11,11 @@ from pathlib import PurePosixPath
 
 from ..errors import BadArgument
 from ..graph.registry import registry
-from ..graph.source_lines import file_lines
 from ..model import InstantiationKind, Loc
 from ..store.reader import Index
 from .args import MAX_LIMIT, check_int, clean_text, shown
 from .results import NotFound
-from .testclasses import test_classes
+from .testclasses import classes_of
 from .testlist import TestPage, clean_filter, generic_class, node_filters, node_id, page_call, test_page
 from .testnames import generated_names
 
@@ -175,10 +174,8 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
     classes = []
     rows = ix.q("SELECT coalesce(c.name, ''), m.name, m.line, m.decorators FROM test_method m "
                 "LEFT JOIN test_class c ON c.id = m.cls WHERE m.file_id = ? ORDER BY m.line", (fid,))
-    by_class: dict[str, list[str]] = {}
-    for cls, name, _line, _decos in rows:
-        by_class.setdefault(cls, []).append(name)
-    where = test_classes(ix, fid, "\n".join(file_lines(ix, path)), by_class)
+    where = classes_of(ix, fid)  # Note [Where tests run]
+    by_class = where.own  # class ('' for module-level functions) -> its tests, in source order
     for name, bases, line in ix.q("SELECT name, bases, line FROM test_class WHERE file_id = ? ORDER BY line", (fid,)):
         n, inherited = len(by_class.get(name, [])), len(where.inherited.get(name, [])) + where.copied.get(name, 0)
         if not n and not inherited and name not in device:

@@ -79,13 +79,12 @@ def generated_names(cls: str, method: str, decorators: list[str], instantiation:
     return out[:6]
 
 
-def run_command(path: str, cls: str, name: str, decorators: list[str] | None = None,
-                instantiation: str | None = None) -> str:
+def run_command(path: str, cls: str, name: str, decorators: list[str], instantiation: str | None) -> str:
     """The command that runs one test: its pytest node id (``pytest test/test_nn.py::TestNN::test_relu``) when no
     generator renames it, else ``-k`` with the names as written, which selects every name the generators make of it
     (``pytest test/test_foreach.py -k "TestForeach and test_parity"``: a substring, so other tests may match too)."""
     plain = f"{cls}.{name}" if cls else name
-    if decorators is not None and instantiation is None and generated_names(cls, name, decorators, None) == [plain]:
+    if instantiation is None and generated_names(cls, name, decorators, None) == [plain]:
         return f"pytest {path}::{cls}::{name}" if cls else f"pytest {path}::{name}"
     if path.startswith("test/"):
         sel = f"{cls} and {name}" if cls else name
