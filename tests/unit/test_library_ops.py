@@ -39,7 +39,17 @@ def test_a_library_op_is_answered_with_its_schemas_and_kernels(lib):
     assert 'next: calls("QConvInt8::run")' in text
 
 
+@pytest.mark.parametrize("spelled", ["torch.ops.quantized.conv3d", "torch.ops.quantized.conv3d.new",
+                                     "torch.ops.quantized.conv3d.default", "quantized::conv3d.new"])
+def test_a_library_op_as_python_and_the_dispatcher_spell_it(lib, spelled):
+    _tree, ix = lib
+    res, text = run(get_tool("trace"), ix, function_name=spelled)
+    assert isinstance(res, NotFound) and "It is a TORCH_LIBRARY op of namespace quantized" in text, text
+    assert "quantized::conv3d.new [QuantizedCPU]: QConvInt8<3, false>::run" in text
+
+
 def test_an_unknown_namespaced_name_is_not_found_with_close_matches(lib):
     _tree, ix = lib
-    res, text = run(get_tool("trace"), ix, function_name="quantized::no_such_op")
-    assert isinstance(res, NotFound) and "TORCH_LIBRARY" not in text and "Ops are named as in" in text
+    for name in ("quantized::no_such_op", "quantized::", "::conv3d", "torch.ops.quantized", "torch.ops.quantized."):
+        res, text = run(get_tool("trace"), ix, function_name=name)
+        assert isinstance(res, NotFound) and "TORCH_LIBRARY" not in text and "Ops are named as in" in text, name

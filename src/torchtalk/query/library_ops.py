@@ -32,7 +32,13 @@ class LibraryOp:
 
 
 def library_op(ix: Index, name: str) -> LibraryOp | None:
-    """The TORCH_LIBRARY op ``ns::op[.overload]`` (ns not aten), or None when no block of that namespace has it."""
+    """The TORCH_LIBRARY op ``ns::op[.overload]`` (ns not aten), or None when no block of that namespace has it;
+    also as Python spells it, ``torch.ops.ns.op[.overload]`` (``.default``: the overload without a name)."""
+    for prefix in ("torch.ops.", "torch._ops.ops.", "ops."):
+        if name.startswith(prefix) and name.count(".") > prefix.count("."):
+            ns_, _, rest = name[len(prefix):].partition(".")
+            name = f"{ns_}::{rest.removesuffix('.default')}"
+            break
     ns, sep, op = name.partition("::")
     if not sep or not ns or not op or ns in ("aten", "at", "torch") or "::" in op:
         return None
