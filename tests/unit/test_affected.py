@@ -223,6 +223,43 @@ def test_cuda_kernel_suggests_cuda_variants_and_drops_tests_of_other_devices(cix
         in res.ops[0].path
 
 
+def test_cuda_kernel_of_an_internal_op_finds_the_python_functions_and_modules_above_it(ctree):
+    """embedding_renorm_ has no tests of its own: F.embedding (through a private helper) and nn.Embedding reach
+    it, so their OpInfo / ModuleInfo tests run the changed kernel. For a CUDA-only change, tests that show no
+    sign of running on CUDA go last and are not run first."""
+    with open(ctree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
+        f.write("\n- func: embedding_renorm_(Tensor(a!) self, Tensor indices, float max_norm, float norm_type) -> "
+                "Tensor(a!)\n  dispatch:\n    CUDA: embedding_renorm_cuda_\n")
+    with open(ctree / "torch/nn/functional.py", "a") as f:
+        f.write("\n\ndef _no_grad_embedding_renorm_(weight, input, max_norm, norm_type):\n"
+                "    torch.embedding_renorm_(weight, input, max_norm, norm_type)\n\n\n"
+                "def embedding(input, weight, max_norm=None):\n    if max_norm is not None:\n"
+                "        _no_grad_embedding_renorm_(weight, input, max_norm, 2.0)\n    return weight[input]\n")
+    with open(ctree / "torch/nn/modules/__init__.py", "a") as f:
+        f.write("from .sparse import Embedding\n")
+    ix = _index(ctree)
+    try:
+        res, text, _ = ask(ix, names="aten/src/ATen/native/cuda/Embedding.cu:8")
+    finally:
+        ix.close()
+    assert res.device == "cuda" and op_keys(res) == ["embedding_renorm_"]
+    assert [m.name for m in res.modules] == ["torch.nn.Embedding"]
+    assert res.modules[0].why == ("Embedding.forward reaches op embedding_renorm_ through "
+                                  "torch.nn.functional.embedding -> torch.nn.functional._no_grad_embedding_renorm_")
+    by_name = {t.name: t for t in res.tests}
+    assert by_name["OpInfo('nn.functional.embedding')"].command == \
+        'pytest test/test_ops.py -k "nn_functional_embedding and cuda"'
+    assert by_name["ModuleInfo(nn.Embedding)"].command == 'pytest test/test_modules.py -k "nn_Embedding and cuda"'
+    on = [t.name for t in res.tests if t.on_device]
+    off = [t.name for t in res.tests if not t.on_device]
+    assert {"TestEmbeddingNNDeviceType.test_embedding_max_norm_device",
+            "TestEmbeddingNN.test_embedding_max_norm_on_gpu"} <= set(on)
+    assert off == ["TestEmbeddingNN.test_embedding_max_norm"]
+    assert [t.name for t in res.tests][-1] == off[0]
+    assert not any("test_embedding_max_norm " in c or c.endswith("test_embedding_max_norm") for c in res.run_first)
+    assert "\nNot shown to run on cuda (no cuda variant" in text
+
+
 def test_structured_kernel_and_its_meta_function(cix):
     tree, ix = cix
     res, _, _ = ask(ix, diff=edit_diff(tree, "aten/src/ATen/native/BinaryOps.cpp", 14, "*this", "*this, true"))

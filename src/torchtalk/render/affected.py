@@ -88,7 +88,10 @@ def render_affected(r: AffectedResult) -> str:
                        "generates; see get_status)")
     if r.tests:
         out.append(f"\nTests ({showing(len(r.tests), r.tests_total)}), ranked:")
-        for t in r.tests:
+        for i, t in enumerate(r.tests):
+            if not t.on_device and (i == 0 or r.tests[i - 1].on_device):
+                out.append(f"Not shown to run on {r.device} (no {r.device} variant, decorator, class or name: they "
+                           f"test the change only if they move tensors to {r.device} themselves):")
             out.append(f"- [{t.kind}] {t.name}" + (f"  {t.loc}" if t.loc else "") + f"\n    why: {_cut(t.why)}"
                        f"\n    run: {t.command}")
             if t.generated and t.generated[0] != t.name:

@@ -146,13 +146,44 @@ def python_functions(ix: Index, changed: list[ChangedNode], most: int) -> list[a
     return out
 
 
-def affected_modules(ix: Index, changed: list[ChangedNode],
-                     ops: list[tuple[str, list[str]]]) -> tuple[list[AffectedModule], list[AffectedModule]]:
-    """(modules and optimizers whose own code changed, with their subclasses; nn modules whose methods call a
-    changed Python function or the Python name of an op reached (``ops``: (op, its Python names), closest first))."""
+def reached_functions(ix: Index, reached: list[tuple[str, str]], skip: set[str],
+                      most: int) -> list[at.OpForTests]:
+    """The public Python functions the walk reached (``reached``: (fq, how), closest first; torch.nn.functional.
+    embedding for a change to embedding_renorm_'s CUDA kernel), beyond ``skip`` (an op's own names): their tests
+    (OpInfo('nn.functional.embedding'), tests calling them) are looked up like an op's."""
+    out: list[at.OpForTests] = []
+    names = pynames(ix)
+    for fq, how in reached:
+        d = names.definition(fq)
+        if d is None or d.cls or len(out) >= most:
+            continue
+        public = public_name(ix, fq)
+        if public in skip or any(p.startswith("_") for p in public.split(".")):
+            continue
+        out.append(at.OpForTests(public, public, set(), f"{public} {how}"))
+        skip.add(public)
+    return out
+
+
+def modules_reached(ix: Index, reached: list[tuple[str, str]]) -> list[AffectedModule]:
+    """The nn modules and optimizers whose methods the walk reached (Embedding.forward calls
+    torch.nn.functional.embedding, which reaches the change)."""
+    out: dict[str, AffectedModule] = {}
+    for fq, how in reached:
+        row = owner_class(ix, Node(NodeKind.PY_FUNCTION, fq, fq, None))
+        if row is not None and row.fq not in out:
+            out[row.fq] = as_module(ix, row, f"{fq.rsplit('.', 2)[-2]}.{fq.rsplit('.', 1)[-1]} {how}")
+    return list(out.values())
+
+
+def affected_modules(ix: Index, changed: list[ChangedNode], ops: list[tuple[str, list[str]]],
+                     reached: list[tuple[str, str]]) -> tuple[list[AffectedModule], list[AffectedModule]]:
+    """(modules and optimizers whose own code changed, with their subclasses; nn modules whose methods the walk
+    reached (``reached``: Python functions, closest first) or that call a changed Python function or the Python
+    name of an op reached (``ops``: (op, its Python names), closest first))."""
     own: dict[str, AffectedModule] = {}
     inherited: dict[str, AffectedModule] = {}
-    calling: dict[str, AffectedModule] = {}
+    calling: dict[str, AffectedModule] = {m.fq: m for m in modules_reached(ix, reached)}
     for c in changed:
         if c.node.kind not in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS):
             continue

@@ -79,6 +79,15 @@ def _base(op: str) -> str:
     return base[:-1] if base.endswith("_") and not base.endswith("__") else base
 
 
+def _py_how(chain: list[Edge]) -> str:
+    """How a Python function the walk reached reaches the change: "reaches op embedding_renorm_ through
+    torch.nn.functional._no_grad_embedding_renorm_"."""
+    ops = [e.dst for e in chain if e.dst.kind is NodeKind.OP]
+    between = [e.dst.key for e in chain if e.dst.kind is NodeKind.BINDING]
+    via = f" through {' -> '.join(between[::-1])}" if between else ""
+    return f"reaches op {ops[-1].key}{via}" if ops else f"reaches {chain[0].dst.label}{via}"
+
+
 def _device(ix: Index, changed: list[ChangedNode]) -> Device | None:
     """The one device all changed code runs on (None when any): from where a file is, else from the
     dispatch keys a changed kernel is registered for (a TORCH_IMPL_FUNC only CPU dispatches to)."""
@@ -113,6 +122,7 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
     reached: list[tuple[Node, int, Node, list[Edge]]] = [(c.node, 0, c.node, []) for c in uniq
                                                          if c.node.kind is NodeKind.OP]
     python: dict[str, None] = {}
+    py_reached: dict[str, str] = {}  # Python functions the walk reached -> how (closest first)
     functions = 0
     for s in steps:
         chain = s.chain()
@@ -121,6 +131,7 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
             reached.append((s.node, s.depth, start, chain))
         elif s.node.kind is NodeKind.BINDING:
             python.setdefault(s.node.key)
+            py_reached.setdefault(s.node.key, _py_how(chain))
         elif s.node.kind in CPP_KINDS:
             functions += 1  # C++ functions on the way up
     # What the walk left out (Note [No silent cut]), each with the call that goes on from there.
@@ -163,12 +174,17 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
     if bases_total > len(ops):
         cuts.append(f"tests: looked up for the {len(ops)} closest of {bases_total} ops reached "
                     "(find_similar_tests on the others)")
-    own, calling = apy.affected_modules(ix, uniq, [(r.op.key, r.python) for r in reached_ops[:at.MAX_OPS_FOR_TESTS]])
+    own, calling = apy.affected_modules(ix, uniq, [(r.op.key, r.python) for r in reached_ops[:at.MAX_OPS_FOR_TESTS]],
+                                        list(py_reached.items()))
     modules = own + [mod for mod in calling if mod.fq not in {o.fq for o in own}]
     device = _device(ix, uniq)
     groups = [at.changed_tests(ix, m.tests, device), at.changed_opinfos(ix, m.opinfos, device)]
     groups += [at.module_tests(ix, mod.name, mod.why, device) for mod in own[:MAX_MODULE_LOOKUPS]]
     groups += [at.op_tests(ix, o, device) for o in apy.python_functions(ix, uniq, MAX_MODULE_LOOKUPS) + ops]
+    # The public Python functions that reach an op (torch.nn.functional.embedding for embedding_renorm_'s kernel).
+    own_names = {n for o in ops for n in [o.base, *o.python]}
+    groups += [at.op_tests(ix, o, device) for o in apy.reached_functions(ix, list(py_reached.items()), own_names,
+                                                                       MAX_MODULE_LOOKUPS)]
     groups += [at.module_tests(ix, mod.name, mod.why, device) for mod in calling[:max(0, MAX_MODULE_LOOKUPS - len(own))]
                if not mod.why.startswith("subclass of ")]
     groups.append(at.suite_tests([(s, f"runs every op through the {layer.layer} {gen.source} writes")

@@ -45,6 +45,10 @@ class AffectedTest:
     why: str
     command: str
     generated: list[str] = field(default_factory=list)  # names the device/dtype generators give it
+    # False: the change runs on one device other than the CPU, and nothing says this test does (no variant for
+    # the device, no decorator, class, file or name naming it): it exercises the change only if it moves
+    # tensors to the device itself. Ranked after the others.
+    on_device: bool = True
 
 
 @dataclass
@@ -92,6 +96,16 @@ def _for_device(path: str, cls: str, generated: list[str],
     foreign = any(f"test_{d}" in path.rsplit("/", 1)[-1] or cls.lower().startswith(f"test{d}") or
                   cls.endswith(d.upper()) for d in others)
     return not foreign, generated, None
+
+
+def _shows_device(device: Device | None, *texts: str) -> bool:
+    """Whether a test written without device variants says it runs on ``device`` (always, for no device or
+    the CPU: tests run there unless they move tensors): its file, class, name, decorators (onlyCUDA,
+    skipIf(not TEST_CUDA)) or run command name the device (CUDA tests also as GPU: GPUTests)."""
+    if device is None or device is Device.CPU:
+        return True
+    text = " ".join(texts).lower()
+    return device.value in text or (device is Device.CUDA and "gpu" in text)
 
 
 def _command(path: str, cls: str, name: str) -> str:
@@ -194,8 +208,10 @@ def _found(tests: list[FoundTest], base: str, target: str, how: str, device: Dev
             continue
         kind = TestReason.NAMED if t.by_name else TestReason.CALLS
         why = (f"named after {base}" if kind is TestReason.NAMED else t.why) + f" ({how})"
+        on = narrow is not None or _shows_device(device, t.loc.path.rsplit("/", 1)[-1], t.cls, t.name,
+                                                 t.command, *t.decorators)
         out.append(AffectedTest(f"{t.cls}.{t.name}" if t.cls else t.name, t.loc, kind, target, why,
-                                with_device(t.command, narrow), generated))
+                                with_device(t.command, narrow), generated, on))
     return out
 
 
@@ -235,7 +251,9 @@ def rank(groups: list[list[AffectedTest]]) -> tuple[list[AffectedTest], list[str
                 fresh.append(t)
         if fresh:
             kept.append(fresh)
-    ordered = [t for g in kept for t in g]
+    # Tests not shown to run on the changed device go last, and are run first only when nothing else is.
+    ordered = [t for g in kept for t in g if t.on_device] + [t for g in kept for t in g if not t.on_device]
+    kept = [on for g in kept if (on := [t for t in g if t.on_device])] or kept
     # Item k of group i scores k + i: the closest op's first tests lead, the next ops' first tests follow.
     picks = sorted((k + i, i, t.command) for i, g in enumerate(kept) for k, t in enumerate(g))
     first = list(dict.fromkeys(c for _s, _i, c in picks))[:RUN_FIRST]
