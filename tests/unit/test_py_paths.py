@@ -147,6 +147,24 @@ def test_a_forward_calls_the_submodules_its_init_made(paths_indexed):
             ("torch.nn.modules.block.Block.forward", 40, EdgeHow.ATTRIBUTE)} <= callers
 
 
+def test_an_attribute_holding_a_parameter_runs_its_default_or_is_named(paths_indexed):
+    """Note [Submodules]: ``self.activation = activation`` with ``activation=F.relu``: ``self.activation(x)`` runs
+    F.relu, said to be the default; ``self.wrapped = wrapped`` with no default is named as not followed."""
+    from torchtalk.model import PyAttr
+
+    src = (FIXTURES / "tree_paths/torch/nn/modules/holder.py").read_bytes()
+    attrs = {(a.attr, a.value, a.line, a.param) for a in extract_python("torch/nn/modules/holder.py", src)[PyAttr]}
+    assert attrs == {("activation", "torch.nn.functional.relu", 12, "activation"), ("wrapped", "", 13, "wrapped")}
+    res, text = call(paths_indexed, "trace_module", module_name="torch.nn.modules.holder.Holder")
+    roots = {n.written: n for n in res.entry.calls}
+    assert roots["self.activation"].target == "torch.nn.functional.relu"
+    assert {"relu", "relu_"} <= {o.split(".")[0] for o in res.ops}
+    assert ("(the default of parameter activation=torch.nn.functional.relu, set at torch/nn/modules/holder.py:12; "
+            "a caller may pass another)") in text
+    assert ("- self.wrapped  [at torch/nn/modules/holder.py:16]  (holds parameter wrapped, set at "
+            "torch/nn/modules/holder.py:13: whatever the caller passes; not followed)") in text
+
+
 def test_a_second_call_of_a_function_the_tree_expands_is_listed_beside_the_first(paths_indexed):
     """Note [Calls shown once]: the walk steps into Linear.forward once, at ``self.proj``; ``self.head(...)`` runs it
     too and is in the tree (and its text) as a call shown at another call, not dropped."""

@@ -358,6 +358,25 @@ def instance_attrs(n: ast.Assign | ast.AnnAssign, owners: Collection[str] | None
             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in owners]
 
 
+def param_defaults(a: ast.arguments) -> dict[str, str]:
+    """Parameter name -> its default as a dotted name ("F.relu"), "" when it has none or it is no name (a literal,
+    a call): what an attribute set from the parameter holds unless the caller passes another (Note [Submodules])."""
+    pos = a.posonlyargs + a.args
+    defaults = [None] * (len(pos) - len(a.defaults)) + list(a.defaults)
+    out = {arg.arg: (dotted(d) or "") if d is not None else "" for arg, d in zip(pos, defaults, strict=True)}
+    out.update({arg.arg: (dotted(d) or "") if d is not None else ""
+                for arg, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)})
+    return out
+
+
+def param_attrs(n: ast.Assign, params: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(attr, parameter, its default) of ``self.attr = param`` for a parameter of the method."""
+    if n.value.__class__ is not ast.Name or n.value.id not in params:
+        return []
+    return [(t.attr, n.value.id, params[n.value.id]) for t in n.targets
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"]
+
+
 def dedupe_oprefs(rows: list) -> list:
     """PyOpRef rows without repeats (kind, op, function, line), in order."""
     seen, out = set(), []

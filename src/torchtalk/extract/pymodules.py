@@ -43,6 +43,8 @@ from .pyast import (
     instance_attrs,
     last_part,
     module_name,
+    param_attrs,
+    param_defaults,
     push_children,
     run_extractor,
     signature,
@@ -196,6 +198,7 @@ class _Extractor:
         pending: list[int] = []  # calls through a bare local name, resolved at scope end
         arms = BranchArms() if func >= 0 else None
         recv = Receivers(args, self.open_scopes) if args is not None else None  # Note [Builtin receivers]
+        params: dict[str, str] | None = None  # parameter -> default, once a `self.x = name` needs it
         stack = list(reversed(body))
         pop = stack.pop
         while stack:
@@ -259,6 +262,11 @@ class _Extractor:
                             assigned_at[(n.targets[0].id, d)] = n.lineno
                 if func >= 0 and (t is _Assign or t is ast.AnnAssign) and n.value.__class__ is Call:
                     self.attrs += [PyAttr(func, t[len("self."):], ctor, n.lineno) for t, ctor in instance_attrs(n)]
+                elif args is not None and t is _Assign and n.value.__class__ is Name:
+                    if params is None:
+                        params = param_defaults(args)
+                    self.attrs += [PyAttr(func, attr, default, n.lineno, param)
+                                   for attr, param, default in param_attrs(n, params)]
                 push_children(n, stack)
         if arms is not None and arms.spans:
             for i in range(first, len(calls)):

@@ -320,9 +320,13 @@ def _attribute_calls(ix: Index, src: Node, mro: Sequence[str], written: str, sit
         d = names.definition(cls_fq)
         if d is None or d.kind is not PyDefKind.CLASS:
             continue
-        rows = ix.q("SELECT a.value, a.file_id, a.line FROM py_attr a JOIN py_function f ON f.id = a.func "
+        made = ix.q("SELECT a.value, a.file_id, a.line, a.param FROM py_attr a JOIN py_function f ON f.id = a.func "
                     "WHERE a.attr = ? AND f.module = ? AND f.cls = ? ORDER BY a.file_id, a.line",
                     (attr, d.module, d.qualname))
+        rows = [(value, file_id, line) for value, file_id, line, param in made if not param]
+        params = [(value, file_id, line, param) for value, file_id, line, param in made if param]
+        if params and not rows:
+            return _parameter_calls(ix, src, d.module, params, site, written)
         if rows:
             held = _held_calls(ix, src, d.module, rows, None, site, written)
             if held:
@@ -333,6 +337,26 @@ def _attribute_calls(ix: Index, src: Node, mro: Sequence[str], written: str, sit
                 f"made by {value}(...) at {ix.path_of(file_id)}:{line}, whose class the code does not show; not "
                 "followed"), written=written)]
     return []  # no method of the class makes it: a subclass's method (self.forward in Module.__call__), or unknown
+
+
+def _parameter_calls(ix: Index, src: Node, module: str, params: list[tuple[str, int, int, str]], site: Loc,
+                     written: str) -> list[Edge]:
+    """``self.activation(x)`` where ``__init__`` set ``self.activation = activation``: the parameter's default when it
+    names a function or class (F.relu), said to be the default; else named as not followed (Note [Submodules])."""
+    names = pynames(ix)
+    out: list[Edge] = []
+    for default, file_id, line, param in params:
+        at = f"{ix.path_of(file_id)}:{line}"
+        d = names.definition(names.resolve_in(module, default)) if default else None
+        target = called_class_method(ix, d) if d is not None and d.kind is PyDefKind.CLASS else d
+        if target is not None and target.kind in (PyDefKind.FUNCTION, PyDefKind.ASSIGN):
+            node = function_node(target) if target.kind is PyDefKind.FUNCTION else assigned_node(target)
+            out.append(Edge(src, node, EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE, written=written, note=(
+                f"the default of parameter {param}={default}, set at {at}; a caller may pass another")))
+    default, file_id, line, param = params[0]
+    return out or [Edge(src, unresolved_node(written), EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE, written=written,
+                        note=f"holds parameter {param}{f' (default {default})' if default else ''}, set at "
+                             f"{ix.path_of(file_id)}:{line}: whatever the caller passes; not followed")]
 
 
 def _held_calls(ix: Index, src: Node, module: str, made_by: list[tuple[str, int, int]], method: str | None,
@@ -369,6 +393,7 @@ def _attributes_made_by(ix: Index, cls_fq: str) -> set[str]:
     out: set[str] = set()
     for name in classes:
         out |= {"self." + attr for (attr,) in ix.q(
-            "SELECT DISTINCT attr FROM py_attr WHERE func IS NOT NULL AND (value = ? OR value LIKE ? ESCAPE '\\')",
+            "SELECT DISTINCT attr FROM py_attr WHERE func IS NOT NULL AND param = '' AND (value = ? OR value LIKE ? "
+            "ESCAPE '\\')",
             (name, "%." + like_literal(name)))}
     return out

@@ -142,15 +142,19 @@ class PyAttr:
     The row keeps the constructor as written; graph/py_calls.py resolves it in the assigning method's module, and
     a call ``self.attr(...)`` that names no method of the class goes to the constructed class's ``forward``. One
     whose attribute was made by a call that names no class (``self.weight_fake_quant = qconfig.weight(...)``) is
-    named in the answer as not followed, never dropped; an attribute no call makes (``self.activation =
-    activation``) is not recorded, and its calls are not either.
+    named in the answer as not followed, never dropped. An attribute that holds a parameter of the method
+    (``self.activation = activation`` in ``__init__(..., activation=F.relu)``, ``self.module = module``) is
+    recorded with the parameter and its default as written: a call ``self.activation(x)`` runs the default
+    (named as such: a caller may pass another), and with no default it is named as not followed.
     """
 
     func: Annotated[int, Ref("PyFunction")]  # the method that assigns it (its class is the attribute's owner);
     #                                           NO_REF for a class body's ``name = Ctor()``, whose attr is "Class.name"
     attr: str  # "self_attn"; "Variable._execution_engine" in a class body
-    value: str  # the constructor as written: "MultiheadAttention", "nn.Linear", "Dropout"
+    value: str  # the constructor as written: "MultiheadAttention", "nn.Linear", "Dropout"; for a parameter, its
+    #             default as written ("F.relu"; "" when it has none or it is no name)
     line: int
+    param: str = ""  # the method's parameter the attribute holds ("activation"); "" when a call made it
     id: Annotated[int, Stored.ID] = field(default=0, compare=False)
     path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
