@@ -33,6 +33,7 @@ def fixture_ix(tmp_path_factory):
     tree = tmp / "pytorch"
     shutil.copytree(FIXTURE_TREE, tree)
     shutil.copytree(FIXTURE_TREE.parent / "tree_py", tree, dirs_exist_ok=True)
+    shutil.copytree(FIXTURE_TREE.parent / "tree_errors", tree, dirs_exist_ok=True)
     _st, ix, _rep = build_index(tree, tmp / "cache", workers=1, codegen=False)
     yield ix
     ix.close()
@@ -194,6 +195,23 @@ def test_the_check_in_a_macro_is_found_with_the_ops_and_python_apis_reaching_it(
     assert "torch.nn.functional.linear" in best.reach.python
     assert "TORCH_META_FUNC(addmm) <- the meta function of addmm <- called by the composite op linear" in text
     assert "next: trace(\"addmm\")" in text
+
+
+def test_the_tests_whose_bodies_spell_the_message_are_named_with_their_commands(fixture_ix):
+    """Note [Tests that expect a message]: test_addmm_shapes' assertRaisesRegex spells the message as a regex; the
+    needle is its plain run before the parenthesis; a module-level hit is outside any test."""
+    r, text = ask(fixture_ix, MAT)
+    e = r.expecting
+    assert e.needle == "mat1 and mat2 shapes cannot be multiplied" and e.total == 2
+    assert [(t.cls, t.name, str(t.loc)) for t in e.tests] == [("TestLinalg", "test_addmm_shapes",
+                                                               "test/test_linalg.py:9")]
+    assert e.tests[0].command == 'pytest test/test_linalg.py -k "TestLinalg and test_addmm_shapes"'
+    assert [str(loc) for loc in e.elsewhere] == ["test/test_linalg.py:5"]
+    assert "Tests that expect this message (their bodies spell 'mat1 and mat2 shapes cannot be multiplied'" in text
+    # a message no test spells says where it looked; one with no plain run long enough is not looked up
+    r, text = ask(fixture_ix, "ValueError: batch_size should be a positive integer value, but got batch_size=-1")
+    assert r.expecting.total == 0 and "No test spells 'batch_size should be a positive integer value'" in text
+    assert errors_query.tests_expecting(fixture_ix, ["x(", "short"]) is None
 
 
 def test_a_walk_up_past_its_budget_is_cut_and_says_so(fixture_ix, monkeypatch):

@@ -21,6 +21,7 @@ from ..store.reader import Index
 from .args import check_int
 from .error_match import Match, match, sites
 from .error_reach import Reach, cpp_reach, py_reach
+from .error_tests import ExpectingTests, tests_expecting
 from .error_text import EXAMPLE, Where, clean
 from .tests import find_similar_tests
 
@@ -79,6 +80,8 @@ class ErrorOriginResult:
     foreign: str = ""  # the innermost frame's file when it is not PyTorch's
     notes: list[str] = field(default_factory=list)
     cuts: list[str] = field(default_factory=list)
+    expecting: ExpectingTests | None = None  # tests whose bodies spell the best site's text (Note [Tests that
+    #                                          expect a message]); None when not looked up
 
 
 def _verdict(best: Match | None) -> Verdict:
@@ -162,6 +165,8 @@ def error_origin(ix: Index, message: str, limit: int = DEFAULT_LIMIT) -> ErrorOr
                     "another site's function walks it")
     if total > len(shown) and verdict is not Verdict.NONE:
         cuts.append(f"sites: showing {len(shown)} of {total} (limit={min(total, MAX_SITES)} shows more)")
+    expecting = tests_expecting(ix, [p.piece for p in sites[0].pieces if p.at >= 0]) \
+        if sites and verdict is not Verdict.NONE else None
     return ErrorOriginResult(cleaned.message, cleaned.exception, verdict, sites, total, same, candidates,
-                             cleaned.hints, cleaned.foreign, cleaned.notes, cuts)
+                             cleaned.hints, cleaned.foreign, cleaned.notes, cuts, expecting)
 

@@ -11,6 +11,7 @@ from ..model import Edge, EdgeHow, EdgeKind, Layer, Node
 from ..model.raises import Verdict
 from ..query.cuts import describe
 from ..query.error_reach import Reach
+from ..query.error_tests import ExpectingTests
 from ..query.errors import ErrorOriginResult, ErrorSite, PieceMatch
 from .common import showing
 from .next import NextCall, call
@@ -85,7 +86,7 @@ def _reach(s: ErrorSite, r: Reach, out: list[str]) -> None:
     if r.python:
         out.append(f"  Python: {', '.join(r.python)}")
     if r.tests_for and r.tests_looked_up and not (r.tests or r.opinfos):
-        out.append(f"  No test is named after {r.tests_for} or calls it.")
+        out.append(f"  No test is named after {r.tests_for}.")
     if r.tests or r.opinfos:
         out.append(f"  Tests to run (for {r.tests_for}):")
         out += [f"  - {o}" for o in r.opinfos]
@@ -112,6 +113,18 @@ def _site(i: int, s: ErrorSite, detail: bool, out: list[str]) -> None:
         out.append(f"  pieces: {_pieces(s.pieces)} (covers {s.coverage:.0%} of the message{cut})")
     if s.reach is not None:
         _reach(s, s.reach, out)
+
+
+def _expecting(e: ExpectingTests, out: list[str]) -> None:
+    """The tests whose bodies spell the message (Note [Tests that expect a message])."""
+    if not e.total:
+        out.append(f"\nNo test spells {e.needle!r} (searched test/ and torch/testing/_internal/).")
+        return
+    out.append(f"\nTests that expect this message (their bodies spell {e.needle!r}; {e.total} place(s) in all):")
+    for t in e.tests:
+        out.append(f"- {t.cls + '.' if t.cls else ''}{t.name}  {t.loc}  {t.why}\n    run: {t.command}")
+    if e.elsewhere:
+        out.append("- outside any test method (helpers, OpInfo error inputs): " + ", ".join(map(str, e.elsewhere)))
 
 
 def render_error_origin(r: ErrorOriginResult) -> str:
@@ -144,6 +157,8 @@ def render_error_origin(r: ErrorOriginResult) -> str:
     out.append(f"Raise sites: {showing(len(r.sites), r.total)}, best first.")
     for i, s in enumerate(r.sites, 1):
         _site(i, s, r.verdict is Verdict.WEAK, out)
+        if i == 1 and r.expecting is not None:
+            _expecting(r.expecting, out)
     if r.cuts:
         out.append("\nCut: " + "; ".join(r.cuts) + ".")
     return "\n".join(out)
