@@ -26,6 +26,7 @@ from torchtalk.model.change import Language
 from torchtalk.query.change import reach as reach_mod
 from torchtalk.query.change.diff import MAX_FILES, defined_names, parse_diff, tree_path
 from torchtalk.query.results import NotFound
+from torchtalk.query.tests import find_similar_tests
 from torchtalk.tools import answer, get_tool
 
 from ..annotations import Expectations, read_tree
@@ -249,7 +250,7 @@ def test_cuda_kernel_of_an_internal_op_finds_the_python_functions_and_modules_ab
     by_name = {t.name: t for t in res.tests}
     assert by_name["OpInfo('nn.functional.embedding')"].command == \
         'pytest test/test_ops.py -k "nn_functional_embedding and cuda"'
-    assert by_name["ModuleInfo(nn.Embedding)"].command == 'pytest test/test_modules.py -k "nn_Embedding and cuda"'
+    assert by_name["ModuleInfo(nn.Embedding)"].command == 'pytest test/test_modules.py -k "nn_Embedding_ and cuda"'
     on = [t.name for t in res.tests if t.on_device]
     off = [t.name for t in res.tests if not t.on_device]
     assert {"TestEmbeddingNNDeviceType.test_embedding_max_norm_device",
@@ -258,6 +259,23 @@ def test_cuda_kernel_of_an_internal_op_finds_the_python_functions_and_modules_ab
     assert [t.name for t in res.tests][-1] == off[0]
     assert not any("test_embedding_max_norm " in c or c.endswith("test_embedding_max_norm") for c in res.run_first)
     assert "\nNot shown to run on cuda (no cuda variant" in text
+
+
+def test_find_similar_tests_names_the_module_and_optimizer_db_entries(cix):
+    """A module's ModuleInfo and an optimizer's OptimizerInfo drive the generic suites; each is named however the
+    class is spelled, with a selection of its own tests only (nn_Linear_ selects no nn_LinearX test)."""
+    _tree, ix = cix
+    for q in ("torch.nn.Linear", "nn.Linear", "Linear"):
+        e = find_similar_tests(ix, q).generic
+        assert (e.label, str(e.loc), e.command) == ("ModuleInfo(nn.Linear)",
+                                                    "torch/testing/_internal/common_modules.py:11",
+                                                    'pytest test/test_modules.py -k "nn_Linear_"')
+    e = find_similar_tests(ix, "torch.optim.SGD").generic
+    assert (e.label, e.command) == ("OptimizerInfo(SGD)", 'pytest test/test_optim.py -k "_SGD_"')
+    assert find_similar_tests(ix, "cumsum").generic is None
+    text = answer(get_tool("find_similar_tests"), ix, query="SGD").text
+    assert "OptimizerInfo(SGD)  torch/testing/_internal/common_optimizers.py:10: the generic tests of " \
+           "test/test_optim.py run it" in text
 
 
 def test_structured_kernel_and_its_meta_function(cix):
@@ -303,7 +321,7 @@ def test_nn_module_forward(cix):
     assert [c.node.key for c in res.changed] == ["torch.nn.modules.linear.Linear.forward"]
     assert [(m.name, m.why.startswith("subclass")) for m in res.modules] == [("torch.nn.Linear", False),
                                                                             ("torch.nn.LazyLinear", True)]
-    assert [t.command for t in res.tests[:2]] == ['pytest test/test_modules.py -k "nn_Linear"',
+    assert [t.command for t in res.tests[:2]] == ['pytest test/test_modules.py -k "nn_Linear_"',
                                                   'pytest test/test_nn.py::TestNN::test_linear']  # a node id: exact
     assert res.tests[0].loc.path == "torch/testing/_internal/common_modules.py"
     assert nxt == ['trace_module("torch.nn.Linear")']

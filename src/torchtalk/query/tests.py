@@ -13,6 +13,7 @@ from ..graph.registry import registry
 from ..model import Loc, Op
 from ..store.reader import Index, like_literal
 from .args import MAX_LIMIT, check_int, clean_text, shown
+from .moduledb import DbEntry, entry_for
 from .testclasses import run_where_collected
 from .testnames import generated_names, run_command
 
@@ -61,6 +62,7 @@ class SimilarTestsResult:
     opinfos: list[OpInfoHit]
     home: list[str] = field(default_factory=list)  # the op's home test files, whose tests named after it rank first
     home_why: str = ""
+    generic: DbEntry | None = None  # the module's ModuleInfo / the optimizer's OptimizerInfo entry (moduledb.py)
 
 
 # How a found test ranks: (group, score, home file rank, path depth, path, line); lower first.
@@ -335,7 +337,7 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = T
     ranked = [t for _s, t in sorted(scored.values(), key=lambda x: x[0])]
     asked = {q, f"torch.{stem}", entry[0] if entry else ""} - {""}
     listed = run_where_collected(ix, ranked[:limit])  # a mixin's or template's test: as a class that runs it
-    return SimilarTestsResult(q, listed, len(ranked), _opinfos(ix, key, ops, asked), home, home_why)
+    return SimilarTestsResult(q, listed, len(ranked), _opinfos(ix, key, ops, asked), home, home_why, entry_for(ix, q))
 
 
 def _opinfos(ix: Index, key: str, ops: list[Op], asked: set[str]) -> list[OpInfoHit]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 from ..model import InstantiationKind, UtilKind
+from ..model.change import ModuleKind
+from ..query.moduledb import SUITES
 from ..query.testfiles import TestFileInfo, TestUtilsResult
 from ..query.testlist import TestPage
 from ..query.tests import MarkHit, SimilarTestsResult
@@ -30,8 +32,13 @@ def render_similar_tests(r: SimilarTestsResult) -> str:
         out.append(f"    run: {t.command}")
         if t.generated and t.generated != [where]:
             out.append(f"    generated as: {', '.join(t.generated[:4])}")
+    if r.generic is not None:
+        g = r.generic
+        out.append(f"\n{g.label}  {g.loc}: the generic tests of {SUITES[g.kind]} run it (every test there that takes "
+                   f"{'module_db' if g.kind is ModuleKind.MODULE else 'optim_db'})\n    run: {g.command}")
     if not r.tests:
-        out.append("No test names or test bodies mention it.")
+        out.append("No test names or test bodies mention it" + (" (its generic tests are above)" if r.generic else "")
+                   + ".")
     if r.opinfos:
         dbs = ", ".join(dict.fromkeys(o.db for o in r.opinfos if o.db)) or "op_db"
         out.append(f"\nOpInfo entries ({len(r.opinfos)}): the generic @ops tests that take {dbs} run it (each "

@@ -15,10 +15,10 @@ import re
 from dataclasses import dataclass, field
 
 from ...model import Loc
-from ...model.change import Aspect, ModuleKind, TestReason
+from ...model.change import Aspect, TestReason
 from ...model.dispatch import Device
-from ...model.paths import MODULE_DB, OPTIM_DB
 from ...store.reader import Index
+from ..moduledb import SUITES, entry_for
 from ..testnames import generated_names
 from ..tests import FoundTest, find_similar_tests, opinfo_names
 from .definitions import ChangedOpInfo, ChangedTest
@@ -121,24 +121,6 @@ def _present(ix: Index) -> set[str]:
     return ix.cached("test_paths", lambda: {p for p in ix.paths().values() if p.startswith("test/")})
 
 
-def _db_names(ix: Index) -> dict[ModuleKind, dict[str, int]]:
-    """Modules with a ModuleInfo entry and optimizers with an OptimizerInfo entry: read from the two
-    database files of the tree (their entries are constructor calls the index does not keep)."""
-    def load() -> dict[ModuleKind, dict[str, int]]:
-        out: dict[ModuleKind, dict[str, int]] = {ModuleKind.MODULE: {}, ModuleKind.OPTIMIZER: {}}
-        root = ix.source_root
-        for key, rel, pat in ((ModuleKind.MODULE, MODULE_DB, r"ModuleInfo\(\s*(?:torch\.)?(nn\.[\w.]+)"),
-                              (ModuleKind.OPTIMIZER, OPTIM_DB, r"OptimizerInfo\(\s*(?:optim_cls=)?([A-Z]\w+)")):
-            try:
-                text = (root / rel).read_text(encoding="utf-8", errors="replace") if root is not None else ""
-            except OSError:  # no such file here
-                text = ""
-            for m in re.finditer(pat, text):
-                out[key].setdefault(m.group(1), text.count("\n", 0, m.start()) + 1)
-        return out
-    return ix.cached("affected_db_names", load)
-
-
 def changed_tests(ix: Index, tests: list[ChangedTest], device: Device | None) -> list[AffectedTest]:
     out = []
     inst = dict(((fid, cls), opts) for fid, cls, opts in ix.cached("affected_device_classes", lambda: ix.q(
@@ -218,19 +200,12 @@ def _found(tests: list[FoundTest], base: str, target: str, how: str, device: Dev
 def module_tests(ix: Index, public: str, why: str, device: Device | None) -> list[AffectedTest]:
     """Tests of an nn module or optimizer: its ModuleInfo / OptimizerInfo tests, tests named after it or
     building it."""
-    dbs = _db_names(ix)
     short = public.rsplit(".", 1)[-1]
-    out = []
     spelled = public.removeprefix("torch.")
-    modules, optims = dbs[ModuleKind.MODULE], dbs[ModuleKind.OPTIMIZER]
-    if spelled in modules and "test/test_modules.py" in _present(ix):
-        out.append(AffectedTest(f"ModuleInfo({spelled})", Loc(MODULE_DB, modules[spelled]), TestReason.MODULE, public,
-                                f"test_modules.py runs every ModuleInfo module ({why})",
-                                with_device(f'pytest test/test_modules.py -k "{spelled.replace(".", "_")}"', device)))
-    if short in optims and "test/test_optim.py" in _present(ix):
-        out.append(AffectedTest(f"OptimizerInfo({short})", Loc(OPTIM_DB, optims[short]), TestReason.MODULE, public,
-                                f"test_optim.py runs every OptimizerInfo optimizer ({why})",
-                                with_device(f'pytest test/test_optim.py -k "{short}"', device)))
+    entry = entry_for(ix, public)
+    out = [AffectedTest(entry.label, entry.loc, TestReason.MODULE, public,
+                        f"{SUITES[entry.kind].rsplit('/', 1)[-1]} runs every {entry.label.split('(')[0]} entry ({why})",
+                        with_device(entry.command, device))] if entry is not None else []
     return out + _found(find_similar_tests(ix, spelled, PER_OP).tests, short, public, why, device)
 
 
