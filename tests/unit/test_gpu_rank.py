@@ -173,6 +173,10 @@ def test_a_formula_that_calls_an_aten_helper_reaches_what_the_helper_calls(tree)
 
 
 RANKED_OPS = """
+- func: mcat.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+  dispatch:
+    CPU, CUDA: mcat_out
+
 - func: bucketize.Scalar(Scalar self, Tensor boundaries) -> Tensor
   dispatch:
     CUDA: bucketize_cuda
@@ -397,3 +401,17 @@ def test_trace_lists_a_kernel_launched_at_several_lines_on_one_line(ranked):
     lines = [ln for ln in text.splitlines() if ln.strip().startswith("CUDA kernel reduce_kernel:")]
     assert len(lines) == 1 and f"launched <<<>>> at {path}:{first}, {path}:{second} by at::native::reduce_dim_cuda" \
         in lines[0], text
+
+
+def test_trace_lists_a_cpu_and_cuda_kernels_own_gpu_work_first_each_kernel_once(ranked):
+    """mcat_out serves CPU and CUDA: its GPU lines rank its own stub kernel's launches before copy_'s code (ranked
+    under the first key, CPU, its own code counted as a layout variant and went last), and the two kernels one
+    macro use launches are two lines (one line per launch site kept one of them)."""
+    tree, ix = ranked
+    res, _text = run(get_tool("trace"), ix, function_name="mcat.out")
+    (kernel,) = {k.entry.kernel: k for k in res.ops[0].kernels}.values()
+    assert [(g.site.dst.label.split("::")[-1].split("(")[0], g.via) for g in kernel.gpu] == [
+        ("mcat_small", ""), ("mcat_large", ""), ("cudaMemcpyAsync", "copy_")]
+    line = line_of(tree, "aten/src/ATen/native/cuda/MCat.cu", "  LAUNCH_BOTH(float)")
+    assert {(g.site.site.path, g.site.site.line) for g in kernel.gpu[:2]} == {("aten/src/ATen/native/cuda/MCat.cu",
+                                                                               line)}

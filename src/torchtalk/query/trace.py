@@ -277,13 +277,19 @@ def _kernel(ix: Index, op: Op, entry: DispatchEntry, focus: str) -> KernelInfo:
                                for b in GPU_BACKENDS):
         # The GPU lines of a kernel that runs on CUDA are its walk of graph/gpu.py, the one cuda_kernels composes.
         reaches = [gpu_reach(ix, root) for root in roots]  # listed as cuda_kernels lists them (Note [Nearest first])
-        seen: set[tuple[str, int]] = set()
+        seen: set[tuple[str, int, str]] = set()
         reached: list[KernelLaunch | LibraryCall] = [*(x for r in reaches for x in r.launches),
                                                      *(x for r in reaches for x in r.libraries)]
-        for x, via in nearest_first(ix, op.name, entry.key, reached, _library):
+        # Ranked with no key: the walk starts below this kernel, so its own code is this entry's work whatever
+        # the key (CPU for `CPU, CUDA: foo`, SparseCUDA for a sparse op's), never a layout variant put last;
+        # keys met further down (another op's Sparse kernel) still are. One line per launch site and kernel:
+        # a macro's expansion launches several kernels from one line (cat's HANDLE_CASE).
+        for x, via in nearest_first(ix, op.name, "", reached, _library):
             e = x.site
-            if e.site and (e.site.path, e.site.line) not in seen:
-                seen.add((e.site.path, e.site.line))
+            label = e.dst.label.rsplit("(", 1)[0] if e.dst.label.endswith(")") else e.dst.label
+            name = label.split("<")[0]  # the kernel or library function, not its overload or instantiation
+            if e.site and (e.site.path, e.site.line, name) not in seen:
+                seen.add((e.site.path, e.site.line, name))
                 info.gpu.append(GpuLine(e, _library(x), via))
         info.launches = [g.site for g in info.gpu if not g.library]  # the LAUNCH edges alone, in the same order
         info.gpu_cuts += gpu_cuts([c for r in reaches for c in r.cuts])
