@@ -113,6 +113,29 @@ def test_search_ranks_exact_prefix_substring_and_counts(indexed):
     assert len(res.hits) == 1 and res.total >= 4
 
 
+def test_a_delegating_op_gets_the_structured_keys_and_dispatch_empty_is_no_kernel(tree):
+    """Note [Delegated keys]: ge_.Tensor delegates to ge.Tensor_out, whose QuantizedCPU kernel is not structured:
+    torchgen registers it for ge.Tensor_out alone. `dispatch: {}` is no table and no implicit composite kernel."""
+    yaml = tree / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + (
+        "\n- func: ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)\n  structured: True\n"
+        "  dispatch:\n    CPU, CUDA: ge_Tensor_out\n    QuantizedCPU: ge_out_quantized_cpu\n\n"
+        "- func: ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)\n  structured_delegate: ge.Tensor_out\n\n"
+        "- func: _jagged_dummy(Tensor any) -> Tensor\n  dispatch: {}\n"))
+    ix = index_with(tree, {})
+    try:
+        res, _ = call(ix, "trace", function_name="ge_.Tensor", focus="dispatch")
+        assert [(k.entry.key, k.entry.kernel) for k in res.ops[0].kernels] == [("CPU", "ge_Tensor_out"),
+                                                                              ("CUDA", "ge_Tensor_out")]
+        res, _ = call(ix, "trace", function_name="ge.Tensor_out", focus="dispatch")
+        assert "QuantizedCPU" in {k.entry.key for k in res.ops[0].kernels}
+        res, text = call(ix, "trace", function_name="_jagged_dummy")
+        assert res.ops[0].kernels == [] and res.ops[0].op.dispatch_empty
+        assert "Dispatch: `dispatch: {}` in native_functions.yaml: no kernel here and no implicit" in text
+    finally:
+        ix.close()
+
+
 def test_search_an_op_by_its_name_is_exact_before_a_function_of_another_case(tree):
     """search("size"): the op size has only overloads (size.int, size.Dimname); they match it exactly by the op's
     name and come before a C++ function whose name only differs in case (HeapBlock::Size)."""

@@ -112,6 +112,7 @@ def extract_native_functions(relpath: str, data: bytes) -> FileFacts:
                 category_override=_joined(entry.get("category_override")),
                 cpp_no_default_args=_names(entry.get("cpp_no_default_args")),
                 extra=_json_or_empty({k: v for k, v in entry.items() if k not in _MODELED}),
+                dispatch_empty=entry.get("dispatch", None) == {},
             )
         except (SchemaError, ValueError) as exc:
             errors.append(f"{where}: {exc}")
@@ -137,7 +138,7 @@ def extract_native_functions(relpath: str, data: bytes) -> FileFacts:
 
 
 def _composite_implicit(op: Op, keys: set[str]) -> bool:
-    return (not keys and not op.structured_delegate) or "CompositeImplicitAutograd" in keys
+    return (not keys and not op.structured_delegate and not op.dispatch_empty) or "CompositeImplicitAutograd" in keys
 
 
 def _add_autogen(ops: list[Op], dispatch: list[OpDispatch], lines: dict[int, int]) -> None:

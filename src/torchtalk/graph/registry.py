@@ -11,6 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ..model import DispatchEntry, DispatchKey, EntryOrigin, Loc, Op, OpDispatch, PyApiKind, Variant
+from ..model.dispatch import delegated
 from ..store.codec import codec, row_fact
 from ..store.reader import Index
 
@@ -127,10 +128,10 @@ class OpRegistry:
         if target is not None and target.full_name not in seen:
             have = {e.key for e in entries}
             for d in self._entries(target, seen):
-                if d.key not in have:
+                if d.key not in have and delegated(d.key):  # Note [Delegated keys]
                     entries.append(DispatchEntry(d.key, d.kernel, d.loc, d.origin, delegate=target.full_name,
                                                  structured=d.structured, ufunc=d.ufunc))
-        if not entries and not op.structured_delegate:
+        if not entries and not op.structured_delegate and not op.dispatch_empty:
             entries.append(DispatchEntry(DispatchKey.CompositeImplicitAutograd, op.cpp_name, op.loc,
                                          EntryOrigin.IMPLICIT))
         return entries

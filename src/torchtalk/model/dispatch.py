@@ -199,6 +199,21 @@ COMPOSITE_KEYS: dict[str, str] = {
 }
 
 
+# Note [Delegated keys]
+# A `structured_delegate: foo.out` op (foo, foo_) has no dispatch table of its own: torchgen writes its kernel for
+# each key of foo.out's table that is structured (torchgen/model.py STRUCTURED_DISPATCH_KEYS: CPU, CUDA, MPS, and
+# from 2.x XPU; the Meta kernel every structured op gets), and the composite keys. A key of foo.out's own kernel
+# that is not structured (QuantizedCPU: ge_out_quantized_cpu, SparseCsrCUDA: ...) is registered for foo.out
+# alone (dest/register_dispatch_key.py gen_unstructured): foo_ has no kernel there.
+STRUCTURED_KEYS = frozenset({"CPU", "CUDA", "MPS", "XPU", "Meta"})
+
+
+def delegated(key: str) -> bool:
+    """Whether an op delegating to a structured out= op gets the out= op's kernel for ``key`` (Note [Delegated
+    keys])."""
+    return key in STRUCTURED_KEYS or is_composite(key)
+
+
 def is_composite(key: str) -> bool:
     return key in COMPOSITE_KEYS
 

@@ -338,10 +338,12 @@ def _op_section(r: TraceResult, t: OpTrace, shown: set[str], sections: dict[tupl
     if t.kernels:
         out.append("Dispatch:" if r.focus == "yaml" else "Dispatch -> C++:")
         _render_kernels(t, r.focus, shown, out, r.cpp_indexed)
-    elif r.focus == "yaml":
-        if op.structured_delegate:
-            out.append(f"Dispatch: none of its own; structured_delegate {op.structured_delegate} "
-                       "(use focus='dispatch' to follow it)")
+    elif op.dispatch_empty:
+        out.append("Dispatch: `dispatch: {}` in native_functions.yaml: no kernel here and no implicit "
+                   "CompositeImplicitAutograd one; its kernels are registered elsewhere (torch.library)")
+    elif r.focus == "yaml" and op.structured_delegate:
+        out.append(f"Dispatch: none of its own; structured_delegate {op.structured_delegate} "
+                   "(use focus='dispatch' to follow it)")
     _render_generated(t, out, shown)
     _render_handwritten(t, out, shown)
     if r.focus in ("full", "yaml"):
