@@ -264,3 +264,19 @@ def test_an_ops_dispatcher_entry_reaches_the_op_and_its_callers(tree):
         assert "at::native::relu_twice" in callers
     finally:
         ix.close()
+
+
+def test_python_names_are_the_ones_the_generated_bindings_bind(tree):
+    """Note [Bound names]: the stand-in binding generator binds torch.relu alone, so the YAML's torch.add
+    (gen_python_functions leaves ops out the same way: .*_backward, div.Scalar) is no Python name of add; no
+    generated file fills Tensor's namespace here, so its YAML names stay."""
+    _add_generators(tree)
+    st = find_source(tree)
+    refresh(st, workers=1)
+    ix = Index(st.index_path, st.root)
+    try:
+        names = set(ix.q("SELECT name, op FROM py_api WHERE kind IN ('function', 'method')"))
+        assert ("torch.relu", "relu") in names and ("Tensor.add", "add.Tensor") in names
+        assert not {n for n, o in names if o == "add.Tensor" and n.startswith("torch.")}
+    finally:
+        ix.close()

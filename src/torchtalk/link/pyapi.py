@@ -12,13 +12,16 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from collections.abc import Callable
 
 from ..model import PY_MODULES, PyApiKind
 
 Row = tuple[str, str, str, str, int, int]  # name, kind, op, target, file_id, line
 
 
-def _op_rows(conn: sqlite3.Connection) -> list[Row]:
+def _op_rows(conn: sqlite3.Connection, bound: Callable[[str, str], bool] = lambda _n, _o: True) -> list[Row]:
+    """The names native_functions.yaml gives an op (``variants``, ``python_module``) that ``bound`` (Python name,
+    op) keeps: with the generated layer, the ones its bindings bind (Note [Bound names])."""
     rows: list[Row] = []
     for name, full, variants_json, module, tags_json, file_id, line in conn.execute(
             "SELECT name, full_name, variants, python_module, tags, file_id, line FROM op"):
@@ -29,12 +32,14 @@ def _op_rows(conn: sqlite3.Connection) -> list[Row]:
         if "function" in variants:
             if module in PY_MODULES:
                 c_mod, public, prefix = PY_MODULES[module]
-                rows.append((f"{c_mod}.{name}", PyApiKind.PY_MODULE, full, "", file_id, line))
-                if public and name.startswith(prefix):
-                    rows.append((f"{public}.{name[len(prefix):]}", PyApiKind.PY_MODULE, full, "", file_id, line))
-            else:
+                if bound(f"{c_mod}.{name}", full):
+                    rows.append((f"{c_mod}.{name}", PyApiKind.PY_MODULE, full, "", file_id, line))
+                    if public and name.startswith(prefix):
+                        rows.append((f"{public}.{name[len(prefix):]}", PyApiKind.PY_MODULE, full, "", file_id,
+                                     line))
+            elif bound(f"torch.{name}", full):
                 rows.append((f"torch.{name}", PyApiKind.FUNCTION, full, "", file_id, line))
-        if "method" in variants:
+        if "method" in variants and bound(f"Tensor.{name}", full):
             rows.append((f"Tensor.{name}", PyApiKind.METHOD, full, "", file_id, line))
     return rows
 
@@ -274,13 +279,35 @@ def _alias_rows(conn: sqlite3.Connection, by_py: dict[str, list[str]]) -> list[R
     return rows
 
 
+# Note [Bound names]
+# native_functions.yaml's `variants: function, method` says which C++ API an op gets; its Python names are what
+# tools/autograd/gen_python_functions.py binds, which leaves out its skip lists (`.*_backward`, `div.Scalar`,
+# `index`, ...: SKIP_PYTHON_BINDINGS and SKIP_PYTHON_BINDINGS_SIGNATURES) and `manual_cpp_binding` ops. With the
+# generated layer indexed, the bindings it wrote are the answer: a name the generator binds keeps the ops its
+# parsers call (torch.div: not div.Scalar); a name it binds none of is kept only where hand-written binding code
+# defines it (Tensor.size: THPVariable_size, written in the binding template). In a namespace no generated binding
+# file fills, and without the generated layer, the YAML's names are all there is.
+
+
 def python_api_rows(conn: sqlite3.Connection) -> list[Row]:
-    rows = _op_rows(conn)
+    generated = _generated_binding_rows(conn)
+    hand = _binding_rows(conn)
+    bound = None
+    if generated:
+        pairs = {(n, o) for n, _k, o, *_ in generated}
+        names = {n for n, _k, o, *_ in generated if o}
+        # hand-written: by binding code, or in a binding template (THPVariable_size: a generated file's entry
+        # that calls no op)
+        handwritten = {n for n, *_ in hand} | {n for n, _k, o, *_ in generated if not o}
+        spaces = {n.rsplit(".", 1)[0] for n in names}  # the namespaces whose binding files were generated
+
+        def bound(name: str, op: str) -> bool:
+            return (name.rsplit(".", 1)[0] not in spaces or (name, op) in pairs
+                    or (name not in names and name in handwritten))
+    rows = _op_rows(conn, bound) if bound else _op_rows(conn)
     by_py: dict[str, list[str]] = {}
     for name, _kind, op, *_ in rows:
         by_py.setdefault(name, []).append(op)
     rows += _functional_rows(conn, by_py)
     rows += _alias_rows(conn, by_py)
-    rows += _binding_rows(conn)
-    rows += _generated_binding_rows(conn)
-    return rows
+    return rows + hand + generated
