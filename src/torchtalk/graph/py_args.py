@@ -39,18 +39,20 @@ _REFUSED = {
 def overloads_for(ops: Sequence[Op], nargs: int, keywords: tuple[str, ...], method: bool,
                   literals: str = "") -> list[Op]:
     """The ``ops`` (overloads of one Python name) a call with ``nargs`` positional arguments and ``keywords`` can
-    reach; ``method``: called on a receiver, which is ``self``; ``literals``: what literal each argument is. All of
-    them when the call rules every one out."""
-    if len(ops) < 2 or nargs < 0:
+    reach; ``method``: called on a receiver, which is ``self``; ``literals``: what literal each argument is. None
+    when the overloads that take that many arguments all refuse a literal (``x.size(0)``: size.Dimname's Dimname
+    takes no int; Tensor.size(int) is hand-written and reaches no op); all of them when the count rules every one
+    out (the call is read wrong, not the overloads)."""
+    if nargs < 0 or (len(ops) < 2 and not literals.strip(".")):
         return list(ops)
     sigs = []  # each overload's parameters (the receiver's taken out) and the names they answer to
     for op in ops:
         params = _params(op, method)
         sigs.append((op, params, _names(params)))
     named = set().union(*(names for _op, _p, names in sigs))
-    kept = [op for op, params, names in sigs if _takes(params, names, nargs, keywords, named)
-            and _literals_fit(params, nargs, keywords, literals)]
-    return kept or list(ops)
+    takes = [(op, params) for op, params, names in sigs if _takes(params, names, nargs, keywords, named)]
+    kept = [op for op, params in takes if _literals_fit(params, nargs, keywords, literals)]
+    return kept if kept or takes else list(ops)
 
 
 def _base(type_: str) -> str:

@@ -239,8 +239,10 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
         return [Edge(src, function_node(d), EdgeKind.PY_CALL, site, written=written)]
     ops = ops_of_python(ix, full)
     if ops:  # torch.Tensor.add(x, y) passes self; torch.add(x, y) and F.linear(x, w) pass it as input
-        ops = overloads_for(ops, shape[0], shape[1], False, shape[2])
-        return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, written=written) for op in ops]
+        fit = overloads_for(ops, shape[0], shape[1], False, shape[2])
+        return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, written=written) for op in fit] or [
+            Edge(src, unresolved_node(full), EdgeKind.PY_CALL, site, written=written,
+                 note=f"no overload of {full} takes these arguments ({', '.join(o.full_name for o in ops[:3])})")]
     # torch._C._set_grad_enabled(mode), torch.is_grad_enabled(): a name hand-written C++ binds; the C++ function is
     # one BINDING edge further (bindings_out)
     bound = hand_bound(ix)
@@ -265,8 +267,7 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
 
 
 def _returns_builtin(ix: Index, module: str, written: str) -> bool:
-    """Whether ``written`` (a call's function, as written in ``module``) is a Python function whose return annotation
-    names a builtin container or string."""
+    """Whether ``written`` (a call's function in ``module``) is a Python function returning a builtin container."""
     names = pynames(ix)
     d = names.definition(names.resolve_in(module, written))
     if d is None or d.kind is not PyDefKind.FUNCTION:
