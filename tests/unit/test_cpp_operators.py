@@ -31,6 +31,11 @@ OPS = """
   variants: function, method
   dispatch:
     CompositeExplicitAutograd: mul
+
+- func: trunc(Tensor self) -> Tensor
+  variants: function, method
+  dispatch:
+    CompositeExplicitAutograd: trunc
 """
 
 
@@ -68,3 +73,10 @@ def test_the_operands_types_choose_the_overload(ops):
 def test_an_enum_compared_is_the_languages_operator_no_call(ops):
     sec, text = _calls(ops, "at::native::on_cuda")
     assert not sec.calls and not sec.unresolved, text
+
+
+def test_a_global_functions_result_is_no_tensor(ops):
+    """``a - ::trunc(a)`` in frac's CUDA lambda: ::trunc is the global (C library) function, so its result is not
+    at::trunc's Tensor and the difference is the language's, not at::operator- (which reached sub's kernels)."""
+    sec, text = _calls(ops, "at::native::frac_kernel_cuda")
+    assert not [e for e in sec.calls if e.dst.label.startswith("at::operator")], text

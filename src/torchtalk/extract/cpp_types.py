@@ -303,7 +303,10 @@ class Typer:
                 return self.expr(vals[0], pos, depth + 1)
             return f"c:{name}/{count}"
         if ft in ("qualified_identifier", "template_function"):
-            written = _SPACES.sub("", self.t(f)).replace("template", "").lstrip(":")
+            written = _SPACES.sub("", self.t(f)).replace("template", "")
+            if written.startswith("::") and "::" not in written[2:].split("<")[0]:
+                return ""  # ::trunc(a): the global (C library) function, never at::trunc: its type is not told
+            written = written.lstrip(":")
             head, _, targs = written.partition("<")
             if head in _CASTS or head.rsplit("::", 1)[-1] in _CASTS:
                 return "t:" + type_text(targs.rsplit(">", 1)[0]) if targs else ""
