@@ -20,6 +20,7 @@ from torchtalk.model.raises import Verdict
 from torchtalk.query import error_reach
 from torchtalk.query import errors as errors_query
 from torchtalk.query.error_text import MAX_INPUT, MAX_MESSAGE, clean
+from torchtalk.store.reader import Index
 from torchtalk.tools import get_tool, run
 
 from ..conftest import FIXTURE_TREE, build_index
@@ -274,6 +275,38 @@ def test_much_called_functions_are_summarised_by_name(fixture_ix, monkeypatch):
     assert r.verdict is Verdict.EXACT and fan and fan[0].callee.label == "c10::impl::common_device_check_failure"
     assert fan[0].samples[0].src.label == "c10::impl::check_and_update_common_device"
     assert "common_device_check_failure(*common_device, tensor, methodName, argName);" in text
+
+
+def test_with_the_calls_resolved_a_summary_counts_the_callers_not_the_name(tmp_path, monkeypatch):
+    """Another namespace's common_device_check_failure is called three times: by name, four sites (a summary of
+    other code); with the store of resolved calls, the one real caller, walked as usual."""
+    from torchtalk.graph.resolved_build import build
+
+    tree = tmp_path / "pytorch"
+    shutil.copytree(FIXTURE_TREE, tree)
+    shutil.copytree(FIXTURE_TREE.parent / "tree_py", tree, dirs_exist_ok=True)
+    (tree / "torch/csrc/other.cpp").write_text(
+        "namespace other {\nvoid common_device_check_failure(int n) {}\nvoid f() {\n  common_device_check_failure(1);\n"
+        "  common_device_check_failure(2);\n  common_device_check_failure(3);\n}\n}  // namespace other\n")
+    st, ix, _rep = build_index(tree, tmp_path / "cache", workers=1, codegen=False)
+    monkeypatch.setattr(error_reach, "FAN_IN", 2)
+    full = ("Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! "
+            "(when checking argument for argument self in method wrapper_CPU_mm)")
+    try:
+        r, _ = ask(ix, full)
+        (fan,) = r.sites[0].reach.fan_in
+        assert fan.sites == 4 and "other::f" in {e.src.label for e in fan.samples}
+    finally:
+        ix.close()
+    monkeypatch.setenv("TORCHTALK_CACHE_DIR", str(tmp_path / "cache"))
+    assert build(st.index_path, workers=1) is not None
+    ix = Index(st.index_path, st.root)
+    try:
+        r, text = ask(ix, full)
+        assert not r.sites[0].reach.fan_in and "other::f" not in text
+        assert "c10::impl::check_and_update_common_device" in text
+    finally:
+        ix.close()
 
 
 def test_a_constant_used_as_the_message_is_matched_where_it_is_used(fixture_ix):

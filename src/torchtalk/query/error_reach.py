@@ -8,8 +8,10 @@ runs for the structured op it belongs to (the generated wrappers call it as
 ``op.meta(...)``), and a function called from more sites than a walk can resolve in time
 (``check_and_update_common_device``, called by every generated wrapper) is summarised
 from its call sites instead of walked through: how many, from which files, and which ops
-the generated wrappers among them serve. For Python the enclosing function is the API;
-an op it is registered for (a meta kernel, decomposition or ref) reaches it.
+the generated wrappers among them serve. With the store of resolved calls those are its
+callers; without it, the sites of its name (a method's name is often other classes' too).
+For Python the enclosing function is the API; an op it is registered for (a meta kernel,
+decomposition or ref) reaches it.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from dataclasses import dataclass, field
 
 from ..errors import BadArgument
 from ..graph import FREE, LevelCap, graph, up
+from ..graph.cpp_callers import callers
 from ..graph.cpp_types import structured_base
 from ..graph.nodes import CPP_KINDS, cpp_node, op_node, symbol_id
 from ..graph.op_edges import kernel_of
 from ..graph.registry import registry
+from ..graph.resolved import stored
 from ..graph.symbols import call_count, symbol
 from ..model import CppSymbol, Cut, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, SymbolKind, is_composite
 from ..store.reader import Index
@@ -151,7 +155,20 @@ class _Into:
         n = call_count(self.ix, sym.name)
         if n <= FAN_IN:
             return None
-        self.fan_in.append(_summary(self.ix, node, sym.name, n, self.prefer))
+        if stored(self.ix) is not None:
+            # With the calls resolved and stored, its callers are cheap to read: only as many of those as a walk
+            # cannot take are summarised, never the sites of every function of its name (`stop`, `query`, `take`).
+            real = callers(self.ix, node)
+            if len(real) <= FAN_IN:
+                return None
+            ids = self.ix.file_ids()
+            rows = [(int(key), ids.get(e.site.path, -1), e.site.line, e.src.label.rsplit("::", 1)[-1])
+                    for e in real if (key := symbol_id(e.src)) is not None and e.site is not None]
+            self.fan_in.append(_summary(self.ix, node, rows, len(real), self.prefer))
+            return sym
+        rows = self.ix.q("SELECT c.caller, c.file_id, c.line, s.name FROM cpp_call c JOIN cpp_symbol s "
+                         "ON s.id = c.caller WHERE c.callee = ?", (sym.name,))
+        self.fan_in.append(_summary(self.ix, node, rows, n, self.prefer))
         return sym
 
 
@@ -178,11 +195,11 @@ def _op_callers_by_name(ix: Index, node: Node) -> list[Edge]:
     return list(out.values())
 
 
-def _summary(ix: Index, node: Node, name: str, total: int, prefer: str) -> FanIn:
-    """The call sites of a much-called function: by file, and a few callers (those the message names first,
-    then one per file, spread over the rest), with the call as written and the op each is a wrapper or kernel of."""
-    rows = ix.q("SELECT c.caller, c.file_id, c.line, s.name FROM cpp_call c JOIN cpp_symbol s ON s.id = c.caller "
-                "WHERE c.callee = ?", (name,))
+def _summary(ix: Index, node: Node, rows: list[tuple[int, int, int, str]], total: int, prefer: str) -> FanIn:
+    """The call sites of a much-called function (``rows``: caller id, file id, line, caller's name; its resolved
+    callers, or without the store of resolved calls the sites of its name): by file, and a few callers (those the
+    message names first, then one per file, spread over the rest), with the call as written and the op each is a
+    wrapper or kernel of."""
     paths = ix.paths()
     files = Counter(paths.get(f, "?") for _c, f, _l, _n in rows)
     generated = sum(n for p, n in files.items() if p.startswith("<generated>/"))
