@@ -8,7 +8,7 @@ from torchtalk.errors import BadArgument
 from torchtalk.tools import get_tool, run
 
 from ..annotations import Expectations, read_tree
-from ..conftest import FIXTURE_TREE
+from ..conftest import FIXTURE_TREE, index_with
 
 LINEAR = Expectations(read_tree(FIXTURE_TREE.parent / "tree_py")).where("torch.nn.modules.linear.Linear")
 
@@ -144,6 +144,27 @@ def test_test_file_info(py_indexed):
     assert "torch.relu" in text
     with pytest.raises(BadArgument, match="leaves the source tree"):
         call(ix, "test_file_info", file_path="../../etc/passwd")
+
+
+def test_test_file_info_runs_the_file_as_its_main_block_says(py_indexed):
+    """python FILE only where its __main__ calls run_tests; the file a __main__ that refuses names (test/jit/*.py:
+    "use python test/test_jit.py"); pytest where there is no __main__ (functorch/test_ops.py here)."""
+    tree, ix = py_indexed
+    ix.close()
+    jit = ("from torch.testing._internal.common_utils import TestCase\n\n\nclass TestList(TestCase):\n"
+           "    def test_append(self):\n        pass\n\n\nif __name__ == \"__main__\":\n    raise RuntimeError(\n"
+           "        \"This test file is not meant to be run directly, use:\\n\\n\"\n"
+           "        \"\\tpython test/test_jit.py TESTNAME\\n\\n\"\n        \"instead.\"\n    )\n")
+    ix = index_with(tree, {"test/jit/test_list_dict.py": jit})
+    try:
+        for path, command in (("test/test_nn.py", "python test/test_nn.py"),
+                              ("test/functorch/test_ops.py", "pytest test/functorch/test_ops.py"),
+                              ("test/jit/test_list_dict.py",
+                               "python test/test_jit.py (its __main__ says to run it from there)")):
+            res, text = call(ix, "test_file_info", file_path=path)
+            assert res.command == command and f"run the file: {command}" in text
+    finally:
+        ix.close()
 
 
 def test_test_file_info_lists_each_test_with_its_line_and_where_it_runs(py_indexed):

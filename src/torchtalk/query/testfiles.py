@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
@@ -219,5 +220,26 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
     page = test_page(path, rows, device, class_name, query, offset, lambda n: page_call(path, class_name, query, n),
                      where.run_as)
     return TestFileInfo(path, classes, functions, [(k, c, Loc(path, ln), o) for k, c, ln, o in insts],
-                        decos.most_common(20), utilities, ops.most_common(40), total,
-                        f"python {path}" if path.startswith("test/") else f"python -m pytest {path}", page)
+                        decos.most_common(20), utilities, ops.most_common(40), total, _file_command(ix, path), page)
+
+
+_MAIN = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:[ \t]*\n((?:[ \t]+.*\n?|[ \t]*\n)*)", re.M)
+_RUN_FROM = re.compile(r"python3?\s+(test/[\w/.]+\.py)")
+
+
+def _file_command(ix: Index, path: str) -> str:
+    """How to run the whole file: ``python path`` when its ``__main__`` block calls run_tests (PyTorch's own
+    runner: its options, its device-type setup); the file its ``__main__`` names when that refuses to run it
+    directly (test/jit/*.py: "use python test/test_jit.py"); else pytest, which needs no ``__main__``."""
+    try:
+        text = (ix.source_root / path).read_text(encoding="utf-8", errors="replace") if ix.source_root else ""
+    except OSError:
+        text = ""
+    main = _MAIN.search(text)
+    body = main.group(1) if main else ""
+    if "run_tests(" in body:
+        return f"python {path}"
+    other = _RUN_FROM.search(body.replace("\\t", " ").replace("\\n", " ")) if "raise" in body else None
+    if other is not None and other.group(1) != path:
+        return f"python {other.group(1)} (its __main__ says to run it from there)"
+    return f"pytest {path}"
