@@ -16,6 +16,8 @@ from .args import MAX_LIMIT, check_int, clean_text, shown
 from .moduledb import DbEntry, entry_for
 from .testclasses import run_where_collected
 from .testnames import generated_names, run_command
+from .testquery import entry_named, functional, opinfo_names, terms
+from .testquery import norm as _norm
 
 
 @dataclass
@@ -90,75 +92,6 @@ def _instantiations(ix: Index) -> dict[tuple[int, str], str]:
     return ix.cached("device_type_classes", lambda: {
         (fid, cls): opts for fid, cls, opts in ix.q(
             "SELECT file_id, cls, options FROM test_instantiation WHERE kind = 'device_type'")})
-
-
-# Note [Test queries as written]
-# A test query comes spelled as its user met it: a Python name (torch.nn.functional.relu, F.relu, nn.functional.relu
-# as op_db names it, torch.Tensor.add), an op as the dispatcher or a graph prints it (aten::relu.out,
-# torch.ops.aten.relu.default, aten.relu), or a test's own spelling (test_relu). The prefixes below are removed in
-# this order, each at most once, down to the stem the tests' names and bodies are matched with; an op prefix also
-# drops the overload (.out, .default), which no test name spells. An OpInfo entry's formatted name as pytest -k
-# takes it (nn_functional_relu, from `test_ops.py -k nn_functional_relu`) is read as that entry (_entry_named).
-_PREFIXES = ("torch.ops.aten.", "torch.nn.functional.", "torch.nn.", "torch.", "F.", "nn.functional.", "nn.",
-             "Tensor.", "aten::", "aten.", "test_")
-_OP_PREFIXES = ("torch.ops.aten.", "aten::", "aten.")
-
-# An OpInfo entry's name is its op's Python name under torch (OpInfo's op is _getattr_qual(torch, name)):
-# nn.functional.relu is torch.nn.functional.relu; the Python spellings of an op's names as entries write them.
-OPINFO_SPELLINGS = (("torch._C._nn.", "nn.functional."), ("torch.nn.functional.", "nn.functional."),
-                    ("torch._C._linalg.linalg_", "linalg."), ("torch.linalg.", "linalg."),
-                    ("torch._C._special.special_", "special."), ("torch.special.", "special."),
-                    ("torch._C._fft.fft_", "fft."), ("torch.fft.", "fft."), ("F.", "nn.functional."),
-                    ("torch.Tensor.", ""), ("torch.", ""), ("Tensor.", ""))
-
-
-def opinfo_names(python: list[str]) -> list[str]:
-    """The OpInfo entry names the Python names ``python`` would have (torch.nn.functional.relu ->
-    nn.functional.relu, torch.linalg.svd -> linalg.svd, torch.cumsum and Tensor.cumsum -> cumsum)."""
-    return list(dict.fromkeys(_opinfo_name(n) for n in python))
-
-
-def _opinfo_name(python: str) -> str:
-    """One Python name as an OpInfo entry writes it: its first matching spelling rewritten, else as it is."""
-    for old, new in OPINFO_SPELLINGS:
-        if python.startswith(old):
-            return new + python[len(old):]
-    return python
-
-
-def _terms(q: str) -> tuple[str, list[str]]:
-    """Search stem and the spellings a test body would use for it (Note [Test queries as written])."""
-    stem = q
-    for prefix in _PREFIXES:
-        if stem.startswith(prefix):
-            stem = stem[len(prefix):]
-    if q.startswith(_OP_PREFIXES) and "." in stem:
-        stem = stem.split(".", 1)[0]
-    return stem, [f"torch.{stem}", f".{stem}", f"F.{stem}", f"nn.{stem}", f"torch.nn.functional.{stem}"]
-
-
-def _functional(name: str) -> str:
-    """The functional op an in-place op's OpInfo entry names (add_ -> add, __iand__ -> __and__)."""
-    return f"__{name[3:]}" if name.startswith("__i") and name.endswith("__") else name.removesuffix("_")
-
-
-def _entry_named(ix: Index, q: str) -> tuple[str, str] | None:
-    """The OpInfo entry (name, the op it names) whose formatted name as test names and ``pytest -k`` spell it is
-    ``q`` (nn_functional_relu, linalg_svd, normal_in_place: the name and variant, dots as underscores)."""
-    def build() -> dict[str, tuple[str, str]]:
-        out: dict[str, tuple[str, str]] = {}
-        for name, variant, aten in ix.q("SELECT name, variant_test_name, aten_name FROM op_info_entry ORDER BY id"):
-            op = aten or name.rsplit(".", 1)[-1]
-            out.setdefault(name.replace(".", "_").lower(), (name, op))
-            if variant:
-                out.setdefault(f"{name}.{variant}".replace(".", "_").lower(), (name, op))
-        return out
-    return ix.cached("opinfo_formatted_names", build).get(q.lower())
-
-
-def _norm(name: str) -> str:
-    """group_norm, GroupNorm and groupnorm alike: lower case without underscores."""
-    return name.replace("_", "").lower()
 
 
 def _test_names(ix: Index) -> list[tuple[int, int, str, str]]:
@@ -268,15 +201,15 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = T
     (one scan of every test body, the costly part: error_origin asks without it)."""
     q = clean_text(query, "query", "softmax")
     limit = check_int(limit, "limit", 1, MAX_LIMIT)
-    stem, spellings = _terms(q)
+    stem, spellings = terms(q)
     key = stem.lower()
     if not key.strip(" ._"):
         raise BadArgument(f"query {shown(q)} is only a prefix; give an op, function or concept such as "
                           "'softmax', 'torch.cumsum' or 'nn.Linear'")
     ops = _ops_for(ix, stem)
-    entry = _entry_named(ix, q) if "." not in q else None  # an OpInfo entry as test names spell it
+    entry = entry_named(ix, q) if "." not in q else None  # an OpInfo entry as test names spell it
     if entry is not None and not ops:  # nn_functional_relu: the tests of relu
-        stem, spellings = _terms(entry[1])
+        stem, spellings = terms(entry[1])
         key = stem.lower()
         ops = _ops_for(ix, stem)
     op_stem = ops[0].name if ops else key
@@ -345,7 +278,7 @@ def _opinfos(ix: Index, key: str, ops: list[Op], asked: set[str]) -> list[OpInfo
     the Python name asked (Note [Test queries as written]); an entry may write its name under torch.
     (torch._scaled_mm)."""
     reg = registry(ix)
-    own = {key} | {o.name.lower() for o in ops[:1]} | {_functional(o.name).lower() for o in ops[:1] if o.is_inplace}
+    own = {key} | {o.name.lower() for o in ops[:1]} | {functional(o.name).lower() for o in ops[:1] if o.is_inplace}
     names = own | {n.lower() for n in opinfo_names([*asked, *(p.name for o in ops[:1] for p in reg.python_names(o))])}
     names = (names | {f"torch.{n}" for n in names}) - {""}
     rows = []

@@ -20,7 +20,8 @@ from ...model.dispatch import Device
 from ...store.reader import Index
 from ..moduledb import SUITES, entry_for
 from ..testnames import generated_names
-from ..tests import FoundTest, find_similar_tests, opinfo_names
+from ..testquery import opinfo_names
+from ..tests import FoundTest, find_similar_tests
 from .definitions import ChangedOpInfo, ChangedTest
 
 MAX_OPS_FOR_TESTS = 6  # distinct ops whose tests are looked up (each is one find_similar_tests call)

@@ -1,0 +1,76 @@
+"""How a test query is read (Note [Test queries as written]): the stem tests' names and bodies are matched with,
+the spellings a body would use, the words of a multi-word query, and the OpInfo names of Python names."""
+
+from __future__ import annotations
+
+from ..store.reader import Index
+
+# Note [Test queries as written]
+# A test query comes spelled as its user met it: a Python name (torch.nn.functional.relu, F.relu, nn.functional.relu
+# as op_db names it, torch.Tensor.add), an op as the dispatcher or a graph prints it (aten::relu.out,
+# torch.ops.aten.relu.default, aten.relu), or a test's own spelling (test_relu). The prefixes below are removed in
+# this order, each at most once, down to the stem the tests' names and bodies are matched with; an op prefix also
+# drops the overload (.out, .default), which no test name spells. An OpInfo entry's formatted name as pytest -k
+# takes it (nn_functional_relu, from `test_ops.py -k nn_functional_relu`) is read as that entry (_entry_named).
+_PREFIXES = ("torch.ops.aten.", "torch.nn.functional.", "torch.nn.", "torch.", "F.", "nn.functional.", "nn.",
+             "Tensor.", "aten::", "aten.", "test_")
+_OP_PREFIXES = ("torch.ops.aten.", "aten::", "aten.")
+
+# An OpInfo entry's name is its op's Python name under torch (OpInfo's op is _getattr_qual(torch, name)):
+# nn.functional.relu is torch.nn.functional.relu; the Python spellings of an op's names as entries write them.
+OPINFO_SPELLINGS = (("torch._C._nn.", "nn.functional."), ("torch.nn.functional.", "nn.functional."),
+                    ("torch._C._linalg.linalg_", "linalg."), ("torch.linalg.", "linalg."),
+                    ("torch._C._special.special_", "special."), ("torch.special.", "special."),
+                    ("torch._C._fft.fft_", "fft."), ("torch.fft.", "fft."), ("F.", "nn.functional."),
+                    ("torch.Tensor.", ""), ("torch.", ""), ("Tensor.", ""))
+
+
+def opinfo_names(python: list[str]) -> list[str]:
+    """The OpInfo entry names the Python names ``python`` would have (torch.nn.functional.relu ->
+    nn.functional.relu, torch.linalg.svd -> linalg.svd, torch.cumsum and Tensor.cumsum -> cumsum)."""
+    return list(dict.fromkeys(_opinfo_name(n) for n in python))
+
+
+def _opinfo_name(python: str) -> str:
+    """One Python name as an OpInfo entry writes it: its first matching spelling rewritten, else as it is."""
+    for old, new in OPINFO_SPELLINGS:
+        if python.startswith(old):
+            return new + python[len(old):]
+    return python
+
+
+def terms(q: str) -> tuple[str, list[str]]:
+    """Search stem and the spellings a test body would use for it (Note [Test queries as written])."""
+    stem = q
+    for prefix in _PREFIXES:
+        if stem.startswith(prefix):
+            stem = stem[len(prefix):]
+    if q.startswith(_OP_PREFIXES) and "." in stem:
+        stem = stem.split(".", 1)[0]
+    return stem, [f"torch.{stem}", f".{stem}", f"F.{stem}", f"nn.{stem}", f"torch.nn.functional.{stem}"]
+
+
+def functional(name: str) -> str:
+    """The functional op an in-place op's OpInfo entry names (add_ -> add, __iand__ -> __and__)."""
+    return f"__{name[3:]}" if name.startswith("__i") and name.endswith("__") else name.removesuffix("_")
+
+
+def entry_named(ix: Index, q: str) -> tuple[str, str] | None:
+    """The OpInfo entry (name, the op it names) whose formatted name as test names and ``pytest -k`` spell it is
+    ``q`` (nn_functional_relu, linalg_svd, normal_in_place: the name and variant, dots as underscores)."""
+    def build() -> dict[str, tuple[str, str]]:
+        out: dict[str, tuple[str, str]] = {}
+        for name, variant, aten in ix.q("SELECT name, variant_test_name, aten_name FROM op_info_entry ORDER BY id"):
+            op = aten or name.rsplit(".", 1)[-1]
+            out.setdefault(name.replace(".", "_").lower(), (name, op))
+            if variant:
+                out.setdefault(f"{name}.{variant}".replace(".", "_").lower(), (name, op))
+        return out
+    return ix.cached("opinfo_formatted_names", build).get(q.lower())
+
+
+def norm(name: str) -> str:
+    """group_norm, GroupNorm and groupnorm alike: lower case without underscores."""
+    return name.replace("_", "").lower()
+
+
