@@ -6,6 +6,8 @@ from torchtalk.extract.opinfo import op_test_marks
 from torchtalk.query.tests import _name_score, _norm
 from torchtalk.tools import get_tool, run
 
+from ..conftest import index_with
+
 
 def call(ix, tool, **kw):
     return run(get_tool(tool), ix, **kw)
@@ -118,3 +120,24 @@ def test_queries_as_written_reach_the_op_and_its_entries(py_indexed):
         assert [o.name for o in res.opinfos] == ["torch.addmm"], q
     none, text = call(ix, "find_similar_tests", query="nn_functional_nothing")
     assert not none.tests and not none.opinfos and "No test names or test bodies mention it." in text
+
+
+def test_a_packaged_name_and_several_words(py_indexed):
+    """torch.nn.utils.clip_grad_norm_: tests named after its last part and bodies that call it as imported from its
+    module; "deterministic cumsum": each word in the test (a test named after cumsum alone is not listed)."""
+    tree, ix = py_indexed
+    ix.close()
+    ix = index_with(tree, {"test/test_utils_clip.py": (
+        "import torch\nfrom torch.nn.utils import clip_grad_norm_\nfrom torch.testing._internal.common_utils import "
+        "TestCase\n\n\nclass TestClip(TestCase):\n    def test_clip_grad_norm(self):\n        pass\n\n"
+        "    def test_gradients_stay_finite(self):\n        clip_grad_norm_([torch.ones(2)], 1.0)\n\n"
+        "    def test_cumsum_deterministic(self):\n        torch.use_deterministic_algorithms(True)\n"
+        "        torch.cumsum(torch.ones(2), 0)\n")})
+    try:
+        res, _ = call(ix, "find_similar_tests", query="torch.nn.utils.clip_grad_norm_")
+        assert {(t.name, t.why) for t in res.tests} == {("test_clip_grad_norm", "name"),
+                                                        ("test_gradients_stay_finite", "calls clip_grad_norm_")}
+        res, _ = call(ix, "find_similar_tests", query="deterministic cumsum")
+        assert [t.name for t in res.tests] == ["test_cumsum_deterministic"]
+    finally:
+        ix.close()

@@ -201,12 +201,25 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = T
     (one scan of every test body, the costly part: error_origin asks without it)."""
     q = clean_text(query, "query", "softmax")
     limit = check_int(limit, "limit", 1, MAX_LIMIT)
-    stem, spellings = terms(q)
+    # Several words ("deterministic scatter_add"): the one that names an op (else the longest) is matched as a
+    # query alone, and each other word must be in the test's name or what its body uses.
+    words = q.split()
+    pick = next((w for w in words if _ops_for(ix, terms(w)[0])), max(words, key=len)) if len(words) > 1 else q
+    also = [_norm(w) for w in words if w != pick] if len(words) > 1 else []
+    stem, spellings = terms(pick)
     key = stem.lower()
     if not key.strip(" ._"):
         raise BadArgument(f"query {shown(q)} is only a prefix; give an op, function or concept such as "
                           "'softmax', 'torch.cumsum' or 'nn.Linear'")
     ops = _ops_for(ix, stem)
+    if not ops and "." in stem.strip("."):
+        # a Python name with its package (torch.nn.utils.clip_grad_norm_, torch.optim.NAdam): tests are named
+        # after its last part, and bodies call it as written, by that part alone (imported from its module), or
+        # under its package (optim.NAdam)
+        last = stem.rsplit(".", 1)[-1]
+        spellings += [pick, stem, last]
+        stem, key = last, last.lower()
+        ops = _ops_for(ix, stem)
     entry = entry_named(ix, q) if "." not in q else None  # an OpInfo entry as test names spell it
     if entry is not None and not ops:  # nn_functional_relu: the tests of relu
         stem, spellings = terms(entry[1])
@@ -241,7 +254,7 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = T
     named: dict[int, tuple[int, int]] = {}
     if len(nkey) >= 2:
         for mid, fid, name, norm in _test_names(ix):
-            if nkey in norm:
+            if nkey in norm and all(w in norm for w in also):
                 sc = _name_score(name, norm, nkey)
                 # inside another word, an op's name is another op's (igamma in test_digamma): for a free query only
                 if sc is not None and not (ops and sc == 3):
@@ -258,7 +271,8 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = T
     where = " OR ".join(["m.touches LIKE ? ESCAPE '\\'"] * len(spellings))
     rows = ix.q(base_sql + f"WHERE {where} LIMIT {2000 * len(spellings)}",
                 [_like(sp) for sp in spellings]) if by_body else []
-    bodies = [(row, set(row.touches.split())) for row in map(_MethodRow._make, rows)]
+    bodies = [(row, set(row.touches.split())) for row in map(_MethodRow._make, rows)
+              if all(w in _norm(f"{row.name} {row.touches}") for w in also)]
     for method_call, batch in ((False, spellings[:1] + spellings[2:]), (True, spellings[1:2])):
         if method_call and len(scored) >= limit:
             break
