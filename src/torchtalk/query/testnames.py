@@ -56,11 +56,21 @@ def devices_for(options_json: str, decorators: list[str]) -> list[str]:
     return devices
 
 
+def generator(decorator: str) -> str:
+    """The test generator a decorator is, however written: ``ops`` for ``ops(op_db)`` and
+    ``common_device_type.ops(...)``; ``parametrize`` for ``parametrize(...)``, ``common_utils.parametrize(...)`` and
+    an alias that keeps the word (test_nn.py imports it ``as parametrize_test``); "" for any other decorator."""
+    name = decorator.split("(", 1)[0].rsplit(".", 1)[-1] if "(" in decorator else ""
+    if name == "ops":
+        return "ops"
+    return "parametrize" if name.startswith("parametrize") or name.endswith("parametrize") else ""
+
+
 def generated_names(cls: str, method: str, decorators: list[str], instantiation: str | None,
                     opinfo: str | None = None) -> list[str]:
     """Example runnable names (``Class.method``) the generators make; at most a few."""
-    ops = any(d.startswith("ops(") for d in decorators)
-    params = any(d.startswith("parametrize(") for d in decorators)
+    ops = any(generator(d) == "ops" for d in decorators)
+    params = any(generator(d) == "parametrize" for d in decorators)
     base = method
     if ops:
         base = f"{method}_{opinfo or '<op>'}"

@@ -15,7 +15,7 @@ from ..store.reader import Index, like_literal
 from .args import MAX_LIMIT, check_int, clean_text, shown
 from .moduledb import DbEntry, entry_for
 from .testclasses import run_where_collected
-from .testnames import generated_names, run_command
+from .testnames import generated_names, generator, run_command
 from .testquery import entry_named, functional, opinfo_names, terms
 from .testquery import norm as _norm
 
@@ -241,7 +241,7 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = T
             return
         decorators = json.loads(decos or "[]")
         opts = inst.get((fid, cls))
-        ops_stem = stem if any(d.startswith("ops(") for d in decorators) else None
+        ops_stem = stem if any(generator(d) == "ops" for d in decorators) else None
         scored[mid] = (rank, FoundTest(
             name, cls, Loc(path, line), why, run_command(path, cls, name, decorators, opts), decorators,
             generated_names(cls, name, decorators, opts, ops_stem), by_name))
@@ -338,7 +338,7 @@ def _db_files(ix: Index) -> dict[str, list[str]]:
         counts: dict[str, Counter[str]] = {}
         for decorators, fid in ix.q("SELECT decorators, file_id FROM test_method WHERE decorators LIKE '%ops(%'"):
             for d in json.loads(decorators or "[]"):
-                if d.startswith("ops("):
+                if generator(d) == "ops":
                     for db in set(_OPS_LISTS.findall(d)):
                         counts.setdefault(db, Counter())[ix.path_of(fid)] += 1
         return {db: [p for p, _n in c.most_common()] for db, c in counts.items()}

@@ -1,0 +1,33 @@
+"""The names PyTorch's test generators give a test (query/testnames.py), from decorator text as written."""
+
+import json
+
+import pytest
+
+from torchtalk.query.testnames import generated_names, generator, run_command
+
+
+@pytest.mark.parametrize(("decorator", "kind"), [
+    ("ops(op_db)", "ops"),
+    ("common_device_type.ops(op_db, allowed_dtypes=(torch.float,))", "ops"),
+    ("parametrize('foreach', (False, True))", "parametrize"),
+    ("common_utils.parametrize('is_exported_program', [True, False])", "parametrize"),
+    ("parametrize_test('norm_type', (0.5, 2))", "parametrize"),  # test_nn.py: `parametrize as parametrize_test`
+    ("dtypes(torch.float)", ""),
+    ("skipIfMPS", ""),
+    ("unittest.skipIf(not TEST_CUDA, 'ops(x) in a message')", ""),
+])
+def test_a_generator_is_known_however_it_is_written(decorator, kind):
+    assert generator(decorator) == kind
+
+
+def test_a_parametrized_test_is_run_by_its_generated_names():
+    """A qualified or aliased @parametrize renames the test: no node id names the template, which the
+    generator deletes (instantiate_parametrized_tests), so the command selects the generated ones."""
+    decos = ["common_utils.parametrize('is_exported_program', [True, False])"]
+    assert generated_names("TestModularizePass", "test_pass", decos, None) == ["TestModularizePass.test_pass_<params>"]
+    assert run_command("test/onnx/test_fx_passes.py", "TestModularizePass", "test_pass", decos, None) == \
+        'pytest test/onnx/test_fx_passes.py -k "TestModularizePass and test_pass"'
+    names = generated_names("TestNNDeviceType", "test_clip", ["parametrize_test('foreach', (False, True))"],
+                            json.dumps({}))
+    assert names == ["TestNNDeviceTypeCPU.test_clip_<params>_cpu", "TestNNDeviceTypeCUDA.test_clip_<params>_cuda"]
