@@ -215,6 +215,15 @@ def test_the_tests_whose_bodies_spell_the_message_are_named_with_their_commands(
     assert errors_query.tests_expecting(fixture_ix, ["x(", "short"]) is None
 
 
+def test_beside_a_site_printing_the_whole_message_a_shared_start_is_no_match(fixture_ix):
+    """"Unexpected query type" is printed whole by one check; "Unexpected qscheme " shares its first 12 characters
+    (57% of the message), which beside an exact site is noise; asked for that text, it is the match."""
+    r, _ = ask(fixture_ix, "RuntimeError: Unexpected query type")
+    assert [str(s.loc) for s in r.sites] == ["torch/csrc/distributed/Store.cpp:6"] and r.total == 1
+    r, _ = ask(fixture_ix, "RuntimeError: Unexpected qscheme 3")
+    assert str(r.sites[0].loc) == "torch/csrc/distributed/Store.cpp:10"
+
+
 def test_a_walk_up_past_its_budget_is_cut_and_says_so(fixture_ix, monkeypatch):
     monkeypatch.setattr(errors_query, "FIRST_WALK_S", 0.0)
     monkeypatch.setattr(errors_query, "WALK_S", 0.0)

@@ -148,8 +148,14 @@ def error_origin(ix: Index, message: str, limit: int = DEFAULT_LIMIT) -> ErrorOr
     total = 0
     if best is not None:
         same = sum(1 for m in ranked if m.text_key == best.text_key)
-        floor = best.coverage * 0.5
-        good = [m for m in ranked if m.coverage >= floor]
+        if best.hint == 2 and best.exact:
+            # the pasted text names the site and it prints the message: only the sites printing the same text (or
+            # all of the message as well) could have raised it
+            good = [m for m in ranked if m.text_key == best.text_key or m.exact and m.coverage >= best.coverage]
+        else:
+            # beside an exact site, a site that shows a part of the message only (its first 12 characters) is noise
+            floor = best.coverage * (0.8 if best.exact else 0.5)
+            good = [m for m in ranked if m.coverage >= floor]
         total = len(good)
         shown = good[:max(limit, 1)] if verdict is not Verdict.NONE else ranked[:min(limit, 3)]
     sites = []
