@@ -136,6 +136,33 @@ def test_a_delegating_op_gets_the_structured_keys_and_dispatch_empty_is_no_kerne
         ix.close()
 
 
+def test_overloads_one_call_may_be_are_one_line_that_says_so(tree):
+    """at::empty({0}, opts): nothing the index knows tells empty.memory_format from empty.names, so trace lists both
+    on one line, said to be one call, each with its kernels, not as two calls."""
+    yaml = tree / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + (
+        "\n- func: empty.names(int[] size, *, Dimname[]? names, ScalarType? dtype=None, Layout? layout=None, "
+        "Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor\n"
+        "  dispatch:\n    CompositeExplicitAutograd: empty_names\n\n"
+        "- func: empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? "
+        "device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor\n"
+        "  dispatch:\n    CPU: empty_cpu\n\n- func: fresh(Tensor self) -> Tensor\n"))
+    ix = index_with(tree, {"aten/src/ATen/native/Fresh.cpp": (
+        "namespace at::native {\nTensor fresh(const Tensor& self) {\n"
+        "  return at::empty({0}, opts_of(self));\n}\n}  // namespace at::native\n")})
+    try:
+        res, text = call(ix, "trace", function_name="fresh")
+        (kernel,) = res.ops[0].kernels
+        assert sorted(c.edge.dst.key for c in kernel.op_calls) == ["empty.memory_format", "empty.names"], text
+        lines = text.splitlines()
+        i = next(n for n, ln in enumerate(lines) if "(called at aten/src/ATen/native/Fresh.cpp:3" in ln)
+        assert " | " in lines[i] and lines[i].endswith("; the call does not say which)"), text
+        assert {lines[i + 1].split(" -> ")[0].strip(), lines[i + 2].split(" -> ")[0].strip()} == {
+            "empty.names", "empty.memory_format"}
+    finally:
+        ix.close()
+
+
 def test_search_an_op_by_its_name_is_exact_before_a_function_of_another_case(tree):
     """search("size"): the op size has only overloads (size.int, size.Dimname); they match it exactly by the op's
     name and come before a C++ function whose name only differs in case (HeapBlock::Size)."""

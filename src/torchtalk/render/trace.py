@@ -5,18 +5,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from ..model import (
-    CppSymbol,
-    Edge,
-    EdgeKind,
-    NodeKind,
-    Op,
-    PyApiKind,
-    SymbolKind,
-)
+from ..model import CppSymbol, Edge, EdgeKind, NodeKind, Op, PyApiKind, SymbolKind
 from ..query.bound import BindingTrace, callee_name
 from ..query.cuts import tool_call
-from ..query.trace import GpuLine, KernelInfo, OpTrace, PythonEntry, TraceResult
+from ..query.trace import GpuLine, KernelInfo, OpCall, OpTrace, PythonEntry, TraceResult
 from .autograd import autograd_lines
 from .budget import STRUCTURED, Section, fitted
 from .common import IN_STRUCTURED, PASSED, choice_lines, cut_lines, first, showing, stub_kernel
@@ -72,9 +64,16 @@ def _op_calls(info: KernelInfo, out: list[str]) -> None:
     if not info.op_calls:
         return
     out.append(f"    calls ops ({len(info.op_calls)}; each runs its own kernels):")
+    by_site: dict[str, list[OpCall]] = {}  # overloads one call may be (its arguments do not tell): one line
     for c in info.op_calls[:MAX_OP_CALLS]:
-        keys = first([f"{e.key}: {e.kernel}" for e in c.kernels], 5, "; ")
-        out.append(f"      {c.edge.dst.key}  (called at {c.edge.site}) -> {keys}")
+        by_site.setdefault(str(c.edge.site), []).append(c)
+    for site, calls in by_site.items():
+        keys = [f"{c.edge.dst.key} -> " + first([f"{e.key}: {e.kernel}" for e in c.kernels], 5, "; ") for c in calls]
+        if len(calls) > 1:
+            out.append(f"      {' | '.join(c.edge.dst.key for c in calls)}  (called at {site}; the call does not say "
+                       "which)" + "".join(f"\n        {k}" for k in keys))
+        else:
+            out.append(f"      {calls[0].edge.dst.key}  (called at {site}) -> {keys[0].split(' -> ', 1)[1]}")
     if len(info.op_calls) > MAX_OP_CALLS:
         out.append(f"      ... showing {MAX_OP_CALLS} of {len(info.op_calls)}")
 
