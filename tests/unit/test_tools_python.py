@@ -45,6 +45,27 @@ def test_list_modules_by_category(py_indexed):
     assert "is not a category" in text and {c.name for g in res.groups.values() for c in g} >= {"Linear", "LazyLinear"}
 
 
+def test_list_modules_takes_exported_private_modules_and_ranks_test_classes_last(py_indexed):
+    """torch.optim.Adafactor lives in torch/optim/_adafactor.py and torch/optim/__init__.py exports it: listed; its
+    private helper class is not. A search lists a test file's own module class after the library's."""
+    tree, ix = py_indexed
+    ix.close()
+    init = (tree / "torch/optim/__init__.py").read_text() + "from ._adafactor import Adafactor\n"
+    ix = index_with(tree, {
+        "torch/optim/__init__.py": init,
+        "torch/optim/_adafactor.py": "from .optimizer import Optimizer\n\n\nclass Adafactor(Optimizer):\n"
+                                     "    def step(self):\n        pass\n\n\nclass Helper(Optimizer):\n    pass\n",
+        "test/test_linearity.py": "import torch\n\n\nclass ALinearNet(torch.nn.Module):\n    pass\n"})
+    try:
+        res, _ = call(ix, "list_modules", category="optim")
+        assert [c.name for c in res.groups["optimizers"]] == ["Adafactor", "SGD"]
+        res, _ = call(ix, "list_modules", category="Linear")
+        listed = [c.fq for g in res.groups.values() for c in g]
+        assert listed.index("test.test_linearity.ALinearNet") > listed.index("torch.nn.modules.linear.Linear")
+    finally:
+        ix.close()
+
+
 @pytest.mark.parametrize("name", ["Linear", "nn.Linear", "torch.nn.Linear", "torch.nn.modules.linear.Linear"])
 def test_trace_module_spellings_reach_the_op(py_indexed, name):
     _, ix = py_indexed

@@ -88,10 +88,11 @@ def _class_rows(ix: Index, where: str, params: tuple[str, ...]) -> list[ClassInf
     return out
 
 
-def _rank(c: ClassInfo) -> tuple[bool, bool, bool, int]:
-    private = any(p.startswith("_") for p in c.fq.split(".")[1:-1])
+def _rank(c: ClassInfo) -> tuple[bool, bool, bool, bool, int]:
+    """Library classes users build with first; a test file's own classes last; private ones after public."""
+    private = any(p.startswith("_") for p in c.fq.split(".")[1:])
     special = any(p in ("ao", "quantized", "qat", "intrinsic", "testing", "distributed", "fx") for p in c.fq.split("."))
-    return (not any(k in c.roots for k in KINDS), special, private, len(c.fq))
+    return (not any(k in c.roots for k in KINDS), c.fq.startswith("test."), special, private, len(c.fq))
 
 
 def find_class(ix: Index, text: str) -> tuple[ClassInfo, list[ClassInfo]] | NotFound:
@@ -291,10 +292,15 @@ def list_modules(ix: Index, category: str = "nn") -> ListModulesResult:
 
     roots = {name for names in ROOTS.values() for name in names}
 
+    names = pynames(ix)
+
     def public(c: ClassInfo) -> bool:
-        # Public subclasses only: the roots themselves (Module, Optimizer, LRScheduler) are not listed.
-        return (c.fq not in roots and not c.name.startswith("_")
-                and not any(p.startswith("_") for p in c.module.split(".")[1:]))
+        # Public subclasses only: the roots themselves (Module, Optimizer, LRScheduler) are not listed; one defined in
+        # a private module counts when its package exports it (torch.optim.Adafactor from torch/optim/_adafactor.py).
+        if c.fq in roots or c.name.startswith("_"):
+            return False
+        return not any(p.startswith("_") for p in c.module.split(".")[1:]) or any(
+            names.canonical(f"{pkg}.{c.name}") == c.fq for pkg in ("torch.nn", "torch.optim"))
 
     if key in ("nn", "all"):
         mods = [c for c in _class_rows(ix, "roots LIKE '%module%' AND fq LIKE 'torch.nn.%'", ()) if public(c)
@@ -314,6 +320,7 @@ def list_modules(ix: Index, category: str = "nn") -> ListModulesResult:
     if key not in ("nn", "optim", "all"):
         like = "%" + like_literal(cat) + "%"
         rows = _class_rows(ix, "name LIKE ? ESCAPE '\\' AND roots != ''", (like,))
+        rows = list({(c.fq, str(c.loc)): c for c in rows}.values())  # a class the index holds twice, once
         for c in sorted(rows, key=lambda c: (_rank(c), c.name)):
             label = {"module": "nn modules", "optimizer": "optimizers", "lr_scheduler": "learning-rate schedulers",
                      "testcase": "test cases"}.get(c.roots[0], "classes")
