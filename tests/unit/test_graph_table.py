@@ -11,7 +11,8 @@ import pytest
 from torchtalk.graph import INTO, OUT, graph
 from torchtalk.graph.graph import NoRule
 from torchtalk.graph.nodes import op_node
-from torchtalk.graph.py_calls import PyContext, function_node
+from torchtalk.graph.py_attrs import function_node
+from torchtalk.graph.py_calls import PyContext
 from torchtalk.graph.pynames import pynames
 from torchtalk.graph.registry import registry
 from torchtalk.model import EdgeKind, Loc, Node, NodeKind

@@ -14,10 +14,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ..model import Branch, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op, PyApiKind, PyDefKind
+from ..model import Branch, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op, PyDefKind
 from ..store.reader import Index, like_literal
-from .nodes import binding_node, op_node, py_node, unresolved_node
+from .nodes import binding_node, op_node, unresolved_node
 from .py_args import overloads_for
+from .py_attrs import (
+    assigned_node,
+    attribute_calls,
+    attributes_made_by,
+    class_attribute_call,
+    function_node,
+    hand_bound,
+    method_of,
+)
 from .pynames import PyDef, pynames
 from .registry import registry
 
@@ -27,7 +36,6 @@ HIDDEN_PREFIXES = ("torch.overrides.", "torch._jit_internal.", "torch.jit.", "to
                    "torch._dynamo.", "warnings.", "typing.")
 _OP_MODULES = ("torch._C._VariableFunctions.", "torch._VF.", "_VF.")
 _TENSOR_BASE = ("torch._C.TensorBase.", "torch._C._TensorBase.")
-MODULE = "torch.nn.modules.module.Module"  # calling an instance of a subclass runs its forward
 
 
 @dataclass(frozen=True)
@@ -54,40 +62,6 @@ def torch_c_spelling(name: str) -> str:
     torch.X too); any other name as it is."""
     return "torch._C." + name[len("torch."):] if name.startswith("torch.") and not name.startswith("torch._C.") \
         else name
-
-
-def hand_bound(ix: Index) -> dict[str, Loc]:
-    """Python names bound by hand-written C++ (PyMethodDef entries, pybind11 .def) that no op answers: where each is
-    bound (the first entry), once per index version. A call of one is a step into C++ (bindings_out follows it)."""
-    def build() -> dict[str, Loc]:
-        out: dict[str, Loc] = {}
-        for name, file_id, line in ix.q(
-                "SELECT name, file_id, line FROM py_api WHERE kind IN (?, ?) AND op = '' ORDER BY file_id, line",
-                (PyApiKind.PYMETHODDEF.value, PyApiKind.PYBIND.value)):
-            if name.startswith("torch."):  # not a pybind11 .def of no known module (a bare "getattr")
-                out.setdefault(name, Loc(ix.path_of(file_id), line))
-        return out
-    table: dict[str, Loc] = ix.cached("hand_bound", build)
-    return table
-
-
-def method_of(ix: Index, mro: Sequence[str], name: str) -> PyDef | None:
-    """The method ``name`` of an instance whose class and bases are ``mro`` (the nearest definition)."""
-    names = pynames(ix)
-    for fq in mro:
-        d = names.definition(f"{fq}.{name}")
-        if d is not None and d.kind is PyDefKind.FUNCTION:
-            return d
-    return None
-
-
-def function_node(d: PyDef) -> Node:
-    return py_node(NodeKind.PY_FUNCTION, d.fq, d.loc)
-
-
-def assigned_node(d: PyDef) -> Node:
-    """A name bound by assignment (``linear = _add_docstr(torch._C._nn.linear, ...)``) as a node."""
-    return Node(NodeKind.BINDING, d.fq, f"{d.fq} = {' | '.join(d.values or (d.value,))}", d.loc)
 
 
 def own_context(ix: Index, fn: PyDef) -> PyContext:
@@ -148,7 +122,7 @@ def _callers(ix: Index, node: Node) -> list[Edge]:
     elif node.kind in (NodeKind.PY_FUNCTION, NodeKind.BINDING):
         lasts = {node.key.rsplit(".", 1)[-1]}
         if node.kind is NodeKind.PY_FUNCTION and node.key.rsplit(".", 1)[-1] in ("forward", "__call__"):
-            lasts |= _attributes_made_by(ix, node.key.rsplit(".", 1)[0])
+            lasts |= attributes_made_by(ix, node.key.rsplit(".", 1)[0])
     else:
         return []
     names = pynames(ix)
@@ -226,7 +200,7 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
         if native is not None:  # super().record(stream) in torch.cuda.Event: torch._C._CudaEventBase.record
             return [Edge(src, binding_node(*native), EdgeKind.PY_CALL, site, written=written)]
         # Not a method: an instance attribute the class made (self.linear1 = Linear(...)), or nothing known.
-        return _attribute_calls(ix, src, mro, written, site) if written.startswith("self.") else []
+        return attribute_calls(ix, src, mro, written, site) if written.startswith("self.") else []
     if head in ("self", "super()"):
         return []
     full = names.resolve_in(fn.module, written)
@@ -249,7 +223,7 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
     for name in (full, torch_c_spelling(full)):
         if name in bound:
             return [Edge(src, binding_node(name, bound[name]), EdgeKind.PY_CALL, site, written=written)]
-    held = _class_attribute_call(ix, src, full, site, written)
+    held = class_attribute_call(ix, src, full, site, written)
     if held is not None:
         return held
     if "." not in written:
@@ -287,114 +261,3 @@ def _native_method(ix: Index, classes: Sequence[str], name: str) -> tuple[str, L
     return None
 
 
-def _class_attribute_call(ix: Index, src: Node, full: str, site: Loc, written: str) -> list[Edge] | None:
-    """``Variable._execution_engine.run_backward(...)``: a method of what a class attribute holds, set in the class
-    body by ``_execution_engine = ImperativeEngine()`` (Note [Submodules]): the Python method of that class, or the
-    C++ one a binding gives it (torch._C._ImperativeEngine.run_backward). None when ``full`` is no such call."""
-    names = pynames(ix)
-    parts = full.split(".")
-    for i in range(len(parts) - 2, 0, -1):
-        d = names.definition(".".join(parts[:i]))
-        if d is None:
-            continue
-        if d.kind is not PyDefKind.CLASS or i != len(parts) - 2:
-            return None
-        rows = ix.q("SELECT value, file_id, line FROM py_attr WHERE func IS NULL AND attr = ? ORDER BY file_id, line",
-                    (f"{d.qualname}.{parts[i]}",))
-        own = [r for r in rows if ix.path_of(r[1]) == d.loc.path]
-        return _held_calls(ix, src, d.module, own, parts[-1], site, written) or None
-    return None
-
-
-def called_class_method(ix: Index, cls: PyDef) -> PyDef | None:
-    """What calling an instance of ``cls`` runs: an ``nn.Module``'s ``forward``, any other class's ``__call__``."""
-    mro = pynames(ix).mro(cls.fq)
-    return method_of(ix, mro, "forward" if MODULE in mro else "__call__")
-
-
-def _attribute_calls(ix: Index, src: Node, mro: Sequence[str], written: str, site: Loc) -> list[Edge]:
-    """``self.attr(...)`` where a method of the class (nearest in ``mro``) set ``self.attr = Ctor(...)``: the method
-    calling a ``Ctor`` instance runs, once per constructor the class assigns (Note [Submodules])."""
-    names = pynames(ix)
-    attr = written.split(".", 1)[1]
-    for cls_fq in mro:
-        d = names.definition(cls_fq)
-        if d is None or d.kind is not PyDefKind.CLASS:
-            continue
-        made = ix.q("SELECT a.value, a.file_id, a.line, a.param FROM py_attr a JOIN py_function f ON f.id = a.func "
-                    "WHERE a.attr = ? AND f.module = ? AND f.cls = ? ORDER BY a.file_id, a.line",
-                    (attr, d.module, d.qualname))
-        rows = [(value, file_id, line) for value, file_id, line, param in made if not param]
-        params = [(value, file_id, line, param) for value, file_id, line, param in made if param]
-        if params and not rows:
-            return _parameter_calls(ix, src, d.module, params, site, written)
-        if rows:
-            held = _held_calls(ix, src, d.module, rows, None, site, written)
-            if held:
-                return held
-            # Named, never dropped: self.weight_fake_quant = qconfig.weight(...) makes an object of no class shown
-            value, file_id, line = rows[0]
-            return [Edge(src, unresolved_node(written), EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE, note=(
-                f"made by {value}(...) at {ix.path_of(file_id)}:{line}, whose class the code does not show; not "
-                "followed"), written=written)]
-    return []  # no method of the class makes it: a subclass's method (self.forward in Module.__call__), or unknown
-
-
-def _parameter_calls(ix: Index, src: Node, module: str, params: list[tuple[str, int, int, str]], site: Loc,
-                     written: str) -> list[Edge]:
-    """``self.activation(x)`` where ``__init__`` set ``self.activation = activation``: the parameter's default when it
-    names a function or class (F.relu), said to be the default; else named as not followed (Note [Submodules])."""
-    names = pynames(ix)
-    out: list[Edge] = []
-    for default, file_id, line, param in params:
-        at = f"{ix.path_of(file_id)}:{line}"
-        d = names.definition(names.resolve_in(module, default)) if default else None
-        target = called_class_method(ix, d) if d is not None and d.kind is PyDefKind.CLASS else d
-        if target is not None and target.kind in (PyDefKind.FUNCTION, PyDefKind.ASSIGN):
-            node = function_node(target) if target.kind is PyDefKind.FUNCTION else assigned_node(target)
-            out.append(Edge(src, node, EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE, written=written, note=(
-                f"the default of parameter {param}={default}, set at {at}; a caller may pass another")))
-    default, file_id, line, param = params[0]
-    return out or [Edge(src, unresolved_node(written), EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE, written=written,
-                        note=f"holds parameter {param}{f' (default {default})' if default else ''}, set at "
-                             f"{ix.path_of(file_id)}:{line}: whatever the caller passes; not followed")]
-
-
-def _held_calls(ix: Index, src: Node, module: str, made_by: list[tuple[str, int, int]], method: str | None,
-                site: Loc, written: str) -> list[Edge]:
-    """The calls of ``method`` (None: of the object itself) of what each constructor of ``made_by`` (value as written
-    in ``module``, file, line) makes: a Python class's method, or one hand-written C++ binds on a native type; each
-    target once (Linear and LazyLinear both run Linear.forward). Note [Submodules]."""
-    names = pynames(ix)
-    out: list[Edge] = []
-    seen: set[str] = set()
-    for value, file_id, line in made_by:
-        made = names.resolve_in(module, value)
-        cls = names.definition(made)
-        if cls is not None and cls.kind is PyDefKind.CLASS:
-            target = called_class_method(ix, cls) if method is None else method_of(ix, names.mro(cls.fq), method)
-            dst = function_node(target) if target is not None else None
-        else:
-            bound = hand_bound(ix).get(f"{made}.{method}") if method is not None else None
-            dst = binding_node(f"{made}.{method}", bound) if bound is not None else None
-        if dst is not None and dst.key not in seen:
-            seen.add(dst.key)
-            out.append(Edge(src, dst, EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE,
-                            note=f"{value}(...) at {ix.path_of(file_id)}:{line}", written=written))
-    return out
-
-
-def _attributes_made_by(ix: Index, cls_fq: str) -> set[str]:
-    """``self.attr`` of every attribute some class sets to an instance of ``cls_fq`` or of a class derived from it
-    (one level: ``out_proj = NonDynamicallyQuantizableLinear(...)`` runs Linear.forward): the calls that may run its
-    ``forward`` (Note [Submodules]); ``_call`` decides which do."""
-    classes = {cls_fq.rsplit(".", 1)[-1]}
-    like = '%"' + like_literal(cls_fq) + '"%'
-    classes |= {name for (name,) in ix.q("SELECT name FROM py_class_fq WHERE bases LIKE ? ESCAPE '\\'", (like,))}
-    out: set[str] = set()
-    for name in classes:
-        out |= {"self." + attr for (attr,) in ix.q(
-            "SELECT DISTINCT attr FROM py_attr WHERE func IS NOT NULL AND param = '' AND (value = ? OR value LIKE ? "
-            "ESCAPE '\\')",
-            (name, "%." + like_literal(name)))}
-    return out

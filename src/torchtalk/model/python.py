@@ -139,7 +139,7 @@ class PyAttr:
     Note [Submodules]: a module's ``__init__`` makes its parts (``self.self_attn = MultiheadAttention(...)``,
     ``self.linear1 = Linear(...)``) and its ``forward`` calls them (``self.self_attn(x, x, x)``); calling an
     ``nn.Module`` runs its ``forward`` (``Module.__call__`` -> ``_call_impl``), any other object its ``__call__``.
-    The row keeps the constructor as written; graph/py_calls.py resolves it in the assigning method's module, and
+    The row keeps the constructor as written; graph/py_attrs.py resolves it in the assigning method's module, and
     a call ``self.attr(...)`` that names no method of the class goes to the constructed class's ``forward``. One
     whose attribute was made by a call that names no class (``self.weight_fake_quant = qconfig.weight(...)``) is
     named in the answer as not followed, never dropped. An attribute that holds a parameter of the method

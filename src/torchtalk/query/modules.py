@@ -15,7 +15,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from ..graph import Step, graph
-from ..graph.py_calls import PyContext, function_node, method_of
+from ..graph.py_attrs import function_node, method_of
+from ..graph.py_calls import PyContext
 from ..graph.pynames import PyDef, pynames
 from ..graph.registry import OpRegistry, registry
 from ..link.pyclasses import ROOTS

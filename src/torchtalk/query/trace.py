@@ -17,7 +17,7 @@ from ..graph.nodes import autograd_node, op_node, symbol_id
 from ..graph.op_derivatives import derivative_entry, derivatives_of
 from ..graph.op_edges import autograd_nodes
 from ..graph.overloads import op_kernel_definitions
-from ..graph.py_calls import assigned_node, function_node
+from ..graph.py_attrs import assigned_node, function_node
 from ..graph.pynames import PyDef, PyNames, pynames
 from ..graph.registry import OpRegistry, PyName, py_spellings, registry
 from ..graph.symbols import has_cpp, symbol
