@@ -165,6 +165,17 @@ def test_an_attribute_holding_a_parameter_runs_its_default_or_is_named(paths_ind
             "torch/nn/modules/holder.py:13: whatever the caller passes; not followed)") in text
 
 
+def test_a_method_of_what_the_module_holds(paths_indexed):
+    """``self.seen.cumsum(0)``: no method makes seen (a buffer), so it is taken for a Tensor's, said so;
+    ``self.proj.forward(x)``: the method of the Linear __init__ made. Both were dropped unnamed."""
+    res, text = call(paths_indexed, "trace_module", module_name="torch.nn.modules.counter.Counter")
+    roots = {n.written: n for n in res.entry.calls}
+    assert roots["self.proj.forward"].target == "torch.nn.modules.linear.Linear.forward"
+    assert "cumsum" in {o.split(".")[0] for o in res.ops}
+    assert ("self.seen.cumsum -> ?" in text and "(receiver not typed; assumed a Tensor)" in
+            next(ln for ln in text.splitlines() if "self.seen.cumsum" in ln))
+
+
 def test_a_second_call_of_a_function_the_tree_expands_is_listed_beside_the_first(paths_indexed):
     """Note [Calls shown once]: the walk steps into Linear.forward once, at ``self.proj``; ``self.head(...)`` runs it
     too and is in the tree (and its text) as a call shown at another call, not dropped."""

@@ -76,9 +76,11 @@ def called_class_method(ix: Index, cls: PyDef) -> PyDef | None:
 
 def attribute_calls(ix: Index, src: Node, mro: Sequence[str], written: str, site: Loc) -> list[Edge]:
     """``self.attr(...)`` where a method of the class (nearest in ``mro``) set ``self.attr = Ctor(...)``: the method
-    calling a ``Ctor`` instance runs, once per constructor the class assigns (Note [Submodules])."""
+    calling a ``Ctor`` instance runs, once per constructor the class assigns (Note [Submodules]); for
+    ``self.attr.method(...)`` that object's ``method``. [] when no method of the class makes it."""
     names = pynames(ix)
-    attr = written.split(".", 1)[1]
+    parts = written.split(".")
+    attr, method = parts[1], (parts[2] if len(parts) > 2 else None)
     for cls_fq in mro:
         d = names.definition(cls_fq)
         if d is None or d.kind is not PyDefKind.CLASS:
@@ -89,9 +91,9 @@ def attribute_calls(ix: Index, src: Node, mro: Sequence[str], written: str, site
         rows = [(value, file_id, line) for value, file_id, line, param in made if not param]
         params = [(value, file_id, line, param) for value, file_id, line, param in made if param]
         if params and not rows:
-            return _parameter_calls(ix, src, d.module, params, site, written)
+            return _parameter_calls(ix, src, d.module, params, site, written, method)
         if rows:
-            held = _held_calls(ix, src, d.module, rows, None, site, written)
+            held = _held_calls(ix, src, d.module, rows, method, site, written)
             if held:
                 return held
             # Named, never dropped: self.weight_fake_quant = qconfig.weight(...) makes an object of no class shown
@@ -103,12 +105,12 @@ def attribute_calls(ix: Index, src: Node, mro: Sequence[str], written: str, site
 
 
 def _parameter_calls(ix: Index, src: Node, module: str, params: list[tuple[str, int, int, str]], site: Loc,
-                     written: str) -> list[Edge]:
+                     written: str, method: str | None = None) -> list[Edge]:
     """``self.activation(x)`` where ``__init__`` set ``self.activation = activation``: the parameter's default when it
     names a function or class (F.relu), said to be the default; else named as not followed (Note [Submodules])."""
     names = pynames(ix)
     out: list[Edge] = []
-    for default, file_id, line, param in params:
+    for default, file_id, line, param in params if method is None else ():  # a method of it: not followed
         at = f"{ix.path_of(file_id)}:{line}"
         d = names.definition(names.resolve_in(module, default)) if default else None
         target = called_class_method(ix, d) if d is not None and d.kind is PyDefKind.CLASS else d

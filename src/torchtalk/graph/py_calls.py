@@ -201,6 +201,16 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
             return [Edge(src, binding_node(*native), EdgeKind.PY_CALL, site, written=written)]
         # Not a method: an instance attribute the class made (self.linear1 = Linear(...)), or nothing known.
         return attribute_calls(ix, src, mro, written, site) if written.startswith("self.") else []
+    if head == "self" and written.count(".") == 2:
+        # self.attr.method(...): a method of what __init__ made (self.conv.reset_parameters()); else an attribute no
+        # method makes, mostly a buffer or parameter (self.num_batches_tracked.add_(1)): taken for a Tensor's
+        made = attribute_calls(ix, src, ctx.mro, written, site)
+        if made:
+            return made
+        method = written.rsplit(".", 1)[1]
+        ops = overloads_for(ops_of_python(ix, f"Tensor.{method}"), shape[0], shape[1], True, shape[2])
+        return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, note="receiver not typed; assumed a Tensor",
+                     how=EdgeHow.UNTYPED_RECEIVER, written=written) for op in ops]
     if head in ("self", "super()"):
         return []
     full = names.resolve_in(fn.module, written)
