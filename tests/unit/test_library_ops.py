@@ -53,3 +53,18 @@ def test_an_unknown_namespaced_name_is_not_found_with_close_matches(lib):
     for name in ("quantized::no_such_op", "quantized::", "::conv3d", "torch.ops.quantized", "torch.ops.quantized."):
         res, text = run(get_tool("trace"), ix, function_name=name)
         assert isinstance(res, NotFound) and "TORCH_LIBRARY" not in text and "Ops are named as in" in text, name
+
+
+def test_a_kernel_an_m_impl_registers_is_reached_from_its_python_name(lib):
+    """called_by and impact of QConvInt8::run name torch.ops.quantized.conv3d and conv3d_relu, whose m.impl lines
+    register it (before: no caller and no registration); no other function named run gets them."""
+    tree, ix = lib
+    res, text = run(get_tool("called_by"), ix, function_name="QConvInt8::run")
+    (sec,) = res.sections
+    assert sorted(e.src.key for e in sec.registrations) == ["torch.ops.quantized.conv3d",
+                                                            "torch.ops.quantized.conv3d_relu"]
+    line = line_of(tree, QCONV, "conv3d.new")
+    assert ("- Python torch.ops.quantized.conv3d (m.impl of quantized::conv3d.new for QuantizedCPU)  "
+            f"{QCONV}:{line}") in text
+    res, text = run(get_tool("impact"), ix, function_name="QConvInt8::run")
+    assert "torch.ops.quantized.conv3d  (via " in text

@@ -5,9 +5,10 @@ functions that call an op (F.group_norm -> native_group_norm). What Python code 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
-from ..model import Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, PyApiKind, PyDefKind
+from ..model import Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, PyApiKind, PyDefKind, RegistrationKind
 from ..store.reader import Index
 from .nodes import binding_node, cpp_node, op_node, symbol_id, unresolved_node
 from .py_calls import assign_edges, ops_of_python
@@ -45,7 +46,39 @@ def bindings_into(ix: Index, node: Node) -> list[Edge]:
         if kind == PyApiKind.GENERATED_BINDING and loc.path != fn.path:
             continue
         out.append(Edge(binding_node(name, loc), node, EdgeKind.BINDING, loc, kind))
-    return out
+    return out + _library_bindings(ix, node, fn.name, fn.qualname, fn.path if fn.is_file_local else "")
+
+
+_LIBRARY_BLOCK = re.compile(r"^TORCH_LIBRARY(?:_IMPL|_FRAGMENT)?\(\s*(\w+)")
+
+
+def _library_bindings(ix: Index, node: Node, name: str, qualname: str, only_in: str) -> list[Edge]:
+    """BINDING edges from torch.ops.ns.op into a function an m.impl of a TORCH_LIBRARY_IMPL block outside aten
+    registers (Note [Library ops]: symm_mem's multimem_all_reduce_ is reached from Python only so), the function as
+    written naming it (QConvInt8<3, false>::run is QConvInt8::run, no other run); ``only_in``: the file a file-local
+    function must be registered in."""
+    def build() -> dict[str, list[tuple[str, str, str, str, int, int]]]:
+        out: dict[str, list[tuple[str, str, str, str, int, int]]] = {}
+        for op, key, target, file_id, line, block in ix.q(
+                "SELECT r.name, r.key, r.target, r.file_id, r.line, s.name FROM cpp_registration r JOIN cpp_symbol s "
+                "ON s.id = r.scope JOIN files f ON f.id = r.file_id WHERE r.kind = ? AND f.generated = 0",
+                (RegistrationKind.LIBRARY_IMPL.value,)):
+            m = _LIBRARY_BLOCK.match(block)
+            if m and m.group(1) not in ("aten", "_"):
+                plain = re.sub(r"<[^<>]*>", "", target).replace(" ", "").lstrip(":")
+                out.setdefault(plain.split("::")[-1], []).append((m.group(1), op, key, plain, file_id, line))
+        return out
+    table: dict[str, list[tuple[str, str, str, str, int, int]]] = ix.cached("library_impls_by_target", build)
+    edges = []
+    own = qualname.replace("(anonymous)::", "")
+    for ns, op, key, target, file_id, line in table.get(name, []):
+        loc = Loc(ix.path_of(file_id), line)
+        if only_in and loc.path != only_in or not (own == target or own.endswith(f"::{target}")):
+            continue
+        python = f"torch.ops.{ns}.{op.split('.')[0]}"
+        edges.append(Edge(binding_node(python, loc), node, EdgeKind.BINDING, loc, PyApiKind.LIBRARY,
+                          f"m.impl of {ns}::{op} for {key}"))
+    return edges
 
 
 def _bindings_by_target(ix: Index) -> dict[str, list[tuple[str, str, int, int]]]:

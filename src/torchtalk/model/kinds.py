@@ -225,6 +225,7 @@ class PyApiKind(StrEnum):
     GENERATED_BINDING = "generated_binding"  # THPVariable_X in the generated python_*_functions.cpp
     PYMETHODDEF = "pymethoddef"  # a hand-written PyMethodDef entry (torch._C.X)
     PYBIND = "pybind"  # a pybind11 .def
+    LIBRARY = "library"  # torch.ops.ns.op: m.impl in a TORCH_LIBRARY_IMPL block outside aten (Note [Library ops])
 
 
 class PyDefKind(StrEnum):

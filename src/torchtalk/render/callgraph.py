@@ -132,7 +132,7 @@ def _registration(e: Edge) -> str:
     if e.kind is EdgeKind.ENTRY:  # Note [Dispatcher entries]
         return (f"the dispatcher entry of op {e.src.key}: every C++ call of the op goes through it, and "
                 f"{tool_call('impact', node_arg(e.dst))} walks up through the op to its callers")
-    return f"Python {e.src.key} ({e.key or e.note})  {e.site}"
+    return f"Python {e.src.key} ({e.note or e.key})  {e.site}"
 
 
 def _called_by_body(sec: CalledBySection) -> tuple[list[str], list[Section]]:
