@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from torchtalk.model import NodeKind
-from torchtalk.model.cuda import library_of
+from torchtalk.graph.gpu_families import library_edges
+from torchtalk.model import Edge, EdgeKind, Node, NodeKind
+from torchtalk.model.cuda import library_match, library_of
 from torchtalk.tools import get_tool, run
 
 from ..conftest import line_of, overlay_index
@@ -116,6 +117,23 @@ def test_library_table():
                                     "cufftExecC2C", "cudnnConvolutionForward", "cudnn_is_acceptable",
                                     "thrust::sort", "cub::DeviceScan::InclusiveSum", "at::native::cpublas::gemm")] == [
         "cuBLAS", "cuBLASLt", "cuSOLVER", "MAGMA", "cuFFT", "cuDNN", None, "Thrust", "CUB", None]
+
+
+def test_thrusts_helpers_are_no_device_work_and_a_c_api_match_says_so():
+    """thrust::sort_by_key is work; the iterators, pointers, policies and tuples given to it are not. A C API prefix
+    match (magma_int_cast) is told apart from a namespace's (at::cuda::blas::): library_edges drops the first when
+    the tree defines the function (PyTorch's helper, not MAGMA's)."""
+    assert [library_of(n) for n in ("thrust::sort_by_key", "thrust::make_counting_iterator", "thrust::device_ptr",
+                                    "thrust::cuda::par(allocator).on", "thrust::get", "thrust::tuple")] == [
+        "Thrust", None, None, None, None, None]
+    assert library_match("magma_int_cast") == ("MAGMA", True)
+    assert library_match("at::cuda::blas::gemm") == ("cuBLAS", False)
+    src, defined = (Node(NodeKind.CPP_FUNCTION, str(i), label, None) for i, label in (
+        (1, "at::native::f"), (2, "magma_int_cast")))
+    edges = [Edge(src, defined, EdgeKind.CALL, None, written="magma_int_cast"),
+             Edge(src, Node(NodeKind.UNRESOLVED, "magma_dgesv_gpu", "magma_dgesv_gpu", None), EdgeKind.UNRESOLVED,
+                  None, written="magma_dgesv_gpu")]
+    assert [(lib, e.written) for lib, e in library_edges(edges)] == [("MAGMA", "magma_dgesv_gpu")]
 
 
 def test_the_backward_follows_the_formulas_ops_through_composites_and_the_dispatcher(gpu):

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..model import CallKind, CallSite, Edge, EdgeKind, Loc, Node, NodeKind
-from ..model.cuda import HOUSEKEEPING, library_of
+from ..model.cuda import HOUSEKEEPING, library_match, library_of
 from ..store.reader import Index
 from .nodes import cpp_node, symbol_id
 from .resolve import TargetKind, resolve
@@ -135,11 +135,12 @@ def library_edges(out: list[Edge]) -> list[tuple[str, Edge]]:
     for e in out:
         if e.kind not in (EdgeKind.CALL, EdgeKind.UNRESOLVED):
             continue
-        lib = library_of(e.written) if e.written else None
-        if lib is None and e.dst.kind is NodeKind.CPP_FUNCTION:
-            lib = library_of(e.dst.label.split("(", 1)[0])
-        if lib is not None:
-            found.append((lib, e))
+        match = library_match(e.written) if e.written else None
+        if match is None and e.dst.kind is NodeKind.CPP_FUNCTION:
+            match = library_match(e.dst.label.split("(", 1)[0])
+        # a C API's name the tree defines is its own helper (magma_int_cast), not the library's entry point
+        if match is not None and not (match[1] and e.dst.kind is NodeKind.CPP_FUNCTION):
+            found.append((match[0], e))
     return found
 
 

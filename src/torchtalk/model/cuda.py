@@ -24,6 +24,7 @@ whose only GPU work is a copy, a fill of memory or a synchronisation (``_local_s
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 # Calls whose callable argument is the device code (Note [Launch families]).
@@ -107,15 +108,29 @@ def library_of(name: str) -> str | None:
     >>> library_of("at::cuda::blas::gemm"), library_of("cublasLtMatmul"), library_of("at::native::add")
     ('cuBLAS', 'cuBLASLt', None)
     """
+    found = library_match(name)
+    return found[0] if found else None
+
+
+# Thrust's iterators, pointers, execution policies and tuples: what an algorithm is given, not device work.
+_THRUST_HELPERS = re.compile(r"iterator|device_ptr|pointer|::par\b|::device\b|::host\b|tuple|::make_|::get\b|"
+                             r"placeholders|::pair\b|::identity\b|::plus\b|::less\b|::greater\b|::equal_to\b")
+
+
+@lru_cache(maxsize=1 << 16)
+def library_match(name: str) -> tuple[str, bool] | None:
+    """(library, whether a C API prefix matched rather than a namespace) for a name or a call as written: a C API
+    match of a function the tree defines is the tree's own helper (magma_int_cast), not the library's
+    (gpu_families.library_edges)."""
     text = name.lstrip(":")
     rooted = f"::{text}"
     for lib, prefix, scope, nested in _PREFIXES:
         if scope:
             if text.startswith(prefix) or (nested and nested in rooted):
-                return lib
+                return None if lib == "Thrust" and _THRUST_HELPERS.search(rooted) else (lib, False)
         # a C API: cudnnConvolutionForward, magma_dgesv; not cudnn_is_acceptable (ATen's own)
         # (or the whole name, or a digit next: cudaMemcpy, cudaMemcpy2DAsync)
         elif text.startswith(prefix) and (prefix.endswith("_") or not text[len(prefix):].rstrip("(") or
                                           text[len(prefix):][:1].isupper() or text[len(prefix):][:1].isdigit()):
-            return lib
+            return lib, True
     return None
