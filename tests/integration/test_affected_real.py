@@ -98,7 +98,7 @@ def test_nn_module_forward(real_index):
     assert [c.node.key for c in res.changed] == ["torch.nn.modules.linear.Linear.forward"]
     assert res.modules[0].name == "torch.nn.Linear" and "torch.nn.LazyLinear" in [m.name for m in res.modules]
     assert res.tests[0].name == "ModuleInfo(nn.Linear)"
-    assert res.tests[0].command == 'pytest test/test_modules.py -k "nn_Linear"'
+    assert res.tests[0].command == 'pytest test/test_modules.py -k "nn_Linear_"'
     assert nxt == ['trace_module("torch.nn.Linear")']
 
 

@@ -261,6 +261,22 @@ def test_cuda_kernel_of_an_internal_op_finds_the_python_functions_and_modules_ab
     assert "\nNot shown to run on cuda (no cuda variant" in text
 
 
+def test_a_decomposition_change_is_not_tested_through_eager_modules(ctree):
+    """relu's decomposition runs only when code is compiled: nn.ReLU (whose forward reaches relu through F.relu) is
+    a Python API above the op, but its eager tests do not run the change; the decomposition suite does."""
+    with open(ctree / "torch/_decomp/decompositions.py", "a") as f:
+        f.write("\n\n@register_decomposition(aten.relu)\ndef relu(self):\n    return torch.clamp_min(self, 0)\n")
+    ix = _index(ctree)
+    try:
+        line = line_of(ctree, "torch/_decomp/decompositions.py", "return torch.clamp_min(self, 0)")
+        res, _text, _ = ask(ix, names=f"torch/_decomp/decompositions.py:{line}")
+        assert "relu" in op_keys(res) and "torch.nn.functional.relu" in res.python
+        assert not res.modules and not [t for t in res.tests if t.kind.value == "module"]
+        assert 'pytest test/test_decomp.py -k "relu"' in res.run_first
+    finally:
+        ix.close()
+
+
 def test_find_similar_tests_names_the_module_and_optimizer_db_entries(cix):
     """A module's ModuleInfo and an optimizer's OptimizerInfo drive the generic suites; each is named however the
     class is spelled, with a selection of its own tests only (nn_Linear_ selects no nn_LinearX test)."""

@@ -33,6 +33,7 @@ MAX_OPS = 30
 MAX_PYTHON = 30
 MAX_MODULES = 12
 MAX_MODULE_LOOKUPS = 3
+_COMPILED_ONLY = frozenset({Aspect.DECOMPOSITION, Aspect.REF, Aspect.LOWERING, Aspect.FAKE})
 _STEP_WORDS = {EdgeKind.CALL: "called by", EdgeKind.KERNEL: "kernel of", EdgeKind.STUB_KERNEL: "registered for",
                EdgeKind.STUB_CALL: "used by", EdgeKind.DISPATCH_CALL: "called by", EdgeKind.OP_CALL: "called by op",
                EdgeKind.BACKWARD: "in the backward of", EdgeKind.BINDING: "bound to", EdgeKind.LAUNCH: "launched by"}
@@ -174,6 +175,11 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
     if bases_total > len(ops):
         cuts.append(f"tests: looked up for the {len(ops)} closest of {bases_total} ops reached "
                     "(find_similar_tests on the others)")
+    # A change only compiled code runs (a decomposition, ref, lowering or fake kernel) is not run by the eager
+    # tests of the Python functions and modules above its ops: their tests are the aspect's suites.
+    native = [c for c in uniq if c.node.kind not in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS)]
+    if native and all(c.aspect in _COMPILED_ONLY for c in native):
+        py_reached = {}
     own, calling = apy.affected_modules(ix, uniq, [(r.op.key, r.python) for r in reached_ops[:at.MAX_OPS_FOR_TESTS]],
                                         list(py_reached.items()))
     modules = own + [mod for mod in calling if mod.fq not in {o.fq for o in own}]
