@@ -8,7 +8,7 @@ Python name bound to it). impact walks up level by level across all of these.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..graph import LevelCap, graph, up
 from ..graph.nodes import CPP_KINDS
@@ -185,7 +185,11 @@ def _impact(ix: Index, t: Target, depth: int) -> ImpactSection:
                                                       EdgeKind.LAUNCH):
             levels.setdefault(s.depth, []).append(s.edge)
         elif node.kind is NodeKind.OP:
-            ops.append((node, s.edge, s.depth))
+            edge = s.edge
+            if edge.kind is EdgeKind.KERNEL:  # every key the op serves with this kernel (CPU, CUDA: div_out)
+                keys = [k.key for k in g.out(node, [EdgeKind.KERNEL]) if k.dst.key == edge.dst.key]
+                edge = replace(edge, key=", ".join(dict.fromkeys(keys or [edge.key])))
+            ops.append((node, edge, s.depth))
         elif node.kind is NodeKind.BINDING:
             python.setdefault(node.key, (node, s.edge))
     out = [ImpactLevel(d, edges[:MAX_LEVEL_NODES], len(edges)) for d, edges in sorted(levels.items())]
