@@ -221,6 +221,9 @@ def test_test_file_info_takes_a_pytest_node_id(py_indexed, node, cls, tests):
     res, text = call(ix, "test_file_info", file_path=node)
     assert res.path == "test/test_nn.py" and res.page.class_name == cls
     assert [t.name for t in res.page.tests] == tests
+    # the answer leads with the class asked about: the file's other classes are named by the call that lists them
+    other = ({"TestNN", "TestNNDeviceType"} - {cls}).pop()
+    assert f"- {other}  " not in text and '(1 other classes: test_file_info("test/test_nn.py") lists them)' in text
 
 
 def test_test_file_info_refuses_a_node_id_and_a_class_that_differ(py_indexed):

@@ -88,7 +88,11 @@ def render_test_file(r: TestFileInfo) -> str:
     narrowed = page is not None and bool(page.class_name or page.query or page.offset)
     out = [f"# {r.path}: {r.total_tests} tests in {len(r.classes)} classes and {len(r.functions)} functions",
            f"run the file: {r.command}"]
-    for c in r.classes:
+    # asked about one class (a node id, class_name): its row only, so its tests come next
+    classes = [c for c in r.classes if c.name == page.class_name] if narrowed and page and page.class_name else []
+    if classes and len(classes) < len(r.classes):
+        out.append(f"({len(r.classes) - len(classes)} other classes: test_file_info({json.dumps(r.path)}) lists them)")
+    for c in classes or r.classes:
         extra = []
         if c.device_type:
             extra.append("instantiate_device_type_tests -> " + ", ".join(c.generated_classes))
