@@ -277,6 +277,31 @@ def test_a_decomposition_change_is_not_tested_through_eager_modules(ctree):
         ix.close()
 
 
+def test_a_backward_ops_kernel_is_tested_through_the_forward_op_whose_formula_calls_it(ctree):
+    """threshold_backward has no test of its own; relu's derivatives.yaml formula calls it, so relu's OpInfo and the
+    gradient suites run the changed kernel (it said "No test found")."""
+    with open(ctree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
+        f.write("\n- func: threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor\n"
+                "  dispatch:\n    CPU: threshold_backward_cpu\n")
+    (ctree / "aten/src/ATen/native/Threshold.cpp").write_text(
+        "namespace at::native {\nstatic Tensor pass_grad(const Tensor& g) {\n  return g;\n}\n"
+        "Tensor threshold_backward_cpu(const Tensor& grad_output, const Tensor& self, const Scalar& threshold) {\n"
+        "  return pass_grad(grad_output);\n}\n}  // namespace at::native\n")
+    ix = _index(ctree)
+    try:
+        res, _text, _ = ask(ix, names="aten/src/ATen/native/Threshold.cpp:3")  # pass_grad, a helper of the kernel
+        assert op_keys(res)[0] == "threshold_backward" and "relu" in op_keys(res)
+        cmds = [t.command for t in res.tests]
+        assert 'pytest test/test_ops_gradients.py -k "relu"' in cmds
+        # past the walk's depth the forward op is not reached, and still gives the tests
+        res, _text, _ = ask(ix, names="aten/src/ATen/native/Threshold.cpp:3", depth=1)
+        assert op_keys(res) == ["threshold_backward"]
+        assert 'pytest test/test_ops_gradients.py -k "relu"' in [t.command for t in res.tests]
+        assert any("whose backward formula calls threshold_backward" in t.why for t in res.tests)
+    finally:
+        ix.close()
+
+
 def test_find_similar_tests_names_the_module_and_optimizer_db_entries(cix):
     """A module's ModuleInfo and an optimizer's OptimizerInfo drive the generic suites; each is named however the
     class is spelled, with a selection of its own tests only (nn_Linear_ selects no nn_LinearX test)."""

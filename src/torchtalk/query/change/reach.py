@@ -153,6 +153,8 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
         # What changed about an op itself (its backward, decomposition...) is tested for that op; ops
         # reaching it get their generic tests.
         aspect = start_change.aspect if start_change and not chain else None
+        if chain and chain[-1].kind is EdgeKind.BACKWARD:
+            aspect = Aspect.BACKWARD  # reached as what its backward formula calls: its gradients changed
         aspects.setdefault(node.key, set()).update({aspect} if aspect is not None else set())
         op = reg.by_full.get(node.key)
         names = list(dict.fromkeys(p.name for p in reg.python_names(op)))[:4] if op else []
@@ -172,6 +174,19 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
             how = f"op {r.op.key}, changed: {via}" if not r.depth else f"op {r.op.key} at depth {r.depth}, via {via}"
             ops.append(at.OpForTests(base, r.op.key, aspects.get(r.op.key, set()), how, r.python))
     bases_total = len({_base(r.op.key) for r in reached_ops})
+    # An op other ops' backward formulas call (reflection_pad1d_backward) is tested through them, mostly by no test
+    # of its own: the forward op's tests, and the gradient suites for it (derivatives.yaml says which).
+    looked_up = {o.base for o in ops}
+    for r in [r for r in reached_ops if _base(r.op.key) in looked_up]:
+        for e in g.into(r.op, [EdgeKind.BACKWARD]):
+            fwd = reg.by_full.get(e.src.key)
+            fbase = _base(fwd.full_name) if fwd is not None else ""
+            if fwd is not None and fbase not in seen_bases and len(seen_bases) < 2 * at.MAX_OPS_FOR_TESTS:
+                seen_bases[fbase] = None
+                names = list(dict.fromkeys(p.name for p in reg.python_names(fwd)))[:4]
+                ops.append(at.OpForTests(fbase, fwd.full_name, {Aspect.BACKWARD},
+                                         f"op {fwd.full_name}, whose backward formula calls {r.op.key} ({e.site})",
+                                         names))
     if bases_total > len(ops):
         cuts.append(f"tests: looked up for the {len(ops)} closest of {bases_total} ops reached "
                     "(find_similar_tests on the others)")
