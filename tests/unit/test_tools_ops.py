@@ -163,6 +163,23 @@ def test_overloads_one_call_may_be_are_one_line_that_says_so(tree):
         ix.close()
 
 
+def test_a_function_of_the_callers_file_named_like_a_stub_is_that_function(tree):
+    """PaddingKernel.cpp defines a static copy_stub helper and calls it: the nearer name, not the copy_ DispatchStub
+    (whose callers it joined)."""
+    ix = index_with(tree, {"aten/src/ATen/native/cpu/Pad.cpp": (
+        "namespace at::native {\nnamespace {\nstatic void cumsum_stub(int* out) {\n}\n\n"
+        "void pad_kernel(int* p) {\n  cumsum_stub(p);\n}\n}  // namespace\n}  // namespace at::native\n")})
+    try:
+        res, text = call(ix, "calls", function_name="pad_kernel")
+        (sec,) = res.sections
+        assert [(e.dst.label, e.dst.loc.path) for e in sec.calls] == [
+            ("at::native::(anonymous)::cumsum_stub", "aten/src/ATen/native/cpu/Pad.cpp")], text
+        res, _ = call(ix, "called_by", function_name="cumsum_stub")
+        assert all(e.src.label != "at::native::(anonymous)::pad_kernel" for s in res.sections for e in s.callers)
+    finally:
+        ix.close()
+
+
 def test_search_an_op_by_its_name_is_exact_before_a_function_of_another_case(tree):
     """search("size"): the op size has only overloads (size.int, size.Dimname); they match it exactly by the op's
     name and come before a C++ function whose name only differs in case (HeapBlock::Size)."""

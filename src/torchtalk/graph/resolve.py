@@ -77,7 +77,7 @@ from .overloads import op_signature, param_types, return_of, schema_type, score,
 from .registry import OpRegistry, registry
 from .resolution import BUILTIN, UNRESOLVED, UNRESOLVED_STD, Resolution, TargetKind
 from .resolved import stored, stored_resolution
-from .symbols import calls_from, gpu_kernels_named, symbol
+from .symbols import calls_from, defs_in_file, gpu_kernels_named, symbol
 
 __all__ = ["Resolution", "Resolver", "TargetKind", "UNRESOLVED", "op_named", "ops_of", "resolve", "resolver",
            "stub_names"]
@@ -226,7 +226,12 @@ class Resolver:
             if ops:
                 return Resolution(TargetKind.OP, ops=ops, spelling=f"{qual}::{name}")
         if not qual and name in stub_names(self.ix):
-            return Resolution(TargetKind.STUB, stub=name)
+            # a function of the caller's own file named like a stub is the nearer name (PaddingKernel.cpp's
+            # static copy_stub helper, not the copy_ DispatchStub)
+            fid = self.ix.file_ids().get(self.caller.path)
+            own = [s for s in (defs_in_file(self.ix, fid, name) if fid is not None else [])
+                   if s.kind in (SymbolKind.FUNCTION, SymbolKind.DEVICE_FUNCTION)]
+            return self.choose(own, call) if own else Resolution(TargetKind.STUB, stub=name)
         helper_ops = dispatch_helper_ops(self.reg, name)
         if helper_ops:
             return Resolution(TargetKind.OP, ops=helper_ops, spelling=name)
