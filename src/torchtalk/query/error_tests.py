@@ -23,7 +23,7 @@ from ..model import Loc
 from ..store.reader import Index
 from .testclasses import run_where_collected
 from .testnames import generated_names, run_command
-from .tests import FoundTest
+from .tests import FoundTest, device_instantiations
 
 MIN_NEEDLE = 12
 MAX_HITS = 50  # hits placed (the rest are counted)
@@ -70,8 +70,7 @@ def tests_expecting(ix: Index, pieces: list[str], limit: int = 5) -> ExpectingTe
             at = data.find(raw, at + len(raw))
     tests: dict[int, FoundTest] = {}
     elsewhere: list[Loc] = []
-    inst = dict(((fid, cls), opts) for fid, cls, opts in ix.q(
-        "SELECT file_id, cls, options FROM test_instantiation WHERE kind = 'device_type'"))
+    inst = device_instantiations(ix)
     for fid, path, line in hits:
         row = ix.one("SELECT m.id, coalesce(c.name, ''), m.name, m.line, m.decorators FROM test_method m "
                      "LEFT JOIN test_class c ON c.id = m.cls WHERE m.file_id = ? AND m.line <= ? AND m.end_line >= ? "

@@ -87,7 +87,7 @@ def _like(text: str) -> str:
     return "%" + like_literal(text) + "%"
 
 
-def _instantiations(ix: Index) -> dict[tuple[int, str], str]:
+def device_instantiations(ix: Index) -> dict[tuple[int, str], str]:
     """(file_id, generic class) -> options JSON, for classes passed to instantiate_device_type_tests."""
     return ix.cached("device_type_classes", lambda: {
         (fid, cls): opts for fid, cls, opts in ix.q(
@@ -229,7 +229,7 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = T
     home, home_why = home_files(ix, ops, op_stem) if ops else ([], "")
     home_rank = {fid: home.index(p) for fid, p in ix.paths().items() if p in home}  # the nn module's file first
     home_ids = set(home_rank)
-    inst = _instantiations(ix)
+    inst = device_instantiations(ix)
     scored: dict[int, tuple[_Rank, FoundTest]] = {}
 
     def add(row: _MethodRow, group: int, score: int, why: str, by_name: bool) -> None:

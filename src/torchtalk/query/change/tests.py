@@ -21,7 +21,7 @@ from ...store.reader import Index
 from ..moduledb import SUITES, entry_for
 from ..testnames import generated_names
 from ..testquery import opinfo_names
-from ..tests import FoundTest, find_similar_tests
+from ..tests import FoundTest, device_instantiations, find_similar_tests
 from .definitions import ChangedOpInfo, ChangedTest
 
 MAX_OPS_FOR_TESTS = 6  # distinct ops whose tests are looked up (each is one find_similar_tests call)
@@ -124,12 +124,11 @@ def _present(ix: Index) -> set[str]:
 
 def changed_tests(ix: Index, tests: list[ChangedTest], device: Device | None) -> list[AffectedTest]:
     out = []
-    inst = dict(((fid, cls), opts) for fid, cls, opts in ix.cached("affected_device_classes", lambda: ix.q(
-        "SELECT file_id, cls, options FROM test_instantiation WHERE kind = 'device_type'")))
-    ids = {p: fid for fid, p in ix.paths().items()}
+    inst = device_instantiations(ix)
+    ids = ix.file_ids()
     for t in tests:
         label = f"{t.cls}.{t.name}" if t.cls and t.name else t.cls or t.name or t.loc.path
-        opts = inst.get((ids.get(t.loc.path), t.cls))
+        opts = inst.get((ids.get(t.loc.path, -1), t.cls))
         gen = generated_names(t.cls, t.name, t.decorators, opts) if t.name else []
         # A changed test is run whatever the device; a device-type one on the changed device when it has it.
         on = _on_device(gen, device) if _device_typed(gen) else []
