@@ -101,6 +101,10 @@ class OpRegistry:
     def python_names(self, op: Op) -> list[PyName]:
         return self.py_by_op.get(op.full_name, [])
 
+    def names_shown(self, op: Op | None, most: int = 4) -> list[str]:
+        """The first ``most`` distinct Python names of an op, as an answer lists them beside it ([] for None)."""
+        return list(dict.fromkeys(p.name for p in self.python_names(op)))[:most] if op is not None else []
+
     # ------------------------------------------------------------ dispatch
 
     def dispatch(self, op: Op) -> list[DispatchEntry]:

@@ -255,7 +255,7 @@ def cpp_reach(ix: Index, func: Node, budget: float, tests_until: float, message:
         node = s.node
         if node.kind is NodeKind.OP:
             op = reg.by_full.get(node.key)
-            names = list(dict.fromkeys(p.name for p in reg.python_names(op)))[:4] if op else []
+            names = reg.names_shown(op)
             ops.append(OpReach(node, s.depth, s.chain(), names))
         elif node.kind is NodeKind.BINDING:
             python.setdefault(node.key)
@@ -269,7 +269,7 @@ def cpp_reach(ix: Index, func: Node, budget: float, tests_until: float, message:
             op = reg.by_full.get(w.src.key)
             sample = next((e for e in fan.samples if e.src.key == w.dst.key), None)
             if op is not None and sample is not None and all(o.op.key != op.full_name for o in ops):
-                names = list(dict.fromkeys(p.name for p in reg.python_names(op)))[:4]
+                names = reg.names_shown(op)
                 ops.append(OpReach(w.src, sum(e.kind not in FREE for e in base) + 1, [*base, sample, w], names))
     # Closest first; public ops (a Python name without a leading underscore) before internal ones.
     ops.sort(key=lambda o: (o.depth, not any(not n.split(".")[-1].startswith("_") for n in o.python),
@@ -323,7 +323,7 @@ def py_reach(ix: Index, func_id: int, fq: str, cls: str, name: str, tests_until:
     for op_name, kind in rows:
         reach.registered.append(f"{op_name} ({kind})")
         for op in sorted(reg.lookup(op_name), key=lambda o: ("." in o.full_name, o.full_name))[:2]:
-            names = list(dict.fromkeys(p.name for p in reg.python_names(op)))[:4]
+            names = reg.names_shown(op)
             reach.ops.append(OpReach(op_node(op), 0, [], names))
     reach.ops_total = len(reach.ops)
     reach.python = [fq]

@@ -157,7 +157,7 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
             aspect = Aspect.BACKWARD  # reached as what its backward formula calls: its gradients changed
         aspects.setdefault(node.key, set()).update({aspect} if aspect is not None else set())
         op = reg.by_full.get(node.key)
-        names = list(dict.fromkeys(p.name for p in reg.python_names(op)))[:4] if op else []
+        names = reg.names_shown(op)
         reached_ops.append(ReachedOp(node, d, path, chain, names))
         python.update(dict.fromkeys(n for n in names if not n.startswith("torch._C._")))
     # Closest first; among equals the ops users call (a public Python name) before internal ones, and the
@@ -179,14 +179,12 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
     looked_up = {o.base for o in ops}
     for r in [r for r in reached_ops if _base(r.op.key) in looked_up]:
         for e in g.into(r.op, [EdgeKind.BACKWARD]):
-            fwd = reg.by_full.get(e.src.key)
-            fbase = _base(fwd.full_name) if fwd is not None else ""
+            fwd, fbase = reg.by_full.get(e.src.key), _base(e.src.key)
             if fwd is not None and fbase not in seen_bases and len(seen_bases) < 2 * at.MAX_OPS_FOR_TESTS:
                 seen_bases[fbase] = None
-                names = list(dict.fromkeys(p.name for p in reg.python_names(fwd)))[:4]
                 ops.append(at.OpForTests(fbase, fwd.full_name, {Aspect.BACKWARD},
                                          f"op {fwd.full_name}, whose backward formula calls {r.op.key} ({e.site})",
-                                         names))
+                                         reg.names_shown(fwd)))
     if bases_total > len(ops):
         cuts.append(f"tests: looked up for the {len(ops)} closest of {bases_total} ops reached "
                     "(find_similar_tests on the others)")
