@@ -277,17 +277,28 @@ def test_a_decomposition_change_is_not_tested_through_eager_modules(ctree):
         ix.close()
 
 
+def _threshold_backward_tree(ctree: Path, also: str = ""):
+    """threshold_backward (which relu's formula calls) and its CPU kernel, both through pass_grad (Threshold.cpp:3);
+    ``also``: a second op whose kernel calls pass_grad too."""
+    yaml = ("\n- func: threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor\n"
+            "  dispatch:\n    CPU: threshold_backward_cpu\n")
+    cpp = ("Tensor threshold_backward_cpu(const Tensor& grad_output, const Tensor& self, const Scalar& threshold) {\n"
+           "  return pass_grad(grad_output);\n}\n")
+    if also:
+        yaml += f"\n- func: {also}(Tensor self) -> Tensor\n  dispatch:\n    CPU: {also}_cpu\n"
+        cpp += f"Tensor {also}_cpu(const Tensor& self) {{\n  return pass_grad(self);\n}}\n"
+    with open(ctree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
+        f.write(yaml)
+    (ctree / "aten/src/ATen/native/Threshold.cpp").write_text(
+        "namespace at::native {\nstatic Tensor pass_grad(const Tensor& g) {\n  return g;\n}\n" + cpp
+        + "}  // namespace at::native\n")
+    return _index(ctree)
+
+
 def test_a_backward_ops_kernel_is_tested_through_the_forward_op_whose_formula_calls_it(ctree):
     """threshold_backward has no test of its own; relu's derivatives.yaml formula calls it, so relu's OpInfo and the
     gradient suites run the changed kernel (it said "No test found")."""
-    with open(ctree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
-        f.write("\n- func: threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor\n"
-                "  dispatch:\n    CPU: threshold_backward_cpu\n")
-    (ctree / "aten/src/ATen/native/Threshold.cpp").write_text(
-        "namespace at::native {\nstatic Tensor pass_grad(const Tensor& g) {\n  return g;\n}\n"
-        "Tensor threshold_backward_cpu(const Tensor& grad_output, const Tensor& self, const Scalar& threshold) {\n"
-        "  return pass_grad(grad_output);\n}\n}  // namespace at::native\n")
-    ix = _index(ctree)
+    ix = _threshold_backward_tree(ctree)
     try:
         res, _text, _ = ask(ix, names="aten/src/ATen/native/Threshold.cpp:3")  # pass_grad, a helper of the kernel
         assert op_keys(res)[0] == "threshold_backward" and "relu" in op_keys(res)
@@ -298,6 +309,21 @@ def test_a_backward_ops_kernel_is_tested_through_the_forward_op_whose_formula_ca
         assert op_keys(res) == ["threshold_backward"]
         assert 'pytest test/test_ops_gradients.py -k "relu"' in [t.command for t in res.tests]
         assert any("whose backward formula calls threshold_backward" in t.why for t in res.tests)
+    finally:
+        ix.close()
+
+
+def test_a_forward_op_looked_up_for_its_backward_hides_no_cut(ctree, monkeypatch):
+    """With tests looked up for one op only, threshold_backward's forward op relu is looked up too; it is no op
+    the walk reached, so the answer still says _pad_helper_op's tests were not looked up."""
+    monkeypatch.setattr(reach_mod.at, "MAX_OPS_FOR_TESTS", 1)
+    ix = _threshold_backward_tree(ctree, also="_pad_helper_op")
+    try:
+        res, _text, _ = ask(ix, names="aten/src/ATen/native/Threshold.cpp:3", depth=1)
+        assert op_keys(res) == ["threshold_backward", "_pad_helper_op"]
+        assert any("whose backward formula calls threshold_backward" in t.why for t in res.tests)
+        assert ("tests: looked up for the 1 closest of 2 ops reached (find_similar_tests on the others)"
+                in res.cuts)
     finally:
         ix.close()
 
