@@ -170,6 +170,12 @@ def called_by(ix: Index, function_name: str) -> CalledByResult | NotFound:
 
 # ------------------------------------------------------------------ impact
 
+def kernel_keys(ix: Index, e: Edge) -> str:
+    """Every key an op serves with the kernel of a KERNEL edge (a walk crosses one: CPU, CUDA for div_out)."""
+    keys = [k.key for k in graph(ix).out(e.src, [EdgeKind.KERNEL]) if k.dst.key == e.dst.key]
+    return ", ".join(dict.fromkeys(keys or [e.key]))
+
+
 def _impact(ix: Index, t: Target, depth: int) -> ImpactSection:
     g = graph(ix)
     # Walk on from at most MAX_LEVEL_NODES functions a level (the rest are counted, not expanded).
@@ -185,11 +191,8 @@ def _impact(ix: Index, t: Target, depth: int) -> ImpactSection:
                                                       EdgeKind.LAUNCH):
             levels.setdefault(s.depth, []).append(s.edge)
         elif node.kind is NodeKind.OP:
-            edge = s.edge
-            if edge.kind is EdgeKind.KERNEL:  # every key the op serves with this kernel (CPU, CUDA: div_out)
-                keys = [k.key for k in g.out(node, [EdgeKind.KERNEL]) if k.dst.key == edge.dst.key]
-                edge = replace(edge, key=", ".join(dict.fromkeys(keys or [edge.key])))
-            ops.append((node, edge, s.depth))
+            ops.append((node, replace(s.edge, key=kernel_keys(ix, s.edge)) if s.edge.kind is EdgeKind.KERNEL
+                        else s.edge, s.depth))
         elif node.kind is NodeKind.BINDING:
             python.setdefault(node.key, (node, s.edge))
     out = [ImpactLevel(d, edges[:MAX_LEVEL_NODES], len(edges)) for d, edges in sorted(levels.items())]

@@ -18,7 +18,7 @@ from ...model.change import Aspect
 from ...model.dispatch import Device, device_of_key
 from ...store.reader import Index
 from ..args import MAX_LIMIT
-from ..callgraph import IMPACT_KINDS
+from ..callgraph import IMPACT_KINDS, kernel_keys
 from ..cuts import describe, named, node_arg, tool_call
 from . import python as apy
 from . import tests as at
@@ -61,9 +61,7 @@ def chain_text(ix: Index, start: Node, chain: list[Edge]) -> str:
     for e in chain:
         key = f" [{e.key}]" if e.key and e.kind is EdgeKind.STUB_KERNEL else ""
         if e.kind is EdgeKind.KERNEL:
-            # The walk crossed one key; name every key the op serves with this same kernel.
-            keys = [k.key for k in graph(ix).out(e.src, [EdgeKind.KERNEL]) if k.dst.key == e.dst.key]
-            key = f" [{', '.join(dict.fromkeys(keys or [e.key]))}]"
+            key = f" [{kernel_keys(ix, e)}]"  # the walk crossed one key: every key the op serves with it
         parts.append(f"{_STEP_WORDS.get(e.kind, e.kind.value)}{key} {e.src.label}")
     return " <- ".join(parts)
 
