@@ -18,8 +18,9 @@ from ..model.paths import MODULE_DB, OPTIM_DB
 from ..store.reader import Index
 
 SUITES = {ModuleKind.MODULE: "test/test_modules.py", ModuleKind.OPTIMIZER: "test/test_optim.py"}
-_PATTERNS = ((ModuleKind.MODULE, MODULE_DB, r"ModuleInfo\(\s*(?:torch\.)?(nn\.[\w.]+)"),
-             (ModuleKind.OPTIMIZER, OPTIM_DB, r"OptimizerInfo\(\s*(?:optim_cls=)?(?:torch\.optim\.)?([A-Z]\w+)"))
+DB_FILES = {ModuleKind.MODULE: MODULE_DB, ModuleKind.OPTIMIZER: OPTIM_DB}
+_PATTERNS = {ModuleKind.MODULE: r"ModuleInfo\(\s*(?:torch\.)?(nn\.[\w.]+)",
+             ModuleKind.OPTIMIZER: r"OptimizerInfo\(\s*(?:optim_cls=)?(?:torch\.optim\.)?([A-Z]\w+)"}
 
 
 @dataclass
@@ -39,9 +40,9 @@ def db_names(ix: Index) -> dict[ModuleKind, dict[str, int]]:
     def load() -> dict[ModuleKind, dict[str, int]]:
         out: dict[ModuleKind, dict[str, int]] = {ModuleKind.MODULE: {}, ModuleKind.OPTIMIZER: {}}
         root = ix.source_root
-        for key, rel, pat in _PATTERNS:
+        for key, pat in _PATTERNS.items():
             try:
-                text = (root / rel).read_text(encoding="utf-8", errors="replace") if root is not None else ""
+                text = (root / DB_FILES[key]).read_text(encoding="utf-8", errors="replace") if root is not None else ""
             except OSError:  # no such file here
                 text = ""
             for m in re.finditer(pat, text):
@@ -61,14 +62,13 @@ def entry_for(ix: Index, name: str) -> DbEntry | None:
     Linear, torch.optim.Adam, Adam), when the tree has it and the suite that runs it."""
     spelled = name.strip().removeprefix("torch.")
     short = spelled.rsplit(".", 1)[-1]
-    present = {p for p in ix.paths().values() if p in SUITES.values()}
+    indexed = ix.file_ids()
     names = db_names(ix)
-    for kind, key, rel in ((ModuleKind.MODULE, spelled, MODULE_DB), (ModuleKind.MODULE, f"nn.{short}", MODULE_DB),
-                           (ModuleKind.OPTIMIZER, short, OPTIM_DB)):
+    for kind, key in ((ModuleKind.MODULE, spelled), (ModuleKind.MODULE, f"nn.{short}"), (ModuleKind.OPTIMIZER, short)):
         line = names[kind].get(key)
-        if line is not None and SUITES[kind] in present:
-            return DbEntry(kind, key, Loc(rel, line), f'pytest {SUITES[kind]} -k "{selection(kind, key)}"')
+        if line is not None and SUITES[kind] in indexed:
+            return DbEntry(kind, key, Loc(DB_FILES[kind], line), f'pytest {SUITES[kind]} -k "{selection(kind, key)}"')
     return None
 
 
-__all__ = ["DbEntry", "SUITES", "db_names", "entry_for", "selection"]
+__all__ = ["DB_FILES", "DbEntry", "SUITES", "db_names", "entry_for", "selection"]
