@@ -207,10 +207,7 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
         made = attribute_calls(ix, src, ctx.mro, written, site)
         if made:
             return made
-        method = written.rsplit(".", 1)[1]
-        ops = overloads_for(ops_of_python(ix, f"Tensor.{method}"), shape[0], shape[1], True, shape[2])
-        return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, note="receiver not typed; assumed a Tensor",
-                     how=EdgeHow.UNTYPED_RECEIVER, written=written) for op in ops]
+        return _untyped_receiver(ix, src, written, site, shape)
     if head in ("self", "super()"):
         return []
     full = names.resolve_in(fn.module, written)
@@ -241,13 +238,18 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
     if written.count(".") == 1 and head not in names.imports(fn.module)[0]:
         if made_by and _returns_builtin(ix, fn.module, made_by):
             return []  # grouped_tensors.values(): a dict's method (Note [Builtin receivers] in model/python.py)
-        method = written.split(".")[1]
-        ops = overloads_for(ops_of_python(ix, f"Tensor.{method}"), shape[0], shape[1], True, shape[2])
-        return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, note="receiver not typed; assumed a Tensor",
-                     how=EdgeHow.UNTYPED_RECEIVER, written=written) for op in ops]
+        return _untyped_receiver(ix, src, written, site, shape)
     if full.startswith("torch."):
         return [Edge(src, unresolved_node(full), EdgeKind.PY_CALL, site, written=written)]
     return []
+
+
+def _untyped_receiver(ix: Index, src: Node, written: str, site: Loc, shape: Shape) -> list[Edge]:
+    """``x.sum()`` whose receiver's type the code does not tell: the overloads of the Tensor method its arguments
+    can take, said to assume a Tensor (none when Tensor has no method of that name)."""
+    ops = overloads_for(ops_of_python(ix, f"Tensor.{written.rsplit('.', 1)[1]}"), shape[0], shape[1], True, shape[2])
+    return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, note="receiver not typed; assumed a Tensor",
+                 how=EdgeHow.UNTYPED_RECEIVER, written=written) for op in ops]
 
 
 def _returns_builtin(ix: Index, module: str, written: str) -> bool:
