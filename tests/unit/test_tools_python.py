@@ -303,6 +303,35 @@ def test_a_mixins_tests_run_in_the_test_cases_deriving_from_it(py_indexed):
     assert (res.page.class_name, [t.name for t in res.page.tests]) == ("FileStoreTest", ["test_refcount"])
 
 
+def test_a_class_derived_from_another_test_files_class_runs_its_tests(py_indexed):
+    """Note [Test imports]: `import test_c10d_common` in test/distributed/ is the file beside it; a class deriving
+    from one of its classes is a TestCase through it and runs the tests written there."""
+    _, ix = py_indexed
+    res, text = call(ix, "test_file_info", file_path="test/distributed/test_c10d_nccl.py")
+    got = {c.name: (c.tests, c.inherited, c.collected) for c in res.classes}
+    assert got == {"DistributedDataParallelTest": (1, 2, True),
+                   "NcclProcessGroupWithDispatchedCollectivesTests": (1, 1, True)}, text
+    assert res.total_tests == 5 and "no TestCase" not in text
+    # a generated name of an inherited test is found where it is written, and run as the class asked for
+    res, text = call(ix, "test_file_info", file_path="test/distributed/test_c10d_nccl.py::DistributedDataParallelTest"
+                     "::test_ddp_checkpointing_once_use_reentrant_True")
+    assert [(t.name, t.loc.path) for t in res.page.tests] == [
+        ("test_ddp_checkpointing_once", "test/distributed/test_c10d_common.py")], text
+    assert "class CommonDistributedDataParallelTest (test/distributed/test_c10d_common.py; " \
+        "DistributedDataParallelTest derives from it)" in text
+    assert "pytest test/distributed/test_c10d_nccl.py -k \"DistributedDataParallelTest and " \
+        "test_ddp_checkpointing_once\"" in text
+    assert [c.name for c in res.classes] == ["DistributedDataParallelTest",
+                                             "NcclProcessGroupWithDispatchedCollectivesTests"]
+    assert "- DistributedDataParallelTest  test/distributed/test_c10d_nccl.py:" in text
+    assert "- NcclProcessGroupWithDispatchedCollectivesTests" not in text
+    # found where it is written, a mixin's test is run as a class of the file deriving from it
+    res, text = call(ix, "find_similar_tests", query="invalid_powerSGD_state")
+    (found,) = [t for t in res.tests if t.name == "test_invalid_powerSGD_state"]
+    assert (found.loc.path, found.command) == ("test/distributed/test_c10d_common.py", "pytest test/distributed/"
+                                               "test_c10d_nccl.py::DistributedDataParallelTest::test_invalid_powerSGD_state")
+
+
 def test_a_templates_tests_run_where_a_helper_copies_them(py_indexed):
     """copy_tests(CommonTemplate, CpuTests, "cpu") makes CpuTests.test_bool_cpu of CommonTemplate.test_bool."""
     _, ix = py_indexed

@@ -22,6 +22,16 @@ ROOTS = {
 }
 
 
+# Note [Test imports]
+# ~~~~~~~~~~~~~~~~~~~
+# A test file runs as a script (``python test/distributed/test_c10d_nccl.py``) or under pytest from test/, so its
+# directory and test/ are on sys.path: ``import test_c10d_common`` there is test/distributed/test_c10d_common.py,
+# ``from inductor.test_torchinductor import ...`` is test/inductor/test_torchinductor.py. Its classes derive from
+# those (``DistributedDataParallelTest(test_c10d_common.CommonDistributedDataParallelTest, ...)``): resolved so, a
+# class is known to be a TestCase, and inherits the tests written there (query/testclasses.py).
+TEST_PACKAGE = "test."
+
+
 def module_of(path: str) -> str:
     mod = path[:-3] if path.endswith(".py") else path
     if mod.endswith("/__init__"):
@@ -83,6 +93,18 @@ class Resolver:
         return follow_reexports(dotted, self.classes.__contains__, lambda m: self.imports.get(m, {}),
                                 lambda m: self.stars.get(m, ()))
 
+    def canonical_from(self, module: str, dotted: str) -> str | None:
+        """``canonical``, for a name imported in ``module``; a test file's import of a top-level name the tree does
+        not define (``import test_c10d_common``) is the file of that name beside it or in test/ (Note [Test
+        imports])."""
+        found = self.canonical(dotted)
+        if found is None and module.startswith(TEST_PACKAGE):
+            for package in dict.fromkeys((module.rpartition(".")[0], TEST_PACKAGE.rstrip("."))):
+                found = self.canonical(f"{package}.{dotted}")
+                if found:
+                    break
+        return found
+
     def resolve(self, module: str, written: str) -> str:
         """The full name that ``written`` (a base as written in ``module``) denotes, or ``written``."""
         key = (module, written)
@@ -95,10 +117,11 @@ class Resolver:
             found = local
         elif first in self.imports.get(module, {}):
             target = self.imports[module][first]
-            found = self.canonical(f"{target}.{rest}" if rest else target) or (f"{target}.{rest}" if rest else target)
+            dotted = f"{target}.{rest}" if rest else target
+            found = self.canonical_from(module, dotted) or dotted
         else:
             for star in self.stars.get(module, ()):
-                found = self.canonical(f"{star}.{written}")
+                found = self.canonical_from(module, f"{star}.{written}")
                 if found:
                     break
             if found is None:

@@ -14,12 +14,14 @@ the class it runs in.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from ..graph.source_lines import file_lines
 from ..model import Loc
+from ..model.paths import TESTING_INTERNAL
 from ..store.reader import Index
 from .testnames import run_command
 
@@ -35,6 +37,7 @@ class _Test(Protocol):
 T = TypeVar("T", bound=_Test)
 
 # helper(Template, Collected, "suffix"...): the first call of a line that hands two classes and a string
+_ELSEWHERE = ("test.", "torch.testing._internal.")  # full names of the classes a test class may derive from
 _COPY = re.compile(r"^\s*[\w.]+\(\s*(\w+)\s*,\s*(\w+)\s*,\s*[\"'](\w+)[\"']", re.M)
 
 
@@ -48,15 +51,22 @@ class Classes:
     copied: dict[str, int] = field(default_factory=dict)  # collected class -> tests a helper copies into it
     own: dict[str, list[str]] = field(default_factory=dict)  # class -> the tests it defines
     origin: dict[tuple[str, str], str] = field(default_factory=dict)  # (class, inherited test) -> the class defining it
+    # a class of another file that a class here derives from (keyed by its full name) -> its file, its tests as
+    # test_file_info's rows (Note [Test imports] in link/pyclasses.py)
+    elsewhere: dict[str, tuple[str, list[tuple[str, str, int, str]]]] = field(default_factory=dict)
 
     def is_collected(self, cls: str) -> bool:
-        return not self.collected or not cls or cls in self.collected
+        return cls not in self.elsewhere and (not self.collected or not cls or cls in self.collected)
 
     def source_of(self, cls: str, test: str) -> tuple[str, str] | None:
         """The class and test as written that a test run as ``cls.test`` is (``CpuTests.test_bool_cpu``:
         CommonTemplate.test_bool; ``HashStoreTest.test_append``: StoreTestBase.test_append), or None."""
         if (cls, test) in self.origin:
             return self.origin[(cls, test)], test
+        # a generator's name of an inherited test (test_ddp_checkpointing_once_use_reentrant_True)
+        written = max((t for c, t in self.origin if c == cls and test.startswith(f"{t}_")), key=len, default="")
+        if written:
+            return self.origin[(cls, written)], written
         for template, into in self.runs_in.items():
             for where, suffix in into:
                 base = test[:-len(suffix) - 1] if suffix and test.endswith(f"_{suffix}") else test
@@ -79,11 +89,14 @@ def test_classes(ix: Index, fid: int, source: str | None, own: dict[str, list[st
         return Classes(own=own)
     names = {r[0] for r in rows}
     parents: dict[str, list[str]] = {}
-    for name, _roots, bases, module in rows:
-        written = re.findall(r'"([^"]+)"', bases or "")
-        parents[name] = [b.rsplit(".", 1)[-1] for b in written if b.rsplit(".", 1)[0] == module
-                         and b.rsplit(".", 1)[-1] in names]
     out = Classes({name for name, roots, _b, _m in rows if "testcase" in (roots or "").split()}, own=own)
+    for name, _roots, bases, module in rows:
+        parents[name] = []
+        for b in json.loads(bases or "[]"):
+            if b.rsplit(".", 1)[0] == module and b.rsplit(".", 1)[-1] in names:
+                parents[name].append(b.rsplit(".", 1)[-1])
+            elif _foreign(ix, b, parents, out):  # a class of another test file (Note [Test imports])
+                parents[name].append(b)
 
     def ancestors(cls: str, seen: frozenset[str] = frozenset()) -> list[str]:
         found: list[str] = []
@@ -110,6 +123,27 @@ def test_classes(ix: Index, fid: int, source: str | None, own: dict[str, list[st
     return out
 
 
+def _foreign(ix: Index, fq: str, parents: dict[str, list[str]], out: Classes, depth: int = 0) -> bool:
+    """Whether ``fq`` is a class of another test file (or of torch/testing/_internal) with tests or bases of its
+    own; if so, record its tests and bases in ``out`` and ``parents``, keyed by ``fq`` (its bases too)."""
+    if fq in parents or fq in out.own:
+        return True
+    row = ix.q("SELECT file_id, name, bases FROM py_class_fq WHERE fq = ?", (fq,)) if fq.startswith(_ELSEWHERE) else []
+    if not row or depth > 8:
+        return False
+    fid, name, bases = row[0]
+    rows = [(fq, t, line, decos) for t, line, decos in ix.q(
+        "SELECT m.name, m.line, m.decorators FROM test_method m JOIN test_class c ON c.id = m.cls "
+        "WHERE c.file_id = ? AND c.name = ? ORDER BY m.line", (fid, name))]
+    parents[fq] = [b for b in json.loads(bases or "[]") if _foreign(ix, b, parents, out, depth + 1)]
+    if not rows and not parents[fq]:
+        del parents[fq]
+        return False
+    out.own[fq] = [r[1] for r in rows]
+    out.elsewhere[fq] = (ix.path_of(fid), rows)
+    return True
+
+
 def classes_of(ix: Index, fid: int) -> Classes:
     """``test_classes`` of one indexed test file (memoised per index version)."""
     memo: dict[int, Classes] = ix.cached("test_classes_of", dict)
@@ -125,14 +159,44 @@ def classes_of(ix: Index, fid: int) -> Classes:
 def run_where_collected(ix: Index, tests: list[T]) -> list[T]:
     """``tests`` (find_similar_tests' FoundTest) with the command of each test of a class pytest does not collect
     naming a class it runs in (Note [Where tests run]); the others as they are."""
-    ids = ix.file_ids()
     for t in tests:
-        fid = ids.get(t.loc.path)
-        if fid is None or not t.cls:
-            continue
-        where = classes_of(ix, fid)
-        if not where.is_collected(t.cls):
-            cls, name = where.run_as(t.cls, t.name)
-            if cls != t.cls:
-                t.command = run_command(t.loc.path, cls, name, t.decorators, None)
+        where = runs_where(ix, t.loc.path, t.cls, t.name)
+        if where != (t.loc.path, t.cls, t.name):
+            t.command = run_command(*where, t.decorators, None)
     return tests
+
+
+def runs_where(ix: Index, path: str, cls: str, name: str) -> tuple[str, str, str]:
+    """(file, class, name) pytest runs test ``cls.name`` of ``path`` as: itself; as a class of its file that
+    derives from its class or that a helper copies it into (Note [Where tests run]); as a class of another test
+    file deriving from it (Note [Test imports]: test_c10d_common.py's mixins, torch/testing/_internal's
+    _DistTestBase, which no test run collects where they are written). Itself when none is known."""
+    fid = ix.file_ids().get(path)
+    if fid is None or not cls:
+        return path, cls, name
+    if not path.startswith(TESTING_INTERNAL):
+        where = classes_of(ix, fid)
+        if where.is_collected(cls):
+            return path, cls, name
+        into, as_name = where.run_as(cls, name)
+        if into != cls:
+            return path, into, as_name
+    other = derived_elsewhere(ix, fid, cls)
+    return (other[0], other[1], name) if other is not None else (path, cls, name)
+
+
+def derived_elsewhere(ix: Index, fid: int, cls: str) -> tuple[str, str] | None:
+    """(file, class) of the first class pytest collects in another test file that derives from ``cls`` of file
+    ``fid`` (a mixin of test_c10d_common.py, torch/testing/_internal's _DistTestBase: Note [Test imports]), or
+    None."""
+    memo: dict[tuple[int, str], tuple[str, str] | None] = ix.cached("derived_elsewhere", dict)
+    if (fid, cls) not in memo:
+        found = None
+        for (fq,) in ix.q("SELECT fq FROM py_class_fq WHERE file_id = ? AND name = ?", (fid, cls)):
+            rows = ix.q("SELECT file_id, name FROM py_class_fq WHERE source = 'test' AND file_id != ? AND bases LIKE ? "
+                        "AND (' ' || roots || ' ') LIKE '% testcase %'", (fid, f'%"{fq}"%'))
+            if rows:
+                found = min((ix.path_of(f), name) for f, name in rows)
+                break
+        memo[(fid, cls)] = found
+    return memo[(fid, cls)]

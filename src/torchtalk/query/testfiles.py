@@ -16,7 +16,7 @@ from ..model import InstantiationKind, Loc
 from ..store.reader import Index
 from .args import MAX_LIMIT, check_int, clean_text, shown
 from .results import NotFound
-from .testclasses import classes_of
+from .testclasses import Classes, classes_of
 from .testlist import TestPage, clean_filter, generic_class, node_filters, node_id, page_call, test_page
 from .testnames import generated_names
 
@@ -106,6 +106,7 @@ class TestFileInfo:
     total_tests: int
     command: str
     page: TestPage | None = None  # the tests listed, with their lines and where they run
+    via_class: str = ""  # the page's class is another file's: the class of this file asked for, which derives from it
 
 
 def _safe_relpath(ix: Index, text: str) -> list[str]:
@@ -212,15 +213,28 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
     total = sum(len(t) for c, t in by_class.items() if where.is_collected(c)) + sum(
         len(t) for t in where.inherited.values()) + sum(where.copied.values())
     names, generated = [c.name for c in classes], {c.name: c.generated_classes for c in classes}
+    via = ""
     if len(node.parts) == 2 and (src := where.source_of(*node.parts)) is not None:
+        via = node.parts[0] if src[0] in where.elsewhere else ""
         node = replace(node, parts=src)  # a test inherited or copied into the class pytest names
+    names += where.elsewhere  # the classes of other files that tests run here are written in
     class_name, query = node_filters(node, names, generated, by_class, class_name, query)
     if class_name:
         class_name = generic_class(class_name, names, generated)
+    # the tests that run here as inherited from another file's classes (Note [Test imports]): after the file's own
+    rows = rows + [r for fq in _elsewhere_for(where, class_name) for r in where.elsewhere[fq][1]]
     page = test_page(path, rows, device, class_name, query, offset, lambda n: page_call(path, class_name, query, n),
-                     where.run_as)
+                     where.run_as, {c: p for c, (p, _r) in where.elsewhere.items()})
     return TestFileInfo(path, classes, functions, [(k, c, Loc(path, ln), o) for k, c, ln, o in insts],
-                        decos.most_common(20), utilities, ops.most_common(40), total, _file_command(ix, path), page)
+                        decos.most_common(20), utilities, ops.most_common(40), total, _file_command(ix, path), page,
+                        via)
+
+
+def _elsewhere_for(where: Classes, class_name: str) -> list[str]:
+    """The classes of other files whose tests a page of ``class_name`` lists ("": the whole file's)."""
+    if not class_name or class_name in where.elsewhere:
+        return [c for c in where.elsewhere if c == class_name or not class_name]
+    return list(dict.fromkeys(a for (c, _t), a in where.origin.items() if c == class_name and a in where.elsewhere))
 
 
 _MAIN = re.compile(r"^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:[ \t]*\n((?:[ \t]+.*\n?|[ \t]*\n)*)", re.M)

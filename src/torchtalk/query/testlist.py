@@ -168,18 +168,23 @@ def generic_class(class_name: str, classes: list[str], device_classes: dict[str,
 
 def test_page(path: str, rows: list[tuple[str, str, int, str]], instantiation: dict[str, str], class_name: str,
               query: str, offset: int, call: Callable[[int], str],
-              run_as: Callable[[str, str], tuple[str, str]] = lambda c, n: (c, n)) -> TestPage:
+              run_as: Callable[[str, str], tuple[str, str]] = lambda c, n: (c, n),
+              paths: dict[str, str] | None = None) -> TestPage:
     """rows: (class as written, test name, line, decorators JSON) in source order; instantiation: class -> the
     options of instantiate_device_type_tests; call(offset) -> the call that shows the page from that offset;
-    run_as(class, test) -> the class and name it runs as (Note [Where tests run] in query/testclasses.py)."""
+    run_as(class, test) -> the class and name it runs as (Note [Where tests run] in query/testclasses.py);
+    paths: the file of each class written in another file whose tests run in this one (its rows are listed
+    whatever ``class_name``: the caller passes those it wants)."""
     q = query.lower()
-    chosen = [r for r in rows if (not class_name or r[0] == class_name) and (not q or q in r[1].lower())]
+    paths = paths or {}
+    chosen = [r for r in rows
+              if (not class_name or r[0] == class_name or r[0] in paths) and (not q or q in r[1].lower())]
     tests: list[ListedTest] = []
     used = 0
     for cls, name, line, decos in chosen[offset:]:
         ds = json.loads(decos or "[]")
         where = shortened([d for d in ds if runs_where(d)])
-        t = ListedTest(cls, name, Loc(path, line), where, len(ds) - len(where))
+        t = ListedTest(cls, name, Loc(paths.get(cls, path), line), where, len(ds) - len(where))
         if tests and used + len(t.line) > PAGE_BUDGET:
             break
         used += len(t.line) + 1

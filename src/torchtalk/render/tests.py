@@ -89,7 +89,8 @@ def render_test_file(r: TestFileInfo) -> str:
     out = [f"# {r.path}: {r.total_tests} tests in {len(r.classes)} classes and {len(r.functions)} functions",
            f"run the file: {r.command}"]
     # asked about one class (a node id, class_name): its row only, so its tests come next
-    classes = [c for c in r.classes if c.name == page.class_name] if narrowed and page and page.class_name else []
+    classes = [c for c in r.classes if c.name in (page.class_name, r.via_class)] if narrowed and page and \
+        page.class_name else []
     if classes and len(classes) < len(r.classes):
         out.append(f"({len(r.classes) - len(classes)} other classes: test_file_info({json.dumps(r.path)}) lists them)")
     for c in classes or r.classes:
@@ -135,7 +136,9 @@ def render_test_file(r: TestFileInfo) -> str:
 
 
 def _render_page(r: TestFileInfo, page: TestPage, out: list[str]) -> None:
-    which = " and ".join(x for x in (f"class {page.class_name}" if page.class_name else "",
+    written = page.class_name.rsplit(".", 1)[-1]  # another file's class by its full name: its own name, its file
+    where = f" ({page.tests[0].loc.path}; {r.via_class} derives from it)" if r.via_class and page.tests else ""
+    which = " and ".join(x for x in (f"class {written}{where}" if page.class_name else "",
                                      f"names containing {page.query!r}" if page.query else "") if x)
     first, last = page.offset + 1, page.offset + len(page.tests)
     span = f"{first}-{last}" if page.tests else "none"
@@ -150,7 +153,7 @@ def _render_page(r: TestFileInfo, page: TestPage, out: list[str]) -> None:
         if t.cls != cls:
             cls = t.cls
             run = runs[cls]
-            out.append(f"{cls or 'module level'}: run one: {run.command}"
+            out.append(f"{cls.rsplit('.', 1)[-1] or 'module level'}: run one: {run.command}"
                        + (f"  (generated as {', '.join(run.generated[:3])})" if run.generated else ""))
         out.append(t.line)
     if page.next_call:

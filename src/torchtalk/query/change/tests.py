@@ -19,6 +19,7 @@ from ...model.change import Aspect, TestReason
 from ...model.dispatch import Device
 from ...store.reader import Index
 from ..moduledb import SUITES, entry_for
+from ..testclasses import runs_where
 from ..testnames import generated_names
 from ..testquery import opinfo_names
 from ..tests import FoundTest, device_instantiations, find_similar_tests
@@ -133,7 +134,8 @@ def changed_tests(ix: Index, tests: list[ChangedTest], device: Device | None) ->
         # A changed test is run whatever the device; a device-type one on the changed device when it has it.
         on = _on_device(gen, device) if _device_typed(gen) else []
         out.append(AffectedTest(label, t.loc, TestReason.CHANGED, t.loc.path, t.why,
-                                with_device(_command(t.loc.path, t.cls, t.name), device if on else None), on or gen))
+                                with_device(_command(*runs_where(ix, t.loc.path, t.cls, t.name)),
+                                            device if on else None), on or gen))
     return out
 
 
