@@ -87,6 +87,22 @@ def test_called_by_a_handed_objects_method_names_the_call_that_hands_it(reach):
     assert sites == {("at::native::launch_kthvalue_kernel", line_of(tree, cu, "KthValueLauncher(k));"))}
 
 
+def test_impact_of_a_kernel_walks_up_its_launches(reach):
+    """impact walks the edges called_by shows: a __global__ kernel's launch sites, then their callers and ops; a
+    qualified name finds it without its unnamed namespace, as C++ code names it."""
+    tree, ix = reach
+    res, text = run(get_tool("impact"), ix, function_name="at::native::KthValueLauncher::launch", depth=1)
+    assert "No C++ function" not in text
+    res, text = run(get_tool("impact"), ix, function_name="gatherKthValue", depth=3)
+    cu = f"{CUDA}/Sorting.cu"
+    (sec,) = res.sections
+    first = {(e.src.label, e.site.line) for e in sec.levels[0].callers}
+    launch = line_of(tree, cu, "gatherKthValue<scalar_t")
+    assert first == {("at::native::(anonymous)::KthValueLauncher::launch", launch)}
+    assert "- level 1: 1 caller (1 kernel launches)" in text and f"[launch at {cu}:" in text
+    assert "kthvalue_fx" in {op.key for op, _e, _d in sec.ops}, text
+
+
 def test_a_stub_passed_on_to_a_helper_leads_down_to_its_cuda_kernel(reach):
     # TORCH_IMPL_FUNC(cumsum_out) hands cumsum_stub to impl_func_cum_ops, which calls it by its parameter's name:
     # the walk down finds the stub in the text (as called_by does going up) and reaches its CUDA registration

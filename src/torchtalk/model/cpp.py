@@ -16,6 +16,10 @@ from .kinds import CallKind, ClassKind, GeneratedKind, RegistrationKind, StrEnum
 from .loc import Loc
 
 # The builtin types' names (a type of none of these is a class, an enum or a standard library type).
+#: How a qualname spells an unnamed namespace's part: ``at::native::(anonymous)::f``, which C++ code names as
+#: ``at::native::f``.
+ANONYMOUS = "(anonymous)::"
+
 BUILTINS = frozenset((
     "void bool char wchar_t char16_t char32_t short int long float double unsigned signed "
     "int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t size_t ssize_t ptrdiff_t intptr_t "

@@ -21,7 +21,7 @@ from .results import Ambiguous, NotFound
 
 MAX_LEVEL_NODES = 60
 MAX_DEPTH = 5  # impact's largest depth=
-IMPACT_KINDS = frozenset({EdgeKind.CALL, EdgeKind.KERNEL, EdgeKind.DISPATCH_CALL, EdgeKind.STUB_KERNEL,
+IMPACT_KINDS = frozenset({EdgeKind.CALL, EdgeKind.LAUNCH, EdgeKind.KERNEL, EdgeKind.DISPATCH_CALL, EdgeKind.STUB_KERNEL,
                           EdgeKind.STUB_CALL, EdgeKind.BINDING, EdgeKind.ENTRY})
 REGISTRATION_KINDS = frozenset({EdgeKind.KERNEL, EdgeKind.STUB_KERNEL, EdgeKind.BINDING, EdgeKind.WRAPPER,
                                 EdgeKind.ENTRY})

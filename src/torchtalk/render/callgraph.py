@@ -167,8 +167,8 @@ def _kinds(callers: list[Edge]) -> str:
     """How a level's callers reach the level below: '12 C++ calls, 3 through op add.Tensor, ...'."""
     counts: dict[str, int] = {}
     for e in callers:
-        how = "C++ calls" if e.kind is EdgeKind.CALL else (f"through op {e.dst.key}" if e.dst.kind is NodeKind.OP
-                                                          else f"through {e.kind.value} {e.dst.key}")
+        how = "C++ calls" if e.kind is EdgeKind.CALL else "kernel launches" if e.kind is EdgeKind.LAUNCH else (
+            f"through op {e.dst.key}" if e.dst.kind is NodeKind.OP else f"through {e.kind.value} {e.dst.key}")
         counts[how] = counts.get(how, 0) + 1
     ranked = sorted(counts.items(), key=lambda kv: -kv[1])
     shown = ", ".join(f"{n} {how}" for how, n in ranked[:4])
@@ -192,9 +192,9 @@ def _impact_body(sec: ImpactSection, depth: int) -> tuple[list[str], list[Sectio
     for lv in sec.levels:
         lines = []
         for e in lv.callers:
-            via = "" if e.kind is EdgeKind.CALL else (f" (calls op {e.dst.key})" if e.dst.kind is NodeKind.OP
-                                                      else f" (through {e.kind.value} {e.dst.key})")
-            lines.append(f"- {e.src}  [call at {e.site}]{via}")
+            via = "" if e.kind in (EdgeKind.CALL, EdgeKind.LAUNCH) else (
+                f" (calls op {e.dst.key})" if e.dst.kind is NodeKind.OP else f" (through {e.kind.value} {e.dst.key})")
+            lines.append(f"- {e.src}  [{'launch' if e.kind is EdgeKind.LAUNCH else 'call'} at {e.site}]{via}")
         levels.append(Section([f"\nLevel {lv.depth}: {showing(len(lv.callers), lv.total)} callers"], lines,
                               f"level {lv.depth} callers", shows, "callers", KEEP if lv.depth == 1 else KEEP // 2))
     detail = levels[:1]
