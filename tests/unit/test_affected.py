@@ -408,8 +408,26 @@ def test_python_function_finds_the_modules_calling_it(cix):
     res, _, _ = ask(ix, diff=edit_diff(tree, path, int(line), "torch.relu(input)", "torch.relu(input + 0)"))
     assert [c.node.key for c in res.changed] == ["torch.nn.functional.relu"]
     assert [m.name for m in res.modules] == ["torch.nn.ReLU"]
-    assert "F.relu(...) at torch/nn/modules/activation.py:11" in res.modules[0].why
+    assert "ReLU.forward calls torch.nn.functional.relu (changed) at torch/nn/modules/activation.py:11" == \
+        res.modules[0].why
     assert res.tests[0].name == "OpInfo('relu')"
+
+
+def test_an_optimizers_private_helper_is_tested_through_the_optimizer_above_it(cix):
+    """_single_tensor_sgd is reached only from sgd(), which calls it through `func` (bound in a branch), from
+    SGD.step: its Python callers are walked up, so the optimizer and its OptimizerInfo tests come with it."""
+    tree, ix = cix
+    path = "torch/optim/sgd.py"
+    line = line_of(tree, path, "param.add_(param, alpha=-lr)")
+    res, text, _ = ask(ix, diff=edit_diff(tree, path, line, "alpha=-lr", "alpha=-2 * lr"))
+    assert [c.node.key for c in res.changed] == ["torch.optim.sgd._single_tensor_sgd"]
+    assert [m.name for m in res.modules] == ["torch.optim.SGD"], text
+    assert "SGD.step reaches torch.optim.sgd._single_tensor_sgd (changed) through sgd" in res.modules[0].why
+    assert 'pytest test/test_optim.py -k "_SGD_"' in [t.command for t in res.tests], text
+    # a Python name with its package is a name: a test named after it, none holding it inside a longer word
+    named = [t.name for t in find_similar_tests(ix, "torch.optim.sgd.sgd").tests if t.why.startswith("name")]
+    assert named[0] == "test_sgd" and "test_sgdr_warm_restarts" not in named
+    assert "test_sgdr_warm_restarts" in [t.name for t in find_similar_tests(ix, "sgd").tests]  # a free query
 
 
 def test_header_helper_used_by_many_kernels_is_bounded_and_says_what_was_cut(cix, monkeypatch):

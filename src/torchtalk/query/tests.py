@@ -212,7 +212,8 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = T
         raise BadArgument(f"query {shown(q)} is only a prefix; give an op, function or concept such as "
                           "'softmax', 'torch.cumsum' or 'nn.Linear'")
     ops = _ops_for(ix, stem)
-    if not ops and "." in stem.strip("."):
+    dotted = "." in stem.strip(".")  # a Python name with its package: a name, never a word to find inside others
+    if not ops and dotted:
         # a Python name with its package (torch.nn.utils.clip_grad_norm_, torch.optim.NAdam): tests are named
         # after its last part, and bodies call it as written, by that part alone (imported from its module), or
         # under its package (optim.NAdam)
@@ -256,8 +257,9 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = T
         for mid, fid, name, norm in _test_names(ix):
             if nkey in norm and all(w in norm for w in also):
                 sc = _name_score(name, norm, nkey)
-                # inside another word, an op's name is another op's (igamma in test_digamma): for a free query only
-                if sc is not None and not (ops and sc == 3):
+                # inside another word, an op's name is another op's (igamma in test_digamma), a function's another
+                # word (rprop in test_profiler_propagation): for a free query only
+                if sc is not None and not ((ops or dotted) and sc == 3):
                     named[mid] = (fid, sc)
     for i in range(0, len(named), 900):
         chunk = list(named)[i:i + 900]

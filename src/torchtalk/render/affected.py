@@ -68,8 +68,8 @@ def render_affected(r: AffectedResult) -> str:
     elif r.changed and not r.tests_changed and all(c.node.kind in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS)
                                                    for c in r.changed):
         out.append("\nOnly Python code changed, and no op is given meaning by it (a decomposition, ref or lowering "
-                   "would be): Python callers are found by name (modules and tests below); trace_module shows the "
-                   "ops a module calls.")
+                   "would be): its Python callers are walked up the calls that name it (modules and tests below); "
+                   "trace_module shows the ops a module calls.")
     elif r.changed:
         out.append(f"\nNo op is reached within depth {r.depth} ({r.functions_reached} C++ function(s) on the way).")
     if r.python:

@@ -1,10 +1,10 @@
 """The Python side of a change: nn modules, optimizers and Python functions it reaches.
 
-Python calls have no reverse edges in the graph (a Python function is reached
-from its callers only by name), so this goes by the names code writes: a module's
-methods that call ``F.softmax`` reach whatever ``torch.nn.functional.softmax`` reaches.
-Only torch/nn/modules is searched for such callers (what users build models from);
-the answer says so.
+A changed Python function is walked up the calls that name it (the graph's PY_CALL edges: Rprop.step calls
+rprop, which calls ``func`` bound to _single_tensor_rprop), so the optimizer, module or public function above a
+private helper gets its tests. A module's methods that call ``F.softmax`` also reach whatever
+``torch.nn.functional.softmax`` reaches; only torch/nn/modules is searched for such callers by name (what users
+build models from); the answer says so.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from ...graph import graph, up
 from ...graph.pynames import pynames
-from ...model import Loc, Node, NodeKind
+from ...model import Cut, EdgeKind, Loc, Node, NodeKind
 from ...model.change import ModuleKind
 from ...store.reader import Index
 from . import tests as at
@@ -21,6 +22,8 @@ from .definitions import ChangedNode
 
 MODULE_DIRS = ("torch/nn/modules/",)
 MAX_SUBCLASSES = 8
+MAX_PY_CALLERS = 40  # Python callers followed per function (the walk's fan-out)
+MAX_PY_REACHED = 300
 _PUBLIC = ("torch.nn.", "torch.optim.", "torch.optim.lr_scheduler.", "torch.nn.functional.", "torch.")
 
 
@@ -163,6 +166,26 @@ def reached_functions(ix: Index, reached: list[tuple[str, str]], skip: set[str],
         out.append(at.OpForTests(public, public, set(), f"{public} {how}"))
         skip.add(public)
     return out
+
+
+def python_callers(ix: Index, changed: list[ChangedNode], depth: int) -> tuple[list[tuple[str, str]], list[Cut]]:
+    """The Python functions above the changed ones, closest first, each with how it reaches the change
+    (``rprop calls torch.optim.rprop._single_tensor_rprop (changed) at torch/optim/rprop.py:450``); and the cuts of
+    the walk."""
+    starts = [c.node for c in changed if c.node.kind is NodeKind.PY_FUNCTION]
+    if not starts:
+        return [], []
+    walk = up(starts, graph(ix).into, (EdgeKind.PY_CALL,), depth, fan_out=MAX_PY_CALLERS,
+              max_nodes=MAX_PY_REACHED)
+    out: dict[str, str] = {}
+    for s in walk.steps:
+        if s.node.kind is NodeKind.PY_FUNCTION and s.node.key not in out:
+            chain = s.chain()
+            first = chain[0]
+            via = " <- ".join(e.dst.label.rsplit(".", 1)[-1] for e in chain[1:])
+            out[s.node.key] = (f"calls {first.dst.key} (changed) at {first.site}" if len(chain) == 1 else
+                               f"reaches {first.dst.key} (changed) through {via}")
+    return list(out.items()), walk.cuts
 
 
 def modules_reached(ix: Index, reached: list[tuple[str, str]]) -> list[AffectedModule]:

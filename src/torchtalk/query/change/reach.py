@@ -8,7 +8,7 @@ what was reached (tests.py). Every walk and list is capped, and the answer says 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ...graph import LevelCap, graph, up
 from ...graph.nodes import CPP_KINDS
@@ -192,6 +192,13 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
     native = [c for c in uniq if c.node.kind not in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS)]
     if native and all(c.aspect in _COMPILED_ONLY for c in native):
         py_reached = {}
+    # Python functions above a changed one (an optimizer's _single_tensor_X is reached from its step()).
+    callers, py_cuts = apy.python_callers(ix, uniq, depth + 1)
+    for fq, how in callers:
+        py_reached.setdefault(fq, how)
+    cuts += ["Python callers: " + describe(replace(c, shows=f"depth={depth + 1}" if c.kind is CutKind.DEPTH else
+                                                   tool_call("affected", c.at.key) if c.at is not None else ""))
+             for c in named(py_cuts, further, down=False)]
     own, calling = apy.affected_modules(ix, uniq, [(r.op.key, r.python) for r in reached_ops[:at.MAX_OPS_FOR_TESTS]],
                                         list(py_reached.items()))
     modules = own + [mod for mod in calling if mod.fq not in {o.fq for o in own}]
