@@ -360,6 +360,26 @@ def test_python_raise_with_its_function_and_the_op_it_is_registered_for(fixture_
     py = next(s for s in r.sites if s.language is Layer.PYTHON)
     assert py.reach.registered == ["aten.addmm (meta)"] and py.reach.ops[0].op.key == "addmm"
     assert r.same_text == 2  # the meta registration and ADDMM_META's first check print the same text
+    # the message cannot tell them apart: tests are looked up for each, not the first only
+    assert [s.reach.tests_for for s in r.sites[:2]] == ["addmm", "addmm"]
+
+
+def test_tests_of_a_device_specific_site_leave_out_tests_written_for_another_device(fixture_ix, monkeypatch):
+    """A raise site in aten/src/ATen/native/cuda/ runs on CUDA: TestMPS.test_median is no test of it."""
+    from torchtalk.model import Loc
+    from torchtalk.model.dispatch import Device
+    from torchtalk.query.tests import FoundTest
+
+    found = [FoundTest("test_median", "TestMPS", Loc("test/test_mps.py", 5), "name", "pytest x", []),
+             FoundTest("test_median_real_values", "TestReductions", Loc("test/test_reductions.py", 9), "name",
+                       "pytest y", [])]
+    monkeypatch.setattr(error_reach, "find_similar_tests",
+                        lambda *a, **k: type("Found", (), {"tests": found, "opinfos": []})())
+    every = ["test_median", "test_median_real_values"]
+    for device, names in ((Device.CUDA, ["test_median_real_values"]), (None, every)):
+        reach = error_reach.Reach()
+        error_reach._tests(fixture_ix, reach, ["median.dim_values"], time.process_time() + 100, device)
+        assert [t.name for t in reach.tests] == names
 
 
 def test_exception_class_breaks_ties_and_the_innermost_frame_is_a_hint(fixture_ix):

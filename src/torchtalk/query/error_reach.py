@@ -30,7 +30,10 @@ from ..graph.registry import registry
 from ..graph.resolved import stored
 from ..graph.symbols import call_count, symbol
 from ..model import CppSymbol, Cut, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, SymbolKind, is_composite
+from ..model.dispatch import Device
+from ..model.paths import device_of_path
 from ..store.reader import Index
+from .change.tests import for_device
 from .cuts import named, node_arg, tool_call
 from .excerpt import resolve
 from .tests import FoundTest, find_similar_tests
@@ -286,7 +289,8 @@ def cpp_reach(ix: Index, func: Node, budget: float, tests_until: float, message:
                             if c.at is not None else "", down=False)
     if len(ops) > MAX_OPS:
         reach.cuts.append(f"ops: showing the {MAX_OPS} closest of {len(ops)}")
-    _tests(ix, reach, [o.op.key for o in reach.ops], tests_until)
+    device = device_of_path(func.loc.path) if func.loc is not None else None
+    _tests(ix, reach, [o.op.key for o in reach.ops], tests_until, device)
     return reach
 
 
@@ -337,9 +341,10 @@ def py_reach(ix: Index, func_id: int, fq: str, cls: str, name: str, tests_until:
     return reach
 
 
-def _tests(ix: Index, reach: Reach, names: list[str], until: float) -> None:
+def _tests(ix: Index, reach: Reach, names: list[str], until: float, device: Device | None = None) -> None:
     """Tests for the first name (find_similar_tests, the OpInfo entries first) when there is time left before
-    ``until`` (0: not asked for); the name is kept so the answer can name the call either way."""
+    ``until`` (0: not asked for); the name is kept so the answer can name the call either way. A site in code of
+    one ``device`` (aten/src/ATen/native/cuda/) leaves out the tests written for another device (TestMPS)."""
     if not names or not until:
         return
     base = names[0].split(".")[0]
@@ -353,5 +358,5 @@ def _tests(ix: Index, reach: Reach, names: list[str], until: float) -> None:
     reach.tests_looked_up = True
     reach.opinfos = [f"OpInfo('{o.name}')" + (f" variant {o.variant!r}" if o.variant else "") + f": {o.command}"
                      for o in found.opinfos[:2]]
-    reach.tests = found.tests
+    reach.tests = [t for t in found.tests if for_device(t.loc.path, t.cls, t.generated, device)[0]]
 

@@ -163,7 +163,10 @@ def error_origin(ix: Index, message: str, limit: int = DEFAULT_LIMIT) -> ErrorOr
     for i, m in enumerate(shown):
         left = max(0.0, walks_until - ix.work_clock())
         walk = -1.0 if i >= REACH_SITES or verdict is Verdict.NONE else min(left, FIRST_WALK_S) if not i else left
-        s = _site(ix, m, walk, 0.0 if i else start + TESTS_S, cleaned.message)
+        # tests for the best site, and for each other site printing the same text (the message cannot tell which
+        # raised it), while the answer's CPU allows
+        same_text = best is not None and same > 1 and m.text_key == best.text_key
+        s = _site(ix, m, walk, start + TESTS_S * (1 + i) if not i or same_text else 0.0, cleaned.message)
         if s is not None:
             sites.append(s)
     if len(shown) > REACH_SITES and verdict is not Verdict.NONE:

@@ -84,7 +84,7 @@ def _device_typed(names: list[str]) -> bool:
     return any(_DEVICE_TYPED.search(n.split(".")[-1]) for n in names)
 
 
-def _for_device(path: str, cls: str, generated: list[str],
+def for_device(path: str, cls: str, generated: list[str],
                 device: Device | None) -> tuple[bool, list[str], Device | None]:
     """(keep it, its generated names on the device, the device to narrow its command to) for a test
     found by name: a CUDA-only change keeps the CUDA variants of device-type tests, drops tests generated
@@ -189,7 +189,7 @@ def op_tests(ix: Index, op: OpForTests, device: Device | None) -> list[AffectedT
 def _found(tests: list[FoundTest], base: str, target: str, how: str, device: Device | None) -> list[AffectedTest]:
     out = []
     for t in tests:
-        keep, generated, narrow = _for_device(t.loc.path, t.cls, t.generated, device)
+        keep, generated, narrow = for_device(t.loc.path, t.cls, t.generated, device)
         if not keep:
             continue
         kind = TestReason.NAMED if t.by_name else TestReason.CALLS
