@@ -215,6 +215,19 @@ def test_the_tests_whose_bodies_spell_the_message_are_named_with_their_commands(
     assert errors_query.tests_expecting(fixture_ix, ["x(", "short"]) is None
 
 
+def test_the_needles_are_the_messages_head_and_its_longest_runs_never_an_identifier():
+    """Note [Tests that expect a message]: test_add_dense_sparse_mismatch asserts the head of the dense-sparse add
+    check, not its longest run; an identifier alone (allgather_coalesced) is what tests call, not a message."""
+    from torchtalk.query.error_tests import needles_of
+
+    pieces = ["add: expected 'self' and 'other' to have same size, but self has size ", " while other has size ",
+              " (FYI: dense-sparse addition does not currently support broadcasting)"]
+    assert needles_of(pieces) == ["expected 'self' and 'other' to have same size",
+                                  "dense-sparse addition does not currently support broadcasting",
+                                  "while other has size"]
+    assert needles_of(["allgather_coalesced_tensors", ": ", "ok"]) == []
+
+
 def test_beside_a_site_printing_the_whole_message_a_shared_start_is_no_match(fixture_ix):
     """"Unexpected query type" is printed whole by one check; "Unexpected qscheme " shares its first 12 characters
     (57% of the message), which beside an exact site is noise; asked for that text, it is the match."""

@@ -4,20 +4,22 @@ Note [Tests that expect a message]
 A test that checks an error spells its message, or a part of it, in its body:
 ``assertRaisesRegex(RuntimeError, "Input is supposed to be a vector")``, ``pytest.raises(match=...)``,
 an ``ErrorInput(..., error_regex=...)`` of an OpInfo. Such a test is the one to run after changing the check,
-whatever it is named after. The needle is the longest run of plain text (letters, digits, spaces and plain
+whatever it is named after. The needles are runs of plain text (letters, digits, spaces and plain
 punctuation: nothing a regex would escape, and no clause break , : ; after which a test's pattern often stops) in
-the site's literal pieces, at least ``MIN_NEEDLE`` characters, so that a regex spelling of the message, or of its
-first clause, still holds it; the test files (and torch/testing/_internal, where OpInfo
-error inputs live) are searched for it as bytes, each hit placed in the test method whose lines hold it. The scan
-reads the files every time (~30 MB, tens of ms on a warm page cache): nothing is cached, so a refreshed test is
-seen at once.
+the site's literal pieces, each at least ``MIN_NEEDLE`` characters and more than one word (an identifier alone,
+``allgather_coalesced``, is what tests call, not a message), so that a regex spelling of the message, or of one
+clause, still holds one: the message's first run (a test often asserts the head: "expected 'self' and 'other' to
+have same size" of the dense-sparse add check) and the longest others, at most ``MAX_NEEDLES``. The test files (and
+torch/testing/_internal, where OpInfo error inputs live) are searched for them as bytes, each hit placed in the test
+method whose lines hold it; a test spelling more of them ranks first. The scan reads the files every time (~30 MB,
+tens of ms on a warm page cache): nothing is cached, so a refreshed test is seen at once.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..model import Loc
 from ..store.reader import Index
@@ -26,6 +28,7 @@ from .testnames import generated_names, run_command
 from .tests import FoundTest, device_instantiations
 
 MIN_NEEDLE = 12
+MAX_NEEDLES = 3
 MAX_HITS = 50  # hits placed (the rest are counted)
 _PLAIN = re.compile(r"[A-Za-z0-9_ '\"=<>!@%&/#~`-]+")
 _DIRS = ("test/", "torch/testing/_internal/")
@@ -33,27 +36,29 @@ _DIRS = ("test/", "torch/testing/_internal/")
 
 @dataclass
 class ExpectingTests:
-    needle: str  # the text searched for
-    tests: list[FoundTest]  # test methods whose bodies hold it, in path order
+    needle: str  # the first text searched for (the message's head)
+    tests: list[FoundTest]  # test methods whose bodies hold one, those holding more first, then in path order
     elsewhere: list[Loc]  # hits outside any test method (helpers, OpInfo error inputs), first few
     total: int  # hits in all
+    needles: list[str] = field(default_factory=list)  # every text searched for, the head first
 
 
-def needle_of(pieces: list[str]) -> str:
-    """The longest plain-text run of the pieces (stripped), or "" when none is ``MIN_NEEDLE`` long."""
-    runs = [m.group(0).strip() for p in pieces for m in _PLAIN.finditer(p)]
-    best = max(runs, key=len, default="")
-    return best if len(best) >= MIN_NEEDLE else ""
+def needles_of(pieces: list[str]) -> list[str]:
+    """The plain-text runs of the pieces searched for (Note [Tests that expect a message]): the first, then the
+    longest others; [] when none is ``MIN_NEEDLE`` long and of several words."""
+    runs = [r for p in pieces for m in _PLAIN.finditer(p) if len(r := m.group(0).strip()) >= MIN_NEEDLE and " " in r]
+    runs = list(dict.fromkeys(runs))
+    return runs[:1] + sorted(runs[1:], key=len, reverse=True)[:MAX_NEEDLES - 1]
 
 
 def tests_expecting(ix: Index, pieces: list[str], limit: int = 5) -> ExpectingTests | None:
-    """The tests whose bodies spell the longest plain run of ``pieces`` (None: no run is long enough)."""
-    needle = needle_of(pieces)
-    if not needle:
+    """The tests whose bodies spell a plain run of ``pieces`` (None: no run is long enough)."""
+    needles = needles_of(pieces)
+    if not needles:
         return None
-    raw = needle.encode()
+    raws = [n.encode() for n in needles]
     root = ix.source_root
-    hits: list[tuple[int, str, int]] = []  # (file id, path, line)
+    hits: list[tuple[int, str, int, int]] = []  # (file id, path, line, needle)
     total = 0
     for fid, path in sorted(ix.paths().items(), key=lambda x: x[1]):
         if not path.startswith(_DIRS) or not path.endswith(".py") or root is None:
@@ -62,32 +67,37 @@ def tests_expecting(ix: Index, pieces: list[str], limit: int = 5) -> ExpectingTe
             data = (root / path).read_bytes()
         except OSError:
             continue
-        at = data.find(raw)
-        while at >= 0:
-            total += 1
-            if len(hits) < MAX_HITS:
-                hits.append((fid, path, data.count(b"\n", 0, at) + 1))
-            at = data.find(raw, at + len(raw))
-    tests: dict[int, FoundTest] = {}
+        for k, raw in enumerate(raws):
+            at = data.find(raw)
+            while at >= 0:
+                total += 1
+                if len(hits) < MAX_HITS:
+                    hits.append((fid, path, data.count(b"\n", 0, at) + 1, k))
+                at = data.find(raw, at + len(raw))
+    found: dict[int, tuple[FoundTest, set[int]]] = {}
     elsewhere: list[Loc] = []
     inst = device_instantiations(ix)
-    for fid, path, line in hits:
+    for fid, path, line, k in hits:
         row = ix.one("SELECT m.id, coalesce(c.name, ''), m.name, m.line, m.decorators FROM test_method m "
                      "LEFT JOIN test_class c ON c.id = m.cls WHERE m.file_id = ? AND m.line <= ? AND m.end_line >= ? "
                      "ORDER BY m.line DESC LIMIT 1", (fid, line, line))
         if row is None:
-            if len(elsewhere) < 3:
+            if len(elsewhere) < 3 and Loc(path, line) not in elsewhere:
                 elsewhere.append(Loc(path, line))
             continue
         mid, cls, name, mline, decos = row
-        if mid in tests or len(tests) >= limit:
+        if mid in found:
+            found[mid][1].add(k)
             continue
         decorators = json.loads(decos or "[]")
         opts = inst.get((fid, cls))
-        tests[mid] = FoundTest(name, cls, Loc(path, mline), f"expects the message (line {line})",
-                               run_command(path, cls, name, decorators, opts), decorators,
-                               generated_names(cls, name, decorators, opts))
-    return ExpectingTests(needle, run_where_collected(ix, list(tests.values())), elsewhere, total)
+        spells = f" (line {line})" if len(needles) == 1 else f": spells {needles[k]!r} (line {line})"
+        found[mid] = (FoundTest(name, cls, Loc(path, mline), f"expects the message{spells}",
+                                run_command(path, cls, name, decorators, opts), decorators,
+                                generated_names(cls, name, decorators, opts)), {k})
+    ranked = sorted(found.values(), key=lambda f: (-len(f[1]), f[0].loc.path, f[0].loc.line))
+    return ExpectingTests(needles[0], run_where_collected(ix, [t for t, _k in ranked[:limit]]), elsewhere, total,
+                          needles)
 
 
-__all__ = ["ExpectingTests", "MIN_NEEDLE", "needle_of", "tests_expecting"]
+__all__ = ["ExpectingTests", "MIN_NEEDLE", "needles_of", "tests_expecting"]

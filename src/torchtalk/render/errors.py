@@ -118,9 +118,11 @@ def _site(i: int, s: ErrorSite, detail: bool, out: list[str]) -> None:
 def _expecting(e: ExpectingTests, out: list[str]) -> None:
     """The tests whose bodies spell the message (Note [Tests that expect a message])."""
     if not e.total:
-        out.append(f"\nNo test spells {e.needle!r} (searched test/ and torch/testing/_internal/).")
+        out.append(f"\nNo test spells {' or '.join(map(repr, e.needles or [e.needle]))} (searched test/ and "
+                   "torch/testing/_internal/).")
         return
-    out.append(f"\nTests that expect this message (their bodies spell {e.needle!r}; {e.total} place(s) in all):")
+    spelled = " or ".join(map(repr, e.needles or [e.needle]))
+    out.append(f"\nTests that expect this message (their bodies spell {spelled}; {e.total} place(s) in all):")
     for t in e.tests:
         out.append(f"- {t.cls + '.' if t.cls else ''}{t.name}  {t.loc}  {t.why}\n    run: {t.command}")
     if e.elsewhere:
