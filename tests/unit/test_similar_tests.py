@@ -139,5 +139,17 @@ def test_a_packaged_name_and_several_words(py_indexed):
                                                         ("test_gradients_stay_finite", "calls clip_grad_norm_")}
         res, _ = call(ix, "find_similar_tests", query="deterministic cumsum")
         assert [t.name for t in res.tests] == ["test_cumsum_deterministic"]
+        # no test holds every word: the word the op's answer required, as its stem, with the start of the others
+        # ranking first; and the answer says so (it was "torch.cumsum" alone, or nothing)
+        res, text = call(ix, "find_similar_tests", query="cumsum clipping")
+        assert res.tests[0].name == "test_clip_grad_norm" and "test_cumsum" not in [t.name for t in res.tests]
+        assert ("No test holds every word of 'cumsum clipping': these are the tests for 'clip' (the stem of "
+                "'clipping'), those whose names start another word ('cums') first.") in text
     finally:
         ix.close()
+
+
+def test_word_stems_as_test_names_spell_them():
+    from torchtalk.query.tests import word_stem
+    assert [word_stem(w) for w in ("clipping", "padded", "norms", "pool", "clip_grad", "gradient")] == [
+        "clip", "pad", "norm", "pool", "clip_grad", "gradient"]

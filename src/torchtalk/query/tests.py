@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from ..errors import BadArgument
@@ -65,6 +65,7 @@ class SimilarTestsResult:
     home: list[str] = field(default_factory=list)  # the op's home test files, whose tests named after it rank first
     home_why: str = ""
     generic: DbEntry | None = None  # the module's ModuleInfo / the optimizer's OptimizerInfo entry (moduledb.py)
+    note: str = ""  # how a query of several words was answered when no test holds them all
 
 
 # How a found test ranks: (group, score, home file rank, path depth, path, line); lower first.
@@ -198,7 +199,46 @@ def _ops_for(ix: Index, stem: str) -> list[Op]:
 
 def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = True) -> SimilarTestsResult:
     """Tests for ``query``, ranked; ``by_body=False`` leaves out the tests found only by what their bodies call
-    (one scan of every test body, the costly part: error_origin asks without it)."""
+    (one scan of every test body, the costly part: error_origin asks without it). Several words that no test holds
+    all of ("gradient clipping": torch.gradient's tests hold no "clipping") are answered by the first other word,
+    as its stem, that finds tests ("clip": test_clip_grad_norm), and the answer says so."""
+    found = _find_similar_tests(ix, query, limit, by_body)
+    words = found.query.split()
+    if found.total or len(words) < 2:
+        return found
+    # the words the first answer required first (it picked the one naming an op), longest first
+    for word in sorted(words, key=lambda w: (bool(_ops_for(ix, terms(w)[0])), -len(w))):
+        stem = word_stem(word)
+        if len(stem) < 3 or _norm(stem) == _norm(words[0]) and len(words) == 1:
+            continue
+        other = _find_similar_tests(ix, stem, MAX_LIMIT, by_body)
+        if other.total:
+            # those whose names hold the start of another word first (test_clip_grad_norm: "grad" of "gradient")
+            starts = [_norm(w)[:4] for w in words if w != word and len(w) >= 4]
+            tests = sorted(other.tests, key=lambda t: not any(p in _norm(t.name) for p in starts))
+            return replace(other, query=found.query, tests=tests[:limit], note=(
+                f"No test holds every word of {found.query!r}: these are the tests for {stem!r}"
+                + (f" (the stem of {word!r})" if stem != word else "")
+                + (f", those whose names start another word ({', '.join(map(repr, starts))}) first" if starts else "")))
+    return found
+
+
+def word_stem(word: str) -> str:
+    """A word as test names spell its root: clipping -> clip, padded -> pad, norms -> norm (a doubled last consonant
+    undone); short words and names with an underscore or a dot as they are."""
+    w = word.lower()
+    if "_" in w or "." in w or len(w) < 5:
+        return w
+    if w.endswith(("ing", "ed")) and len(w) >= 6:
+        w = w[:-3] if w.endswith("ing") else w[:-2]
+        if w[-1] == w[-2] and w[-1] not in "aeiouls":
+            w = w[:-1]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    return w
+
+
+def _find_similar_tests(ix: Index, query: str, limit: int, by_body: bool) -> SimilarTestsResult:
     q = clean_text(query, "query", "softmax")
     limit = check_int(limit, "limit", 1, MAX_LIMIT)
     # Several words ("deterministic scatter_add"): the one that names an op (else the longest) is matched as a

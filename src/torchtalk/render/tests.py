@@ -23,6 +23,8 @@ def _mark_line(m: MarkHit) -> str:
 
 def render_similar_tests(r: SimilarTestsResult) -> str:
     out = [f"# tests for {r.query}: {showing(len(r.tests), r.total, raise_limit(r.total))}"]
+    if r.note:
+        out.append(r.note + ".")
     if r.home:
         out.append(f"Home test files (its tests named after it there rank first): {r.home_why}")
     for t in r.tests:
