@@ -49,3 +49,13 @@ def test_an_unread_device_option_lists_the_usual_devices_and_admits_any():
     assert generated_names("TestFoo", "test_x", [], unread) == ["TestFooCPU.test_x_cpu", "TestFooCUDA.test_x_cuda"]
     read = json.dumps({"only_for": ["cuda", "hpu"]})
     assert (devices_for(read, []), possible_devices(read, []), unread_options(read)) == (["cuda"], ["cuda"], {})
+
+
+def test_every_dtype_is_generated_and_an_answer_says_how_many_it_leaves_out():
+    """test_unary_ufuncs.py:1005 ``@dtypes(torch.float, torch.double, torch.bfloat16)``: bfloat16 was dropped."""
+    from torchtalk.render.common import some
+    decos = ["dtypes(torch.float, torch.double, torch.bfloat16)"]
+    names = generated_names("TestUnaryUfuncs", "test_hardsigmoid", decos, json.dumps({}))
+    assert names == [f"TestUnaryUfuncs{d.upper()}.test_hardsigmoid_{d}_{t}" for d in ("cpu", "cuda")
+                     for t in ("float32", "float64", "bfloat16")]
+    assert some(names, 4).endswith("TestUnaryUfuncsCUDA.test_hardsigmoid_cuda_float32 (+2 more)")

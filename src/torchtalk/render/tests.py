@@ -11,7 +11,7 @@ from ..query.testfiles import TestFileInfo, TestUtilsResult
 from ..query.testlist import TestPage
 from ..query.testnames import unread_options
 from ..query.tests import MarkHit, SimilarTestsResult
-from .common import IN_STRUCTURED, first, raise_limit, showing
+from .common import IN_STRUCTURED, first, raise_limit, showing, some
 
 MAX_MARKS = 8
 
@@ -32,7 +32,7 @@ def render_similar_tests(r: SimilarTestsResult) -> str:
         out.append(f"- {where}  {t.loc}  [{t.why}]{decos}")
         out.append(f"    run: {t.command}")
         if t.generated and t.generated != [where]:
-            out.append(f"    generated as: {', '.join(t.generated[:4])}")
+            out.append(f"    generated as: {some(t.generated, 4)}")
     if r.generic is not None:
         g = r.generic
         out.append(f"\n{g.label}  {g.loc}: the generic tests of {SUITES[g.kind]} run it (every test there that takes "
@@ -178,7 +178,7 @@ def _render_page(r: TestFileInfo, page: TestPage, out: list[str]) -> None:
             cls = t.cls
             run = runs[cls]
             out.append(f"{cls.rsplit('.', 1)[-1] or 'module level'}: run one: {run.command}"
-                       + (f"  (generated as {', '.join(run.generated[:3])})" if run.generated else ""))
+                       + (f"  (generated as {some(run.generated, 3)})" if run.generated else ""))
         out.append(t.line)
     if page.next_call:
         out.append(f"\nThe rest ({page.matching - last} more): {page.next_call}")
