@@ -126,12 +126,57 @@ def test_instantiations_with_keyword_and_positional_options():
         ("parametrized", "TestParam", {}),  # @instantiate_parametrized_tests on the class
         ("device_type", "TestGenerated", {"only_for": "cpu"}),  # inside a helper function
         ("device_type", "TestNNDeviceType", {"only_for": ["cpu", "cuda"], "allow_mps": True}),
-        ("device_type", "TestPlain", {"except_for": None, "only_for": "devices"}),
+        # a name the file never binds: unknown, never the device "devices" (Note [Instantiation options])
+        ("device_type", "TestPlain", {"except_for": None, "only_for": {"unread": "devices"}}),
         ("parametrized", "TestPlain", {}),
     ]
     src = (FIX / "test/nn_device_tests.py").read_text().splitlines()
     for i in nn_facts()["TestInstantiation"]:
         assert "instantiate_" in src[i.line - 1]
+
+
+def only_for(source: str) -> object:
+    """The only_for option the extractor reads from a test file's source."""
+    facts = extract_tests("test/test_x.py", source.encode())
+    return json.loads(facts["TestInstantiation"][-1].options)["only_for"]
+
+
+@pytest.mark.parametrize(("source", "value"), [
+    # test/test_proxy_tensor.py:2160, test/distributed/fsdp/test_fsdp_comm.py:385: a module-level constant
+    ('only_for = ("cpu")\nf(T, globals(), only_for=only_for)', "cpu"),
+    ('devices = ("cuda", "hpu")\nf(T, globals(), only_for=devices)', ["cuda", "hpu"]),
+    ('d: tuple = ("cuda",)\nmine = d\nf(T, globals(), only_for=mine)', ["cuda"]),  # a name of one
+    # test/test_jit_fuser_te.py:2973: an expression; a name bound twice; an import; a call: unknown
+    ('only_for = ("cuda") if IS_FBCODE else ("cpu", "cuda")\nf(T, globals(), only_for=only_for)',
+     {"unread": "only_for"}),
+    ('d = "cpu"\nif X:\n    d = "cuda"\nf(T, globals(), only_for=d)', {"unread": "d"}),
+    ('from x import d\nf(T, globals(), only_for=d)', {"unread": "d"}),
+    ('f(T, globals(), only_for=get_devices())', {"unread": "get_devices()"}),
+])
+def test_an_option_naming_a_module_constant_is_read_as_its_value(source, value):
+    head = "from torch.testing._internal.common_device_type import instantiate_device_type_tests\n"
+    assert only_for(head + source.replace("f(T", "instantiate_device_type_tests(T")) == value
+
+
+def test_a_deleted_or_guarded_class_is_recorded_as_such():
+    """Note [Classes pytest may not collect]: the line of a module-level ``del`` of a class, and the module-level
+    ``if`` arms it is defined in."""
+    src = (
+        "import sys\n"
+        "class Base(TestCase):\n    def test_a(self): pass\n"           # 2
+        "class Derived(Base): pass\n"                                      # 4
+        "del Base\n"                                                       # 5
+        "if sys.version_info < (3, 9):\n"                                  # 6
+        "    class Old(TestCase):\n        def test_b(self): pass\n"
+        "elif IS_WINDOWS:\n    pass\n"
+        "else:\n    class Other(TestCase):\n        class Inner: pass\n"
+        "def helper():\n    class Local(TestCase): pass\n    del Local\n"
+    )
+    facts = extract_tests("test/test_x.py", src.encode())
+    got = {c.name: (c.deleted, c.guard) for c in facts["TestClass"]}
+    assert got == {"Base": (5, ""), "Derived": (0, ""), "Old": (0, "sys.version_info < (3, 9)"),
+                   "Other": (0, "not (sys.version_info < (3, 9)) and not (IS_WINDOWS)"),
+                   "Inner": (0, ""), "Local": (0, "")}
 
 
 def test_imports_are_recorded_for_test_files_only_outside_torch():

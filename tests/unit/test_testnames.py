@@ -4,7 +4,14 @@ import json
 
 import pytest
 
-from torchtalk.query.testnames import generated_names, generator, run_command
+from torchtalk.query.testnames import (
+    devices_for,
+    generated_names,
+    generator,
+    possible_devices,
+    run_command,
+    unread_options,
+)
 
 
 @pytest.mark.parametrize(("decorator", "kind"), [
@@ -31,3 +38,24 @@ def test_a_parametrized_test_is_run_by_its_generated_names():
     names = generated_names("TestNNDeviceType", "test_clip", ["parametrize_test('foreach', (False, True))"],
                             json.dumps({}))
     assert names == ["TestNNDeviceTypeCPU.test_clip_<params>_cpu", "TestNNDeviceTypeCUDA.test_clip_<params>_cuda"]
+
+
+def test_an_unread_device_option_lists_the_usual_devices_and_admits_any():
+    """Note [Devices of a generic class]: only_for the file does not give as a constant filters nothing we know."""
+    unread = json.dumps({"only_for": {"unread": "only_for"}, "allow_xpu": {"unread": "TEST_XPU"}})
+    assert devices_for(unread, []) == ["cpu", "cuda"]  # never a device named "only_for"
+    assert possible_devices(unread, []) == ["cpu", "cuda", "mps", "xpu"]
+    assert unread_options(unread) == {"only_for": "only_for", "allow_xpu": "TEST_XPU"}
+    assert generated_names("TestFoo", "test_x", [], unread) == ["TestFooCPU.test_x_cpu", "TestFooCUDA.test_x_cuda"]
+    read = json.dumps({"only_for": ["cuda", "hpu"]})
+    assert (devices_for(read, []), possible_devices(read, []), unread_options(read)) == (["cuda"], ["cuda"], {})
+
+
+def test_every_dtype_is_generated_and_an_answer_says_how_many_it_leaves_out():
+    """test_unary_ufuncs.py:1005 ``@dtypes(torch.float, torch.double, torch.bfloat16)``: bfloat16 was dropped."""
+    from torchtalk.render.common import some
+    decos = ["dtypes(torch.float, torch.double, torch.bfloat16)"]
+    names = generated_names("TestUnaryUfuncs", "test_hardsigmoid", decos, json.dumps({}))
+    assert names == [f"TestUnaryUfuncs{d.upper()}.test_hardsigmoid_{d}_{t}" for d in ("cpu", "cuda")
+                     for t in ("float32", "float64", "bfloat16")]
+    assert some(names, 4).endswith("TestUnaryUfuncsCUDA.test_hardsigmoid_cuda_float32 (+2 more)")

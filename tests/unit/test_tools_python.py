@@ -360,3 +360,58 @@ def test_not_found_says_what_kind_of_python_name_trace_answers(py_indexed):
             'trace("torch.optim.lr_scheduler._warn_get_lr_called_within_step") answers it.') in a.text
     a = answer(get_tool("calls"), ix, function_name="torch.nn.functional.relu")
     assert 'It is an op, or a Python name of one: trace("torch.nn.functional.relu") answers it.' in a.text
+
+
+def test_a_class_the_file_deletes_is_not_collected_but_runs_in_those_derived_from_it(py_indexed):
+    """Note [Classes pytest may not collect]: test/test_proxy_tensor.py derives TestGenericProxyTensorReal/Fake from
+    TestGenericProxyTensor, then ``del TestGenericProxyTensor``: its tests run twice, as theirs, never as its own."""
+    _, ix = py_indexed
+    res, text = call(ix, "test_file_info", file_path="test/test_proxy_tensor.py")
+    got = {c.name: (c.tests, c.inherited, c.collected, c.deleted) for c in res.classes}
+    assert got == {"TestGenericProxyTensor": (2, 0, False, 23), "TestGenericProxyTensorReal": (0, 2, True, 0),
+                   "TestGenericProxyTensorFake": (0, 2, True, 0), "TestRealProxyTensor": (1, 0, True, 0),
+                   "TestProxyTensorOpInfo": (1, 0, True, 0)}, text
+    assert res.total_tests == 2 + 2 + 1 + 1
+    assert text.startswith("# test/test_proxy_tensor.py: 6 tests in 4 classes and 0 functions (and 1 class pytest "
+                           "does not collect)")
+    assert "deleted by the `del TestGenericProxyTensor` at line 23, so pytest runs its tests only in " \
+        "TestGenericProxyTensorFake, TestGenericProxyTensorReal" in text
+    assert "TestGenericProxyTensor: run one: pytest test/test_proxy_tensor.py::TestGenericProxyTensorFake::" \
+        "test_make_fx_simple" in text
+    assert "::TestGenericProxyTensor::" not in text
+    # the header counts 6 while the list shows the 4 written: it says why
+    assert "the file's 6 count each as pytest runs it" in text
+    # only_for=only_for, with ``only_for = ("cpu")``: the class is TestProxyTensorOpInfoCPU, and a node id of it is one
+    assert "instantiate_device_type_tests -> TestProxyTensorOpInfoCPU" in text and "ONLY_FOR" not in text
+    res, text = call(ix, "test_file_info",
+                     file_path="test/test_proxy_tensor.py::TestProxyTensorOpInfoCPU::test_make_fx_exhaustive_cpu")
+    assert [(t.cls, t.name) for t in res.page.tests] == [("TestProxyTensorOpInfo", "test_make_fx_exhaustive")]
+
+
+def test_an_unread_only_for_lists_the_usual_devices_and_admits_a_node_id_of_any(py_indexed):
+    """Note [Devices of a generic class]: ``only_for = ("cuda") if IS_FBCODE else ("cpu", "cuda")`` is not read."""
+    _, ix = py_indexed
+    res, text = call(ix, "test_file_info", file_path="test/test_jit_fuser_te.py")
+    assert "instantiate_device_type_tests -> TestNNCOpInfoCPU, TestNNCOpInfoCUDA (only_for=only_for: not a " \
+        "constant of the file, so not read; listed as the usual devices, it may make a class of any other)" in text
+    assert "instantiate_device_type_tests(TestNNCOpInfo, only_for=only_for (not read: not a constant of the " \
+        "file))" in text
+    for cls in ("TestNNCOpInfoCPU", "TestNNCOpInfoCUDA", "TestNNCOpInfoXPU"):
+        res, text = call(ix, "test_file_info", file_path=f"test/test_jit_fuser_te.py::{cls}::test_nnc_correctness_x")
+        assert [t.name for t in res.page.tests] == ["test_nnc_correctness"], text
+    with pytest.raises(BadArgument):
+        call(ix, "test_file_info", file_path="test/test_jit_fuser_te.py::TestNNCOpInfoONLY_FOR::test_x")
+
+
+def test_a_class_defined_under_a_module_level_if_is_said_to_be_conditional(py_indexed):
+    """Note [Classes pytest may not collect]: test/distributed/test_c10d_spawn_ucc.py defines classes only under
+    ``if sys.version_info < (3, 9):`` (and, in the fixture, an else arm)."""
+    _, ix = py_indexed
+    res, text = call(ix, "test_file_info", file_path="test/distributed/test_c10d_spawn_ucc.py")
+    got = {c.name: c.guard for c in res.classes}
+    assert got == {"ProcessGroupShareTensorTest": "sys.version_info < (3, 9)", "TestUccAlways": "",
+                   "TestDistributedNNFunctionsUcc": "not (not TEST_WITH_DEV_DBG_ASAN)"}, text
+    assert (res.total_tests, res.conditional) == (4, 3)
+    assert "4 tests in 3 classes and 0 functions; 3 of the tests only if the module-level condition of their " \
+        "class holds" in text
+    assert "defined only if sys.version_info < (3, 9): pytest collects it only when that holds" in text

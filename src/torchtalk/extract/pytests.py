@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import json
 from ast import Attribute, Call, Constant, Name
+from dataclasses import replace
 
 from ..model import (
     FileFacts,
@@ -26,6 +27,7 @@ from ..model import (
     TestMethod,
     TestUtil,
 )
+from ..model.tests import UNREAD
 from .opinfo import op_test_marks, opinfo_entries
 from .pyast import (
     DEFS,
@@ -76,6 +78,8 @@ class _TestExtractor:
         self.insts: list[TestInstantiation] = []
         self.imports: list[PyImport] = []
         self.imported: set[str] = set()  # names bound by module-level imports
+        self.constants = module_constants(tree.body)  # Note [Instantiation options]
+        self.top_classes: dict[str, int] = {}  # module-level class -> its index in classes (its latest definition)
 
     def run(self) -> FileFacts:
         for s in _module_imports(self.tree.body):
@@ -84,7 +88,7 @@ class _TestExtractor:
                     self.imported.add(alias)
                 if not self.relpath.startswith("torch/"):
                     self.imports.append(PyImport(alias, target, line))
-        self._stmts(self.tree.body, -1, top=True)
+        self._stmts(self.tree.body, -1, top=True, guard="")
         facts: FileFacts = {
             TestClass: self.classes,
             TestMethod: self.methods,
@@ -100,13 +104,25 @@ class _TestExtractor:
         facts[OpTestMark] = op_test_marks(self.tree, self.data, has_opinfo)
         return facts
 
-    def _stmts(self, body: list, cls: int, top: bool) -> None:
+    def _stmts(self, body: list, cls: int, top: bool, guard: str = "") -> None:
         """Statements only. ``cls``: index of the class whose body this is (-1 if none);
-        ``top``: module level (module-level ``test*`` functions count as tests)."""
+        ``top``: module level (module-level ``test*`` functions count as tests); ``guard``: the condition of the
+        module-level ``if`` arms these statements are in (Note [Classes pytest may not collect])."""
         for s in body:
             t = s.__class__
             if t is ast.ClassDef:
-                self._class(s)
+                if top:
+                    self.top_classes[s.name] = len(self.classes)
+                self._class(s, guard if top else "")
+            elif t is ast.Delete and top:
+                for target in s.targets:
+                    idx = self.top_classes.pop(target.id, -1) if target.__class__ is Name else -1
+                    if idx >= 0:
+                        self.classes[idx] = replace(self.classes[idx], deleted=s.lineno)
+            elif t is ast.If and top:
+                cond = text(s.test)
+                self._stmts(s.body, cls, top, _both(guard, cond))
+                self._stmts(s.orelse, cls, top, _both(guard, f"not ({cond})"))
             elif t in DEFS:
                 if s.name.startswith("test") and (cls >= 0 or top):
                     self._test(s, cls)
@@ -121,17 +137,17 @@ class _TestExtractor:
                 for f in _BLOCK_FIELDS:
                     sub = getattr(s, f, None)
                     if sub and sub.__class__ is list:
-                        self._stmts(sub, cls, top)
+                        self._stmts(sub, cls, top, guard)
                 for h in getattr(s, "handlers", ()):
-                    self._stmts(h.body, cls, top)
+                    self._stmts(h.body, cls, top, guard)
                 for c in getattr(s, "cases", ()):  # match statements
-                    self._stmts(c.body, cls, top)
+                    self._stmts(c.body, cls, top, guard)
 
-    def _class(self, s: ast.ClassDef) -> None:
+    def _class(self, s: ast.ClassDef, guard: str) -> None:
         idx = len(self.classes)
         bases = [text(b) for b in s.bases] + [f"{k.arg}={text(k.value)}" for k in s.keywords if k.arg]
         self.classes.append(TestClass(
-            s.name, json.dumps(bases), s.lineno, s.end_lineno or s.lineno, json.dumps(decorator_texts(s)),
+            s.name, json.dumps(bases), s.lineno, s.end_lineno or s.lineno, json.dumps(decorator_texts(s)), 0, guard,
         ))
         for d in s.decorator_list:
             name = dotted(d.func if d.__class__ is Call else d)
@@ -156,9 +172,9 @@ class _TestExtractor:
         opts: dict = {}
         if kind is InstantiationKind.DEVICE_TYPE:
             for pname, a in zip(_DEVICE_TYPE_POSITIONAL, call.args[2:], strict=False):
-                opts[pname] = _option(a)
+                opts[pname] = _option(a, self.constants)
         for k in call.keywords:
-            opts[k.arg if k.arg else "**"] = _option(k.value)
+            opts[k.arg if k.arg else "**"] = _option(k.value, self.constants)
         cls = dotted(call.args[0]) or text(call.args[0])
         self.insts.append(TestInstantiation(kind, cls, call.lineno, json.dumps(opts)))
 
@@ -168,9 +184,13 @@ def _module_imports(body: list) -> list:
     return [s for s in block_statements(body) if s.__class__ in (ast.Import, ast.ImportFrom)]
 
 
-def _option(node) -> object:
-    """A keyword's value as JSON: the literal if it is one, else its source text."""
-    if node.__class__ is Constant and isinstance(node.value, (str, int, float, bool, type(None))):
+def _both(guard: str, cond: str) -> str:
+    return f"{guard} and {cond}" if guard else cond
+
+
+def _literal(node) -> object:
+    """The value of a literal option (a constant, a list/tuple/set of them) as JSON, or None."""
+    if node.__class__ is Constant and isinstance(node.value, (str, int, float, bool)):
         return node.value
     if node.__class__ in (ast.List, ast.Tuple, ast.Set):
         try:
@@ -178,7 +198,63 @@ def _option(node) -> object:
             return sorted(v, key=str) if isinstance(v, (set, frozenset)) else list(v)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             pass
-    return text(node)
+    return None
+
+
+def module_constants(body: list) -> dict[str, object]:
+    """Names a module binds once, at module level, to a literal or to another such name: ``only_for = ("cpu")``,
+    ``devices = ("cuda", "hpu")`` (test/distributed/fsdp/test_fsdp_comm.py). A name bound more than once, or by
+    anything else (an import, a def, a loop, a call), is none (Note [Instantiation options])."""
+    bound: dict[str, int] = {}
+    values: dict[str, ast.AST] = {}
+    for s in block_statements(body):
+        t = s.__class__
+        if t is ast.Assign or t is ast.AnnAssign:
+            targets = s.targets if t is ast.Assign else [s.target]
+            for target in targets:
+                for n in ast.walk(target):
+                    if n.__class__ is Name:
+                        bound[n.id] = bound.get(n.id, 0) + 1
+                if target.__class__ is Name and s.value is not None:
+                    values[target.id] = s.value
+        elif t in DEFS or t is ast.ClassDef:
+            bound[s.name] = bound.get(s.name, 0) + 1
+        elif t in (ast.Import, ast.ImportFrom):
+            for a in s.names:
+                name = (a.asname or a.name).split(".")[0]
+                bound[name] = bound.get(name, 0) + 1
+        elif t in (ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Delete):
+            for target in ([s.target] if hasattr(s, "target") else getattr(s, "targets", None) or
+                           [i.optional_vars for i in getattr(s, "items", ()) if i.optional_vars is not None]):
+                for n in ast.walk(target):
+                    if n.__class__ is Name:
+                        bound[n.id] = bound.get(n.id, 0) + 2  # rebound: never a constant
+    out: dict[str, object] = {}
+
+    def value(name: str, depth: int = 0) -> object:
+        node = values.get(name) if bound.get(name) == 1 else None
+        if node is None or depth > 8:
+            return None
+        if node.__class__ is Name:
+            return value(node.id, depth + 1)
+        return _literal(node)
+
+    for name in values:
+        v = value(name)
+        if v is not None:
+            out[name] = v
+    return out
+
+
+def _option(node, constants: dict[str, object]) -> object:
+    """An option's value as JSON: the literal written, or the module-level constant it names; else unknown,
+    ``{UNREAD: its source text}`` (Note [Instantiation options])."""
+    if node.__class__ is Constant and node.value is None:
+        return None
+    v = _literal(node)
+    if v is None and node.__class__ is Name:
+        v = constants.get(node.id)
+    return v if v is not None else {UNREAD: text(node)}
 
 
 def touches(body: list, imported: set[str]) -> list[str]:

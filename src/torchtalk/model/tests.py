@@ -18,6 +18,10 @@ class TestClass:
     line: int
     end_line: int
     decorators: str  # JSON list
+    # Note [Classes pytest may not collect]: the line of a module-level ``del`` of it (0: none), and the condition
+    # of the module-level ``if`` arms it is defined in ("": none), ``and``-joined, an ``else`` arm as ``not (...)``
+    deleted: int
+    guard: str
     id: Annotated[int, Stored.ID] = field(default=0, compare=False)
     path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
@@ -47,6 +51,25 @@ class TestMethod:
     @property
     def loc(self) -> Loc:
         return Loc(self.path, self.line)
+
+
+# Note [Classes pytest may not collect]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# pytest collects the TestCases of a module's namespace as it is when the module has run. A class a module-level
+# ``del`` removes is not there (test/test_proxy_tensor.py: ``del TestGenericProxyTensor`` after deriving
+# TestGenericProxyTensorReal/Fake/Symbolic from it), though the classes derived from it, and those generated from it
+# before the ``del``, run its tests. A class defined in the arm of a module-level ``if`` is there only when that
+# arm runs (test/distributed/test_c10d_spawn_ucc.py: ``if sys.version_info < (3, 9):``, which PyTorch 2.6's Python
+# never takes). The extractor records both as written; the queries say so (query/testclasses.py).
+
+
+# Note [Instantiation options]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# TestInstantiation.options holds each option's value as JSON: the literal written, or the value of a module-level
+# constant it names (``only_for = ("cpu")`` then ``only_for=only_for``: "cpu"; test/test_proxy_tensor.py). A value
+# the file does not give as such (a call, a name bound twice, an import) is ``{UNREAD: "<its source text>"}``: the
+# option is unknown, never a device named by its text.
+UNREAD = "unread"
 
 
 @dataclass(frozen=True, slots=True)

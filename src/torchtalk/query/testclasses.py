@@ -9,7 +9,8 @@ tests itself. They run in the collected classes of the file that derive from it,
 copies them into: a module-level call that hands a template class and a collected class of the file, then a name
 suffix (``copy_tests(CommonTemplate, CpuTests, "cpu")``: ``CpuTests.test_bool_cpu``), as test/inductor's
 ``copy_tests`` does with ``setattr(other_cls, f"{name}_{suffix}", ...)``. A test of such a class is run as one of
-the class it runs in.
+the class it runs in. A class the file deletes is not collected either, and one defined under a module-level
+``if`` is collected when that holds (Note [Classes pytest may not collect] in model/tests.py).
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ class Classes:
     # a class of another file that a class here derives from (keyed by its full name) -> its file, its tests as
     # test_file_info's rows (Note [Test imports] in link/pyclasses.py)
     elsewhere: dict[str, tuple[str, list[tuple[str, str, int, str]]]] = field(default_factory=dict)
+    deleted: dict[str, int] = field(default_factory=dict)  # class -> the line of the module-level ``del`` of it
+    guards: dict[str, str] = field(default_factory=dict)  # class -> the module-level ``if`` it is defined under
 
     def is_collected(self, cls: str) -> bool:
         return cls not in self.elsewhere and (not self.collected or not cls or cls in self.collected)
@@ -89,7 +92,9 @@ def test_classes(ix: Index, fid: int, source: str | None, own: dict[str, list[st
         return Classes(own=own)
     names = {r[0] for r in rows}
     parents: dict[str, list[str]] = {}
-    out = Classes({name for name, roots, _b, _m in rows if "testcase" in (roots or "").split()}, own=own)
+    deleted, guards = _deleted_and_guarded(ix, fid)
+    out = Classes({name for name, roots, _b, _m in rows if "testcase" in (roots or "").split()
+                   and name not in deleted}, own=own, deleted=deleted, guards=guards)
     for name, _roots, bases, module in rows:
         parents[name] = []
         for b in json.loads(bases or "[]"):
@@ -121,6 +126,23 @@ def test_classes(ix: Index, fid: int, source: str | None, own: dict[str, list[st
             out.runs_in.setdefault(template, []).append((into, suffix))
             out.copied[into] = out.copied.get(into, 0) + len(own[template])
     return out
+
+
+def _deleted_and_guarded(ix: Index, fid: int) -> tuple[dict[str, int], dict[str, str]]:
+    """(class -> line of the module-level ``del`` that removes it before pytest collects, class -> the module-level
+    ``if`` it is defined under) of one file (Note [Classes pytest may not collect]). A class the device-type
+    generator instantiated before its ``del`` still runs, as the classes generated from it: not deleted here."""
+    generated = dict(ix.q("SELECT cls, min(line) FROM test_instantiation WHERE file_id = ? AND kind = 'device_type' "
+                          "GROUP BY cls", (fid,)))
+    deleted: dict[str, int] = {}
+    guards: dict[str, str] = {}
+    for name, line, guard in ix.q("SELECT name, deleted, guard FROM test_class WHERE file_id = ? AND "
+                                  "(deleted > 0 OR guard != '')", (fid,)):
+        if line and not (name in generated and generated[name] < line):
+            deleted[name] = line
+        if guard:
+            guards[name] = guard
+    return deleted, guards
 
 
 def _foreign(ix: Index, fq: str, parents: dict[str, list[str]], out: Classes, depth: int = 0) -> bool:

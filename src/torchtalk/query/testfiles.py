@@ -18,7 +18,7 @@ from .args import MAX_LIMIT, check_int, clean_text, shown
 from .results import NotFound
 from .testclasses import Classes, classes_of
 from .testlist import TestPage, clean_filter, generic_class, node_filters, node_id, page_call, test_page
-from .testnames import generated_names
+from .testnames import generated_names, possible_devices
 
 # ------------------------------------------------------------------ list_test_utils
 
@@ -91,6 +91,8 @@ class TestClassInfo:
     #                     tests run] in query/testclasses.py)
     runs_in: list[str] = field(default_factory=list)  # no TestCase: the classes its tests run in ("CpuTests _cpu")
     collected: bool = True  # pytest collects it (a TestCase), or the file's classes are not known
+    deleted: int = 0  # the line of the module-level ``del`` that removes it (Note [Classes pytest may not collect])
+    guard: str = ""  # the condition of the module-level ``if`` it is defined under: collected only when it holds
 
 
 @dataclass
@@ -103,10 +105,11 @@ class TestFileInfo:
     decorators: list[tuple[str, int]]
     utilities: list[tuple[str, str]]  # imported name, from module
     ops: list[tuple[str, int]]
-    total_tests: int
+    total_tests: int  # what pytest runs: each test once per class that collects it
     command: str
     page: TestPage | None = None  # the tests listed, with their lines and where they run
     via_class: str = ""  # the page's class is another file's: the class of this file asked for, which derives from it
+    conditional: int = 0  # of total_tests, those of classes defined under a module-level ``if``
 
 
 def _safe_relpath(ix: Index, text: str) -> list[str]:
@@ -187,7 +190,8 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
                                                        for c, s in where.runs_in.get(name, [])]
         classes.append(TestClassInfo(name, Loc(path, line), json.loads(bases or "[]"), n, device.get(name, ""),
                                      list(dict.fromkeys(gen)), name in param, inherited, runs_in,
-                                     where.is_collected(name)))
+                                     where.is_collected(name), where.deleted.get(name, 0),
+                                     where.guards.get(name, "")))
     functions = [(name, Loc(path, line)) for name, line in ix.q(
         "SELECT name, line FROM test_method WHERE file_id = ? AND cls IS NULL ORDER BY line", (fid,))]
     decos: Counter[str] = Counter()
@@ -210,9 +214,17 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
         elif tok.startswith("F.") and f"torch.nn.functional.{tok[2:]}" in reg.py_by_name:
             ops[f"torch.nn.functional.{tok[2:]}"] += n
     # what pytest runs: each collected class's own and inherited tests, a template's in each class it is copied into
-    total = sum(len(t) for c, t in by_class.items() if where.is_collected(c)) + sum(
-        len(t) for t in where.inherited.values()) + sum(where.copied.values())
-    names, generated = [c.name for c in classes], {c.name: c.generated_classes for c in classes}
+    runs = {c: len(t) for c, t in by_class.items() if where.is_collected(c)}
+    for c, t in where.inherited.items():
+        runs[c] = runs.get(c, 0) + len(t)
+    for c, n in where.copied.items():
+        runs[c] = runs.get(c, 0) + n
+    total, conditional = sum(runs.values()), sum(n for c, n in runs.items() if c in where.guards)
+    # the classes a node id may name: a generic class's, of every device type when an option is unread
+    names = [c.name for c in classes]
+    generated = {c.name: list(dict.fromkeys([*c.generated_classes, *(
+        f"{c.name}{d.upper()}" for d in possible_devices(c.device_type, []))])) if c.device_type else []
+        for c in classes}
     via = ""
     if len(node.parts) == 2 and (src := where.source_of(*node.parts)) is not None:
         via = node.parts[0] if src[0] in where.elsewhere else ""
@@ -227,7 +239,7 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
                      where.run_as, {c: p for c, (p, _r) in where.elsewhere.items()})
     return TestFileInfo(path, classes, functions, [(k, c, Loc(path, ln), o) for k, c, ln, o in insts],
                         decos.most_common(20), utilities, ops.most_common(40), total, _file_command(ix, path), page,
-                        via)
+                        via, conditional)
 
 
 def _elsewhere_for(where: Classes, class_name: str) -> list[str]:

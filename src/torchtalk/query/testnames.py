@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
+
+from ..model.tests import UNREAD
 
 DTYPE_NAMES = {
     "float": "float32", "float32": "float32", "double": "float64", "float64": "float64", "half": "float16",
@@ -19,10 +22,18 @@ DTYPE_NAMES = {
     "long": "int64", "int64": "int64", "int": "int32", "int32": "int32", "short": "int16", "int16": "int16",
     "int8": "int8", "uint8": "uint8", "bool": "bool", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
 }
-# Device types instantiated by default, and the keyword that admits the others.
+# Note [Devices of a generic class]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# instantiate_device_type_tests(TestFoo, globals(), ...) makes one class per device type it runs on: TestFooCPU,
+# TestFooCUDA (common_device_type.py's get_device_type_test_bases), MPS and XPU only when ``allow_mps`` /
+# ``allow_xpu`` admit them, then keeps those ``only_for`` names and drops those ``except_for`` names. An option
+# whose value the file does not give (Note [Instantiation options] in model/tests.py: ``only_for=get_devices()``)
+# filters nothing we can know: the classes listed are the usual devices, as when it is absent, a class of any
+# device type is one it may make (``possible_devices``), and the answer says which option was not read.
 DEFAULT_DEVICES = ("cpu", "cuda")
 OPTIONAL_DEVICES = {"mps": "allow_mps", "xpu": "allow_xpu"}
 ONLY_DECORATORS = {"onlyCPU": "cpu", "onlyCUDA": "cuda", "onlyMPS": "mps", "onlyXPU": "xpu"}
+DEVICE_OPTIONS = ("only_for", "except_for", *OPTIONAL_DEVICES.values())
 
 
 def _dtypes(decorators: list[str]) -> list[str]:
@@ -36,11 +47,35 @@ def _dtypes(decorators: list[str]) -> list[str]:
     return []
 
 
-def devices_for(options_json: str, decorators: list[str]) -> list[str]:
+def _options(options_json: str) -> dict[str, Any]:
     try:
         options = json.loads(options_json or "{}")
     except ValueError:
-        options = {}
+        return {}
+    return options if isinstance(options, dict) else {}
+
+
+def _unread(value: object) -> bool:
+    return isinstance(value, dict) and UNREAD in value
+
+
+def unread_options(options_json: str) -> dict[str, str]:
+    """The device options of an instantiation whose value the file does not give -> their source text."""
+    return {k: v[UNREAD] for k, v in _options(options_json).items() if k in DEVICE_OPTIONS and _unread(v)}
+
+
+def possible_devices(options_json: str, decorators: list[str]) -> list[str]:
+    """``devices_for``, and when a device option is unread every device type, which it may name
+    (Note [Devices of a generic class])."""
+    devices = devices_for(options_json, decorators)
+    if unread_options(options_json):
+        devices += [d for d in (*DEFAULT_DEVICES, *OPTIONAL_DEVICES) if d not in devices]
+    return devices
+
+
+def devices_for(options_json: str, decorators: list[str]) -> list[str]:
+    """The device types a generic class's tests are instantiated for (Note [Devices of a generic class])."""
+    options = {k: v for k, v in _options(options_json).items() if not _unread(v)}
     devices = list(DEFAULT_DEVICES) + [d for d, flag in OPTIONAL_DEVICES.items() if options.get(flag)]
     only = options.get("only_for")
     if only:
@@ -68,7 +103,8 @@ def generator(decorator: str) -> str:
 
 def generated_names(cls: str, method: str, decorators: list[str], instantiation: str | None,
                     opinfo: str | None = None) -> list[str]:
-    """Example runnable names (``Class.method``) the generators make; at most a few."""
+    """The runnable names (``Class.method``) the generators make, each device's dtypes in turn (every one: an answer
+    that shows a few says how many more there are, never cuts them silently)."""
     ops = any(generator(d) == "ops" for d in decorators)
     params = any(generator(d) == "parametrize" for d in decorators)
     base = method
@@ -83,10 +119,10 @@ def generated_names(cls: str, method: str, decorators: list[str], instantiation:
     for device in devices_for(instantiation, decorators):
         dev_cls = f"{cls}{device.upper()}"
         if dtypes:
-            out += [f"{dev_cls}.{base}_{device}_{dt}" for dt in dtypes[:2]]
+            out += [f"{dev_cls}.{base}_{device}_{dt}" for dt in dtypes]
         else:
             out.append(f"{dev_cls}.{base}_{device}")
-    return out[:6]
+    return out
 
 
 def run_command(path: str, cls: str, name: str, decorators: list[str], instantiation: str | None) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..model import NodeKind
 from ..model.change import DiffSide
 from ..query.change.result import AffectedResult, ChangedFile
-from .common import IN_STRUCTURED, showing
+from .common import IN_STRUCTURED, showing, some
 
 MAX_CHANGED = 25
 MAX_PATH = 220
@@ -95,7 +95,7 @@ def render_affected(r: AffectedResult) -> str:
             out.append(f"- [{t.kind}] {t.name}" + (f"  {t.loc}" if t.loc else "") + f"\n    why: {_cut(t.why)}"
                        f"\n    run: {t.command}")
             if t.generated and t.generated[0] != t.name:
-                out.append(f"    generated as: {', '.join(t.generated[:4])}")
+                out.append(f"    generated as: {some(t.generated, 4)}")
     elif r.changed or r.generators:
         out.append("\nNo test found for what the change reaches.")
     if not r.changed and not r.generators and not r.unknown and not r.tests_changed:

@@ -85,6 +85,11 @@ def first(names: list[str], n: int, sep: str = ", ") -> str:
     return sep.join(names[:n]) + (" ..." if len(names) > n else "")
 
 
+def some(names: list[str], n: int) -> str:
+    """The first ``n`` of ``names``, then how many more there are."""
+    return ", ".join(names[:n]) + (f" (+{len(names) - n} more)" if len(names) > n else "")
+
+
 def op_names(full_names: list[str], limit: int = MAX_PATH_OPS) -> str:
     """Op full names as their names, overloads folded (``_foreach_add_`` for .List, .Scalar, ...), in order."""
     names = list(dict.fromkeys(f.split(".")[0] for f in full_names))

@@ -9,8 +9,9 @@ from ..model.change import ModuleKind
 from ..query.moduledb import SUITES
 from ..query.testfiles import TestFileInfo, TestUtilsResult
 from ..query.testlist import TestPage
+from ..query.testnames import unread_options
 from ..query.tests import MarkHit, SimilarTestsResult
-from .common import IN_STRUCTURED, first, raise_limit, showing
+from .common import IN_STRUCTURED, first, raise_limit, showing, some
 
 MAX_MARKS = 8
 
@@ -33,7 +34,7 @@ def render_similar_tests(r: SimilarTestsResult) -> str:
         out.append(f"- {where}  {t.loc}  [{t.why}]{decos}")
         out.append(f"    run: {t.command}")
         if t.generated and t.generated != [where]:
-            out.append(f"    generated as: {', '.join(t.generated[:4])}")
+            out.append(f"    generated as: {some(t.generated, 4)}")
     if r.generic is not None:
         g = r.generic
         out.append(f"\n{g.label}  {g.loc}: the generic tests of {SUITES[g.kind]} run it (every test there that takes "
@@ -88,7 +89,12 @@ def render_test_utils(r: TestUtilsResult) -> str:
 def render_test_file(r: TestFileInfo) -> str:
     page = r.page
     narrowed = page is not None and bool(page.class_name or page.query or page.offset)
-    out = [f"# {r.path}: {r.total_tests} tests in {len(r.classes)} classes and {len(r.functions)} functions",
+    collected = sum(c.collected for c in r.classes)
+    out = [f"# {r.path}: {r.total_tests} tests in {collected} classes and {len(r.functions)} functions"
+           + (f" (and {len(r.classes) - collected} class{'es' if len(r.classes) - collected > 1 else ''} pytest does "
+              "not collect)" if collected < len(r.classes) else "")
+           + (f"; {r.conditional} of the tests only if the module-level condition of their class holds"
+              if r.conditional else ""),
            f"run the file: {r.command}"]
     # asked about one class (a node id, class_name): its row only, so its tests come next
     classes = [c for c in r.classes if c.name in (page.class_name, r.via_class)] if narrowed and page and \
@@ -98,14 +104,22 @@ def render_test_file(r: TestFileInfo) -> str:
     for c in classes or r.classes:
         extra = []
         if c.device_type:
-            extra.append("instantiate_device_type_tests -> " + ", ".join(c.generated_classes))
+            unread = unread_options(c.device_type)
+            extra.append("instantiate_device_type_tests -> " + ", ".join(c.generated_classes) + (
+                f" ({', '.join(f'{k}={v}' for k, v in unread.items())}: not a constant of the file, so not read; "
+                "listed as the usual devices, it may make a class of any other)" if unread else ""))
         if c.parametrized:
             extra.append("instantiate_parametrized_tests")
         if c.inherited:
             extra.append(f"+ {c.inherited} from classes it derives from or a helper copies in")
-        if c.runs_in or not c.collected:
+        if c.deleted:
+            extra.append(f"deleted by the `del {c.name}` at line {c.deleted}, so pytest " + (
+                f"runs its tests only in {first(c.runs_in, 6)}" if c.runs_in else "does not run its tests"))
+        elif c.runs_in or not c.collected:
             extra.append("no TestCase, so pytest runs its tests only " + (
                 f"in {first(c.runs_in, 6)}" if c.runs_in else "where another file's class derives from it"))
+        if c.guard:
+            extra.append(f"defined only if {c.guard}: pytest collects it only when that holds")
         out.append(f"- {c.name}  {c.loc}  {c.tests} tests; bases {', '.join(c.bases) or '-'}"
                    + (f"; {'; '.join(extra)}" if extra else ""))
     if r.functions and not page:
@@ -121,7 +135,7 @@ def render_test_file(r: TestFileInfo) -> str:
             fn = "instantiate_device_type_tests" if kind == InstantiationKind.DEVICE_TYPE else \
                 "instantiate_parametrized_tests"
             shown = json.loads(opts or "{}")
-            opts_shown = ", " + ", ".join(f"{k}={v!r}" for k, v in shown.items()) if shown else ""
+            opts_shown = ", " + ", ".join(f"{k}={_option(v)}" for k, v in shown.items()) if shown else ""
             out.append(f"- {fn}({cls}{opts_shown})  {loc}")
     if r.decorators:
         out.append("\nDecorators: " + ", ".join(f"{d} ({n})" for d, n in r.decorators))
@@ -137,6 +151,13 @@ def render_test_file(r: TestFileInfo) -> str:
     return "\n".join(out)
 
 
+def _option(value: object) -> str:
+    """An instantiation option as the answer shows it: its value, or the text of one not read."""
+    if isinstance(value, dict):
+        return f"{', '.join(map(str, value.values()))} (not read: not a constant of the file)"
+    return repr(value)
+
+
 def _render_page(r: TestFileInfo, page: TestPage, out: list[str]) -> None:
     written = page.class_name.rsplit(".", 1)[-1]  # another file's class by its full name: its own name, its file
     where = f" ({page.tests[0].loc.path}; {r.via_class} derives from it)" if r.via_class and page.tests else ""
@@ -146,6 +167,9 @@ def _render_page(r: TestFileInfo, page: TestPage, out: list[str]) -> None:
     span = f"{first}-{last}" if page.tests else "none"
     out.append(f"\n## Tests{f' ({which})' if which else ''}: {span} of {page.matching}"
                + (f" (of {r.total_tests} in the file)" if which else "") + ", in source order")
+    if not which and page.matching != r.total_tests:
+        out.append(f"(each as written; the file's {r.total_tests} count each as pytest runs it: once in each class "
+                   "that collects it, none of a class it does not collect)")
     if not page.tests:
         out.append(f"offset={page.offset} is past the last of them." if page.matching else
                    "No test matches." if which else "The file has no test methods.")
@@ -156,7 +180,7 @@ def _render_page(r: TestFileInfo, page: TestPage, out: list[str]) -> None:
             cls = t.cls
             run = runs[cls]
             out.append(f"{cls.rsplit('.', 1)[-1] or 'module level'}: run one: {run.command}"
-                       + (f"  (generated as {', '.join(run.generated[:3])})" if run.generated else ""))
+                       + (f"  (generated as {some(run.generated, 3)})" if run.generated else ""))
         out.append(t.line)
     if page.next_call:
         out.append(f"\nThe rest ({page.matching - last} more): {page.next_call}")
