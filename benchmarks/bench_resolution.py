@@ -23,6 +23,10 @@ function (matched by file and line of the definition, within 2 lines) is compare
   ATen/ops/X_<key>_dispatch.h) count as calls of op X too (they skip the dispatcher but name
   the op). Header-only accessors (sizes(), dim(), options()) are not ops. Recall and precision
   against TorchTalk's "ops through the dispatcher", by op base name.
+- op overloads: at the op call sites both sides name (same op base name, same line or the next), is
+  libclang's overload (the at::_ops struct the entry point calls) among the ones TorchTalk lists (recall),
+  what share of TorchTalk's listed overloads libclang calls (precision), and how often TorchTalk lists
+  exactly libclang's.
 - operators (Note [Operators] in extract/cpp_calls.py): calls of in-tree operator overloads
   (``a != b`` with Tensors is ``at::operator!=``), compared apart, by (caller, operator's
   qualified name, line of the operator token): recall = share of libclang's that TorchTalk
@@ -820,7 +824,41 @@ def compare_caller(c: dict, cs: tt.CalleeSet, rel: str, src_lines: list[str], ta
             cause = "libclang sees no call of that name here (disabled #if branch, macro text)"
         tally.miss("ops TorchTalk reports that libclang does not confirm", cause, ex)
         detail["op_wrong"].append({"op": op, "line": site.line, "cause": cause})
+    compare_op_overloads(c, cs, where, tally, ops_of, detail)
     return detail
+
+
+def compare_op_overloads(c: dict, cs: tt.CalleeSet, where: str, tally: Tally, ops_of: dict[str, str],
+                         detail: dict) -> None:
+    """Op overloads, per call site both sides see as a call of the same op (same base name, the same line or
+    the next): libclang's overload (its at::_ops struct) among TorchTalk's listed ones (recall), and the share
+    of the overloads TorchTalk lists there that libclang calls (precision)."""
+    cl: dict[tuple[int, str], set[str]] = defaultdict(set)
+    for k in c["calls"]:
+        if k["area"] == "op" and k["ops"] and all(o.startswith("@struct:") for o in k["ops"]):
+            for o in k["ops"]:
+                full = ops_of.get(o[8:])
+                if full:
+                    cl[(k["line"], full.split(".")[0])].add(full)
+    ours: dict[tuple[int, str], set[str]] = defaultdict(set)
+    for site, _names, full in cs.ops:
+        for f in full:
+            ours[(site.line, f.split(".")[0])].add(f)
+    for (line, base), theirs in cl.items():
+        listed = ours.get((line, base)) or ours.get((line - 1, base)) or ours.get((line + 1, base))
+        if not listed:
+            continue
+        tally.n["ovl_ops"] += 1
+        tally.n["ovl_ops_found"] += bool(theirs & listed)
+        tally.n["tt_ovl_ops"] += len(listed)
+        tally.n["tt_ovl_ops_ok"] += len(listed & theirs)
+        tally.n["ovl_ops_exact"] += listed == theirs
+        if listed != theirs:
+            cause = "libclang's overload not listed" if not theirs & listed else "other overloads listed too"
+            tally.miss("op overloads", cause, f"{where} line {line}: {base}: TorchTalk {sorted(listed)}; "
+                       f"libclang {sorted(theirs)}")
+            detail.setdefault("op_overload_misses", []).append(
+                {"line": line, "tt": sorted(listed), "libclang": sorted(theirs)})
 
 
 # ================================================================== run
@@ -911,6 +949,9 @@ def figures(t: Tally) -> dict:
         "op_recall": t.ratio("ops_found", "ops"), "op_pairs": n["ops"],
         "op_precision": t.ratio("tt_ops_ok", "tt_ops"), "tt_op_pairs": n["tt_ops"],
         "tt_ops_unverifiable": n["tt_ops_unverifiable"],
+        "op_overload_recall": t.ratio("ovl_ops_found", "ovl_ops"), "op_overload_sites": n["ovl_ops"],
+        "op_overload_precision": t.ratio("tt_ovl_ops_ok", "tt_ovl_ops"), "tt_op_overloads": n["tt_ovl_ops"],
+        "op_overload_exact": t.ratio("ovl_ops_exact", "ovl_ops"),
         "definition_agreement": t.ratio("loc_ok", "loc_sites"), "definition_sites": n["loc_sites"],
         "overload_right": t.ratio("loc_multi_ok", "loc_multi"), "overload_sites": n["loc_multi"],
         "operator_recall": t.ratio("operators_ok", "operators"), "operator_pairs": n["operators"],
@@ -943,6 +984,9 @@ def print_report(r: dict) -> None:
           f"dependent in templates, {o['tt_resolved_ctor']} constructor calls)")
     print(f"op pairs: {o['op_pairs']}; TorchTalk op pairs: {o['tt_op_pairs']} (+{o['tt_ops_unverifiable']} "
           f"unverifiable)")
+    print(f"op overloads at {o['op_overload_sites']} op call sites both name: libclang's listed at "
+          f"{f(o['op_overload_recall'])}, precision {f(o['op_overload_precision'])} of the {o['tt_op_overloads']} "
+          f"TorchTalk lists, exactly libclang's at {f(o['op_overload_exact'])}")
     print(f"operators (in-tree overloads): recall {f(o['operator_recall'])} of {o['operator_pairs']}, precision "
           f"{f(o['operator_precision'])} of {o['tt_operator_pairs']}")
     print(f"virtual calls: overrides listed at {f(o['virtual_pure_recall'])} of {o['virtual_pure']} calls of pure "

@@ -138,10 +138,40 @@ def op_signature(op: Op, method: bool) -> tuple[tuple[Ty | None, ...], int]:
     return tys, required
 
 
-def schema_type(t: str) -> Ty | None:
-    """A schema type as torchgen's C++ API spells it (arguments): Tensor -> at::Tensor, int[] -> IntArrayRef..."""
+# Note [Op call signatures]
+# torchgen writes each op's C++ function in several signatures (torchgen/api/cpp.py), and a call binds any of
+# them: at::X takes a SymInt as int64_t and a SymInt[] as IntArrayRef, at::X_symint keeps c10::SymInt and
+# SymIntArrayRef; where the schema has the dtype, layout, device, pin_memory group, at::X takes it scattered
+# (the faithful signature) and gathered into one ``TensorOptions options`` in its place.
+# A call scores an overload by the best of its signatures: ``at::empty(self.sizes(), self.options())`` is
+# empty.memory_format (at::empty(IntArrayRef size, TensorOptions options)), not empty.names, whose int[] size the
+# IntArrayRef binds no better and whose Dimname list no TensorOptions makes.
+_OPTIONS = ("dtype", "layout", "device", "pin_memory")
+
+
+def op_call_signatures(op: Op, method: bool, out_first: bool, symint: bool) -> tuple[tuple[Ty | None, ...], ...]:
+    """The parameter types of the C++ signatures torchgen gives an op (Note [Op call signatures]): a function
+    or a method (no self), ``at::X_out(out, ...)`` (``out_first``) or ``at::X_outf(..., out)``, the
+    ``_symint`` spelling or not."""
+    args = [a for a in op.schema.arguments if not a.out and not (method and a.name == "self")]
+    outs = tuple(schema_type(a.type, symint) for a in op.schema.arguments if a.out)
+    scattered = tuple(schema_type(a.type, symint) for a in args)
+    forms = [scattered]
+    names = tuple(a.name for a in args)
+    for i in range(len(names) - len(_OPTIONS) + 1):
+        if names[i:i + len(_OPTIONS)] == _OPTIONS:
+            forms.append((*scattered[:i], Ty("c10::TensorOptions"), *scattered[i + len(_OPTIONS):]))
+            break
+    return tuple(f if not outs else (*outs, *f) if out_first else (*f, *outs) for f in forms)
+
+
+def schema_type(t: str, symint: bool = True) -> Ty | None:
+    """A schema type as torchgen's C++ API spells it (arguments): Tensor -> at::Tensor, int[] -> IntArrayRef...;
+    SymInt as c10::SymInt, or as int64_t without ``symint`` (Note [Op call signatures])."""
     optional = t.endswith("?")
     base = t.rstrip("?")
+    if not symint:
+        base = re.sub(r"^SymInt\b", "int", base)
     if base.endswith("]"):
         elem = _SCHEMA_LIST.get(base[: base.index("[")].rstrip("?"))
         ty = Ty("c10::ArrayRef", (Ty(elem),)) if elem else None
@@ -177,6 +207,11 @@ def compat(ix: Index, arg: Ty | None, param: Ty | None) -> int | None:
     if param.name == "std::optional" and param.ptr == 0 and arg.name != "std::optional":
         inner = compat(ix, arg, param.arg(0))
         return None if inner is None else min(inner, 1)
+    kinds = _kind(arg), _kind(param)
+    if kinds[1] and kinds[0] != kinds[1] and (kinds[0] or arg.name == "std::optional"):
+        return None  # Note [Op argument kinds]
+    if kinds == ("string", "string") and arg.ptr == param.ptr:
+        return 2 if arg.name in _VIEWS and param.name in _VIEWS else 0
     if arg.ptr != param.ptr:
         if arg.name == "std::nullptr_t" and param.ptr:
             return 1
@@ -198,6 +233,36 @@ def compat(ix: Index, arg: Ty | None, param: Ty | None) -> int | None:
     if arg.is_tensor and param.name in ("c10::ArrayRef", "c10::Scalar"):
         return None
     return 0
+
+
+# Note [Op argument kinds]
+# An op's C++ parameters are torchgen's spellings of its schema's types (_SCHEMA_CPP), and the ones its overloads
+# most often differ by are three classes whose implicit conversions the tree fixes: a Tensor is made implicitly
+# from a Tensor or a TensorBase rvalue (TensorBody.h); a Scalar from a number, a Sym number, a complex or a half
+# type (c10/core/Scalar.h: its bool constructor is a template that deduces bool only, so no pointer); a
+# string_view from a string of any spelling or a char pointer. A value of one of these kinds converts to no other
+# kind, and an optional to none of them (std::optional has no conversion to its value): a Scalar, an
+# optional<Scalar> or a string never binds a Tensor parameter (``at::xlogy(const Scalar& x, const Tensor& y)`` is
+# xlogy.Scalar_Self, never xlogy.Tensor), a Tensor never a Scalar, a string never a Scalar
+# (``at::linalg_matrix_norm(A, std::string_view ord, ...)`` is .str_ord) and a Scalar never a string. A number
+# still binds a Scalar (0: a constructor), never a Tensor; a class of no kind (one the index does not know, a
+# user type) may still convert to one (0). The string_view spellings are one type (c10::string_view is
+# std::string_view since 2.1, and the schema's ``str`` is written either way).
+_STRINGS = frozenset({"c10::string_view", "std::string_view", "std::basic_string_view", "c10::basic_string_view",
+                      "std::basic_string"})
+_VIEWS = _STRINGS - {"std::basic_string"}
+
+
+def _kind(t: Ty) -> str:
+    """The kind of ``t`` among the op argument kinds of Note [Op argument kinds] ("tensor", "scalar", "string"),
+    "" for any other type."""
+    if t.ptr:
+        return "string" if t.ptr == 1 and t.name == "char" else ""
+    if t.is_tensor:
+        return "tensor"
+    if t.name == "c10::Scalar":
+        return "scalar"
+    return "string" if t.name in _STRINGS else ""
 
 
 # Types of op arguments no number converts to (enum classes, classes without a constructor from one): ``view(-1)``

@@ -73,7 +73,7 @@ from .op_spellings import (
     struct_op,
     stub_names,
 )
-from .overloads import op_signature, param_types, return_of, schema_type, score, signature
+from .overloads import op_call_signatures, op_signature, param_types, return_of, score, signature
 from .registry import OpRegistry, registry
 from .resolution import BUILTIN, UNRESOLVED, UNRESOLVED_STD, Resolution, TargetKind
 from .resolved import stored, stored_resolution
@@ -141,14 +141,6 @@ def _parsed(te: str) -> TypeExpr | None:
         return TypeExpr.parse(te)
     except ValueError:
         return None
-
-
-def _params(op: Op, method: bool, out_first: bool) -> tuple[Ty | None, ...]:
-    """The parameter types of an op's C++ function as a call spells it: ``at::X(...)``, a method (no self), or
-    ``at::X_out(out, ...)`` / ``at::X_outf(..., out)`` for an out= overload."""
-    tys = op_signature(op, method)[0]
-    outs = tuple(schema_type(a.type) for a in op.schema.arguments if a.out)
-    return tys if not outs else (*outs, *tys) if out_first else (*tys, *outs)
 
 
 class Resolver:
@@ -560,18 +552,28 @@ class Resolver:
                           spelling="Tensor method")
 
     def _binding(self, ops: tuple[str, ...], call: CallSite, method: bool) -> tuple[str, ...]:
-        """Of the overloads a call's argument count fits, those its arguments' known types can bind (``score``):
-        ``self.view(-1)`` is view, not view.dtype (a number is no ScalarType); all of them when none can (a type
-        the index got wrong says nothing)."""
+        """Of the overloads a call's argument count fits, the ones its arguments' known types bind best
+        (``score``), as ``choose`` keeps of same-named functions and C++ picks among viable overloads:
+        ``self.view(-1)`` is view, not view.dtype (a number is no ScalarType); ``t.clamp_min(scalar)`` is
+        clamp_min, not clamp_min.Tensor (a Scalar binds its Scalar exactly, and no Tensor: Note [Op argument
+        kinds]); all of them when none can (a type the index got wrong says nothing)."""
         if len(ops) < 2 or not call.args:
             return ops
         args = self.arg_types(call)
         if all(a is None for a in args):
             return ops
         out_first = call.callee.endswith("_out")  # at::X_out(out, ...); at::X_outf(..., out)
-        fits = tuple(o for o in ops if score(self.ix, args, _params(self.reg.by_full[o], method, out_first))
-                     is not None)
-        return fits or ops
+        symint = "_symint" in call.callee
+        scored = []
+        for o in ops:
+            fits = [sc for f in op_call_signatures(self.reg.by_full[o], method, out_first, symint)
+                    if (sc := score(self.ix, args, f)) is not None]
+            if fits:
+                scored.append((max(fits), o))
+        if not scored:
+            return ops
+        best = max(sc for sc, _ in scored)
+        return tuple(o for sc, o in scored if sc == best)
 
     def _dispatches(self, sym: CppSymbol, depth: int = 0) -> tuple[str, ...]:
         """Ops a hand-written inline Tensor method reaches: those its body calls, following the methods of
