@@ -68,3 +68,16 @@ def test_a_kernel_an_m_impl_registers_is_reached_from_its_python_name(lib):
             f"{QCONV}:{line}") in text
     res, text = run(get_tool("impact"), ix, function_name="QConvInt8::run")
     assert "torch.ops.quantized.conv3d  (via " in text
+
+
+def test_python_calling_a_library_op_reaches_the_functions_its_m_impl_lines_register(tree):
+    """torch.ops.quantized.conv3d(...) in Python (an ao module's forward) is a call of the op: the walk goes on to
+    QConvInt8::run, which its m.impl registers (before: a dead end, the name and nothing further)."""
+    fn = tree / "torch/ao/nn/quantized/functional.py"
+    fn.parent.mkdir(parents=True, exist_ok=True)
+    fn.write_text("import torch\n\n\ndef conv3d(input, packed, scale, zero_point):\n"
+                  "    return torch.ops.quantized.conv3d(input, packed, scale, zero_point)\n")
+    with closing(overlay_index(tree, OVERLAY, {})) as ix:
+        _res, text = run(get_tool("trace"), ix, function_name="torch.ao.nn.quantized.functional.conv3d")
+        assert "torch.ops.quantized.conv3d" in text and "QConvInt8::run" in text, text
+

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from ..model import Branch, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op, PyDefKind
 from ..store.reader import Index, like_literal
+from .library_impls import library_python
 from .nodes import binding_node, op_node, unresolved_node
 from .py_args import overloads_for
 from .py_attrs import (
@@ -230,6 +231,11 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
     for name in (full, torch_c_spelling(full)):
         if name in bound:
             return [Edge(src, binding_node(name, bound[name]), EdgeKind.PY_CALL, site, written=written)]
+    impls = library_python(ix).get(full.removesuffix(".default")) if full.startswith("torch.ops.") else None
+    if impls:  # torch.ops.quantized.conv_transpose1d_dynamic: the functions its m.impl lines register are one
+        #        BINDING edge further (Note [Library ops])
+        return [Edge(src, binding_node(full, Loc(ix.path_of(impls[0][4]), impls[0][5])), EdgeKind.PY_CALL, site,
+                     written=written)]
     held = class_attribute_call(ix, src, full, site, written)
     if held is not None:
         return held

@@ -5,11 +5,11 @@ functions that call an op (F.group_norm -> native_group_norm). What Python code 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
-from ..model import Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, PyApiKind, PyDefKind, RegistrationKind
+from ..model import Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, PyApiKind, PyDefKind
 from ..store.reader import Index
+from .library_impls import library_impls, library_python
 from .nodes import binding_node, cpp_node, op_node, symbol_id, unresolved_node
 from .py_calls import assign_edges, ops_of_python
 from .pynames import PyNames, pynames
@@ -49,9 +49,6 @@ def bindings_into(ix: Index, node: Node) -> list[Edge]:
     return out + _library_bindings(ix, node, fn.name, fn.qualname, fn.path if fn.is_file_local else "")
 
 
-_LIBRARY_BLOCK = re.compile(r"^TORCH_LIBRARY(?:_IMPL|_FRAGMENT)?\(\s*(\w+)")
-
-
 def _library_bindings(ix: Index, node: Node, name: str, qualname: str, only_in: str) -> list[Edge]:
     """BINDING edges from torch.ops.ns.op into a function an m.impl of a TORCH_LIBRARY_IMPL block outside aten
     registers (Note [Library ops]: symm_mem's multimem_all_reduce_ is reached from Python only so), the function as
@@ -59,14 +56,8 @@ def _library_bindings(ix: Index, node: Node, name: str, qualname: str, only_in: 
     function must be registered in."""
     def build() -> dict[str, list[tuple[str, str, str, str, int, int]]]:
         out: dict[str, list[tuple[str, str, str, str, int, int]]] = {}
-        for op, key, target, file_id, line, block in ix.q(
-                "SELECT r.name, r.key, r.target, r.file_id, r.line, s.name FROM cpp_registration r JOIN cpp_symbol s "
-                "ON s.id = r.scope JOIN files f ON f.id = r.file_id WHERE r.kind = ? AND f.generated = 0",
-                (RegistrationKind.LIBRARY_IMPL.value,)):
-            m = _LIBRARY_BLOCK.match(block)
-            if m and m.group(1) not in ("aten", "_"):
-                plain = re.sub(r"<[^<>]*>", "", target).replace(" ", "").lstrip(":")
-                out.setdefault(plain.split("::")[-1], []).append((m.group(1), op, key, plain, file_id, line))
+        for impl in library_impls(ix):
+            out.setdefault(impl[3].split("::")[-1], []).append(impl)
         return out
     table: dict[str, list[tuple[str, str, str, str, int, int]]] = ix.cached("library_impls_by_target", build)
     edges = []
@@ -78,6 +69,19 @@ def _library_bindings(ix: Index, node: Node, name: str, qualname: str, only_in: 
         python = f"torch.ops.{ns}.{op.split('.')[0]}"
         edges.append(Edge(binding_node(python, loc), node, EdgeKind.BINDING, loc, PyApiKind.LIBRARY,
                           f"m.impl of {ns}::{op} for {key}"))
+    return edges
+
+
+def _library_kernels(ix: Index, node: Node) -> list[Edge]:
+    """BINDING edges out of torch.ops.ns.op (ns not aten): to each function an m.impl registers for one of the op's
+    overloads (Note [Library ops]: torch.ops.quantized.conv_transpose1d_dynamic, which an ao module's forward
+    calls, is QConv1dDynamicInt8::run for QuantizedCPU)."""
+    edges = []
+    for ns, op, key, target, file_id, line in library_python(ix).get(node.key.removesuffix(".default"), []):
+        loc = Loc(ix.path_of(file_id), line)
+        defs = defs_in_file(ix, file_id, target.split("::")[-1]) or []
+        dst = cpp_node(defs[0]) if defs else _cpp_named(ix, target) or unresolved_node(target)
+        edges.append(Edge(node, dst, EdgeKind.BINDING, loc, PyApiKind.LIBRARY, f"m.impl of {ns}::{op} for {key}"))
     return edges
 
 
@@ -103,6 +107,8 @@ def bindings_out(ix: Index, node: Node) -> list[Edge]:
     d = pynames(ix).definition(node.key)
     out = [e for e in assign_edges(ix, node, d) if e.kind is EdgeKind.BINDING] \
         if d is not None and d.kind is PyDefKind.ASSIGN else []
+    if node.key.startswith("torch.ops.") and not node.key.startswith("torch.ops.aten."):
+        out += _library_kernels(ix, node)
     for kind, op_name, target, file_id, line in ix.q(
             "SELECT kind, op, target, file_id, line FROM py_api WHERE name = ?", (node.key,)):
         loc = Loc(ix.path_of(file_id), line)

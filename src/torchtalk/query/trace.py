@@ -174,6 +174,9 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
     reg = registry(ix)
     ops, entry, via = ops_named(ix, name)
     bindings: list[BindingTrace] = []
+    lib = library_op(ix, name) if not ops and entry is None else None
+    if lib is not None:  # Note [Library ops]: quantized::conv3d is no op of native_functions.yaml
+        return NotFound("op in native_functions.yaml", name, [], describe(lib), kernel_calls(lib))
     if not ops:
         bindings = bindings_named(ix, name) or ([] if entry is not None else unknown_module_bindings(ix, name))
         ops = list({e.dst.key: reg.by_full[e.dst.key] for b in bindings for e in b.reaches
@@ -185,9 +188,6 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
         return TraceResult(name, focus, [], [], {}, has_cpp(ix), entry=entry,
                            notes=[_no_op_note(entry)], cuts=entry.cuts)
     if not ops:
-        lib = library_op(ix, name)  # Note [Library ops]: quantized::conv3d is no op of native_functions.yaml
-        if lib is not None:
-            return NotFound("op in native_functions.yaml", name, [], describe(lib), kernel_calls(lib))
         return NotFound("op", name, reg.suggest(name),
                         "Ops are named as in native_functions.yaml (e.g. 'softmax', 'add.Tensor') or by their "
                         "Python name ('torch.add', 'Tensor.add_', 'torch.nn.functional.relu', 'F.relu').")
