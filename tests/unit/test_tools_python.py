@@ -415,3 +415,46 @@ def test_a_class_defined_under_a_module_level_if_is_said_to_be_conditional(py_in
     assert "4 tests in 3 classes and 0 functions; 3 of the tests only if the module-level condition of their " \
         "class holds" in text
     assert "defined only if sys.version_info < (3, 9): pytest collects it only when that holds" in text
+
+
+def test_bases_are_in_pythons_method_resolution_order(py_indexed):
+    """C3, not breadth first: ConvReLU3d(qat.Conv3d, _FusedModule) looks up all of qat.Conv3d's side (qat._ConvNd,
+    nn.Conv3d, nn._ConvNd) before _FusedModule, and a base shared by both sides (Module) comes last."""
+    from torchtalk.graph.pynames import pynames
+
+    tree, ix = py_indexed
+    ix.close()
+    ix = index_with(tree, {"torch/ao/fused.py": (
+        "from torch.nn import Module\n\n\nclass _ConvNd(Module):\n    pass\n\n\nclass Conv3d(_ConvNd):\n    pass\n\n\n"
+        "class QatConvNd(_ConvNd):\n    pass\n\n\nclass QatConv3d(QatConvNd, Conv3d):\n    pass\n\n\n"
+        "class Sequential(Module):\n    pass\n\n\nclass _FusedModule(Sequential):\n    pass\n\n\n"
+        "class ConvReLU3d(QatConv3d, _FusedModule):\n    pass\n")})
+    try:
+        mro = [c.rsplit(".", 1)[-1] for c in pynames(ix).mro("torch.ao.fused.ConvReLU3d")]
+        assert mro == ["ConvReLU3d", "QatConv3d", "QatConvNd", "Conv3d", "_ConvNd", "_FusedModule", "Sequential",
+                       "Module"]
+    finally:
+        ix.close()
+
+
+def test_an_attribute_made_by_a_tensor_op_or_a_tensor_class_is_a_tensor(py_indexed):
+    """self.bias = Parameter(...) and self.buf = torch.cumsum(...) make Tensors: their methods are Tensor methods,
+    said so with the line that makes them (before: "whose class the code does not show; not followed")."""
+    tree, ix = py_indexed
+    ix.close()
+    ix = index_with(tree, {
+        "torch/nn/parameter.py": "import torch\n\n\nclass Parameter(torch.Tensor):\n    pass\n",
+        "torch/nn/modules/scaled.py": (
+            "import torch\nfrom torch.nn.parameter import Parameter\n\nfrom .module import Module\n\n\n"
+            "class Scaled(Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.weight = Parameter(torch.ones(3))\n        self.buf = torch.cumsum(torch.ones(3), 0)\n\n"
+            "    def forward(self, x):\n        self.buf.relu_()\n        return x.mm(self.weight.unsqueeze(1))\n")})
+    try:
+        _res, text = call(ix, "trace_module", module_name="torch.nn.modules.scaled.Scaled")
+        assert "self.buf.relu_ -> relu_ " in text and \
+            "(a Tensor: made by torch.cumsum(...) at torch/nn/modules/scaled.py:11)" in text, text
+        assert "self.weight.unsqueeze -> unsqueeze " in text and \
+            "(a Tensor: made by Parameter(...) at torch/nn/modules/scaled.py:10)" in text, text
+        assert "does not show" not in text
+    finally:
+        ix.close()

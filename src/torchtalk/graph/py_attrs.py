@@ -78,9 +78,29 @@ def attribute_calls(ix: Index, src: Node, mro: Sequence[str], written: str, site
     """``self.attr(...)`` where a method of the class (nearest in ``mro``) set ``self.attr = Ctor(...)``: the method
     calling a ``Ctor`` instance runs, once per constructor the class assigns (Note [Submodules]); for
     ``self.attr.method(...)`` that object's ``method``. [] when no method of the class makes it."""
-    names = pynames(ix)
     parts = written.split(".")
     attr, method = parts[1], (parts[2] if len(parts) > 2 else None)
+    found = attribute_makers(ix, mro, attr)
+    if found is None:
+        return []  # no method of the class makes it: a subclass's method (self.forward in Module.__call__), or unknown
+    module, rows, params = found
+    if params and not rows:
+        return _parameter_calls(ix, src, module, params, site, written, method)
+    held = _held_calls(ix, src, module, rows, method, site, written)
+    if held:
+        return held
+    # Named, never dropped: self.weight_fake_quant = qconfig.weight(...) makes an object of no class shown
+    value, file_id, line = rows[0]
+    return [Edge(src, unresolved_node(written), EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE, note=(
+        f"made by {value}(...) at {ix.path_of(file_id)}:{line}, whose class the code does not show; not "
+        "followed"), written=written)]
+
+
+def attribute_makers(ix: Index, mro: Sequence[str], attr: str) -> tuple[
+        str, list[tuple[str, int, int]], list[tuple[str, int, int, str]]] | None:
+    """What a method of the nearest class in ``mro`` that sets ``self.attr`` sets it to: (its module, the calls
+    (value as written, file, line), the parameters (default, file, line, parameter)); None when none sets it."""
+    names = pynames(ix)
     for cls_fq in mro:
         d = names.definition(cls_fq)
         if d is None or d.kind is not PyDefKind.CLASS:
@@ -90,18 +110,9 @@ def attribute_calls(ix: Index, src: Node, mro: Sequence[str], written: str, site
                     (attr, d.module, d.qualname))
         rows = [(value, file_id, line) for value, file_id, line, param in made if not param]
         params = [(value, file_id, line, param) for value, file_id, line, param in made if param]
-        if params and not rows:
-            return _parameter_calls(ix, src, d.module, params, site, written, method)
-        if rows:
-            held = _held_calls(ix, src, d.module, rows, method, site, written)
-            if held:
-                return held
-            # Named, never dropped: self.weight_fake_quant = qconfig.weight(...) makes an object of no class shown
-            value, file_id, line = rows[0]
-            return [Edge(src, unresolved_node(written), EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE, note=(
-                f"made by {value}(...) at {ix.path_of(file_id)}:{line}, whose class the code does not show; not "
-                "followed"), written=written)]
-    return []  # no method of the class makes it: a subclass's method (self.forward in Module.__call__), or unknown
+        if rows or params:
+            return d.module, rows, params
+    return None
 
 
 def _parameter_calls(ix: Index, src: Node, module: str, params: list[tuple[str, int, int, str]], site: Loc,

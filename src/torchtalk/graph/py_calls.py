@@ -22,6 +22,7 @@ from .py_args import overloads_for
 from .py_attrs import (
     assigned_node,
     attribute_calls,
+    attribute_makers,
     attributes_made_by,
     class_attribute_call,
     function_node,
@@ -205,6 +206,9 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
     if head == "self" and written.count(".") == 2:
         # self.attr.method(...): a method of what __init__ made (self.conv.reset_parameters()); else an attribute no
         # method makes, mostly a buffer or parameter (self.num_batches_tracked.add_(1)): taken for a Tensor's
+        tensor = _made_tensor(ix, ctx.mro, written.split(".")[1])
+        if tensor:  # self.bias = Parameter(...), self._buf = torch.zeros(...): a Tensor's method
+            return _untyped_receiver(ix, src, written, site, shape, tensor)
         made = attribute_calls(ix, src, ctx.mro, written, site)
         if made:
             return made
@@ -250,12 +254,37 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
     return []
 
 
-def _untyped_receiver(ix: Index, src: Node, written: str, site: Loc, shape: Shape) -> list[Edge]:
+def _untyped_receiver(ix: Index, src: Node, written: str, site: Loc, shape: Shape, made: str = "") -> list[Edge]:
     """``x.sum()`` whose receiver's type the code does not tell: the overloads of the Tensor method its arguments
-    can take, said to assume a Tensor (none when Tensor has no method of that name)."""
+    can take, said to assume a Tensor (none when Tensor has no method of that name); ``made``: what shows the
+    receiver is a Tensor (an attribute set to ``torch.zeros(...)``), said instead."""
     ops = overloads_for(ops_of_python(ix, f"Tensor.{written.rsplit('.', 1)[1]}"), shape[0], shape[1], True, shape[2])
-    return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, note="receiver not typed; assumed a Tensor",
-                 how=EdgeHow.UNTYPED_RECEIVER, written=written) for op in ops]
+    how, note = (EdgeHow.ATTRIBUTE, f"a Tensor: {made}") if made else (EdgeHow.UNTYPED_RECEIVER,
+                                                                       "receiver not typed; assumed a Tensor")
+    return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, note=note, how=how, written=written) for op in ops]
+
+
+_TENSOR_CLASSES = ("torch._tensor.Tensor", "torch.Tensor")
+
+
+def _made_tensor(ix: Index, mro: Sequence[str], attr: str) -> str:
+    """How ``self.attr`` is shown to be a Tensor ("made by torch.zeros(...) at path:line"): every call a method of
+    the nearest class sets it to is an op's Python name or a class derived from Tensor (Parameter, Buffer); ""
+    when not."""
+    found = attribute_makers(ix, mro, attr)
+    if found is None or not found[1] or found[2]:
+        return ""
+    names = pynames(ix)
+    module, rows, _params = found
+    for value, _fid, _line in rows:
+        full = names.resolve_in(module, value)
+        cls = names.definition(full)
+        is_class = cls is not None and cls.kind is PyDefKind.CLASS
+        if not (is_class and any(c in _TENSOR_CLASSES for c in names.mro(full)) or not is_class and
+                ops_of_python(ix, full)):
+            return ""
+    value, file_id, line = rows[0]
+    return f"made by {value}(...) at {ix.path_of(file_id)}:{line}"
 
 
 def _returns_builtin(ix: Index, module: str, written: str) -> bool:

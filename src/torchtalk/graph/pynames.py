@@ -36,6 +36,7 @@ class PyNames:
         self._imports: dict[str, tuple[dict[str, str], list[str]]] = {}
         self._defs: dict[str, PyDef | None] = {}
         self._mros: dict[str, tuple[str, ...]] = {}
+        self._c3_memo: dict[str, list[str] | None] = {}
         self._bases: dict[str, list[str] | None] = {}
         self.module_files = ix.cached("py_module_files", self._module_files)
 
@@ -110,22 +111,53 @@ class PyNames:
         return self._bases[fq]
 
     def mro(self, fq: str, limit: int = 12) -> tuple[str, ...]:
-        """A class and its bases (resolved full names), nearest first, breadth first; at most ``limit``."""
+        """A class and its bases (resolved full names) in Python's method resolution order (C3: ConvBn1d's
+        _ConvBnNd, Conv1d, _ConvNd, _FusedModule, Sequential, Module), the classes the index defines only; breadth
+        first when C3 finds no order (a hierarchy Python itself would refuse); at most ``limit``."""
         if fq not in self._mros:
-            out: list[str] = []
-            todo, seen = [fq], set()
-            while todo and len(out) < limit:
-                cls = todo.pop(0)
-                if cls in seen:
-                    continue
-                seen.add(cls)
-                bases = self.bases(cls)
-                if bases is None:
-                    continue
-                out.append(cls)
-                todo.extend(bases)
-            self._mros[fq] = tuple(out)
+            order = self._c3(fq, frozenset())
+            self._mros[fq] = tuple((order if order is not None else self._breadth_first(fq))[:limit])
         return self._mros[fq]
+
+    def _c3(self, cls: str, above: frozenset[str]) -> list[str] | None:
+        """C3 linearization of ``cls`` over the classes the index defines (None: no consistent order, or a cycle)."""
+        if cls in self._c3_memo:
+            return self._c3_memo[cls]
+        bases = self.bases(cls)
+        if bases is None:
+            return []
+        if cls in above or len(above) > 40:
+            return None
+        known = [b for b in dict.fromkeys(bases) if self.bases(b) is not None]
+        seqs = [self._c3(b, above | {cls}) for b in known]
+        if any(q is None for q in seqs):
+            return None
+        todo = [list(q) for q in seqs if q] + ([list(known)] if known else [])
+        out = [cls]
+        while todo:
+            head = next((q[0] for q in todo if not any(q[0] in r[1:] for r in todo)), None)
+            if head is None:
+                self._c3_memo[cls] = None
+                return None
+            out.append(head)
+            todo = [r for q in todo if (r := q[1:] if q[0] == head else q)]
+        self._c3_memo[cls] = out
+        return out
+
+    def _breadth_first(self, fq: str) -> list[str]:
+        out: list[str] = []
+        todo, seen = [fq], set()
+        while todo:
+            cls = todo.pop(0)
+            if cls in seen:
+                continue
+            seen.add(cls)
+            bases = self.bases(cls)
+            if bases is None:
+                continue
+            out.append(cls)
+            todo.extend(bases)
+        return out
 
     def canonical(self, dotted: str) -> str | None:
         return follow_reexports(dotted, lambda d: self.definition(d) is not None,
