@@ -229,8 +229,28 @@ def test_values_and_enums_type_the_arguments_that_pick_an_overload(typed):
     function template as its template argument (``repeat_common<int64_t, compute_cuda<int64_t>>(...)``, Repeat.h's
     ``void compute(...)`` parameter) is called by the call that hands it (how: handed)."""
     expectations = Expectations(read_tree(TYPES_TREE))
-    assert len({a.where for a in expectations.uses()}) == 20
+    assert len({a.where for a in expectations.uses()}) == 26
     assert mismatches(typed, expectations) == {}
+
+
+DIRECTIVE_FILES = ("aten/src/ATen/native/SobolEngineOps.cpp", "aten/src/ATen/native/SobolEngineOpsUtils.h",
+                   "aten/src/ATen/native/mps/OperationUtils.h", "aten/src/ATen/native/mps/operations/UnaryOps.mm",
+                   "torch/csrc/api/src/nn/detail_users.cpp")
+
+
+def test_a_using_directive_names_its_namespace_from_its_scope_outward(typed):
+    """Note [Using-directive targets]: SobolEngineOps.cpp's ``namespace at::native { using namespace sobol_utils; }``
+    nominates at::native::sobol_utils, so ``cdot_pow2(...)`` and ``bitsubseq(...)`` resolve (they were unresolved:
+    the name was taken as ::sobol_utils); ``using namespace mps;`` in a function of at::native is at::native::mps
+    though at::mps exists; ``using namespace detail;`` in torch::nn is torch::nn::detail, ``using namespace
+    ::detail;`` the global one. called_by agrees."""
+    expectations = Expectations(a for a in read_tree(TYPES_TREE) if a.path in DIRECTIVE_FILES)
+    assert len({a.where for a in expectations.uses()}) == 6
+    assert mismatches(typed, expectations) == {}
+    helper = "at::native::sobol_utils::cdot_pow2"
+    res, text = run(get_tool("called_by"), typed, function_name=helper)
+    assert [(e.src.label, str(e.site)) for e in res.sections[0].callers] == [
+        ("at::native::_sobol_engine_scramble_bits", expectations.site("calls", helper))], text
 
 
 def test_a_class_templates_own_member_comes_before_a_specializations(typed):

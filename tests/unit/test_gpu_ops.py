@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from torchtalk.graph import graph
+from torchtalk.graph.nodes import op_node
+from torchtalk.graph.registry import registry
 from torchtalk.model import EdgeHow, EdgeKind
 from torchtalk.model.cuda import library_of
 from torchtalk.tools import get_tool, run
@@ -113,6 +116,39 @@ def test_an_ops_function_handed_on_is_followed_like_a_call(gpu):
     (hop,) = [e for e in h.chain if e.kind is EdgeKind.DISPATCH_CALL]
     assert (hop.dst.key, hop.how, hop.site.line) == ("angle.out", EdgeHow.PASSED_ON,
                                                      line_of(tree, f"{NATIVE}/UnaryOps.cpp", "(self, at::angle_out)"))
+
+
+SPARSE_CSR_OPS = OPS.replace("    CPU, CUDA: angle_out\n", "    CPU, CUDA: angle_out\n"
+                             "    SparseCsrCPU, SparseCsrCUDA: angle_sparse_csr_out\n").replace(
+    "- func: angle_(Tensor(a!) self) -> Tensor(a!)\n  dispatch:\n",
+    "- func: angle_(Tensor(a!) self) -> Tensor(a!)\n  variants: function, method\n  dispatch:\n"
+    "    SparseCsrCPU, SparseCsrCUDA: angle_sparse_csr_\n")
+
+
+def test_an_ops_function_passed_by_address_in_a_macros_expansion_is_a_call_of_the_op(tree):
+    """Note [Op references]: ``CREATE_UNARY_UFUNC(angle)`` (sparse/SparseCsrTensorMath.cpp's shape) defines
+    angle_sparse_csr_out, which passes ``&at::angle_outf`` to unary_op_out, and angle_sparse_csr_, which passes
+    ``&Tensor::angle_``. Both are read from the arguments the expansion's calls record: the SparseCsr kernels call
+    angle.out and angle_ (passed on, at the macro's line), angle.out's callers list the SparseCsr kernel, and the GPU
+    walk from it reaches angle's CUDA kernel. Before, the macro's line named no op: unary_op_out was all it called."""
+    shutil.copytree(OVERLAY / "c10", tree / "c10", dirs_exist_ok=True)
+    assert SPARSE_CSR_OPS.count("angle_sparse_csr") == 2
+    ix = overlay_index(tree, OVERLAY, {f"{NATIVE}/native_functions.yaml": SPARSE_CSR_OPS})
+    try:
+        path = f"{NATIVE}/sparse/SparseCsrTensorMath.cpp"
+        line = line_of(tree, path, "CREATE_UNARY_UFUNC(angle)")
+        for fn, op, written in (("at::native::angle_sparse_csr_out", "angle.out", "at::angle_outf"),
+                                ("at::native::angle_sparse_csr_", "angle_", "Tensor::angle_")):
+            res, text = run(get_tool("calls"), ix, function_name=fn)
+            assert [(e.dst.key, e.how, str(e.site), e.written) for e in res.sections[0].ops] == [
+                (op, EdgeHow.PASSED_ON, f"{path}:{line}", written)], text
+        into = graph(ix).into(op_node(registry(ix).by_full["angle.out"]), [EdgeKind.DISPATCH_CALL])
+        assert [(e.src.label, e.how, str(e.site)) for e in into if "sparse" in e.site.path] == [
+            ("at::native::angle_sparse_csr_out", EdgeHow.PASSED_ON, f"{path}:{line}")]
+        res, text = run(get_tool("cuda_kernels"), ix, function_name="at::native::angle_sparse_csr_out")
+        assert [h.site.src.label for h in res.helpers] == ["at::native::angle_kernel_cuda"], text
+    finally:
+        ix.close()
 
 
 def test_a_cuda_runtime_call_is_named_as_a_library_call(gpu):

@@ -121,10 +121,11 @@ class Declarations:
         target = n.named_child(0)
         if target is None or n.child_count < 3:
             return
-        name = strip_templates(self.t(target)).replace(" ", "").lstrip(":")
+        written = strip_templates(self.t(target)).replace(" ", "")
+        name = written.lstrip(":")
         scope = "::".join(self.scope(cur, n.start_byte))
-        if n.child(1).type == "namespace":
-            self.usings.append(Using(UsingKind.NAMESPACE, name, "", self.line(n), scope))
+        if n.child(1).type == "namespace":  # as written: a relative name is looked up from its scope at query time
+            self.usings.append(Using(UsingKind.NAMESPACE, written, "", self.line(n), scope))
         elif "::" in name:  # using c10::maybe_wrap_dim; brings one name into this scope
             self.usings.append(Using(UsingKind.DECLARATION, name, name.rsplit("::", 1)[1], self.line(n), scope))
 

@@ -161,7 +161,7 @@ class Walker(Definitions, Declarations, Calls):
                     # inline namespace X { ... }: its names are members of the enclosing namespace too
                     outer = "::".join(self.scope(cur, n.start_byte))
                     inner = "::".join((outer, *parts)) if outer else "::".join(parts)
-                    self.usings.append(Using(UsingKind.NAMESPACE, inner, "", self.line(n), outer))
+                    self.usings.append(Using(UsingKind.NAMESPACE, f"::{inner}", "", self.line(n), outer))
                 stack.append((-negend, cur[1] + tuple(parts), cur[2], cur[3], cur[4], None, ""))
             elif o == 1:
                 stack.append(self._class(n, cur, -negend))

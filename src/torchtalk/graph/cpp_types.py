@@ -308,7 +308,7 @@ def alias_params(ix: Index) -> dict[tuple[str, str, str], tuple[str, ...]]:
 
 
 def directives(ix: Index) -> dict[str, list[tuple[str, str]]]:
-    """scope -> [(nominated namespace, path)] of every ``using namespace``."""
+    """scope -> [(namespace as written, path)] of every ``using namespace``."""
     def load() -> dict[str, list[tuple[str, str]]]:
         out: dict[str, list[tuple[str, str]]] = {}
         for name, scope, f in ix.q("SELECT name, scope, file_id FROM cpp_using WHERE kind = ?",
@@ -316,6 +316,27 @@ def directives(ix: Index) -> dict[str, list[tuple[str, str]]]:
             out.setdefault(scope, []).append((name, ix.path_of(f)))
         return out
     table: dict[str, list[tuple[str, str]]] = ix.cached("using_directives", load)
+    return table
+
+
+# Note [Using-directive targets]
+# A using-directive's namespace name is looked up like any name, from the directive's scope outward:
+# SobolEngineOps.cpp's `namespace at::native { using namespace sobol_utils; }` nominates at::native::sobol_utils
+# (SobolEngineOpsUtils.h), and the MPS files' `using namespace mps;` in at::native nominates at::native::mps, not
+# a ::mps that does not exist. The first enclosing scope s (the directive's own first) where s::name is a scope
+# the index holds something in (``occupied``) is the namespace; a name written with a leading :: (kept so at
+# extraction) is absolute, and so is one found nowhere (std, a library outside the tree).
+
+def directive_targets(ix: Index) -> dict[str, list[tuple[str, str]]]:
+    """scope -> [(nominated namespace, path)] of every ``using namespace``, each namespace found from its scope
+    (Note [Using-directive targets])."""
+    def target(held: frozenset[str], scope: str, written: str) -> str:
+        return written[2:] if written.startswith("::") else next(
+            (ns for s in scope_chain(scope, include_self=True) if (ns := f"{s}::{written}" if s else written) in held),
+            written)
+    table: dict[str, list[tuple[str, str]]] = ix.cached("directive_targets", lambda: {
+        scope: [(target(occupied(ix), scope, name), p) for name, p in entries]
+        for scope, entries in directives(ix).items()})
     return table
 
 
@@ -328,12 +349,11 @@ def nominated(ix: Index, scope: str, path: str) -> tuple[str, ...]:
     key = (scope, path)
     found = memo.get(key)
     if found is None:
-        table = directives(ix)
+        table = directive_targets(ix)
         seen: dict[str, None] = {}
         todo = [scope]
         while todo and len(seen) < 32:
-            for name, p in table.get(todo.pop(0), ()):
-                ns = name.lstrip(":")
+            for ns, p in table.get(todo.pop(0), ()):
                 if ns != scope and ns not in seen and applies(p, path):
                     seen[ns] = None
                     todo.append(ns)

@@ -49,6 +49,13 @@ def _stub_callers(ix: Index, node: Node) -> list[Edge]:
     return cpp_callers.stub_callers(ix, node) or stub_uses.stub_uses(ix, node)
 
 
+def _op_callers(ix: Index, node: Node) -> list[Edge]:
+    """The recorded calls of an op, and the calls that pass its function on (Note [Op references])."""
+    recorded = cpp_callers.op_callers(ix, node)
+    have = {(e.src.key, e.site) for e in recorded}
+    return recorded + [e for e in op_refs.passing(ix, node) if (e.src.key, e.site) not in have]
+
+
 def _stub_calls(ix: Index, node: Node) -> list[Edge]:
     return stub_calls(ix, node, cpp_edges.out_edges(ix, node))
 
@@ -93,7 +100,7 @@ OUT: dict[EdgeKind, Rule | InContext] = {
 INTO: dict[EdgeKind, Rule | InContext] = {
     EdgeKind.CALL: cpp_callers.callers,
     EdgeKind.LAUNCH: _launch_into,
-    EdgeKind.DISPATCH_CALL: cpp_callers.op_callers,
+    EdgeKind.DISPATCH_CALL: _op_callers,
     EdgeKind.STUB_CALL: _stub_callers,
     EdgeKind.UNRESOLVED: cpp_callers.unresolved_callers,
     EdgeKind.KERNEL: op_edges.kernel_of,

@@ -1,11 +1,21 @@
-"""DISPATCH_CALL edges found in the source text: an op's C++ API function handed on without being called.
+"""DISPATCH_CALL edges of an op's C++ API function handed on without being called.
 
 Note [Op references]: ``unary_op_impl_(self, at::abs_out)`` (abs_'s kernel) hands the op-API function
-``at::abs_out`` to a helper that calls it through its parameter. The index records calls, not names
-passed as arguments, so the graph has no edge from abs_'s kernel to abs.out, and a walk down from it
-would find nothing. A function's own lines are searched for ``at::name`` written as an argument
-(followed by ``,`` or ``)``); each name that means an op (op_spellings.op_named: X, X_out, X_outf) is a
-DISPATCH_CALL edge that says how it was found (``EdgeHow.PASSED_ON``). graph.py's OUT rule adds these
+``at::abs_out`` to a helper that calls it through its parameter. No call of abs.out is written there, so the
+graph would have no edge from abs_'s kernel to abs.out, and a walk down from it would find nothing. Two
+places show such a name:
+
+- the arguments of the function's recorded calls (their type expressions, Note [Type expressions]): an
+  argument that is only a name, or its address, naming an op's function (``at::X``: op_spellings.op_named's
+  X, X_out, X_outf) or a Tensor method (``&Tensor::X_``, ``&at::Tensor::X_``: the ops of that method). The
+  extractor reads a same-file macro's expansion, so this finds what SparseCsrTensorMath.cpp's
+  ``CREATE_UNARY_UFUNC(sqrt)`` makes, ``unary_op_out(&at::sqrt_outf, self, result)`` and
+  ``unary_op_inplace(self, &Tensor::sqrt_)``, at the macro's line; the edges into an op are found the same
+  way (``passing``: every call passing one, read once), so called_by and impact see them too;
+- the function's own lines, for ``at::name`` written as an argument (followed by ``,`` or ``)``) of what
+  is not a recorded call.
+
+Each is a DISPATCH_CALL edge that says how it was found (``EdgeHow.PASSED_ON``). graph.py's rules add these
 to the recorded calls.
 """
 
@@ -13,16 +23,18 @@ from __future__ import annotations
 
 import re
 
-from ..model import Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind
+from ..model import NO_REF, CallSite, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Variant
+from ..model.cpp import TypeBase, TypeExpr, TypeStepKind
 from ..store.reader import Index
-from .nodes import symbol_id
+from .nodes import symbol_id, symbol_node
 from .op_spellings import op_named
-from .registry import registry
+from .registry import OpRegistry, registry
 from .source_lines import file_lines
-from .symbols import symbol
+from .symbols import CALL_COLS, calls_from, symbol, to_call
 
 NOTE = "passes the op's function on (found in the source text: no call site is recorded for it)"
 _REF = re.compile(r"\bat::(\w+)\s*[,)]")
+_METHOD_OWNERS = ("Tensor::", "at::Tensor::")
 
 
 def op_refs(ix: Index, node: Node) -> list[Edge]:
@@ -36,15 +48,37 @@ def op_refs(ix: Index, node: Node) -> list[Edge]:
     return memo[sid]
 
 
+def passing(ix: Index, node: Node) -> list[Edge]:
+    """The edges into op ``node`` of the calls that pass its function on as an argument (Note [Op references])."""
+    def load() -> dict[str, list[Edge]]:
+        reg = registry(ix)
+        out: dict[str, list[Edge]] = {}
+        rows = ix.q(f"SELECT {CALL_COLS} FROM cpp_call WHERE caller != ? AND (args LIKE '%v:at::%' OR "
+                    "args LIKE '%v:Tensor::%' OR args LIKE '%v:::at::%')", (NO_REF,))
+        for call in (to_call(ix, r) for r in rows):
+            sym = symbol(ix, call.caller)
+            if sym is not None:
+                for full, written in _passed(reg, call):
+                    out.setdefault(full, []).append(_edge(reg, symbol_node(ix, sym), full, call.loc, written))
+        return out
+    table: dict[str, list[Edge]] = ix.cached("op_refs_into", load)
+    return table.get(node.key, [])
+
+
 def _refs(ix: Index, node: Node, sid: int) -> list[Edge]:
     sym = symbol(ix, sid)
     if sym is None or sym.loc is None or not sym.is_definition:
         return []
-    path = sym.loc.path
-    lines = file_lines(ix, path)
     reg = registry(ix)
     out: list[Edge] = []
     seen: set[str] = set()
+    for call in calls_from(ix, sid):
+        for full, written in _passed(reg, call):
+            if full not in seen:
+                seen.add(full)
+                out.append(_edge(reg, node, full, call.loc, written))
+    path = sym.loc.path
+    lines = file_lines(ix, path)
     for n in range(sym.line, min(sym.end_line, len(lines)) + 1):
         text = lines[n - 1]
         if "at::" not in text or text.lstrip().startswith("//"):
@@ -54,6 +88,31 @@ def _refs(ix: Index, node: Node, sid: int) -> list[Edge]:
                 if full in seen or full not in reg.by_full:
                     continue
                 seen.add(full)
-                out.append(Edge(node, Node(NodeKind.OP, full, full, reg.by_full[full].loc), EdgeKind.DISPATCH_CALL,
-                                Loc(path, n), note=NOTE, how=EdgeHow.PASSED_ON, written=f"at::{m.group(1)}"))
+                out.append(_edge(reg, node, full, Loc(path, n), f"at::{m.group(1)}"))
     return out
+
+
+def _passed(reg: OpRegistry, call: CallSite) -> list[tuple[str, str]]:
+    """(op, name as written) of each argument of ``call`` that names an op's function or a Tensor method."""
+    out: list[tuple[str, str]] = []
+    for text in call.args.split(";") if "v:" in call.args else ():
+        if not text.startswith("v:"):
+            continue
+        te = TypeExpr.parse(text)
+        if te.base is not TypeBase.VARIABLE or any(s.kind is not TypeStepKind.ADDRESS for s in te.steps):
+            continue
+        name = te.text.lstrip(":")
+        if name.startswith(_METHOD_OWNERS):
+            method = name.rsplit("::", 1)[1]
+            ops = [o.full_name for o in reg.by_name.get(method, ()) if Variant.METHOD in o.variants]
+        elif name.startswith("at::") and name.count("::") == 1:
+            ops = [o for o in op_named(reg, name[4:]) if o in reg.by_full]
+        else:
+            continue
+        out += [(o, te.text) for o in ops]
+    return out
+
+
+def _edge(reg: OpRegistry, src: Node, full: str, site: Loc, written: str) -> Edge:
+    return Edge(src, Node(NodeKind.OP, full, full, reg.by_full[full].loc), EdgeKind.DISPATCH_CALL, site, note=NOTE,
+                how=EdgeHow.PASSED_ON, written=written)

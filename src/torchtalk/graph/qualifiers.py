@@ -11,7 +11,7 @@ from collections import defaultdict
 
 from ..model import CppSymbol, UsingKind
 from ..store.reader import Index
-from .cpp_types import all_usings, directives
+from .cpp_types import all_usings, directive_targets
 
 
 def qualifiers(ix: Index, target: CppSymbol) -> frozenset[str]:
@@ -78,10 +78,10 @@ def _declarers(ix: Index, qualname: str, name: str) -> set[str]:
 
 
 def _directive_importers(ix: Index) -> defaultdict[str, set[str]]:
-    """Namespace -> the scopes whose ``using namespace`` nominates it (as written: c10, or ::c10)."""
+    """Namespace -> the scopes whose ``using namespace`` nominates it (Note [Using-directive targets])."""
     out: defaultdict[str, set[str]] = defaultdict(set)
-    for scope, nominated in directives(ix).items():
+    for scope, nominated in directive_targets(ix).items():
         for name, _path in nominated:
             if scope:
-                out[name.lstrip(":")].add(scope)
+                out[name].add(scope)
     return out

@@ -309,7 +309,8 @@ class Using:
     ``typedef ... T;``): widens or renames lookup in its scope."""
 
     kind: UsingKind
-    name: str  # the namespace (NAMESPACE), the qualified name brought in (DECLARATION), the alias target (ALIAS)
+    name: str  # the namespace as written, a leading :: kept (NAMESPACE: Note [Using-directive targets]), the
+    #            qualified name brought in (DECLARATION), the alias target (ALIAS)
     alias: str  # ALIAS: the new name; DECLARATION: the last component; "" for NAMESPACE
     line: int
     scope: str  # qualname of the namespace, class or function it appears in, "" at file level
