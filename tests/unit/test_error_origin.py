@@ -369,6 +369,10 @@ def test_python_raise_with_its_function_and_the_op_it_is_registered_for(fixture_
     best = r.sites[0]
     assert r.verdict is Verdict.EXACT and best.language is Layer.PYTHON and best.exception == "ValueError"
     assert best.function.key == "torch.utils.data.dataloader.DataLoader.__init__"
+    # the condition in its sense: a Python raise sits in an `if` whose test holds; a C++ check raises when its fails
+    assert "  raised when: not isinstance(batch_size, int) or batch_size <= 0" in text
+    _, mat = ask(fixture_ix, MAT)
+    assert "  check (raised when it fails): mat1.sizes()[1] == mat2.sizes()[0]" in mat
     r, _ = ask(fixture_ix, "RuntimeError: mat1 must be a matrix, got 3-D tensor")
     py = next(s for s in r.sites if s.language is Layer.PYTHON)
     assert py.reach.registered == ["aten.addmm (meta)"] and py.reach.ops[0].op.key == "addmm"

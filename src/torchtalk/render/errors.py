@@ -106,7 +106,12 @@ def _site(i: int, s: ErrorSite, detail: bool, out: list[str]) -> None:
     if s.function is not None:
         out.append(f"  in {s.function.label}  {s.function.loc}")
     if s.condition:
-        out.append(f"  check: {s.condition}")
+        # a check (TORCH_CHECK, assert, torch._check) raises when its condition fails; a Python raise sits in an
+        # `if` whose test holds
+        out.append(f"  raised when: {s.condition}" if s.language is Layer.PYTHON and s.macro.startswith("raise ")
+                   else
+                   "  raised always (its condition is false)" if s.condition == "false" else
+                   f"  check (raised when it fails): {s.condition}")
     out.append(f"  prints: {s.template!r}")
     if detail or not s.exact:
         cut = "; the message stops inside its text" if s.cut else ""
