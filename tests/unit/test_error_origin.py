@@ -339,6 +339,25 @@ def test_a_constant_used_as_the_message_is_matched_where_it_is_used(fixture_ix):
                                             "torch/csrc/autograd/python_engine.cpp"}
 
 
+def test_sites_of_the_same_text_and_another_exception_class_are_told_apart(tmp_path):
+    """"TypeError: Not yet implemented": a site raising NotImplementedError with that text is not one the message
+    cannot tell apart from the TypeError site (it said "2 sites print this same text")."""
+    tree = tmp_path / "pytorch"
+    shutil.copytree(FIXTURE_TREE, tree)
+    (tree / "torch/fx").mkdir(parents=True)
+    (tree / "torch/fx/rules.py").write_text(
+        "def get_attr_rule(n):\n    raise TypeError('Not yet implemented')\n\n\n"
+        "def call_rule(n):\n    raise NotImplementedError('Not yet implemented')\n")
+    _st, ix, _rep = build_index(tree, tmp_path / "cache", workers=1, codegen=False)
+    try:
+        r, text = ask(ix, "TypeError: Not yet implemented")
+        assert r.same_text == 1 and r.sites[0].exception == "TypeError" and "same text" not in text, text
+        r, text = ask(ix, "Not yet implemented")
+        assert r.same_text == 2 and "2 sites print this same text" in text
+    finally:
+        ix.close()
+
+
 def test_the_function_a_traceback_names_picks_its_site_whatever_the_line(fixture_ix):
     """A build of other sources prints other line numbers: "Exception raised from unpack at ...:99" names the site in
     SavedVariable::unpack though line 99 is past the file's end."""
