@@ -388,3 +388,26 @@ def test_python_callers_of_an_op(py_indexed):
     _, text = call(ix, "impact", function_name="at::native::relu", depth=1)
     assert "torch.nn.functional.relu  (via relu, calls it (torch.relu)" in text
     assert "torch.nn.modules.activation.ReLU.forward  (via torch.nn.functional.relu, calls it (F.relu)" in text
+
+
+def test_attribute_getters_and_setters_are_bindings_of_the_attribute(py_indexed):
+    """Note [Attribute bindings]: the PyGetSetDef table python_variable.cpp gives torch._C.TensorBase as its
+    tp_getset binds Tensor.volatile's getter and setter, and Tensor._base's getter (no setter: nullptr)."""
+    _, ix = py_indexed
+    rows = set(ix.q("SELECT name, kind, target FROM py_api WHERE kind IN ('getter', 'setter')"))
+    assert rows == {("Tensor.volatile", "getter", "THPVariable_get_volatile"),
+                    ("Tensor.volatile", "setter", "THPVariable_set_volatile"),
+                    ("Tensor._base", "getter", "THPVariable_get_base")}
+    res, text = call(ix, "called_by", function_name="THPVariable_set_volatile")
+    assert "Python Tensor.volatile (setter)  torch/csrc/autograd/python_variable.cpp:" in text
+    res, text = call(ix, "impact", function_name="THPVariable_get_base")
+    assert "Tensor._base" in text
+
+
+def test_no_registration_hint_without_registrations(py_indexed):
+    """A function nothing calls and nothing registers: the answer does not point at a list that is not there."""
+    _, ix = py_indexed
+    res, text = call(ix, "called_by", function_name="dispatch_invert")
+    assert "registration below" not in text or "Registrations that point at it" in text
+    res, text = call(ix, "called_by", function_name="THPVariable_initModule")
+    assert "none found in the indexed C++" in text and "registration below" not in text

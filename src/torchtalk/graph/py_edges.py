@@ -86,12 +86,13 @@ def _library_kernels(ix: Index, node: Node) -> list[Edge]:
 
 
 def _bindings_by_target(ix: Index) -> dict[str, list[tuple[str, str, int, int]]]:
-    """C++ bindings (PyMethodDef, pybind11, generated THPVariable_*) by their target, once per index version."""
+    """C++ bindings (PyMethodDef, PyGetSetDef, pybind11, generated THPVariable_*) by their target (once per index)."""
     def build() -> dict[str, list[tuple[str, str, int, int]]]:
         out: dict[str, list[tuple[str, str, int, int]]] = {}
         for name, kind, target, file_id, line in ix.q(
-                "SELECT name, kind, target, file_id, line FROM py_api WHERE kind IN (?, ?, ?)",
-                (PyApiKind.PYMETHODDEF.value, PyApiKind.PYBIND.value, PyApiKind.GENERATED_BINDING.value)):
+                "SELECT name, kind, target, file_id, line FROM py_api WHERE kind IN (?, ?, ?, ?, ?)",
+                (PyApiKind.PYMETHODDEF.value, PyApiKind.PYBIND.value, PyApiKind.GENERATED_BINDING.value,
+                 PyApiKind.GETTER.value, PyApiKind.SETTER.value)):  # Note [Attribute bindings]
             out.setdefault(target, []).append((name, kind, file_id, line))
         return out
     table: dict[str, list[tuple[str, str, int, int]]] = ix.cached("bindings_by_target", build)
