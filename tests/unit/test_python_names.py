@@ -2,15 +2,19 @@
 members of torch.Tensor, alias tables, PyMethodDef tables and pybind11 modules, and the Python callers of ops."""
 
 import re
+import shutil
 
 import pytest
 
 from torchtalk.extract.bindtext import binding_text_facts
 from torchtalk.extract.cpp import extract_cpp
+from torchtalk.index.indexer import refresh
 from torchtalk.model import CallSite, CppSymbol, GeneratedKind, PyDefKind
+from torchtalk.source.tree import find_source
+from torchtalk.store.reader import Index
 from torchtalk.tools import get_tool, run
 
-from ..conftest import index_with
+from ..conftest import FIXTURE_TREE, index_with
 
 
 def call(ix, tool, **kw):
@@ -388,3 +392,78 @@ def test_python_callers_of_an_op(py_indexed):
     _, text = call(ix, "impact", function_name="at::native::relu", depth=1)
     assert "torch.nn.functional.relu  (via relu, calls it (torch.relu)" in text
     assert "torch.nn.modules.activation.ReLU.forward  (via torch.nn.functional.relu, calls it (F.relu)" in text
+
+
+def test_attribute_getters_and_setters_are_bindings_of_the_attribute(py_indexed):
+    """Note [Attribute bindings]: the PyGetSetDef table python_variable.cpp gives torch._C.TensorBase as its
+    tp_getset binds Tensor.volatile's getter and setter, and Tensor._base's getter (no setter: nullptr)."""
+    _, ix = py_indexed
+    rows = set(ix.q("SELECT name, kind, target FROM py_api WHERE kind IN ('getter', 'setter')"))
+    assert rows == {("Tensor.volatile", "getter", "THPVariable_get_volatile"),
+                    ("Tensor.volatile", "setter", "THPVariable_set_volatile"),
+                    ("Tensor._base", "getter", "THPVariable_get_base")}
+    res, text = call(ix, "called_by", function_name="THPVariable_set_volatile")
+    assert "Python Tensor.volatile (setter)  torch/csrc/autograd/python_variable.cpp:" in text
+    res, text = call(ix, "impact", function_name="THPVariable_get_base")
+    assert "Tensor._base" in text
+
+
+def test_no_registration_hint_without_registrations(py_indexed):
+    """A function nothing calls and nothing registers: the answer does not point at a list that is not there."""
+    _, ix = py_indexed
+    res, text = call(ix, "called_by", function_name="dispatch_invert")
+    assert "registration below" not in text or "Registrations that point at it" in text
+    res, text = call(ix, "called_by", function_name="THPVariable_initModule")
+    assert "none found in the indexed C++" in text and "registration below" not in text
+
+
+INSTRUCTION_COUNTER = """\
+// Fixture: torch/csrc/instruction_counter/Module.cpp binds its own free function start.
+#include <torch/csrc/instruction_counter/Module.h>
+
+namespace torch::instruction_counter {
+
+static long start() {
+  return 0;
+}
+
+void initModule(PyObject* module) {
+  auto m = py::module::import("torch._C._instruction_counter");
+  m.def("start", start);
+  // ^ binds: start
+}
+
+} // namespace torch::instruction_counter
+"""
+
+KINETO_CLIENT = """\
+// Fixture: a class with a method of the same name, elsewhere.
+namespace torch::profiler::impl {
+namespace {
+class LibKinetoClient {
+ public:
+  void start() {
+  }
+};
+} // namespace
+} // namespace torch::profiler::impl
+"""
+
+
+def test_a_binding_names_its_function_as_written_in_its_file(tmp_path):
+    """Note [Bound as written]: m.def("start", start) binds the file's own free function, not a method start."""
+    tree = tmp_path / "pytorch"
+    shutil.copytree(FIXTURE_TREE, tree)
+    (tree / "torch/csrc/instruction_counter").mkdir(parents=True)
+    (tree / "torch/csrc/instruction_counter/Module.cpp").write_text(INSTRUCTION_COUNTER)
+    (tree / "torch/csrc/profiler").mkdir(parents=True, exist_ok=True)
+    (tree / "torch/csrc/profiler/kineto_client_interface.cpp").write_text(KINETO_CLIENT)
+    st = find_source(tree)
+    refresh(st, workers=1, codegen=False)
+    ix = Index(st.index_path, st.root)
+    _, text = call(ix, "called_by", function_name="LibKinetoClient::start")
+    assert "_instruction_counter.start" not in text
+    _, text = call(ix, "called_by", function_name="torch::instruction_counter::start")
+    assert "Python torch._C._instruction_counter.start" in text
+    _, text = call(ix, "trace", function_name="torch._C._instruction_counter.start")
+    assert "LibKinetoClient" not in text and "instruction_counter/Module.cpp:6" in text

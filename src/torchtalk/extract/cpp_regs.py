@@ -1,4 +1,4 @@
-"""Registrations found by pattern: DispatchStub macros and PyMethodDef tables.
+"""Registrations found by pattern: DispatchStub macros, PyMethodDef and PyGetSetDef tables.
 
 Both are found in the text (the macros often parse as junk at namespace scope, tables
 hold ``#ifdef`` lines that break initializer parsing) and then checked against the tree
@@ -21,7 +21,7 @@ _ARCH_KEY = {
     "REGISTER_XPU_DISPATCH": "XPU", "REGISTER_MTIA_DISPATCH": "MTIA",
     "REGISTER_PRIVATEUSE1_DISPATCH": "PrivateUse1",
 }
-_TABLE = re.compile(r"\bPyMethodDef\s*>?\s*(\w+)\s*(?:\[\s*\w*\s*\])?\s*=\s*\{")
+_TABLE = re.compile(r"\b(PyMethodDef|PyGetSetDef)\s*>?\s*(\w+)\s*(?:\[\s*\w*\s*\])?\s*=\s*\{")
 _NAME_CAST = re.compile(r"^\s*\(\s*(?:const\s+)?char\s*\*\s*\)")
 _NOT_CODE = frozenset({
     "comment", "string_literal", "string_content", "raw_string_literal", "raw_string_content",
@@ -49,7 +49,7 @@ class Regs:
     def run(self) -> None:
         if "DISPATCH" in self.text:
             self.dispatch()
-        if "PyMethodDef" in self.text:
+        if "PyMethodDef" in self.text or "PyGetSetDef" in self.text:
             self.tables()
 
     def line_at(self, pos: int) -> int:
@@ -102,7 +102,10 @@ class Regs:
         for m in _TABLE.finditer(text):
             if not self.is_code(m.start(), m.start() + 11):
                 continue
-            table = m.group(1)
+            # Note [Attribute bindings]: a PyGetSetDef entry {"volatile", (getter)get, (setter)set, doc, closure}
+            # binds reading and assigning the attribute; each function it names is a binding of its own
+            kinds = _METHOD if m.group(1) == "PyMethodDef" else _GETSET
+            table = m.group(2)
             open_idx = m.end() - 1
             end = match_close(text, open_idx)
             scope = self.w.enclosing_def(m.start())
@@ -113,8 +116,14 @@ class Regs:
                 if not name:
                     continue
                 line = self.line_at(start)
-                target = clean_target(fields[1], line) if len(fields) > 1 else ""
-                self.w.regs.append(Registration(RegistrationKind.PYMETHODDEF, name, target, table, line, table, scope))
+                for i, kind in enumerate(kinds, 1):
+                    target = clean_target(fields[i], line) if len(fields) > i else ""
+                    if target or kind is RegistrationKind.PYMETHODDEF:
+                        self.w.regs.append(Registration(kind, name, target, table, line, table, scope))
+
+
+_METHOD = (RegistrationKind.PYMETHODDEF,)
+_GETSET = (RegistrationKind.PY_GETTER, RegistrationKind.PY_SETTER)  # fields 1 and 2 of an entry
 
 
 def _braced_items(text: str, i: int, end: int):

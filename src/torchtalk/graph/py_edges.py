@@ -5,16 +5,17 @@ functions that call an op (F.group_norm -> native_group_norm). What Python code 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
-from ..model import Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, PyApiKind, PyDefKind
+from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, PyApiKind, PyDefKind, SymbolKind
 from ..store.reader import Index
 from .library_impls import library_impls, library_python
 from .nodes import binding_node, cpp_node, op_node, symbol_id, unresolved_node
 from .py_calls import assign_edges, ops_of_python
 from .pynames import PyNames, pynames
 from .registry import registry
-from .symbols import defs_in_file, symbol
+from .symbols import defs_by_name, defs_in_file, symbol
 
 # ------------------------------------------------------------------ BINDING
 
@@ -38,14 +39,14 @@ def bindings_into(ix: Index, node: Node) -> list[Edge]:
     fn = symbol(ix, sid) if sid is not None else None
     if fn is None:
         return []
-    by_target = _bindings_by_target(ix)
     out = []
-    # by its name, and by its qualified name when that differs (a global function's are the same: once)
-    for name, kind, file_id, line in [r for t in dict.fromkeys((fn.name, fn.qualname)) for r in by_target.get(t, [])]:
+    # the bindings whose target, as written, has its name (Note [Bound as written] says which of them name it)
+    for name, kind, target, file_id, line in _bindings_by_target(ix).get(fn.name, []):
         loc = Loc(ix.path_of(file_id), line)
         if kind == PyApiKind.GENERATED_BINDING and loc.path != fn.path:
             continue
-        out.append(Edge(binding_node(name, loc), node, EdgeKind.BINDING, loc, kind))
+        if any(d.id == fn.id for d in bound_functions(ix, target, file_id)):
+            out.append(Edge(binding_node(name, loc), node, EdgeKind.BINDING, loc, kind))
     return out + _library_bindings(ix, node, fn.name, fn.qualname, fn.path if fn.is_file_local else "")
 
 
@@ -85,16 +86,44 @@ def _library_kernels(ix: Index, node: Node) -> list[Edge]:
     return edges
 
 
-def _bindings_by_target(ix: Index) -> dict[str, list[tuple[str, str, int, int]]]:
-    """C++ bindings (PyMethodDef, pybind11, generated THPVariable_*) by their target, once per index version."""
-    def build() -> dict[str, list[tuple[str, str, int, int]]]:
-        out: dict[str, list[tuple[str, str, int, int]]] = {}
+# Note [Bound as written]
+# A binding names its function as written in its file: ``m.def("start", start)`` (instruction_counter/Module.cpp)
+# binds the ``start`` that a call written there would reach, the file's own free function, not
+# LibKinetoClient::start elsewhere. So a target is looked up like a call from the binding's file: its definitions in
+# that file first; else, written qualified (``&Class::method``, ``torch::jit::f``), the functions whose qualified
+# name ends so; written bare, the free functions of that name (a bare name never names a method).
+_MEMBERS = (SymbolKind.METHOD, SymbolKind.CONSTRUCTOR)
+_TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
+
+
+def bound_functions(ix: Index, target: str, file_id: int) -> list[CppSymbol]:
+    """The C++ definitions a binding's target, as written in file ``file_id``, names (Note [Bound as written])."""
+    written = _TEMPLATE_ARGS.sub("", target).removeprefix("::")  # ConvPackedParamsBase<kSpatialDim>::groups
+    name = written.rsplit("::", 1)[-1]
+
+    def fits(d: CppSymbol) -> bool:
+        if "::" in written:
+            own = d.qualname.replace("(anonymous)::", "")
+            return own == written or own.endswith(f"::{written}")
+        return d.kind not in _MEMBERS
+    here = [d for d in defs_in_file(ix, file_id, name) if fits(d)]
+    if here:
+        return here
+    return [d for d in defs_by_name(ix, name) if fits(d) and not d.is_file_local]
+
+
+def _bindings_by_target(ix: Index) -> dict[str, list[tuple[str, str, str, int, int]]]:
+    """C++ bindings (PyMethodDef, PyGetSetDef, pybind11, generated THPVariable_*) by their target's last name (once
+    per index): (Python name, kind, target as written, file, line)."""
+    def build() -> dict[str, list[tuple[str, str, str, int, int]]]:
+        out: dict[str, list[tuple[str, str, str, int, int]]] = {}
         for name, kind, target, file_id, line in ix.q(
-                "SELECT name, kind, target, file_id, line FROM py_api WHERE kind IN (?, ?, ?)",
-                (PyApiKind.PYMETHODDEF.value, PyApiKind.PYBIND.value, PyApiKind.GENERATED_BINDING.value)):
-            out.setdefault(target, []).append((name, kind, file_id, line))
+                "SELECT name, kind, target, file_id, line FROM py_api WHERE kind IN (?, ?, ?, ?, ?)",
+                (PyApiKind.PYMETHODDEF.value, PyApiKind.PYBIND.value, PyApiKind.GENERATED_BINDING.value,
+                 PyApiKind.GETTER.value, PyApiKind.SETTER.value)):  # Note [Attribute bindings]
+            out.setdefault(target.rsplit("::", 1)[-1], []).append((name, kind, target, file_id, line))
         return out
-    table: dict[str, list[tuple[str, str, int, int]]] = ix.cached("bindings_by_target", build)
+    table: dict[str, list[tuple[str, str, str, int, int]]] = ix.cached("bindings_by_target", build)
     return table
 
 
@@ -115,8 +144,8 @@ def bindings_out(ix: Index, node: Node) -> list[Edge]:
         if op_name and op_name in reg.by_full and kind != PyApiKind.GENERATED_BINDING:
             out.append(Edge(node, op_node(reg.by_full[op_name]), EdgeKind.BINDING, loc, kind))
         elif target:
-            defs = defs_in_file(ix, file_id, target.split("::")[-1]) or []
-            dst = cpp_node(defs[0]) if defs else _cpp_named(ix, target) or unresolved_node(target)
+            defs = bound_functions(ix, target, file_id)
+            dst = cpp_node(defs[0]) if defs else unresolved_node(target)
             out.append(Edge(node, dst, EdgeKind.BINDING, loc, kind))
     return out
 

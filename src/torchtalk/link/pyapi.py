@@ -196,10 +196,10 @@ _TYPE_NAMESPACES = {"torch._C.TensorBase": "Tensor", "torch._C._TensorBase": "Te
 
 
 def table_owners(conn: sqlite3.Connection) -> dict[tuple[int, str], str]:
-    """(file, PyMethodDef table) -> the Python module or class its entries become attributes of, from the
-    PY_METHODS facts of extract/bindtext.py: a table (or a vector it is added to with THPUtils_addPyMethodDefs,
+    """(file, PyMethodDef or PyGetSetDef table) -> the Python module or class its entries become attributes of, from
+    the PY_METHODS facts of extract/bindtext.py: a table (or a vector it is added to with THPUtils_addPyMethodDefs,
     directly or through ``PyMethodDef* python_functions() { return methods; }``) given to a PyModuleDef or as a
-    PyTypeObject's tp_methods."""
+    PyTypeObject's tp_methods or tp_getset."""
     dest: dict[tuple[int, str], str] = {}
     adds: list[tuple[int, str, str, bool]] = []
     fns: dict[str, list[tuple[int, str]]] = {}
@@ -221,6 +221,15 @@ def table_owners(conn: sqlite3.Connection) -> dict[tuple[int, str], str]:
     return owners
 
 
+# Note [Attribute bindings]
+# A PyTypeObject's tp_getset table (PyGetSetDef) binds attribute access, as its tp_methods table binds calls:
+# ``{"volatile", (getter)THPVariable_get_volatile, (setter)THPVariable_set_volatile, nullptr, nullptr}`` in the table
+# python_variable.cpp gives torch._C.TensorBase makes reading ``t.volatile`` call the getter and assigning it call the
+# setter, and no C++ call reaches either. Each is a binding of the attribute's Python name (Tensor.volatile), of kind
+# GETTER or SETTER; the table's owner is found as a method table's is (table_owners: the tp_getset it is given to).
+_TABLE_KINDS = {"pymethoddef": PyApiKind.PYMETHODDEF, "py_getter": PyApiKind.GETTER, "py_setter": PyApiKind.SETTER}
+
+
 def _binding_rows(conn: sqlite3.Connection) -> list[Row]:
     """Hand-written bindings: PyMethodDef entries and pybind11 .def (named in their module when the code says
     which it is, see PybindModules), and the aliases of PyMethodDef tables are linked in _alias_rows."""
@@ -229,14 +238,15 @@ def _binding_rows(conn: sqlite3.Connection) -> list[Row]:
     owners = table_owners(conn)
     for kind, name, target, key, file_id, line, path, scope in conn.execute(
             "SELECT r.kind, r.name, r.target, r.key, r.file_id, r.line, f.path, r.scope FROM cpp_registration r "
-            "JOIN files f ON f.id = r.file_id WHERE r.kind IN ('pymethoddef', 'pybind_def') AND f.generated = 0"):
-        if kind == "pymethoddef":
+            "JOIN files f ON f.id = r.file_id WHERE r.kind IN ('pymethoddef', 'pybind_def', 'py_getter', 'py_setter') "
+            "AND f.generated = 0"):
+        if kind in _TABLE_KINDS:
             # Where the code installs the table (table_owners); else: tables of torch/csrc/Module.cpp are
             # torch._C's own methods, the hand-written tables of the binding files (python_torch_functions_manual.cpp)
             # fill the same namespace as the generated ones, and other tables keep their name.
             owner = owners.get((file_id, key)) or ("torch._C" if path == "torch/csrc/Module.cpp" else
                                                   (generated_namespace(path) or key))
-            rows.append((f"{owner}.{name}", PyApiKind.PYMETHODDEF, "", target, file_id, line))
+            rows.append((f"{owner}.{name}", _TABLE_KINDS[kind], "", target, file_id, line))
         else:
             module = _pybind_module(mods, scope, key)
             rows.append((f"{module}.{name}" if module else name, PyApiKind.PYBIND, "", target, file_id, line))

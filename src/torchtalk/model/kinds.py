@@ -96,6 +96,8 @@ class RegistrationKind(StrEnum):
     LIBRARY_FALLBACK = "library_fallback"
     PYBIND_DEF = "pybind_def"  # .def("name", &fn) on a pybind11 module or class
     PYMETHODDEF = "pymethoddef"  # {"name", fn, ...} in a PyMethodDef table
+    PY_GETTER = "py_getter"  # {"name", (getter)get, (setter)set, ...} in a PyGetSetDef table: the getter
+    PY_SETTER = "py_setter"  # ... and the setter (Note [Attribute bindings])
 
     @property
     def is_stub(self) -> bool:
@@ -104,7 +106,8 @@ class RegistrationKind(StrEnum):
 
     @property
     def is_python(self) -> bool:
-        return self in (RegistrationKind.PYBIND_DEF, RegistrationKind.PYMETHODDEF)
+        return self in (RegistrationKind.PYBIND_DEF, RegistrationKind.PYMETHODDEF, RegistrationKind.PY_GETTER,
+                        RegistrationKind.PY_SETTER)
 
 
 class ClassKind(StrEnum):
@@ -225,6 +228,8 @@ class PyApiKind(StrEnum):
     GENERATED_BINDING = "generated_binding"  # THPVariable_X in the generated python_*_functions.cpp
     PYMETHODDEF = "pymethoddef"  # a hand-written PyMethodDef entry (torch._C.X)
     PYBIND = "pybind"  # a pybind11 .def
+    GETTER = "getter"  # reading an attribute: a PyGetSetDef entry's getter (Tensor.volatile)
+    SETTER = "setter"  # assigning an attribute: a PyGetSetDef entry's setter (Note [Attribute bindings])
     LIBRARY = "library"  # torch.ops.ns.op: m.impl in a TORCH_LIBRARY_IMPL block outside aten (Note [Library ops])
 
 

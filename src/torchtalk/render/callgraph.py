@@ -143,7 +143,8 @@ def _called_by_body(sec: CalledBySection) -> tuple[list[str], list[Section]]:
             if e.how in PASSED else " (recursive: it calls itself)" if e.src == sec.function else ""
         lines.append(f"- {e.src}  [call at {e.site}]{how}")
     if not sec.callers:
-        lines.append("- none found in the indexed C++ (it may be reached only through a registration below)")
+        below = " (it may be reached only through a registration below)" if sec.registrations else ""
+        lines.append(f"- none found in the indexed C++{below}")
     if sec.symbol is None:
         regs = [f"\nKernels registered for it ({len(sec.registrations)}):"]
         regs += [f"- {e.key}: {e.dst}  [registered {e.site} {e.note}]" for e in sec.registrations]

@@ -235,7 +235,9 @@ def _bound_target(edge: Edge) -> str:
 
 
 _BINDING_KINDS = {PyApiKind.GENERATED_BINDING: "a generated binding (tools/autograd/gen_python_functions.py)",
-                  PyApiKind.PYMETHODDEF: "a PyMethodDef entry", PyApiKind.PYBIND: "pybind11 .def"}
+                  PyApiKind.PYMETHODDEF: "a PyMethodDef entry", PyApiKind.PYBIND: "pybind11 .def",
+                  PyApiKind.GETTER: "the getter of a PyGetSetDef entry",
+                  PyApiKind.SETTER: "the setter of a PyGetSetDef entry"}
 
 
 def _bindings(bs: list[BindingTrace], out: list[str]) -> None:

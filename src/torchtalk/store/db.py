@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..errors import IndexUnavailable
-from ..model import FACT_TABLES, FileStatus, Layer
+from ..model import FACT_TABLES, FileStatus, Layer, RegistrationKind
 from ..procs import pid_alive
 from . import keys
 from .builds import READ_ONLY_ERRNOS
@@ -34,10 +34,10 @@ _NAME_COLUMNS: dict[str, tuple[str, ...]] = {
     "op": ("name", "full_name"), "op_dispatch": ("kernel",), "cpp_symbol": ("name",), "py_class": ("name",),
     "py_function": ("name",),
 }
-# Every source of names: those columns, and the Python names of pybind11 defs and PyMethodDef entries
-# (py_api, the link stage's table of Python names, adds its own in build_links).
+# Every source of names: those columns, and the Python names registrations of _PY_REG_KINDS give (py_api adds its own)
 _NAME_SOURCES: dict[str, tuple[str, ...]] = {**_NAME_COLUMNS, "cpp_registration": ("name",)}
 _MAX_NAME = 300
+_PY_REG_KINDS = tuple(k.value for k in RegistrationKind if k.is_python)  # registrations that name a Python name
 
 
 def _searchable(name: str) -> bool:
@@ -234,7 +234,7 @@ class IndexWriter:
     def remove_file(self, file_id: int) -> None:
         if self.incremental:
             for t, cols in _NAME_SOURCES.items():
-                where = " AND kind IN ('pybind_def', 'pymethoddef')" if t == "cpp_registration" else ""
+                where = f" AND kind IN {_PY_REG_KINDS}" if t == "cpp_registration" else ""
                 for c in cols:
                     self._gone_names.update(r[0] for r in self.conn.execute(
                         f"SELECT DISTINCT {c} FROM {t} WHERE file_id = ?{where}", (file_id,)))
@@ -302,7 +302,7 @@ class IndexWriter:
         if regs:
             names = codec_for_table("cpp_registration").columns
             kind, name = names.index("kind"), names.index("name")
-            add(r[name] for r in regs if r[kind] in ("pybind_def", "pymethoddef"))
+            add(r[name] for r in regs if r[kind] in _PY_REG_KINDS)
 
     def add_names(self, names: Iterable[str]) -> None:
         self._new_names.update(names)
@@ -348,7 +348,7 @@ class IndexWriter:
     def _still_named(self, name: str) -> bool:
         """Whether any row the search tables are made of names ``name``."""
         for t, cols in _NAME_SOURCES.items():
-            where = " AND kind IN ('pybind_def', 'pymethoddef')" if t == "cpp_registration" else ""
+            where = f" AND kind IN {_PY_REG_KINDS}" if t == "cpp_registration" else ""
             for c in cols:
                 if self.conn.execute(f"SELECT 1 FROM {t} WHERE {c} = ?{where} LIMIT 1", (name,)).fetchone():
                     return True
