@@ -30,6 +30,7 @@ YAML = """\
 - func: pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor
 - func: pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor
 - func: pow.Scalar(Scalar self, Tensor exponent) -> Tensor
+- func: size.int(Tensor self, int dim) -> int
 - func: size.Dimname(Tensor self, Dimname dim) -> int
 """
 OPS: dict[str, list[Op]] = {}
@@ -38,7 +39,7 @@ for _op in extract_native_functions("native_functions.yaml", YAML.encode())[Op]:
 
 
 @pytest.mark.parametrize(("call", "name", "nargs", "keywords", "method", "reached"), [
-    ("torch.cat(xs, 1)", "cat", 2, (), False, ["cat", "cat.names"]),  # an int and a Dimname look alike
+    ("torch.cat(xs, 1)", "cat", 2, (), False, ["cat"]),  # literals "": no argument is a literal, so no Dimname
     ("torch.cat(xs, 1, out=y)", "cat", 2, ("out",), False, ["cat.out"]),
     ("torch.zeros(2, 3)", "zeros", 2, (), False, ["zeros"]),  # an int list taken as varargs
     ("torch.zeros(n, names=('N',))", "zeros", 1, ("names",), False, ["zeros.names"]),
@@ -50,7 +51,7 @@ for _op in extract_native_functions("native_functions.yaml", YAML.encode())[Op]:
     ("x.view(2, 3)", "view", 2, (), True, ["view"]),
     ("x.view(torch.float16)", "view", 1, (), True, ["view", "view.dtype"]),
     ("x.sum()", "sum", 0, (), True, ["sum"]),
-    ("x.sum(d, keepdim=k)", "sum", 1, ("keepdim",), True, ["sum.dim_IntList", "sum.dim_DimnameList"]),
+    ("x.sum(d, keepdim=k)", "sum", 1, ("keepdim",), True, ["sum.dim_IntList"]),
     ("x.sum(*dims)", "sum", -1, (), True, ["sum", "sum.dim_IntList", "sum.IntList_out", "sum.dim_DimnameList"]),
     ("x.sum(**kw)", "sum", 0, ("**",), True, ["sum", "sum.dim_IntList", "sum.IntList_out", "sum.dim_DimnameList"]),
     ("x.sum(a, b, c, d)", "sum", 4, (), True, ["sum.dim_IntList"]),  # an int list also takes varargs
@@ -67,15 +68,29 @@ def test_a_call_reaches_the_overloads_that_take_its_arguments(call, name, nargs,
     ("x.sum(1, keepdim=True)", "sum", 1, ("keepdim",), True, "ib", ["sum.dim_IntList"]),
     ("x.sum(dim='N')", "sum", 0, ("dim",), True, "s", ["sum.dim_DimnameList"]),
     ("x.transpose(0, -1)", "transpose", 2, (), True, "ii", ["transpose.int"]),
-    ("x.transpose(a, b)", "transpose", 2, (), True, "", ["transpose.int", "transpose.Dimname"]),
+    ("x.transpose(a, b)", "transpose", 2, (), True, "", ["transpose.int"]),  # "": none is a literal
     ("torch.pow(x, 2)", "pow", 2, (), False, ".i", ["pow.Tensor_Tensor", "pow.Tensor_Scalar", "pow.Scalar"]),
     ("torch.pow(x, 0.5)", "pow", 2, (), False, ".f", ["pow.Tensor_Tensor", "pow.Tensor_Scalar", "pow.Scalar"]),
     ("torch.max(x, None)", "max", 2, (), False, ".n", []),  # none takes a None there: no op (the call is named)
     ("torch.zeros(n, dtype=None)", "zeros", 1, ("dtype",), False, ".n", ["zeros"]),
     ("x.view('a', 'b')", "view", 2, (), True, "ss", []),  # none takes two strings
-    ("x.size(0)", "size", 1, (), True, "i", []),  # Tensor.size(int) is hand-written: size.Dimname takes no int
-    ("x.size(d)", "size", 1, (), True, "", ["size.Dimname"]),
+    ("x.size(0)", "size", 1, (), True, "i", ["size.int"]),  # size.Dimname takes no int
+    ("x.size(d)", "size", 1, (), True, "", ["size.int"]),
+    # an expression is no Dimname where another overload takes it (conv.py:795: input.size(d + num_non_spatial_dims))
+    ("x.size(d + n)", "size", 1, (), True, ".", ["size.int"]),
+    ("x.size('N')", "size", 1, (), True, "s", ["size.Dimname"]),
+    ("torch.cat(xs, dim)", "cat", 2, (), False, "..", ["cat"]),
+    ("x.sum(dims, keepdim=k)", "sum", 1, ("keepdim",), True, "..", ["sum.dim_IntList"]),
+    ("x.transpose(a, 'N')", "transpose", 2, (), True, ".s", ["transpose.Dimname"]),  # what is left is reached
 ])
 def test_a_literal_argument_rules_out_the_parameters_that_cannot_take_it(call, name, nargs, keywords, method,
                                                                            literals, reached):
     assert [o.full_name for o in overloads_for(OPS[name], nargs, keywords, method, literals)] == reached, call
+
+
+def test_a_call_no_overload_takes_reaches_none_where_the_caller_has_somewhere_else_to_go():
+    """``grad.size()`` (optim/_functional.py:50): no overload of size takes no argument; Tensor.size's hand-written
+    binding does, so its caller asks for none rather than all (keep_all=False)."""
+    assert [o.full_name for o in overloads_for(OPS["size"], 0, (), True, "")] == ["size.int", "size.Dimname"]
+    assert overloads_for(OPS["size"], 0, (), True, "", keep_all=False) == []
+    assert overloads_for(OPS["size"][1:], 0, (), True, "", keep_all=False) == []

@@ -12,9 +12,13 @@ overload names (``dim=``, ``out=``; a keyword no overload names is the parser's 
 The parser calls ``self`` ``input`` in a function, and an out= overload's outputs ``out`` (a tuple when several).
 A method call has its receiver for ``self``. A literal argument rules out a parameter that cannot take it
 (``PyCall.literals``): an int is no ``Dimname`` (``x.transpose(0, 1)`` is ``transpose.int``, ``torch.cat(xs, 1)``
-is not ``cat.names``), a string no number or Tensor, a float no int, None only an optional parameter. A call with
-``*args`` or ``**kwargs`` keeps every overload, and so does a call no overload takes (a signature of
-tools/autograd/deprecated.yaml): never fewer than one.
+is not ``cat.names``), a string no number or Tensor, a float no int, None only an optional parameter. An argument
+that is no literal (``d + n``, a name) is a Dimname only where the code says so, which it never does to us: where
+another overload takes the call, one that needs a Dimname for it is not reached (``input.size(d + n)``,
+``torch.cat(xs, dim)``); a string literal is the one spelling of a Dimname. A call with ``*args`` or ``**kwargs``
+keeps every overload, and so does a call no overload takes (a signature of tools/autograd/deprecated.yaml): never
+fewer than one, unless the caller has somewhere else to go (``keep_all=False``: a hand-written binding whose parser
+takes signatures the YAML does not show, graph/py_calls.py's Tensor methods).
 """
 
 from __future__ import annotations
@@ -37,13 +41,15 @@ _REFUSED = {
 
 
 def overloads_for(ops: Sequence[Op], nargs: int, keywords: tuple[str, ...], method: bool,
-                  literals: str = "") -> list[Op]:
+                  literals: str = "", keep_all: bool = True) -> list[Op]:
     """The ``ops`` (overloads of one Python name) a call with ``nargs`` positional arguments and ``keywords`` can
     reach; ``method``: called on a receiver, which is ``self``; ``literals``: what literal each argument is. None
     when the overloads that take that many arguments all refuse a literal (``x.size(0)``: size.Dimname's Dimname
     takes no int; Tensor.size(int) is hand-written and reaches no op); all of them when the count rules every one
-    out (the call is read wrong, not the overloads)."""
-    if nargs < 0 or (len(ops) < 2 and not literals.strip(".")):
+    out (the call is read wrong, not the overloads), or none when not ``keep_all``."""
+    if nargs < 0:
+        return list(ops)
+    if len(ops) < 2 and not literals.strip(".") and keep_all:
         return list(ops)
     sigs = []  # each overload's parameters (the receiver's taken out) and the names they answer to
     for op in ops:
@@ -51,8 +57,10 @@ def overloads_for(ops: Sequence[Op], nargs: int, keywords: tuple[str, ...], meth
         sigs.append((op, params, _names(params)))
     named = set().union(*(names for _op, _p, names in sigs))
     takes = [(op, params) for op, params, names in sigs if _takes(params, names, nargs, keywords, named)]
-    kept = [op for op, params in takes if _literals_fit(params, nargs, keywords, literals)]
-    return kept if kept or takes else list(ops)
+    kept = [(op, params) for op, params in takes if _literals_fit(params, nargs, keywords, literals)]
+    if len(kept) > 1:  # an expression is no Dimname where another overload takes it
+        kept = [(op, p) for op, p in kept if not _dimname_for_expression(p, nargs, keywords, literals)] or kept
+    return [op for op, _p in kept] if kept or takes or not keep_all else list(ops)
 
 
 def _base(type_: str) -> str:
@@ -81,6 +89,22 @@ def _literals_fit(params: list[Argument], nargs: int, keywords: tuple[str, ...],
         if kind != "." and a is not None and not _fits(kind, a):
             return False
     return True
+
+
+def _dimname_for_expression(params: list[Argument], nargs: int, keywords: tuple[str, ...], literals: str) -> bool:
+    """Whether an argument the call writes as no literal ("." in ``literals``; all of them when ``literals`` is
+    "", extract/pyargs.call_shape's "none is a literal") goes to a Dimname parameter."""
+    literals = literals or "." * (max(nargs, 0) + len(keywords))
+    positional = [a for a in params if not a.kwarg_only]
+    by_name = {a.name: a for a in params}
+    for i, kind in enumerate(literals[:nargs]):
+        if kind == "." and i < len(positional) and _base(positional[i].type) == "Dimname":
+            return True
+    for k, kind in zip(keywords, literals[nargs:], strict=False):
+        a = by_name.get(k)
+        if kind == "." and a is not None and _base(a.type) == "Dimname":
+            return True
+    return False
 
 
 def _params(op: Op, method: bool) -> list[Argument]:

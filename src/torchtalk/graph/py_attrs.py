@@ -30,6 +30,20 @@ def hand_bound(ix: Index) -> dict[str, Loc]:
     return table
 
 
+def tensor_hand_bound(ix: Index) -> dict[str, Loc]:
+    """Tensor methods whose Python binding is hand-written C++ (THPVariable_size in the python_variable_methods.cpp
+    template: a binding entry of the name that calls no op), by method name: where each is bound."""
+    def build() -> dict[str, Loc]:
+        out: dict[str, Loc] = {}
+        for name, file_id, line in ix.q(
+                "SELECT name, file_id, line FROM py_api WHERE name LIKE 'Tensor.%' AND op = '' AND target != '' "
+                "ORDER BY file_id, line"):
+            out.setdefault(name[len("Tensor."):], Loc(ix.path_of(file_id), line))
+        return out
+    table: dict[str, Loc] = ix.cached("tensor_hand_bound", build)
+    return table
+
+
 def method_of(ix: Index, mro: Sequence[str], name: str) -> PyDef | None:
     """The method ``name`` of an instance whose class and bases are ``mro`` (the nearest definition)."""
     names = pynames(ix)

@@ -28,6 +28,7 @@ from .py_attrs import (
     function_node,
     hand_bound,
     method_of,
+    tensor_hand_bound,
 )
 from .pynames import PyDef, pynames
 from .registry import registry
@@ -257,11 +258,22 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
 def _untyped_receiver(ix: Index, src: Node, written: str, site: Loc, shape: Shape, made: str = "") -> list[Edge]:
     """``x.sum()`` whose receiver's type the code does not tell: the overloads of the Tensor method its arguments
     can take, said to assume a Tensor (none when Tensor has no method of that name); ``made``: what shows the
-    receiver is a Tensor (an attribute set to ``torch.zeros(...)``), said instead."""
-    ops = overloads_for(ops_of_python(ix, f"Tensor.{written.rsplit('.', 1)[1]}"), shape[0], shape[1], True, shape[2])
+    receiver is a Tensor (an attribute set to ``torch.zeros(...)``), said instead. A method hand-written C++ binds
+    (Tensor.size: THPVariable_size) also stands for the manual_cpp_binding overloads of its name the YAML gives no
+    method (size.int): where the arguments pick one of those, or no overload takes them (``x.size()``), the call
+    is that binding (one BINDING edge on to its C++ function)."""
+    method = written.rsplit(".", 1)[1]
+    ops = ops_of_python(ix, f"Tensor.{method}")
     how, note = (EdgeHow.ATTRIBUTE, f"a Tensor: {made}") if made else (EdgeHow.UNTYPED_RECEIVER,
                                                                        "receiver not typed; assumed a Tensor")
-    return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, note=note, how=how, written=written) for op in ops]
+    named = registry(ix).by_name.get(method, [])  # the binding is the op's name's only (not x.tolist())
+    hand = tensor_hand_bound(ix).get(method) if named else None
+    manual = [op for op in named if op.manual_cpp_binding and op not in ops] if hand is not None else []
+    fit = overloads_for(ops + manual, shape[0], shape[1], True, shape[2], keep_all=hand is None)
+    out = [Edge(src, binding_node(f"Tensor.{method}", hand), EdgeKind.PY_CALL, site, note=note, how=how,
+                written=written)] if hand is not None and (not fit or any(op in manual for op in fit)) else []
+    return out + [Edge(src, op_node(op), EdgeKind.PY_CALL, site, note=note, how=how, written=written)
+                  for op in fit if op not in manual]
 
 
 _TENSOR_CLASSES = ("torch._tensor.Tensor", "torch.Tensor")

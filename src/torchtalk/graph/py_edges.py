@@ -138,10 +138,13 @@ def bindings_out(ix: Index, node: Node) -> list[Edge]:
         if d is not None and d.kind is PyDefKind.ASSIGN else []
     if node.key.startswith("torch.ops.") and not node.key.startswith("torch.ops.aten."):
         out += _library_kernels(ix, node)
-    for kind, op_name, target, file_id, line in ix.q(
-            "SELECT kind, op, target, file_id, line FROM py_api WHERE name = ?", (node.key,)):
+    rows = ix.q("SELECT kind, op, target, file_id, line FROM py_api WHERE name = ?", (node.key,))
+    # a name hand-written C++ binds (Tensor.size: THPVariable_size) runs that function; the ops it reaches are below
+    # it, not the YAML's method variants of the name (graph/py_calls.py's Tensor methods)
+    hand = any(not op_name and target for _k, op_name, target, _f, _l in rows)
+    for kind, op_name, target, file_id, line in rows:
         loc = Loc(ix.path_of(file_id), line)
-        if op_name and op_name in reg.by_full and kind != PyApiKind.GENERATED_BINDING:
+        if op_name and op_name in reg.by_full and kind != PyApiKind.GENERATED_BINDING and not hand:
             out.append(Edge(node, op_node(reg.by_full[op_name]), EdgeKind.BINDING, loc, kind))
         elif target:
             defs = bound_functions(ix, target, file_id)
