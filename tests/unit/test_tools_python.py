@@ -458,3 +458,30 @@ def test_an_attribute_made_by_a_tensor_op_or_a_tensor_class_is_a_tensor(py_index
         assert "does not show" not in text
     finally:
         ix.close()
+
+
+def test_a_hand_bound_tensor_method_takes_the_calls_its_yaml_method_cannot(py_indexed):
+    """Tensor.size is bound by hand (THPVariable_size); the YAML gives only size.Dimname a method variant (size.int
+    is manual_cpp_binding, a function). x.size(d + 1) and x.size() are that binding, never size.Dimname; a string
+    literal is a Dimname (x.size("N"))."""
+    tree, ix = py_indexed
+    ix.close()
+    ix = index_with(tree, {
+        "torch/csrc/autograd/python_variable.cpp": (tree / "torch/csrc/autograd/python_variable.cpp").read_text() + (
+            "\nnamespace torch::autograd {\n\nstatic PyObject* THPVariable_size(PyObject* self, PyObject* args) {\n"
+            "  Py_RETURN_NONE;\n}\n\nstatic PyMethodDef size_methods[] = {\n"
+            "    {\"size\", THPVariable_size, METH_VARARGS, nullptr},\n    {nullptr}};\n\n"
+            "bool THPVariable_initSize(PyObject* module) {\n  static std::vector<PyMethodDef> methods;\n"
+            "  THPUtils_addPyMethodDefs(methods, size_methods);\n  THPVariableType.tp_methods = methods.data();\n"
+            "  return true;\n}\n\n} // namespace torch::autograd\n"),
+        "torch/nn/modules/sized.py": (
+            "from .module import Module\n\n\nclass Sized(Module):\n    def forward(self, x, d):\n"
+            "        a = x.size(d + 1)\n        b = x.size()\n        c = x.size(\"N\")\n        return a, b, c\n")})
+    try:
+        _res, text = call(ix, "trace_module", module_name="torch.nn.modules.sized.Sized")
+        lines = [ln for ln in text.splitlines() if "x.size" in ln and "[at torch/nn/modules/sized.py:" in ln]
+        assert any("x.size -> Tensor.size " in ln and "sized.py:6]" in ln for ln in lines), text
+        assert any("size.Dimname" in ln and "sized.py:8]" in ln for ln in lines), text
+        assert not any("size.Dimname" in ln and ("sized.py:6]" in ln or "sized.py:7]" in ln) for ln in lines), text
+    finally:
+        ix.close()
