@@ -224,6 +224,34 @@ def test_cuda_kernel_suggests_cuda_variants_and_drops_tests_of_other_devices(cix
         in res.ops[0].path
 
 
+def test_a_gpu_kernel_behind_host_helpers_walks_on_to_its_op_and_says_so(ctree):
+    """Note [Walk on to an op]: the launch and two host helpers put the op at depth 3, past the default 2: the walk
+    goes on to the first level with an op, says so, and the next call carries that depth."""
+    with open(ctree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
+        f.write("\n- func: bucketize_deep(Tensor self, Tensor boundaries) -> Tensor\n  dispatch:\n"
+                "    CUDA: bucketize_deep_cuda\n")
+    (ctree / "aten/src/ATen/native/cuda/Bucketize.cu").write_text(
+        "namespace at::native {\nnamespace {\n\n"
+        "__global__ void bucketize_deep_kernel(float* out, const float* in) {\n  out[threadIdx.x] = in[0];\n}\n\n"
+        "void launch_deep(float* out, const float* in) {\n  bucketize_deep_kernel<<<1, 32>>>(out, in);\n}\n\n"
+        "void dispatch_deep(float* out, const float* in) {\n  launch_deep(out, in);\n}\n\n"
+        "} // namespace\n\n"
+        "Tensor bucketize_deep_cuda(const Tensor& self, const Tensor& boundaries) {\n"
+        "  dispatch_deep(nullptr, nullptr);\n  return self;\n}\n\n} // namespace at::native\n")
+    ix = _index(ctree)
+    try:
+        res, text, nxt = ask(ix, names="aten/src/ATen/native/cuda/Bucketize.cu:5")
+        res3, text3, _ = ask(ix, names="aten/src/ATen/native/cuda/Bucketize.cu:5", depth=3)
+    finally:
+        ix.close()
+    assert [c.node.label for c in res.changed] == ["__global__ at::native::(anonymous)::bucketize_deep_kernel"]
+    assert op_keys(res) == ["bucketize_deep"] and res.ops[0].depth == 3
+    assert (res.depth, res.walked_depth) == (2, 3)
+    assert "No op is within the asked depth 2: the walk went on to depth 3" in text
+    assert 'impact("aten/src/ATen/native/cuda/Bucketize.cu:4", depth=3)' in nxt
+    assert (res3.depth, res3.walked_depth) == (3, 3) and "went on" not in text3  # asked deep enough: nothing added
+
+
 def test_cuda_kernel_of_an_internal_op_finds_the_python_functions_and_modules_above_it(ctree):
     """embedding_renorm_ has no tests of its own: F.embedding (through a private helper) and nn.Embedding reach
     it, so their OpInfo / ModuleInfo tests run the changed kernel. For a CUDA-only change, tests that show no

@@ -27,6 +27,12 @@ def _file_line(f: ChangedFile) -> str:
     return head + (f"\n    {f.note}" if f.note else "")
 
 
+def _walked_on(r: AffectedResult) -> str:
+    """Note [Walk on to an op] in query/change/reach.py."""
+    return (f"No op is within the asked depth {r.depth}: the walk went on to depth {r.walked_depth} (each C++ call "
+            "between the change and a kernel an op registers costs a level, a GPU kernel's launch included).")
+
+
 def render_affected(r: AffectedResult) -> str:
     n_files = len(r.files)
     out = [f"# affected: {r.source}: {n_files} file{'s' * (n_files != 1)}, {len(r.changed)} changed, "
@@ -60,7 +66,9 @@ def render_affected(r: AffectedResult) -> str:
         out += [_file_line(f) for f in r.files]
     if r.ops:
         out.append(f"\nOps reached ({showing(len(r.ops), r.ops_total, IN_STRUCTURED)}), closest first; "
-                   f"{r.functions_reached} C++ function(s) on the way (depth {r.depth}):")
+                   f"{r.functions_reached} C++ function(s) on the way (depth {r.walked_depth}):")
+        if r.walked_depth > r.depth:
+            out.append(_walked_on(r))
         for op in r.ops:
             py = f"  Python: {', '.join(op.python)}" if op.python else ""
             out.append(f"- {op.op.label}  {op.op.loc}  depth {op.depth}{py}\n    {_cut(op.path)}")
@@ -71,7 +79,10 @@ def render_affected(r: AffectedResult) -> str:
                    "would be): its Python callers are walked up the calls that name it (modules and tests below); "
                    "trace_module shows the ops a module calls.")
     elif r.changed:
-        out.append(f"\nNo op is reached within depth {r.depth} ({r.functions_reached} C++ function(s) on the way).")
+        out.append(f"\nNo op is reached within depth {r.walked_depth} ({r.functions_reached} C++ function(s) on the "
+                   "way).")
+        if r.walked_depth > r.depth:
+            out.append(_walked_on(r))
     if r.python:
         out.append(f"\nPython APIs: {', '.join(r.python)}")
     if r.modules:

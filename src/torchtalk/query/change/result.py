@@ -51,7 +51,8 @@ class ReachedOp:
 @dataclass
 class AffectedResult:
     source: str  # where the change came from
-    depth: int
+    depth: int  # as asked
+    walked_depth: int  # as walked: deeper when no op is within the asked depth (Note [Walk on to an op])
     device: Device | None  # when only that device's code changed: tests are narrowed to it
     files: list[ChangedFile]
     changed: list[ChangedNode]
