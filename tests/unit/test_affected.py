@@ -473,6 +473,23 @@ def test_header_helper_used_by_many_kernels_is_bounded_and_says_what_was_cut(cix
     assert "Cut (bounded answer):" in text
 
 
+def test_a_helper_reaching_more_ops_than_tests_are_looked_up_for_says_its_tests_are_a_sample(cix, monkeypatch):
+    """A helper nearly every kernel calls (c10::maybe_wrap_dim) reaches more ops than tests are looked up for: the
+    answer leads with the counts and calls its tests a sample, not coverage; a narrow change says nothing of it."""
+    tree, ix = cix
+    diff = edit_diff(tree, "aten/src/ATen/native/cpu/CumUtils.h", 7, "self.dim()", "self.dim() + 0")
+    res, text, _ = ask(ix, diff=diff)
+    assert res.sample is None and "Wide reach" not in text and "\nRun these first:" in text
+    monkeypatch.setattr(reach_mod.at, "MAX_OPS_FOR_TESTS", 1)
+    res, text, _ = ask(ix, diff=diff)
+    assert res.sample is not None and (res.sample.names, res.sample.looked_up) == (2, 1)
+    assert res.sample.ops == res.ops_total and res.sample.functions == res.functions_reached
+    assert (f"Wide reach: the change reaches {res.ops_total} ops (2 op names) and {res.functions_reached} C++ "
+            "functions within depth 2. Tests were looked up for the 1 closest op names only: the tests below are a "
+            "sample of what it reaches, not coverage") in text
+    assert "\nRun these first (a sample, not coverage):" in text
+
+
 def test_changed_tests_come_first(cix):
     tree, ix = cix
     res, text, _ = ask(ix, diff=edit_diff(tree, "test/test_binary_ufuncs.py", 8, "ones", "zeros"))

@@ -33,6 +33,16 @@ def _walked_on(r: AffectedResult) -> str:
             "between the change and a kernel an op registers costs a level, a GPU kernel's launch included).")
 
 
+def _sample(r: AffectedResult) -> str:
+    s = r.sample
+    assert s is not None
+    more = "; the walk's caps left more out, so it reaches further still" if s.capped else ""
+    return (f"Wide reach: the change reaches {s.ops} ops ({s.names} op names) and {s.functions} C++ functions within "
+            f"depth {s.depth}{more}. Tests were looked up for the {s.looked_up} closest op names only: the tests "
+            "below are a sample of what it reaches, not coverage (run the suites of the ops it reaches, or the "
+            "whole test suite).")
+
+
 def render_affected(r: AffectedResult) -> str:
     n_files = len(r.files)
     out = [f"# affected: {r.source}: {n_files} file{'s' * (n_files != 1)}, {len(r.changed)} changed, "
@@ -41,8 +51,10 @@ def render_affected(r: AffectedResult) -> str:
         dev = _DEVICE.get(r.device, r.device)
         out.append(f"Only {dev} code changed: test commands are narrowed to the {dev} variants "
                    f"(`-k \"... and {r.device}\"`).")
+    if r.sample is not None:
+        out.append(_sample(r))
     if r.run_first:
-        out.append("\nRun these first:")
+        out.append("\nRun these first" + (" (a sample, not coverage):" if r.sample is not None else ":"))
         out += [f"    {c}" for c in r.run_first]
     if r.changed:
         out.append(f"\nChanged ({showing(min(len(r.changed), MAX_CHANGED), len(r.changed), IN_STRUCTURED)}):")

@@ -24,7 +24,7 @@ from . import python as apy
 from . import tests as at
 from .definitions import ChangedNode, ChangedOpInfo, ChangedTest
 from .generators import GeneratorChange
-from .result import AffectedResult, ChangedFile, ReachedOp, RemovedName, UnknownName
+from .result import AffectedResult, ChangedFile, ReachedOp, RemovedName, Sample, UnknownName
 
 AFFECTED_KINDS = IMPACT_KINDS | {EdgeKind.LAUNCH, EdgeKind.OP_CALL, EdgeKind.BACKWARD}
 MAX_LEVEL_NODES = 25  # C++ functions walked from per level and change (the rest are reached, not walked from)
@@ -199,7 +199,10 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
                                          f"op {fwd.full_name}, whose backward formula calls {r.op.key} ({e.site})",
                                          reg.names_shown(fwd)))
     covered = bases & {o.base for o in ops}  # a forward op looked up for its backward may be no op reached
+    sample = None
     if len(bases) > len(covered):
+        capped = any(c.kind is not CutKind.DEPTH for c in walk.cuts) or bool(cap.cuts())
+        sample = Sample(len(reached_ops), len(bases), len(covered), functions, walked, capped)
         cuts.append(f"tests: looked up for the {len(covered)} closest of {len(bases)} ops reached "
                     "(find_similar_tests on the others)")
     # A change only compiled code runs (a decomposition, ref, lowering or fake kernel) is not run by the eager
@@ -240,4 +243,5 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
         removed=m.removed, unknown=m.unknown, ops=reached_ops[:MAX_OPS], ops_total=len(reached_ops),
         functions_reached=functions,
         python=public[:MAX_PYTHON], modules=modules[:MAX_MODULES], generators=m.generators, tests=ranked[:m.limit],
-        tests_total=len(ranked), run_first=first, tests_changed=len(m.tests) + len(m.opinfos), cuts=cuts)
+        tests_total=len(ranked), run_first=first, tests_changed=len(m.tests) + len(m.opinfos), sample=sample,
+        cuts=cuts)
