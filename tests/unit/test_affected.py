@@ -356,6 +356,65 @@ def test_a_forward_op_looked_up_for_its_backward_hides_no_cut(ctree, monkeypatch
         ix.close()
 
 
+_FAMILY = """import torch
+from torch.testing._internal.common_device_type import instantiate_device_type_tests, ops
+from torch.testing._internal.common_methods_invocations import {lists}
+from torch.testing._internal.common_utils import TestCase
+{local}
+
+class TestFamily(TestCase):
+    @ops({lists})
+    def test_one(self, device, dtype, op):
+        pass
+
+    @ops(filter(lambda op: op.supports_out, {lists}))
+    def test_two(self, device, dtype, op):
+        pass
+
+
+instantiate_device_type_tests(TestFamily, globals())
+"""
+
+
+def test_opinfo_family_suites_are_the_files_whose_ops_lists_hold_the_entry(ctree):
+    """Note [OpInfo lists]: binary_ufuncs (BinaryUfuncInfo entries of op_db) holds atan2, sparse_binary_ufuncs too once
+    its entry says supports_sparse=True; unary_ufuncs does not, nor a list whose other condition may leave it out."""
+    cmi = ctree / "torch/testing/_internal/common_methods_invocations.py"
+    cmi.write_text(cmi.read_text().replace("supports_rhs_python_scalar=False)", "supports_rhs_python_scalar=False, "
+                                           "supports_sparse=True)")
+                   + "\nunary_ufuncs = [op for op in op_db if isinstance(op, UnaryUfuncInfo)]\n"
+                   "binary_ufuncs = [op for op in op_db if isinstance(op, BinaryUfuncInfo)]\n"
+                   "sparse_binary_ufuncs = [op for op in binary_ufuncs if op.supports_sparse]\n"
+                   "sparse_unary_ufuncs = [op for op in op_db if isinstance(op, UnaryUfuncInfo) and "
+                   "op.supports_sparse]\n")
+    for name, lists, local in (("binary_family", "binary_ufuncs", ""), ("unary_family", "unary_ufuncs", ""),
+                               ("sparse_family", "sparse_binary_ufuncs, sparse_unary_ufuncs", ""),
+                               ("ref_family", "binary_ufuncs", "binary_ufuncs = [op for op in binary_ufuncs if "
+                                                               "op.ref is not None]\n")):
+        (ctree / f"test/test_{name}.py").write_text(_FAMILY.format(lists=lists, local=local))
+    ix = _index(ctree)
+    try:
+        atan2 = find_similar_tests(ix, "atan2").opinfos[0]
+        relu = find_similar_tests(ix, "relu").opinfos[0]
+        res, text, _ = ask(ix, diff=edit_diff(ctree, "aten/src/ATen/native/cuda/BinaryGeometricKernels.cu", 8,
+                                              "::atan2(a, b)", "::atan2f(a, b)"))
+        similar = answer(get_tool("find_similar_tests"), ix, query="atan2").text
+    finally:
+        ix.close()
+    assert atan2.command == 'pytest test/test_ops.py -k "atan2"'
+    assert [(f.path, f.lists, f.tests) for f in atan2.suites] == [
+        ("test/test_binary_family.py", ("binary_ufuncs",), 2),
+        ("test/test_sparse_family.py", ("sparse_binary_ufuncs",), 2)]
+    assert [(f.path, f.lists) for f in relu.suites] == [("test/test_unary_family.py", ("unary_ufuncs",))]
+    assert ("also run by the @ops(binary_ufuncs) tests of test/test_binary_family.py (2): "
+            'pytest test/test_binary_family.py -k "atan2"') in similar
+    by_name = {t.name: t for t in res.tests}
+    fam = by_name["test/test_binary_family.py for atan2"]
+    assert fam.command == 'pytest test/test_binary_family.py -k "atan2 and cuda"'
+    assert fam.why.startswith("its @ops(binary_ufuncs) tests run op atan2 through OpInfo('atan2')")
+    assert "test/test_sparse_family.py for atan2" in by_name and "test/test_ref_family.py for atan2" not in by_name
+
+
 def test_find_similar_tests_names_the_module_and_optimizer_db_entries(cix):
     """A module's ModuleInfo and an optimizer's OptimizerInfo drive the generic suites; each is named however the
     class is spelled, with a selection of its own tests only (nn_Linear_ selects no nn_LinearX test)."""

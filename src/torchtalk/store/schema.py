@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..model import FACT_TABLES, CallKind
 from .codec import codec_for_table
 
-SCHEMA_VERSION = 19
+SCHEMA_VERSION = 20
 
 # Extra indexes per table, beyond file_id (every table) and the primary key.
 INDEXES: dict[str, list[str]] = {
@@ -34,6 +34,7 @@ INDEXES: dict[str, list[str]] = {
     "test_class": ["name"],
     "test_method": ["cls", "name"],
     "op_info_entry": ["name"],
+    "op_info_list": ["name"],
     "op_test_mark": ["op"],
     "test_util": ["name"],
 }
