@@ -341,6 +341,23 @@ def test_a_backward_ops_kernel_is_tested_through_the_forward_op_whose_formula_ca
         ix.close()
 
 
+def test_a_backward_ops_decomposition_is_checked_through_the_forward_ops_entry(ctree):
+    """TestDecomp checks every aten op an OpInfo run calls, backward included: a decomposition of threshold_backward
+    (which relu's formula calls) is checked by test_decomp.py through relu's entry."""
+    with open(ctree / "torch/_decomp/decompositions.py", "a") as f:
+        f.write("\n\n@register_decomposition(aten.threshold_backward)\ndef threshold_backward(grad_output, self, t):\n"
+                "    return grad_output\n")
+    ix = _threshold_backward_tree(ctree)
+    try:
+        line = line_of(ctree, "torch/_decomp/decompositions.py", "return grad_output")
+        res, _text, _ = ask(ix, names=f"torch/_decomp/decompositions.py:{line}")
+    finally:
+        ix.close()
+    assert op_keys(res)[:2] == ["threshold_backward", "relu"]
+    decomp = {t.command for t in res.tests if t.name.startswith("test/test_decomp.py")}
+    assert decomp == {'pytest test/test_decomp.py -k "relu"'}
+
+
 def test_a_forward_op_looked_up_for_its_backward_hides_no_cut(ctree, monkeypatch):
     """With tests looked up for one op only, threshold_backward's forward op relu is looked up too; it is no op
     the walk reached, so the answer still says _pad_helper_op's tests were not looked up."""

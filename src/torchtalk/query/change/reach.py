@@ -34,6 +34,7 @@ MAX_PYTHON = 30
 MAX_MODULES = 12
 MAX_MODULE_LOOKUPS = 3
 WALK_ON_TO = 5  # the deepest the walk goes on to when no op is within the asked depth (Note [Walk on to an op])
+_CHECKED_IN_BACKWARD = frozenset({Aspect.DECOMPOSITION})  # see the reached ops below
 _COMPILED_ONLY = frozenset({Aspect.DECOMPOSITION, Aspect.REF, Aspect.LOWERING, Aspect.FAKE})
 _STEP_WORDS = {EdgeKind.CALL: "called by", EdgeKind.KERNEL: "kernel of", EdgeKind.STUB_KERNEL: "registered for",
                EdgeKind.STUB_CALL: "used by", EdgeKind.DISPATCH_CALL: "called by", EdgeKind.OP_CALL: "called by op",
@@ -166,9 +167,14 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
         # What changed about an op itself (its backward, decomposition...) is tested for that op; ops
         # reaching it get their generic tests.
         aspect = start_change.aspect if start_change and not chain else None
+        also: set[Aspect] = set()
         if chain and chain[-1].kind is EdgeKind.BACKWARD:
             aspect = Aspect.BACKWARD  # reached as what its backward formula calls: its gradients changed
-        aspects.setdefault(node.key, set()).update({aspect} if aspect is not None else set())
+            # A suite that checks every aten op an OpInfo run calls, its backward's included (TestDecomp's cross-ref
+            # mode), checks the changed aspect of the backward op through the forward op's entry.
+            if start_change and start_change.aspect in _CHECKED_IN_BACKWARD and len(chain) == 1:
+                also.add(start_change.aspect)
+        aspects.setdefault(node.key, set()).update(({aspect} if aspect is not None else set()) | also)
         op = reg.by_full.get(node.key)
         names = reg.names_shown(op)
         reached_ops.append(ReachedOp(node, d, path, chain, names))
