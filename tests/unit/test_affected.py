@@ -224,6 +224,34 @@ def test_cuda_kernel_suggests_cuda_variants_and_drops_tests_of_other_devices(cix
         in res.ops[0].path
 
 
+def test_a_gpu_kernel_behind_host_helpers_walks_on_to_its_op_and_says_so(ctree):
+    """Note [Walk on to an op]: the launch and two host helpers put the op at depth 3, past the default 2: the walk
+    goes on to the first level with an op, says so, and the next call carries that depth."""
+    with open(ctree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
+        f.write("\n- func: bucketize_deep(Tensor self, Tensor boundaries) -> Tensor\n  dispatch:\n"
+                "    CUDA: bucketize_deep_cuda\n")
+    (ctree / "aten/src/ATen/native/cuda/Bucketize.cu").write_text(
+        "namespace at::native {\nnamespace {\n\n"
+        "__global__ void bucketize_deep_kernel(float* out, const float* in) {\n  out[threadIdx.x] = in[0];\n}\n\n"
+        "void launch_deep(float* out, const float* in) {\n  bucketize_deep_kernel<<<1, 32>>>(out, in);\n}\n\n"
+        "void dispatch_deep(float* out, const float* in) {\n  launch_deep(out, in);\n}\n\n"
+        "} // namespace\n\n"
+        "Tensor bucketize_deep_cuda(const Tensor& self, const Tensor& boundaries) {\n"
+        "  dispatch_deep(nullptr, nullptr);\n  return self;\n}\n\n} // namespace at::native\n")
+    ix = _index(ctree)
+    try:
+        res, text, nxt = ask(ix, names="aten/src/ATen/native/cuda/Bucketize.cu:5")
+        res3, text3, _ = ask(ix, names="aten/src/ATen/native/cuda/Bucketize.cu:5", depth=3)
+    finally:
+        ix.close()
+    assert [c.node.label for c in res.changed] == ["__global__ at::native::(anonymous)::bucketize_deep_kernel"]
+    assert op_keys(res) == ["bucketize_deep"] and res.ops[0].depth == 3
+    assert (res.depth, res.walked_depth) == (2, 3)
+    assert "No op is within the asked depth 2: the walk went on to depth 3" in text
+    assert 'impact("aten/src/ATen/native/cuda/Bucketize.cu:4", depth=3)' in nxt
+    assert (res3.depth, res3.walked_depth) == (3, 3) and "went on" not in text3  # asked deep enough: nothing added
+
+
 def test_cuda_kernel_of_an_internal_op_finds_the_python_functions_and_modules_above_it(ctree):
     """embedding_renorm_ has no tests of its own: F.embedding (through a private helper) and nn.Embedding reach
     it, so their OpInfo / ModuleInfo tests run the changed kernel. For a CUDA-only change, tests that show no
@@ -313,6 +341,23 @@ def test_a_backward_ops_kernel_is_tested_through_the_forward_op_whose_formula_ca
         ix.close()
 
 
+def test_a_backward_ops_decomposition_is_checked_through_the_forward_ops_entry(ctree):
+    """TestDecomp checks every aten op an OpInfo run calls, backward included: a decomposition of threshold_backward
+    (which relu's formula calls) is checked by test_decomp.py through relu's entry."""
+    with open(ctree / "torch/_decomp/decompositions.py", "a") as f:
+        f.write("\n\n@register_decomposition(aten.threshold_backward)\ndef threshold_backward(grad_output, self, t):\n"
+                "    return grad_output\n")
+    ix = _threshold_backward_tree(ctree)
+    try:
+        line = line_of(ctree, "torch/_decomp/decompositions.py", "return grad_output")
+        res, _text, _ = ask(ix, names=f"torch/_decomp/decompositions.py:{line}")
+    finally:
+        ix.close()
+    assert op_keys(res)[:2] == ["threshold_backward", "relu"]
+    decomp = {t.command for t in res.tests if t.name.startswith("test/test_decomp.py")}
+    assert decomp == {'pytest test/test_decomp.py -k "relu"'}
+
+
 def test_a_forward_op_looked_up_for_its_backward_hides_no_cut(ctree, monkeypatch):
     """With tests looked up for one op only, threshold_backward's forward op relu is looked up too; it is no op
     the walk reached, so the answer still says _pad_helper_op's tests were not looked up."""
@@ -326,6 +371,65 @@ def test_a_forward_op_looked_up_for_its_backward_hides_no_cut(ctree, monkeypatch
                 in res.cuts)
     finally:
         ix.close()
+
+
+_FAMILY = """import torch
+from torch.testing._internal.common_device_type import instantiate_device_type_tests, ops
+from torch.testing._internal.common_methods_invocations import {lists}
+from torch.testing._internal.common_utils import TestCase
+{local}
+
+class TestFamily(TestCase):
+    @ops({lists})
+    def test_one(self, device, dtype, op):
+        pass
+
+    @ops(filter(lambda op: op.supports_out, {lists}))
+    def test_two(self, device, dtype, op):
+        pass
+
+
+instantiate_device_type_tests(TestFamily, globals())
+"""
+
+
+def test_opinfo_family_suites_are_the_files_whose_ops_lists_hold_the_entry(ctree):
+    """Note [OpInfo lists]: binary_ufuncs (BinaryUfuncInfo entries of op_db) holds atan2, sparse_binary_ufuncs too once
+    its entry says supports_sparse=True; unary_ufuncs does not, nor a list whose other condition may leave it out."""
+    cmi = ctree / "torch/testing/_internal/common_methods_invocations.py"
+    cmi.write_text(cmi.read_text().replace("supports_rhs_python_scalar=False)", "supports_rhs_python_scalar=False, "
+                                           "supports_sparse=True)")
+                   + "\nunary_ufuncs = [op for op in op_db if isinstance(op, UnaryUfuncInfo)]\n"
+                   "binary_ufuncs = [op for op in op_db if isinstance(op, BinaryUfuncInfo)]\n"
+                   "sparse_binary_ufuncs = [op for op in binary_ufuncs if op.supports_sparse]\n"
+                   "sparse_unary_ufuncs = [op for op in op_db if isinstance(op, UnaryUfuncInfo) and "
+                   "op.supports_sparse]\n")
+    for name, lists, local in (("binary_family", "binary_ufuncs", ""), ("unary_family", "unary_ufuncs", ""),
+                               ("sparse_family", "sparse_binary_ufuncs, sparse_unary_ufuncs", ""),
+                               ("ref_family", "binary_ufuncs", "binary_ufuncs = [op for op in binary_ufuncs if "
+                                                               "op.ref is not None]\n")):
+        (ctree / f"test/test_{name}.py").write_text(_FAMILY.format(lists=lists, local=local))
+    ix = _index(ctree)
+    try:
+        atan2 = find_similar_tests(ix, "atan2").opinfos[0]
+        relu = find_similar_tests(ix, "relu").opinfos[0]
+        res, text, _ = ask(ix, diff=edit_diff(ctree, "aten/src/ATen/native/cuda/BinaryGeometricKernels.cu", 8,
+                                              "::atan2(a, b)", "::atan2f(a, b)"))
+        similar = answer(get_tool("find_similar_tests"), ix, query="atan2").text
+    finally:
+        ix.close()
+    assert atan2.command == 'pytest test/test_ops.py -k "atan2"'
+    assert [(f.path, f.lists, f.tests) for f in atan2.suites] == [
+        ("test/test_binary_family.py", ("binary_ufuncs",), 2),
+        ("test/test_sparse_family.py", ("sparse_binary_ufuncs",), 2)]
+    assert [(f.path, f.lists) for f in relu.suites] == [("test/test_unary_family.py", ("unary_ufuncs",))]
+    assert ("also run by the @ops(binary_ufuncs) tests of test/test_binary_family.py (2): "
+            'pytest test/test_binary_family.py -k "atan2"') in similar
+    by_name = {t.name: t for t in res.tests}
+    fam = by_name["test/test_binary_family.py for atan2"]
+    assert fam.command == 'pytest test/test_binary_family.py -k "atan2 and cuda"'
+    assert fam.why.startswith("its @ops(binary_ufuncs) tests run op atan2 through OpInfo('atan2')")
+    assert "test/test_sparse_family.py for atan2" in by_name and "test/test_ref_family.py for atan2" not in by_name
 
 
 def test_find_similar_tests_names_the_module_and_optimizer_db_entries(cix):
@@ -443,6 +547,23 @@ def test_header_helper_used_by_many_kernels_is_bounded_and_says_what_was_cut(cix
     assert "walk: 1 node reached but not walked from (at most 1 a level; e.g. at::native::(anonymous)::" \
         'cumprod_cpu_kernel); impact("aten/src/ATen/native/cpu/CumKernels.cpp:8", depth=2) goes further' in text
     assert "Cut (bounded answer):" in text
+
+
+def test_a_helper_reaching_more_ops_than_tests_are_looked_up_for_says_its_tests_are_a_sample(cix, monkeypatch):
+    """A helper nearly every kernel calls (c10::maybe_wrap_dim) reaches more ops than tests are looked up for: the
+    answer leads with the counts and calls its tests a sample, not coverage; a narrow change says nothing of it."""
+    tree, ix = cix
+    diff = edit_diff(tree, "aten/src/ATen/native/cpu/CumUtils.h", 7, "self.dim()", "self.dim() + 0")
+    res, text, _ = ask(ix, diff=diff)
+    assert res.sample is None and "Wide reach" not in text and "\nRun these first:" in text
+    monkeypatch.setattr(reach_mod.at, "MAX_OPS_FOR_TESTS", 1)
+    res, text, _ = ask(ix, diff=diff)
+    assert res.sample is not None and (res.sample.names, res.sample.looked_up) == (2, 1)
+    assert res.sample.ops == res.ops_total and res.sample.functions == res.functions_reached
+    assert (f"Wide reach: the change reaches {res.ops_total} ops (2 op names) and {res.functions_reached} C++ "
+            "functions within depth 2. Tests were looked up for the 1 closest op names only: the tests below are a "
+            "sample of what it reaches, not coverage") in text
+    assert "\nRun these first (a sample, not coverage):" in text
 
 
 def test_changed_tests_come_first(cix):

@@ -7,7 +7,7 @@ import ast
 import re
 from ast import Call, Constant, Name
 
-from ..model import OpInfoEntry, OpTestMark
+from ..model import OpInfoEntry, OpInfoList, OpTestMark
 from ..model.tests import OPINFO_NAME_PREFIXES
 from .pyast import block_statements, dotted, last_part, push_children, text
 
@@ -75,10 +75,82 @@ def _opinfo(call: Call, db: str) -> OpInfoEntry | None:
     alias_names = []
     if aliases is not None and aliases.__class__ in (ast.Tuple, ast.List):
         alias_names = [e.value for e in aliases.elts if e.__class__ is Constant and isinstance(e.value, str)]
+    flags = " ".join(k for k, v in kw.items() if v.__class__ is Constant and v.value is True)
     return OpInfoEntry(
         _own_name(ctor, first.value), ctor, _str(kw.get("aten_name")), _str(kw.get("variant_test_name")),
-        " ".join(alias_names), call.lineno, db,
+        " ".join(alias_names), call.lineno, db, flags,
     )
+
+
+# ---------------------------------------------------------------- lists of entries drawn from other lists
+
+
+def opinfo_lists(tree: ast.Module) -> list[OpInfoList]:
+    """Module-level ``name = <entries of other lists>`` (OpInfoList): a comprehension over list names
+    (``[op for op in op_db if ...]``, in ``tuple(...)`` or ``list(...)`` too), ``filter(lambda op: ..., L)``,
+    or a sum of list names (``op_db + python_ref_db``)."""
+    out = []
+    for s in tree.body:
+        if s.__class__ is ast.Assign and len(s.targets) == 1 and s.targets[0].__class__ is Name:
+            got = _drawn(s.value)
+            if got is not None:
+                sources, isa, flags, dropped = got
+                out.append(OpInfoList(s.targets[0].id, " ".join(sources), " ".join(isa), " ".join(flags), dropped,
+                                      s.lineno))
+    return out
+
+
+def _drawn(v: ast.expr) -> tuple[list[str], list[str], list[str], int] | None:
+    """(source lists, classes, true attributes, conditions not kept) of an expression drawing entries from other
+    lists."""
+    if v.__class__ is Call and dotted(v.func) in ("list", "tuple") and len(v.args) == 1:
+        return _drawn(v.args[0])
+    if v.__class__ in (ast.ListComp, ast.GeneratorExp) and len(v.generators) == 1:
+        g = v.generators[0]
+        sources = _names(g.iter)
+        if g.target.__class__ is not Name or sources is None:
+            return None
+        isa: list[str] = []
+        flags: list[str] = []
+        dropped = sum(_conditions(cond, g.target.id, isa, flags) for cond in g.ifs)
+        return sources, isa, flags, dropped
+    if v.__class__ is Call and dotted(v.func) == "filter" and len(v.args) == 2 and v.args[0].__class__ is ast.Lambda:
+        fn = v.args[0]
+        sources = _names(v.args[1])
+        if sources is None or len(fn.args.args) != 1:
+            return None
+        isa, flags = [], []
+        return sources, isa, flags, _conditions(fn.body, fn.args.args[0].arg, isa, flags)
+    if v.__class__ is ast.BinOp:
+        sources = _names(v)
+        return (sources, [], [], 0) if sources is not None and len(sources) > 1 else None
+    return None
+
+
+def _names(v: ast.expr) -> list[str] | None:
+    """The list names of ``a``, ``a + b``, ``(a + b)``; None for anything else."""
+    if v.__class__ is Name:
+        return [v.id]
+    if v.__class__ is ast.BinOp and v.op.__class__ is ast.Add:
+        left, right = _names(v.left), _names(v.right)
+        return left + right if left is not None and right is not None else None
+    return None
+
+
+def _conditions(cond: ast.expr, var: str, isa: list[str], flags: list[str]) -> int:
+    """The ``isinstance(var, C)`` / ``isinstance(var, (C, D))`` classes and the ``var.attr`` attributes an and of
+    conditions requires; how many others it has (not kept)."""
+    if cond.__class__ is ast.BoolOp and cond.op.__class__ is ast.And:
+        return sum(_conditions(c, var, isa, flags) for c in cond.values)
+    if (cond.__class__ is Call and dotted(cond.func) == "isinstance" and len(cond.args) == 2
+          and cond.args[0].__class__ is Name and cond.args[0].id == var):
+        kinds = cond.args[1].elts if cond.args[1].__class__ is ast.Tuple else [cond.args[1]]
+        isa += [last_part(d) for k in kinds if (d := dotted(k))]
+        return 0
+    if cond.__class__ is ast.Attribute and cond.value.__class__ is Name and cond.value.id == var:
+        flags.append(cond.attr)
+        return 0
+    return 1
 
 
 def _own_name(ctor: str, written: str) -> str:

@@ -20,6 +20,7 @@ from ..model import (
     FileFacts,
     InstantiationKind,
     OpInfoEntry,
+    OpInfoList,
     OpTestMark,
     PyImport,
     TestClass,
@@ -28,7 +29,7 @@ from ..model import (
     TestUtil,
 )
 from ..model.tests import UNREAD
-from .opinfo import op_test_marks, opinfo_entries
+from .opinfo import op_test_marks, opinfo_entries, opinfo_lists
 from .pyast import (
     DEFS,
     block_statements,
@@ -102,6 +103,7 @@ class _TestExtractor:
             facts[TestUtil] = classify_helpers(self.tree)
             has_opinfo = bool(facts[OpInfoEntry])
         facts[OpTestMark] = op_test_marks(self.tree, self.data, has_opinfo)
+        facts[OpInfoList] = opinfo_lists(self.tree)
         return facts
 
     def _stmts(self, body: list, cls: int, top: bool, guard: str = "") -> None:

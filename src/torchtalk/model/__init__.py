@@ -57,7 +57,7 @@ from .ops import (
 from .python import PyAssign, PyAttr, PyCall, PyClass, PyFunction, PyImport, PyOpRef
 from .raises import RaiseKind, RaiseSite
 from .schema import Argument, FunctionSchema, Return, SchemaError
-from .tests import OpInfoEntry, OpTestMark, TestClass, TestInstantiation, TestMethod, TestUtil
+from .tests import OpInfoEntry, OpInfoList, OpTestMark, TestClass, TestInstantiation, TestMethod, TestUtil
 
 # One table per fact type, named as the index has always named them. Facts other rows
 # point at (``ref``) come first, so their ids exist when the referrers are written.
@@ -70,7 +70,7 @@ FACT_TABLES: dict[str, type] = {
     "py_class": PyClass, "py_function": PyFunction, "py_call": PyCall, "py_import": PyImport,
     "py_assign": PyAssign, "py_attr": PyAttr, "py_op_ref": PyOpRef,
     "test_class": TestClass, "test_method": TestMethod, "test_instantiation": TestInstantiation,
-    "op_info_entry": OpInfoEntry, "test_util": TestUtil, "op_test_mark": OpTestMark,
+    "op_info_entry": OpInfoEntry, "op_info_list": OpInfoList, "test_util": TestUtil, "op_test_mark": OpTestMark,
     "raise_site": RaiseSite,
 }
 TABLE_OF: dict[type, str] = {cls: table for table, cls in FACT_TABLES.items()}
@@ -89,7 +89,8 @@ __all__ = [
     "DispatchKey", "Edge", "EdgeHow", "EdgeKind", "EntryOrigin", "FACT_TABLES", "FileFacts", "FileProblems",
     "FileStatus", "FormulaKind", "FunctionSchema", "GENERATED_PREFIX", "GeneratedFact", "GeneratedKind", "HitKind",
     "InstantiationKind", "Layer", "Loc", "MatchKind", "NO_REF", "NoEntry", "Node", "NodeKind", "Op", "OpDispatch",
-    "OpInfoEntry", "OpTestMark", "PY_MODULES", "PyApiKind", "PyAssign", "PyAttr", "PyCall", "PyClass", "PyDefKind",
+    "OpInfoEntry", "OpInfoList", "OpTestMark",
+    "PY_MODULES", "PyApiKind", "PyAssign", "PyAttr", "PyCall", "PyClass", "PyDefKind",
     "PyFunction", "PyFunctionKind", "PyImport", "PyOpRef", "PyOpRefKind", "PyReceiver", "RaiseKind", "RaiseSite",
     "Registration", "RegistrationKind", "Return", "SchemaError", "StrEnum", "SymbolKind", "TABLE_OF", "Tag",
     "TestClass", "TestInstantiation", "TestMethod", "TestUtil", "Using", "UsingKind", "UtilKind", "Variant",

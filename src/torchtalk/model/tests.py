@@ -103,12 +103,30 @@ class OpInfoEntry:
     aliases: str  # space-separated
     line: int
     db: str  # the list it belongs to ("op_db", "python_ref_db", ...) or ""
+    flags: str = ""  # the keywords it passes as True, space-separated ("supports_sparse supports_sparse_csr")
     id: Annotated[int, Stored.ID] = field(default=0, compare=False)
     path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
     @property
     def loc(self) -> Loc:
         return Loc(self.path, self.line)
+
+
+@dataclass(frozen=True, slots=True)
+class OpInfoList:
+    """A module-level list of OpInfo entries drawn from other lists (Note [OpInfo lists] in query/opinfo_lists.py):
+    ``sparse_unary_ufuncs = [op for op in op_db if isinstance(op, UnaryUfuncInfo) and op.supports_sparse]``,
+    ``ops_and_refs = op_db + python_ref_db``, ``list(filter(lambda op: op.ref is not None, unary_ufuncs))``.
+    Conditions other than isinstance and a true attribute are not kept, only counted (``dropped``)."""
+
+    name: str
+    sources: str  # the lists it draws from, space-separated
+    isa: str  # the classes an entry must be an instance of (any of them), space-separated ("" any)
+    flags: str  # the attributes an entry must have true, space-separated (op.supports_sparse)
+    dropped: int  # conditions not kept (op.ref is not None, _op_supports_any_sparse(op)): which entries pass is unknown
+    line: int
+    id: Annotated[int, Stored.ID] = field(default=0, compare=False)
+    path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
-from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
@@ -14,6 +12,7 @@ from ..model import Loc, Op
 from ..store.reader import Index, like_literal
 from .args import MAX_LIMIT, check_int, clean_text, shown
 from .moduledb import DbEntry, entry_for
+from .opinfo_lists import FamilySuite, db_files, family_suites
 from .testclasses import run_where_collected
 from .testnames import generated_names, generator, run_command
 from .testquery import entry_named, functional, opinfo_names, terms
@@ -54,6 +53,7 @@ class OpInfoHit:
     command: str
     marks: list[MarkHit] = field(default_factory=list)  # in its own entry, in ref entries and in test lists
     db: str = ""  # the list it is in (op_db, foreach_unary_op_db), which the generic @ops tests take
+    suites: list[FamilySuite] = field(default_factory=list)  # files whose @ops lists drawn from db hold it
 
 
 @dataclass
@@ -339,7 +339,8 @@ def _opinfos(ix: Index, key: str, ops: list[Op], asked: set[str]) -> list[OpInfo
     names = (names | {f"torch.{n}" for n in names}) - {""}
     rows = []
     for k in sorted(names):
-        rows += ix.q("SELECT name, ctor, variant_test_name, file_id, line, aten_name, aliases, db FROM op_info_entry "
+        rows += ix.q("SELECT name, ctor, variant_test_name, file_id, line, aten_name, aliases, db, flags "
+                     "FROM op_info_entry "
                      "WHERE lower(name) = ? OR lower(aten_name) = ? OR lower(aliases) LIKE ? ESCAPE '\\' "
                      "ORDER BY file_id, line", (k, k, _like(k)))
     # Aliases are space-separated: a substring hit counts only when it is a whole alias. The entries named after
@@ -354,35 +355,18 @@ def _opinfos(ix: Index, key: str, ops: list[Op], asked: set[str]) -> list[OpInfo
     rows = [r for r in rows if r[1] not in ("PythonRefInfo",) and not r[0].startswith("_refs.")
             or r[0].lower() in named] or rows
     out = []
-    files = _db_files(ix)
-    for name, ctor, variant, fid, line, _aten, _aliases, db in rows:
+    files = db_files(ix)
+    for name, ctor, variant, fid, line, _aten, _aliases, db, flags in rows:
         sel = name.replace(".", "_") + (f"_{variant}" if variant else "")
         # the generic tests run in test_ops.py, or in the file whose @ops(...) tests use the entry's list alone
         # (foreach_unary_op_db: test_foreach.py)
         in_db = files.get(db, [])
         where = "test/test_ops.py" if not in_db or "test/test_ops.py" in in_db else in_db[0]
-        hit = OpInfoHit(name, ctor, variant, Loc(ix.path_of(fid), line), f'pytest {where} -k "{sel}"', db=db)
+        hit = OpInfoHit(name, ctor, variant, Loc(ix.path_of(fid), line), f'pytest {where} -k "{sel}"', db=db,
+                        suites=[f for f in family_suites(ix, ctor, db, flags) if f.path != where])
         for mark, cls, test, device, dtypes, mfid, mline, entry in ix.q(
                 "SELECT mark, test_class, test_name, device_type, dtypes, file_id, line, entry FROM op_test_mark "
                 "WHERE op = ? AND variant = ? ORDER BY entry = '', file_id, line", (name, variant)):
             hit.marks.append(MarkHit(mark, cls, test, device, dtypes, Loc(ix.path_of(mfid), mline), entry))
         out.append(hit)
     return out
-
-
-_OPS_LISTS = re.compile(r"\b(\w+_db)\b")
-
-
-def _db_files(ix: Index) -> dict[str, list[str]]:
-    """OpInfo list (op_db, foreach_unary_op_db) -> the test files whose @ops(...) tests use it, most tests first
-    (once per index version)."""
-    def build() -> dict[str, list[str]]:
-        counts: dict[str, Counter[str]] = {}
-        for decorators, fid in ix.q("SELECT decorators, file_id FROM test_method WHERE decorators LIKE '%ops(%'"):
-            for d in json.loads(decorators or "[]"):
-                if generator(d) == "ops":
-                    for db in set(_OPS_LISTS.findall(d)):
-                        counts.setdefault(db, Counter())[ix.path_of(fid)] += 1
-        return {db: [p for p, _n in c.most_common()] for db, c in counts.items()}
-    table: dict[str, list[str]] = ix.cached("opinfo_db_files", build)
-    return table

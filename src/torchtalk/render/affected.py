@@ -27,6 +27,22 @@ def _file_line(f: ChangedFile) -> str:
     return head + (f"\n    {f.note}" if f.note else "")
 
 
+def _walked_on(r: AffectedResult) -> str:
+    """Note [Walk on to an op] in query/change/reach.py."""
+    return (f"No op is within the asked depth {r.depth}: the walk went on to depth {r.walked_depth} (each C++ call "
+            "between the change and a kernel an op registers costs a level, a GPU kernel's launch included).")
+
+
+def _sample(r: AffectedResult) -> str:
+    s = r.sample
+    assert s is not None
+    more = "; the walk's caps left more out, so it reaches further still" if s.capped else ""
+    return (f"Wide reach: the change reaches {s.ops} ops ({s.names} op names) and {s.functions} C++ functions within "
+            f"depth {s.depth}{more}. Tests were looked up for the {s.looked_up} closest op names only: the tests "
+            "below are a sample of what it reaches, not coverage (run the suites of the ops it reaches, or the "
+            "whole test suite).")
+
+
 def render_affected(r: AffectedResult) -> str:
     n_files = len(r.files)
     out = [f"# affected: {r.source}: {n_files} file{'s' * (n_files != 1)}, {len(r.changed)} changed, "
@@ -35,8 +51,10 @@ def render_affected(r: AffectedResult) -> str:
         dev = _DEVICE.get(r.device, r.device)
         out.append(f"Only {dev} code changed: test commands are narrowed to the {dev} variants "
                    f"(`-k \"... and {r.device}\"`).")
+    if r.sample is not None:
+        out.append(_sample(r))
     if r.run_first:
-        out.append("\nRun these first:")
+        out.append("\nRun these first" + (" (a sample, not coverage):" if r.sample is not None else ":"))
         out += [f"    {c}" for c in r.run_first]
     if r.changed:
         out.append(f"\nChanged ({showing(min(len(r.changed), MAX_CHANGED), len(r.changed), IN_STRUCTURED)}):")
@@ -60,7 +78,9 @@ def render_affected(r: AffectedResult) -> str:
         out += [_file_line(f) for f in r.files]
     if r.ops:
         out.append(f"\nOps reached ({showing(len(r.ops), r.ops_total, IN_STRUCTURED)}), closest first; "
-                   f"{r.functions_reached} C++ function(s) on the way (depth {r.depth}):")
+                   f"{r.functions_reached} C++ function(s) on the way (depth {r.walked_depth}):")
+        if r.walked_depth > r.depth:
+            out.append(_walked_on(r))
         for op in r.ops:
             py = f"  Python: {', '.join(op.python)}" if op.python else ""
             out.append(f"- {op.op.label}  {op.op.loc}  depth {op.depth}{py}\n    {_cut(op.path)}")
@@ -71,7 +91,10 @@ def render_affected(r: AffectedResult) -> str:
                    "would be): its Python callers are walked up the calls that name it (modules and tests below); "
                    "trace_module shows the ops a module calls.")
     elif r.changed:
-        out.append(f"\nNo op is reached within depth {r.depth} ({r.functions_reached} C++ function(s) on the way).")
+        out.append(f"\nNo op is reached within depth {r.walked_depth} ({r.functions_reached} C++ function(s) on the "
+                   "way).")
+        if r.walked_depth > r.depth:
+            out.append(_walked_on(r))
     if r.python:
         out.append(f"\nPython APIs: {', '.join(r.python)}")
     if r.modules:

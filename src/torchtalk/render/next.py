@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from ..model import CppSymbol, CutKind, EdgeKind, HitKind, Node, NodeKind
+from ..query.callgraph import MAX_DEPTH as IMPACT_MAX_DEPTH
 from ..query.callgraph import CalledByResult, CallsResult, ImpactResult
 from ..query.change.result import AffectedResult
 from ..query.cuda import CudaKernelsResult, KernelLaunch, LibraryCall, near
@@ -199,7 +200,9 @@ def next_affected(r: AffectedResult) -> list[str]:
         n = fn.node
         # path:line names exactly the changed definition; a stub goes by its name.
         name = n.key if n.kind is NodeKind.STUB or n.loc is None else f"{n.loc.path}:{n.loc.line}"
-        out.append(call("impact", name, depth=2))
+        # No op reached within the depth walked: the call that shows more goes a level further.
+        depth = r.walked_depth if r.ops else r.walked_depth + 1
+        out.append(call("impact", name, depth=min(max(depth, 2), IMPACT_MAX_DEPTH)))
     if r.modules:
         out.append(call("trace_module", r.modules[0].name))
     if r.ops:

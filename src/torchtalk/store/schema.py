@@ -34,6 +34,7 @@ INDEXES: dict[str, list[str]] = {
     "test_class": ["name"],
     "test_method": ["cls", "name"],
     "op_info_entry": ["name"],
+    "op_info_list": ["name"],
     "op_test_mark": ["op"],
     "test_util": ["name"],
 }

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ...graph import LevelCap, graph, up
+from ...graph import LevelCap, Walk, graph, up
 from ...graph.nodes import CPP_KINDS
 from ...graph.registry import registry
 from ...model import Cut, CutKind, Edge, EdgeKind, Node, NodeKind
@@ -24,7 +24,7 @@ from . import python as apy
 from . import tests as at
 from .definitions import ChangedNode, ChangedOpInfo, ChangedTest
 from .generators import GeneratorChange
-from .result import AffectedResult, ChangedFile, ReachedOp, RemovedName, UnknownName
+from .result import AffectedResult, ChangedFile, ReachedOp, RemovedName, Sample, UnknownName
 
 AFFECTED_KINDS = IMPACT_KINDS | {EdgeKind.LAUNCH, EdgeKind.OP_CALL, EdgeKind.BACKWARD}
 MAX_LEVEL_NODES = 25  # C++ functions walked from per level and change (the rest are reached, not walked from)
@@ -33,6 +33,8 @@ MAX_OPS = 30
 MAX_PYTHON = 30
 MAX_MODULES = 12
 MAX_MODULE_LOOKUPS = 3
+WALK_ON_TO = 5  # the deepest the walk goes on to when no op is within the asked depth (Note [Walk on to an op])
+_CHECKED_IN_BACKWARD = frozenset({Aspect.DECOMPOSITION})  # see the reached ops below
 _COMPILED_ONLY = frozenset({Aspect.DECOMPOSITION, Aspect.REF, Aspect.LOWERING, Aspect.FAKE})
 _STEP_WORDS = {EdgeKind.CALL: "called by", EdgeKind.KERNEL: "kernel of", EdgeKind.STUB_KERNEL: "registered for",
                EdgeKind.STUB_CALL: "used by", EdgeKind.DISPATCH_CALL: "called by", EdgeKind.OP_CALL: "called by op",
@@ -107,7 +109,6 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
     uniq = list({(c.node.kind, c.node.key): c for c in reversed(m.changed)}.values())[::-1]
     by_key = {(c.node.kind, c.node.key): c for c in uniq}
     starts = [c.node for c in uniq if c.node.kind not in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS)]
-    cap = LevelCap(MAX_LEVEL_NODES, CPP_KINDS, per_start=True)  # each change walks with its own budget
 
     def rank(e: Edge) -> int:
         """Callers that are an op or some op's registered kernel first: the level cap walks on from those."""
@@ -115,8 +116,23 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
             return 0
         return 0 if g.into(e.src, [EdgeKind.KERNEL, EdgeKind.STUB_KERNEL]) else 1
 
-    walk = up(starts, g.into, AFFECTED_KINDS, m.depth, fan_out=200, max_nodes=WALK_MAX_NODES, follow=cap,
-              rank=rank)
+    def walk_to(depth: int) -> tuple[Walk, LevelCap]:
+        cap = LevelCap(MAX_LEVEL_NODES, CPP_KINDS, per_start=True)  # each change walks with its own budget
+        return up(starts, g.into, AFFECTED_KINDS, depth, fan_out=200, max_nodes=WALK_MAX_NODES, follow=cap,
+                  rank=rank), cap
+
+    # Note [Walk on to an op]: depth counts C++ calls, and a GPU kernel's launch and the host helpers between it
+    # and the kernel an op registers (searchsorted_cuda_kernel <- launched by searchsorted_cuda_contiguous <- dispatch
+    # <- searchsorted_out_cuda) can use up the asked depth before any op. "0 ops reached" would read as "nothing
+    # uses it", so when no op is within the depth and the depth cut the walk, it goes on a level at a time (at most
+    # to WALK_ON_TO) until a level holds an op, and the answer says how deep it went (walked_depth).
+    walked = m.depth
+    walk, cap = walk_to(walked)
+    has_op = any(s.kind is NodeKind.OP for s in starts)
+    while (walked < WALK_ON_TO and not has_op and not any(s.node.kind is NodeKind.OP for s in walk.steps)
+           and any(c.kind is CutKind.DEPTH for c in walk.cuts)):
+        walked += 1
+        walk, cap = walk_to(walked)
     steps = walk.steps
     reached: list[tuple[Node, int, Node, list[Edge]]] = [(c.node, 0, c.node, []) for c in uniq
                                                          if c.node.kind is NodeKind.OP]
@@ -134,7 +150,7 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
         elif s.node.kind in CPP_KINDS:
             functions += 1  # C++ functions on the way up
     # What the walk left out (Note [No silent cut]), each with the call that goes on from there.
-    depth = m.depth
+    depth = walked
 
     def further(c: Cut) -> str:
         if c.kind is CutKind.DEPTH:
@@ -151,9 +167,14 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
         # What changed about an op itself (its backward, decomposition...) is tested for that op; ops
         # reaching it get their generic tests.
         aspect = start_change.aspect if start_change and not chain else None
+        also: set[Aspect] = set()
         if chain and chain[-1].kind is EdgeKind.BACKWARD:
             aspect = Aspect.BACKWARD  # reached as what its backward formula calls: its gradients changed
-        aspects.setdefault(node.key, set()).update({aspect} if aspect is not None else set())
+            # A suite that checks every aten op an OpInfo run calls, its backward's included (TestDecomp's cross-ref
+            # mode), checks the changed aspect of the backward op through the forward op's entry.
+            if start_change and start_change.aspect in _CHECKED_IN_BACKWARD and len(chain) == 1:
+                also.add(start_change.aspect)
+        aspects.setdefault(node.key, set()).update(({aspect} if aspect is not None else set()) | also)
         op = reg.by_full.get(node.key)
         names = reg.names_shown(op)
         reached_ops.append(ReachedOp(node, d, path, chain, names))
@@ -184,7 +205,10 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
                                          f"op {fwd.full_name}, whose backward formula calls {r.op.key} ({e.site})",
                                          reg.names_shown(fwd)))
     covered = bases & {o.base for o in ops}  # a forward op looked up for its backward may be no op reached
+    sample = None
     if len(bases) > len(covered):
+        capped = any(c.kind is not CutKind.DEPTH for c in walk.cuts) or bool(cap.cuts())
+        sample = Sample(len(reached_ops), len(bases), len(covered), functions, walked, capped)
         cuts.append(f"tests: looked up for the {len(covered)} closest of {len(bases)} ops reached "
                     "(find_similar_tests on the others)")
     # A change only compiled code runs (a decomposition, ref, lowering or fake kernel) is not run by the eager
@@ -193,10 +217,10 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
     if native and all(c.aspect in _COMPILED_ONLY for c in native):
         py_reached = {}
     # Python functions above a changed one (an optimizer's _single_tensor_X is reached from its step()).
-    callers, py_cuts = apy.python_callers(ix, uniq, depth + 1)
+    callers, py_cuts = apy.python_callers(ix, uniq, m.depth + 1)
     for fq, how in callers:
         py_reached.setdefault(fq, how)
-    cuts += ["Python callers: " + describe(replace(c, shows=f"depth={depth + 1}" if c.kind is CutKind.DEPTH else
+    cuts += ["Python callers: " + describe(replace(c, shows=f"depth={m.depth + 1}" if c.kind is CutKind.DEPTH else
                                                    tool_call("affected", c.at.key) if c.at is not None else ""))
              for c in named(py_cuts, further, down=False)]
     own, calling = apy.affected_modules(ix, uniq, [(r.op.key, r.python) for r in reached_ops[:at.MAX_OPS_FOR_TESTS]],
@@ -221,7 +245,9 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
         cuts.append(f"ops: showing the {MAX_OPS} closest of {len(reached_ops)}")
     public = [n for n in python if not n.startswith("torch._C._")]
     return AffectedResult(
-        source=m.source, depth=m.depth, device=device, files=m.files, changed=uniq, removed=m.removed,
-        unknown=m.unknown, ops=reached_ops[:MAX_OPS], ops_total=len(reached_ops), functions_reached=functions,
+        source=m.source, depth=m.depth, walked_depth=walked, device=device, files=m.files, changed=uniq,
+        removed=m.removed, unknown=m.unknown, ops=reached_ops[:MAX_OPS], ops_total=len(reached_ops),
+        functions_reached=functions,
         python=public[:MAX_PYTHON], modules=modules[:MAX_MODULES], generators=m.generators, tests=ranked[:m.limit],
-        tests_total=len(ranked), run_first=first, tests_changed=len(m.tests) + len(m.opinfos), cuts=cuts)
+        tests_total=len(ranked), run_first=first, tests_changed=len(m.tests) + len(m.opinfos), sample=sample,
+        cuts=cuts)

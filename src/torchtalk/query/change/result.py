@@ -48,10 +48,24 @@ class ReachedOp:
     python: list[str]  # its Python names (torch.X, Tensor.X, torch.nn.functional.X)
 
 
+@dataclass(frozen=True)
+class Sample:
+    """A change that reaches more ops than tests were looked up for (a helper nearly every kernel calls): its
+    tests, and the ones to run first, are a sample of what it reaches, not coverage."""
+
+    ops: int  # ops reached (overloads counted apart)
+    names: int  # op names among them (cumsum for cumsum, cumsum.out, cumsum_)
+    looked_up: int  # op names whose tests were looked up (the closest)
+    functions: int  # C++ functions on the way up
+    depth: int  # as walked
+    capped: bool  # the walk's caps (level, node budget, fan-out) left more out: it reaches further still
+
+
 @dataclass
 class AffectedResult:
     source: str  # where the change came from
-    depth: int
+    depth: int  # as asked
+    walked_depth: int  # as walked: deeper when no op is within the asked depth (Note [Walk on to an op])
     device: Device | None  # when only that device's code changed: tests are narrowed to it
     files: list[ChangedFile]
     changed: list[ChangedNode]
@@ -67,4 +81,5 @@ class AffectedResult:
     tests_total: int
     run_first: list[str]
     tests_changed: int  # tests and OpInfo entries the change edits
+    sample: Sample | None = None  # set when the tests are a sample of what the change reaches
     cuts: list[str] = field(default_factory=list)

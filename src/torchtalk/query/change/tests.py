@@ -162,19 +162,24 @@ def op_tests(ix: Index, op: OpForTests, device: Device | None) -> list[AffectedT
     found = find_similar_tests(ix, op.base, PER_OP)
     present = _present(ix)
     out = []
-    hits = [(h.name, h.variant, h.loc, h.command) for h in found.opinfos]
-    hits += [(n, v, loc, f'pytest test/test_ops.py -k "{_opinfo_sel(n, v)}"')
+    hits = [(h.name, h.variant, h.loc, h.command, h.suites) for h in found.opinfos]
+    hits += [(n, v, loc, f'pytest test/test_ops.py -k "{_opinfo_sel(n, v)}"', [])
              for n, v, loc in _opinfos_named(ix, op.python, {(h[0], h[1]) for h in hits})]
-    for name, variant, loc, command in hits:
+    for name, variant, loc, command, suites in hits:
         label = f"OpInfo('{name}')" + (f" variant {variant!r}" if variant else "")
         out.append(AffectedTest(label, loc, TestReason.OPINFO, op.op,
                                 f"the generic @ops tests run op {op.op} through this OpInfo entry ({op.path})",
                                 with_device(command, device)))
+        sel = _opinfo_sel(name, variant)
+        # The family suites whose @ops lists hold the entry (Note [OpInfo lists]: test_unary_ufuncs.py, test_sparse.py).
+        out += [AffectedTest(f"{f.path} for {sel}", Loc(f.path, 1), TestReason.OPINFO, op.op,
+                             f"its @ops({', '.join(f.lists)}) tests run op {op.op} through {label} ({op.path})",
+                             with_device(f'pytest {f.path} -k "{sel}"', device)) for f in suites]
     # The suites that check what changed for every OpInfo op; -k matches the op inside OpInfo names too
     # (mse_loss selects test_..._nn_functional_mse_loss_...).
     # (only through an OpInfo entry: an op without one is in none of these suites, and -k with its name selects
     # nothing there)
-    sels = list(dict.fromkeys(_opinfo_sel(n, v) for n, v, _l, _c in hits[:2]))
+    sels = list(dict.fromkeys(_opinfo_sel(n, v) for n, v, _l, _c, _s in hits[:2]))
     for aspect in sorted(op.aspects):
         for suite in ASPECT_SUITES.get(aspect, ()):
             if suite in present and suite != "test/test_ops.py":
