@@ -22,6 +22,7 @@ from ..errors import SourceError
 from ..graph.cpp_callers import warm_op_callers
 from ..graph.device_reach import defined
 from ..graph.gpu import warm_shared as warm_gpu
+from ..graph.op_refs import warm_passing
 from ..graph.py_edges import entry_calls
 from ..graph.resolved_build import warm_resolution
 from ..index.freshness import Freshness
@@ -64,6 +65,7 @@ def _warm_up(ix: Index) -> None:
         warm_resolution(ix)
         entry_calls(ix)  # the public Python functions' calls, which impact's and called_by's walks up read
         warm_op_callers(ix)  # the sites every op's callers read (impact, called_by)
+        warm_passing(ix)  # and the calls that pass an op's function on (Note [Op references])
         warm_hand_bindings(ix)  # trace's hand-written bindings
         cuda_kernels(ix)
         defined(ix)  # the names a call site can resolve by (the GPU walk's skip, graph/device_reach.py)
