@@ -50,6 +50,17 @@ def op_refs(ix: Index, node: Node) -> list[Edge]:
 
 def passing(ix: Index, node: Node) -> list[Edge]:
     """The edges into op ``node`` of the calls that pass its function on as an argument (Note [Op references])."""
+    return _passing(ix).get(node.key, [])
+
+
+def warm_passing(ix: Index) -> None:
+    """Load the table ``passing`` reads (one scan of the call arguments, ~0.4 s on 2.6.0): the server's warm-up, so
+    that no first answer walking up to an op pays it."""
+    _passing(ix)
+
+
+def _passing(ix: Index) -> dict[str, list[Edge]]:
+    """op -> the edges of the calls passing its function on, for every op (once per index version)."""
     def load() -> dict[str, list[Edge]]:
         reg = registry(ix)
         out: dict[str, list[Edge]] = {}
@@ -62,13 +73,7 @@ def passing(ix: Index, node: Node) -> list[Edge]:
                     out.setdefault(full, []).append(_edge(reg, symbol_node(ix, sym), full, call.loc, written))
         return out
     table: dict[str, list[Edge]] = ix.cached("op_refs_into", load)
-    return table.get(node.key, [])
-
-
-def warm_passing(ix: Index) -> None:
-    """Load the table ``passing`` reads (one scan of the call arguments, ~0.4 s on 2.6.0): the server's warm-up, so
-    that no first answer walking up to an op pays it."""
-    passing(ix, Node(NodeKind.OP, "", "", None))
+    return table
 
 
 def _refs(ix: Index, node: Node, sid: int) -> list[Edge]:
