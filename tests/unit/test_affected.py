@@ -512,8 +512,7 @@ def test_python_function_finds_the_modules_calling_it(cix):
     res, _, _ = ask(ix, diff=edit_diff(tree, path, int(line), "torch.relu(input)", "torch.relu(input + 0)"))
     assert [c.node.key for c in res.changed] == ["torch.nn.functional.relu"]
     assert [m.name for m in res.modules] == ["torch.nn.ReLU"]
-    assert "ReLU.forward calls torch.nn.functional.relu (changed) at torch/nn/modules/activation.py:11" == \
-        res.modules[0].why
+    assert "F.relu(...) at torch/nn/modules/activation.py:11" in res.modules[0].why
     assert res.tests[0].name == "OpInfo('relu')"
 
 

@@ -134,6 +134,12 @@ def modules_calling(ix: Index, names: list[str], via: str) -> list[AffectedModul
     return list(out.values())
 
 
+def _private(ix: Index, fq: str) -> bool:
+    """A name users do not call: no public spelling, and a part of it starts with an underscore."""
+    public = public_name(ix, fq)
+    return public == fq and any(p.startswith("_") for p in public.split("."))
+
+
 def python_functions(ix: Index, changed: list[ChangedNode], most: int) -> list[at.OpForTests]:
     """Changed Python functions users call by name (torch.nn.functional.X, torch.X defined in Python):
     their tests are looked up like an op's."""
@@ -141,9 +147,9 @@ def python_functions(ix: Index, changed: list[ChangedNode], most: int) -> list[a
     for c in changed:
         if c.node.kind is not NodeKind.PY_FUNCTION or owner_class(ix, c.node) is not None:
             continue
+        if _private(ix, c.node.key):
+            continue  # a private helper: what reaches it is not known by name (python_callers walks up from it)
         public = public_name(ix, c.node.key)
-        if public == c.node.key and any(p.startswith("_") for p in public.split(".")):
-            continue  # a private helper: what reaches it is not known by name
         if len(out) < most:
             out.append(at.OpForTests(public, public, set(), f"Python {public}: {c.why}"))
     return out
@@ -172,7 +178,11 @@ def python_callers(ix: Index, changed: list[ChangedNode], depth: int) -> tuple[l
     """The Python functions above the changed ones, closest first, each with how it reaches the change
     (``rprop calls torch.optim.rprop._single_tensor_rprop (changed) at torch/optim/rprop.py:450``); and the cuts of
     the walk."""
-    starts = [c.node for c in changed if c.node.kind is NodeKind.PY_FUNCTION]
+    # Only what its name does not find: a private helper of no module or optimizer class (a public function's tests
+    # are looked up by its name, a method's through its class) that only eager code runs (a decomposition is
+    # registered, never called). Each function walked from costs a scan of the calls that name it.
+    starts = [c.node for c in changed if c.node.kind is NodeKind.PY_FUNCTION and c.aspect is None
+              and owner_class(ix, c.node) is None and _private(ix, c.node.key)]
     if not starts:
         return [], []
     walk = up(starts, graph(ix).into, (EdgeKind.PY_CALL,), depth, fan_out=MAX_PY_CALLERS,
