@@ -403,11 +403,14 @@ def test_opinfo_family_suites_are_the_files_whose_ops_lists_hold_the_entry(ctree
                    "binary_ufuncs = [op for op in op_db if isinstance(op, BinaryUfuncInfo)]\n"
                    "sparse_binary_ufuncs = [op for op in binary_ufuncs if op.supports_sparse]\n"
                    "sparse_unary_ufuncs = [op for op in op_db if isinstance(op, UnaryUfuncInfo) and "
-                   "op.supports_sparse]\n")
+                   "op.supports_sparse]\n"
+                   # entries made from each (test_nestedtensor.py's njt_op_db): not the entries themselves
+                   "njt_op_db = [translate_opinfo(op) for op in op_db]\n")
     for name, lists, local in (("binary_family", "binary_ufuncs", ""), ("unary_family", "unary_ufuncs", ""),
                                ("sparse_family", "sparse_binary_ufuncs, sparse_unary_ufuncs", ""),
                                ("ref_family", "binary_ufuncs", "binary_ufuncs = [op for op in binary_ufuncs if "
-                                                               "op.ref is not None]\n")):
+                                                               "op.ref is not None]\n"),
+                               ("njt_family", "njt_op_db", "")):
         (ctree / f"test/test_{name}.py").write_text(_FAMILY.format(lists=lists, local=local))
     ix = _index(ctree)
     try:
@@ -430,6 +433,7 @@ def test_opinfo_family_suites_are_the_files_whose_ops_lists_hold_the_entry(ctree
     assert fam.command == 'pytest test/test_binary_family.py -k "atan2 and cuda"'
     assert fam.why.startswith("its @ops(binary_ufuncs) tests run op atan2 through OpInfo('atan2')")
     assert "test/test_sparse_family.py for atan2" in by_name and "test/test_ref_family.py for atan2" not in by_name
+    assert "test/test_njt_family.py for atan2" not in by_name
 
 
 def test_find_similar_tests_names_the_module_and_optimizer_db_entries(cix):

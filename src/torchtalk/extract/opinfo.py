@@ -110,6 +110,8 @@ def _drawn(v: ast.expr) -> tuple[list[str], list[str], list[str], int] | None:
         sources = _names(g.iter)
         if g.target.__class__ is not Name or sources is None:
             return None
+        if v.elt.__class__ is not Name or v.elt.id != g.target.id:
+            return None  # [translate_opinfo(op) for op in op_db]: new entries made from each, not those entries
         isa: list[str] = []
         flags: list[str] = []
         dropped = sum(_conditions(cond, g.target.id, isa, flags) for cond in g.ifs)
