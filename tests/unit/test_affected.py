@@ -419,8 +419,13 @@ def test_opinfo_family_suites_are_the_files_whose_ops_lists_hold_the_entry(ctree
         res, text, _ = ask(ix, diff=edit_diff(ctree, "aten/src/ATen/native/cuda/BinaryGeometricKernels.cu", 8,
                                               "::atan2(a, b)", "::atan2f(a, b)"))
         similar = answer(get_tool("find_similar_tests"), ix, query="atan2").text
+        # a change of its derivative formula: the gradient suites check it, not the family suites running its kernels
+        grad, _t, _n = ask(ix, diff=edit_diff(ctree, "tools/autograd/derivatives.yaml", 7, "grad_input_mask",
+                                              "grad_input_mask2"))
     finally:
         ix.close()
+    grad_tests = [t.name for t in grad.tests]
+    assert not any("family" in n for n in grad_tests), grad_tests
     assert atan2.command == 'pytest test/test_ops.py -k "atan2"'
     assert [(f.path, f.lists, f.tests) for f in atan2.suites] == [
         ("test/test_binary_family.py", ("binary_ufuncs",), 2),

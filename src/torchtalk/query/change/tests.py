@@ -171,8 +171,10 @@ def op_tests(ix: Index, op: OpForTests, device: Device | None) -> list[AffectedT
                                 f"the generic @ops tests run op {op.op} through this OpInfo entry ({op.path})",
                                 with_device(command, device)))
         sel = _opinfo_sel(name, variant)
-        # The family suites whose @ops lists hold the entry (Note [OpInfo lists]: test_unary_ufuncs.py, test_sparse.py).
-        out += [AffectedTest(f"{f.path} for {sel}", Loc(f.path, 1), TestReason.OPINFO, op.op,
+        # The family suites whose @ops lists hold the entry (Note [OpInfo lists]: test_unary_ufuncs.py, test_sparse.py),
+        # which run its kernels: not for a change of its backward, decomposition, ref, lowering or meta function, whose
+        # aspect suites (below) check what changed.
+        out += [] if op.aspects else [AffectedTest(f"{f.path} for {sel}", Loc(f.path, 1), TestReason.OPINFO, op.op,
                              f"its @ops({', '.join(f.lists)}) tests run op {op.op} through {label} ({op.path})",
                              with_device(f'pytest {f.path} -k "{sel}"', device)) for f in suites]
     # The suites that check what changed for every OpInfo op; -k matches the op inside OpInfo names too
