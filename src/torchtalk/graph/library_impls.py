@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from ..model import RegistrationKind
+from ..model.cpp import TEMPLATE_ARGS
 from ..store.reader import Index
 
 # (namespace, op as registered, dispatch key, function as written without template arguments, file id, line)
@@ -28,7 +29,7 @@ def library_impls(ix: Index) -> list[Impl]:
                 (RegistrationKind.LIBRARY_IMPL.value,)):
             m = _LIBRARY_BLOCK.match(block)
             if m and m.group(1) not in ("aten", "_"):
-                plain = re.sub(r"<[^<>]*>", "", target).replace(" ", "").lstrip(":")
+                plain = TEMPLATE_ARGS.sub("", target).replace(" ", "").lstrip(":")
                 out.append((m.group(1), op, key, plain, file_id, line))
         return out
     impls: list[Impl] = ix.cached("library_impls", build)

@@ -5,10 +5,10 @@ functions that call an op (F.group_norm -> native_group_norm). What Python code 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, PyApiKind, PyDefKind, SymbolKind
+from ..model.cpp import TEMPLATE_ARGS, written_as
 from ..store.reader import Index
 from .library_impls import library_impls, library_python
 from .nodes import binding_node, cpp_node, op_node, symbol_id, unresolved_node
@@ -62,10 +62,9 @@ def _library_bindings(ix: Index, node: Node, name: str, qualname: str, only_in: 
         return out
     table: dict[str, list[tuple[str, str, str, str, int, int]]] = ix.cached("library_impls_by_target", build)
     edges = []
-    own = qualname.replace("(anonymous)::", "")
     for ns, op, key, target, file_id, line in table.get(name, []):
         loc = Loc(ix.path_of(file_id), line)
-        if only_in and loc.path != only_in or not (own == target or own.endswith(f"::{target}")):
+        if only_in and loc.path != only_in or not written_as(qualname, target):
             continue
         python = f"torch.ops.{ns}.{op.split('.')[0]}"
         edges.append(Edge(binding_node(python, loc), node, EdgeKind.BINDING, loc, PyApiKind.LIBRARY,
@@ -93,19 +92,15 @@ def _library_kernels(ix: Index, node: Node) -> list[Edge]:
 # that file first; else, written qualified (``&Class::method``, ``torch::jit::f``), the functions whose qualified
 # name ends so; written bare, the free functions of that name (a bare name never names a method).
 _MEMBERS = (SymbolKind.METHOD, SymbolKind.CONSTRUCTOR)
-_TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
 
 
 def bound_functions(ix: Index, target: str, file_id: int) -> list[CppSymbol]:
     """The C++ definitions a binding's target, as written in file ``file_id``, names (Note [Bound as written])."""
-    written = _TEMPLATE_ARGS.sub("", target).removeprefix("::")  # ConvPackedParamsBase<kSpatialDim>::groups
+    written = TEMPLATE_ARGS.sub("", target).removeprefix("::")  # ConvPackedParamsBase<kSpatialDim>::groups
     name = written.rsplit("::", 1)[-1]
 
     def fits(d: CppSymbol) -> bool:
-        if "::" in written:
-            own = d.qualname.replace("(anonymous)::", "")
-            return own == written or own.endswith(f"::{written}")
-        return d.kind not in _MEMBERS
+        return written_as(d.qualname, written) if "::" in written else d.kind not in _MEMBERS
     here = [d for d in defs_in_file(ix, file_id, name) if fits(d)]
     if here:
         return here

@@ -8,6 +8,7 @@ never relinks the others.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from typing import Annotated
 
@@ -19,6 +20,16 @@ from .loc import Loc
 #: How a qualname spells an unnamed namespace's part: ``at::native::(anonymous)::f``, which C++ code names as
 #: ``at::native::f``.
 ANONYMOUS = "(anonymous)::"
+#: One level of template arguments, as a name is written without them (``QConvInt8<3, false>::run``: QConvInt8::run).
+TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
+
+
+def written_as(qualname: str, written: str) -> bool:
+    """Whether the definition ``qualname`` is what code writing ``written`` (a name, qualified or not) names: the
+    whole name or its tail after a ``::``, an unnamed namespace adding no part (at::native::(anonymous)::f is
+    at::native::f, native::f and f)."""
+    own = qualname.replace(ANONYMOUS, "")
+    return own == written or own.endswith("::" + written)
 
 BUILTINS = frozenset((
     "void bool char wchar_t char16_t char32_t short int long float double unsigned signed "

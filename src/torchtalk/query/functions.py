@@ -18,7 +18,7 @@ from ..graph.resolve import stub_names
 from ..graph.stubs import stub_declared
 from ..graph.symbols import SYMBOL_COLS, defs_by_name, defs_by_qualname, has_cpp, kernel_definitions, to_symbol
 from ..model import CppSymbol, Node, SymbolKind
-from ..model.cpp import ANONYMOUS
+from ..model.cpp import written_as
 from ..source.files import CPP_EXTS
 from ..store.reader import Index, like_literal
 from .args import clean_text
@@ -126,8 +126,7 @@ def _candidates(ix: Index, name: str, kind_hint: SymbolKind | None) -> list[CppS
     if not cands and "::" in name:
         short = name.rsplit("::", 1)[1]
         # as C++ names it: an unnamed namespace adds no part (at::native::(anonymous)::f is at::native::f)
-        cands = [d for d in defs_by_name(ix, short)
-                 if (q := d.qualname.replace(ANONYMOUS, "")).endswith("::" + name) or q == name]
+        cands = [d for d in defs_by_name(ix, short) if written_as(d.qualname, name)]
         if not cands and name.endswith("::impl"):
             cands = [d for d in defs_by_name(ix, name.split("::")[-2].removeprefix("structured_"))
                      if d.kind is SymbolKind.IMPL_FUNC]

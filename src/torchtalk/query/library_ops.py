@@ -13,14 +13,12 @@ its dispatch key and where it is registered, and the call that follows a kernel 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from ..model import Loc
+from ..model.cpp import TEMPLATE_ARGS
 from ..store.reader import Index
 from .results import Elsewhere
-
-_TEMPLATE_ARGS = re.compile(r"<[^<>]*>")  # QConvInt8<3, false>::run -> QConvInt8::run
 
 
 @dataclass(frozen=True)
@@ -58,7 +56,7 @@ def library_op(ix: Index, name: str) -> LibraryOp | None:
 
 def kernel_calls(lib: LibraryOp) -> list[Elsewhere]:
     """The call that answers what the first kernel does (calls takes it without its template arguments)."""
-    first = _TEMPLATE_ARGS.sub("", lib.kernels[0][2]) if lib.kernels else ""
+    first = TEMPLATE_ARGS.sub("", lib.kernels[0][2]) if lib.kernels else ""
     return [Elsewhere("calls", first, "a TORCH_LIBRARY op (below); for its first kernel")] if first else []
 
 
