@@ -113,7 +113,19 @@ def attribute_calls(ix: Index, src: Node, mro: Sequence[str], written: str, site
 def attribute_makers(ix: Index, mro: Sequence[str], attr: str) -> tuple[
         str, list[tuple[str, int, int]], list[tuple[str, int, int, str]]] | None:
     """What a method of the nearest class in ``mro`` that sets ``self.attr`` sets it to: (its module, the calls
-    (value as written, file, line), the parameters (default, file, line, parameter)); None when none sets it."""
+    (value as written, file, line), the parameters (default, file, line, parameter)); None when none sets it.
+    Memoised per index version: every call through ``self.attr`` asks it, some twice (a Tensor's, then an object's)."""
+    memo: dict[tuple[tuple[str, ...], str], tuple[str, list[tuple[str, int, int]],
+                                                   list[tuple[str, int, int, str]]] | None] = ix.cached(
+        "attribute_makers", dict)
+    key = (tuple(mro), attr)
+    if key not in memo:
+        memo[key] = _attribute_makers(ix, mro, attr)
+    return memo[key]
+
+
+def _attribute_makers(ix: Index, mro: Sequence[str], attr: str) -> tuple[
+        str, list[tuple[str, int, int]], list[tuple[str, int, int, str]]] | None:
     names = pynames(ix)
     for cls_fq in mro:
         d = names.definition(cls_fq)
@@ -177,9 +189,7 @@ def attributes_made_by(ix: Index, cls_fq: str) -> set[str]:
     """``self.attr`` of every attribute some class sets to an instance of ``cls_fq`` or of a class derived from it
     (one level: ``out_proj = NonDynamicallyQuantizableLinear(...)`` runs Linear.forward): the calls that may run its
     ``forward`` (Note [Submodules]); ``_call`` decides which do."""
-    classes = {cls_fq.rsplit(".", 1)[-1]}
-    like = '%"' + like_literal(cls_fq) + '"%'
-    classes |= {name for (name,) in ix.q("SELECT name FROM py_class_fq WHERE bases LIKE ? ESCAPE '\\'", (like,))}
+    classes = {cls_fq.rsplit(".", 1)[-1]} | {d.name for d in pynames(ix).derived(cls_fq)}
     out: set[str] = set()
     for name in classes:
         out |= {"self." + attr for (attr,) in ix.q(

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..link.pyclasses import follow_reexports
 from ..model import Loc, PyDefKind
-from ..store.reader import Index
+from ..store.reader import Index, like_literal
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,17 @@ class PyDef:
     value: str = ""  # for assign: the dotted name it is bound to (the first, when several)
     values: tuple[str, ...] = ()  # for assign: every name it is bound to (boolean_dispatch(if_true=f, if_false=g))
     cls: str = ""  # for methods: class qualname
+
+
+class Derived(NamedTuple):
+    """A class naming another as a base (``PyNames.derived``)."""
+
+    fq: str
+    name: str
+    file_id: int
+    line: int
+    roots: str  # link/pyclasses.py's roots, space-separated (testcase, module, ...)
+    source: str  # py (torch/**) or test (test/**)
 
 
 class PyNames:
@@ -109,6 +121,12 @@ class PyNames:
             row = self.ix.one("SELECT bases FROM py_class_fq WHERE fq = ?", (fq,))
             self._bases[fq] = json.loads(row[0] or "[]") if row is not None else None
         return self._bases[fq]
+
+    def derived(self, fq: str) -> list[Derived]:
+        """The classes that name ``fq`` as a base, as the link stage resolved it (one level), by full name."""
+        return [Derived(*r[:6]) for r in self.ix.q(
+            "SELECT fq, name, file_id, line, roots, source, bases FROM py_class_fq WHERE bases LIKE ? ESCAPE '\\' "
+            "ORDER BY fq", ('%"' + like_literal(fq) + '"%',)) if fq in json.loads(r[6] or "[]")]
 
     def mro(self, fq: str, limit: int = 12) -> tuple[str, ...]:
         """A class and its bases (resolved full names) in Python's method resolution order (C3: ConvBn1d's

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
+from ..graph.pynames import pynames
 from ..graph.source_lines import file_lines
 from ..model import Loc
 from ..model.paths import TESTING_INTERNAL
@@ -37,8 +38,8 @@ class _Test(Protocol):
 
 T = TypeVar("T", bound=_Test)
 
-# helper(Template, Collected, "suffix"...): the first call of a line that hands two classes and a string
 _ELSEWHERE = ("test.", "torch.testing._internal.")  # full names of the classes a test class may derive from
+# helper(Template, Collected, "suffix"...): the first call of a line that hands two classes and a string
 _COPY = re.compile(r"^\s*[\w.]+\(\s*(\w+)\s*,\s*(\w+)\s*,\s*[\"'](\w+)[\"']", re.M)
 
 
@@ -215,10 +216,10 @@ def derived_elsewhere(ix: Index, fid: int, cls: str) -> tuple[str, str] | None:
     if (fid, cls) not in memo:
         found = None
         for (fq,) in ix.q("SELECT fq FROM py_class_fq WHERE file_id = ? AND name = ?", (fid, cls)):
-            rows = ix.q("SELECT file_id, name FROM py_class_fq WHERE source = 'test' AND file_id != ? AND bases LIKE ? "
-                        "AND (' ' || roots || ' ') LIKE '% testcase %'", (fid, f'%"{fq}"%'))
+            rows = [(ix.path_of(d.file_id), d.name) for d in pynames(ix).derived(fq)
+                    if d.source == "test" and d.file_id != fid and "testcase" in d.roots.split()]
             if rows:
-                found = min((ix.path_of(f), name) for f, name in rows)
+                found = min(rows)
                 break
         memo[(fid, cls)] = found
     return memo[(fid, cls)]

@@ -9,7 +9,6 @@ build models from); the answer says so.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from ...graph import graph, up
@@ -86,13 +85,8 @@ def as_module(ix: Index, row: ClassRow, why: str) -> AffectedModule:
 
 def subclasses(ix: Index, fq: str) -> list[ClassRow]:
     """Classes of torch/ that name ``fq`` as a base (they inherit what changed unless they override it)."""
-    out = []
-    for sub_fq, name, fid, line, roots, bases in ix.q(
-            "SELECT fq, name, file_id, line, roots, bases FROM py_class_fq WHERE source = 'py' AND bases LIKE ? "
-            "ESCAPE '\\' ORDER BY fq", ('%"' + fq.replace("_", "\\_") + '"%',)):
-        if fq in json.loads(bases or "[]"):
-            out.append(ClassRow(sub_fq, name, Loc(ix.path_of(fid), line), _kinds(roots)))
-    return out[:MAX_SUBCLASSES]
+    return [ClassRow(d.fq, d.name, Loc(ix.path_of(d.file_id), d.line), _kinds(d.roots))
+            for d in pynames(ix).derived(fq) if d.source == "py"][:MAX_SUBCLASSES]
 
 
 def spellings(fq: str) -> list[str]:
