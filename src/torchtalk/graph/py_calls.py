@@ -276,7 +276,7 @@ def _untyped_receiver(ix: Index, src: Node, written: str, site: Loc, shape: Shap
                   for op in fit if op not in manual]
 
 
-_TENSOR_CLASSES = ("torch._tensor.Tensor", "torch.Tensor")
+TENSOR = "torch._tensor.Tensor"  # torch.Tensor, as the link stage resolves a base
 
 
 def _made_tensor(ix: Index, mro: Sequence[str], attr: str) -> str:
@@ -292,7 +292,7 @@ def _made_tensor(ix: Index, mro: Sequence[str], attr: str) -> str:
         full = names.resolve_in(module, value)
         cls = names.definition(full)
         is_class = cls is not None and cls.kind is PyDefKind.CLASS
-        if not (is_class and any(c in _TENSOR_CLASSES for c in names.mro(full)) or not is_class and
+        if not (is_class and TENSOR in names.mro(full) or not is_class and
                 ops_of_python(ix, full)):
             return ""
     value, file_id, line = rows[0]

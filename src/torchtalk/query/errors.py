@@ -146,9 +146,14 @@ def error_origin(ix: Index, message: str, limit: int = DEFAULT_LIMIT) -> ErrorOr
     shown: list[Match] = []
     same = 0
     total = 0
+
+    def like_best(m: Match) -> bool:
+        """The same text and, when the message names its exception class, the same class: what it cannot tell
+        apart from the best site."""
+        return best is not None and m.text_key == best.text_key and m.same_class == best.same_class
+
     if best is not None:
-        # the same text and, when the message names its exception class, the same class: what it cannot tell apart
-        same = sum(1 for m in ranked if m.text_key == best.text_key and m.same_class == best.same_class)
+        same = sum(1 for m in ranked if like_best(m))
         if best.hint == 2 and best.exact:
             # the pasted text names the site and it prints the message: only the sites printing the same text (or
             # all of the message as well) could have raised it
@@ -166,8 +171,8 @@ def error_origin(ix: Index, message: str, limit: int = DEFAULT_LIMIT) -> ErrorOr
         walk = -1.0 if i >= REACH_SITES or verdict is Verdict.NONE else min(left, FIRST_WALK_S) if not i else left
         # tests for the best site, and for each other site printing the same text (the message cannot tell which
         # raised it), while the answer's CPU allows
-        same_text = best is not None and same > 1 and m.text_key == best.text_key and m.same_class == best.same_class
-        s = _site(ix, m, walk, start + TESTS_S * (1 + i) if not i or same_text else 0.0, cleaned.message)
+        s = _site(ix, m, walk, start + TESTS_S * (1 + i) if not i or same > 1 and like_best(m) else 0.0,
+                  cleaned.message)
         if s is not None:
             sites.append(s)
     if len(shown) > REACH_SITES and verdict is not Verdict.NONE:

@@ -244,8 +244,10 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
 
 def _elsewhere_for(where: Classes, class_name: str) -> list[str]:
     """The classes of other files whose tests a page of ``class_name`` lists ("": the whole file's)."""
-    if not class_name or class_name in where.elsewhere:
-        return [c for c in where.elsewhere if c == class_name or not class_name]
+    if not class_name:
+        return list(where.elsewhere)
+    if class_name in where.elsewhere:
+        return [class_name]
     return list(dict.fromkeys(a for (c, _t), a in where.origin.items() if c == class_name and a in where.elsewhere))
 
 

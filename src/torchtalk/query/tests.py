@@ -209,7 +209,7 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = T
     # the words the first answer required first (it picked the one naming an op), longest first
     for word in sorted(words, key=lambda w: (bool(_ops_for(ix, terms(w)[0])), -len(w))):
         stem = word_stem(word)
-        if len(stem) < 3 or _norm(stem) == _norm(words[0]) and len(words) == 1:
+        if len(stem) < 3:
             continue
         other = _find_similar_tests(ix, stem, MAX_LIMIT, by_body)
         if other.total:

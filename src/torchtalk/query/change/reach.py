@@ -220,9 +220,12 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
     callers, py_cuts = apy.python_callers(ix, uniq, m.depth + 1)
     for fq, how in callers:
         py_reached.setdefault(fq, how)
-    cuts += ["Python callers: " + describe(replace(c, shows=f"depth={m.depth + 1}" if c.kind is CutKind.DEPTH else
-                                                   tool_call("affected", c.at.key) if c.at is not None else ""))
-             for c in named(py_cuts, further, down=False)]
+    def py_further(c: Cut) -> str:
+        """The call that walks further up the Python callers: a larger depth, or affected from the function whose
+        callers were cut (not named's own call for a node: trace walks down)."""
+        return f"depth={m.depth + 1}" if c.kind is CutKind.DEPTH else tool_call("affected", c.at.key) if c.at else ""
+
+    cuts += ["Python callers: " + describe(replace(c, shows=py_further(c))) for c in named(py_cuts, py_further)]
     own, calling = apy.affected_modules(ix, uniq, [(r.op.key, r.python) for r in reached_ops[:at.MAX_OPS_FOR_TESTS]],
                                         list(py_reached.items()))
     modules = own + [mod for mod in calling if mod.fq not in {o.fq for o in own}]

@@ -174,9 +174,10 @@ def op_tests(ix: Index, op: OpForTests, device: Device | None) -> list[AffectedT
         # The family suites whose @ops lists hold the entry (Note [OpInfo lists]: test_unary_ufuncs.py, test_sparse.py),
         # which run its kernels: not for a change of its backward, decomposition, ref, lowering or meta function, whose
         # aspect suites (below) check what changed.
-        out += [] if op.aspects else [AffectedTest(f"{f.path} for {sel}", Loc(f.path, 1), TestReason.OPINFO, op.op,
-                             f"its @ops({', '.join(f.lists)}) tests run op {op.op} through {label} ({op.path})",
-                             with_device(f'pytest {f.path} -k "{sel}"', device)) for f in suites]
+        if not op.aspects:
+            out += [AffectedTest(f"{f.path} for {sel}", Loc(f.path, 1), TestReason.OPINFO, op.op,
+                                 f"its @ops({', '.join(f.lists)}) tests run op {op.op} through {label} ({op.path})",
+                                 with_device(f'pytest {f.path} -k "{sel}"', device)) for f in suites]
     # The suites that check what changed for every OpInfo op; -k matches the op inside OpInfo names too
     # (mse_loss selects test_..._nn_functional_mse_loss_...).
     # (only through an OpInfo entry: an op without one is in none of these suites, and -k with its name selects
