@@ -451,3 +451,40 @@ def test_bad_arguments(fixture_ix):
         ask(fixture_ix, "  ")
     r, text = ask(fixture_ix, "x" * 300_000)
     assert "x" * 1000 not in text and "were read" in text
+
+
+def test_op_callers_found_by_name_are_the_overload_the_call_binds_and_the_same_backend(tmp_path):
+    """``at::add(output, bias)`` in a composite kernel is add.Tensor, never add.out (C++ spells that ``at::add_out``):
+    a SparseCPU check in add.out's kernel was said to be reached by "the composite op linear" through add.out. A
+    SparseCPU kernel of add.Tensor calling ``at::add_out`` does reach add.out's SparseCPU kernel, and says it is that
+    backend's kernel, not a composite one."""
+    tree = tmp_path / "pytorch"
+    shutil.copytree(FIXTURE_TREE, tree)
+    sparse = tree / "aten/src/ATen/native/sparse"
+    sparse.mkdir(parents=True)
+    (sparse / "SparseTensorMath.cpp").write_text(
+        "namespace at::native {\n"
+        "Tensor& add_out_sparse_cpu(const Tensor& t, const Tensor& src, const Scalar& value, Tensor& r) {\n"
+        "  TORCH_CHECK(t.sizes().equals(src.sizes()), \"add: expected sizes of 'self' and 'other' to match, but \",\n"
+        "              t.sizes(), \" != \", src.sizes());\n"
+        "  return r;\n}\n"
+        "Tensor add_sparse(const Tensor& self, const Tensor& other, const Scalar& alpha) {\n"
+        "  Tensor result = at::empty({0}, self.options());\n"
+        "  return at::add_out(result, self, other, alpha);\n}\n"
+        "Tensor my_composite(const Tensor& self, const Tensor& bias) {\n"
+        "  return at::add(self, bias);\n}\n"
+        "}  // namespace at::native\n")
+    yaml = tree / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + "\n- func: my_composite(Tensor self, Tensor bias) -> Tensor\n"
+                    "  dispatch:\n    CompositeImplicitAutograd: my_composite\n")
+    _st, ix, _rep = build_index(tree, tmp_path / "cache", workers=1, codegen=False)
+    try:
+        r, text = ask(ix, "RuntimeError: add: expected sizes of 'self' and 'other' to match, but [2, 3] != [3, 2]")
+        ops = {o.op.key: o for o in r.sites[0].reach.ops}
+        assert ops["add.Tensor"].depth == 1, text
+        assert "called by the [SparseCPU] kernel of op add.Tensor" in text
+        # my_composite calls add.Tensor (whose SparseCPU kernel calls add.out), not add.out itself
+        assert ops["my_composite"].depth == 2, text
+        assert [e.src.key for e in ops["my_composite"].chain[1:]] == ["add.Tensor", "my_composite"], text
+    finally:
+        ix.close()

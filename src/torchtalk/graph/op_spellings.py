@@ -55,10 +55,20 @@ def op_named(reg: OpRegistry, name: str) -> tuple[str, ...]:
         return tuple(op.full_name for op in ops if not op.is_out) or tuple(op.full_name for op in ops)
     for suffix in ("_outf", "_out"):
         if base.endswith(suffix):
-            outs = [op.full_name for op in reg.by_name.get(base[: -len(suffix)], []) if op.is_out]
+            # torchgen spells a SymInt out= overload X_symint_out / X_symint_outf (at::empty_symint_out)
+            stem = base[: -len(suffix)].removesuffix("_symint")
+            outs = [op.full_name for op in reg.by_name.get(stem, []) if op.is_out]
             if outs:
                 return tuple(outs)
     return ()
+
+
+def op_spellings(op: Op) -> tuple[str, ...]:
+    """The names of the C++ op-API functions that can mean ``op`` (op_named's inverse): X and X_symint for a
+    functional or in-place overload, X_out / X_outf (and their _symint_ forms) for an out= one."""
+    if op.is_out:
+        return tuple(f"{op.name}{sym}{suffix}" for sym in ("", "_symint") for suffix in ("_out", "_outf"))
+    return (op.name, f"{op.name}_symint")
 
 
 def ops_for(reg: OpRegistry, name: str, nargs: int) -> tuple[str, ...]:

@@ -26,12 +26,16 @@ from ..graph.cpp_callers import callers
 from ..graph.cpp_types import structured_base
 from ..graph.nodes import CPP_KINDS, cpp_node, op_node, symbol_id
 from ..graph.op_edges import kernel_of
+from ..graph.op_spellings import op_spellings
 from ..graph.registry import registry
+from ..graph.resolution import TargetKind
+from ..graph.resolve import resolve as resolve_call
 from ..graph.resolved import stored
-from ..graph.symbols import call_count, symbol
-from ..model import CppSymbol, Cut, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, SymbolKind, is_composite
+from ..graph.symbols import CALL_COLS, call_count, symbol
+from ..model import CallSite, CppSymbol, Cut, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, SymbolKind, is_composite
 from ..model.dispatch import Device
 from ..model.paths import device_of_path
+from ..store.codec import rows_facts
 from ..store.reader import Index
 from .change.tests import for_device
 from .cuts import named, node_arg, tool_call
@@ -122,6 +126,7 @@ class _Into:
         self.fan_in: list[FanIn] = []
         self.timed_out = False
         self.calls = 0  # the raising function's own edges are always read
+        self.keys: dict[str, set[str]] = {}  # op -> the dispatch keys of its kernels the walk came up through
 
     def __call__(self, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
         late = self.calls and self.ix.work_clock() > self.deadline
@@ -136,7 +141,7 @@ class _Into:
         out: list[Edge] = []
         if node.kind is NodeKind.OP and EdgeKind.OP_CALL in kinds:
             kinds.discard(EdgeKind.OP_CALL)
-            out += _op_callers_by_name(self.ix, node)
+            out += _op_callers_by_name(self.ix, node, self.keys.get(node.key, set()))
         sym = self._fan_in(node) if EdgeKind.CALL in kinds else None
         if sym is not None:
             kinds.discard(EdgeKind.CALL)
@@ -146,6 +151,9 @@ class _Into:
             out += [Edge(op, node, EdgeKind.KERNEL, op.loc, note=META_NOTE, how=EdgeHow.META) for op in _structured_ops(
                 self.ix, sym.qualname)]
         out += self.g.into(node, kinds)  # a stub's uses where no call is recorded are the graph's rule
+        for e in out:
+            if e.kind is EdgeKind.KERNEL and e.src.kind is NodeKind.OP and e.key:
+                self.keys.setdefault(e.src.key, set()).add(e.key)
         return out
 
 
@@ -175,26 +183,33 @@ class _Into:
         return sym
 
 
-def _op_callers_by_name(ix: Index, node: Node) -> list[Edge]:
+def _op_callers_by_name(ix: Index, node: Node, keys: set[str]) -> list[Edge]:
     """OP_CALL edges into an op from the calls spelled ``at::op(...)`` / ``at::_ops::op::call`` in composite
-    kernels. Each edge says it was found by name: the graph's own rule (op_edges.op_called_by) resolves every
-    call site of the op and follows file-local helpers, which costs seconds for a much-called op."""
+    kernels, and in the kernels for a dispatch key the walk came up through (``keys``: add.Tensor's SparseCPU
+    kernel calling ``at::add_out`` reaches add.out's SparseCPU kernel, and only that one). Each edge says it was
+    found by name: the graph's own rule (op_edges.op_called_by) resolves every call site of the op and follows
+    file-local helpers, which costs seconds for a much-called op. Only the names that can spell this overload
+    are read (``at::add`` is never add.out, which C++ spells ``at::add_out``), and each site is kept only when
+    its arguments bind this overload (``resolve``: from the store of resolved calls when there is one)."""
     op = registry(ix).by_full.get(node.key)
     if op is None:
         return []
-    names = (op.name, f"{op.name}_symint")
-    rows = ix.q("SELECT caller, file_id, line, callee, qualifier FROM cpp_call WHERE (callee IN (?, ?) AND "
-                f"qualifier IN ('at', '::at')) OR (callee = 'call' AND qualifier = ?) LIMIT {MAX_BY_NAME}",
-                (*names, f"at::_ops::{op.struct_name}"))
+    names = op_spellings(op)
+    marks = ",".join("?" * len(names))
+    rows = ix.q(f"SELECT {CALL_COLS} FROM cpp_call WHERE (callee IN ({marks}) AND qualifier IN ('at', '::at')) "
+                f"OR (callee = 'call' AND qualifier = ?) LIMIT {MAX_BY_NAME}", (*names, f"at::_ops::{op.struct_name}"))
     out: dict[str, Edge] = {}
-    for caller, fid, line, callee, qual in rows:
-        sym = symbol(ix, caller) if caller is not None else None
+    for call in rows_facts(CallSite, rows, ix.paths()):
+        sym = symbol(ix, call.caller) if call.has_caller else None
         if sym is None:
             continue
+        res = resolve_call(ix, call, sym)
+        if res.kind is not TargetKind.OP or node.key not in res.ops:
+            continue
         for k in kernel_of(ix, cpp_node(sym)):
-            if is_composite(k.key) and k.src.key != node.key and k.src.key not in out:
-                out[k.src.key] = Edge(k.src, node, EdgeKind.OP_CALL, Loc(ix.path_of(fid), line), k.key,
-                                      BY_NAME.format(f"{sym.display} calls {qual}::{callee}"))
+            if (is_composite(k.key) or k.key in keys) and k.src.key != node.key and k.src.key not in out:
+                out[k.src.key] = Edge(k.src, node, EdgeKind.OP_CALL, call.loc, k.key,
+                                      BY_NAME.format(f"{sym.display} calls {call.qualifier}::{call.callee}"))
     return list(out.values())
 
 

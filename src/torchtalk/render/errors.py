@@ -7,7 +7,7 @@ Python APIs, and tests to run. A weak or missing match says which pieces matched
 
 from __future__ import annotations
 
-from ..model import Edge, EdgeHow, EdgeKind, Layer, Node
+from ..model import Edge, EdgeHow, EdgeKind, Layer, Node, is_composite
 from ..model.raises import Verdict
 from ..query.cuts import describe
 from ..query.error_reach import Reach
@@ -36,6 +36,8 @@ def chain_text(start: Node, chain: list[Edge]) -> str:
     for e in chain:
         if e.how is EdgeHow.META:
             word = "the meta function of"
+        elif e.kind is EdgeKind.OP_CALL and e.key and not is_composite(e.key):
+            word = f"called by the [{e.key}] kernel of op"  # a backend's kernel calling the op for that backend
         else:
             word = _UP.get(e.kind, e.kind.value)
         key = f" [{e.key}]" if e.key and e.kind in (EdgeKind.KERNEL, EdgeKind.STUB_KERNEL, EdgeKind.WRAPPER) else ""
