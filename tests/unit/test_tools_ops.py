@@ -255,6 +255,15 @@ def test_search_backend_filter_is_case_insensitive_and_filters_entries(indexed):
     assert "cumsum_out_mps" in text and "CUDA" not in text.split("Note:")[0]
 
 
+def test_search_with_a_backend_names_the_ops_that_match_without_its_kernel(indexed):
+    """An op that exists but has no kernel for the backend is not 'no name contains it'."""
+    _, ix = indexed
+    res, text = call(ix, "search", query="linear", backend="MPS")
+    assert not res.hits and "linear" in res.other_backends
+    assert "No op, kernel" not in text and "No op with a MPS kernel matches it" in text
+    assert "search('linear') shows them" in text
+
+
 def test_search_finds_ops_by_kernel_name(indexed):
     _, ix = indexed
     res, _ = call(ix, "search", query="index_select_cuda")

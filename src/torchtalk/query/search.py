@@ -43,6 +43,7 @@ class SearchResult:
     total: int
     limit: int
     notes: list[str] = field(default_factory=list)
+    other_backends: list[str] = field(default_factory=list)  # with a backend: ops the query matches without its kernel
 
 
 # Hits sort by (rank: exact 0 .. kernel 3, group: op 0 binding 1 C++ 2 named 3, a C++ name's definitions beyond
@@ -90,6 +91,7 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
         key = matching[0]
     ql = q.lower()
     scored: list[Scored] = []
+    without_key: list[tuple[tuple[int, int, str], str]] = []
     for rec, full_l, name_l, entries, kernels_l in _op_table(ix):
         # The better of the overload's name and the op's: search "size" finds size.int and size.Dimname as exact
         # (the op size), before a C++ function named Size.
@@ -106,6 +108,7 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
         if key is not None:
             kernels = [d for d in kernels if d.key == key]
             if not kernels:
+                without_key.append(((rank, len(rec.name), rec.full_name), rec.full_name))
                 continue
         hit = SearchHit(HitKind.OP, rec.full_name, rec.loc, match or _MATCHES[rank],
                         str(rec.schema), [KernelHit(d, []) for d in kernels])
@@ -136,12 +139,16 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
             continue
         for kh in h.kernels:  # the overloads of the kernel's name this op takes, as trace shows them
             kh.defs = op_kernel_definitions(ix, by_name[h.name], kh.entry)
-    res = SearchResult(q, key, hits, len(scored), limit)
+    res = SearchResult(q, key, hits, len(scored), limit, other_backends=[n for _k, n in sorted(without_key)])
     if key is None and names_left:
         res.notes.append(names_left)
     if key is not None:
         res.notes.append(f"Only ops with a {key} kernel are shown, with their {key} entries; "
                          "bindings are not filtered by backend.")
+        if res.other_backends:
+            n, shown_ = len(res.other_backends), ", ".join(res.other_backends[:5])
+            res.notes.append(f"{n} op{'s' * (n != 1)} match{'es' * (n == 1)} without a {key} kernel ({shown_}"
+                             f"{', ...' if n > 5 else ''}): search({q!r}) shows them with their kernels.")
     return res
 
 

@@ -11,7 +11,9 @@ from .common import IN_STRUCTURED, first, raise_limit, showing
 def render_search(r: SearchResult) -> str:
     scope = f" (backend {r.backend})" if r.backend else ""
     out = [f"# search {r.query}{scope}: {showing(len(r.hits), r.total, raise_limit(r.total))}"]
-    if not r.hits:
+    if not r.hits and r.other_backends:
+        out.append(f"No op with a {r.backend} kernel matches it (ops without one do: below).")
+    elif not r.hits:
         out.append("No op, kernel, binding or C++ function name contains it.")
     for h in r.hits:
         if h.kind is HitKind.OP:
