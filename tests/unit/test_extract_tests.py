@@ -280,6 +280,24 @@ def test_helpers_are_classified_from_their_source():
     }  # _TestParametrizer is private: not listed
 
 
+def test_a_decorator_factory_returning_a_partial_of_its_decorator_is_a_decorator():
+    """common_dtensor's ``with_comms(eager_init=False)`` returns ``decorator(func=...)`` when handed the test and
+    ``partial(decorator, eager_init=...)`` otherwise: a decorator either way (it was 'other')."""
+    code = (b"from functools import partial, wraps\n"
+            b"def with_comms(eager_init=False):\n"
+            b"    def decorator(func, eager_init=False):\n"
+            b"        @wraps(func)\n"
+            b"        def wrapper(self, *a):\n"
+            b"            func(self, *a)\n"
+            b"        return wrapper\n"
+            b"    return decorator(func=eager_init) if callable(eager_init) else \\\n"
+            b"        partial(decorator, eager_init=eager_init)\n"
+            b"def not_one(x):\n"
+            b"    return partial(print, x)\n")
+    cats = categories(extract_tests("torch/testing/_internal/distributed/_tensor/common_dtensor.py", code))
+    assert cats == {"with_comms": "decorators", "not_one": "other"}
+
+
 def test_device_type_helpers():
     facts = internal("common_fixture_device_type.py")
     cats = categories(facts)

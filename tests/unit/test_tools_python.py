@@ -485,3 +485,29 @@ def test_a_hand_bound_tensor_method_takes_the_calls_its_yaml_method_cannot(py_in
         assert not any("size.Dimname" in ln and ("sized.py:6]" in ln or "sized.py:7]" in ln) for ln in lines), text
     finally:
         ix.close()
+
+
+def test_two_helpers_of_one_name_in_two_modules_are_counted_apart(tree):
+    """The DTensor and the sharded-tensor ``with_comms`` are different decorators: each is counted by the test files
+    importing it from its own module (a re-export counts for the one module defining the name)."""
+    dec = ("from functools import wraps\ndef with_comms(func):\n    @wraps(func)\n    def wrapper(self):\n"
+           "        return func(self)\n    return wrapper\n")
+    base = "torch/testing/_internal/distributed"
+    files = {f"{base}/_tensor/common_dtensor.py": dec, f"{base}/_shard/sharded_tensor/__init__.py": dec,
+             "torch/testing/_internal/common_only.py": "def only_here(fn):\n    return fn\n",
+             "torch/testing/_internal/reexport.py": "from torch.testing._internal.common_only import only_here\n"}
+    for i in range(3):
+        files[f"test/distributed/test_d{i}.py"] = \
+            "from torch.testing._internal.distributed._tensor.common_dtensor import with_comms\n"
+    files["test/distributed/test_s.py"] = \
+        "from torch.testing._internal.distributed._shard.sharded_tensor import with_comms\n" \
+        "from torch.testing._internal.reexport import only_here\n"
+    ix = index_with(tree, files)
+    try:
+        res, _ = call(ix, "list_test_utils", category="decorators", limit=500)
+        used = {(str(loc.path), name): n for name, _k, loc, _d, n in res.groups["decorators"]}
+        assert used[f"{base}/_tensor/common_dtensor.py", "with_comms"] == 3
+        assert used[f"{base}/_shard/sharded_tensor/__init__.py", "with_comms"] == 1
+        assert used["torch/testing/_internal/common_only.py", "only_here"] == 1
+    finally:
+        ix.close()

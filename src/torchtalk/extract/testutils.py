@@ -199,6 +199,11 @@ def _returns_decorator(r, nested: dict, decorators: set[str], depth: int) -> boo
         return any(_returns_decorator(b, nested, decorators, depth) for b in (r.body, r.orelse))
     if c is Call:
         name = last_part(dotted(r.func) or "")
+        if name == "partial" and r.args and r.args[0].__class__ is Name:
+            # partial(decorator, flag=...): a decorator with some arguments bound (common_dtensor's with_comms)
+            inner = r.args[0].id
+            return inner in decorators or (inner in nested and depth < 3 and
+                                           _is_decorator_fn(nested[inner], decorators, False, depth + 1))
         return name.startswith(_DECORATOR_PREFIXES) or name in decorators
     return False
 

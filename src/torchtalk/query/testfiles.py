@@ -12,6 +12,7 @@ from pathlib import PurePosixPath
 
 from ..errors import BadArgument
 from ..graph.registry import registry
+from ..link.pyclasses import module_of
 from ..model import InstantiationKind, Loc
 from ..store.reader import Index
 from .args import MAX_LIMIT, check_int, clean_text, shown
@@ -36,15 +37,24 @@ def util_categories(ix: Index) -> list[str]:
     return ix.cached("util_categories", lambda: sorted(r[0] for r in ix.q("SELECT DISTINCT category FROM test_util")))
 
 
-def util_usage(ix: Index) -> dict[str, int]:
-    """How many test files import each name from torch.testing._internal (the signal for what matters)."""
-    def load() -> dict[str, int]:
+def util_usage(ix: Index) -> dict[tuple[str, str], int]:
+    """How many test files import each helper from torch.testing._internal (the signal for what matters), by
+    (defining module, name): two helpers of one name in two modules (the DTensor and the sharded-tensor
+    ``with_comms``) are counted apart. A name imported from a module that only re-exports it counts for the one
+    module defining it, when only one does."""
+    def load() -> dict[tuple[str, str], int]:
+        defined: dict[str, set[str]] = {}
+        for fid, name in ix.q("SELECT DISTINCT file_id, name FROM test_util"):
+            defined.setdefault(name.split(".")[0], set()).add(module_of(ix.path_of(fid)))
         rows = ix.q("SELECT i.target, count(DISTINCT i.file_id) FROM py_import i JOIN files f ON f.id = i.file_id "
                     "WHERE f.path LIKE 'test/%' AND i.target LIKE 'torch.testing._internal.%' GROUP BY i.target")
-        usage: dict[str, int] = {}
+        usage: dict[tuple[str, str], int] = {}
         for target, n in rows:
-            name = target.rsplit(".", 1)[-1]
-            usage[name] = usage.get(name, 0) + n
+            module, _, name = target.rpartition(".")
+            mods = defined.get(name, set())
+            where = module if module in mods else next(iter(mods)) if len(mods) == 1 else None
+            if where is not None:
+                usage[where, name] = usage.get((where, name), 0) + n
         return usage
     return ix.cached("util_usage", load)
 
@@ -67,7 +77,8 @@ def list_test_utils(ix: Index, category: str = "all", limit: int = 25) -> TestUt
         rows = ix.q("SELECT name, kind, file_id, line, doc FROM test_util WHERE category = ? ORDER BY file_id, line",
                     (c,))
         # Most-imported first (a method counts its class's imports), then source order.
-        items = [(name, kind, Loc(ix.path_of(fid), line), doc, usage.get(name.split(".")[0], 0))
+        items = [(name, kind, Loc(ix.path_of(fid), line), doc,
+                  usage.get((module_of(ix.path_of(fid)), name.split(".")[0]), 0))
                  for name, kind, fid, line, doc in rows]
         items.sort(key=lambda it: -it[4])
         groups[c] = items[:limit]
