@@ -298,6 +298,16 @@ def test_a_decorator_factory_returning_a_partial_of_its_decorator_is_a_decorator
     assert cats == {"with_comms": "decorators", "not_one": "other"}
 
 
+def test_the_assertions_of_every_test_base_are_listed():
+    """JitTestCase.assertAllFused (a TestCase subclass of another module) is an assertion helper like
+    TestCase.assertEqual; a plain class's assert method is not."""
+    code = (b"from torch.testing._internal.common_utils import TestCase\n"
+            b"class JitTestCase(TestCase):\n    def assertAllFused(self, graph):\n        pass\n"
+            b"class Plain:\n    def assertNothing(self):\n        pass\n")
+    cats = categories(extract_tests("torch/testing/_internal/jit_utils.py", code))
+    assert cats["JitTestCase.assertAllFused"] == "assertions" and "Plain.assertNothing" not in cats
+
+
 def test_device_type_helpers():
     facts = internal("common_fixture_device_type.py")
     cats = categories(facts)

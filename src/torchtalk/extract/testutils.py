@@ -85,11 +85,11 @@ def classify_helpers(tree: ast.Module) -> list[TestUtil]:
             else:
                 cat = "other"
             out.append(TestUtil(name, UtilKind.CLASS, cat, d.lineno, _doc(d, name)))
-            if name == "TestCase":
+            if name in fixtures:  # TestCase and the test bases deriving from it (JitTestCase.assertAllFused)
                 for m in d.body:
                     if m.__class__ in DEFS and m.name.startswith("assert"):
-                        out.append(TestUtil(f"TestCase.{m.name}", UtilKind.METHOD, "assertions", m.lineno,
-                                            _doc(m, f"TestCase.{m.name}")))
+                        out.append(TestUtil(f"{name}.{m.name}", UtilKind.METHOD, "assertions", m.lineno,
+                                            _doc(m, f"{name}.{m.name}")))
         else:
             out.append(TestUtil(name, UtilKind.FUNCTION, _function_category(d, decorators), d.lineno, _doc(d, name)))
     return out

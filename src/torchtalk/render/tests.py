@@ -77,7 +77,7 @@ def render_test_utils(r: TestUtilsResult) -> str:
     total = sum(r.counts.get(c, 0) for c in r.groups)
     shown_n = sum(len(v) for v in r.groups.values())
     out = [f"# test utilities ({r.category}): {showing(shown_n, total)} from torch/testing/_internal, "
-           "most used by test files first"]
+           "most used by test files first (a method by its class's)"]
     for cat, items in r.groups.items():
         count = r.counts.get(cat, len(items))
         out.append(f"\n## {cat} ({showing(len(items), count, raise_limit(count))})")
