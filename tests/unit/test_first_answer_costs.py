@@ -128,6 +128,10 @@ def test_memoised_pure_helpers_answer_as_before():
         "(const Tensor& self, int64_t dim = 0, ...)")
     sig = signature("(const Tensor& self, int64_t dim = 0, ...)")
     assert sig.types == ("const Tensor&", "int64_t") and sig.required == 1 and sig.variadic
+    # a declaration naming at::Tensor and its definition naming Tensor are one function; const keeps overloads apart
+    assert signature("(const at::Tensor& a, c10::optional<at::Tensor> b)").key == \
+        signature("(const Tensor& a, optional<Tensor> b)").key == ("const Tensor&", "optional<Tensor>")
+    assert signature("(at::Tensor& a)").key != signature("(const at::Tensor& a)").key
     assert [library_of(n) for n in ("at::cuda::blas::gemm", "cublasLtMatmul", "at::native::add", "cudnn_is_acceptable",
                                     "at::native::cudnn_frontend::run")] == ["cuBLAS", "cuBLASLt", None, None, "cuDNN"]
 

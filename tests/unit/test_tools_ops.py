@@ -301,3 +301,27 @@ def test_status_reports_version_counts_and_freshness(indexed):
     (tree / "aten/src/ATen/native/tags.yaml").write_text("- tag: core\n  desc: changed\n")
     res, text = call(ix, "get_status")
     assert res.fresh is False and "aten/src/ATen/native/tags.yaml" in res.changed_files
+
+
+def test_twin_definitions_in_preprocessor_branches_say_which_build_compiles_each(tree):
+    """A kernel defined once as a stand-in for builds without the library and once for real: trace names each
+    one's branch (Note [Twin definitions]); an include guard is no branch, and a kernel defined once gets none."""
+    yaml = tree / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + "\n- func: mkldnn_thing(Tensor self) -> Tensor\n  dispatch:\n"
+                    "    MkldnnCPU: mkldnn_thing\n\n- func: mkldnn_once(Tensor self) -> Tensor\n  dispatch:\n"
+                    "    MkldnnCPU: mkldnn_once\n")
+    ix = index_with(tree, {"aten/src/ATen/native/mkldnn/Thing.cpp": (
+        "#ifndef THING_GUARD\n#define THING_GUARD\n#if !AT_MKLDNN_ENABLED()\nnamespace at::native {\n"
+        "Tensor mkldnn_thing(const at::Tensor& self) {\n  TORCH_CHECK(false, \"not compiled with MKLDNN\");\n}\n"
+        "}\n#else  // AT_MKLDNN_ENABLED\nnamespace at::native {\n"
+        "Tensor mkldnn_thing(const Tensor& self) {\n  return self;\n}\n"
+        "Tensor mkldnn_once(const Tensor& self) {\n  return self;\n}\n}\n#endif\n#endif\n")})
+    try:
+        res, text = call(ix, "trace", function_name="mkldnn_thing", focus="dispatch")
+        info = res.ops[0].kernels[0]
+        assert sorted(info.branches.values()) == ["#else of #if !AT_MKLDNN_ENABLED()", "#if !AT_MKLDNN_ENABLED()"]
+        assert "Thing.cpp:5  [only in #if !AT_MKLDNN_ENABLED()]" in text, text
+        res, text = call(ix, "trace", function_name="mkldnn_once", focus="dispatch")
+        assert not res.ops[0].kernels[0].branches and "only in" not in text
+    finally:
+        ix.close()

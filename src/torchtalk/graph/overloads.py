@@ -47,17 +47,19 @@ class Signature:
 
 
 _QUALIFIERS = re.compile(r"\w+::|\s+")
+_NAMESPACES = re.compile(r"(?:\b\w+)?::")
 
 
 @lru_cache(maxsize=1 << 16)
 def _overload_key(types: tuple[str, ...]) -> tuple[str, ...]:
     """``Signature.key``, memoised: choosing among overloads asks it of every candidate of every call site. A
-    type's template arguments count, their namespaces do not (``optional<at::Tensor>`` is ``optional<Tensor>``,
-    another type than ``optional<TensorBase>``)."""
+    type's qualifiers (const) and template arguments count, their namespaces do not (``optional<at::Tensor>``
+    is ``optional<Tensor>``, another type than ``optional<TensorBase>``; ``const at::Tensor&`` is ``const
+    Tensor&``, never ``Tensor&``)."""
     out = []
     for t in types:
         head, _, targs = t.replace("*", "").partition("<")
-        key = head.split("::")[-1]
+        key = _NAMESPACES.sub("", head)  # const at::Tensor& is const Tensor& (its const kept)
         if targs:
             key += "<" + _QUALIFIERS.sub("", targs)
         out.append(key + "*" * t.count("*"))

@@ -8,7 +8,7 @@ A name is an op as native_functions.yaml or Python names it (``add.Tensor``,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..graph import Step, down, graph
 from ..graph.gpu import GPU_BACKENDS, KernelLaunch, LibraryCall, gpu_reach
@@ -17,6 +17,7 @@ from ..graph.nodes import autograd_node, op_node, symbol_id
 from ..graph.op_derivatives import derivative_entry, derivatives_of
 from ..graph.op_edges import autograd_nodes
 from ..graph.overloads import op_kernel_definitions
+from ..graph.pp_branches import twin_branches
 from ..graph.py_attrs import assigned_node, function_node
 from ..graph.pynames import PyDef, PyNames, pynames
 from ..graph.registry import OpRegistry, PyName, py_spellings, registry
@@ -91,6 +92,8 @@ class KernelInfo:
     cuts: list[Cut] = field(default_factory=list)  # what the walk for its stubs left out
     gpu_cuts: list[Cut] = field(default_factory=list)  # what its GPU walk (graph/gpu.py) left out
     gpu: list[GpuLine] = field(default_factory=list)  # its launches and library calls, nearest first
+    branches: dict[int, str] = field(default_factory=dict)  # twin definitions: id -> #if branch (Note [Twin
+    #                                                          definitions] in graph/pp_branches.py)
 
 
 @dataclass
@@ -246,8 +249,7 @@ def _op_trace(ix: Index, op: Op, focus: str, cpp: bool,
         if cpp and key not in cache:
             cache[key] = _kernel(ix, op, entry, focus)
         base = cache.get(key)
-        kernels.append(KernelInfo(entry, base.definitions, base.stubs, base.launches, base.op_calls, base.cuts,
-                                  base.gpu_cuts, base.gpu) if base else KernelInfo(entry))
+        kernels.append(replace(base, entry=entry) if base else KernelInfo(entry))
     python = [p for p in reg.python_names(op) if p.kind is not PyApiKind.GENERATED_BINDING]
     source, match = derivative_entry(ix, op) or (op.full_name, DerivativeMatch.EXACT)
     derivs = [DerivInfo(d, f, _backward(ix, op) if focus == "full" else [], source, match)
@@ -267,6 +269,7 @@ def _kernel(ix: Index, op: Op, entry: DispatchEntry, focus: str) -> KernelInfo:
     edges = [e for e in g.out(op_node(op), [EdgeKind.KERNEL])
              if e.key == entry.key and e.dst.kind != NodeKind.UNRESOLVED]
     info.definitions = [s for e in edges if (sid := symbol_id(e.dst)) is not None and (s := symbol(ix, sid))]
+    info.branches = twin_branches(ix, info.definitions)
     roots = [e.dst for e in edges]
     walk = down(roots, g.out, [EdgeKind.CALL, EdgeKind.STUB_CALL], REACH_DEPTH, fan_out=40, max_nodes=300,
                 rank=_stubs_first)

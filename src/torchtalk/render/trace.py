@@ -96,7 +96,8 @@ def _render_kernels(t: OpTrace, focus: str, shown: set[str], out: list[str], cpp
             out.append(f"    C++: no definition of {kernel} found in the indexed C++ "
                        "(it may be generated or macro-built)")
         for d in info.definitions[:4]:
-            out.append(f"    C++: {_cpp_line(d)}")
+            branch = info.branches.get(d.id)
+            out.append(f"    C++: {_cpp_line(d)}" + (f"  [only in {branch}]" if branch else ""))
         _stubs(info, out)
         _op_calls(info, out)
         _launches(info, t.op.name, out)
