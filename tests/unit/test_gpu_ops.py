@@ -21,7 +21,7 @@ from torchtalk.model import EdgeHow, EdgeKind
 from torchtalk.model.cuda import library_of
 from torchtalk.tools import get_tool, run
 
-from ..conftest import line_of, overlay_index
+from ..conftest import index_with, line_of, overlay_index
 
 OVERLAY = Path(__file__).parents[1] / "fixtures" / "tree_gpu_ops"
 NATIVE = "aten/src/ATen/native"
@@ -206,3 +206,34 @@ def test_a_method_of_a_file_local_class_on_a_temporary_is_walked_and_calls_left_
     res, text = run(get_tool("cuda_kernels"), ix, function_name="kron")
     assert "through 3 functions" in res.no_device_work  # kron, KronImpl::kron and its constructor
     assert "not resolved to a definition and not walked (at::_unsafe_view, at::mul)" in text
+
+
+def test_a_builder_chain_is_one_library_use_and_two_chains_stay_two(tree):
+    """Note [Builder chains]: ``cudnn_frontend::OperationBuilder(d).setA(..).setB(..).build()`` is one use of cuDNN,
+    not four library calls; the next chain, and two calls of one function on two lines, stay apart."""
+    yaml = tree / f"{NATIVE}/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + "\n- func: conv_thing(Tensor self) -> Tensor\n  dispatch:\n"
+                    "    CUDA: conv_thing_cuda\n")
+    ix = index_with(tree, {f"{NATIVE}/cudnn/Thing.cpp": (
+        "namespace at::native {\n"
+        "Tensor conv_thing_cuda(const Tensor& self) {\n"
+        "  auto op = cudnn_frontend::OperationBuilder(desc)\n"
+        "                .setxDesc(getTensorDescriptor(\n"
+        "                    self, 'x'))\n"
+        "                .setyDesc(y)\n"
+        "                .build();\n"
+        "  auto graph = cudnn_frontend::OperationGraphBuilder()\n"
+        "                   .setHandle(handle)\n"
+        "                   .build();\n"
+        "  cudnnSetStream(handle, s1);\n"
+        "  cudnnSetStream(handle, s2);\n"
+        "  return self;\n}\n}  // namespace at::native\n")})
+    try:
+        res, text = run(get_tool("cuda_kernels"), ix, function_name="conv_thing")
+        got = [(lib.site.written.split("(")[0], lib.site.site.line, lib.site.note) for lib in res.libraries]
+        assert got == [("cudnn_frontend::OperationBuilder", 3, "a chain of 4 calls on lines 3-7"),
+                       ("cudnn_frontend::OperationGraphBuilder", 8, "a chain of 3 calls on lines 8-10"),
+                       ("cudnnSetStream", 11, ""), ("cudnnSetStream", 12, "")], got
+        assert "(a chain of 4 calls on lines 3-7)" in text
+    finally:
+        ix.close()

@@ -15,7 +15,7 @@ call as written; the walk records it and goes no further into it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..model import CallKind, CallSite, Edge, EdgeKind, Loc, Node, NodeKind
 from ..model.cuda import HOUSEKEEPING, library_match, library_of
@@ -141,7 +141,37 @@ def library_edges(out: list[Edge]) -> list[tuple[str, Edge]]:
         # a C API's name the tree defines is its own helper (magma_int_cast), not the library's entry point
         if match is not None and not (match[1] and e.dst.kind is NodeKind.CPP_FUNCTION):
             found.append((match[0], e))
-    return found
+    return _fold_chains(found)
+
+
+CHAIN_GAP = 12  # lines between two links of one method chain at most (arguments may span lines)
+
+
+def _fold_chains(found: list[tuple[str, Edge]]) -> list[tuple[str, Edge]]:
+    """Note [Builder chains]: ``cudnn_frontend::VariantPackBuilder().setWorkspacePointer(w).setDataPointers(p)
+    .setUids(u).build()`` is one use of a library (one object built), written as a chain of calls over a few
+    lines; each link, a method called on the call before it, is recorded as a call into the library, and
+    cudnn_convolution_transpose listed 58 "library calls", its first dozen the links of two chains. The links
+    (a call whose receiver is a call with the chain's first name, a few lines after the one before: arguments may
+    span lines) are folded into the chain's first call, which says how many calls it stands for and over which
+    lines. A call written without a receiver call starts a chain, so two chains in a row stay two."""
+    out: list[tuple[str, Edge]] = []
+    open_: dict[tuple[str, str], tuple[int, int, int]] = {}  # (library, first name) -> (index in out, links, line)
+    for lib, e in found:
+        written = e.written or ""
+        root = written.split("(", 1)[0].strip()
+        line = e.site.line if e.site is not None else -1
+        held = open_.get((lib, root))
+        if held is not None and "(" in written and 0 <= line - held[2] <= CHAIN_GAP:
+            i, links, _line = held
+            open_[lib, root] = (i, links + 1, line)
+            first = out[i][1]
+            start = first.site.line if first.site is not None else line
+            out[i] = (lib, replace(first, note=f"a chain of {links + 1} calls on lines {start}-{line}"))
+            continue
+        open_[lib, root] = (len(out), 1, line)
+        out.append((lib, e))
+    return out
 
 
 def is_library(node: Node) -> bool:

@@ -362,7 +362,8 @@ def _library_section(libraries: list[LibraryCall], shows: str) -> Section:
     lines = []
     for lib in libraries[:_shown(libraries)]:
         name = lib.site.written or lib.site.dst.label
-        lines.append(f"- {lib.library}: {name} at {lib.site.site} in {lib.site.src.label}{_via(lib)}")
+        chain = f" ({lib.site.note})" if lib.site.note else ""
+        lines.append(f"- {lib.library}: {name} at {lib.site.site}{chain} in {lib.site.src.label}{_via(lib)}")
     lines += _more(libraries)
     whose = near(libraries[0]).describe(libraries[0].via)
     return Section([f"\n## Libraries, {whose}"], lines, f"library calls ({whose})", shows, "calls")

@@ -50,7 +50,8 @@ def _launches(info: KernelInfo, op: str, out: list[str]) -> None:
         g, e = lines[0], lines[0].site
         at = ", ".join(str(x.site.site) for x in lines)  # each path:line whole, as every answer writes one
         by = f" by {e.src.label}" + (f"  ({g.via}'s code)" if g.via else "")
-        what = f"{g.library}: {e.written or e.dst.label}" if g.library else f"CUDA {e.dst.label}"
+        what = f"{g.library}: {e.written or e.dst.label}" + (f" ({e.note})" if e.note else "") if g.library \
+            else f"CUDA {e.dst.label}"
         if not g.library and e.dst.kind is NodeKind.GPU_KERNEL and e.dst.key.isdigit():
             what = f"CUDA kernel {e.dst.label.removeprefix('__global__ ').split('::')[-1]}: __global__ at " \
                    f"{e.dst.loc}, launched <<<>>>"
