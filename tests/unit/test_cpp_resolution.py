@@ -199,6 +199,21 @@ def test_a_qualifier_found_through_a_using_directive(tree):
         ix.close()
 
 
+def test_a_name_of_an_unnamed_namespace_nested_in_another_is_a_member_of_the_enclosing_namespace(tree):
+    """The generated Register*.cpp define their wrappers two unnamed namespaces deep (at::(anonymous)::(anonymous)::
+    wrapper_CPU_add) and at::cpu::add calls them unqualified: every such call was left unresolved."""
+    from ..conftest import index_with
+    ix = index_with(tree, {"aten/src/ATen/RegisterThing.cpp": (
+        "namespace at {\nnamespace {\nnamespace {\nint wrapper_CPU_thing(int x) { return x; }\n}  // namespace\n"
+        "}  // namespace\nnamespace cpu {\nint thing(int x) {\n  return wrapper_CPU_thing(x);\n}\n}\n}\n")})
+    try:
+        res, _ = run(get_tool("calls"), ix, function_name="at::cpu::thing")
+        assert [(e.dst.label, e.site.line) for e in res.sections[0].calls] == \
+            [("at::(anonymous)::(anonymous)::wrapper_CPU_thing", 9)]
+    finally:
+        ix.close()
+
+
 TYPES_TREE = FIXTURE_TREE.parent / "tree_types"
 
 

@@ -27,7 +27,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from ..model import CallKind, CallSite, CppSymbol, Op, SymbolKind, UsingKind, Variant
-from ..model.cpp import TypeBase, TypeExpr, TypeStep, TypeStepKind
+from ..model.cpp import ANONYMOUS_NESTING, TypeBase, TypeExpr, TypeStep, TypeStepKind
 from ..model.paths import ATEN_TEMPLATES
 from ..store.reader import Index
 from .cpp_lookup import (
@@ -351,9 +351,12 @@ class Resolver:
         ix = self.ix
         q = f"{s}::{name}" if s else name
         found = [x for x in symbols_named(ix, q) if self._visible(x)]
-        # names of an anonymous namespace are members of the enclosing one (an implicit using-directive)
-        found += [x for x in symbols_named(ix, f"{s}::(anonymous)::{name}" if s else f"(anonymous)::{name}")
-                  if self._visible(x)]
+        # names of an anonymous namespace are members of the enclosing one (an implicit using-directive), and so
+        # are those of one nested in it (the generated Register*.cpp: at::(anonymous)::(anonymous)::wrapper_CPU_add,
+        # which at::cpu::add calls)
+        for anon in ANONYMOUS_NESTING:
+            found += [x for x in symbols_named(ix, f"{s}::{anon}::{name}" if s else f"{anon}::{name}")
+                      if self._visible(x)]
         for kind, target, us, p in named_usings(ix, name):
             if us == s and kind is UsingKind.DECLARATION and (p == self.caller.path or is_header(p)):
                 found += [x for x in symbols_named(ix, target.lstrip(":")) if self._visible(x)]

@@ -20,6 +20,9 @@ from .loc import Loc
 #: How a qualname spells an unnamed namespace's part: ``at::native::(anonymous)::f``, which C++ code names as
 #: ``at::native::f``.
 ANONYMOUS = "(anonymous)::"
+#: The unnamed namespaces, one in another, whose names are members of the namespace enclosing them (C++'s implicit
+#: using-directive, transitively): the generated Register*.cpp define their wrappers two deep.
+ANONYMOUS_NESTING = ("(anonymous)", "(anonymous)::(anonymous)", "(anonymous)::(anonymous)::(anonymous)")
 #: One level of template arguments, as a name is written without them (``QConvInt8<3, false>::run``: QConvInt8::run).
 TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
 
