@@ -409,7 +409,8 @@ def test_tests_of_a_device_specific_site_leave_out_tests_written_for_another_dev
     found = [FoundTest("test_median", "TestMPS", Loc("test/test_mps.py", 5), "name", "pytest x", []),
              FoundTest("test_median_real_values", "TestReductions", Loc("test/test_reductions.py", 9), "name",
                        "pytest y", [])]
-    monkeypatch.setattr(error_reach, "find_similar_tests",
+    from torchtalk.query import error_test_names
+    monkeypatch.setattr(error_test_names, "find_similar_tests",
                         lambda *a, **k: type("Found", (), {"tests": found, "opinfos": []})())
     every = ["test_median", "test_median_real_values"]
     for device, names in ((Device.CUDA, ["test_median_real_values"]), (None, every)):

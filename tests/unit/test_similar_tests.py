@@ -153,3 +153,66 @@ def test_word_stems_as_test_names_spell_them():
     from torchtalk.query.tests import word_stem
     assert [word_stem(w) for w in ("clipping", "padded", "norms", "pool", "clip_grad", "gradient")] == [
         "clip", "pad", "norm", "pool", "clip_grad", "gradient"]
+
+
+def _yaml_and_db(tree, ops: str, entries: str) -> dict[str, str]:
+    """The fixture's native_functions.yaml with ``ops`` appended, and its op_db with ``entries`` added."""
+    yaml = tree / "aten/src/ATen/native/native_functions.yaml"
+    db = tree / "torch/testing/_internal/common_methods_invocations.py"
+    return {"aten/src/ATen/native/native_functions.yaml": yaml.read_text() + ops,
+            "torch/testing/_internal/common_methods_invocations.py": db.read_text().replace(
+                "op_db = [\n", "op_db = [\n" + entries, 1)}
+
+
+def test_tests_named_after_another_name_and_a_namespace_ops_short_name(py_indexed):
+    """pad's tests are test_pad and test_pad_circular (a variant of its OpInfo entry), not test_pad_sequence
+    (torch.nn.utils.rnn.pad_sequence's: before, named after pad); linalg_eig's are also test_linalg.py's test_eig_*
+    (the namespace's own file drops the linalg_ prefix: before, none), not test_eigvals (another op) nor test_ops.py's
+    test_eig_foo (another file); OpInfo('normal')'s -k rules out nn.functional.normalize (before, "-k normal")."""
+    tree, ix = py_indexed
+    ix.close()
+    files = _yaml_and_db(
+        tree, '\n- func: pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor\n'
+        "  python_module: nn\n\n- func: linalg_eig(Tensor self) -> (Tensor eigenvalues, Tensor eigenvectors)\n"
+        "  python_module: linalg\n\n- func: linalg_eigvals(Tensor self) -> Tensor\n  python_module: linalg\n",
+        "    OpInfo('nn.functional.pad', variant_test_name='circular'),\n    OpInfo('normal'),\n"
+        "    OpInfo('nn.functional.normalize'),\n    OpInfo('normal', variant_test_name='in_place'),\n")
+    head = "import torch\nfrom torch.testing._internal.common_utils import TestCase\n\n\n"
+    files["torch/nn/utils/rnn.py"] = "def pad_sequence(sequences):\n    return sequences\n"
+    files["test/test_padding.py"] = head + "".join(
+        f"class Test{n.title()}(TestCase):\n    def test_{n}(self):\n        pass\n\n\n"
+        for n in ("pad", "pad_circular", "pad_sequence"))
+    files["test/test_linalg.py"] = head + "class TestLinalg(TestCase):\n" + "".join(
+        f"    def test_{n}(self):\n        pass\n\n" for n in ("eig_numpy", "eig_compare_backends", "eigvals"))
+    files["test/test_eigs.py"] = head + "class TestEigs(TestCase):\n    def test_eig_foo(self):\n        pass\n"
+    ix = index_with(tree, files)
+    try:
+        res, _ = call(ix, "find_similar_tests", query="pad")
+        assert {t.name for t in res.tests if t.by_name} == {"test_pad", "test_pad_circular"}
+        res, _ = call(ix, "find_similar_tests", query="linalg_eig")
+        assert [(t.loc.path, t.name) for t in res.tests if t.by_name] == [
+            ("test/test_linalg.py", "test_eig_numpy"), ("test/test_linalg.py", "test_eig_compare_backends")]
+        res, _ = call(ix, "find_similar_tests", query="normal")
+        assert [o.command.split(" -k ")[1] for o in res.opinfos] == [
+            '"normal and not normal_in_place and not nn_functional_normalize"', '"normal_in_place"']
+    finally:
+        ix.close()
+
+
+def test_an_internal_ops_tests_go_on_to_the_public_op_and_the_tests_calling_it(py_indexed):
+    """error_origin's tests for a site that only _softmax reaches: those calling torch._softmax, and those of softmax,
+    the public op whose composite kernel calls it (before: only the tests named after _softmax, none)."""
+    from torchtalk.query.error_test_names import tests_for
+    tree, ix = py_indexed
+    ix.close()
+    ix = index_with(tree, {"test/test_softmaxes.py": (
+        "import torch\nfrom torch.testing._internal.common_utils import TestCase\n\n\nclass TestSoftmaxes(TestCase):\n"
+        "    def test_softmax(self):\n        torch.softmax(torch.ones(2), 0)\n\n"
+        "    def test_fast_path(self):\n        torch._softmax(torch.ones(2), 0, False)\n")})
+    try:
+        shown, _opinfos, tests = tests_for(ix, ["_softmax"], 5, None)
+        assert shown == "_softmax (internal) and softmax"
+        assert {(t.name, t.by_name) for t in tests if t.loc.path == "test/test_softmaxes.py"} == {
+            ("test_fast_path", False), ("test_softmax", True)}
+    finally:
+        ix.close()

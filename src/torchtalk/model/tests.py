@@ -71,6 +71,11 @@ class TestMethod:
 # option is unknown, never a device named by its text.
 UNREAD = "unread"
 
+# Words after an op's name in a test's name that say how the op is run, not which other name the test is of
+# (Note [Named after another name] in query/testmatch.py): test_linear_backward is linear's test, though
+# linear_backward is an op too.
+TEST_FLAG_WORDS = ("backward", "forward", "grad", "gradgrad", "out", "inplace", "autograd", "errors", "error")
+
 
 @dataclass(frozen=True, slots=True)
 class TestInstantiation:

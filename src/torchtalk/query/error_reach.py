@@ -37,10 +37,10 @@ from ..model.dispatch import Device
 from ..model.paths import device_of_path
 from ..store.codec import rows_facts
 from ..store.reader import Index
-from .change.tests import for_device
 from .cuts import named, node_arg, tool_call
+from .error_test_names import base_name, tests_for
 from .excerpt import resolve
-from .tests import FoundTest, find_similar_tests
+from .tests import FoundTest
 
 DEPTH = 3  # calls walked up from the raising function (registrations cost none)
 PER_LEVEL = 8  # C++ functions walked on from per level (the rest are reached, not walked from)
@@ -86,6 +86,7 @@ class Reach:
     registered: list[str] = field(default_factory=list)  # Python: ops this function is registered for
     tests_for: str = ""  # the name tests are for ("" when not asked for)
     tests_looked_up: bool = False  # False: not within the answer's budget (a cut names the call that lists them)
+    tests_cpu: float = 0.0  # the work clock the test lookup took (not the walks' to spend)
     opinfos: list[str] = field(default_factory=list)  # its OpInfo entries, each with the command running it
     tests: list[FoundTest] = field(default_factory=list)
     cuts: list[str] = field(default_factory=list)  # the answer's own budgets
@@ -357,21 +358,20 @@ def py_reach(ix: Index, func_id: int, fq: str, cls: str, name: str, tests_until:
 
 
 def _tests(ix: Index, reach: Reach, names: list[str], until: float, device: Device | None = None) -> None:
-    """Tests for the first name (find_similar_tests, the OpInfo entries first) when there is time left before
-    ``until`` (0: not asked for); the name is kept so the answer can name the call either way. A site in code of
-    one ``device`` (aten/src/ATen/native/cuda/) leaves out the tests written for another device (TestMPS)."""
+    """Tests for the first name, and past an internal op for the first public one (error_test_names.tests_for: the
+    OpInfo entries first) when there is time left before ``until`` (0: not asked for); the name is kept so the answer
+    can name the call either way. A site in code of one ``device`` (aten/src/ATen/native/cuda/) leaves out the
+    tests written for another device (TestMPS)."""
     if not names or not until:
         return
-    base = names[0].split(".")[0]
-    base = base[:-1] if base.endswith("_") and not base.endswith("__") else base
+    base = base_name(names[0])
     reach.tests_for = base
     if ix.work_clock() > until:
         reach.cuts.append(f"tests were not looked up within the answer's time budget: "
                           f"find_similar_tests(\"{base}\") lists them")
         return
-    found = find_similar_tests(ix, base, MAX_TESTS, by_body=False)  # named tests and OpInfo entries
+    began = ix.work_clock()
+    reach.tests_for, opinfos, reach.tests = tests_for(ix, names, MAX_TESTS, device)
+    reach.tests_cpu = ix.work_clock() - began
     reach.tests_looked_up = True
-    reach.opinfos = [f"OpInfo('{o.name}')" + (f" variant {o.variant!r}" if o.variant else "") + f": {o.command}"
-                     for o in found.opinfos[:2]]
-    reach.tests = [t for t in found.tests if for_device(t.loc.path, t.cls, t.generated, device)[0]]
-
+    reach.opinfos = [f"OpInfo('{n}')" + (f" variant {v!r}" if v else "") + f": {c}" for n, v, c in opinfos[:2]]

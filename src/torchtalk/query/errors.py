@@ -175,6 +175,8 @@ def error_origin(ix: Index, message: str, limit: int = DEFAULT_LIMIT) -> ErrorOr
                   cleaned.message)
         if s is not None:
             sites.append(s)
+            if s.reach is not None:
+                walks_until += s.reach.tests_cpu  # the walks' budget is theirs: a test lookup spends none of it
     if len(shown) > REACH_SITES and verdict is not Verdict.NONE:
         cuts.append(f"what leads there is walked for the first {REACH_SITES} sites; impact(\"path:line\") on "
                     "another site's function walks it")

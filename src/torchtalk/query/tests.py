@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import NamedTuple
 
 from ..errors import BadArgument
@@ -14,6 +16,7 @@ from .args import MAX_LIMIT, check_int, clean_text, shown
 from .moduledb import DbEntry, entry_for
 from .opinfo_lists import FamilySuite, db_files, family_suites
 from .testclasses import run_where_collected
+from .testmatch import exact_k, known_names, names_another, namespace_files, namespace_short, variant_words
 from .testnames import generated_names, generator, run_command
 from .testquery import entry_named, functional, opinfo_names, terms
 from .testquery import norm as _norm
@@ -102,13 +105,16 @@ def _test_names(ix: Index) -> list[tuple[int, int, str, str]]:
         for mid, fid, n in ix.q("SELECT id, file_id, name FROM test_method")])
 
 
-def _name_score(name: str, norm: str, nkey: str) -> int | None:
+def _name_score(name: str, norm: str, nkey: str, another: Callable[[int], bool] | None = None) -> int | None:
     """0: test_<op> (any spelling: test_group_norm, test_GroupNorm); 1: it starts with it (test_cumsum_bool,
     test_GroupNorm_general); 2: it names it after another word (test_quantized_conv2d); 3: inside a longer word
-    (test_digamma for igamma, test_igammac_common, test_addmm for add: another op's name); None: it does not."""
+    (test_digamma for igamma, test_igammac_common, test_addmm for add: another op's name), or followed by words
+    that make another name of the tree (``another`` of where it ends: test_pad_sequence for pad, Note [Named after
+    another name]); None: it does not."""
     if norm == "test" + nkey:
         return 0
-    found = [i for i in range(len(norm) - len(nkey) + 1) if norm.startswith(nkey, i)]  # each place it is written
+    found = [i for i in range(len(norm) - len(nkey) + 1) if norm.startswith(nkey, i)  # each place it is written
+             and not (another and another(i + len(nkey)))]
     if not found:
         return None
     # a word boundary in the name as written: after "_" or at a capital letter, and the name's start (op _test_foo)
@@ -293,10 +299,18 @@ def _find_similar_tests(ix: Index, query: str, limit: int, by_body: bool) -> Sim
     # files first, then elsewhere; a name that has it after another word (test_log_softmax) comes later.
     nkey = _norm(key)
     named: dict[int, tuple[int, int]] = {}
-    if len(nkey) >= 2:
+    # an op's or a Python name's tests: not those named after a longer name of the tree (Note [Named after another
+    # name]); a namespace's op also by its short name in the namespace's own files (Note [Namespace test files])
+    known, variants = (known_names(ix), variant_words(ix, ops)) if ops or dotted else (frozenset(), frozenset())
+    short = namespace_short(ops)
+    keys = [(nkey, None)] + ([(_norm(short[0]), namespace_files(ix, short[1]))] if short else [])
+    for k, files in keys:
+        if len(k) < 2:
+            continue
         for mid, fid, name, norm in _test_names(ix):
-            if nkey in norm and all(w in norm for w in also):
-                sc = _name_score(name, norm, nkey)
+            if k in norm and all(w in norm for w in also) and (files is None or fid in files) and mid not in named:
+                sc = _name_score(name, norm, k, partial(names_another, name, key=k, known=known, variants=variants)
+                                 if known else None)
                 # inside another word, an op's name is another op's (igamma in test_digamma), a function's another
                 # word (rprop in test_profiler_propagation): for a free query only
                 if sc is not None and not ((ops or dotted) and sc == 3):
@@ -362,7 +376,8 @@ def _opinfos(ix: Index, key: str, ops: list[Op], asked: set[str]) -> list[OpInfo
         # (foreach_unary_op_db: test_foreach.py)
         in_db = files.get(db, [])
         where = "test/test_ops.py" if not in_db or "test/test_ops.py" in in_db else in_db[0]
-        hit = OpInfoHit(name, ctor, variant, Loc(ix.path_of(fid), line), f'pytest {where} -k "{sel}"', db=db,
+        hit = OpInfoHit(name, ctor, variant, Loc(ix.path_of(fid), line), f'pytest {where} -k "{exact_k(ix, sel)}"',
+                        db=db,
                         suites=[f for f in family_suites(ix, ctor, db, flags) if f.path != where])
         for mark, cls, test, device, dtypes, mfid, mline, entry in ix.q(
                 "SELECT mark, test_class, test_name, device_type, dtypes, file_id, line, entry FROM op_test_mark "

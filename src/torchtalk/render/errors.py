@@ -93,7 +93,8 @@ def _reach(s: ErrorSite, r: Reach, out: list[str]) -> None:
         out.append(f"  Tests to run (for {r.tests_for}):")
         out += [f"  - {o}" for o in r.opinfos]
         for t in r.tests[:MAX_TESTS]:
-            out.append(f"  - {t.cls + '.' if t.cls else ''}{t.name}  {t.loc}")
+            how = "" if t.by_name else f"  [{t.why}]"  # found by what its body calls (an internal op's Python name)
+            out.append(f"  - {t.cls + '.' if t.cls else ''}{t.name}  {t.loc}{how}")
             out.append(f"      run: {t.command}")
     for c in r.cuts:
         out.append(f"  Cut: {c}")

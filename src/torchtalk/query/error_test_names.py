@@ -1,0 +1,77 @@
+"""The names error_origin looks tests up for: the nearest op, and past an internal one the first public op above
+it (Note [Tests of an internal op])."""
+
+from __future__ import annotations
+
+from ..graph import graph, up
+from ..graph.nodes import op_node
+from ..graph.registry import registry
+from ..model import EdgeKind, NodeKind
+from ..model.dispatch import Device
+from ..store.reader import Index
+from .change.tests import for_device
+from .tests import FoundTest, find_similar_tests
+
+# Note [Tests of an internal op]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An op whose name starts with "_" (_linalg_svd, _flash_attention_backward, _weight_int8pack_mm) is internal: few
+# tests are named after it, and users reach it through a public op or Python API (torch.linalg.svd,
+# F.scaled_dot_product_attention). Its tests are then (1) those named after it or whose bodies call its Python
+# name (test_linalg.py's test__int8_mm calls torch._weight_int8pack_mm: the [calls] tests affected lists too), and
+# (2) those of the first public op on the way up: the nearest one the error's walk reached, else the nearest one
+# above the internal op through the ops that call it (composite calls, kernels calling it, derivative formulas:
+# _flash_attention_backward <- _scaled_dot_product_flash_attention_backward <- the backward of
+# _scaled_dot_product_flash_attention <- scaled_dot_product_attention), a walk of at most PUBLIC_DEPTH calls.
+PUBLIC_DEPTH = 4
+PUBLIC_NODES = 200
+_UP_KINDS = frozenset({EdgeKind.OP_CALL, EdgeKind.DISPATCH_CALL, EdgeKind.KERNEL, EdgeKind.WRAPPER,
+                       EdgeKind.BACKWARD, EdgeKind.CALL})
+
+
+def base_name(key: str) -> str:
+    """The name tests use for an op: without its overload and an in-place op's trailing underscore."""
+    base = key.split(".")[0]
+    return base[:-1] if base.endswith("_") and not base.endswith("__") else base
+
+
+def internal(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def public_above(ix: Index, key: str) -> str:
+    """The base name of the nearest public op above op ``key`` ("" when none is within PUBLIC_DEPTH calls)."""
+    reg = registry(ix)
+    op = reg.by_full.get(key)
+    if op is None:
+        return ""
+    walk = up([op_node(op)], graph(ix).into, _UP_KINDS, PUBLIC_DEPTH, fan_out=40, max_nodes=PUBLIC_NODES)
+    ops = [(s.depth, i, s.node.key) for i, s in enumerate(walk.steps) if s.node.kind is NodeKind.OP]
+    return next((b for _d, _i, k in sorted(ops) if not internal(b := base_name(k))), "")
+
+
+def tests_for(ix: Index, names: list[str], limit: int, device: Device | None,
+              ) -> tuple[str, list[tuple[str, str, str]], list[FoundTest]]:
+    """(what the tests are for, as an answer says it; OpInfo entries (name, variant, command); tests) for the op
+    keys ``names``, closest first (Note [Tests of an internal op]). A site in code of one ``device`` leaves out the
+    tests written for another device (TestMPS)."""
+    base = base_name(names[0])
+    lookups = [(base, False)]
+    if internal(base):
+        public = next((b for n in names if not internal(b := base_name(n))), "") or public_above(ix, names[0])
+        lookups = [(base, True)] + ([(public, False)] if public else [])
+    opinfos: list[tuple[str, str, str]] = []
+    per: list[list[FoundTest]] = []
+    for name, by_body in lookups:
+        found = find_similar_tests(ix, name, limit, by_body=by_body)
+        opinfos += [(o.name, o.variant, o.command) for o in found.opinfos if (o.name, o.variant) not in
+                    {(n, v) for n, v, _c in opinfos}]
+        per.append([t for t in found.tests if for_device(t.loc.path, t.cls, t.generated, device)[0]])
+    tests: list[FoundTest] = []
+    seen: set[tuple[str, str, str]] = set()
+    for k in range(max(map(len, per), default=0)):  # each name's first tests in turn
+        for group in per:
+            if k < len(group) and (t := group[k]) and (key := (t.loc.path, t.cls, t.name)) not in seen:
+                seen.add(key)
+                tests.append(t)
+    shown = " and ".join(n + (" (internal)" if internal(n) and len(lookups) > 1 else "") for n, _b in lookups)
+    return shown, opinfos, tests

@@ -1,0 +1,134 @@
+"""Whether a test named after a name is that name's test, and a ``pytest -k`` that selects one OpInfo entry's
+tests only: read from the tree's own names (Note [Named after another name], Note [Namespace test files],
+Note [Exact -k selections])."""
+
+from __future__ import annotations
+
+import re
+
+from ..model import Op
+from ..model.dispatch import Device
+from ..model.tests import TEST_FLAG_WORDS
+from ..store.reader import Index
+from .testnames import DTYPE_NAMES
+from .testquery import norm
+
+# Note [Named after another name]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A test named test_<X>_<words> is X's test when the words say how X is run: a dtype, a device, one of X's overloads,
+# argument names or OpInfo variants (test_sort_stable, test_pad_circular), a flag word (TEST_FLAG_WORDS: backward,
+# out, 2d). It is another name's test when X joined with its first words is another name the tree defines: an op
+# (test_index_put_* is index_put's, test_log_softmax's "log" is log_softmax's), or a Python function or class under
+# torch/ (test_pad_sequence is torch.nn.utils.rnn.pad_sequence's, test_svd_lowrank torch.svd_lowrank's,
+# test_add_loggers torch.ao.ns's add_loggers). The names are the tree's, read once per index version; matched as
+# norm() spells them (pad_sequence and PadSequence alike).
+MAX_JOINED = 3  # words after X tried as part of another name
+
+
+def known_names(ix: Index) -> frozenset[str]:
+    """norm() of every op's name (without leading or trailing underscores), and of every module-level Python
+    function and class defined under torch/ (Note [Named after another name])."""
+    def build() -> frozenset[str]:
+        rows = ix.q("SELECT DISTINCT name FROM op")
+        rows += ix.q("SELECT DISTINCT name FROM py_function WHERE module LIKE 'torch.%' AND cls = ''")
+        rows += ix.q("SELECT DISTINCT name FROM py_class WHERE module LIKE 'torch.%'")
+        return frozenset(norm(n.strip("_")) for (n,) in rows if n.strip("_"))
+    return ix.cached("test_known_names", build)
+
+
+def variant_words(ix: Index, ops: list[Op]) -> frozenset[str]:
+    """norm() of the words that say how ``ops`` are run (Note [Named after another name])."""
+    words = {*DTYPE_NAMES, *DTYPE_NAMES.values(), *(d.value for d in Device), *TEST_FLAG_WORDS}
+    for op in ops:
+        words.update(w for w in op.overload.split("_") if w)
+        words.update(a.name for a in op.schema.arguments)
+    names = {op.name.strip("_") for op in ops}
+    for name in names:
+        words.update(v for (v,) in ix.q("SELECT DISTINCT variant_test_name FROM op_info_entry WHERE name = ? OR "
+                                        "aten_name = ?", (name, name)) if v)
+    return frozenset(norm(w) for w in words)
+
+
+def after(name: str, count: int) -> list[str]:
+    """The words of ``name`` after its first ``count`` characters that are not underscores (split at
+    underscores)."""
+    seen = 0
+    for i, ch in enumerate(name):
+        if ch == "_":
+            continue
+        if seen == count:
+            return [w for w in name[i:].split("_") if w]
+        seen += 1
+    return []
+
+
+def names_another(name: str, end: int, key: str, known: frozenset[str], variants: frozenset[str]) -> bool:
+    """Whether the name (``key`` matched, norm()'d, ending after ``end`` characters that are not underscores) goes
+    on to spell another name of the tree (Note [Named after another name])."""
+    words = after(name, end)
+    if not words or norm(words[0]) in variants or re.fullmatch(r"\d+d", words[0].lower()):
+        return False
+    joined = key
+    for w in words[:MAX_JOINED]:
+        joined += norm(w)
+        if joined in known:
+            return True
+    return False
+
+
+# Note [Namespace test files]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An op of a Python namespace (native_functions.yaml's ``python_module: linalg``) is named with the namespace as a
+# prefix (linalg_eig), and is torch.linalg.eig in Python. The namespace's own test files (test/test_linalg.py; for
+# sparse also test_sparse_csr.py) name its tests without the prefix: test_eig_numpy, test_eig_compare_backends. Those
+# files match the op's name with the prefix dropped; elsewhere the full name is matched, as a short name there
+# (test_eig in test_ops.py?) would be any namespace's op.
+
+def namespace_short(ops: list[Op]) -> tuple[str, str] | None:
+    """(the op's name without its namespace prefix, the namespace) when its python_module prefixes its name."""
+    op = ops[0] if ops else None
+    if op is None or not op.python_module:
+        return None
+    prefix = op.python_module + "_"
+    short = op.name.removeprefix(prefix)
+    return (short, op.python_module) if short != op.name and short.strip("_") else None
+
+
+def namespace_files(ix: Index, namespace: str) -> set[int]:
+    """The ids of the namespace's own test files: test/test_<namespace>.py and test/test_<namespace>_*.py."""
+    return {fid for fid, p in ix.paths().items()
+            if re.fullmatch(rf"test/test_{re.escape(namespace)}(_\w+)?\.py", p)}
+
+
+# Note [Exact -k selections]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``pytest -k normal`` selects every test whose name holds "normal": OpInfo('normal')'s generated tests, and those of
+# every other entry whose formatted name holds it (nn_functional_normalize, log_normal). Those are ruled out by name
+# (``-k "normal and not nn_functional_normalize and not log_normal"``), each collision read from the tree's OpInfo
+# entries, and a collision that holds another one is ruled out by the shorter. The entry's own variants are other
+# entries too (normal_in_place is OpInfo('normal', variant_test_name='in_place'), with a command of its own).
+MAX_EXCLUDED = 6  # collisions named; past that the selection says it is broader (a substring match)
+
+
+def formatted_names(ix: Index) -> dict[str, bool]:
+    """Every OpInfo entry's name as its generated tests spell it (name and variant, dots as underscores) -> whether
+    the name is in a module (_refs.linalg.svd)."""
+    def build() -> dict[str, bool]:
+        out: dict[str, bool] = {}
+        for name, variant in ix.q("SELECT name, variant_test_name FROM op_info_entry ORDER BY id"):
+            out.setdefault((name + (f".{variant}" if variant else "")).replace(".", "_").lower(), "." in name)
+        return out
+    return ix.cached("opinfo_formatted", build)
+
+
+def exact_k(ix: Index, sel: str) -> str:
+    """The -k expression selecting the tests of the entry formatted ``sel`` and no other entry's, but the same name's
+    in another module (_refs_linalg_svd, the reference of linalg_svd: its tests run the op too)."""
+    low = sel.lower()
+    hits = sorted((n for n, dotted in formatted_names(ix).items()
+                   if low in n and n != low and not (dotted and n.endswith("_" + low))), key=len)
+    kept: list[str] = []
+    for n in hits:
+        if not any(k in n for k in kept):
+            kept.append(n)
+    return " and not ".join([sel, *kept[:MAX_EXCLUDED]])
