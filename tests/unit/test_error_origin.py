@@ -165,6 +165,18 @@ def test_clean_strips_traceback_class_and_cpp_frames_keeping_hints():
     assert clean("KeyError: 'parameter name can\\'t contain \".\"'").message.startswith("parameter name can")
 
 
+def test_clean_strips_a_bare_exception_and_a_qualified_custom_class():
+    """Python prints ``Exception: msg`` for a bare Exception and a custom class with its module; both are the class,
+    not the message (it was matched at offset 11 of "Exception: Unknown Event Type")."""
+    for text, cls in (("Exception: Unknown Event Type", "Exception"), ("Warning: Unknown Event Type", "Warning"),
+                      ("torch.distributed.elastic.rendezvous.api.RendezvousError: Unknown Event Type",
+                       "torch.distributed.elastic.rendezvous.api.RendezvousError")):
+        c = clean(text)
+        assert (c.exception, c.message) == (cls, "Unknown Event Type"), text
+    assert clean("torch.add: Expected x").message == "torch.add: Expected x"  # a dotted name is no class
+    assert clean("Error: bad").message == "Error: bad"  # nor a word Python has no class for
+
+
 def test_clean_bad_input():
     for empty in ("", "   \n\t", "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n"):
         with pytest.raises(BadArgument, match="message"):
@@ -489,3 +501,102 @@ def test_op_callers_found_by_name_are_the_overload_the_call_binds_and_the_same_b
         assert [e.src.key for e in ops["my_composite"].chain[1:]] == ["add.Tensor", "my_composite"], text
     finally:
         ix.close()
+
+
+# ------------------------------------------------------------------ the function's name, assert heads, nested defs
+
+
+def test_func_prints_the_enclosing_functions_name():
+    """Note [The function's own name]: __func__ / __FUNCTION__ print the function's unqualified name (a constructor's
+    is its class's, a lambda's operator()); __PRETTY_FUNCTION__ and a macro-named function stay values."""
+    sites, _ = cpp_sites('''
+namespace at::native {
+Tensor _weight_int8pack_mm_cpu(const Tensor& A) {
+  TORCH_CHECK(A.dim() == 2,
+      __func__, " : expect A to be 2D tensor.");
+  auto f = [&]() { TORCH_CHECK(A.dim() == 2, __FUNCTION__, ": in a lambda"); };
+  TORCH_CHECK(A.dim() == 2, __PRETTY_FUNCTION__, ": pretty");
+  return A;
+}
+template <typename T>
+Tensor& Foo<T>::bar(const Tensor& A) {
+  TORCH_CHECK(A.dim() == 2, "in ", __func__, " of Foo");
+  return A;
+}
+Foo::Foo(int x) { TORCH_CHECK(x, __func__, " ctor"); }
+TORCH_IMPL_FUNC(addmm_out)(const Tensor& A) { TORCH_CHECK(A.dim() == 2, __func__, " impl"); }
+}''')
+    assert [(s.pieces, s.gaps) for s in sites] == [
+        (("_weight_int8pack_mm_cpu : expect A to be 2D tensor.",), ()), (("operator(): in a lambda",), ()),
+        (("", ": pretty"), ("__PRETTY_FUNCTION__",)), (("in bar of Foo",), ()), (("Foo ctor",), ()),
+        (("", " impl"), ("__func__",))]
+
+
+def test_a_message_naming_its_function_picks_the_one_site_that_prints_it(fixture_ix):
+    """The same check in _weight_int4pack_mm_cpu and _weight_int8pack_mm_cpu: the name __func__ prints tells them
+    apart (it said "2 sites print this same text" and ranked the int4 one first)."""
+    r, text = ask(fixture_ix, "RuntimeError: _weight_int8pack_mm_cpu : expect A to be 2D tensor.")
+    assert r.verdict is Verdict.EXACT and r.same_text == 1 and "same text" not in text
+    assert [str(s.loc) for s in r.sites] == ["aten/src/ATen/native/WeightPack.cpp:11"]
+
+
+def test_an_asserts_own_message_is_found_without_its_head_and_its_boilerplate_is_no_evidence(fixture_ix):
+    """Note [Assert boilerplate]: "cudaGetDevice returns invalid device -1" is TORCH_INTERNAL_ASSERT's own message,
+    pasted without the head every internal assert prints; with the head, the tests spelling only "please report a
+    bug to PyTorch" are no tests of this assert."""
+    r, text = ask(fixture_ix, "cudaGetDevice returns invalid device -1")
+    assert r.verdict is Verdict.EXACT and "No site prints" not in text, text
+    # two asserts of other conditions print this message: it cannot tell them apart
+    assert [str(s.loc) for s in r.sites] == ["c10/cuda/CUDAFunctions.cpp:7", "c10/cuda/CUDAFunctions.cpp:22"]
+    assert r.same_text == 2 and "2 sites print this same text" in text
+    full = ('RuntimeError: d >= 0 && d < device_count() INTERNAL ASSERT FAILED at "/pytorch/c10/cuda/'
+            'CUDAFunctions.cpp":7, please report a bug to PyTorch. cudaGetDevice returns invalid device -1')
+    r, text = ask(fixture_ix, full)
+    assert r.verdict is Verdict.EXACT and str(r.sites[0].loc) == "c10/cuda/CUDAFunctions.cpp:7", text
+    assert [t.name for t in r.expecting.tests] == ["test_invalid_device"], text
+    assert "please report a bug" not in " ".join(r.expecting.needles)
+    # the head alone is in every assert: a message of it and another condition matches this assert weakly at best
+    r, _ = ask(fixture_ix, 'x > 0 INTERNAL ASSERT FAILED at "/pytorch/c10/cuda/CUDAFunctions.cpp":7, please report a '
+                           "bug to PyTorch. ")
+    assert r.verdict in (Verdict.NONE, Verdict.WEAK)
+
+
+def test_the_needles_leave_out_a_macros_own_text():
+    from torchtalk.query.error_tests import needles_of
+
+    assert needles_of(['"', "\" not implemented for '", "'"]) == []
+    assert needles_of(['"add_cpu_kernel" not implemented for \'', "'"]) == ['"add_cpu_kernel" not implemented for \'']
+
+
+def test_sites_alike_in_a_weak_match_are_not_said_to_print_the_message():
+    """The lead said "4 sites print this same text" and "No site prints this message well" at once."""
+    from torchtalk.render.errors import render_error_origin
+
+    site = errors_query.ErrorSite(errors_query.Loc("c10/x.cpp", 3), 3, Layer.CPP, RaiseKind.CHECK, "TORCH_CHECK",
+                                  "RuntimeError", "", "invalid device pointer: {ptr}", "", None, 0.4, 0.5, False, False,
+                                  False, [])
+    r = errors_query.ErrorOriginResult("cudaGetDevice returns invalid device -1", "", Verdict.WEAK, [site, site], 2, 2,
+                                       9)
+    text = render_error_origin(r)
+    assert "print this same text" not in text and "2 of them match it equally" in text
+
+
+def test_a_raise_in_a_nested_def_names_the_innermost_def_and_not_the_outer_as_its_api(fixture_ix):
+    """Note [Nested defs]: the raise is in outer.<locals>.inner; a decorated nested def runs where its decorator
+    registers it (calling the outer never raises); an undecorated one where the outer's body uses it."""
+    r, text = ask(fixture_ix, "RuntimeError: functionalize a hpu RNG operator is not supported.")
+    best = r.sites[0]
+    assert best.function.key == ("torch.profiler._utils.register_run_and_save_rng_state_op.<locals>.impl_hpu")
+    assert str(best.function.loc) == "torch/profiler/_utils.py:17"
+    assert best.reach.python == [] and best.reach.callers == []
+    assert best.reach.decorators == ["run_and_save_rng_state.py_impl(DispatchKey.HPU)"]
+    assert "registered by @run_and_save_rng_state.py_impl(DispatchKey.HPU)" in text
+    assert best.reach.tests_for == "impl_hpu"  # the tests line names the same def as the "in" line
+    r, text = ask(fixture_ix, "Exception: Unknown Event Type")
+    best = r.sites[0]
+    assert r.verdict is Verdict.EXACT and r.exception == "Exception"
+    assert best.function.key == \
+        "torch.profiler._utils.BasicEvaluation.compute_queue_depth.<locals>.new_old_event_comparator"
+    assert best.reach.nested_in == "torch.profiler._utils.BasicEvaluation.compute_queue_depth"
+    assert "A def nested in torch.profiler._utils.BasicEvaluation.compute_queue_depth: it runs where" in text
+    assert "its direct callers" not in text

@@ -28,6 +28,8 @@ from ..model.raises import (
     DISPATCH_MESSAGE,
     DISPATCH_PREFIX,
     ERROR_MACROS,
+    FUNCTION_NAME_VALUES,
+    LAMBDA_FUNCTION_NAME,
     MAX_TEXT,
     PRINTF_FIELD,
     PY_ERROR_SETTERS,
@@ -35,9 +37,11 @@ from ..model.raises import (
     WARN_MACROS,
     Parts,
     RaiseKind,
+    fill_values,
     split_format,
 )
 from .cpp_bindings import u
+from .cpp_text import split_scope
 
 RAISE_CALLEES = frozenset(CHECK_MACROS) | ASSERT_MACROS | frozenset(WARN_MACROS) | ERROR_MACROS | \
     PY_ERROR_SETTERS | frozenset(THROWN)
@@ -50,6 +54,9 @@ _ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]+|[0-7]{1,3}|u[0-9A-Fa-f]{4}|.)", re.S)
 _SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "a": "\a", "b": "\b", "f": "\f", "v": "\v", "e": "\x1b"}
 _LITERALS = ("string_literal", "concatenated_string", "raw_string_literal", "char_literal")
 _MAX_DEPTH = 6
+# Declarators that name a function as written (Note [The function's own name] in model/raises.py).
+_NAMED = frozenset({"identifier", "qualified_identifier", "field_identifier", "destructor_name", "operator_name",
+                    "template_function"})
 # A value that may name a string constant (ERR_BACKWARD_TWICE, kMsg): a site with only such a value is kept.
 CONSTANT_NAME = re.compile(r"^(?:\w+::)*(?:[A-Z][A-Z0-9_]{3,}|k[A-Z]\w+)$")
 
@@ -286,11 +293,35 @@ def record_raise(w, n, callee: str, qual: str, caller: int) -> None:
     if not parts.has_text and not any(CONSTANT_NAME.match(g) for g in parts.gaps):
         return
     pieces, gaps = parts.done()
+    if FUNCTION_NAME_VALUES.intersection(gaps):
+        name = _function_name(w, n)
+        if name:
+            pieces, gaps = fill_values(pieces, gaps, dict.fromkeys(FUNCTION_NAME_VALUES, name))
     span = w.span_at(n.start_byte)
     line = w.line(n)
     w.raises.append(RaiseSite(caller if caller >= 0 else NO_REF, NO_REF, kind, callee, exc, pieces, gaps,
                               cond[:MAX_TEXT], line, max(line, n.end_point[0] + 1 + w.line_base),
                               span.macro if span is not None else ""))
+
+
+def _function_name(w, n) -> str:
+    """What ``__func__`` prints at ``n`` (Note [The function's own name] in model/raises.py): the unqualified name of
+    the function definition around it, ``operator()`` in a lambda, "" when not known."""
+    p = n.parent
+    while p is not None and p.type not in ("function_definition", "lambda_expression"):
+        p = p.parent
+    if p is None:
+        return ""
+    if p.type == "lambda_expression":
+        return LAMBDA_FUNCTION_NAME
+    d = p.child_by_field_name("declarator")
+    while d is not None and d.type != "function_declarator":  # Tensor& f(...), T* f(...)
+        d = d.child_by_field_name("declarator") or next(
+            (c for c in d.named_children if c.type.endswith("declarator")), None)
+    name = d.child_by_field_name("declarator") if d is not None else None
+    if name is None or name.type not in _NAMED:
+        return ""
+    return split_scope(u(w.t(name)).replace("template ", ""))[1].strip()
 
 
 # A string constant: ``const char* ERR_X = "..." "...";``, ``constexpr auto kMsg = "...";``,

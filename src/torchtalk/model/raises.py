@@ -94,6 +94,61 @@ CHECK_DEFAULT = ("Expected ", " to be true, but got false.  (Could this error me
                  "please report an enhancement request to PyTorch.)")
 ASSERT_PREFIX = (" INTERNAL ASSERT FAILED at \"", "\":", ", please report a bug to PyTorch. ")
 
+# Note [The function's own name]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``__func__`` (and the compilers' ``__FUNCTION__``) is the enclosing function's unqualified name, known where the
+# site is written: ``TORCH_CHECK(A.dim() == 2, __func__, " : expect A to be 2D tensor.")`` in
+# ``_weight_int8pack_mm_cpu`` prints "_weight_int8pack_mm_cpu : expect A to be 2D tensor.", which tells it apart
+# from the same check in ``_weight_int4pack_mm_cpu``. The extractor prints it as literal text (``fill_values``):
+# the name of the function definition around the site as its declarator spells it, templates and scopes aside (a
+# constructor's is its class's name), or ``operator()`` inside a lambda. A declarator that is no plain name (a
+# macro such as ``TORCH_IMPL_FUNC(x)``, whose expansion names the function) leaves it a value.
+# ``__PRETTY_FUNCTION__`` prints the full signature as the compiler writes it (return type, qualified name,
+# parameter types, template arguments), which the source does not spell: it stays a value.
+FUNCTION_NAME_VALUES = frozenset({"__func__", "__FUNCTION__"})
+LAMBDA_FUNCTION_NAME = "operator()"
+
+
+def fill_values(pieces: tuple[str, ...], gaps: tuple[str, ...],
+                known: dict[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``pieces``/``gaps`` with each value whose expression ``known`` holds printed as that text (its gap becomes
+    literal text joined to the pieces around it)."""
+    if not any(g in known for g in gaps):
+        return pieces, gaps
+    out = [pieces[0]]
+    left: list[str] = []
+    for g, p in zip(gaps, pieces[1:], strict=True):
+        if g in known:
+            out[-1] += known[g] + p
+        else:
+            left.append(g)
+            out.append(p)
+    return tuple(out), tuple(left)
+
+
+# Note [Assert boilerplate]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# Some text is printed by every site of a macro: TORCH_INTERNAL_ASSERT's ' INTERNAL ASSERT FAILED at "<file>":<line>,
+# please report a bug to PyTorch. ' between its condition and its own message, and a message-less TORCH_CHECK's
+# ' to be true, but got false.  (Could this error message be improved? ...)' after its condition. It tells no site
+# apart, so it is never evidence: error matching (query/error_match.py) takes it out of the sites' pieces (a value
+# between the condition and the site's own message) and out of the pasted message, and a message pasted without
+# the assert's head (its own message only, "cudaGetDevice returns invalid device -1") is matched against the
+# assert's own pieces alone; the tests that expect a message (query/error_tests.py) never search for it ("please
+# report a bug to PyTorch" is spelled by tests of every internal assert).
+ASSERT_HEAD = re.compile(r' ?INTERNAL ASSERT FAILED at "[^"]*":\d+, please report a bug to PyTorch\. ?')
+CHECK_TAIL = " ".join(CHECK_DEFAULT[1].split())
+BOILERPLATE = (*ASSERT_PREFIX, CHECK_TAIL, *DISPATCH_MESSAGE)  # the text pieces of macros' own text
+
+
+def assert_parts(pieces: list[str]) -> tuple[str, list[str]] | None:
+    """(condition, own message pieces) of an assert's printed pieces, or None when they hold no assert head."""
+    if len(pieces) >= 3 and pieces[0].endswith(ASSERT_PREFIX[0]) and pieces[1] == ASSERT_PREFIX[1] and \
+            pieces[2].startswith(ASSERT_PREFIX[2]):
+        return pieces[0][:-len(ASSERT_PREFIX[0])], [pieces[2][len(ASSERT_PREFIX[2]):], *pieces[3:]]
+    return None
+
+
 MAX_PIECE = 2000  # characters kept of one literal piece
 MAX_TEXT = 300  # characters kept of a condition or a value expression
 

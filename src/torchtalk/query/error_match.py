@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from ..model import GENERATED_PREFIX, RaiseKind
 from ..model.paths import CPP_FRONTEND, backend_of_path
-from ..model.raises import HintKind, as_printed
+from ..model.raises import ASSERT_HEAD, CHECK_TAIL, HintKind, as_printed, assert_parts
 from ..store.reader import Index
 from .error_text import Cleaned, Where
 
@@ -33,6 +33,7 @@ _IDENT = re.compile(r"^(?:\w+::)*(\w+)$")
 _SPACE = re.compile(r"\s+")
 _LOOSE = re.compile(r"\s\s|\\[ntr]")  # whitespace a squash changes, in a piece or its JSON
 _NO_DIGITS = str.maketrans("", "", "0123456789")
+SEP = "\x00"  # where a macro's own text was in a message (Note [Assert boilerplate]): no piece holds it
 # Directories of code that runs for one layout, library or subsystem only (a device's code is told by
 # model.paths.backend_of_path).
 _SPECIAL = frozenset({"mkldnn", "vulkan", "metal", "nested", "sparse", "quantized", "mkl", "onednn", "ao",
@@ -56,6 +57,13 @@ class Site(NamedTuple):
     exception: str
     rank: int  # 0: code; 1: device/layout-specific code; 2: tests
     function: str = ""  # the name of the function around it (C++ or Python), its last component
+    own: int = 0  # the first of its pieces after a macro's head (an assert's message: 1), all of them when 0
+    own_literal: int = 0  # characters of literal text of those pieces, digits aside
+
+    def part(self, headless: bool) -> tuple[tuple[str, ...], int]:
+        """The pieces a message is matched against, and their literal characters: after the macro's head when the
+        message does not show it (Note [Assert boilerplate])."""
+        return (self.pieces[self.own:], self.own_literal) if headless and self.own else (self.pieces, self.literal)
 
 
 class PieceHit(NamedTuple):
@@ -73,6 +81,7 @@ class Match(NamedTuple):
     same_class: bool
     cut: bool  # the message stops inside this site's text (``shown`` counts the text before its end)
     hits: list[PieceHit]
+    headless: bool = False  # matched against its own message only, the macro's head not in the message
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -84,7 +93,7 @@ class Match(NamedTuple):
     @property
     def text_key(self) -> tuple[object, ...]:
         """Matches with equal text keys print the same message as far as the message shows."""
-        return (self.hint, round(self.coverage, 3), round(self.shown, 3), self.site.pieces)
+        return (self.hint, round(self.coverage, 3), round(self.shown, 3), self.site.part(self.headless)[0])
 
 
 def _rank(path: str) -> int:
@@ -125,8 +134,10 @@ def _load(ix: Index) -> Sites:
     ranks: dict[str, int] = {}
     loads = json.loads
     findall = _WORD.findall
-    for rid, fid, pieces_json, gaps_json, exc, line, end_line, function in ix.q(
-            "SELECT r.id, r.file_id, r.pieces, r.gaps, r.exception, r.line, r.end_line, coalesce(c.name, p.name, '') "
+    assert_kind = RaiseKind.ASSERT.value
+    for rid, fid, kind, pieces_json, gaps_json, exc, line, end_line, function in ix.q(
+            "SELECT r.id, r.file_id, r.kind, r.pieces, r.gaps, r.exception, r.line, r.end_line, "
+            "coalesce(c.name, p.name, '') "
             "FROM raise_site r LEFT JOIN cpp_symbol c ON c.id = r.cpp_func LEFT JOIN py_function p ON p.id = r.py_func "
             "WHERE r.kind != ?", (RaiseKind.CONSTANT.value,)):
         pieces = loads(pieces_json)
@@ -137,6 +148,14 @@ def _load(ix: Index) -> Sites:
             pieces = [as_printed(p) for p in pieces]
         if _LOOSE.search(pieces_json):
             pieces = [squash(p) for p in pieces]
+        own = own_literal = 0
+        parts = assert_parts(pieces) if kind == assert_kind else None
+        if parts is not None:  # the assert's head becomes a value between its condition and its own message
+            pieces = [parts[0], *parts[1]]
+            own, own_literal = 1, _letters("".join(parts[1]))
+        elif CHECK_TAIL in pieces[-1]:  # a message-less check: its condition, then the macro's own text
+            pieces[-1] = pieces[-1].replace(CHECK_TAIL, "")
+            pieces.append("")
         joined = "\x01".join(pieces)
         literal = _letters(joined) - len(pieces) + 1
         if not literal:
@@ -146,7 +165,7 @@ def _load(ix: Index) -> Sites:
             rank = ranks[path] = _rank(path)
         i = len(out)
         by_path[path].append(i)
-        out.append(Site(rid, path, line, end_line, tuple(pieces), literal, exc, rank, function))
+        out.append(Site(rid, path, line, end_line, tuple(pieces), literal, exc, rank, function, own, own_literal))
         for w in set(findall(joined.lower())):
             words[w].append(i)
     return Sites(out, dict(words), dict(by_path))
@@ -175,10 +194,9 @@ class Aligned(NamedTuple):
     hits: list[PieceHit]
 
 
-def align(site: Site, msg: str) -> Aligned:
-    """Find the site's pieces in the message, in order. A message that stops inside the site's text (pasted
+def align(pieces: tuple[str, ...], msg: str) -> Aligned:
+    """Find a site's pieces in the message, in order. A message that stops inside the site's text (pasted
     short, or cut by a terminal) matches the pieces before its end; the start of the next piece may end it."""
-    pieces = site.pieces
     last = len(pieces) - 1
     pos = 0
     covered = 0
@@ -271,20 +289,25 @@ def match(ix: Index, cleaned: Cleaned) -> tuple[list[Match], int]:
     """Sites ranked for a message (best first), and how many were candidates."""
     data = sites(ix)
     msg = squash(cleaned.message).strip()
+    # the text a macro prints at every site is no evidence (Note [Assert boilerplate]); a message without an
+    # assert's head is matched against the asserts' own messages
+    headless = not ASSERT_HEAD.search(msg)
+    msg = ASSERT_HEAD.sub(SEP, msg).replace(CHECK_TAIL, SEP)
     cands = _candidates(data, msg)
     for h in cleaned.hints:
         cands.update(data.by_path.get(h.path, ()))
     exc = cleaned.exception.rsplit(".", 1)[-1].lstrip("_")
-    size = max(1, _letters(msg))
+    size = max(1, _letters(msg) - msg.count(SEP))
     out = []
     for i in cands:
         s = data.sites[i]
-        a = align(s, msg)
+        pieces, literal = s.part(headless)
+        a = align(pieces, msg)
         if not a.covered:
             continue
         hint = max((_hint(h, s) for h in cleaned.hints), default=0)
         same = bool(exc) and s.exception.rsplit(".", 1)[-1].lstrip("_") == exc
-        shown = a.covered / max(1, s.literal - a.cut)
-        out.append(Match(s, hint, a.covered / size, shown, a.exact, same, a.cut > 0, a.hits))
+        shown = a.covered / max(1, literal - a.cut)
+        out.append(Match(s, hint, a.covered / size, shown, a.exact, same, a.cut > 0, a.hits, headless))
     out.sort(key=lambda m: m.key)
     return out, len(cands)

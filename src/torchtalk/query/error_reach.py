@@ -24,7 +24,7 @@ from ..errors import BadArgument
 from ..graph import FREE, LevelCap, graph, up
 from ..graph.cpp_callers import callers
 from ..graph.cpp_types import structured_base
-from ..graph.nodes import CPP_KINDS, cpp_node, op_node, symbol_id
+from ..graph.nodes import CPP_KINDS, cpp_node, op_node, py_node, symbol_id
 from ..graph.op_edges import kernel_of
 from ..graph.op_spellings import op_spellings
 from ..graph.registry import registry
@@ -84,6 +84,8 @@ class Reach:
     callers: list[Edge] = field(default_factory=list)  # the raising function's direct callers
     fan_in: list[FanIn] = field(default_factory=list)
     registered: list[str] = field(default_factory=list)  # Python: ops this function is registered for
+    nested_in: str = ""  # Python: the def a nested def is defined in (Note [Nested defs]), "" when not nested
+    decorators: list[str] = field(default_factory=list)  # a nested def's decorators (what registers it)
     tests_for: str = ""  # the name tests are for ("" when not asked for)
     tests_looked_up: bool = False  # False: not within the answer's budget (a cut names the call that lists them)
     tests_cpu: float = 0.0  # the work clock the test lookup took (not the walks' to spend)
@@ -335,8 +337,17 @@ def _py_callers(ix: Index, func: Node, reach: Reach) -> None:
     reach.python = list(dict.fromkeys([*reach.python, *public]))[:12]
 
 
+# Note [Nested defs]
+# ~~~~~~~~~~~~~~~~~~
+# A raise in a def nested in another (``impl_hpu`` in register_run_and_save_rng_state_op, ``new_old_event_comparator``
+# in BasicEvaluation.compute_queue_depth) is in the innermost def, named as Python's __qualname__ names it
+# (``outer.<locals>.inner``). Nothing outside calls it by name: it runs where the outer def's body uses it (calls it,
+# passes it on: ``sort(key=inner)``), or, when a decorator registers it (``@hop.py_impl(DispatchKey.HPU)``,
+# ``@register_lowering(...)``), where that registration dispatches, which calling the outer def never does. So the
+# answer names the outer def and the decorators; the walk up through Python callers starts at the outer def only for
+# an undecorated def (its callers may reach the raise), and for a decorated one not at all.
 def py_reach(ix: Index, func_id: int, fq: str, cls: str, name: str, tests_until: float,
-             func: Node | None = None) -> Reach:
+             func: Node | None = None, decorators: list[str] | None = None) -> Reach:
     reach = Reach()
     reg = registry(ix)
     rows = ix.q("SELECT op, kind FROM py_op_ref WHERE func = ?", (func_id,))
@@ -346,9 +357,17 @@ def py_reach(ix: Index, func_id: int, fq: str, cls: str, name: str, tests_until:
             names = reg.names_shown(op)
             reach.ops.append(OpReach(op_node(op), 0, [], names))
     reach.ops_total = len(reach.ops)
-    reach.python = [fq]
-    if func is not None:
-        _py_callers(ix, func, reach)
+    outer, nested, _inner = fq.rpartition(".<locals>.")
+    if nested:
+        reach.nested_in, reach.decorators = outer, list(decorators or [])
+        if func is not None and not reach.decorators:
+            outer_node = py_node(NodeKind.PY_FUNCTION, outer, None)
+            reach.python = [outer]
+            _py_callers(ix, outer_node, reach)
+    else:
+        reach.python = [fq]
+        if func is not None:
+            _py_callers(ix, func, reach)
     subject = cls.split(".")[-1] if cls and name in ("__init__", "__call__", "forward", "step") else name
     if subject.startswith("_") and len(reach.python) > 1:  # a private helper: tests name what calls it (StepLR)
         parts = reach.python[1].split(".")

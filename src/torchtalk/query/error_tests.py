@@ -6,7 +6,8 @@ A test that checks an error spells its message, or a part of it, in its body:
 an ``ErrorInput(..., error_regex=...)`` of an OpInfo. Such a test is the one to run after changing the check,
 whatever it is named after. The needles are runs of plain text (letters, digits, spaces and plain
 punctuation: nothing a regex would escape, and no clause break , : ; after which a test's pattern often stops) in
-the site's literal pieces, each at least ``MIN_NEEDLE`` characters and more than one word (an identifier alone,
+the site's literal pieces (never a run of a macro's own text, which every site of it prints: Note [Assert
+boilerplate]), each at least ``MIN_NEEDLE`` characters and more than one word (an identifier alone,
 ``allgather_coalesced``, is what tests call, not a message), so that a regex spelling of the message, or of one
 clause, still holds one: the message's first run (a test often asserts the head: "expected 'self' and 'other' to
 have same size" of the dense-sparse add check) and the longest others, at most ``MAX_NEEDLES``. The test files (and
@@ -22,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..model import Loc
+from ..model.raises import BOILERPLATE
 from ..store.reader import Index
 from .testclasses import run_where_collected
 from .testnames import generated_names, run_command
@@ -46,7 +48,8 @@ class ExpectingTests:
 def needles_of(pieces: list[str]) -> list[str]:
     """The plain-text runs of the pieces searched for (Note [Tests that expect a message]): the first, then the
     longest others; [] when none is ``MIN_NEEDLE`` long and of several words."""
-    runs = [r for p in pieces for m in _PLAIN.finditer(p) if len(r := m.group(0).strip()) >= MIN_NEEDLE and " " in r]
+    runs = [r for p in pieces for m in _PLAIN.finditer(p) if len(r := m.group(0).strip()) >= MIN_NEEDLE and " " in r
+            and not any(r in b for b in BOILERPLATE)]
     runs = list(dict.fromkeys(runs))
     return runs[:1] + sorted(runs[1:], key=len, reverse=True)[:MAX_NEEDLES - 1]
 

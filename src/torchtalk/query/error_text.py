@@ -34,8 +34,10 @@ _TRIGGERED = re.compile(r"\s*\(Triggered internally at (?P<path>[^\s:]+):(?P<lin
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?$')
 _CHAINED = re.compile(r"^(?:During handling of the above exception, another exception occurred:|"
                       r"The above exception was the direct cause of the following exception:)\s*$")
-_CLASS = re.compile(r"^(?P<cls>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Warning|Exit|Interrupt|Iteration"
-                    r"|Failure|Assert))(?::\s?|$)")
+# The class Python prints before the message: a builtin or custom name (the bare builtins "Exception" and "Warning"
+# too), qualified by its module when it is not a builtin ("torch.distributed.elastic.rendezvous.api.RendezvousError").
+_CLASS = re.compile(r"^(?P<cls>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Warning|Exit|Interrupt|Iteration"
+                    r"|Failure|Assert)|Exception|Warning))(?::\s?|$)")
 _WARNING_LINE = re.compile(r"^(?P<path>[^\s:][^:]*\.py):(?P<line>\d+): (?P<cls>\w*Warning): ")
 _CPP_FRAME = re.compile(r"^frame #\d+:")
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")

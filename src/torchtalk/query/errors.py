@@ -10,6 +10,7 @@ a silent best guess.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from ..graph.nodes import cpp_node, py_node
@@ -102,8 +103,8 @@ def _function(ix: Index, site: RaiseSite) -> tuple[Node | None, PyFunction | Non
         row = ix.one(f"SELECT {_FUNC_COLS} FROM py_function WHERE id = ?", (site.py_func,))
         if row:
             fn: PyFunction = row_fact(PyFunction, row, ix.path_of)
-            qual = fn.qualname.split(".<locals>.")[0]
-            return py_node(NodeKind.PY_FUNCTION, f"{fn.module}.{qual}", fn.loc), fn
+            # the innermost def, a nested one as outer.<locals>.inner (Note [Nested defs] in error_reach.py)
+            return py_node(NodeKind.PY_FUNCTION, f"{fn.module}.{fn.qualname}", fn.loc), fn
     return None, None
 
 
@@ -117,7 +118,7 @@ def _site(ix: Index, m: Match, walk: float, tests_until: float, message: str) ->
     reach = None
     if walk >= 0 and node is not None:
         if fn is not None:
-            reach = py_reach(ix, fn.id, node.key, fn.cls, fn.name, tests_until, node)
+            reach = py_reach(ix, fn.id, node.key, fn.cls, fn.name, tests_until, node, json.loads(fn.decorators or "[]"))
         elif node.kind is not NodeKind.PY_FUNCTION:
             reach = cpp_reach(ix, node, walk, tests_until, message)
     pieces = [PieceMatch(h.piece, h.at, h.length) for h in m.hits]

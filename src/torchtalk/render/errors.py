@@ -59,6 +59,11 @@ def _pieces(pieces: list[PieceMatch]) -> str:
 
 def _reach(s: ErrorSite, r: Reach, out: list[str]) -> None:
     start = s.function
+    if r.nested_in and r.decorators:  # Note [Nested defs]
+        out.append(f"  A def nested in {r.nested_in}, registered by @{', @'.join(r.decorators)}: it runs where that "
+                   f"registration dispatches, not when {r.nested_in} is called.")
+    elif r.nested_in:
+        out.append(f"  A def nested in {r.nested_in}: it runs where that def's body calls it or passes it on.")
     if r.registered:
         out.append(f"  Registered for: {', '.join(r.registered)}")
     if r.ops:
@@ -72,7 +77,8 @@ def _reach(s: ErrorSite, r: Reach, out: list[str]) -> None:
         if rest:
             out.append(f"    also: {', '.join(rest)}")
     elif r.callers:
-        out.append("  No op reaches it within the walk; its direct callers:")
+        whose = f"the direct callers of {r.nested_in}" if r.nested_in else "its direct callers"
+        out.append(f"  No op reaches it within the walk; {whose}:")
         out += [f"  - {e.src.label}  {e.site}" for e in r.callers[:5]]
     for f in r.fan_in:
         gen = f", {f.generated:,} of them in generated code" if f.generated else ""
@@ -160,7 +166,9 @@ def render_error_origin(r: ErrorOriginResult) -> str:
     if first is None:
         return "\n".join(out)
     lead = _VERDICT[r.verdict]
-    if r.same_text > 1:
+    if r.same_text > 1 and r.verdict is Verdict.WEAK:  # none prints the message: they only match it alike
+        lead = f"{lead} {r.same_text} of them match it equally (the message cannot tell them apart)."
+    elif r.same_text > 1:
         lead = (f"{r.same_text} sites print this same text (the message cannot tell them apart); each is listed "
                 f"with what leads to it. {lead}")
     out.append(lead)
