@@ -20,6 +20,7 @@ from ...store.reader import Index
 from ..args import MAX_LIMIT
 from ..callgraph import IMPACT_KINDS, kernel_keys
 from ..cuts import describe, named, node_arg, tool_call
+from . import imports
 from . import python as apy
 from . import tests as at
 from .definitions import ChangedNode, ChangedOpInfo, ChangedTest
@@ -33,6 +34,7 @@ MAX_OPS = 30
 MAX_PYTHON = 30
 MAX_MODULES = 12
 MAX_MODULE_LOOKUPS = 3
+LIBRARY_PREFIX = "torch.ops."  # a reached node named so is a TORCH_LIBRARY op (definitions.library_op_node)
 WALK_ON_TO = 5  # the deepest the walk goes on to when no op is within the asked depth (Note [Walk on to an op])
 _CHECKED_IN_BACKWARD = frozenset({Aspect.DECOMPOSITION})  # see the reached ops below
 _COMPILED_ONLY = frozenset({Aspect.DECOMPOSITION, Aspect.REF, Aspect.LOWERING, Aspect.FAKE})
@@ -75,8 +77,9 @@ def _variant(op: str) -> bool:
 
 
 def _base(op: str) -> str:
-    """The name tests use for an op: cumsum for cumsum.out and cumsum_."""
-    base = op.split(".")[0]
+    """The name tests use for an op: cumsum for cumsum.out and cumsum_; _convolution_pointwise for
+    torch.ops.mkldnn._convolution_pointwise (a TORCH_LIBRARY op, named by its Python name)."""
+    base = op.removeprefix(LIBRARY_PREFIX).split(".")[1 if op.startswith(LIBRARY_PREFIX) else 0]
     return base[:-1] if base.endswith("_") and not base.endswith("__") else base
 
 
@@ -107,8 +110,16 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
     reg = registry(ix)
     cuts = list(m.cuts)
     uniq = list({(c.node.kind, c.node.key): c for c in reversed(m.changed)}.values())[::-1]
-    by_key = {(c.node.kind, c.node.key): c for c in uniq}
-    starts = [c.node for c in uniq if c.node.kind not in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS)]
+    # Python functions above a changed one (an optimizer's _single_tensor_X is reached from its step()), and the ops
+    # those that are registered give meaning to (Note [Registered above the change]).
+    callers, py_cuts = apy.python_callers(ix, uniq, m.depth + 1)
+    above = apy.registered_above(ix, callers)
+    by_key = {(c.node.kind, c.node.key): c for c in uniq + above}
+    # Note [Compiled only]: a decomposition, ref, lowering, Python meta or fake function is run by traced or compiled
+    # code (torch.compile, export, make_fx), never by an eager call of its op: the C++ code calling at::zeros
+    # (Dropout.cpp) runs the C++ kernel, not torch._refs.zeros. So the walk stops at such an op; its aspect's suites
+    # (tests.ASPECT_SUITES) are what check the change, and nothing above it in the eager graph is.
+    starts = [c.node for c in uniq if c.node.kind not in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS) and not c.compiled]
 
     def rank(e: Edge) -> int:
         """Callers that are an op or some op's registered kernel first: the level cap walks on from those."""
@@ -135,7 +146,9 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
         walk, cap = walk_to(walked)
     steps = walk.steps
     reached: list[tuple[Node, int, Node, list[Edge]]] = [(c.node, 0, c.node, []) for c in uniq
-                                                         if c.node.kind is NodeKind.OP]
+                                                         if c.node.kind is NodeKind.OP or c.compiled]
+    reached += [(c.node, 1, c.node, []) for c in above if (c.node.kind, c.node.key) not in
+                {(r[0].kind, r[0].key) for r in reached}]
     python: dict[str, None] = {}
     py_reached: dict[str, str] = {}  # Python functions the walk reached -> how (closest first)
     functions = 0
@@ -216,8 +229,6 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
     native = [c for c in uniq if c.node.kind not in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS)]
     if native and all(c.aspect in _COMPILED_ONLY for c in native):
         py_reached = {}
-    # Python functions above a changed one (an optimizer's _single_tensor_X is reached from its step()).
-    callers, py_cuts = apy.python_callers(ix, uniq, m.depth + 1)
     for fq, how in callers:
         py_reached.setdefault(fq, how)
     def py_further(c: Cut) -> str:
@@ -242,6 +253,14 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
     groups.append(at.suite_tests([(s, f"runs every op through the {layer.layer} {gen.source} writes")
                                   for gen in m.generators for layer in gen.layers for s in layer.suites]))
     ranked, first = at.rank([grp for grp in groups if grp])
+    if len(callers) > MAX_PYTHON:
+        cuts.append(f"Python callers: showing the {MAX_PYTHON} closest of {len(callers)} (the structured answer holds "
+                    "the first ones only; affected on a caller walks on from it)")
+    tests_by = ""
+    py_changed = [c.node.key for c in uniq if c.node.kind in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS)]
+    if not ranked and py_changed:  # Note [Tests by import]: no op and no test found is not "nothing to run"
+        by_import, tests_by = imports.importing_tests(ix, py_changed, [fq for fq, _how in callers])
+        ranked, first = at.rank([by_import] if by_import else [])
     if len(ranked) > m.limit:
         cuts.append(f"tests: showing {m.limit} of {len(ranked)} (limit={min(len(ranked), MAX_LIMIT)} shows more)")
     if len(reached_ops) > MAX_OPS:
@@ -253,4 +272,5 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
         functions_reached=functions,
         python=public[:MAX_PYTHON], modules=modules[:MAX_MODULES], generators=m.generators, tests=ranked[:m.limit],
         tests_total=len(ranked), run_first=first, tests_changed=len(m.tests) + len(m.opinfos), sample=sample,
-        cuts=cuts)
+        cuts=cuts, python_callers=callers[:MAX_PYTHON], compiled=[c.node.key for c in uniq if c.compiled],
+        tests_by=tests_by)
