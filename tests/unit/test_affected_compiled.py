@@ -27,14 +27,18 @@ def test_a_registration_of_one_overload_changes_that_overload_only(ctree):
     assert {c.node.key for c in packet.changed if c.node.kind.value == "op"} == {"cumsum", "cumsum.out"}
 
 
-def test_a_decomposition_change_is_not_walked_up_the_eager_callers_of_its_op(ctree):
-    """Note [Compiled only]: cumsum_twice's composite kernel calls at::cumsum in eager mode, which runs cumsum's
-    C++ kernel, not its decomposition: the walk stops at cumsum and says why."""
+def test_a_decomposition_change_is_walked_up_what_tracing_runs_only(ctree):
+    """Note [Compiled only]: cumsum_twice's CPU kernel calls at::cumsum, which runs cumsum's C++ kernel, not its
+    decomposition, and tracing records cumsum_twice itself: not reached. cumsum_thrice's CompositeImplicitAutograd
+    kernel runs while tracing, so the cumsum it calls is in the graph and decomposed: reached, with the
+    decomposition's suites."""
     with open(ctree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
-        f.write("\n- func: cumsum_twice(Tensor self) -> Tensor\n  dispatch:\n"
-                "    CompositeImplicitAutograd: cumsum_twice\n")
+        f.write("\n- func: cumsum_twice(Tensor self) -> Tensor\n  dispatch:\n    CPU: cumsum_twice\n"
+                "\n- func: cumsum_thrice(Tensor self) -> Tensor\n  dispatch:\n"
+                "    CompositeImplicitAutograd: cumsum_thrice\n")
     ix = index_with(ctree, {"aten/src/ATen/native/CumsumTwice.cpp": (
         "namespace at::native {\nTensor cumsum_twice(const Tensor& self) {\n  return at::cumsum(self, 0);\n}\n"
+        "Tensor cumsum_thrice(const Tensor& self) {\n  return at::cumsum(self, 0);\n}\n"
         "}  // namespace at::native\n")})
     try:
         kernel, _t, _ = ask(ix, names="aten/src/ATen/native/CumsumTwice.cpp:3")
@@ -42,7 +46,7 @@ def test_a_decomposition_change_is_not_walked_up_the_eager_callers_of_its_op(ctr
     finally:
         ix.close()
     assert "cumsum_twice" in op_keys(kernel)  # the C++ graph does have the eager caller
-    assert set(op_keys(res)) == {"cumsum", "cumsum.out"} and all(r.depth == 0 for r in res.ops)
+    assert set(op_keys(res)) == {"cumsum", "cumsum.out", "cumsum_thrice"}
     assert set(res.compiled) == {"cumsum", "cumsum.out"} and "Compiled only:" in text
     assert 'pytest test/test_decomp.py -k "cumsum_with_dtype"' in res.run_first
 

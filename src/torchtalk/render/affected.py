@@ -88,9 +88,9 @@ def render_affected(r: AffectedResult) -> str:
         out.append(WHY_DEPTH)
         if r.compiled:
             out.append(f"Compiled only: {some(r.compiled, 4)} changed through a decomposition, ref, lowering, meta or "
-                       "fake function, which only traced or compiled code runs (torch.compile, export, make_fx); "
-                       "eager code calling the op does not, so the walk stops at the op and its aspect's suites "
-                       "check the change.")
+                       "fake function, which only traced or compiled code runs (torch.compile, export, make_fx): "
+                       "walked up only what tracing runs (CompositeImplicitAutograd kernels, backward formulas), "
+                       "not the eager C++ callers of the op; its aspect's suites check the change.")
     elif r.changed and not r.tests_changed and all(c.node.kind in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS)
                                                    for c in r.changed):
         out.append("\nOnly Python code changed, and no op is given meaning by it (a decomposition, ref or lowering "

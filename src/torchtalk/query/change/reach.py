@@ -8,6 +8,7 @@ what was reached (tests.py). Every walk and list is capped, and the answer says 
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
 from ...graph import LevelCap, Walk, graph, up
@@ -15,7 +16,7 @@ from ...graph.nodes import CPP_KINDS
 from ...graph.registry import registry
 from ...model import Cut, CutKind, Edge, EdgeKind, Node, NodeKind
 from ...model.change import Aspect
-from ...model.dispatch import Device, device_of_key
+from ...model.dispatch import Device, DispatchKey, device_of_key
 from ...store.reader import Index
 from ..args import MAX_LIMIT
 from ..callgraph import IMPACT_KINDS, kernel_keys
@@ -37,6 +38,8 @@ MAX_MODULE_LOOKUPS = 3
 LIBRARY_PREFIX = "torch.ops."  # a reached node named so is a TORCH_LIBRARY op (definitions.library_op_node)
 WALK_ON_TO = 5  # the deepest the walk goes on to when no op is within the asked depth (Note [Walk on to an op])
 _CHECKED_IN_BACKWARD = frozenset({Aspect.DECOMPOSITION})  # see the reached ops below
+COMPILED_KINDS = frozenset({EdgeKind.BINDING, EdgeKind.BACKWARD, EdgeKind.OP_CALL})  # Note [Compiled only]
+TRACED_COMPOSITE = DispatchKey.CompositeImplicitAutograd  # the OP_CALL key tracing runs the kernel of
 _COMPILED_ONLY = frozenset({Aspect.DECOMPOSITION, Aspect.REF, Aspect.LOWERING, Aspect.FAKE})
 _STEP_WORDS = {EdgeKind.CALL: "called by", EdgeKind.KERNEL: "kernel of", EdgeKind.STUB_KERNEL: "registered for",
                EdgeKind.STUB_CALL: "used by", EdgeKind.DISPATCH_CALL: "called by", EdgeKind.OP_CALL: "called by op",
@@ -116,9 +119,12 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
     above = apy.registered_above(ix, callers)
     by_key = {(c.node.kind, c.node.key): c for c in uniq + above}
     # Note [Compiled only]: a decomposition, ref, lowering, Python meta or fake function is run by traced or compiled
-    # code (torch.compile, export, make_fx), never by an eager call of its op: the C++ code calling at::zeros
-    # (Dropout.cpp) runs the C++ kernel, not torch._refs.zeros. So the walk stops at such an op; its aspect's suites
-    # (tests.ASPECT_SUITES) are what check the change, and nothing above it in the eager graph is.
+    # code (torch.compile, export, make_fx), never by an eager call of its op: a C++ kernel calling at::zeros runs
+    # zeros' C++ kernel, not torch._refs.zeros, and tracing records that kernel's op, not what it calls. So such an op
+    # is not walked up the C++ graph; tracing goes through only (COMPILED_KINDS): a CompositeImplicitAutograd kernel
+    # (it runs while tracing, so the ops it calls are in the graph), a backward formula (AOTAutograd traces it) and
+    # the Python names bound to the op. What is reached so is checked by the change's aspect suites
+    # (tests.ASPECT_SUITES), not by the eager tests of what calls it.
     starts = [c.node for c in uniq if c.node.kind not in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS) and not c.compiled]
 
     def rank(e: Edge) -> int:
@@ -144,7 +150,13 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
            and any(c.kind is CutKind.DEPTH for c in walk.cuts)):
         walked += 1
         walk, cap = walk_to(walked)
-    steps = walk.steps
+    compiled = [c.node for c in uniq + above if c.compiled and c.node.kind is NodeKind.OP]
+
+    def traced_into(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
+        return [e for e in g.into(node, kinds) if e.kind is not EdgeKind.OP_CALL or e.key == TRACED_COMPOSITE]
+
+    py_walk = up(compiled, traced_into, COMPILED_KINDS, m.depth, fan_out=200, max_nodes=WALK_MAX_NODES)
+    steps = walk.steps + py_walk.steps
     reached: list[tuple[Node, int, Node, list[Edge]]] = [(c.node, 0, c.node, []) for c in uniq
                                                          if c.node.kind is NodeKind.OP or c.compiled]
     reached += [(c.node, 1, c.node, []) for c in above if (c.node.kind, c.node.key) not in
@@ -170,7 +182,7 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
             return f"depth={depth + 1}" if depth < 5 else tool_call("impact", node_arg(c.at), depth=5) if c.at else ""
         return tool_call("impact", node_arg(c.at), depth=depth) if c.at is not None else ""
 
-    cuts += ["walk: " + describe(c) for c in named(walk.cuts + cap.cuts(), further, down=False)]
+    cuts += ["walk: " + describe(c) for c in named(walk.cuts + py_walk.cuts + cap.cuts(), further, down=False)]
     ops: list[at.OpForTests] = []
     reached_ops: list[ReachedOp] = []
     aspects: dict[str, set[Aspect]] = {}
@@ -181,6 +193,8 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
         # reaching it get their generic tests.
         aspect = start_change.aspect if start_change and not chain else None
         also: set[Aspect] = set()
+        if start_change and start_change.compiled and chain:
+            aspect = start_change.aspect  # traced through (Note [Compiled only]): checked by the same suites
         if chain and chain[-1].kind is EdgeKind.BACKWARD:
             aspect = Aspect.BACKWARD  # reached as what its backward formula calls: its gradients changed
             # A suite that checks every aten op an OpInfo run calls, its backward's included (TestDecomp's cross-ref
