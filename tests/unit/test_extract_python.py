@@ -301,11 +301,11 @@ def test_decompositions_and_python_impls():
     assert_well_formed(facts)
     assert oprefs(facts) == {
         ("decomposition", "aten.tanh_backward", "tanh_backward"),
-        ("decomposition", "aten.split_with_sizes_copy", "split_with_sizes_copy"),
+        ("decomposition", "aten.split_with_sizes_copy.default", "split_with_sizes_copy"),
         ("decomposition", "aten.split_with_sizes_copy.out", "split_with_sizes_copy"),
         ("decomposition", "aten.upsample_bilinear2d.vec", "upsample_bilinear2d_vec"),
         ("python_impl", "aten.upsample_bilinear2d.vec", "upsample_bilinear2d_vec"),
-        ("decomposition", "aten.clamp_min", "clamp_min"),
+        ("decomposition", "aten.clamp_min.default", "clamp_min"),  # the overload alone
         # register_inplace(aten.addmm_, addmm): the out-of-place def implements it
         ("decomposition", "aten.addmm_", "addmm"),
         # register_decomposition(op) with a variable names no op: nothing recorded
@@ -321,13 +321,13 @@ def test_inductor_lowerings_and_fallbacks():
     assert oprefs(facts) == {
         ("lowering", "aten.add", "add"),
         ("lowering", "aten.sum", "reduce_sum"),
-        ("lowering", "prims.xor_sum", "reduce_sum"),
+        ("lowering", "prims.xor_sum.default", "reduce_sum"),
         ("lowering", "torch.as_tensor", "as_tensor"),
         ("lowering", "torch._inductor.inductor_prims.seed", "seed"),
         ("lowering", "aten.clamp_min", "maximum"),  # register_lowering(aten.clamp_min)(maximum)
         ("lowering", "aten.amax", ""),  # register_lowering(aten.amax)(make_reduction("max"))
         ("fallback", "aten.topk", ""),
-        ("fallback", "aten.upsample_linear1d_backward", ""),
+        ("fallback", "aten.upsample_linear1d_backward.default", ""),
         ("fallback", "quantized_decomposed.quantize_per_tensor", ""),
         ("lowering", "aten.cos", ""),
         ("lowering", "aten.add_", "add"),  # register_inplace under torch/_inductor is a lowering
@@ -338,9 +338,9 @@ def test_inductor_lowerings_and_fallbacks():
 def test_meta_registrations_take_lists_and_skip_variables():
     facts = facts_of("torch/_meta_registrations.py")
     assert oprefs(facts) == {
-        ("meta", "aten.cummax", "cummaxmin"),
+        ("meta", "aten.cummax.default", "cummaxmin"),
         ("meta", "aten.cummax.out", "cummaxmin"),
-        ("meta", "aten.cummin", "cummaxmin"),
+        ("meta", "aten.cummin.default", "cummaxmin"),
         ("meta", "aten.cummin.out", "cummaxmin"),
         ("meta", "aten.take", "meta_take"),
     }
@@ -491,7 +491,7 @@ def test_real_op_registrations():
     assert ("lowering", "prims.view_of", "nop") in low
     assert sum(k == "lowering" for k, _, _ in low) > 250
     meta = oprefs(real("torch/_meta_registrations.py"))
-    assert ("meta", "aten.cummax", "cummaxmin") in meta and len(meta) > 250
+    assert ("meta", "aten.cummax.default", "cummaxmin") in meta and len(meta) > 250
     refs = oprefs(real("torch/_refs/__init__.py"))
     assert ("ref", "aten.abs", "abs") in refs and ("ref", "aten.abs_", "") in refs
     assert sum(k == "ref" for k, _, _ in refs) > 200

@@ -12,7 +12,17 @@ Forms seen in PyTorch 2.6 and handled here:
 - public functions of torch/_refs/** -> ref (done by the module extractor)
 
 Ops are normalised to "ns.name[.overload]": module aliases are expanded
-(``aten = torch._ops.ops.aten``), ``torch.ops.``/``torch._ops.ops.`` dropped, ".default" dropped.
+(``aten = torch._ops.ops.aten``), ``torch.ops.``/``torch._ops.ops.`` dropped; the overload is kept as written,
+``.default`` included (Note [Packet or overload]).
+
+Note [Packet or overload]
+~~~~~~~~~~~~~~~~~~~~~~~~~
+``@register_decomposition(aten.zeros.default)`` names an OpOverload: torch/_decomp/__init__.py's
+``_add_op_to_registry`` registers it alone, so only ``zeros`` (the overload with the empty name) gets the
+function. ``@register_decomposition(aten.zeros)`` names the OpOverloadPacket: every overload of zeros is
+registered (zeros.names, zeros.out, ...). Lowerings, metas and fake impls take the same two forms. So the op
+text keeps ``.default``: "aten.zeros.default" is one overload, "aten.zeros" the packet, "aten.add.Tensor" one
+overload; graph/registry.py's ``registered_ops`` reads them so.
 """
 
 from __future__ import annotations
@@ -48,7 +58,8 @@ def kind_for(callee_last: str, relpath: str) -> PyOpRefKind | None:
 
 
 def op_name(expr: AST, aliases: dict[str, str], local: dict[str, list[str]] | None = None) -> str | None:
-    """``aten.add.Tensor`` -> "aten.add.Tensor"; ``torch.ops.aten.relu.default`` -> "aten.relu".
+    """``aten.add.Tensor`` -> "aten.add.Tensor"; ``torch.ops.aten.relu.default`` -> "aten.relu.default"
+    (Note [Packet or overload]).
 
     None when the expression is not a dotted name with at least one dot after alias
     expansion (a bare variable such as ``op`` says nothing about which op it is), or
@@ -77,8 +88,6 @@ def op_name(expr: AST, aliases: dict[str, str], local: dict[str, list[str]] | No
             return None
     if "." not in d:
         return None
-    if d.endswith(".default"):
-        d = d[:-8]
     return d
 
 

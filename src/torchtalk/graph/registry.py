@@ -159,3 +159,25 @@ def py_spellings(t: str) -> list[str]:
 def registry(ix: Index) -> OpRegistry:
     reg: OpRegistry = ix.cached("ops", lambda: OpRegistry(ix))
     return reg
+
+
+DEFAULT_OVERLOAD = ".default"  # how Python names the overload with the empty name (aten.zeros.default: zeros)
+
+
+def registered_ops(reg: OpRegistry, text: str) -> list[Op]:
+    """The aten ops a Python registration names (a py_op_ref's op: Note [Packet or overload] in extract/opregs.py):
+    "aten.zeros.default" the overload zeros alone, "aten.add.Tensor" add.Tensor, "aten.zeros" the packet, every
+    overload of zeros. [] for another namespace or a name no op has."""
+    t = text.strip()
+    for prefix in _OP_PREFIXES:
+        if t.startswith(prefix):
+            t = t[len(prefix):]
+            break
+    else:
+        return []
+    if t.endswith(DEFAULT_OVERLOAD):
+        op = reg.by_full.get(t[:-len(DEFAULT_OVERLOAD)])
+        return [op] if op is not None else []
+    if "." in t:
+        return [reg.by_full[t]] if t in reg.by_full else []
+    return list(reg.by_name.get(t, ()))

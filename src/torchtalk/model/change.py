@@ -117,3 +117,4 @@ class TestReason(StrEnum):
     CALLS = "calls"  # its body calls the op's or module's Python API
     MODULE = "module"  # a ModuleInfo / OptimizerInfo entry of a changed module
     SUITE = "suite"  # a suite that runs every op through a generated layer that changed
+    IMPORTS = "imports"  # the test file imports the changed code, its callers or their module (change/imports.py)

@@ -27,7 +27,7 @@ from ..graph.cpp_types import structured_base
 from ..graph.nodes import CPP_KINDS, cpp_node, op_node, py_node, symbol_id
 from ..graph.op_edges import kernel_of
 from ..graph.op_spellings import op_spellings
-from ..graph.registry import registry
+from ..graph.registry import registered_ops, registry
 from ..graph.resolution import TargetKind
 from ..graph.resolve import resolve as resolve_call
 from ..graph.resolved import stored
@@ -353,7 +353,7 @@ def py_reach(ix: Index, func_id: int, fq: str, cls: str, name: str, tests_until:
     rows = ix.q("SELECT op, kind FROM py_op_ref WHERE func = ?", (func_id,))
     for op_name, kind in rows:
         reach.registered.append(f"{op_name} ({kind})")
-        for op in sorted(reg.lookup(op_name), key=lambda o: ("." in o.full_name, o.full_name))[:2]:
+        for op in sorted(registered_ops(reg, op_name), key=lambda o: ("." in o.full_name, o.full_name))[:2]:
             names = reg.names_shown(op)
             reach.ops.append(OpReach(op_node(op), 0, [], names))
     reach.ops_total = len(reach.ops)

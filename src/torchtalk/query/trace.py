@@ -20,7 +20,7 @@ from ..graph.overloads import op_kernel_definitions
 from ..graph.pp_branches import twin_branches
 from ..graph.py_attrs import assigned_node, function_node
 from ..graph.pynames import PyDef, PyNames, pynames
-from ..graph.registry import OpRegistry, PyName, py_spellings, registry
+from ..graph.registry import DEFAULT_OVERLOAD, OpRegistry, PyName, py_spellings, registry
 from ..graph.symbols import has_cpp, symbol
 from ..model import (
     COMPOSITE_KEYS,
@@ -327,7 +327,8 @@ def _related(by_name: dict[str, list[Op]], ops: list[Op]) -> list[str]:
 
 def python_op_refs(ix: Index, op: Op) -> list[tuple[str, str, Loc]]:
     """Decompositions, refs, meta functions and Inductor lowerings registered for the op in Python."""
-    names = [f"aten.{op.name}", f"aten.{op.full_name}"]
+    # the packet, or this overload (the one with the empty name written .default: Note [Packet or overload])
+    names = [f"aten.{op.name}", f"aten.{op.full_name}" + ("" if op.overload else DEFAULT_OVERLOAD)]
     rows = ix.q("SELECT r.kind, coalesce(f.qualname, ''), coalesce(f.module, ''), r.file_id, r.line FROM py_op_ref r "
                 "LEFT JOIN py_function f ON f.id = r.func WHERE r.op IN (?, ?) ORDER BY r.kind, r.file_id, r.line",
                 names)

@@ -9,6 +9,7 @@ from .common import IN_STRUCTURED, showing, some
 
 MAX_CHANGED = 25
 MAX_PATH = 220
+MAX_CALLERS = 12
 _KIND_WORD = {NodeKind.OP: "op", NodeKind.STUB: "DispatchStub", NodeKind.BINDING: "Python name",
               NodeKind.PY_FUNCTION: "Python", NodeKind.PY_CLASS: "Python class", NodeKind.GPU_KERNEL: "GPU kernel"}
 _DEVICE = {"cuda": "CUDA", "cpu": "CPU", "mps": "MPS", "xpu": "XPU"}
@@ -85,16 +86,26 @@ def render_affected(r: AffectedResult) -> str:
             py = f"  Python: {', '.join(op.python)}" if op.python else ""
             out.append(f"- {op.op.label}  {op.op.loc}  depth {op.depth}{py}\n    {_cut(op.path)}")
         out.append(WHY_DEPTH)
+        if r.compiled:
+            out.append(f"Compiled only: {some(r.compiled, 4)} changed through a decomposition, ref, lowering, meta or "
+                       "fake function, which only traced or compiled code runs (torch.compile, export, make_fx): "
+                       "walked up only what tracing runs (CompositeImplicitAutograd kernels, backward formulas), "
+                       "not the eager C++ callers of the op; its aspect's suites check the change.")
     elif r.changed and not r.tests_changed and all(c.node.kind in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS)
                                                    for c in r.changed):
         out.append("\nOnly Python code changed, and no op is given meaning by it (a decomposition, ref or lowering "
-                   "would be): its Python callers are walked up the calls that name it (modules and tests below); "
-                   "trace_module shows the ops a module calls.")
+                   "would be): its Python callers are walked up the calls that name it (below); trace_module "
+                   "shows the ops a module calls.")
     elif r.changed:
         out.append(f"\nNo op is reached within depth {r.walked_depth} ({r.functions_reached} C++ function(s) on the "
                    "way).")
         if r.walked_depth > r.depth:
             out.append(_walked_on(r))
+    if r.python_callers:
+        out.append(f"\nPython callers ({len(r.python_callers)}), closest first:")
+        out += [f"- {fq}  {_cut(how)}" for fq, how in r.python_callers[:MAX_CALLERS]]
+        if len(r.python_callers) > MAX_CALLERS:
+            out.append(f"- ... {len(r.python_callers) - MAX_CALLERS} more ({IN_STRUCTURED})")
     if r.python:
         out.append(f"\nPython APIs: {', '.join(r.python)}")
     if r.modules:
@@ -111,6 +122,9 @@ def render_affected(r: AffectedResult) -> str:
                        "generates; see get_status)")
     if r.tests:
         out.append(f"\nTests ({showing(len(r.tests), r.tests_total)}), ranked:")
+        if r.tests_by:
+            out.append(f"Found by import: nothing the change reaches has tests of its own, so these are the "
+                       f"{r.tests_by}; a test file importing them may not run the changed lines.")
         for i, t in enumerate(r.tests):
             if not t.on_device and (i == 0 or r.tests[i - 1].on_device):
                 out.append(f"Not shown to run on {r.device} (no {r.device} variant, decorator, class or name: they "

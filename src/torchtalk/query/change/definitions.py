@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from ...graph.nodes import cpp_node, op_node, py_node, stub_node
 from ...graph.py_calls import ops_of_python
-from ...graph.registry import registry
+from ...graph.registry import registered_ops, registry
 from ...graph.stubs import stub_declared
 from ...graph.symbols import SYMBOL_COLS
 from ...model import CppSymbol, Loc, Node, NodeKind, Op, PyOpRefKind, RegistrationKind, SymbolKind
@@ -29,6 +29,7 @@ from .lines import FileChange
 
 MAX_NODES_PER_FILE = 40
 T = TypeVar("T")
+_NOT_LIBRARY = ("aten", "prims", "torch")  # namespaces of a py_op_ref's op that are no TORCH_LIBRARY op's
 _SAMPLE_PREFIXES = ("sample_inputs_", "reference_inputs_", "error_inputs_", "reference_", "np_ref_", "ref_")
 
 
@@ -41,6 +42,9 @@ class ChangedNode:
     deleted: bool = False  # the change removes it (from the diff's old side)
     device: Device | None = None  # the one device that runs it (None: any)
     aspect: Aspect | None = None  # what of an op changed when not its kernels
+    # Given meaning by a Python registration (a decomposition, ref, lowering, meta or fake function): only traced or
+    # compiled code runs it (Note [Compiled only] in reach.py)
+    compiled: bool = False
 
 
 @dataclass
@@ -282,11 +286,15 @@ def _python(ix: Index, fid: int, fc: FileChange) -> ChangeMap:
     reg = registry(ix)
     seen: set[str] = set()
     for kind, op_text, line in refs:
-        for op in reg.lookup(op_text)[:4] if op_text.startswith(("aten.", "aten::")) else []:
+        why, aspect = f"its {kind} ({op_text}, line {line}) changed", Aspect(PyOpRefKind(kind))
+        for op in registered_ops(reg, op_text):
             if op.full_name not in seen:
                 seen.add(op.full_name)
-                out.nodes.append(ChangedNode(op_node(op), f"its {kind} ({op_text}, line {line}) changed", fc.path,
-                                             line, aspect=Aspect(PyOpRefKind(kind))))
+                out.nodes.append(ChangedNode(op_node(op), why, fc.path, line, aspect=aspect, compiled=True))
+        node = library_op_node(op_text, Loc(fc.path, line))
+        if node is not None and node.key not in seen:  # torch.ops.mkldnn._convolution_pointwise: a TORCH_LIBRARY op
+            seen.add(node.key)
+            out.nodes.append(ChangedNode(node, why, fc.path, line, aspect=aspect, compiled=True))
     # Module-level names bound to native functions (``linear = _add_docstr(torch._C._nn.linear, ...)``).
     for name, value, line in ix.q("SELECT name, value, line FROM py_assign WHERE file_id = ? AND line BETWEEN ? AND ?",
                                   (fid, lo, hi)) if not fc.whole else []:
@@ -300,6 +308,17 @@ def _python(ix: Index, fid: int, fc: FileChange) -> ChangeMap:
     if not fc.whole:
         out.unmapped = _covered(fc.lines - entry_lines, [(d.line, d.end_line) for d in defs])
     return out
+
+
+def library_op_node(op_text: str, loc: Loc) -> Node | None:
+    """An op of another namespace than aten a Python registration names (``mkldnn._convolution_pointwise``, defined
+    by TORCH_LIBRARY, not native_functions.yaml): the Python name ``torch.ops.<ns>.<op>`` that calls it, None for
+    aten, prims (Python-defined) and Python callables lowered by path (``torch.as_tensor``)."""
+    ns = op_text.split(".", 1)[0]
+    if "." not in op_text or ns in _NOT_LIBRARY:
+        return None
+    name = "torch.ops." + op_text
+    return Node(NodeKind.BINDING, name, name, loc)
 
 
 def _opinfos(ix: Index, fid: int, fc: FileChange,

@@ -12,12 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...graph import graph, up
+from ...graph.nodes import op_node
 from ...graph.pynames import pynames
-from ...model import Cut, EdgeKind, Loc, Node, NodeKind
-from ...model.change import ModuleKind
+from ...graph.registry import registered_ops, registry
+from ...model import Cut, EdgeKind, Loc, Node, NodeKind, PyDefKind, PyOpRefKind
+from ...model.change import Aspect, ModuleKind
 from ...store.reader import Index
 from . import tests as at
-from .definitions import ChangedNode
+from .definitions import ChangedNode, library_op_node
 
 MODULE_DIRS = ("torch/nn/modules/",)
 MAX_SUBCLASSES = 8
@@ -190,6 +192,31 @@ def python_callers(ix: Index, changed: list[ChangedNode], depth: int) -> tuple[l
             out[s.node.key] = (f"calls {first.dst.key} (changed) at {first.site}" if len(chain) == 1 else
                                f"reaches {first.dst.key} (changed) through {via}")
     return list(out.items()), walk.cuts
+
+
+def registered_above(ix: Index, callers: list[tuple[str, str]]) -> list[ChangedNode]:
+    """Note [Registered above the change]: a helper of a lowering (ConvolutionUnary.create, called by the function
+    ``@register_lowering(torch.ops.mkldnn._convolution_pointwise)`` registers, a def nested in
+    register_onednn_fusion_ops) changes what that lowering does, so its op is reached as the lowering's op would be
+    (the lowering's aspect, compiled only: Note [Compiled only] in reach.py). ``callers``: the Python callers walked up
+    from the change, (fq, how), closest first."""
+    reg = registry(ix)
+    names = pynames(ix)
+    out: dict[str, ChangedNode] = {}
+    for fq, how in callers:
+        d = names.definition(fq)
+        if d is None or d.kind is not PyDefKind.FUNCTION:
+            continue
+        for kind, op_text, line in ix.q("SELECT kind, op, line FROM py_op_ref WHERE func = ? ORDER BY line",
+                                        (d.row_id,)):
+            loc = Loc(d.loc.path, line)
+            why = f"its {kind} ({op_text}, line {line}): {fq.rsplit('.', 1)[-1]} {how}"
+            nodes = [op_node(op) for op in registered_ops(reg, op_text)]
+            lib = library_op_node(op_text, loc)
+            for node in nodes + ([lib] if lib is not None else []):
+                out.setdefault(node.key, ChangedNode(node, why, d.loc.path, line, aspect=Aspect(PyOpRefKind(kind)),
+                                                     compiled=True))
+    return list(out.values())
 
 
 def modules_reached(ix: Index, reached: list[tuple[str, str]]) -> list[AffectedModule]:

@@ -8,6 +8,7 @@ what was reached (tests.py). Every walk and list is capped, and the answer says 
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
 from ...graph import LevelCap, Walk, graph, up
@@ -15,11 +16,12 @@ from ...graph.nodes import CPP_KINDS
 from ...graph.registry import registry
 from ...model import Cut, CutKind, Edge, EdgeKind, Node, NodeKind
 from ...model.change import Aspect
-from ...model.dispatch import Device, device_of_key
+from ...model.dispatch import Device, DispatchKey, device_of_key
 from ...store.reader import Index
 from ..args import MAX_LIMIT
 from ..callgraph import IMPACT_KINDS, kernel_keys
 from ..cuts import describe, named, node_arg, tool_call
+from . import imports
 from . import python as apy
 from . import tests as at
 from .definitions import ChangedNode, ChangedOpInfo, ChangedTest
@@ -33,8 +35,11 @@ MAX_OPS = 30
 MAX_PYTHON = 30
 MAX_MODULES = 12
 MAX_MODULE_LOOKUPS = 3
+LIBRARY_PREFIX = "torch.ops."  # a reached node named so is a TORCH_LIBRARY op (definitions.library_op_node)
 WALK_ON_TO = 5  # the deepest the walk goes on to when no op is within the asked depth (Note [Walk on to an op])
 _CHECKED_IN_BACKWARD = frozenset({Aspect.DECOMPOSITION})  # see the reached ops below
+COMPILED_KINDS = frozenset({EdgeKind.BINDING, EdgeKind.BACKWARD, EdgeKind.OP_CALL})  # Note [Compiled only]
+TRACED_COMPOSITE = DispatchKey.CompositeImplicitAutograd  # the OP_CALL key tracing runs the kernel of
 _COMPILED_ONLY = frozenset({Aspect.DECOMPOSITION, Aspect.REF, Aspect.LOWERING, Aspect.FAKE})
 _STEP_WORDS = {EdgeKind.CALL: "called by", EdgeKind.KERNEL: "kernel of", EdgeKind.STUB_KERNEL: "registered for",
                EdgeKind.STUB_CALL: "used by", EdgeKind.DISPATCH_CALL: "called by", EdgeKind.OP_CALL: "called by op",
@@ -75,8 +80,9 @@ def _variant(op: str) -> bool:
 
 
 def _base(op: str) -> str:
-    """The name tests use for an op: cumsum for cumsum.out and cumsum_."""
-    base = op.split(".")[0]
+    """The name tests use for an op: cumsum for cumsum.out and cumsum_; _convolution_pointwise for
+    torch.ops.mkldnn._convolution_pointwise (a TORCH_LIBRARY op, named by its Python name)."""
+    base = op.removeprefix(LIBRARY_PREFIX).split(".")[1 if op.startswith(LIBRARY_PREFIX) else 0]
     return base[:-1] if base.endswith("_") and not base.endswith("__") else base
 
 
@@ -107,8 +113,19 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
     reg = registry(ix)
     cuts = list(m.cuts)
     uniq = list({(c.node.kind, c.node.key): c for c in reversed(m.changed)}.values())[::-1]
-    by_key = {(c.node.kind, c.node.key): c for c in uniq}
-    starts = [c.node for c in uniq if c.node.kind not in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS)]
+    # Python functions above a changed one (an optimizer's _single_tensor_X is reached from its step()), and the ops
+    # those that are registered give meaning to (Note [Registered above the change]).
+    callers, py_cuts = apy.python_callers(ix, uniq, m.depth + 1)
+    above = apy.registered_above(ix, callers)
+    by_key = {(c.node.kind, c.node.key): c for c in uniq + above}
+    # Note [Compiled only]: a decomposition, ref, lowering, Python meta or fake function is run by traced or compiled
+    # code (torch.compile, export, make_fx), never by an eager call of its op: a C++ kernel calling at::zeros runs
+    # zeros' C++ kernel, not torch._refs.zeros, and tracing records that kernel's op, not what it calls. So such an op
+    # is not walked up the C++ graph; tracing goes through only (COMPILED_KINDS): a CompositeImplicitAutograd kernel
+    # (it runs while tracing, so the ops it calls are in the graph), a backward formula (AOTAutograd traces it) and
+    # the Python names bound to the op. What is reached so is checked by the change's aspect suites
+    # (tests.ASPECT_SUITES), not by the eager tests of what calls it.
+    starts = [c.node for c in uniq if c.node.kind not in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS) and not c.compiled]
 
     def rank(e: Edge) -> int:
         """Callers that are an op or some op's registered kernel first: the level cap walks on from those."""
@@ -133,9 +150,17 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
            and any(c.kind is CutKind.DEPTH for c in walk.cuts)):
         walked += 1
         walk, cap = walk_to(walked)
-    steps = walk.steps
+    compiled = [c.node for c in uniq + above if c.compiled and c.node.kind is NodeKind.OP]
+
+    def traced_into(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
+        return [e for e in g.into(node, kinds) if e.kind is not EdgeKind.OP_CALL or e.key == TRACED_COMPOSITE]
+
+    py_walk = up(compiled, traced_into, COMPILED_KINDS, m.depth, fan_out=200, max_nodes=WALK_MAX_NODES)
+    steps = walk.steps + py_walk.steps
     reached: list[tuple[Node, int, Node, list[Edge]]] = [(c.node, 0, c.node, []) for c in uniq
-                                                         if c.node.kind is NodeKind.OP]
+                                                         if c.node.kind is NodeKind.OP or c.compiled]
+    reached += [(c.node, 1, c.node, []) for c in above if (c.node.kind, c.node.key) not in
+                {(r[0].kind, r[0].key) for r in reached}]
     python: dict[str, None] = {}
     py_reached: dict[str, str] = {}  # Python functions the walk reached -> how (closest first)
     functions = 0
@@ -157,7 +182,7 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
             return f"depth={depth + 1}" if depth < 5 else tool_call("impact", node_arg(c.at), depth=5) if c.at else ""
         return tool_call("impact", node_arg(c.at), depth=depth) if c.at is not None else ""
 
-    cuts += ["walk: " + describe(c) for c in named(walk.cuts + cap.cuts(), further, down=False)]
+    cuts += ["walk: " + describe(c) for c in named(walk.cuts + py_walk.cuts + cap.cuts(), further, down=False)]
     ops: list[at.OpForTests] = []
     reached_ops: list[ReachedOp] = []
     aspects: dict[str, set[Aspect]] = {}
@@ -168,6 +193,8 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
         # reaching it get their generic tests.
         aspect = start_change.aspect if start_change and not chain else None
         also: set[Aspect] = set()
+        if start_change and start_change.compiled and chain:
+            aspect = start_change.aspect  # traced through (Note [Compiled only]): checked by the same suites
         if chain and chain[-1].kind is EdgeKind.BACKWARD:
             aspect = Aspect.BACKWARD  # reached as what its backward formula calls: its gradients changed
             # A suite that checks every aten op an OpInfo run calls, its backward's included (TestDecomp's cross-ref
@@ -216,8 +243,6 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
     native = [c for c in uniq if c.node.kind not in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS)]
     if native and all(c.aspect in _COMPILED_ONLY for c in native):
         py_reached = {}
-    # Python functions above a changed one (an optimizer's _single_tensor_X is reached from its step()).
-    callers, py_cuts = apy.python_callers(ix, uniq, m.depth + 1)
     for fq, how in callers:
         py_reached.setdefault(fq, how)
     def py_further(c: Cut) -> str:
@@ -242,6 +267,14 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
     groups.append(at.suite_tests([(s, f"runs every op through the {layer.layer} {gen.source} writes")
                                   for gen in m.generators for layer in gen.layers for s in layer.suites]))
     ranked, first = at.rank([grp for grp in groups if grp])
+    if len(callers) > MAX_PYTHON:
+        cuts.append(f"Python callers: showing the {MAX_PYTHON} closest of {len(callers)} (the structured answer holds "
+                    "the first ones only; affected on a caller walks on from it)")
+    tests_by = ""
+    py_changed = [c.node.key for c in uniq if c.node.kind in (NodeKind.PY_FUNCTION, NodeKind.PY_CLASS)]
+    if not ranked and py_changed:  # Note [Tests by import]: no op and no test found is not "nothing to run"
+        by_import, tests_by = imports.importing_tests(ix, py_changed, [fq for fq, _how in callers])
+        ranked, first = at.rank([by_import] if by_import else [])
     if len(ranked) > m.limit:
         cuts.append(f"tests: showing {m.limit} of {len(ranked)} (limit={min(len(ranked), MAX_LIMIT)} shows more)")
     if len(reached_ops) > MAX_OPS:
@@ -253,4 +286,5 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
         functions_reached=functions,
         python=public[:MAX_PYTHON], modules=modules[:MAX_MODULES], generators=m.generators, tests=ranked[:m.limit],
         tests_total=len(ranked), run_first=first, tests_changed=len(m.tests) + len(m.opinfos), sample=sample,
-        cuts=cuts)
+        cuts=cuts, python_callers=callers[:MAX_PYTHON], compiled=[c.node.key for c in uniq if c.compiled],
+        tests_by=tests_by)

@@ -82,4 +82,9 @@ class AffectedResult:
     run_first: list[str]
     tests_changed: int  # tests and OpInfo entries the change edits
     sample: Sample | None = None  # set when the tests are a sample of what the change reaches
+    # The Python functions above a changed one (fq, how it reaches the change), closest first
+    python_callers: list[tuple[str, str]] = field(default_factory=list)
+    compiled: list[str] = field(default_factory=list)  # ops whose walk stopped at them (Note [Compiled only])
+    # How the tests were found when nothing the change reaches has tests of its own (imports.py), "" otherwise
+    tests_by: str = ""
     cuts: list[str] = field(default_factory=list)
