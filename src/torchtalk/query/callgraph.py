@@ -124,7 +124,7 @@ def _calls_of(ix: Index, t: Target) -> CallsSection:
         elif e.kind is EdgeKind.DISPATCH_CALL:
             sec.ops.append(e)
         elif e.kind is EdgeKind.STUB_CALL:  # a stub only handed on is called one level deeper (Note [Stub uses])
-            if e.how is not EdgeHow.TEXT:
+            if e.how is EdgeHow.DIRECT:
                 sec.stubs.append(StubCall(e, g.out(e.dst, [EdgeKind.STUB_KERNEL])))
         elif e.kind is EdgeKind.LAUNCH:
             sec.launches.append(e)
