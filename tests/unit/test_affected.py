@@ -200,9 +200,9 @@ def test_cpu_kernel_registered_with_register_dispatch_reaches_its_ops_through_th
     assert res.files[0].side == "old"  # the patch is not applied: its old side is the tree
     assert {"cumsum", "cumsum.out"} <= set(op_keys(res)) and "cumprod" not in op_keys(res)
     cumsum = next(r for r in res.ops if r.op.key == "cumsum")
-    # cumsum_stub is handed to impl_func_cum_ops, not called: the stub's defining file says who uses it.
+    # cumsum_stub is handed to impl_func_cum_ops, not called: its REF site says who uses it (Note [References])
     assert "registered for [CPU] cumsum_stub <- used by TORCH_IMPL_FUNC(cumsum_out)" in cumsum.path
-    assert any(e.how is EdgeHow.TEXT for e in cumsum.chain)
+    assert any(e.how is EdgeHow.PASSED_ON for e in cumsum.chain)
     assert res.device == "cpu" and "Only CPU code changed" in text
     assert res.run_first[0] == 'pytest test/test_ops.py -k "cumsum_with_dtype and cpu"'
     assert nxt[0] == 'trace("cumsum")' and nxt[1] == 'impact("aten/src/ATen/native/cpu/CumKernels.cpp:5", depth=2)'

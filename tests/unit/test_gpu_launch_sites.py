@@ -147,7 +147,7 @@ def test_a_kernel_launched_elsewhere_too_keeps_its_own_section():
     from torchtalk.graph.gpu import KernelLaunch
     from torchtalk.model import Edge, EdgeKind, Loc, Node, NodeKind
     from torchtalk.query.cuda import CudaKernelsResult, GpuKernel
-    from torchtalk.render.callgraph import render_cuda
+    from torchtalk.render.cuda import render_cuda
 
     fn = Node(NodeKind.CPP_FUNCTION, "1", "at::native::attn", Loc("attention.cu", 5))
 

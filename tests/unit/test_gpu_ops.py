@@ -96,7 +96,8 @@ def test_a_kernels_call_through_the_dispatcher_reaches_the_called_ops_cuda_kerne
                                          EdgeKind.STUB_KERNEL]  # the helper that calls ``stub(...)`` adds nothing
     hop, _kernel, handed, _reg = h.chain
     assert hop.dst.key == "angle.out" and hop.site.line == line_of(tree, f"{NATIVE}/UnaryOps.cpp", "at::angle_out(")
-    assert handed.how is EdgeHow.TEXT and handed.site.line == line_of(tree, f"{NATIVE}/UnaryOps.cpp",
+    # the stub handed on is its REF site (Note [References])
+    assert handed.how is EdgeHow.PASSED_ON and handed.site.line == line_of(tree, f"{NATIVE}/UnaryOps.cpp",
                                                                     "unary_op_impl_out(result, self, angle_stub)")
     # next calls: tests are looked up for an op, not for a C++ function's name
     assert "find_similar_tests" not in text.rsplit("next:", 1)[1]

@@ -53,7 +53,7 @@ def test_dispatch_lists_a_stub_the_kernel_hands_to_a_helper(indexed):
     line = next(n for n, t in enumerate((tree / "aten/src/ATen/native/ReduceOps.cpp").read_text().splitlines(), 1)
                 if "cumsum_stub" in t and "DISPATCH" not in t)
     assert (f"DispatchStub cumsum_stub: called at aten/src/ATen/native/ReduceOps.cpp:{line} by "
-            "TORCH_IMPL_FUNC(cumsum_out) (passed on, found in the source text)") in text
+            "TORCH_IMPL_FUNC(cumsum_out) (passed on)") in text  # its REF site (Note [References])
     assert "CPU: cumsum_cpu_kernel  (defined aten/src/ATen/native/cpu/CumKernels.cpp:3, registered" in text
 
 

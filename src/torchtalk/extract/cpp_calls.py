@@ -36,6 +36,15 @@ _NOT_HELD = frozenset({"nullptr", "NULL", "this", "new", "static_cast", "reinter
 # function it is, if any, is decided where calls are resolved (graph/resolve.py); an operator the tree overloads for
 # none of the operands' types is the language's: no call. Operands whose type takes resolving (``t.size(0) == 1``,
 # mostly numbers) are left out: a call site for each would add a fifth to the call sites of a tree.
+# Note [References]: a function is run through a name that is not called where it is written as often as by a
+# call: put in a table (``array_of<bool (*)(sdp_params const&, bool)>(check_runtime_disabled_cudnn, ...)``, looped
+# over and called), handed to a helper that calls it (``fmap(value, getOptTensorValueTrace)``,
+# ``split_batch_dim_to_32bit_out(..., raw_cudnn_convolution_backward_input_out_32bit)``), given to a registration
+# (``TORCH_FN(f)``) or its address taken (``&f``). Each name written as an argument or an element of an initializer
+# list in a function's body is recorded as a REF site (``CallKind.REF``), its address or template instance as the
+# name; whether it names a function (and which) is decided where calls are resolved (graph/resolve.py): a variable
+# or an enumerator of that name makes no edge. A pybind11 ``.def`` and the registration macros keep their own
+# facts (their arguments are not references again).
 _CONSTRUCTED = re.compile(r"^([A-Za-z_][\w:]*)\s*(<.*>)?\s*(\(\s*\)|\{\s*\})$", re.S)  # Functor<T>() / Functor{}
 
 
@@ -127,6 +136,32 @@ class Calls:
             return
         self.calls.append(CallSite(caller, callee, u(qual), self.line(name_at), kind, u(detail), u(recv), nargs,
                                    u(args), u(targs), explicit))
+        if caller >= 0:
+            self._refs(n.child_by_field_name("arguments"), caller)
+
+    def _refs(self, n, caller: int) -> None:
+        """The names of an argument list or an initializer list that may name a function without calling it: a
+        name, its address, a template's instance (Note [References]). A local variable or parameter is not one, nor
+        a name with no lower-case letter (a macro or a constant)."""
+        if n is None:
+            return
+        for c in n.named_children:
+            at = c
+            if c.type == "pointer_expression" and self.t(c).lstrip().startswith("&"):
+                at = c.child_by_field_name("argument")
+                if at is None:
+                    continue
+            if at.type == "identifier":
+                qual, name = "", self.t(at)
+                if self.vars.get(name, c.start_byte) is not None:
+                    continue
+            elif at.type in ("qualified_identifier", "template_function"):
+                parts, name = split_scope(strip_templates(self.t(at)).replace("template ", ""))
+                qual = "::".join(parts)
+            else:
+                continue
+            if name.lower() != name.upper() and name != name.upper() and name not in _CASTS:
+                self.calls.append(CallSite(caller, name, u(qual), self.line(at), CallKind.REF, ""))
 
     def _operator(self, n, caller: int) -> None:
         """An operator expression that may call an overload (Note [Operators]); the query captures those with an

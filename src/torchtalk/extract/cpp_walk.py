@@ -54,11 +54,13 @@ QUERY = """
 (unary_expression operator: ["-" "~"] argument: (identifier)) @op
 (assignment_expression left: (identifier) operator: ["+=" "-=" "*=" "/=" "%=" "^=" "&=" "|="]) @op
 (subscript_expression argument: (identifier)) @op
+(initializer_list) @init
 (ERROR) @e
 (MISSING) @m
 """
 
-_ORDER = {"ns": 0, "cls": 1, "def": 2, "decl": 3, "using": 4, "call": 5, "new": 6, "lam": 7, "for": 8, "op": 9}
+_ORDER = {"ns": 0, "cls": 1, "def": 2, "decl": 3, "using": 4, "call": 5, "new": 6, "lam": 7, "for": 8, "op": 9,
+          "init": 10}
 
 _COMMON_NS = frozenset({
     "at", "c10", "torch", "native", "std", "detail", "impl", "jit", "autograd", "cuda", "meta",
@@ -177,6 +179,8 @@ class Walker(Definitions, Declarations, Calls):
                 self.typer.range_for(n)
             elif o == 9 and cur[3] >= 0:
                 self._operator(n, cur[3])
+            elif o == 10 and cur[3] >= 0:
+                self._refs(n, cur[3])  # Note [References] in cpp_calls.py
         Regs(self).run()
 
     # ------------------------------------------------------------------ helpers

@@ -18,6 +18,7 @@ from .handed import handed_args, handed_functions, handed_methods
 from .handed_kernels import handed_kernels
 from .nodes import stub_node, symbol_id, symbol_node, unresolved_node
 from .overrides import dispatches, overrides, this_class
+from .param_calls import param_call_edges
 from .registry import registry
 from .resolve import TargetKind, resolve, resolver
 from .resolved import prefetch_resolutions
@@ -44,6 +45,9 @@ def call_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node | None = Non
         dst = Node(NodeKind.GPU_KERNEL, f"{call.path}:{call.line}:{functor}", f"{call.callee}({functor})", call.loc)
         return [Edge(src, dst, EdgeKind.LAUNCH, call.loc, written=written)]
     if res.kind is TargetKind.DEFS or res.kind is TargetKind.DECLS:
+        if call.kind is CallKind.REF:  # a function named without a call (Note [References])
+            return [Edge(src, symbol_node(ix, d), EdgeKind.CALL, call.loc, how=EdgeHow.REFERENCED, written=written)
+                    for d in res.defs[:MAX_DEFS]]
         if call.kind is CallKind.LAUNCH:  # a launch keeps its configuration (grid, block, smem, stream) to show
             return [Edge(src, symbol_node(ix, d), EdgeKind.LAUNCH, call.loc, note=call.detail, written=written)
                     for d in res.defs[:MAX_DEFS]]
@@ -63,6 +67,11 @@ def call_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node | None = Non
         if kernels:
             return [Edge(src, symbol_node(ix, k), EdgeKind.LAUNCH, call.loc, how=EdgeHow.HANDED, note=call.detail,
                          written=written) for k in kernels]
+    if res.kind is TargetKind.LOCAL and call.kind is CallKind.CALL and call.recv:
+        # a parameter holding a function: what the callers pass (Note [Calls of a function parameter])
+        passed = param_call_edges(ix, sym, call, src)
+        if passed is not None:
+            return passed
     if res.kind is TargetKind.LOCAL or res.kind is TargetKind.BUILTIN:
         return []  # a local lambda or functor called (its body is the caller's own code), or a builtin operator
     if res.kind is TargetKind.OP:

@@ -107,7 +107,10 @@ def _gpu_edge(e: Edge) -> bool:
         return e.key in GPU_BACKENDS
     # A virtual method's overrides are followed where it has no body (Note [Virtual calls]); beside a body they are
     # the other classes' (CUDAHooks::hasCUDA for CUDAHooksInterface's), which runs no op's device work.
-    return e.dst.kind is not NodeKind.UNRESOLVED and e.how is not EdgeHow.OVERRIDE_OF_BODY
+    # A call of a function parameter reaches what every caller passes (Note [Calls of a function parameter]); the
+    # walk reaches the one its own caller passes through that caller's reference to it (Note [References]).
+    return e.dst.kind is not NodeKind.UNRESOLVED and e.how is not EdgeHow.OVERRIDE_OF_BODY \
+        and e.how is not EdgeHow.PARAMETER
 
 
 def runs_for_cuda(edges: list[Edge], start: bool) -> list[Edge]:
@@ -144,8 +147,8 @@ def gpu_rank(e: Edge) -> int:
         return 2  # another op, through the dispatcher: after the calls into CUDA sources
     if e.kind is not EdgeKind.CALL:
         return 0  # registrations, stub calls, op calls, backward: the structure of the op
-    if e.how.is_candidate or e.how.is_declaration:
-        return 3  # one of several overloads, or a body the index does not have
+    if e.how.is_candidate or e.how.is_declaration or e.how is EdgeHow.REFERENCED:
+        return 3  # one of several overloads, a body the index does not have, a function only named
     return 1 if in_cuda_source(e.dst) else 2
 
 

@@ -106,6 +106,9 @@ def resolve(ix: Index, call: CallSite, caller: CppSymbol | None = None) -> Resol
     return ix.memo("resolutions", key, lambda: resolver(ix, found).call(call), UNRESOLVED)
 
 
+_REFERABLE = frozenset({SymbolKind.FUNCTION, SymbolKind.METHOD, SymbolKind.DEVICE_FUNCTION})
+
+
 def resolver(ix: Index, caller: CppSymbol, nesting: int = 0) -> Resolver:
     """The resolver of ``caller``'s calls (one per caller and index version: a name's call sites come from a
     few hundred functions, each with many sites)."""
@@ -168,7 +171,8 @@ class Resolver:
            name lookup from the caller's scope finds);
         2. a method call (``x.f()``): ``method``, by the receiver's type; an operator on a class's value
            (``a != b``): ``operator`` (Note [Operators] in extract/cpp_calls.py);
-        3. a name passed on without a call: the DispatchStub of that name, else nothing;
+        3. a name passed on without a call: the DispatchStub of that name, else the functions it names
+           (``reference``, Note [References] in extract/cpp_calls.py);
         4. a local variable called (a lambda, a functor): its class's call operator, else LOCAL;
         5. ``::f``: the global ``f`` (never an op, never a namespace's ``f``), else the standard library's;
         6. ``at::_ops::S::call``: the op whose at::_ops struct is ``S``;
@@ -198,7 +202,7 @@ class Resolver:
         if call.kind is CallKind.OPERATOR:
             return self.operator(call)
         if call.kind is CallKind.REF:
-            return Resolution(TargetKind.STUB, stub=name) if name in stub_names(self.ix) else UNRESOLVED
+            return Resolution(TargetKind.STUB, stub=name) if name in stub_names(self.ix) else self.reference(call)
         if call.recv:  # a local variable called: its call operator, never a function of that name
             ty = self.type_of(call.recv) if call.recv != "?" else None
             if ty is not None and not ty.is_std and not ty.is_builtin:
@@ -252,6 +256,18 @@ class Resolver:
             if adl:
                 return self.choose(adl, call)
         return self._construction(name, qual, call)
+
+    def reference(self, call: CallSite) -> Resolution:
+        """The functions a name written without a call names (Note [References]): name lookup from the caller's
+        scope as for a call of it, keeping functions only (a variable or an enumerator of that name names none),
+        and none in an op's namespace that an op's function of that name would answer (at::abs_out handed on is a
+        dispatcher call: Note [Op references] in graph/op_refs.py); every overload (no arguments choose)."""
+        name, qual = call.callee, call.qualifier.strip(":")
+        where, found = self.lookup(name, qual)
+        found = [s for s in self._usable(found) if s.kind in _REFERABLE]
+        if not found or ((qual in OP_NAMESPACES or (not qual and where in ("at", ""))) and op_named(self.reg, name)):
+            return UNRESOLVED
+        return self.choose(found, call)
 
     def _construction(self, name: str, qual: str, call: CallSite) -> Resolution:
         """``TensorIteratorConfig()``: a class named as a function is a construction, its constructors (none

@@ -13,7 +13,10 @@ recorded (``angle_out`` handing ``angle_stub`` to ``unary_op_impl_with_complex_t
 ``stub(iter.device_type(), iter)`` calls a parameter; ``all_all_out`` handing ``and_stub`` to ``allany_impl``),
 so every walk down from an op's kernel reaches the stub and its kernels: trace lists it under the kernel, the
 GPU walk goes on to its CUDA kernel. ``calls`` keeps to the calls a function makes: the stub is called one level
-deeper, by the helper (the public acceptance case for ``calls("cumsum_out")`` says so).
+deeper, by the helper (the public acceptance case for ``calls("cumsum_out")`` says so). A stub named as an
+argument in a function's body is now also a REF site (Note [References] in extract/cpp_calls.py), a STUB_CALL
+``EdgeHow.PASSED_ON``; the text search remains for what no REF site records (a stub named outside an argument
+list or an initializer list).
 """
 
 from __future__ import annotations

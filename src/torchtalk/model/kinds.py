@@ -351,6 +351,11 @@ class EdgeHow(StrEnum):
     META = "meta"  # KERNEL into a TORCH_META_FUNC: the structured op's meta function, which its wrappers run first
     AUTOGEN = "autogen"  # KERNEL into the kernel torchgen writes for an autogen'd variant (it runs the variant the
     #                      entry names, then copies the result: into out=, or a clone)
+    REFERENCED = "referenced"  # CALL: the function is named without being called (put in a table, handed to a
+    #                            helper, TORCH_FN(f), &f): it runs where what holds it is called (Note [References]
+    #                            in extract/cpp_calls.py)
+    PARAMETER = "parameter"  # CALL: a call of a parameter that holds a function, of a function a caller passes
+    #                          in its place (Note [Calls of a function parameter] in graph/param_calls.py)
     HANDED = "handed"  # CALL: a method a template calls on an object this call hands it (Note [Handed objects]);
     #                    LAUNCH: a kernel handed to the lambda whose parameter it launches (Note [Kernels handed to a
     #                    launching lambda])

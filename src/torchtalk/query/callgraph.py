@@ -44,6 +44,8 @@ class CallsSection:
     stubs: list[StubCall] = field(default_factory=list)
     launches: list[Edge] = field(default_factory=list)  # LAUNCH
     unresolved: list[Edge] = field(default_factory=list)  # UNRESOLVED (not macros)
+    # CALL edges of functions named without a call (Note [References] in extract/cpp_calls.py): after the calls
+    references: list[Edge] = field(default_factory=list)
     macros: list[str] = field(default_factory=list)
     kernels: list[Edge] = field(default_factory=list)  # for a stub: STUB_KERNEL per backend
 
@@ -62,6 +64,8 @@ class CalledBySection:
     callers: list[Edge]  # CALL into a function, STUB_CALL into a stub
     registrations: list[Edge]  # KERNEL / STUB_KERNEL / BINDING / WRAPPER edges into it (a stub: its kernels)
     total_callers: int
+    # CALL edges of the functions that name it without a call (Note [References] in extract/cpp_calls.py)
+    references: list[Edge] = field(default_factory=list)
 
 
 @dataclass
@@ -116,11 +120,11 @@ def _calls_of(ix: Index, t: Target) -> CallsSection:
     for e in g.out(t.node, [EdgeKind.CALL, EdgeKind.DISPATCH_CALL, EdgeKind.STUB_CALL, EdgeKind.LAUNCH,
                             EdgeKind.UNRESOLVED]):
         if e.kind is EdgeKind.CALL:
-            sec.calls.append(e)
+            (sec.references if e.how is EdgeHow.REFERENCED else sec.calls).append(e)
         elif e.kind is EdgeKind.DISPATCH_CALL:
             sec.ops.append(e)
         elif e.kind is EdgeKind.STUB_CALL:  # a stub only handed on is called one level deeper (Note [Stub uses])
-            if e.how is not EdgeHow.TEXT:
+            if e.how is EdgeHow.DIRECT:
                 sec.stubs.append(StubCall(e, g.out(e.dst, [EdgeKind.STUB_KERNEL])))
         elif e.kind is EdgeKind.LAUNCH:
             sec.launches.append(e)
@@ -128,7 +132,7 @@ def _calls_of(ix: Index, t: Target) -> CallsSection:
             macros.setdefault(e.dst.label.split("::")[-1])
         else:
             sec.unresolved.append(e)
-    for edges in (sec.calls, sec.ops, sec.launches, sec.unresolved):
+    for edges in (sec.calls, sec.ops, sec.launches, sec.unresolved, sec.references):
         edges.sort(key=_site_order)
     sec.macros = list(macros)
     return sec
@@ -157,7 +161,9 @@ def _called_by(ix: Index, t: Target) -> CalledBySection:
         callers = g.into(t.node, [EdgeKind.CALL, EdgeKind.LAUNCH])
         regs = g.into(t.node, REGISTRATION_KINDS)
     callers.sort(key=lambda e: (e.site.path, e.site.line) if e.site else ("", 0))
-    return CalledBySection(t.node, t.symbol, callers, regs, len(callers))
+    refs = [e for e in callers if e.how is EdgeHow.REFERENCED]
+    callers = [e for e in callers if e.how is not EdgeHow.REFERENCED]
+    return CalledBySection(t.node, t.symbol, callers, regs, len(callers), refs)
 
 
 def called_by(ix: Index, function_name: str) -> CalledByResult | NotFound:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..query import callgraph, cuda
 from ..render import callgraph as r_cg
+from ..render import cuda as r_cuda
 from ..render import next as nxt
 from . import knows
 from .table import FORMAT, REQUIRED, Param, Tool
@@ -42,5 +43,5 @@ TOOLS = [
          "marked. Without a name: a summary of the tree's GPU kernels. Example: cuda_kernels(\"softmax\")",
          (Param("function_name", str, None, "op, C++ function or GPU kernel (omit for a summary)", metavar="NAME"),
           FORMAT),
-         cuda.cuda_kernels, r_cg.render_cuda, nxt.next_cuda, knows.op_or_function),
+         cuda.cuda_kernels, r_cuda.render_cuda, nxt.next_cuda, knows.op_or_function),
 ]

@@ -1,0 +1,133 @@
+"""Functions used without a call (Note [References] in extract/cpp_calls.py) and calls of a parameter that holds a
+function (Note [Calls of a function parameter] in graph/param_calls.py), on a fixture file written as PyTorch's
+sdp_utils.cpp (a table of check functions looped over), tracer.cpp (``fmap(value, f)``) and cudnn/Conv_v7.cpp
+(``split_batch_dim_to_32bit_out(..., raw_..._32bit)`` calling its ``func_t func_32bit``) write them."""
+
+from __future__ import annotations
+
+import pytest
+
+from torchtalk.model import EdgeHow, EdgeKind
+from torchtalk.tools import get_tool, run
+
+from ..conftest import index_with, line_of
+
+PATH = "aten/src/ATen/native/cudnn/Refs.cpp"
+SOURCE = """\
+namespace at { namespace native {
+
+static bool check_deterministic(const Tensor& t, bool debug) { return debug; }
+static bool check_shape(const Tensor& t, bool debug) { return !debug; }
+template <bool flag> bool check_stride(const Tensor& t, bool debug) { return flag; }
+static int64_t group_count = 3;
+
+bool can_use(const Tensor& t, bool debug) {
+  constexpr auto constraints = array_of<bool (*)(const Tensor&, bool)>(
+      check_deterministic,
+      check_stride<true>,
+      group_count);
+  for (auto& constraint : constraints) {
+    if (!constraint(t, debug)) {
+      return false;
+    }
+  }
+  auto more = {&check_shape};
+  return true;
+}
+
+static void cudnn_backward_data(const Tensor& out) {}
+
+static void backward_input_32bit(const Tensor& out, int64_t groups) {
+  cudnn_backward_data(out);
+}
+
+static void forward_32bit(const Tensor& out, int64_t groups) {}
+
+template <typename func_t>
+static inline void split_batch(const Tensor& out, int64_t groups, func_t func_32bit) {
+  func_32bit(out, groups);
+}
+
+void backward_input_v7(const Tensor& out, int64_t groups) {
+  split_batch(out, groups, backward_input_32bit);
+}
+
+void forward_v7(const Tensor& out, int64_t groups) {
+  split_batch(out, groups, &forward_32bit);
+}
+
+template <typename F>
+void apply_each(const Tensor& t, F f) {
+  f(t);
+}
+
+void with_lambda(const Tensor& t) {
+  apply_each(t, [](const Tensor& x) {});
+}
+
+}} // namespace at::native
+"""
+
+
+@pytest.fixture
+def refs(tree):
+    ix = index_with(tree, {PATH: SOURCE})
+    try:
+        yield tree, ix
+    finally:
+        ix.close()
+
+
+def _callers(ix, name):
+    res, text = run(get_tool("called_by"), ix, function_name=name)
+    sec = res.sections[0]
+    return [(e.src.label, e.site.line, e.how) for e in sec.callers + sec.references], text
+
+
+def test_a_function_put_in_a_table_is_referenced_by_the_function_holding_the_table(refs):
+    tree, ix = refs
+    found, text = _callers(ix, "at::native::check_deterministic")
+    assert found == [("at::native::can_use", line_of(tree, PATH, "      check_deterministic,"),
+                      EdgeHow.REFERENCED)], text
+    assert "Referenced without a call (1" in text and "[referenced at " in text, text
+    found, text = _callers(ix, "at::native::check_shape")  # &f in an initializer list
+    assert found == [("at::native::can_use", line_of(tree, PATH, "auto more = {&check_shape};"),
+                      EdgeHow.REFERENCED)], text
+    found, text = _callers(ix, "at::native::check_stride")  # a template's instance
+    assert [f[0] for f in found] == ["at::native::can_use"], text
+
+
+def test_a_variable_named_in_a_table_is_no_reference(refs):
+    _tree, ix = refs
+    res, text = run(get_tool("calls"), ix, function_name="at::native::can_use")
+    labels = [e.dst.label for e in res.sections[0].references]
+    assert "at::native::check_deterministic" in labels and not any("group_count" in x for x in labels), text
+
+
+def test_references_rank_after_the_calls(refs):
+    _tree, ix = refs
+    res, text = run(get_tool("calls"), ix, function_name="at::native::backward_input_v7")
+    sec = res.sections[0]
+    assert [e.how for e in sec.calls] == [EdgeHow.DIRECT] and [e.how for e in sec.references] == [
+        EdgeHow.REFERENCED], text
+    assert text.index("Calls (1)") < text.index("Functions it names without calling (1"), text
+
+
+def test_a_call_of_a_function_parameter_reaches_what_each_caller_passes(refs):
+    tree, ix = refs
+    res, text = run(get_tool("calls"), ix, function_name="at::native::split_batch")
+    line = line_of(tree, PATH, "func_32bit(out, groups);")
+    at_call = sorted((e.dst.label, e.how) for e in res.sections[0].calls if e.site.line == line)
+    assert at_call == [("at::native::backward_input_32bit", EdgeHow.PARAMETER),
+                       ("at::native::forward_32bit", EdgeHow.PARAMETER)], text
+    # and the function passing it reaches it itself (a walk down from it), never the one another caller passes
+    res, text = run(get_tool("calls"), ix, function_name="at::native::backward_input_v7")
+    assert ("at::native::backward_input_32bit", EdgeHow.REFERENCED) in [
+        (e.dst.label, e.how) for e in res.sections[0].references], text
+
+
+def test_a_call_of_a_parameter_no_caller_names_a_function_for_is_listed_unresolved(refs):
+    _tree, ix = refs
+    res, text = run(get_tool("calls"), ix, function_name="at::native::apply_each")
+    assert [(e.dst.label, e.kind) for e in res.sections[0].unresolved] == [
+        ("f (function parameter)", EdgeKind.UNRESOLVED)], text
