@@ -493,6 +493,28 @@ def test_derivatives_formula_is_the_ops_backward(cix):
     assert cmds[:2] == ['pytest test/test_ops.py -k "atan2"', 'pytest test/test_ops_gradients.py -k "atan2"']
 
 
+def test_a_forward_mode_formula_is_the_ops_forward_mode_ad(ctree):
+    """Note [Formula modes]: atan2's result: line is its JVP; a change to it is checked by the forward-mode suite
+    (test_ops_fwd_gradients.py), not the backward one, and says forward-mode AD, not backward."""
+    tree = ctree
+    bwd = (tree / "test/test_ops_gradients.py").read_text()
+    (tree / "test/test_ops_fwd_gradients.py").write_text(bwd.replace("TestBwdGradients", "TestFwdGradients")
+                                                         .replace("test_fn_grad", "test_forward_mode_AD"))
+    line = line_of(tree, "tools/autograd/derivatives.yaml", "result: (-self_p * other_t")
+    ix = _index(tree)
+    try:
+        res, _, _ = ask(ix, diff=edit_diff(tree, "tools/autograd/derivatives.yaml", line, "self_p.pow(2)",
+                                           "self_p.square()"))
+    finally:
+        ix.close()
+    assert [(c.node.key, c.aspect) for c in res.changed] == [("atan2", "forward-mode AD")]
+    assert res.changed[0].why.startswith(f"forward-mode AD: derivatives.yaml forward-mode formula for result "
+                                         f"changed (line {line})")
+    cmds = [t.command for t in res.tests]
+    assert 'pytest test/test_ops_fwd_gradients.py -k "atan2"' in cmds
+    assert 'pytest test/test_ops_gradients.py -k "atan2"' not in cmds
+
+
 def test_nn_module_forward(cix):
     tree, ix = cix
     linear = "torch/nn/modules/linear.py"

@@ -1,5 +1,5 @@
 from torchtalk.extract import native_yaml
-from torchtalk.model import Variant
+from torchtalk.model import FormulaMode, Variant
 
 from ..conftest import FIXTURE_TREE
 from ..factnames import named
@@ -69,12 +69,39 @@ def test_derivatives_formulas_per_input_result_and_dispatch():
     names = [d.op_full_name for d in derivs]
     assert names == ["relu", "atan2", "cumsum", "_softmax", "max.dim"]
     atan2 = names.index("atan2")
-    rows = [(f.variables, f.kind) for f in facts["DerivativeFormula"] if f.derivative == atan2]
-    assert rows == [("self, other", "input"), ("result", "result")]
+    rows = [(f.variables, f.mode) for f in facts["DerivativeFormula"] if f.derivative == atan2]
+    assert rows == [("self, other", FormulaMode.BACKWARD), ("result", FormulaMode.FORWARD)]
     mx = names.index("max.dim")
     assert derivs[mx].output_differentiability == "[true, false]"
-    kinds = {(f.kind, f.key) for f in facts["DerivativeFormula"] if f.derivative == mx}
-    assert {("input", ""), ("result", ""), ("dispatch", "Default"), ("dispatch", "AutogradNestedTensor")} <= kinds
+    modes = {(f.variables, f.mode, f.key) for f in facts["DerivativeFormula"] if f.derivative == mx}
+    assert {("self", "backward", ""), ("values", "forward-mode AD", ""), ("self", "backward", "Default"),
+            ("self", "backward", "AutogradNestedTensor")} <= modes
+
+
+def test_a_formulas_mode_is_torchgens_an_argument_backward_anything_else_forward():
+    """Note [Formula modes]: load_derivatives.py's is_forward_derivative_definition. A key naming an argument is a
+    backward formula (grad_output is an argument here, not the incoming gradient); an output's (result0, a named
+    return, one under dispatch:) is forward-mode, whatever the name."""
+    data = b"""
+- name: _thnn_fused_gru_cell(Tensor input_gates, Tensor hidden_gates, Tensor hx) -> (Tensor, Tensor)
+  input_gates, hidden_gates: fused_gru_backward(grads[0], input_gates)
+  result0: gru_cell_jvp(input_gates_t, hx_p)
+  result1: auto_linear
+- name: threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor
+  grad_output, self: threshold_backward(grad, self, threshold)
+  output: auto_element_wise
+- name: mean(Tensor self, *, ScalarType? dtype=None) -> Tensor
+  dispatch:
+    Default:
+      self: grad.expand_symint(self.sym_sizes()) / self.sym_numel()
+      result: auto_linear
+"""
+    rows = [(f.variables, f.mode, f.key) for f in extract_derivatives("tools/autograd/derivatives.yaml", data)[
+        "DerivativeFormula"]]
+    assert rows == [("input_gates, hidden_gates", "backward", ""), ("result0", "forward-mode AD", ""),
+                    ("result1", "forward-mode AD", ""), ("grad_output, self", "backward", ""),
+                    ("output", "forward-mode AD", ""), ("self", "backward", "Default"),
+                    ("result", "forward-mode AD", "Default")]
 
 
 def test_tags():

@@ -16,7 +16,7 @@ from ..model import (
     DispatchKey,
     FileFacts,
     FileProblems,
-    FormulaKind,
+    FormulaMode,
     FunctionSchema,
     Op,
     OpDispatch,
@@ -191,13 +191,13 @@ def extract_tags(relpath: str, data: bytes) -> FileFacts:
     return facts
 
 
-def _formula_rows(index: int, items: list[tuple[str, Any]], kind_of: Any, key: str = "") -> list[DerivativeFormula]:
+def _formula_rows(index: int, items: list[tuple[str, Any]], mode_of: Any, key: str = "") -> list[DerivativeFormula]:
     rows = []
     for var, value_node in items:
         if var in ("name", "output_differentiability", "dispatch"):
             continue
         value = value_node.value if hasattr(value_node, "value") and isinstance(value_node.value, str) else ""
-        rows.append(DerivativeFormula(index, var, " ".join(value.split()), line_of(value_node), kind_of(var), key))
+        rows.append(DerivativeFormula(index, var, " ".join(value.split()), line_of(value_node), mode_of(var), key))
     return rows
 
 
@@ -216,13 +216,12 @@ def extract_derivatives(relpath: str, data: bytes) -> FileFacts:
             continue
         index = len(derivs)
         items = mapping_items(node)
-        outputs = {r.name for r in schema.returns if r.name}
+        arguments = {a.name for a in schema.arguments}
 
-        def kind_of(key: str, outputs: set[str] = outputs) -> FormulaKind:
-            # Keys naming outputs ("result", "values") are forward-mode formulas; the rest are inputs'.
-            names = {v.strip() for v in key.split(",")}
-            of_result = all(n.startswith("result") or n in outputs for n in names)
-            return FormulaKind.RESULT if of_result else FormulaKind.INPUT
+        def mode_of(key: str, arguments: set[str] = arguments) -> FormulaMode:
+            # torchgen's rule (Note [Formula modes]): the first name an argument's, a backward formula; else forward
+            first = key.split(",")[0].strip()
+            return FormulaMode.BACKWARD if first in arguments else FormulaMode.FORWARD
 
         derivs.append(Derivative(
             op_full_name=schema.full_name,
@@ -232,12 +231,11 @@ def extract_derivatives(relpath: str, data: bytes) -> FileFacts:
             dispatch=_json_or_empty(entry.get("dispatch")),
             extra=_json_or_empty({k: v for k, v in entry.items() if k in ("result",) or k.startswith("result")}),
         ))
-        formulas.extend(_formula_rows(index, items, kind_of))
+        formulas.extend(_formula_rows(index, items, mode_of))
         for key, disp_node in items:
             if key == "dispatch":
                 for dkey, sub in mapping_items(disp_node):
-                    formulas.extend(_formula_rows(index, mapping_items(sub), lambda _k: FormulaKind.DISPATCH,
-                                                  str(dkey)))
+                    formulas.extend(_formula_rows(index, mapping_items(sub), mode_of, str(dkey)))
     facts: FileFacts = {Derivative: derivs, DerivativeFormula: formulas}
     if errors:
         facts[FileProblems] = errors

@@ -2,7 +2,7 @@
 
 ``out(node, kinds)`` gives the edges leaving a node, ``into(node, kinds)`` those
 arriving; walk.py's ``down`` / ``up`` traverse them. Each rule lives in the module
-of its family (cpp_edges, cpp_callers, op_edges, stubs, stub_uses, py_edges, py_calls); this table is
+of its family (cpp_edges, cpp_callers, op_edges, formula_edges, stubs, stub_uses, py_edges, py_calls); this table is
 the only place that says which rule answers which kind, so every query crosses a link
 the same way. Every kind has a rule in both directions (tests/unit/test_architecture.py);
 asking for a kind without one raises ``NoRule``.
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..model import Edge, EdgeKind, Node
 from ..store.reader import Index
-from . import cpp_callers, cpp_edges, op_edges, op_refs, py_calls, py_edges, stub_uses, stubs
+from . import cpp_callers, cpp_edges, formula_edges, op_edges, op_refs, py_calls, py_edges, stub_uses, stubs
 from .py_calls import PyContext
 
 Rule = Callable[[Index, Node], list[Edge]]
@@ -88,7 +88,8 @@ OUT: dict[EdgeKind, Rule | InContext] = {
     EdgeKind.UNRESOLVED: _cpp_out(EdgeKind.UNRESOLVED),
     EdgeKind.KERNEL: op_edges.kernel_edges,
     EdgeKind.OP_CALL: op_edges.op_call_edges,
-    EdgeKind.BACKWARD: op_edges.backward_edges,
+    EdgeKind.BACKWARD: formula_edges.backward_edges,
+    EdgeKind.FORWARD_AD: formula_edges.forward_ad_edges,
     EdgeKind.WRAPPER: op_edges.wrapper_edges,
     EdgeKind.ENTRY: op_edges.entry_edges,
     EdgeKind.AUTOGRAD: op_edges.autograd_edges,
@@ -105,7 +106,8 @@ INTO: dict[EdgeKind, Rule | InContext] = {
     EdgeKind.UNRESOLVED: cpp_callers.unresolved_callers,
     EdgeKind.KERNEL: op_edges.kernel_of,
     EdgeKind.OP_CALL: op_edges.op_called_by,
-    EdgeKind.BACKWARD: op_edges.backward_of,
+    EdgeKind.BACKWARD: formula_edges.backward_of,
+    EdgeKind.FORWARD_AD: formula_edges.forward_ad_of,
     EdgeKind.WRAPPER: op_edges.wrapper_of,
     EdgeKind.ENTRY: op_edges.entry_of,
     EdgeKind.STUB_KERNEL: stubs.registering,

@@ -1,5 +1,5 @@
-"""Edges of ops: to their kernels per key, to the ops a composite kernel calls, to the ops a
-derivative formula calls, and to what the build generates for them (wrappers, autograd nodes)."""
+"""Edges of ops: to their kernels per key, to the ops a composite kernel calls, and to what the build generates for
+them (wrappers, autograd nodes). The ops a derivative formula calls are formula_edges.py's."""
 
 from __future__ import annotations
 
@@ -25,18 +25,12 @@ from ..model import (
 from ..store.reader import Index
 from .cpp_callers import callers, op_callers
 from .cpp_edges import out_edges
-from .formulas import formula_calls
 from .nodes import autograd_node, cpp_node, op_node, symbol_id, unresolved_node
-from .op_derivatives import derivative_entry, derivatives_of
 from .op_spellings import struct_op
 from .overloads import op_kernel_definitions
 from .registry import OpRegistry, registry
 from .symbols import SYMBOL_COLS, defs_by_qualname, defs_in_file, pasted_match, symbol, to_symbol
 
-_NOT_CALLS = frozenset({"if", "for", "while", "return", "sizeof", "static_cast", "std", "c10", "Tensor",
-                        "TensorList", "at", "grad", "result", "self", "other"})
-_FORMULA_NS = "torch::autograd::generated::details::"  # tools/autograd/templates/FunctionsManual: helpers
-_FORMULA_SCOPES = (_FORMULA_NS, "at::")
 _NODE_NS = "torch::autograd::generated::"  # Functions.cpp: XBackward0::apply
 
 
@@ -163,63 +157,6 @@ def op_called_by(ix: Index, node: Node) -> list[Edge]:
                         nxt.append(c.src)
             frontier = nxt
     return list(out.values())
-
-
-# ------------------------------------------------------------------ BACKWARD
-
-def _formula_targets(ix: Index, reg: OpRegistry, text: str, entry: Op | None) -> list[Node]:
-    """What a derivative formula of ``entry``'s derivatives.yaml entry calls: the op overloads its calls can mean
-    (Note [Formula calls] in graph/formulas.py) and the C++ helpers of FunctionsManual.cpp."""
-    out: dict[tuple[str, str], Node] = {}
-    for c in formula_calls(ix, reg, text, entry):
-        for full in c.ops:
-            out.setdefault((NodeKind.OP, full), op_node(reg.by_full[full]))
-        if c.op_name or c.name in _NOT_CALLS:
-            continue
-        # Functions.cpp (where the formulas are compiled) uses FunctionsManual's namespace; a formula's ATen helper is
-        # written at::name (expand: at::sum_to, ExpandUtils.h)
-        rows = next((r for ns in _FORMULA_SCOPES if (r := ix.q(
-            f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE qualname = ? AND is_definition", (ns + c.name,)))), [])
-        for row in rows[:1]:
-            n = cpp_node(to_symbol(ix, row))
-            out.setdefault((n.kind, n.key), n)
-    return list(out.values())
-
-
-def backward_edges(ix: Index, node: Node) -> list[Edge]:
-    """op -> the ops (and FunctionsManual helpers) its derivatives.yaml formulas call."""
-    reg = registry(ix)
-    op = _op(reg, node)
-    if op is None:
-        return []
-    out: dict[tuple[str, str], Edge] = {}
-    # An in-place op uses its functional op's formulas (Note [The entry an op uses]): read each formula once.
-    targets: dict[int, list[Node]] = ix.cached("formula_targets", dict)
-    for d, formulas in derivatives_of(ix, op):
-        for f in formulas:
-            if f.id not in targets:
-                targets[f.id] = _formula_targets(ix, reg, f.formula, reg.by_full.get(d.op_full_name))
-            for dst in targets[f.id]:
-                if dst.key != node.key:
-                    out.setdefault((dst.kind, dst.key), Edge(node, dst, EdgeKind.BACKWARD, f.loc, f.key,
-                                                             f"derivative of {f.variables}"))
-    return list(out.values())
-
-
-def backward_of(ix: Index, node: Node) -> list[Edge]:
-    """BACKWARD edges into a node: the ops whose derivative formulas call it."""
-    def build() -> dict[str, list[str]]:
-        reg = registry(ix)
-        rev: dict[str, list[str]] = {}
-        for op in reg.by_full.values():  # every op with formulas: its own entry's, or the one torchgen gives it
-            if derivative_entry(ix, op) is not None:
-                for e in backward_edges(ix, op_node(op)):
-                    rev.setdefault(e.dst.key, []).append(op.full_name)
-        return rev
-    reverse: dict[str, list[str]] = ix.cached("backward_reverse", build)
-    reg = registry(ix)
-    return [e for full in reverse.get(node.key, []) for e in backward_edges(ix, op_node(reg.by_full[full]))
-            if e.dst.key == node.key]
 
 
 # ------------------------------------------------------------------ WRAPPER and AUTOGRAD (generated code)

@@ -79,7 +79,8 @@ class Aspect(StrEnum):
     """What about an op a change touches when it is not the op's kernels: the suites that check exactly
     that run for it (query/change/tests.py). Python registrations keep their ``PyOpRefKind`` value."""
 
-    BACKWARD = "backward"  # its derivatives.yaml formula
+    BACKWARD = "backward"  # its derivatives.yaml backward formula, or its entry
+    FORWARD_AD = "forward-mode AD"  # its derivatives.yaml forward-mode (JVP) formula alone (Note [Formula modes])
     DECOMPOSITION = PyOpRefKind.DECOMPOSITION.value
     REF = PyOpRefKind.REF.value
     META = PyOpRefKind.META.value  # its meta function (TORCH_META_FUNC or torch._meta_registrations)

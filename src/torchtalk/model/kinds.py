@@ -138,12 +138,25 @@ class GeneratedKind(StrEnum):
     PY_ALIAS = "py_alias"  # hand-written bindings: "mm spmm" (a PyMethodDef entry copied under a second name)
 
 
-class FormulaKind(StrEnum):
-    """Which side of derivatives.yaml a formula belongs to."""
+class FormulaMode(StrEnum):
+    """Which mode of automatic differentiation a derivatives.yaml formula is for (Note [Formula modes]).
 
-    INPUT = "input"  # backward formula for the named inputs
-    RESULT = "result"  # forward-mode formula for the named outputs
-    DISPATCH = "dispatch"  # a per-dispatch-key formula (AutogradNestedTensor:, AutogradCUDA:)
+    Note [Formula modes]
+    ~~~~~~~~~~~~~~~~~~~~
+    An entry's keys other than ``name``, ``output_differentiability`` and ``dispatch`` each name the variables their
+    formula is for, and torchgen's ``load_derivatives.py`` (``is_forward_derivative_definition``) decides its mode by
+    the first of them: a name among the op's arguments (``self``, ``other``, ``grad_output``) gets a backward
+    formula, the gradient of that input (compiled into the ``XBackward0`` node's ``apply``); any other name, an output
+    (``result``, ``result0``, a named return such as ``values``), gets a forward-mode formula, the JVP of that output
+    from the inputs' tangents (``self_t``) and primals (``self_p``), run only when a dual tensor reaches the op
+    (``auto_element_wise`` and ``auto_linear`` are forward-mode markers that torchgen expands). A formula under
+    ``dispatch:`` (``AutogradNestedTensor:``) follows the same rule and keeps its key. So only backward formulas are
+    what an op's backward calls; the forward-mode ones are its JVP's calls (``EdgeKind.FORWARD_AD``), and a change
+    to one is checked by the forward-mode suite (test/test_ops_fwd_gradients.py), not the backward one.
+    """
+
+    BACKWARD = "backward"  # the gradient of the named inputs
+    FORWARD = "forward-mode AD"  # the JVP of the named outputs
 
 
 class DerivativeMatch(StrEnum):
@@ -303,7 +316,8 @@ class EdgeKind(StrEnum):
     DISPATCH_CALL = "dispatch_call"  # C++ function -> op it calls through the dispatcher
     KERNEL = "kernel"  # op -> its kernel for one dispatch key (structured_delegate, ufunc, implicit)
     OP_CALL = "op_call"  # op -> op its composite kernel calls
-    BACKWARD = "backward"  # op -> op its derivatives.yaml formula calls
+    BACKWARD = "backward"  # op -> op its derivatives.yaml backward formula calls (Note [Formula modes])
+    FORWARD_AD = "forward_ad"  # op -> op its derivatives.yaml forward-mode (JVP) formula calls
     STUB_CALL = "stub_call"  # C++ function -> DispatchStub it calls (or passes on)
     STUB_KERNEL = "stub_kernel"  # DispatchStub -> kernel registered for one backend
     LAUNCH = "launch"  # host function -> GPU kernel (<<<>>> or a launch helper's functor)

@@ -14,7 +14,7 @@ from typing import Annotated
 
 from .dispatch import DispatchKey
 from .facts import Ref, Stored, check_enum, check_line
-from .kinds import FormulaKind, StrEnum, Variant
+from .kinds import FormulaMode, StrEnum, Variant
 from .loc import Loc
 from .schema import FunctionSchema
 
@@ -208,16 +208,14 @@ class DerivativeFormula:
     variables: str  # "self, other", "result", "grad_output"
     formula: str
     line: int
-    kind: FormulaKind
-    key: str = ""  # for FormulaKind.DISPATCH: the key the formula is for (AutogradNestedTensor)
+    mode: FormulaMode  # backward or forward-mode (Note [Formula modes])
+    key: str = ""  # a formula under dispatch: names its key (AutogradNestedTensor); "" for the entry's own
     id: Annotated[int, Stored.ID] = field(default=0, compare=False)
     path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         check_line("DerivativeFormula", self.line)
-        check_enum("DerivativeFormula", "kind", self.kind, FormulaKind)
-        if (self.kind is FormulaKind.DISPATCH) != bool(self.key):
-            raise ValueError(f"DerivativeFormula at line {self.line}: a dispatch formula names its key, others don't")
+        check_enum("DerivativeFormula", "mode", self.mode, FormulaMode)
 
     @property
     def loc(self) -> Loc:

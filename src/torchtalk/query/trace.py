@@ -100,7 +100,8 @@ class KernelInfo:
 class DerivInfo:
     derivative: Derivative
     formulas: list[DerivativeFormula]
-    backward: list[Edge]  # BACKWARD edges: the ops and helpers its formulas call
+    backward: list[Edge]  # BACKWARD edges: the ops and helpers its backward formulas call
+    forward_ad: list[Edge] = field(default_factory=list)  # FORWARD_AD edges: those its forward-mode (JVP) ones call
     entry_of: str = ""  # the op whose entry it is: the traced op's own, or the one torchgen gives it
     match: DerivativeMatch = DerivativeMatch.EXACT  # how torchgen gave it (Note [The entry an op uses])
 
@@ -252,7 +253,8 @@ def _op_trace(ix: Index, op: Op, focus: str, cpp: bool,
         kernels.append(replace(base, entry=entry) if base else KernelInfo(entry))
     python = [p for p in reg.python_names(op) if p.kind is not PyApiKind.GENERATED_BINDING]
     source, match = derivative_entry(ix, op) or (op.full_name, DerivativeMatch.EXACT)
-    derivs = [DerivInfo(d, f, _backward(ix, op) if focus == "full" else [], source, match)
+    derivs = [DerivInfo(d, f, _formula_calls(ix, op, EdgeKind.BACKWARD) if focus == "full" else [],
+                        _formula_calls(ix, op, EdgeKind.FORWARD_AD) if focus == "full" else [], source, match)
               for d, f in derivatives_of(ix, op)]
     refs = python_op_refs(ix, op) if focus == "full" else []
     generated = gen_q.for_op(ix, op) if focus != "yaml" else None
@@ -314,8 +316,9 @@ def _stubs_first(e: Edge) -> int:
     return 2 if e.how.is_candidate or e.how.is_declaration else 1
 
 
-def _backward(ix: Index, op: Op) -> list[Edge]:
-    return graph(ix).out(op_node(op), [EdgeKind.BACKWARD])
+def _formula_calls(ix: Index, op: Op, kind: EdgeKind) -> list[Edge]:
+    """What the op's backward (BACKWARD) or forward-mode (FORWARD_AD) formulas call (Note [Formula modes])."""
+    return graph(ix).out(op_node(op), [kind])
 
 
 def _related(by_name: dict[str, list[Op]], ops: list[Op]) -> list[str]:

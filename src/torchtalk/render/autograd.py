@@ -3,8 +3,9 @@ gives it: Note [The entry an op uses]), or what autograd does with an op that ha
 
 from __future__ import annotations
 
-from ..model import DerivativeMatch, FormulaKind, NodeKind, NoEntry
-from ..query.trace import DerivInfo, OpTrace
+from ..model import DerivativeMatch, Edge, FormulaMode, NodeKind, NoEntry
+from ..query.trace import OpTrace
+from .budget import STRUCTURED
 
 # How an op without an entry of its own comes by one (Note [The entry an op uses] in graph/op_derivatives.py).
 _GIVEN = {
@@ -41,16 +42,21 @@ def autograd_lines(t: OpTrace, out: list[str]) -> None:
         if d.derivative.output_differentiability:
             out.append(f"- output_differentiability: {d.derivative.output_differentiability}")
         for f in d.formulas:
-            tag = "" if f.kind is FormulaKind.INPUT else f" [{f.kind.value}{': ' + f.key if f.key else ''}]"
+            tags = [t for t in (f.mode.value if f.mode is FormulaMode.FORWARD else "", f.key) if t]
+            tag = f" [{', '.join(tags)}]" if tags else ""
             out.append(f"- {f.variables}{tag}: {f.formula[:300]}  ({f.loc})")
-        _backward(d, out)
+        # Only the backward formulas are the backward's calls; the forward-mode ones run for dual tensors only
+        # (Note [Formula modes]).
+        _calls("backward calls", d.backward, out)
+        _calls("forward-mode AD (jvp) calls", d.forward_ad, out)
     if t.no_entry is not None:
         w = t.no_entry
         at = f" ({w.at})" if w.at else ""
         out.append("Autograd: no derivatives.yaml entry" + _NO_ENTRY[w.kind].format(kernel=w.kernel, at=at))
 
 
-def _backward(d: DerivInfo, out: list[str]) -> None:
-    if d.backward:
-        names = ", ".join(e.dst.key if e.dst.kind is NodeKind.OP else e.dst.label for e in d.backward[:12])
-        out.append(f"  backward calls: {names}")
+def _calls(what: str, edges: list[Edge], out: list[str]) -> None:
+    if edges:
+        names = ", ".join(e.dst.key if e.dst.kind is NodeKind.OP else e.dst.label for e in edges[:12])
+        more = f" (+{len(edges) - 12} more in {STRUCTURED})" if len(edges) > 12 else ""
+        out.append(f"  {what}: {names}{more}")

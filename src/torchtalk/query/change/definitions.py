@@ -19,7 +19,7 @@ from ...graph.py_calls import ops_of_python
 from ...graph.registry import registered_ops, registry
 from ...graph.stubs import stub_declared
 from ...graph.symbols import SYMBOL_COLS
-from ...model import CppSymbol, Loc, Node, NodeKind, Op, PyOpRefKind, RegistrationKind, SymbolKind
+from ...model import CppSymbol, FormulaMode, Loc, Node, NodeKind, Op, PyOpRefKind, RegistrationKind, SymbolKind
 from ...model.change import Aspect, FileKind
 from ...model.dispatch import Device, device_of_key
 from ...model.paths import device_of_path
@@ -216,17 +216,21 @@ def _derivatives_yaml(ix: Index, fid: int, fc: FileChange) -> ChangeMap:
              enumerate(rows)]
     chosen = _innermost(spans, fc.lines, fc.gaps, lambda s: s[2], lambda s: s[3])
     for (rid, name, line, _end), first in sorted(chosen.values(), key=lambda v: v[1]):
-        formulas = ix.q("SELECT variables, kind, line FROM derivative_formula WHERE derivative = ? ORDER BY line",
+        formulas = ix.q("SELECT variables, mode, line FROM derivative_formula WHERE derivative = ? ORDER BY line",
                         (rid,))
-        hit = [f for f in formulas if f[2] in fc.lines]
-        what = (", ".join(f"{'forward-mode ' if k == 'result' else ''}formula for {v}" for v, k, _l in hit)
+        hit = [(v, FormulaMode(m)) for v, m, n in formulas if n in fc.lines]
+        what = (", ".join(f"{'forward-mode ' if m is FormulaMode.FORWARD else ''}formula for {v}" for v, m in hit)
                 or "entry")
         op = reg.by_full.get(name)
         if op is None:
             out.note += f"derivatives.yaml:{line} names {name}, which is not an op here. "
             continue
-        out.nodes.append(ChangedNode(op_node(op), f"backward: derivatives.yaml {what} changed (line {first})",
-                                     fc.path, first, aspect=Aspect.BACKWARD))
+        # Forward-mode formulas alone changed: only forward-mode AD runs them (Note [Formula modes]); any other line
+        # of the entry (a backward formula, output_differentiability, the name) changes its backward.
+        forward = bool(hit) and all(m is FormulaMode.FORWARD for _v, m in hit)
+        aspect = Aspect.FORWARD_AD if forward else Aspect.BACKWARD
+        out.nodes.append(ChangedNode(op_node(op), f"{aspect}: derivatives.yaml {what} changed (line {first})",
+                                     fc.path, first, aspect=aspect))
     out.unmapped = _covered(fc.lines, ((s[2], s[3]) for s in spans))
     return out
 

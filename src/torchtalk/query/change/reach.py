@@ -28,7 +28,9 @@ from .definitions import ChangedNode, ChangedOpInfo, ChangedTest
 from .generators import GeneratorChange
 from .result import AffectedResult, ChangedFile, ReachedOp, RemovedName, Sample, UnknownName
 
-AFFECTED_KINDS = IMPACT_KINDS | {EdgeKind.LAUNCH, EdgeKind.OP_CALL, EdgeKind.BACKWARD}
+AFFECTED_KINDS = IMPACT_KINDS | {EdgeKind.LAUNCH, EdgeKind.OP_CALL, EdgeKind.BACKWARD, EdgeKind.FORWARD_AD}
+# What a change reached through an op's formula changes about that op (Note [Formula modes]).
+_FORMULA_ASPECT = {EdgeKind.BACKWARD: Aspect.BACKWARD, EdgeKind.FORWARD_AD: Aspect.FORWARD_AD}
 MAX_LEVEL_NODES = 25  # C++ functions walked from per level and change (the rest are reached, not walked from)
 WALK_MAX_NODES = 1500
 MAX_OPS = 30
@@ -43,7 +45,8 @@ TRACED_COMPOSITE = DispatchKey.CompositeImplicitAutograd  # the OP_CALL key trac
 _COMPILED_ONLY = frozenset({Aspect.DECOMPOSITION, Aspect.REF, Aspect.LOWERING, Aspect.FAKE})
 _STEP_WORDS = {EdgeKind.CALL: "called by", EdgeKind.KERNEL: "kernel of", EdgeKind.STUB_KERNEL: "registered for",
                EdgeKind.STUB_CALL: "used by", EdgeKind.DISPATCH_CALL: "called by", EdgeKind.OP_CALL: "called by op",
-               EdgeKind.BACKWARD: "in the backward of", EdgeKind.BINDING: "bound to", EdgeKind.LAUNCH: "launched by"}
+               EdgeKind.BACKWARD: "in the backward of", EdgeKind.FORWARD_AD: "in the forward-mode AD formula of",
+               EdgeKind.BINDING: "bound to", EdgeKind.LAUNCH: "launched by"}
 
 
 @dataclass
@@ -195,11 +198,12 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
         also: set[Aspect] = set()
         if start_change and start_change.compiled and chain:
             aspect = start_change.aspect  # traced through (Note [Compiled only]): checked by the same suites
-        if chain and chain[-1].kind is EdgeKind.BACKWARD:
-            aspect = Aspect.BACKWARD  # reached as what its backward formula calls: its gradients changed
+        if chain and chain[-1].kind in _FORMULA_ASPECT:
+            aspect = _FORMULA_ASPECT[chain[-1].kind]  # reached as what its formula calls: its derivatives changed
             # A suite that checks every aten op an OpInfo run calls, its backward's included (TestDecomp's cross-ref
             # mode), checks the changed aspect of the backward op through the forward op's entry.
-            if start_change and start_change.aspect in _CHECKED_IN_BACKWARD and len(chain) == 1:
+            if (chain[-1].kind is EdgeKind.BACKWARD and start_change and start_change.aspect in _CHECKED_IN_BACKWARD
+                    and len(chain) == 1):
                 also.add(start_change.aspect)
         aspects.setdefault(node.key, set()).update(({aspect} if aspect is not None else set()) | also)
         op = reg.by_full.get(node.key)
@@ -224,12 +228,13 @@ def answer(ix: Index, m: MappedChange) -> AffectedResult:
     # of its own: the forward op's tests, and the gradient suites for it (derivatives.yaml says which).
     looked_up = {o.base for o in ops}
     for r in [r for r in reached_ops if _base(r.op.key) in looked_up]:
-        for e in g.into(r.op, [EdgeKind.BACKWARD]):
+        for e in g.into(r.op, list(_FORMULA_ASPECT)):
             fwd, fbase = reg.by_full.get(e.src.key), _base(e.src.key)
             if fwd is not None and fbase not in seen_bases and len(seen_bases) < 2 * at.MAX_OPS_FOR_TESTS:
                 seen_bases[fbase] = None
-                ops.append(at.OpForTests(fbase, fwd.full_name, {Aspect.BACKWARD},
-                                         f"op {fwd.full_name}, whose backward formula calls {r.op.key} ({e.site})",
+                aspect = _FORMULA_ASPECT[e.kind]
+                ops.append(at.OpForTests(fbase, fwd.full_name, {aspect},
+                                         f"op {fwd.full_name}, whose {aspect} formula calls {r.op.key} ({e.site})",
                                          reg.names_shown(fwd)))
     covered = bases & {o.base for o in ops}  # a forward op looked up for its backward may be no op reached
     sample = None

@@ -31,7 +31,10 @@ PER_OP = 6  # tests taken per op from find_similar_tests
 RUN_FIRST = 5
 # The suites that check one aspect of every OpInfo op, by what the change touched.
 ASPECT_SUITES: dict[Aspect, tuple[str, ...]] = {
+    # test_ops_fwd_gradients.py also checks the forward-over-backward of a backward formula (fwgrad_bwgrad), and
+    # auto_element_wise / auto_linear make the JVP from it; a forward-mode formula is that suite's alone.
     Aspect.BACKWARD: ("test/test_ops_gradients.py", "test/test_ops_fwd_gradients.py"),
+    Aspect.FORWARD_AD: ("test/test_ops_fwd_gradients.py",),
     Aspect.DECOMPOSITION: ("test/test_decomp.py", "test/inductor/test_torchinductor_opinfo.py"),
     Aspect.REF: ("test/test_ops.py",),
     Aspect.LOWERING: ("test/inductor/test_torchinductor_opinfo.py",),
