@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 
 from ..graph import LevelCap, graph, up
 from ..graph.nodes import CPP_KINDS
-from ..model import CppSymbol, Cut, CutKind, Edge, EdgeHow, EdgeKind, Node, NodeKind, PyApiKind
+from ..graph.stubs import registered
+from ..model import CppSymbol, Cut, CutKind, Edge, EdgeHow, EdgeKind, Node, NodeKind, PyApiKind, Registration
 from ..store.reader import Index
 from .args import check_int
 from .cuts import named, node_arg, tool_call
@@ -62,6 +63,7 @@ class CalledBySection:
     callers: list[Edge]  # CALL into a function, STUB_CALL into a stub
     registrations: list[Edge]  # KERNEL / STUB_KERNEL / BINDING / WRAPPER edges into it (a stub: its kernels)
     total_callers: int
+    no_kernel: list[Registration] = field(default_factory=list)  # a stub's REGISTER_NO_<backend>_DISPATCH lines
 
 
 @dataclass
@@ -157,7 +159,9 @@ def _called_by(ix: Index, t: Target) -> CalledBySection:
         callers = g.into(t.node, [EdgeKind.CALL, EdgeKind.LAUNCH])
         regs = g.into(t.node, REGISTRATION_KINDS)
     callers.sort(key=lambda e: (e.site.path, e.site.line) if e.site else ("", 0))
-    return CalledBySection(t.node, t.symbol, callers, regs, len(callers))
+    # a backend registered with no kernel (REGISTER_NO_CPU_DISPATCH): said, not left out as if unregistered
+    empty = [r for r in registered(ix, t.node.key) if not r.target_name] if t.is_stub else []
+    return CalledBySection(t.node, t.symbol, callers, regs, len(callers), empty)
 
 
 def called_by(ix: Index, function_name: str) -> CalledByResult | NotFound:

@@ -146,8 +146,9 @@ def _called_by_body(sec: CalledBySection) -> tuple[list[str], list[Section]]:
         below = " (it may be reached only through a registration below)" if sec.registrations else ""
         lines.append(f"- none found in the indexed C++{below}")
     if sec.symbol is None:
-        regs = [f"\nKernels registered for it ({len(sec.registrations)}):"]
+        regs = [f"\nKernels registered for it ({len(sec.registrations) + len(sec.no_kernel)}):"]
         regs += [f"- {e.key}: {e.dst}  [registered {e.site} {e.note}]" for e in sec.registrations]
+        regs += [f"- {r.key}: none ({r.detail})  [registered {r.loc}]" for r in sec.no_kernel]
     elif sec.registrations:
         regs = [f"\nRegistrations that point at it ({len(sec.registrations)}):"]
         regs += [f"- {_registration(e)}" for e in sec.registrations]

@@ -6,6 +6,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 from ..model import CppSymbol, Edge, EdgeKind, NodeKind, Op, PyApiKind, SymbolKind
+from ..model.paths import NATIVE_FUNCTIONS
 from ..query.bound import BindingTrace, callee_name
 from ..query.cuts import tool_call
 from ..query.trace import GpuLine, KernelInfo, OpCall, OpTrace, PythonEntry, TraceResult
@@ -83,7 +84,7 @@ def _render_kernels(t: OpTrace, focus: str, shown: set[str], out: list[str], cpp
         keys = ", ".join(i.entry.key for i in infos)
         info = infos[0]
         note = f"  [{via}]" if via else ""
-        out.append(f"- {keys}: {kernel}{note}  (yaml {info.entry.loc})")
+        out.append(f"- {keys}: {kernel}{note}  ({info.entry.source} {info.entry.loc})")
         if focus == "yaml" or not cpp:
             continue
         seen = f"{kernel} {' '.join(str(d.loc) for d in info.definitions)}"  # one overload of a name is not another
@@ -187,7 +188,9 @@ def _same_as(seen: dict[tuple[str, tuple[str, ...]], str], key: str, value: Sequ
 
 
 def _facts(op: Op) -> str:
-    facts = [f"variants: {', '.join(sorted(v.value for v in op.variants))}"]
+    facts = [f"variants: {', '.join(sorted(v.value for v in op.variants))}"] if op.variants else []
+    if op.path and op.path != NATIVE_FUNCTIONS:  # Note [Hand-registered aten kernels]
+        facts.append("defined by m.def in a TORCH_LIBRARY(aten) block, not in native_functions.yaml")
     for label, value in (("python_module", op.python_module), ("tags", ", ".join(op.tags)),
                          ("structured", "True" if op.structured else ""),
                          ("structured_delegate", op.structured_delegate),
