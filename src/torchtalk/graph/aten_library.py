@@ -12,8 +12,9 @@ inside at::native::vulkan::ops, ``native::det`` inside at::functorch), so its de
 outward, as C++ does. Each is a row of the op's dispatch table, its ``loc`` the m.impl line (``EntryOrigin.LIBRARY``),
 and from there a KERNEL edge like a yaml kernel's. Not kernels, and so no rows:
 ``CppFunction::makeFallthrough()`` (the key passes the op on: NamedRegistrations.cpp's 517 lines) and keys this
-vocabulary does not know. A key the yaml already registers for the op keeps the yaml's kernel: the dispatcher
-would hold two kernels for one (op, key), which PyTorch reports at load, so the m.impl is only counted
+vocabulary does not know. A key the yaml already registers for the op keeps the yaml's kernel: two kernels for one
+(op, key) is a mistake the dispatcher warns about at load ("Overriding a previously registered kernel", the later
+static registration winning, an order the source does not fix), so the m.impl is only counted
 (``AtenLibrary.conflicts``; none in 2.6.0).
 
 ``m.def`` in a ``TORCH_LIBRARY(aten, m)`` / ``TORCH_LIBRARY_FRAGMENT(aten, m)`` block defines an aten op the yaml
