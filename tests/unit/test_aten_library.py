@@ -62,6 +62,10 @@ TORCH_LIBRARY_IMPL(aten, Named, m) {
   m.impl("relu", CppFunction::makeFallthrough());
 }
 
+TORCH_LIBRARY_IMPL(aten, CatchAll, m) {
+  m.impl("bitwise_not", relu_dup);
+}
+
 } // namespace
 } // namespace ops
 } // namespace vulkan
@@ -157,6 +161,9 @@ def test_the_yaml_keeps_its_key_and_a_fallthrough_is_no_kernel(hand):
     # a lambda is a row with no definition to go to
     (lam,) = [e for e in reg.dispatch(reg.by_full["relu_"]) if e.origin is EntryOrigin.LIBRARY]
     assert lam.kernel.startswith("lambda@")
+    # CatchAll is a Library of no key: the dispatcher files its kernels under CompositeImplicitAutograd
+    assert [(str(e.key), e.kernel) for e in reg.dispatch(reg.by_full["bitwise_not"])
+            if e.origin is EntryOrigin.LIBRARY] == [("CompositeImplicitAutograd", "relu_dup")]
 
 
 def test_impact_of_a_hand_registered_kernel_goes_through_its_op(hand):

@@ -104,8 +104,10 @@ def read_aten_library(ix: Index, known: dict[str, Op], next_id: int) -> AtenLibr
         if _FALLTHROUGH in target:
             lib.fallthrough += 1
             continue
-        # m.impl with no key in TORCH_LIBRARY(aten): the catch-all kernel, CompositeImplicitAutograd
-        key = key or (DispatchKey.CompositeImplicitAutograd.value if m.group(1) != "_IMPL" else "")
+        # no key (m.impl in TORCH_LIBRARY(aten)) or CatchAll: a Library of no key (core/library.cpp), whose kernels
+        # the dispatcher files under CompositeImplicitAutograd (OperatorEntry::registerKernel)
+        if key in ("", DispatchKey.CatchAll.value):
+            key = DispatchKey.CompositeImplicitAutograd.value if m.group(1) != "_IMPL" or key else ""
         if key not in DispatchKey.__members__:
             lib.unknown_key += 1
             continue
