@@ -15,8 +15,9 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..model import CppSymbol, DispatchEntry, Op
+from ..model import CppSymbol, DispatchEntry, EntryOrigin, Op
 from ..store.reader import Index
+from .aten_library import library_kernel_definitions
 from .cpp_lookup import ancestry, class_scope, resolve_type
 from .cpp_types import Scope, Ty, scope_chain, split_args
 from .symbols import kernel_definitions
@@ -323,7 +324,8 @@ def op_kernel_definitions(ix: Index, op: Op, entry: DispatchEntry) -> list[CppSy
     memo: dict[tuple[str, str, str], list[CppSymbol]] = ix.cached("op_kernel_definitions", dict)
     key = (op.full_name, str(entry.key), entry.kernel)
     if key not in memo:
-        defs = kernel_definitions(ix, entry.kernel, entry.structured)
+        defs = library_kernel_definitions(ix, entry.kernel, entry.scope) if entry.origin is EntryOrigin.LIBRARY \
+            else kernel_definitions(ix, entry.kernel, entry.structured)
         memo[key] = (native_overloads(ix, op, defs) if not entry.structured else defs)[:MAX_KERNEL_DEFS]
     return memo[key]
 

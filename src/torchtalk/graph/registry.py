@@ -11,9 +11,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ..model import DispatchEntry, DispatchKey, EntryOrigin, Loc, Op, OpDispatch, PyApiKind, Variant
+from ..model.cpp import TEMPLATE_ARGS
 from ..model.dispatch import delegated
 from ..store.codec import codec, row_fact
 from ..store.reader import Index
+from .aten_library import AtenLibrary, read_aten_library
 
 # Spellings of a Python name as the py_api table stores them.
 _PY_PREFIXES = (("F.", "torch.nn.functional."), ("nn.functional.", "torch.nn.functional."),
@@ -42,6 +44,12 @@ class OpRegistry:
             self.by_id[op.id] = op
             self.by_full[op.full_name] = op
             self.by_name[op.name].append(op)
+        # the aten ops and kernels of hand-written TORCH_LIBRARY blocks (Note [Hand-registered aten kernels])
+        self.library: AtenLibrary = read_aten_library(ix, dict(self.by_full), min(self.by_id, default=0) - 1)
+        for op in self.library.ops:
+            self.by_id[op.id] = op
+            self.by_full[op.full_name] = op
+            self.by_name[op.name].append(op)
         self.own: dict[str, list[OpDispatch]] = defaultdict(list)
         for row in ix.q(f"SELECT {codec(OpDispatch).select()} FROM op_dispatch ORDER BY id"):
             d: OpDispatch = row_fact(OpDispatch, row, ix.path_of)
@@ -62,7 +70,10 @@ class OpRegistry:
         self.kernel_ops: dict[str, list[tuple[Op, DispatchEntry]]] = defaultdict(list)
         for op in self.by_id.values():
             for entry in self.dispatch(op):
-                self.kernel_ops[entry.kernel].append((op, entry))
+                # an m.impl's kernel by its name alone: written as its namespace lets it be (native::det)
+                name = entry.kernel if entry.origin is not EntryOrigin.LIBRARY else \
+                    TEMPLATE_ARGS.sub("", entry.kernel).rsplit("::", 1)[-1]
+                self.kernel_ops[name].append((op, entry))
 
     # ------------------------------------------------------------ lookup
 
@@ -138,6 +149,14 @@ class OpRegistry:
         if not entries and not op.structured_delegate and not op.dispatch_empty:
             entries.append(DispatchEntry(DispatchKey.CompositeImplicitAutograd, op.cpp_name, op.loc,
                                          EntryOrigin.IMPLICIT))
+        if not seen - {op.full_name}:  # the op's own m.impl lines, after the yaml's (not a structured delegate's)
+            have = {e.key for e in entries}
+            for e in self.library.entries.get(op.full_name, ()):
+                if e.key in have:  # the yaml's kernel for that key stays (Note [Hand-registered aten kernels])
+                    self.library.conflicts.append(f"{op.full_name} [{e.key}]: {e.kernel}  {e.loc}")
+                    continue
+                have.add(e.key)
+                entries.append(e)
         return entries
 
     def has_method(self, name: str) -> bool:

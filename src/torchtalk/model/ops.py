@@ -134,6 +134,8 @@ class EntryOrigin(StrEnum):
     UFUNC = "ufunc"  # torchgen writes it from ufunc_inner_loop: (the loops in aten/src/ATen/native/ufunc/<name>.h)
     IMPLICIT = "implicit"  # no dispatch: entry, so CompositeImplicitAutograd with torchgen's C++ name
     AUTOGEN = "autogen"  # an autogen'd variant: torchgen writes its kernel (CompositeExplicitAutograd...)
+    # written by hand: m.impl in a TORCH_LIBRARY_IMPL(aten, Key, m) block (Note [Hand-registered aten kernels])
+    LIBRARY = "library"
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +154,7 @@ class DispatchEntry:
     delegate: str = ""  # full name of the structured op it comes from, "" for the op's own
     structured: bool = False  # the kernel is TORCH_IMPL_FUNC(kernel)
     ufunc: str = ""  # for UFUNC: the loops as written ("Generic: add (AllAndComplex, ...)")
+    scope: str = ""  # for LIBRARY: the namespaces the m.impl is written in, where its kernel's name is looked up
 
     def __post_init__(self) -> None:
         check_enum("DispatchEntry", "key", self.key, DispatchKey)
@@ -169,7 +172,14 @@ class DispatchEntry:
             parts.append("no dispatch: entry (implicit default)")
         elif self.origin is EntryOrigin.AUTOGEN:
             parts.append("autogen: torchgen writes this kernel")
+        elif self.origin is EntryOrigin.LIBRARY:
+            parts.append(f"hand-registered: m.impl in TORCH_LIBRARY_IMPL(aten, {self.key})")
         return "; ".join(parts)
+
+    @property
+    def source(self) -> str:
+        """What names this kernel at ``loc``: the yaml's dispatch line, or a hand-written m.impl."""
+        return "m.impl" if self.origin is EntryOrigin.LIBRARY else "yaml"
 
 
 @dataclass(frozen=True, slots=True)

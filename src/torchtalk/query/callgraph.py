@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 
 from ..graph import LevelCap, graph, up
 from ..graph.nodes import CPP_KINDS
-from ..model import CppSymbol, Cut, CutKind, Edge, EdgeHow, EdgeKind, Node, NodeKind, PyApiKind
+from ..graph.stubs import registered
+from ..model import CppSymbol, Cut, CutKind, Edge, EdgeHow, EdgeKind, Node, NodeKind, PyApiKind, Registration
 from ..store.reader import Index
 from .args import check_int
 from .cuts import named, node_arg, tool_call
@@ -66,6 +67,7 @@ class CalledBySection:
     total_callers: int
     # CALL edges of the functions that name it without a call (Note [References] in extract/cpp_calls.py)
     references: list[Edge] = field(default_factory=list)
+    no_kernel: list[Registration] = field(default_factory=list)  # a stub's REGISTER_NO_<backend>_DISPATCH lines
 
 
 @dataclass
@@ -163,7 +165,9 @@ def _called_by(ix: Index, t: Target) -> CalledBySection:
     callers.sort(key=lambda e: (e.site.path, e.site.line) if e.site else ("", 0))
     refs = [e for e in callers if e.how is EdgeHow.REFERENCED]
     callers = [e for e in callers if e.how is not EdgeHow.REFERENCED]
-    return CalledBySection(t.node, t.symbol, callers, regs, len(callers), refs)
+    # a backend registered with no kernel (REGISTER_NO_CPU_DISPATCH): said, not left out as if unregistered
+    empty = [r for r in registered(ix, t.node.key) if not r.target_name] if t.is_stub else []
+    return CalledBySection(t.node, t.symbol, callers, regs, len(callers), refs, empty)
 
 
 def called_by(ix: Index, function_name: str) -> CalledByResult | NotFound:

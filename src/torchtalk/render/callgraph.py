@@ -155,8 +155,9 @@ def _called_by_body(sec: CalledBySection) -> tuple[list[str], list[Section]]:
     refs = [f"\nReferenced without a call ({len(sec.references)}: put in a table or handed on, run by what holds it):"]
     refs += [f"- {e.src}  [referenced at {e.site}]" for e in sec.references]
     if sec.symbol is None:
-        regs = [f"\nKernels registered for it ({len(sec.registrations)}):"]
+        regs = [f"\nKernels registered for it ({len(sec.registrations) + len(sec.no_kernel)}):"]
         regs += [f"- {e.key}: {e.dst}  [registered {e.site} {e.note}]" for e in sec.registrations]
+        regs += [f"- {r.key}: none ({r.detail})  [registered {r.loc}]" for r in sec.no_kernel]
     elif sec.registrations:
         regs = [f"\nRegistrations that point at it ({len(sec.registrations)}):"]
         regs += [f"- {_registration(e)}" for e in sec.registrations]

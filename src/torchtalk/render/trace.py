@@ -6,6 +6,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 from ..model import CppSymbol, Edge, EdgeKind, NodeKind, Op, PyApiKind, SymbolKind
+from ..model.paths import NATIVE_FUNCTIONS
 from ..query.bound import BindingTrace, callee_name
 from ..query.cuts import tool_call
 from ..query.trace import GpuLine, KernelInfo, OpCall, OpTrace, PythonEntry, TraceResult
@@ -17,12 +18,12 @@ MAX_LAUNCHES = 12
 MAX_OP_CALLS = 15
 
 
-def _cpp_line(d: CppSymbol) -> str:
+def _cpp_line(d: CppSymbol, branch: str = "") -> str:
     gen = " (generated)" if d.in_generated else ""
     params = d.params if d.params and len(d.params) <= 120 else ("(...)" if d.params else "")
     via = f" via {d.macro}" if d.macro else ""
     shown = params if d.kind not in (SymbolKind.IMPL_FUNC, SymbolKind.META_FUNC) else ""
-    return f"{d.display}{shown}  {d.loc}{via}{gen}"
+    return f"{d.display}{shown}  {d.loc}{via}{gen}" + (f"  [only in {branch}]" if branch else "")
 
 
 def _kernel_groups(kernels: list[KernelInfo]) -> OrderedDict[tuple[str, str], list[KernelInfo]]:
@@ -50,8 +51,8 @@ def _launches(info: KernelInfo, op: str, out: list[str]) -> None:
         g, e = lines[0], lines[0].site
         at = ", ".join(str(x.site.site) for x in lines)  # each path:line whole, as every answer writes one
         by = f" by {e.src.label}" + (f"  ({g.via}'s code)" if g.via else "")
-        what = f"{g.library}: {e.written or e.dst.label}" + (f" ({e.note})" if e.note else "") if g.library \
-            else f"CUDA {e.dst.label}"
+        note = f" ({e.note})" if e.note else ""  # a library call's chain (Note [Builder chains])
+        what = f"{g.library}: {e.written or e.dst.label}{note}" if g.library else f"CUDA {e.dst.label}"
         if not g.library and e.dst.kind is NodeKind.GPU_KERNEL and e.dst.key.isdigit():
             what = f"CUDA kernel {e.dst.label.removeprefix('__global__ ').split('::')[-1]}: __global__ at " \
                    f"{e.dst.loc}, launched <<<>>>"
@@ -84,7 +85,7 @@ def _render_kernels(t: OpTrace, focus: str, shown: set[str], out: list[str], cpp
         keys = ", ".join(i.entry.key for i in infos)
         info = infos[0]
         note = f"  [{via}]" if via else ""
-        out.append(f"- {keys}: {kernel}{note}  (yaml {info.entry.loc})")
+        out.append(f"- {keys}: {kernel}{note}  ({info.entry.source} {info.entry.loc})")
         if focus == "yaml" or not cpp:
             continue
         seen = f"{kernel} {' '.join(str(d.loc) for d in info.definitions)}"  # one overload of a name is not another
@@ -96,9 +97,7 @@ def _render_kernels(t: OpTrace, focus: str, shown: set[str], out: list[str], cpp
         if not info.definitions:
             out.append(f"    C++: no definition of {kernel} found in the indexed C++ "
                        "(it may be generated or macro-built)")
-        for d in info.definitions[:4]:
-            branch = info.branches.get(d.id)
-            out.append(f"    C++: {_cpp_line(d)}" + (f"  [only in {branch}]" if branch else ""))
+        out += [f"    C++: {_cpp_line(d, info.branches.get(d.id, ''))}" for d in info.definitions[:4]]
         _stubs(info, out)
         _op_calls(info, out)
         _launches(info, t.op.name, out)
@@ -189,7 +188,9 @@ def _same_as(seen: dict[tuple[str, tuple[str, ...]], str], key: str, value: Sequ
 
 
 def _facts(op: Op) -> str:
-    facts = [f"variants: {', '.join(sorted(v.value for v in op.variants))}"]
+    facts = [f"variants: {', '.join(sorted(v.value for v in op.variants))}"] if op.variants else []
+    if op.path and op.path != NATIVE_FUNCTIONS:  # Note [Hand-registered aten kernels]
+        facts.append("defined by m.def in a TORCH_LIBRARY(aten) block, not in native_functions.yaml")
     for label, value in (("python_module", op.python_module), ("tags", ", ".join(op.tags)),
                          ("structured", "True" if op.structured else ""),
                          ("structured_delegate", op.structured_delegate),
