@@ -378,3 +378,6 @@ class CutKind(StrEnum):
     # the GPU walk's limit of calls through the dispatcher per chain (graph/gpu.py HOPS): the ops that an op reached
     # that way calls in turn were kept as reached, not walked into; ``at`` is the op whose calls were not followed
     HOPS = "hops"
+    # a Python function reached outside the modules the answer expands (query/pywalk.py): kept as reached, not walked
+    # into; ``at`` is the first of them, ``left`` how many
+    SCOPE = "scope"
