@@ -50,7 +50,7 @@ from .pyast import (
     signature,
     text,
 )
-from .pyrecv import BINDS, Receivers, annotation_kind
+from .pyrecv import BINDS, Receivers, annotation_kind, made_by
 from .raises_py import CALL_NAMES, HOOKS, PyRaises, on_call
 
 _FuncDef, _AsyncDef, _ClassDef = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef
@@ -223,7 +223,7 @@ class _Extractor:
                             self._register(kind, n, -1, local)
                 elif f.__class__ is Attribute and func >= 0:
                     # (-input).softmax(dim), x.view(...).sum(): a method of whatever the expression gives
-                    append_call(PyCall(func, f"{EXPR}.{f.attr}", n.lineno, **call_shape(n)))
+                    append_call(PyCall(func, f"{EXPR}.{f.attr}", n.lineno, **call_shape(n), **made_by(f.value)))
                     stack.append(f.value)
                 elif f.__class__ is Call and self._call_of_registrar(n, f, func, local):
                     # the inner registrar call is handled: walk only its arguments

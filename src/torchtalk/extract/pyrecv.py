@@ -73,6 +73,14 @@ def value_kind(v: ast.expr | None) -> PyReceiver | object | None:
     return None
 
 
+def made_by(v: ast.expr) -> dict[str, PyReceiver]:
+    """The receiver of a method call on an expression (not a name) as PyCall's keyword argument: the builtin it
+    makes (``"\\n".join(lines).split(...)``, ``f"{x}".strip()``: a str), or none when the function does not show
+    it (``x.view(...).sum()``)."""
+    kind = value_kind(v)
+    return {"recv": kind} if isinstance(kind, PyReceiver) else {}
+
+
 def annotation_kind(a: ast.expr | None) -> PyReceiver | None:
     """The builtin an annotation names: ``Set[str]``, ``Optional[Dict[str, int]]``, ``list[int] | None``,
     ``"Set[Module]"``; None for any other annotation."""

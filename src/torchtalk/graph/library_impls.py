@@ -45,3 +45,9 @@ def library_python(ix: Index) -> dict[str, list[Impl]]:
         return out
     table: dict[str, list[Impl]] = ix.cached("library_impls_by_python", build)
     return table
+
+
+def library_op_name(python: str) -> str:
+    """``torch.ops.quantized.linear_dynamic`` as the op's own name, ``quantized::linear_dynamic``."""
+    ns, _, op = python.removeprefix("torch.ops.").partition(".")
+    return f"{ns}::{op}"

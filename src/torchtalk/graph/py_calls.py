@@ -220,6 +220,8 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
     if full.startswith(HIDDEN_PREFIXES):
         return []
     d = names.definition(full)
+    if d is None:  # ops.quantized.x(...) after ``from torch._ops import ops``: Note [Objects a package exports]
+        full = names.exported(full)
     if d is not None and d.kind is PyDefKind.ASSIGN:
         return [Edge(src, assigned_node(d), EdgeKind.PY_CALL, site, written=written)]
     if d is not None and d.kind is PyDefKind.FUNCTION:
@@ -263,9 +265,12 @@ def _untyped_receiver(ix: Index, src: Node, written: str, site: Loc, shape: Shap
     method (size.int): where the arguments pick one of those, or no overload takes them (``x.size()``), the call
     is that binding (one BINDING edge on to its C++ function)."""
     method = written.rsplit(".", 1)[1]
-    ops = ops_of_python(ix, f"Tensor.{method}")
     how, note = (EdgeHow.ATTRIBUTE, f"a Tensor: {made}") if made else (EdgeHow.UNTYPED_RECEIVER,
                                                                        "receiver not typed; assumed a Tensor")
+    python = python_tensor_method(ix, method)
+    if python is not None:  # Note [Python Tensor methods]
+        return [Edge(src, function_node(python), EdgeKind.PY_CALL, site, note=note, how=how, written=written)]
+    ops = ops_of_python(ix, f"Tensor.{method}")
     named = registry(ix).by_name.get(method, [])  # the binding is the op's name's only (not x.tolist())
     hand = tensor_hand_bound(ix).get(method) if named else None
     manual = [op for op in named if op.manual_cpp_binding and op not in ops] if hand is not None else []
@@ -277,6 +282,21 @@ def _untyped_receiver(ix: Index, src: Node, written: str, site: Loc, shape: Shap
 
 
 TENSOR = "torch._tensor.Tensor"  # torch.Tensor, as the link stage resolves a base
+
+
+# Note [Python Tensor methods]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# torch.Tensor is a Python class (``class Tensor(torch._C.TensorBase)`` in torch/_tensor.py) and a method its body
+# (or a Python base of it) defines hides the C++ method of the same name: ``x.norm(p, dim)`` runs ``Tensor.norm``
+# (torch/_tensor.py), which calls ``torch.norm`` (torch/functional.py), which calls ``torch.linalg.vector_norm``; it
+# never reaches the YAML's ``norm.ScalarOpt_dim`` from the method. So a call on a receiver taken for a Tensor goes to
+# the Python method when the class defines one, read from the tree (the class's own definitions), and to the op of
+# the method's name only when it does not.
+
+def python_tensor_method(ix: Index, method: str) -> PyDef | None:
+    """The Python method ``method`` of torch.Tensor (its class in torch/_tensor.py or a Python base), or None when
+    the method is the C++ base's (Note [Python Tensor methods])."""
+    return method_of(ix, pynames(ix).mro(TENSOR), method)
 
 
 def _made_tensor(ix: Index, mro: Sequence[str], attr: str) -> str:

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, PyApiKind, PyDefKind, SymbolKind
+from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op, PyApiKind, PyDefKind, SymbolKind
 from ..model.cpp import TEMPLATE_ARGS, written_as
 from ..store.reader import Index
 from .library_impls import library_impls, library_python
 from .nodes import binding_node, cpp_node, op_node, symbol_id, unresolved_node
-from .py_calls import assign_edges, ops_of_python
+from .py_args import overloads_for
+from .py_calls import assign_edges, ops_of_python, python_tensor_method
 from .pynames import PyNames, pynames
 from .registry import registry
 from .symbols import defs_by_name, defs_in_file, symbol
@@ -80,6 +81,8 @@ def _library_kernels(ix: Index, node: Node) -> list[Edge]:
     for ns, op, key, target, file_id, line in library_python(ix).get(node.key.removesuffix(".default"), []):
         loc = Loc(ix.path_of(file_id), line)
         defs = defs_in_file(ix, file_id, target.split("::")[-1]) or []
+        # the function the m.impl names as written (QLinearDynamicFp16<true>::run, not the file's first ``run``)
+        defs = [d for d in defs if written_as(d.qualname, target)] or defs
         dst = cpp_node(defs[0]) if defs else _cpp_named(ix, target) or unresolved_node(target)
         edges.append(Edge(node, dst, EdgeKind.BINDING, loc, PyApiKind.LIBRARY, f"m.impl of {ns}::{op} for {key}"))
     return edges
@@ -153,21 +156,26 @@ _ENTRY_MODULES = ("torch.nn.", "torch.functional", "torch._tensor")
 EXPR = "<expr>"  # extract/pymodules.py: the receiver of a method call on an expression
 
 
-def entry_calls(ix: Index) -> dict[str, list[tuple[str, str, str, int, int]]]:
-    """Last component of a callee -> (caller fq, caller module, callee as written, file, line), over the public
-    Python API modules (torch.nn.*, torch.functional, torch._tensor; private submodules left out)."""
-    def build() -> dict[str, list[tuple[str, str, str, int, int]]]:
-        out: dict[str, list[tuple[str, str, str, int, int]]] = {}
-        for module, qualname, callee, file_id, line in ix.q(
-                "SELECT f.module, f.qualname, c.callee, c.file_id, c.line FROM py_call c JOIN py_function f "
-                "ON f.id = c.func WHERE f.module LIKE 'torch.nn.%' OR f.module IN ('torch.functional', "
-                "'torch._tensor') ORDER BY c.id"):
+EntryCall = tuple[str, str, str, int, int, int, str, str]  # caller fq, module, callee, file, line, nargs, keywords,
+#                                                           literals (the call's shape: Note [Overloads by arguments])
+
+
+def entry_calls(ix: Index) -> dict[str, list[EntryCall]]:
+    """Last component of a callee -> (caller fq, caller module, callee as written, file, line, and the call's shape),
+    over the public Python API modules (torch.nn.*, torch.functional, torch._tensor; private submodules left out);
+    a method of a receiver known to hold a builtin (Note [Builtin receivers]) left out."""
+    def build() -> dict[str, list[EntryCall]]:
+        out: dict[str, list[EntryCall]] = {}
+        for module, qualname, callee, file_id, line, nargs, keywords, literals in ix.q(
+                "SELECT f.module, f.qualname, c.callee, c.file_id, c.line, c.nargs, c.keywords, c.literals "
+                "FROM py_call c JOIN py_function f ON f.id = c.func WHERE c.recv = '' AND (f.module LIKE 'torch.nn.%' "
+                "OR f.module IN ('torch.functional', 'torch._tensor')) ORDER BY c.id"):
             if any(p.startswith("_") for p in module.split(".")[1:] if p != "_tensor") or "<locals>" in qualname:
                 continue
             out.setdefault(callee.rsplit(".", 1)[-1], []).append((f"{module}.{qualname}", module, callee, file_id,
-                                                                  line))
+                                                                  line, nargs, keywords, literals))
         return out
-    table: dict[str, list[tuple[str, str, str, int, int]]] = ix.cached("py_entry_calls", build)
+    table: dict[str, list[EntryCall]] = ix.cached("py_entry_calls", build)
     return table
 
 
@@ -175,24 +183,37 @@ def python_callers(ix: Index, node: Node, reaches: Callable[[str], bool]) -> lis
     """BINDING edges from the public Python functions whose body calls ``node`` (an op, by any of its Python
     names, or a Python function), resolved as the interpreter binds the names; one per caller."""
     names = pynames(ix)
+    op = registry(ix).by_full.get(node.key) if node.kind is NodeKind.OP else None
     if node.kind is NodeKind.OP:
-        op = registry(ix).by_full.get(node.key)
         lasts = {p.name.rsplit(".", 1)[-1] for p in registry(ix).python_names(op)} if op else set()
     else:
         lasts = {node.key.rsplit(".", 1)[-1]}
     out: dict[str, Edge] = {}
     for last in sorted(lasts):
-        for fq, module, callee, file_id, line in entry_calls(ix).get(last, ()):
+        for fq, module, callee, file_id, line, nargs, keywords, literals in entry_calls(ix).get(last, ()):
             if fq in out or fq == node.key:
                 continue
             full = names.resolve_in(module, callee)
-            if reaches(full) or node.kind is NodeKind.OP and _tensor_argument(names, fq, callee) \
-                    and reaches(f"Tensor.{last}"):
+            if reaches(full) or op is not None and _tensor_argument(names, fq, callee) \
+                    and _tensor_method_reaches(ix, op, last, (nargs, keywords, literals)):
                 site = Loc(ix.path_of(file_id), line)
                 d = names.definition(fq)
                 out[fq] = Edge(binding_node(fq, d.loc if d else site), node, EdgeKind.BINDING, site,
                                note=f"calls it ({callee})", how=EdgeHow.PY_CALLER, written=callee)
     return list(out.values())
+
+
+def _tensor_method_reaches(ix: Index, op: Op, method: str, shape: tuple[int, str, str]) -> bool:
+    """Whether ``x.method(...)`` of this shape, x taken for a Tensor, reaches ``op``: not when torch.Tensor's Python
+    class defines the method (Note [Python Tensor methods]: that function calls on), nor when the call's arguments
+    fit no overload of it (``s.split("\\n")``: a string is no split size, Note [Overloads by arguments])."""
+    if python_tensor_method(ix, method) is not None:
+        return False
+    ops = ops_of_python(ix, f"Tensor.{method}")
+    if op not in ops:
+        return False
+    nargs, keywords, literals = shape
+    return op in overloads_for(ops, nargs, tuple(keywords.split(",")) if keywords else (), True, literals)
 
 
 def _params(signature: str) -> dict[str, str]:

@@ -50,6 +50,7 @@ class PyNames:
         self._mros: dict[str, tuple[str, ...]] = {}
         self._c3_memo: dict[str, list[str] | None] = {}
         self._bases: dict[str, list[str] | None] = {}
+        self._exports: dict[str, dict[str, str]] = {}  # package -> {object's full name: the name it exports}
         self.module_files = ix.cached("py_module_files", self._module_files)
 
     def _module_files(self) -> dict[str, int]:
@@ -193,6 +194,30 @@ class PyNames:
             base = next((f"{star}.{first}" for star in stars if self.canonical(f"{star}.{first}")), first)
         full = f"{base}.{rest}" if rest else base
         return self.canonical(full) or full
+
+    # Note [Objects a package exports]
+    # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    # ``torch.ops`` is an object torch/_ops.py makes (``ops: _Ops = _Ops()``) and torch/__init__.py re-exports under
+    # its own name (``from torch._ops import ops as ops``), so ``from torch._ops import ops; ops.quantized.x(...)``
+    # (an ao module) calls what ``torch.ops.quantized.x`` names. A name under such an object (imported by the
+    # package under the name it has, and neither a module nor a def or class the index holds) is spelled as the
+    # package exports it, the spelling the rest of the graph knows (graph/library_impls.py, ops_of_python).
+
+    def exported(self, full: str) -> str:
+        """``full`` spelled through the object its package exports (Note [Objects a package exports]), or as it is."""
+        pkg = full.partition(".")[0]
+        if pkg not in self._exports:
+            self._exports[pkg] = {
+                target: alias for alias, target in self.imports(pkg)[0].items()
+                if target.startswith(pkg + ".") and target != f"{pkg}.{alias}" and target.rsplit(".", 1)[1] == alias
+                and target not in self.module_files and self.canonical(target) is None}
+        table = self._exports[pkg]
+        parts = full.split(".")
+        for i in range(len(parts) - 1, 1, -1):
+            head = ".".join(parts[:i])
+            if head in table:
+                return f"{pkg}.{table[head]}{full[len(head):]}"
+        return full
 
 
 def pynames(ix: Index) -> PyNames:

@@ -3,6 +3,9 @@
 Each enum's values are what the index stores, so renaming a value is a schema
 change (bump ``store.schema.SCHEMA_VERSION``). Enums are ``str`` subclasses: a
 value compares equal to its text, which keeps SQL parameters and JSON plain.
+
+Size: one enum per kind, each with a comment per value, and nothing else; kept in one module so that every string
+a layer decides on is found in one place (the enums of one area, dispatch keys or tests, have modules of their own).
 """
 
 from __future__ import annotations
@@ -397,3 +400,6 @@ class CutKind(StrEnum):
     # the GPU walk's limit of calls through the dispatcher per chain (graph/gpu.py HOPS): the ops that an op reached
     # that way calls in turn were kept as reached, not walked into; ``at`` is the op whose calls were not followed
     HOPS = "hops"
+    # a Python function reached outside the modules the answer expands (query/pywalk.py): kept as reached, not walked
+    # into; ``at`` is the first of them, ``left`` how many
+    SCOPE = "scope"

@@ -79,6 +79,9 @@ def describe(c: Cut) -> str:
         what = (f"{c.left} op{'s' if c.left != 1 else ''} called through the dispatcher by ops themselves reached "
                 f"through the dispatcher {'were' if c.left != 1 else 'was'} not walked (e.g. the ones {where}'s code "
                 f"calls; the walk follows {calls} through the dispatcher a chain)")
+    elif c.kind is CutKind.SCOPE:
+        what = (f"{c.left} Python function{'s' if c.left != 1 else ''} reached but not walked into (outside the "
+                f"modules this answer expands; e.g. {where})")
     elif c.kind is CutKind.LEVEL:
         what = f"{nodes} reached but not walked from (at most {c.limit} a level; e.g. {where})"
     else:

@@ -78,6 +78,8 @@ class TraceModuleResult:
     cuts: list[Cut] = field(default_factory=list)  # what the walk from the entry method left out
     choices: list[Choice] = field(default_factory=list)  # the paths its code chooses between, with their ops
     common: list[str] = field(default_factory=list)  # op full names reached on every path
+    # TORCH_LIBRARY ops reached (Note [Library ops]): ns::op -> (where its first m.impl is, how reached)
+    library_ops: OrderedDict[str, tuple[Loc | None, list[str]]] = field(default_factory=OrderedDict)
 
 
 def _class_rows(ix: Index, where: str, params: tuple[str, ...]) -> list[ClassInfo]:
@@ -135,10 +137,11 @@ def _mro(ix: Index, cls: ClassInfo) -> list[ClassInfo]:
     return [cls] + [r for fq in pynames(ix).mro(cls.fq)[1:] for r in _class_rows(ix, "fq = ?", (fq,))[:1]]
 
 
-def _tree(walk: PyWalk, start: Node, reg: OpRegistry) -> tuple[list[CallNode],
-                                                                 OrderedDict[str, tuple[Op, list[str]]]]:
+def _tree(walk: PyWalk, start: Node, reg: OpRegistry, result: TraceModuleResult) -> tuple[
+        list[CallNode], OrderedDict[str, tuple[Op, list[str]]]]:
     """The walk's PY_CALL steps as a call tree, with each function's other calls of what the tree expands
-    elsewhere (Note [Calls shown once]), and the ops reached with the paths that reach them."""
+    elsewhere (Note [Calls shown once]), and the ops reached with the paths that reach them (the TORCH_LIBRARY ops
+    in ``result.library_ops``)."""
     ops: OrderedDict[str, tuple[Op, list[str]]] = OrderedDict()
     made: dict[int, CallNode] = {}  # id(step) -> its node
     roots: list[CallNode] = []
@@ -161,6 +164,10 @@ def _tree(walk: PyWalk, start: Node, reg: OpRegistry) -> tuple[list[CallNode],
         below.setdefault((e.dst.kind, e.dst.key), node.children)
         if e.dst.kind is NodeKind.OP:
             _note_op(reg, ops, node, e.dst.key, s)
+        elif e.dst.kind is NodeKind.BINDING and e.dst.key in walk.library:  # torch.ops.quantized.x: ns::op
+            via = result.library_ops.setdefault(walk.library[e.dst.key], (e.dst.loc, []))[1]
+            if len(via) < 3:
+                via.append(" -> ".join(c.written for c in s.chain() if c.kind is EdgeKind.PY_CALL))
         (parent.children if parent is not None else roots).append(node)
     for key, edges in walk.again.items():
         if key in below:
@@ -205,19 +212,24 @@ def _ops_first(e: Edge) -> int:
 
 def _walk(ix: Index, entry: PyDef, mro: list[ClassInfo], result: TraceModuleResult) -> None:
     """PY_CALL edges down from ``entry`` (forward or step) to the ops, ``self`` being an instance of mro[0]."""
+    # Every Python function of torch (as trace walks them) and of the class's own package is walked into: a helper
+    # of an ao module (torch.ao...._quantize_and_dequantize_weight) is part of what its forward runs. Any other is
+    # kept as reached and named as a cut (Note [Walk to the ops]).
+    expanded = ("torch.", mro[0].module.split(".")[0] + ".")
+
     def follow(s: Step) -> bool:
         e = s.edge
         if e.dst.kind is NodeKind.BINDING:
             return e.kind is EdgeKind.PY_CALL
         if e.dst.kind is not NodeKind.PY_FUNCTION:
             return False
-        return e.written.startswith(("self.", "super().")) or e.dst.key.startswith(EXPANDED_PREFIXES)
+        return e.written.startswith(("self.", "super().")) or e.dst.key.startswith(expanded)
 
     g = graph(ix).within(PyContext([c.fq for c in mro]))  # self is an instance of mro[0]
     start = function_node(entry)
     walk = walk_to_ops(g, start, follow, _ops_first)
     assert result.entry is not None
-    result.entry.calls, result.ops = _tree(walk, start, registry(ix))
+    result.entry.calls, result.ops = _tree(walk, start, registry(ix), result)
     result.cuts = named(walk.cuts, lambda c: explore(c.at) if c.at is not None else "")
     result.choices, result.common = walk.choices, walk.common
 

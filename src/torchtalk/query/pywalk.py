@@ -18,6 +18,11 @@ choice or not (``if weight is not None: weight = weight.expand(...)`` in binary_
 and its ``expand`` is on no path for sure); a call in a loop's body counts as made.
 An arm whose calls are all ops (``if maximize: torch._foreach_neg(...)``) is a detail of one
 path, not a path: a choice needs two arms that call Python functions.
+
+An op is a native_functions.yaml op or a TORCH_LIBRARY op of another namespace that Python calls as
+``torch.ops.ns.op`` (Note [Library ops]: ``quantized::linear_relu_dynamic``), named ``ns::op``. A Python
+function the caller's ``follow`` does not walk into (outside the modules its answer expands) is no silent
+stop: the walk records a ``SCOPE`` cut at it, whose call (``trace`` of the function) shows what it reaches.
 """
 
 from __future__ import annotations
@@ -26,8 +31,9 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from ..graph import Graph, Step, down
+from ..graph.library_impls import library_op_name, library_python
 from ..graph.walk import Rank
-from ..model import Cut, Edge, EdgeKind, Loc, Node, NodeKind
+from ..model import Cut, CutKind, Edge, EdgeKind, Loc, Node, NodeKind
 
 KINDS = (EdgeKind.PY_CALL, EdgeKind.BINDING)
 DEPTH_GUARD = 16  # calls from the start: only a chain this long is cut by depth (and the cut is named)
@@ -43,7 +49,7 @@ class Arm:
 
     arm: str  # as written: "if fused and (not torch.jit.is_scripting())", "else"
     calls: list[Edge]  # the arm's calls (PY_CALL edges), functions first
-    ops: list[str] = field(default_factory=list)  # op full names reached through the arm, in walk order
+    ops: list[str] = field(default_factory=list)  # op full names (ns::op for a library op) reached, in walk order
 
     @property
     def chosen(self) -> Loc | None:
@@ -71,6 +77,7 @@ class PyWalk:
     # (self.norm2 after self.norm1, self.linear1 beside self.linear2) are edges the walk did not take. They are
     # kept here, per calling function, so a call tree lists every call its functions make.
     again: dict[_Key, list[Edge]] = field(default_factory=dict)
+    library: dict[str, str] = field(default_factory=dict)  # the TORCH_LIBRARY ops reached: torch.ops.ns.op -> ns::op
 
 
 def _key(n: Node) -> _Key:
@@ -89,13 +96,26 @@ def walk_to_ops(g: Graph, start: Node, follow: Callable[[Step], bool], rank: Ran
 
     expanded: set[_Key] = {_key(start)}
 
+    declined: list[Node] = []  # the Python functions reached and not walked into: a SCOPE cut
+
     def noted(s: Step) -> bool:
         if follow(s):
             expanded.add(_key(s.node))
             return True
+        if s.node.kind is NodeKind.PY_FUNCTION:
+            declined.append(s.node)
         return False
 
     walk = down([start], edges, KINDS, DEPTH_GUARD, fan_out=FAN_OUT, max_nodes=BUDGET, follow=noted, rank=rank)
+    if declined:
+        walk.cuts.append(Cut(CutKind.SCOPE, declined[0], len(declined), 0))
+    library = library_python(g.ix)
+
+    def library_op(n: Node) -> str | None:
+        """``ns::op`` when ``n`` is a TORCH_LIBRARY op as Python calls it (torch.ops.ns.op[.overload])."""
+        if n.kind is not NodeKind.BINDING or ".".join(n.key.split(".")[:4]) not in library:
+            return None
+        return library_op_name(n.key.removesuffix(".default"))
     reached = {_key(s.node) for s in walk.steps} | {_key(start)}
     order = [start] + [s.node for s in walk.steps if _key(s.node) in expanded]
 
@@ -120,6 +140,8 @@ def walk_to_ops(g: Graph, start: Node, follow: Callable[[Step], bool], rank: Ran
                     continue
                 if e.dst.kind is NodeKind.OP:
                     out.setdefault(e.dst.key)
+                elif library_op(e.dst) is not None:
+                    out.setdefault(library_op(e.dst) or "")
                 elif _key(e.dst) not in seen:
                     seen.add(_key(e.dst))
                     stack.append(e.dst)
@@ -146,7 +168,9 @@ def walk_to_ops(g: Graph, start: Node, follow: Callable[[Step], bool], rank: Ran
                 calls = sorted(calls, key=lambda e: e.dst.kind is NodeKind.OP)
                 ops: dict[str, None] = {}
                 for e in calls:
-                    ops.update({e.dst.key: None} if e.dst.kind is NodeKind.OP else reach(e.dst))
+                    lib = library_op(e.dst)
+                    ops.update({e.dst.key: None} if e.dst.kind is NodeKind.OP else {lib: None} if lib else reach(e.dst))
                 choice.arms.append(Arm(text, calls, list(ops)))
             choices.append(choice)
-    return PyWalk(walk.steps, walk.cuts, choices, list(reach(start, unconditional=True)), again)
+    library_reached = {s.node.key: name for s in walk.steps if (name := library_op(s.node)) is not None}
+    return PyWalk(walk.steps, walk.cuts, choices, list(reach(start, unconditional=True)), again, library_reached)

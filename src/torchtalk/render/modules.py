@@ -81,13 +81,16 @@ def render_trace_module(r: TraceModuleResult) -> str:
             out.append(f"\n{r.entry.name} makes no call TorchTalk could resolve.")
     else:
         out.append("No forward/step method found on the class or its bases.")
-    if r.ops:
-        out.append(f"\nNative ops reached ({len(r.ops)}):")
-        for full, (op, paths) in list(r.ops.items())[:40]:
-            out.append(f"- {full}  {op.loc}  [{r.op_kernels.get(full, '')}]")
-            out.append(f"    via {paths[0]}")
-        if len(r.ops) > 40:
-            out.append(f"- ... {showing(40, len(r.ops), IN_STRUCTURED)}")
+    if r.ops or r.library_ops:
+        total = len(r.ops) + len(r.library_ops)
+        out.append(f"\nNative ops reached ({total}):")
+        lines = [(f"- {full}  {op.loc}  [{r.op_kernels.get(full, '')}]", paths[0]) for full, (op, paths) in
+                 r.ops.items()] + [(f"- {name}  [TORCH_LIBRARY op; first m.impl at {loc}]", paths[0])
+                                   for name, (loc, paths) in r.library_ops.items()]
+        for line, via in lines[:40]:
+            out += [line, f"    via {via}"]
+        if total > 40:
+            out.append(f"- ... {showing(40, total, IN_STRUCTURED)}")
     if r.others:
         shown = r.others[:MAX_OTHERS]
         more = f" ({showing(len(shown), len(r.others), IN_STRUCTURED)}; trace_module of a full name traces one)" \

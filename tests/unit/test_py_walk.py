@@ -1,0 +1,102 @@
+"""The Python walk's receivers and scope (query/pywalk.py, graph/py_calls.py), on the fixture tree with tree_py,
+tree_library and tests/fixtures/tree_pywalk over it (its README says what each file is cut down from):
+
+- Note [Python Tensor methods]: ``input.norm(...)`` runs torch.Tensor's Python ``norm``, not the YAML's norm op;
+- a receiver that is a str (a str literal's or f-string's method, a string literal argument no overload takes) is
+  no Tensor, for the walk down and for "Called from Python" alike;
+- trace_module walks into the helpers of its own package and names what it does not walk into (CutKind.SCOPE), its
+  paths count the TORCH_LIBRARY ops they reach, and ``from torch._ops import ops`` is torch.ops (Note [Objects a
+  package exports]), each m.impl reaching the function it names."""
+
+import shutil
+
+import pytest
+
+from torchtalk.graph.nodes import op_node
+from torchtalk.graph.py_attrs import function_node
+from torchtalk.graph.py_calls import py_call_edges
+from torchtalk.graph.py_edges import bindings_into
+from torchtalk.graph.pynames import pynames
+from torchtalk.graph.registry import registry
+from torchtalk.model import CutKind, NodeKind
+from torchtalk.tools import get_tool, run
+
+from ..conftest import FIXTURE_TREE
+
+FIXTURES = FIXTURE_TREE.parent
+
+
+@pytest.fixture(scope="module")
+def ix(tmp_path_factory):
+    from torchtalk.index.indexer import refresh
+    from torchtalk.source.tree import find_source
+    from torchtalk.store.reader import Index
+
+    dest = tmp_path_factory.mktemp("pywalk") / "pytorch"
+    shutil.copytree(FIXTURE_TREE, dest)
+    for overlay in ("tree_py", "tree_library", "tree_pywalk"):
+        shutil.copytree(FIXTURES / overlay, dest, dirs_exist_ok=True)
+    yaml = dest / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + (FIXTURES / "tree_pywalk_ops.yaml").read_text())
+    st = find_source(dest)
+    refresh(st, workers=1, codegen=False)
+    index = Index(st.index_path, st.root)
+    yield index
+    index.close()
+
+
+def _edges(ix, fq):
+    return py_call_edges(ix, function_node(pynames(ix).definition(fq)))
+
+
+def test_a_method_torch_tensor_defines_in_python_runs_that_method(ix):
+    (edge,) = [e for e in _edges(ix, "torch.nn.modules.walked.normalize") if e.written == "input.norm"]
+    assert (edge.dst.kind, edge.dst.key) == (NodeKind.PY_FUNCTION, "torch._tensor.Tensor.norm")
+    res, text = run(get_tool("trace"), ix, function_name="torch.nn.modules.walked.normalize", focus="yaml")
+    reached = {e.dst.key for e in res.entry.calls if e.dst.kind is NodeKind.OP}
+    assert "linalg_vector_norm" in reached and "norm.ScalarOpt_dim" not in reached  # Tensor.norm -> torch.norm -> ...
+    callers = {e.src.key for e in bindings_into(ix, op_node(registry(ix).by_full["norm.ScalarOpt_dim"]))}
+    assert "torch.nn.modules.walked.normalize" not in callers
+
+
+def test_a_str_receiver_is_no_tensor(ix):
+    for fq in ("_addindent", "_keys", "_header"):  # s_.split("\n"), key[...].split(".", 1), f"{x}".split(2)
+        assert not [e for e in _edges(ix, f"torch.nn.modules.walked.{fq}") if e.dst.kind is NodeKind.OP], fq
+    assert [e.dst.key for e in _edges(ix, "torch.nn.modules.walked.chunks")] == ["split.Tensor"]
+    callers = {e.src.key for e in bindings_into(ix, op_node(registry(ix).by_full["split.Tensor"]))}
+    assert "torch.nn.modules.walked.chunks" in callers
+    assert not callers & {f"torch.nn.modules.walked.{f}" for f in ("_addindent", "_keys", "_header")}
+
+
+def test_trace_module_walks_its_packages_helpers_and_names_the_rest(ix):
+    res, text = run(get_tool("trace_module"), ix, module_name="torch.ao.nn.quantized.reference.RefLinear")
+    assert {"rsqrt", "unsqueeze"} <= set(res.ops)  # through helpers of torch.ao, outside torch.nn
+    (choice,) = res.choices
+    assert [(a.arm, a.ops) for a in choice.arms] == [("if self.is_decomposed", ["unsqueeze"]), ("else", ["rsqrt"])]
+    assert "no op reached" not in text
+    assert not res.cuts
+
+
+def test_a_function_the_walk_does_not_walk_into_is_a_named_cut(ix):
+    from torchtalk.graph import graph
+    from torchtalk.query.cuts import explore, named
+    from torchtalk.query.pywalk import walk_to_ops
+
+    start = function_node(pynames(ix).definition("torch.ao.nn.quantized.reference.RefLinear.forward"))
+    walk = walk_to_ops(graph(ix), start, lambda s: s.node.kind is not NodeKind.PY_FUNCTION, lambda e: 0)
+    (cut,) = named(walk.cuts, lambda c: explore(c.at))
+    assert (cut.kind, cut.at.key, cut.left) == (CutKind.SCOPE, "torch.ao.nn.quantized.utils."
+                                                "_quantize_and_dequantize_weight_decomposed", 2)
+    assert cut.shows == 'trace("torch.ao.nn.quantized.utils._quantize_and_dequantize_weight_decomposed")'
+
+
+def test_ops_imported_from_torch_ops_are_torch_ops_and_count_as_ops_reached(ix):
+    res, text = run(get_tool("trace_module"), ix, module_name="torch.ao.nn.quantized.dynamic_conv.DynConv3d")
+    assert list(res.library_ops) == ["quantized::conv3d_dynamic_fp16", "quantized::conv3d_dynamic"]
+    (choice,) = res.choices
+    assert [a.ops for a in choice.arms] == [["quantized::conv3d_dynamic_fp16"], ["quantized::conv3d_dynamic"]]
+    assert "Native ops reached (2):" in text and "no op reached" not in text
+    # each m.impl reaches the run it names, not the file's first run
+    assert "C++ at::native::(anonymous)::QConvDynamicFp16::run" in text
+    assert "C++ at::native::(anonymous)::QConvDynamicInt8::run" in text
+    assert "also calls, each shown at another call:  (" not in text
