@@ -71,6 +71,11 @@ class TestMethod:
 # option is unknown, never a device named by its text.
 UNREAD = "unread"
 
+# The class every test parametrizer of common_utils derives from (@parametrize, @ops, @modules, @optims, swap, ...):
+# a decorator whose class has it in its MRO renames the tests it decorates (Note [Parametrizers rename tests] in
+# query/parametrizers.py)
+PARAMETRIZER_BASE = "torch.testing._internal.common_utils._TestParametrizer"
+
 
 @dataclass(frozen=True, slots=True)
 class TestInstantiation:
