@@ -76,6 +76,11 @@ UNREAD = "unread"
 # linear_backward is an op too.
 TEST_FLAG_WORDS = ("backward", "forward", "grad", "gradgrad", "out", "inplace", "autograd", "errors", "error")
 
+# The class every test parametrizer of common_utils derives from (@parametrize, @ops, @modules, @optims, swap, ...):
+# a decorator whose class has it in its MRO renames the tests it decorates (Note [Parametrizers rename tests] in
+# query/parametrizers.py)
+PARAMETRIZER_BASE = "torch.testing._internal.common_utils._TestParametrizer"
+
 
 @dataclass(frozen=True, slots=True)
 class TestInstantiation:

@@ -25,7 +25,8 @@ from ..graph.source_lines import file_lines
 from ..model import Loc
 from ..model.paths import TESTING_INTERNAL
 from ..store.reader import Index
-from .testnames import run_command
+from .parametrizers import renamers
+from .testnames import generated_names, select_one
 
 
 class _Test(Protocol):
@@ -34,6 +35,7 @@ class _Test(Protocol):
     loc: Loc
     decorators: list[str]
     command: str
+    generated: list[str]
 
 
 T = TypeVar("T", bound=_Test)
@@ -181,11 +183,27 @@ def classes_of(ix: Index, fid: int) -> Classes:
 
 def run_where_collected(ix: Index, tests: list[T]) -> list[T]:
     """``tests`` (find_similar_tests' FoundTest) with the command of each test of a class pytest does not collect
-    naming a class it runs in (Note [Where tests run]); the others as they are."""
+    naming a class it runs in (Note [Where tests run]), and each command selecting that test's family only (Note
+    [Selecting one test's family]); a test another parametrizer renames (Note [Parametrizers rename tests]) with
+    the names it makes."""
     for t in tests:
         where = runs_where(ix, t.loc.path, t.cls, t.name)
-        if where != (t.loc.path, t.cls, t.name):
-            t.command = run_command(*where, t.decorators, None)
+        fid = ix.file_ids().get(where[0])
+        named = renamers(ix, t.loc.path, t.decorators)
+        opts = None
+        if where == (t.loc.path, t.cls, t.name):
+            row = ix.one("SELECT options FROM test_instantiation WHERE file_id = ? AND cls = ? AND kind = "
+                         "'device_type'", (fid, t.cls))
+            opts = row[0] if row else None
+        others: list[str] = []
+        if fid is not None and where[0].startswith("test/"):
+            mine = classes_of(ix, fid)
+            others = [n for n in mine.own.get(where[1], []) + mine.inherited.get(where[1], []) if n != where[2]]
+            others += [c for c in mine.own if c and "." not in c and c != where[1]]
+        t.command = select_one(*where, t.decorators, opts, named, others).command
+        if named:
+            t.generated = generated_names(where[1] if opts is None else t.cls, where[2], t.decorators, opts, None,
+                                          named)
     return tests
 
 

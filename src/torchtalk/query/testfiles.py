@@ -12,13 +12,16 @@ from pathlib import PurePosixPath
 
 from ..errors import BadArgument
 from ..graph.registry import registry
+from ..graph.source_lines import file_lines
 from ..link.pyclasses import module_of
 from ..model import InstantiationKind, Loc
 from ..store.reader import Index
 from .args import MAX_LIMIT, check_int, clean_text, shown
+from .parametrizers import renamers
 from .results import NotFound
 from .testclasses import Classes, classes_of
-from .testlist import TestPage, clean_filter, generic_class, node_filters, node_id, page_call, test_page
+from .testimports import filled_at_import, imported_classes, main_gate
+from .testlist import TestPage, clean_filter, generic_class, node_filters, node_id, page_call, runs_where, test_page
 from .testnames import generated_names, possible_devices
 
 # ------------------------------------------------------------------ list_test_utils
@@ -104,6 +107,9 @@ class TestClassInfo:
     collected: bool = True  # pytest collects it (a TestCase), or the file's classes are not known
     deleted: int = 0  # the line of the module-level ``del`` that removes it (Note [Classes pytest may not collect])
     guard: str = ""  # the condition of the module-level ``if`` it is defined under: collected only when it holds
+    decorators: list[str] = field(default_factory=list)  # on the class, deciding where it runs: each test has them
+    imported_from: str = ""  # another file's TestCase this module imports (Note [Imported test classes])
+    filled_at: int = 0  # the line of the call that adds its tests at import time (its count is not known)
 
 
 @dataclass
@@ -192,9 +198,12 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
                 "LEFT JOIN test_class c ON c.id = m.cls WHERE m.file_id = ? ORDER BY m.line", (fid,))
     where = classes_of(ix, fid)  # Note [Where tests run]
     by_class = where.own  # class ('' for module-level functions) -> its tests, in source order
-    for name, bases, line in ix.q("SELECT name, bases, line FROM test_class WHERE file_id = ? ORDER BY line", (fid,)):
+    source = "\n".join(file_lines(ix, path))
+    for name, bases, line, end, cdecos in ix.q("SELECT name, bases, line, end_line, decorators FROM test_class "
+                                               "WHERE file_id = ? ORDER BY line", (fid,)):
         n, inherited = len(by_class.get(name, [])), len(where.inherited.get(name, [])) + where.copied.get(name, 0)
-        if not n and not inherited and name not in device:
+        filled = filled_at_import(source, name, line, end) if name in where.collected and not n + inherited else 0
+        if not n and not inherited and name not in device and not filled:
             continue  # helpers and fixtures classes without tests
         gen = [g.split(".")[0] for g in generated_names(name, "x", [], device[name])] if name in device else []
         runs_in = [] if where.is_collected(name) else [f"{c} (as test_..._{s})" if s else c
@@ -202,7 +211,10 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
         classes.append(TestClassInfo(name, Loc(path, line), json.loads(bases or "[]"), n, device.get(name, ""),
                                      list(dict.fromkeys(gen)), name in param, inherited, runs_in,
                                      where.is_collected(name), where.deleted.get(name, 0),
-                                     where.guards.get(name, "")))
+                                     where.guards.get(name, ""),
+                                     [d for d in json.loads(cdecos or "[]") if runs_where(d)], filled_at=filled))
+    imported = _imported(ix, path, {c.name for c in classes})
+    classes += imported
     functions = [(name, Loc(path, line)) for name, line in ix.q(
         "SELECT name, line FROM test_method WHERE file_id = ? AND cls IS NULL ORDER BY line", (fid,))]
     decos: Counter[str] = Counter()
@@ -230,9 +242,11 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
         runs[c] = runs.get(c, 0) + len(t)
     for c, n in where.copied.items():
         runs[c] = runs.get(c, 0) + n
+    for imp in imported:
+        runs[imp.name] = imp.tests + imp.inherited
     total, conditional = sum(runs.values()), sum(n for c, n in runs.items() if c in where.guards)
     # the classes a node id may name: a generic class's, of every device type when an option is unread
-    names = [c.name for c in classes]
+    names = [c.name for c in classes if not c.imported_from]
     generated = {c.name: list(dict.fromkeys([*c.generated_classes, *(
         f"{c.name}{d.upper()}" for d in possible_devices(c.device_type, []))])) if c.device_type else []
         for c in classes}
@@ -247,10 +261,30 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
     # the tests that run here as inherited from another file's classes (Note [Test imports]): after the file's own
     rows = rows + [r for fq in _elsewhere_for(where, class_name) for r in where.elsewhere[fq][1]]
     page = test_page(path, rows, device, class_name, query, offset, lambda n: page_call(path, class_name, query, n),
-                     where.run_as, {c: p for c, (p, _r) in where.elsewhere.items()})
+                     where.run_as, {c: p for c, (p, _r) in where.elsewhere.items()},
+                     lambda p, d: renamers(ix, p, d))
     return TestFileInfo(path, classes, functions, [(k, c, Loc(path, ln), o) for k, c, ln, o in insts],
                         decos.most_common(20), utilities, ops.most_common(40), total, _file_command(ix, path), page,
                         via, conditional)
+
+
+def _imported(ix: Index, path: str, written: set[str]) -> list[TestClassInfo]:
+    """The TestCases of other files the module holds by import, as rows of this file (Note [Imported test
+    classes]): their tests, where they are written, run here too."""
+    out = []
+    for imp in imported_classes(ix, path):
+        fid = ix.file_ids().get(imp.path)
+        if imp.name in written or fid is None:
+            continue
+        there = classes_of(ix, fid)
+        name = imp.fq.rsplit(".", 1)[-1]
+        row = ix.one("SELECT bases, end_line FROM test_class WHERE file_id = ? AND name = ?", (fid, name))
+        n, inherited = len(there.own.get(name, [])), len(there.inherited.get(name, [])) + there.copied.get(name, 0)
+        filled = 0 if n or inherited or row is None else \
+            filled_at_import("\n".join(file_lines(ix, imp.path)), name, imp.line, row[1])
+        out.append(TestClassInfo(imp.name, Loc(imp.path, imp.line), json.loads(row[0] or "[]") if row else [],
+                                 n, "", [], False, inherited, imported_from=imp.module, filled_at=filled))
+    return out
 
 
 def _elsewhere_for(where: Classes, class_name: str) -> list[str]:
@@ -277,7 +311,9 @@ def _file_command(ix: Index, path: str) -> str:
     main = _MAIN.search(text)
     body = main.group(1) if main else ""
     if "run_tests(" in body:
-        return f"python {path}"
+        gate = main_gate(body)  # Note [Conditions on the whole file]
+        return f"python {path}" + (f" (its __main__ runs the tests only if {gate}: elsewhere it runs none; "
+                                   f"pytest {path} is not gated so)" if gate else "")
     other = _RUN_FROM.search(body.replace("\\t", " ").replace("\\n", " ")) if "raise" in body else None
     if other is not None and other.group(1) != path:
         return f"python {other.group(1)} (its __main__ says to run it from there)"

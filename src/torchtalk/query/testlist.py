@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ..errors import BadArgument
 from ..model import Loc
 from .args import MAX_NAME, clean_text, shown
-from .testnames import generated_names, run_command
+from .testnames import Renamer, generated_names, select_one
 
 PAGE_BUDGET = 7200  # characters of test lines one answer lists (the rest of the answer is about 1-4k)
 MAX_DECO_CHARS = 70
@@ -70,6 +70,7 @@ class ClassRun:
     example: str  # the test the command names
     command: str
     generated: list[str] = field(default_factory=list)
+    exact: bool = True  # the command runs that test's family only (Note [Selecting one test's family])
 
 
 @dataclass
@@ -169,12 +170,14 @@ def generic_class(class_name: str, classes: list[str], device_classes: dict[str,
 def test_page(path: str, rows: list[tuple[str, str, int, str]], instantiation: dict[str, str], class_name: str,
               query: str, offset: int, call: Callable[[int], str],
               run_as: Callable[[str, str], tuple[str, str]] = lambda c, n: (c, n),
-              paths: dict[str, str] | None = None) -> TestPage:
+              paths: dict[str, str] | None = None,
+              renamers: Callable[[str, list[str]], Mapping[str, Renamer]] = lambda p, d: {}) -> TestPage:
     """rows: (class as written, test name, line, decorators JSON) in source order; instantiation: class -> the
     options of instantiate_device_type_tests; call(offset) -> the call that shows the page from that offset;
     run_as(class, test) -> the class and name it runs as (Note [Where tests run] in query/testclasses.py);
     paths: the file of each class written in another file whose tests run in this one (its rows are listed
-    whatever ``class_name``: the caller passes those it wants)."""
+    whatever ``class_name``: the caller passes those it wants); renamers(file, decorators): those of the decorators
+    that are parametrizers other than @ops / @parametrize (query/parametrizers.py)."""
     q = query.lower()
     paths = paths or {}
     chosen = [r for r in rows
@@ -183,20 +186,26 @@ def test_page(path: str, rows: list[tuple[str, str, int, str]], instantiation: d
     used = 0
     for cls, name, line, decos in chosen[offset:]:
         ds = json.loads(decos or "[]")
-        where = shortened([d for d in ds if runs_where(d)])
+        named = renamers(paths.get(cls, path), ds) if ds else {}
+        where = shortened([d for d in ds if runs_where(d) or d in named])
         t = ListedTest(cls, name, Loc(paths.get(cls, path), line), where, len(ds) - len(where))
         if tests and used + len(t.line) > PAGE_BUDGET:
             break
         used += len(t.line) + 1
         tests.append(t)
     runs: dict[str, ClassRun] = {}
+    classes = list(dict.fromkeys(r[0] for r in rows if r[0] and r[0] not in paths))  # the file's own
     for t, (_c, _n, _l, decos) in zip(tests, chosen[offset:], strict=False):
         if t.cls not in runs:
             ds = json.loads(decos or "[]")
-            gen = generated_names(t.cls, t.name, ds, instantiation[t.cls]) if t.cls in instantiation else []
+            named = renamers(paths.get(t.cls, path), ds)
+            inst = instantiation.get(t.cls)
             cls, name = run_as(t.cls, t.name)
-            runs[t.cls] = ClassRun(t.cls, t.name, run_command(path, cls, name, ds, instantiation.get(t.cls)),
-                                   [g for g in gen if g != f"{t.cls}.{t.name}"])
+            gen = generated_names(t.cls if inst else cls, name, ds, inst, None, named) if inst or named else []
+            siblings = [r[1] for r in rows if r[0] == t.cls and r[1] != t.name] + classes
+            sel = select_one(path, cls, name, ds, inst, named, siblings)
+            runs[t.cls] = ClassRun(t.cls, t.name, sel.command, [g for g in gen if g != f"{t.cls}.{t.name}"],
+                                   sel.exact)
     end = offset + len(tests)
     return TestPage(class_name, query, offset, len(chosen), tests, list(runs.values()),
                     call(end) if end < len(chosen) else "")

@@ -9,8 +9,11 @@ Mirrors common_device_type.py / common_utils.py naming, from decorator text.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..model.tests import UNREAD
@@ -101,38 +104,107 @@ def generator(decorator: str) -> str:
     return "parametrize" if name.startswith("parametrize") or name.endswith("parametrize") else ""
 
 
+@dataclass(frozen=True)
+class Renamer:
+    """How a parametrizer other than @ops / @parametrize renames a test (Note [Parametrizers rename tests] in
+    query/parametrizers.py): every suffix it makes when the tree gives them, else a placeholder for them."""
+
+    name: str  # the decorator's name ("swap", "optims")
+    suffixes: tuple[str, ...]  # ("swap_True", "swap_False"); () when not computable
+    placeholder: str  # "<optim_info.name>": stands for the suffixes when they are not computed
+    dtype: bool  # it puts a dtype after the device
+
+
+def callable_of(decorator: str) -> str:
+    """The dotted name a decorator (as written, without the @) calls or is: ``swap`` for ``swap([True, False])``."""
+    m = re.match(r"^\s*([A-Za-z_][\w.]*)\s*(?:\(|$)", decorator)
+    return m.group(1) if m else ""
+
+
+def _parts(decorators: list[str], opinfo: str | None, renamers: Mapping[str, Renamer]) -> list[list[str]]:
+    """The suffixes each generator adds, top to bottom as compose_parametrize_fns joins them: the @ops entry, the
+    @parametrize values (one placeholder for adjacent ones), each other parametrizer's suffixes."""
+    parts: list[list[str]] = []
+    for d in decorators:
+        g = generator(d)
+        if g == "ops":
+            parts.append([opinfo or "<op>"])
+        elif g == "parametrize":
+            if not parts or parts[-1] != ["<params>"]:
+                parts.append(["<params>"])
+        elif d in renamers:
+            parts.append(list(renamers[d].suffixes) or [renamers[d].placeholder])
+    return parts
+
+
 def generated_names(cls: str, method: str, decorators: list[str], instantiation: str | None,
-                    opinfo: str | None = None) -> list[str]:
+                    opinfo: str | None = None, renamers: Mapping[str, Renamer] | None = None) -> list[str]:
     """The runnable names (``Class.method``) the generators make, each device's dtypes in turn (every one: an answer
-    that shows a few says how many more there are, never cuts them silently)."""
-    ops = any(generator(d) == "ops" for d in decorators)
-    params = any(generator(d) == "parametrize" for d in decorators)
-    base = method
-    if ops:
-        base = f"{method}_{opinfo or '<op>'}"
-    if params:
-        base = f"{base}_<params>"
+    that shows a few says how many more there are, never cuts them silently). ``renamers``: the test's decorators
+    that are other parametrizers (query/parametrizers.py) -> how they rename it."""
+    renamers = renamers or {}
+    bases = ["_".join((method, *combo)) for combo in itertools.product(*_parts(decorators, opinfo, renamers))]
     if instantiation is None:
-        return [f"{cls}.{base}" if cls else base]
+        return [f"{cls}.{b}" if cls else b for b in bases]
     out = []
-    dtypes = _dtypes(decorators) or (["<dtype>"] if ops else [])
+    dated = any(generator(d) == "ops" or (d in renamers and renamers[d].dtype) for d in decorators)
+    dtypes = _dtypes(decorators) or (["<dtype>"] if dated else [])
     for device in devices_for(instantiation, decorators):
         dev_cls = f"{cls}{device.upper()}"
-        if dtypes:
-            out += [f"{dev_cls}.{base}_{device}_{dt}" for dt in dtypes]
-        else:
-            out.append(f"{dev_cls}.{base}_{device}")
+        for base in bases:
+            if dtypes:
+                out += [f"{dev_cls}.{base}_{device}_{dt}" for dt in dtypes]
+            else:
+                out.append(f"{dev_cls}.{base}_{device}")
     return out
 
 
-def run_command(path: str, cls: str, name: str, decorators: list[str], instantiation: str | None) -> str:
-    """The command that runs one test: its pytest node id (``pytest test/test_nn.py::TestNN::test_relu``) when no
-    generator renames it, else ``-k`` with the names as written, which selects every name the generators make of it
-    (``pytest test/test_foreach.py -k "TestForeach and test_parity"``: a substring, so other tests may match too)."""
-    plain = f"{cls}.{name}" if cls else name
-    if instantiation is None and generated_names(cls, name, decorators, None) == [plain]:
-        return f"pytest {path}::{cls}::{name}" if cls else f"pytest {path}::{name}"
-    if path.startswith("test/"):
-        sel = f"{cls} and {name}" if cls else name
-        return f'pytest {path} -k "{sel}"'
-    return f"python -m pytest {path} -k {name}"
+# Note [Selecting one test's family]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# pytest's ``-k "TestFoo and test_x"`` matches substrings (case-insensitively) of the names of an item and its
+# parents: it also selects test_x_atol, the tests test_x_independent_output's generators make, and the tests of a
+# class TestFooBar. The command of one test names its node ids when every name it runs as is known and few
+# (``MAX_NODE_IDS``); else it selects by ``-k`` and excludes each other test of its class and each other class of its
+# file that the terms match (``and not test_x_atol``), as long as none of the test's own known names contains it.
+# Only such a selector is "run one" (``Selector.exact``); one that cannot be made so says it may select more.
+MAX_NODE_IDS = 4
+
+
+@dataclass(frozen=True)
+class Selector:
+    command: str
+    exact: bool  # selects the test's generated family and nothing else
+
+
+def run_command(path: str, cls: str, name: str, decorators: list[str], instantiation: str | None,
+                renamers: Mapping[str, Renamer] | None = None, others: Iterable[str] = ()) -> str:
+    """The command that runs one test (``select_one``'s)."""
+    return select_one(path, cls, name, decorators, instantiation, renamers, others).command
+
+
+def select_one(path: str, cls: str, name: str, decorators: list[str], instantiation: str | None,
+               renamers: Mapping[str, Renamer] | None = None, others: Iterable[str] = ()) -> Selector:
+    """The command that runs one test and the tests its generators make of it: their pytest node ids when all are
+    known (``pytest test/test_nn.py::TestNN::test_relu``), else ``-k`` with the names as written, less the other
+    tests and classes ``others`` (of its class and file) that the terms also match (Note [Selecting one test's
+    family])."""
+    names = generated_names(cls, name, decorators, instantiation, None, renamers)
+    if instantiation is None and len(names) <= MAX_NODE_IDS and not any("<" in n for n in names):
+        return Selector("pytest " + " ".join(f"{path}::{n.replace('.', '::')}" for n in names), True)
+    if not path.startswith("test/"):
+        return Selector(f"python -m pytest {path} -k {name}", False)
+    own = [n.lower() for n in names] + [n.split(".")[0].lower() for n in names if "." in n]
+    terms = [t for t in (cls, name) if t]
+    exact = name.lower() not in path.rsplit("/", 1)[-1].lower()
+    excluded: list[str] = []
+    others = list(dict.fromkeys(others))  # none given: the siblings are not known, so neither is what it selects
+    for other in others:
+        low = other.lower()
+        if low in (cls.lower(), name.lower()) or not any(t.lower() in low for t in terms):
+            continue
+        if any(low in n for n in own):
+            exact = False  # it cannot be told apart from the test's own names
+        else:
+            excluded.append(other)
+    sel = " and ".join([*terms, *(f"not {o}" for o in excluded)])
+    return Selector(f'pytest {path} -k "{sel}"', exact and bool(others))

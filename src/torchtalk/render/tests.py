@@ -7,7 +7,7 @@ import json
 from ..model import InstantiationKind, UtilKind
 from ..model.change import ModuleKind
 from ..query.moduledb import SUITES
-from ..query.testfiles import TestFileInfo, TestUtilsResult
+from ..query.testfiles import TestClassInfo, TestFileInfo, TestUtilsResult
 from ..query.testlist import TestPage
 from ..query.testnames import unread_options
 from ..query.tests import MarkHit, SimilarTestsResult
@@ -105,7 +105,10 @@ def render_test_file(r: TestFileInfo) -> str:
         page.class_name else []
     if classes and len(classes) < len(r.classes):
         out.append(f"({len(r.classes) - len(classes)} other classes: test_file_info({json.dumps(r.path)}) lists them)")
+    imported = [c for c in classes or r.classes if c.imported_from]
     for c in classes or r.classes:
+        if c.imported_from:
+            continue
         extra = []
         if c.device_type:
             unread = unread_options(c.device_type)
@@ -124,8 +127,15 @@ def render_test_file(r: TestFileInfo) -> str:
                 f"in {first(c.runs_in, 6)}" if c.runs_in else "where another file's class derives from it"))
         if c.guard:
             extra.append(f"defined only if {c.guard}: pytest collects it only when that holds")
+        if c.decorators:
+            extra.append(" ".join(f"@{d}" for d in c.decorators) + " on the class: applies to each of its tests")
+        if c.filled_at:
+            extra.append(f"tests added at import time ({c.loc.path}:{c.filled_at} passes it to a call), so how many "
+                         "is not known from the source")
         out.append(f"- {c.name}  {c.loc}  {c.tests} tests; bases {', '.join(c.bases) or '-'}"
                    + (f"; {'; '.join(extra)}" if extra else ""))
+    if imported:
+        _render_imported(imported, out)
     if r.functions and not page:
         out.append("Module-level tests: " + ", ".join(f"{n} ({loc})" for n, loc in r.functions[:20]))
     if page is not None:
@@ -155,6 +165,31 @@ def render_test_file(r: TestFileInfo) -> str:
     return "\n".join(out)
 
 
+def _render_imported(imported: list[TestClassInfo], out: list[str]) -> None:
+    """The TestCases a file imports, by the module it imports them from (Note [Imported test classes])."""
+    out.append(f"Imported TestCases ({len(imported)}, {sum(c.tests + c.inherited for c in imported)} tests): pytest "
+               "and run_tests collect them here too; test_file_info(<their file>, class_name=...) lists their tests")
+    by_module: dict[str, list[TestClassInfo]] = {}
+    for c in imported:
+        by_module.setdefault(c.imported_from, []).append(c)
+    shown = 0
+    for module, cs in by_module.items():
+        rows = [f"{c.name} ({c.tests + c.inherited}, {c.loc}" + (
+            f"; tests added at import time: {c.loc.path}:{c.filled_at} passes it to a call" if c.filled_at else "")
+            + (f"; {' '.join('@' + d for d in c.decorators)} on the class" if c.decorators else "") + ")"
+            for c in cs[:max(0, 40 - shown)]]
+        shown += len(rows)
+        more = f", ... {len(cs) - len(rows)} more (test_file_info of {module}'s file lists them)" \
+            if len(rows) < len(cs) else ""
+        out.append(f"- from {module}: " + ", ".join(rows) + more)
+
+
+def _placeholders(names: list[str]) -> str:
+    """What a name's ``<...>`` part stands for (Note [Parametrizers rename tests] in query/parametrizers.py)."""
+    return "; <...>: made at run time, so the command selects by the known parts" if any("<" in n for n in names) \
+        else ""
+
+
 def _option(value: object) -> str:
     """An instantiation option as the answer shows it: its value, or the text of one not read."""
     if isinstance(value, dict):
@@ -175,16 +210,24 @@ def _render_page(r: TestFileInfo, page: TestPage, out: list[str]) -> None:
         out.append(f"(each as written; the file's {r.total_tests} count each as pytest runs it: once in each class "
                    "that collects it, none of a class it does not collect)")
     if not page.tests:
+        imported = [c.name for c in r.classes if c.imported_from]
         out.append(f"offset={page.offset} is past the last of them." if page.matching else
-                   "No test matches." if which else "The file has no test methods.")
+                   "No test matches." if which else
+                   f"The file writes no test methods: it runs those of the classes it imports ({some(imported, 6)}), "
+                   "listed above with where they are written." if imported else "The file has no test methods.")
     runs = {run.cls: run for run in page.runs}
     cls = None
     for t in page.tests:
         if t.cls != cls:
             cls = t.cls
             run = runs[cls]
-            out.append(f"{cls.rsplit('.', 1)[-1] or 'module level'}: run one: {run.command}"
-                       + (f"  (generated as {some(run.generated, 3)})" if run.generated else ""))
+            how = "run one" if run.exact else "run (may select other tests too)"
+            on_class = next((c.decorators for c in r.classes if c.name == cls and c.decorators), [])
+            out.append(f"{cls.rsplit('.', 1)[-1] or 'module level'}: {how}: {run.command}"
+                       + (f"  (generated as {some(run.generated, 3)}{_placeholders(run.generated)})"
+                          if run.generated else ""))
+            if on_class:
+                out.append(f"(each test of {cls} also has the class's " + " ".join(f"@{d}" for d in on_class) + ")")
         out.append(t.line)
     if page.next_call:
         out.append(f"\nThe rest ({page.matching - last} more): {page.next_call}")
