@@ -238,3 +238,23 @@ def test_a_builder_chain_is_one_library_use_and_two_chains_stay_two(tree):
         assert "(a chain of 4 calls on lines 3-7)" in text
     finally:
         ix.close()
+
+
+def test_looking_further_for_device_work_does_not_follow_functions_only_named(tree):
+    """Note [Looking further without references]: an op whose walk finds nothing looks again 20 calls deep; a chain of
+    functions that only name one another (each handed to a call) deeper than that no longer leaves it incomplete."""
+    yaml = tree / f"{NATIVE}/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + "\n- func: host_only(Tensor self) -> Tensor\n  dispatch:\n"
+                    "    CompositeImplicitAutograd: host_only\n")
+    calls = "".join(f"int c{i}(int x) {{ return c{i + 1}(x); }}\n" for i in range(8, 0, -1))
+    named = "".join(f"int r{i}(int x) {{ return apply_fn(&r{i + 1}, x); }}\n" for i in range(25, 0, -1))
+    ix = index_with(tree, {f"{NATIVE}/HostOnly.cpp": (
+        "namespace at::native {\nint c9(int x) { return x; }\nint r26(int x) { return x; }\n"
+        "int apply_fn(int (*f)(int), int x);\n" + calls + named +
+        "Tensor host_only(const Tensor& self) {\n  c1(1);\n  apply_fn(&r1, 1);\n  return self;\n}\n}\n")})
+    try:
+        res, text = run(get_tool("cuda_kernels"), ix, function_name="host_only")
+        assert res.no_device_work, text
+        assert "functions it only names are not followed" in text, text
+    finally:
+        ix.close()

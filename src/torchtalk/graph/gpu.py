@@ -247,7 +247,11 @@ def _found(ix: Index, node: Node) -> _Found:
 
 def _reach(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:
     def edges(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
-        return _edges(ix, node, kinds)
+        out = _edges(ix, node, kinds)
+        # Note [Looking further without references]: past MAX_DEPTH (the look further of Note [No device work]) a
+        # function only named is not followed: references join most of the tree's helpers to one another, and a
+        # walk twenty calls deep through them ends in c10's string utilities, never in device work.
+        return out if depth <= MAX_DEPTH else [e for e in out if e.how is not EdgeHow.REFERENCED]
 
     left: list[Node] = []
 

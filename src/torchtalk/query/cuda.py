@@ -212,7 +212,8 @@ def _no_device_work(ix: Index, starts: list[Node], m: _Merged) -> str:
     text = (f"the complete walk (no cut) from its kernels for CUDA ({', '.join(entries[:4])}"
             f"{f' +{len(entries) - 4}' if len(entries) > 4 else ''}) through {walked} functions, its composite "
             "calls, the ops they call through the dispatcher and its backward reaches no <<<>>> launch, launch "
-            "family, GPU library or CUDA runtime call: a view, metadata or host-side op")
+            "family, GPU library or CUDA runtime call: a view, metadata or host-side op (past "
+            f"{MAX_DEPTH} calls, functions it only names are not followed)")
     if unresolved:
         text += (f"; {len(unresolved)} {'call was' if len(unresolved) == 1 else 'calls were'} not resolved to a "
                  "definition and not walked "
