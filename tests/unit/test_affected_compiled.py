@@ -132,5 +132,7 @@ def test_a_compiler_helper_no_walk_finds_tests_for_gets_the_tests_importing_it(c
     assert "imports TritonKernel, whose TritonKernel.store calls the change" in res.tests[0].why
     assert res.run_first[0] == "pytest test/inductor/test_kernels.py"
     assert "Found by import" in text and "No test found" not in text
-    assert {t.name for t in pkg.tests} == {"test/inductor/test_kernels.py", "test/inductor/test_dtypes.py"}
+    # the fixture's test_aot_inductor_custom_ops.py imports torch._inductor.test_case: of the package too
+    assert {t.name for t in pkg.tests} == {"test/inductor/test_kernels.py", "test/inductor/test_dtypes.py",
+                                           "test/inductor/test_aot_inductor_custom_ops.py"}
     assert "package torch._inductor" in pkg.tests_by and "No test found" not in ptext

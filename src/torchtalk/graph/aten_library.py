@@ -28,10 +28,11 @@ import re
 from dataclasses import dataclass, field
 
 from ..model import DispatchEntry, DispatchKey, EntryOrigin, Loc, Op, RegistrationKind
-from ..model.cpp import ANONYMOUS, TEMPLATE_ARGS, CppSymbol
+from ..model.cpp import ANONYMOUS, ANONYMOUS_NESTING, TEMPLATE_ARGS, CppSymbol
 from ..model.schema import SchemaError, parse_schema
+from ..store.codec import rows_facts
 from ..store.reader import Index
-from .symbols import defs_by_name
+from .symbols import SYMBOL_COLS
 
 ATEN = "aten"
 _BLOCK = re.compile(r"^TORCH_LIBRARY(_IMPL|_FRAGMENT)?\(\s*(\w+)\s*(?:,\s*(\w+)\s*)?\)$")
@@ -131,19 +132,17 @@ def library_kernel_definitions(ix: Index, kernel: str, scope: str) -> list[CppSy
     if not short.isidentifier():
         return []  # a lambda (lambda@LINE) or an expression: no named definition
     chain = [p for p in scope.split("::") if p]
-    best: list[CppSymbol] = []
-    depth = -1
-    for d in defs_by_name(ix, short):
-        if d.kind.is_gpu_kernel:
-            continue
-        own = d.qualname.replace(ANONYMOUS, "")
-        if own != plain and not own.endswith("::" + plain):
-            continue
-        owner = [p for p in own[: len(own) - len(plain)].split("::") if p]
-        if owner != chain[: len(owner)]:
-            continue  # not visible from the m.impl's namespaces
-        if len(owner) > depth:
-            best, depth = [d], len(owner)
-        elif len(owner) == depth:
-            best.append(d)
-    return sorted(best, key=lambda d: (d.in_generated, d.path, d.line))
+    # Each enclosing namespace, innermost first, by qualified name (an unnamed namespace in it counts as it): the
+    # definitions of the short name alone are thousands for `add` or `cat`, and a first answer read them all.
+    for k in range(len(chain), -1, -1):
+        prefix = "::".join(chain[:k])
+        head, _, tail = plain.rpartition("::")
+        inner = f"{prefix}::{head}" if prefix and head else prefix or head
+        names = [f"{inner}::{tail}" if inner else tail] + [f"{inner}::{anon}::{tail}" if inner else f"{anon}::{tail}"
+                                                          for anon in ANONYMOUS_NESTING]
+        rows = ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE qualname IN ({','.join('?' * len(names))})", names)
+        found = {d.id: d for d in rows_facts(CppSymbol, rows, ix.paths()) if d.is_definition
+                 and not d.kind.is_gpu_kernel}
+        if found:
+            return sorted(found.values(), key=lambda d: (d.in_generated, d.path, d.line))
+    return []
