@@ -256,3 +256,9 @@ def _bindings(ix: Index) -> dict[str, list[Binding]]:
             out.setdefault(name, []).append((kind, target or op, Loc(ix.path_of(file_id), line)))
         return out
     return ix.cached("bindings", build)
+
+
+def warm(ix: Index) -> None:
+    """Build the tables every search reads (ops, Python names), off a first answer's path (the server's warm-up)."""
+    _op_table(ix)
+    _binding_table(ix)

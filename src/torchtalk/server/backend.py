@@ -22,7 +22,9 @@ from ..errors import SourceError
 from ..graph.cpp_callers import warm_op_callers
 from ..graph.device_reach import defined
 from ..graph.gpu import warm_shared as warm_gpu
+from ..graph.op_edges import autograd_nodes
 from ..graph.op_refs import warm_passing
+from ..graph.py_attrs import hand_bound
 from ..graph.py_edges import entry_calls
 from ..graph.resolved_build import warm_resolution
 from ..index.freshness import Freshness
@@ -30,7 +32,9 @@ from ..index.usable import index_problem
 from ..query.cuda import cuda_kernels
 from ..query.errors import warm as warm_errors
 from ..query.handbound import warm as warm_hand_bindings
+from ..query.search import warm as warm_search
 from ..query.status import changed_files
+from ..query.testfiles import util_usage
 from ..source.tree import SourceTree, config_path, find_source, read_config
 from ..store import integrity
 from ..store.builds import failure_summary, reported_failure
@@ -71,6 +75,10 @@ def _warm_up(ix: Index) -> None:
         defined(ix)  # the names a call site can resolve by (the GPU walk's skip, graph/device_reach.py)
         warm_gpu(ix)  # the code most GPU walks pass (Note [The GPU warm-up])
         warm_errors(ix)  # error_origin's raise sites and test names
+        warm_search(ix)  # search's tables of ops and Python names
+        autograd_nodes(ix)  # trace's autograd nodes
+        hand_bound(ix)  # the Python names hand-written C++ binds (trace's walks into C++)
+        util_usage(ix)  # which test helpers the test files import (list_test_utils' ranking)
         if ix.source_root is not None:
             changed_files(ix, ix.source_root)
         for tool in all_tools():
