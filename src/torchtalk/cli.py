@@ -164,7 +164,8 @@ def cmd_resolve(args) -> int:
         raise IndexUnavailable(f"the index of {tree.root} cannot be used ({problem}); run `torchtalk index "
                                f"--source {tree.root}` first")
     show = {"auto": None, "always": True, "never": False}[args.progress]
-    print(store_resolved(tree.index_path, args.workers, args.force, lambda files: bar(files, "resolving calls", show)))
+    print(store_resolved(tree.index_path, tree.root, args.workers, args.force,
+                         lambda files: bar(files, "resolving calls", show)))
     return EXIT_OK
 
 

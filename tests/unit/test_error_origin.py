@@ -333,7 +333,7 @@ def test_with_the_calls_resolved_a_summary_counts_the_callers_not_the_name(tmp_p
     finally:
         ix.close()
     monkeypatch.setenv("TORCHTALK_CACHE_DIR", str(tmp_path / "cache"))
-    assert build(st.index_path, workers=1) is not None
+    assert build(st.index_path, st.root, workers=1) is not None
     ix = Index(st.index_path, st.root)
     try:
         r, text = ask(ix, full)

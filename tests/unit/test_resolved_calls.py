@@ -11,6 +11,8 @@ import pytest
 
 from torchtalk.cli import EXIT_ERROR, EXIT_OK, main
 from torchtalk.graph.cpp_callers import callers, op_callers, warm_op_callers
+from torchtalk.graph.cpp_edges import out_edges
+from torchtalk.graph.device_reach import device_out_edges
 from torchtalk.graph.nodes import cpp_node
 from torchtalk.graph.registry import registry
 from torchtalk.graph.resolve import resolve
@@ -70,7 +72,7 @@ def test_every_site_reads_back_the_resolution_it_would_get_and_every_answer_is_t
     assert len(questions) > 100
     without_store(ix)
     lazy, lazy_answers = _resolutions(ix), _answers(ix, questions)
-    result = build(st.index_path, workers=1)
+    result = build(st.index_path, st.root, workers=1)
     assert result is not None
     build_id, sites, rows = result
     assert build_id == ix.meta["build_id"] and sites == len(_sites(ix))
@@ -101,7 +103,7 @@ def test_an_ops_callers_resolve_only_the_sites_the_store_says_may_call_it(gpu): 
     st = find_source(tree)
     without_store(ix)
     lazy, resolved_lazily = _op_callers_and_sites_resolved(ix)
-    assert build(st.index_path, workers=1) is not None
+    assert build(st.index_path, st.root, workers=1) is not None
     fresh = Index(st.index_path, st.root)
     warm_op_callers(fresh)  # the server's warm-up: the sites of at::_ops::S::call and ::redispatch, read and grouped
     assert {"call", "redispatch"} <= set(fresh.cached("cpp_sites_named", dict))
@@ -129,7 +131,7 @@ def test_a_functions_callers_resolve_only_the_sites_the_store_says_may_reach_it(
     st = find_source(tree)
     without_store(ix)
     lazy, resolved_lazily = _function_callers_and_sites_resolved(ix)
-    assert build(st.index_path, workers=1) is not None
+    assert build(st.index_path, st.root, workers=1) is not None
     fresh = Index(st.index_path, st.root)
     found, resolved = _function_callers_and_sites_resolved(fresh)
     assert found == lazy
@@ -139,21 +141,55 @@ def test_a_functions_callers_resolve_only_the_sites_the_store_says_may_reach_it(
     fresh.close()
 
 
+def _out_edges(ix: Index) -> dict[str, list]:
+    with ix.using():
+        fns = [cpp_node(f) for f in rows_facts(CppSymbol, ix.q(f"SELECT {SYMBOL_COLS} FROM cpp_symbol WHERE "
+                                                                "is_definition = 1 ORDER BY id"), ix.paths())]
+        return {n.key: (out_edges(ix, n), device_out_edges(ix, n)) for n in fns}
+
+
+@pytest.mark.parametrize("fixture", ["gpu", "reach"])
+def test_the_edges_out_of_a_function_read_from_the_store_are_those_its_sites_make(fixture, request):
+    # Note [Stored edges]: every site's edges, in source order; the GPU walk's without the sites it skips
+    tree, ix = request.getfixturevalue(fixture)
+    st = find_source(tree)
+    without_store(ix)
+    lazy = _out_edges(ix)
+    assert build(st.index_path, st.root, workers=1) is not None
+    fresh = Index(st.index_path, st.root)
+    assert stored(fresh) is not None
+    found = _out_edges(fresh)
+    assert found == lazy
+    assert sum(len(a) for a, _b in lazy.values()) >= 20
+    assert any(len(a) > len(b) for a, b in lazy.values()), "the fixture has a site the GPU walk skips"
+    fresh.close()
+
+
 def test_two_workers_store_the_same_rows_as_one(indexed, monkeypatch):
     tree, ix = indexed
     path = find_source(tree).index_path
     monkeypatch.setattr("torchtalk.graph.resolved_build.TASK_SITES", 50)  # several tasks on the small tree
-    build(path, workers=1)
+    build(path, tree, workers=1)
     one = sorted(open_resolved(path, ix.meta["build_id"]).rows(range(100000)))
-    build(path, workers=2)
+    edges_one = _edge_rows(path)
+    build(path, tree, workers=2)
     two = sorted(open_resolved(path, ix.meta["build_id"]).rows(range(100000)))
     assert one and one == two
+    assert edges_one and edges_one == _edge_rows(path)
+
+
+def _edge_rows(index_path):
+    conn = sqlite3.connect(resolved_path(index_path))
+    try:
+        return sorted(conn.execute("SELECT * FROM edge"))
+    finally:
+        conn.close()
 
 
 def test_a_store_of_another_build_is_not_used_and_a_refresh_publishes_a_new_build(indexed):
     tree, ix = indexed
     path = find_source(tree).index_path
-    build(path, workers=1)
+    build(path, tree, workers=1)
     old = ix.meta["build_id"]
     assert open_resolved(path, old) is not None
     f = tree / "aten/src/ATen/native/SoftMax.cpp"
@@ -171,7 +207,7 @@ def test_a_store_of_another_build_is_not_used_and_a_refresh_publishes_a_new_buil
 def test_a_damaged_store_is_never_used_and_is_dropped(indexed):
     tree, ix = indexed
     path = find_source(tree).index_path
-    build(path, workers=1)
+    build(path, tree, workers=1)
     resolved_path(path).write_bytes(b"not a database" * 100)
     assert serving(path, ix.meta["build_id"]) is None
     assert open_resolved(path, ix.meta["build_id"]) is None
@@ -184,7 +220,7 @@ def test_a_store_found_damaged_while_answering_is_dropped_and_every_answer_resol
     questions = _questions(ix)
     without_store(ix)
     lazy = _answers(ix, questions)
-    build(path, workers=1)
+    build(path, tree, workers=1)
     conn = sqlite3.connect(resolved_path(path))
     (root,), (page,) = (conn.execute(q).fetchone() for q in (
         "SELECT rootpage FROM sqlite_master WHERE name = 'resolved'", "PRAGMA page_size"))
@@ -216,7 +252,7 @@ def test_a_build_that_sees_the_index_change_stores_nothing(indexed, monkeypatch)
         return out
 
     monkeypatch.setattr(rb, "_run", run_then_refresh)
-    assert build(path, workers=1) is None
+    assert build(path, tree, workers=1) is None
     assert not resolved_path(path).exists()
     assert not list(path.parent.glob(".resolved.db.tmp-*")), "no temporary file is left"
 
@@ -286,7 +322,7 @@ def test_a_server_that_stops_within_the_delay_starts_no_resolve(indexed):
 def test_a_store_of_another_layout_or_other_code_is_computed_again(indexed, capsys):
     tree, ix = indexed
     path = find_source(tree).index_path
-    build(path, workers=1)
+    build(path, tree, workers=1)
     conn = sqlite3.connect(resolved_path(path))
     conn.execute("UPDATE meta SET value = '0' WHERE key = 'version'")  # as a store an older TorchTalk wrote
     conn.commit()

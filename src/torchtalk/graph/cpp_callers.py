@@ -24,6 +24,7 @@ from .registry import registry
 from .resolution import Resolution
 from .resolve import TargetKind, stub_names
 from .resolved import prefetch_resolutions, stored
+from .stored_edges import stored_callers, stored_op_callers
 from .symbols import calls_named, launched_names_of_no_kernel, prefetch_symbols, symbol
 
 
@@ -41,6 +42,9 @@ def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
     target = symbol(ix, sid) if sid is not None else None
     if target is None:
         return []
+    read = stored_callers(ix, target, kind)  # Note [Stored edges] in store/resolved.py
+    if read is not None:
+        return read
     named = _named(ix, target.name)
     quals = qualifiers(ix, target)
     handed: list[Edge] = []
@@ -298,6 +302,9 @@ def _op_callers(ix: Index, node: Node, cap: int) -> list[Edge]:
     op = reg.by_full.get(node.key)
     if op is None:
         return []
+    read = stored_op_callers(ix, op.full_name)  # Note [Stored edges] in store/resolved.py
+    if read is not None:
+        return _by_site(read)[:cap]
     base = op.name
     names = [base, f"{base}_symint"]
     if op.is_out:
@@ -334,6 +341,7 @@ def warm_op_callers(ix: Index) -> None:
     first ``impact`` or ``called_by`` to reach an op paid ~35 ms for them); for the server's warm-up."""
     for via in _VIA:
         _named(ix, via).qualified(frozenset())
+    _handed_launches(ix)  # every LAUNCH edge into a kernel asks for it (50 ms of a first impact)
 
 
 def _by_site(edges: list[Edge]) -> list[Edge]:

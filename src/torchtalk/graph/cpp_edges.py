@@ -10,6 +10,7 @@ are resolved the same way, so both directions agree by construction.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from ..model import CallKind, CallSite, CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind
 from ..store.reader import Index
@@ -22,6 +23,7 @@ from .param_calls import param_call_edges
 from .registry import registry
 from .resolve import TargetKind, resolve, resolver
 from .resolved import prefetch_resolutions
+from .stored_edges import stored_out_edges
 from .stubs import stub_declared
 from .symbols import calls_from, symbol
 
@@ -115,9 +117,11 @@ def out_edges(ix: Index, node: Node) -> list[Edge]:
     return sites_edges(ix, node, "cpp_out_edges")
 
 
-def sites_edges(ix: Index, node: Node, memo_key: str, keep: Callable[[CallSite], bool] | None = None) -> list[Edge]:
+def sites_edges(ix: Index, node: Node, memo_key: str, keep: Callable[[CallSite], bool] | None = None,
+                gpu_walk: bool = False) -> list[Edge]:
     """The edges out of a C++ function from the call sites ``keep`` keeps (every site when None), in source order;
-    memoised per index version under ``memo_key`` (one per ``keep``)."""
+    memoised per index version under ``memo_key`` (one per ``keep``). ``gpu_walk``: ``keep`` keeps the sites the GPU
+    walk does not skip (read from the store as such: Note [Stored edges] in store/resolved.py)."""
     sid = symbol_id(node)
     if sid is None:
         return []
@@ -126,6 +130,10 @@ def sites_edges(ix: Index, node: Node, memo_key: str, keep: Callable[[CallSite],
         sym = symbol(ix, sid)
         if sym is None:
             memo[sid] = []
+            return memo[sid]
+        read = stored_out_edges(ix, sym, gpu_walk)
+        if read is not None and (keep is None or gpu_walk):
+            memo[sid] = read if node == symbol_node(ix, sym) else [replace(e, src=node) for e in read]
             return memo[sid]
         calls = [c for c in calls_from(ix, sid) if keep is None or keep(c)]
         # a site's edges are made once, whichever list of the function's edges asks first (out_edges, the GPU

@@ -75,7 +75,7 @@ def skips(ix: Index, call: CallSite) -> bool:
 
 def device_out_edges(ix: Index, node: Node) -> list[Edge]:
     """cpp_edges.out_edges without the sites ``skips`` skips, in source order (memoised per index version)."""
-    return sites_edges(ix, node, "cpp_device_out_edges", lambda call: not skips(ix, call))
+    return sites_edges(ix, node, "cpp_device_out_edges", lambda call: not skips(ix, call), gpu_walk=True)
 
 
 def device_out(ix: Index, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:

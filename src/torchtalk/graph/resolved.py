@@ -48,13 +48,14 @@ def stored_resolution(ix: Index, store: ResolvedStore, site: int) -> Resolution 
         try:
             row = store.row(site)
         except DamagedStore as exc:
-            _damaged(ix, store, exc)
+            damaged(ix, store, exc)
             return None
         found = memo[site] = _decode(ix, row) if row is not None else UNRESOLVED
     return found
 
 
-def _damaged(ix: Index, store: ResolvedStore, exc: DamagedStore) -> None:
+def damaged(ix: Index, store: ResolvedStore, exc: DamagedStore) -> None:
+    """Go on without a store a read found damaged, and drop it (Note [Resolved calls])."""
     holder: _Holder = ix.cached("resolved_store", _Holder)
     if holder.store is store:  # the first reader to find it
         without_store(ix)
@@ -79,7 +80,7 @@ def prefetch_resolutions(ix: Index, sites: list[int]) -> None:
         else:
             rows = store.rows(wanted)
     except DamagedStore as exc:
-        _damaged(ix, store, exc)
+        damaged(ix, store, exc)
         return
     prefetch_symbols(ix, [int(i) for r in rows if r[2] for i in r[2].split(",")])
     for r in rows:

@@ -12,13 +12,27 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from ..errors import IndexUnavailable
-from ..model import CallSite
+from ..model import CallSite, CppSymbol, Edge
 from ..store.builds import writer_lock
 from ..store.codec import rows_facts
 from ..store.db import open_readonly, read_meta
 from ..store.reader import Index
-from ..store.resolved import FLAG_CANDIDATES, FLAG_STD, ResolvedWriter, Row, resolved_path, serving
+from ..store.resolved import (
+    EDGE_QUALIFIED,
+    EDGE_SKIPPED_BY_GPU_WALK,
+    FLAG_CANDIDATES,
+    FLAG_STD,
+    EdgeRow,
+    ResolvedWriter,
+    Row,
+    resolved_path,
+    serving,
+)
+from .cpp_edges import call_edges
 from .cpp_types import all_classes, all_usings, directive_targets, directives, occupied, symbol_qualnames
+from .device_reach import skips
+from .nodes import symbol_id
+from .qualifiers import qualifiers
 from .registry import registry
 from .resolution import UNRESOLVED, Resolution
 from .resolve import resolve, stub_names
@@ -47,7 +61,7 @@ def warm_resolution(ix: Index) -> None:
 Progress = Callable[[int], AbstractContextManager[Callable[[str], None]]]  # files -> advance(file) per file done
 
 
-def store_resolved(index_path: Path, workers: int | None = None, force: bool = False,
+def store_resolved(index_path: Path, source_root: Path, workers: int | None = None, force: bool = False,
                    progress: Progress | None = None) -> str:
     """Store the resolved calls of the index's current build unless they are stored (or ``force``), or another
     process is storing them; one line saying which."""
@@ -62,7 +76,7 @@ def store_resolved(index_path: Path, workers: int | None = None, force: bool = F
         if not force and serving(index_path, build_id) is not None:
             return f"the resolved calls of {index_path} are stored for its current build: {resolved_path(index_path)}"
         t0 = time.monotonic()
-        done = build(index_path, workers, progress)
+        done = build(index_path, source_root, workers, progress)
     if done is None:
         return f"the index {index_path} changed while its calls were resolved; nothing stored (run again)"
     _build, sites, rows = done
@@ -70,12 +84,13 @@ def store_resolved(index_path: Path, workers: int | None = None, force: bool = F
             f"{time.monotonic() - t0:.1f}s: {resolved_path(index_path)}")
 
 
-def build(index_path: Path, workers: int | None = None,
+def build(index_path: Path, source_root: Path, workers: int | None = None,
           progress: Progress | None = None) -> tuple[str, int, int] | None:
     """Resolve every call site of the index's current build and publish the store beside it (None when a refresh
     published another build meanwhile: nothing is written). Returns (the build's id, sites resolved, rows
     written). ``progress(files)`` gives the function to call as each file is done. The caller holds the store's
-    lock (store.builds.writer_lock on its path)."""
+    lock (store.builds.writer_lock on its path). Some edges read the tree's text (a kernel handed to a launching
+    lambda): ``source_root`` is the tree the index was built from."""
     ix = Index(index_path)
     build_id = ix.meta.get("build_id")
     if not build_id:
@@ -91,16 +106,16 @@ def build(index_path: Path, workers: int | None = None,
     try:
         n = max(1, min(workers or os.cpu_count() or 1, len(tasks) or 1))
         if n == 1:
-            _init(index_path)
-            results: Iterator[tuple[list[int], int, list[Row]]] = map(_run, [t for _, t in tasks])
+            _init(index_path, source_root)
+            results: Iterator[tuple[list[int], int, list[Row], list[EdgeRow]]] = map(_run, [t for _, t in tasks])
         else:
             ctx = multiprocessing.get_context("spawn")
-            pool = ctx.Pool(n, initializer=_init, initargs=(index_path,), maxtasksperchild=None)
+            pool = ctx.Pool(n, initializer=_init, initargs=(index_path, source_root), maxtasksperchild=None)
             results = pool.imap_unordered(_run, [t for _, t in tasks])
         try:
             with shown as advance:
-                for files, sites, rows in results:
-                    writer.add(rows)
+                for files, sites, rows, edges in results:
+                    writer.add(rows, edges)
                     done += sites
                     written += len(rows)
                     for fid in files:
@@ -149,18 +164,20 @@ def _tasks(ix: Index) -> list[tuple[int, list[int]]]:
 _worker_ix: Index | None = None
 
 
-def _init(index_path: Path) -> None:
+def _init(index_path: Path, source_root: Path) -> None:
     global _worker_ix
-    _worker_ix = Index(index_path)
+    _worker_ix = Index(index_path, source_root)
     without_store(_worker_ix)
     warm_resolution(_worker_ix)
 
 
-def _run(file_ids: list[int]) -> tuple[list[int], int, list[Row]]:
-    """Resolve the call sites of these files: (the files, sites, rows of those that resolve to something)."""
+def _run(file_ids: list[int]) -> tuple[list[int], int, list[Row], list[EdgeRow]]:
+    """Resolve the call sites of these files: (the files, sites, rows of those that resolve to something, the edges
+    they make: Note [Stored edges])."""
     ix = _worker_ix
     assert ix is not None
     rows: list[Row] = []
+    edges: list[EdgeRow] = []
     sites = 0
     for fid in file_ids:
         calls = rows_facts(CallSite, ix.q(f"SELECT {CALL_COLS} FROM cpp_call WHERE file_id = ? ORDER BY line, id",
@@ -172,8 +189,33 @@ def _run(file_ids: list[int]) -> tuple[list[int], int, list[Row]]:
             res = resolve(ix, call, caller) if caller is not None else UNRESOLVED
             if res != UNRESOLVED:
                 rows.append(_encode(call.id, res))
+            if caller is not None:
+                edges += _edge_rows(ix, fid, call, call_edges(ix, caller, call))
     ix.drop_cached(_PER_CALLER_MEMOS)
-    return file_ids, sites, rows
+    return file_ids, sites, rows, edges
+
+
+def _edge_rows(ix: Index, fid: int, call: CallSite, edges: list[Edge]) -> list[EdgeRow]:
+    """The rows of a site's edges (Note [Stored edges] in store/resolved.py)."""
+    out: list[EdgeRow] = []
+    skipped = EDGE_SKIPPED_BY_GPU_WALK if skips(ix, call) else 0
+    for pos, e in enumerate(edges):
+        flags, d = skipped, e.dst
+        sid = symbol_id(d)
+        if sid is not None:
+            dst = symbol(ix, sid)
+            if dst is not None and call.qualifier in _qualifiers(ix, dst):
+                flags |= EDGE_QUALIFIED
+            label, path, line = "", "", 0
+        else:
+            label, path, line = d.label, d.loc.path if d.loc else "", d.loc.line if d.loc else 0
+        out.append((call.id, pos, call.caller, fid, call.line, e.kind.value, e.how.value, e.note, e.written, flags,
+                    d.kind.value, d.key, label, path, line))
+    return out
+
+
+def _qualifiers(ix: Index, sym: CppSymbol) -> frozenset[str]:
+    return ix.memo("build_qualifiers", sym.id, lambda: qualifiers(ix, sym), frozenset())
 
 
 def _encode(site: int, res: Resolution) -> Row:

@@ -165,7 +165,8 @@ def setup(source: str | None, fetch: str | None, yes: bool, scope: str, do_regis
     out(f"index: {report.summary()}")
     # The first session's first answers read resolved calls (Note [Resolved calls]), not only those a minute later.
     try:
-        out("calls: " + store_resolved(tree.index_path, progress=lambda files: bar(files, "resolving calls", None)))
+        out("calls: " + store_resolved(tree.index_path, tree.root,
+                                       progress=lambda files: bar(files, "resolving calls", None)))
     except TorchTalkError as exc:  # answers do not need it: they resolve calls as asked
         out(f"calls: not stored ({exc}); the server stores them in the background")
 

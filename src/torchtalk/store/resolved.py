@@ -29,6 +29,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..codedigest import code_digest
 from ..procs import pid_alive
@@ -36,21 +37,38 @@ from ..procs import pid_alive
 log = logging.getLogger(__name__)
 
 RESOLVED_NAME = "resolved.db"
-RESOLVED_VERSION = "1"  # the layout of the rows below; a store of another layout is not used
+RESOLVED_VERSION = "2"  # the layout of the rows below; a store of another layout is not used
 # The code that resolves calls: the graph and model packages (graph/resolve.py and what it reads). A store written by
 # other code (another TorchTalk, an edited checkout) may hold resolutions this code would not make, so it is not used
 # (Note [Resolved calls]); it is computed again.
 _RULES_PACKAGES = ("graph", "model")
 # site: the cpp_call row id; kind: the resolution's kind (graph/resolve.py TargetKind); defs: symbol ids,
 # comma-separated, best first; ops: op full names, comma-separated; flags: FLAG_* bits.
+# Note [Stored edges]: ``edge`` holds every edge a site makes (graph/cpp_edges.py call_edges), so that the edges out
+# of a function (``calls``, the walks down) are read, not made site by site, and the callers of a function or an op
+# are read by what they reach, not found by resolving every site that names it: pos, the edge's place among the
+# site's; src, the caller's symbol id; file and line, the site's; kind, how, note, written, the edge's; dkind, dst,
+# dlabel, dpath, dline, the node it reaches (a function's by its symbol id alone: dlabel and dpath ""; dline 0: no
+# place); flags: EDGE_QUALIFIED when the site is written with a qualifier the reached function's scope allows,
+# EDGE_SKIPPED_BY_GPU_WALK when the GPU walk leaves the site unresolved (graph/device_reach.py skips).
 DDL = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE resolved (site INTEGER PRIMARY KEY, kind TEXT NOT NULL, defs TEXT NOT NULL, ops TEXT NOT NULL,
                        stub TEXT NOT NULL, spelling TEXT NOT NULL, flags INTEGER NOT NULL);
+CREATE TABLE edge (site INTEGER NOT NULL, pos INTEGER NOT NULL, src INTEGER NOT NULL, file INTEGER NOT NULL,
+                   line INTEGER NOT NULL, kind TEXT NOT NULL, how TEXT NOT NULL, note TEXT NOT NULL,
+                   written TEXT NOT NULL, flags INTEGER NOT NULL, dkind TEXT NOT NULL, dst TEXT NOT NULL,
+                   dlabel TEXT NOT NULL, dpath TEXT NOT NULL, dline INTEGER NOT NULL);
 """
+# made once the rows are in (faster than row by row)
+INDEX_DDL = ("CREATE INDEX edge_dst ON edge (dst)", "CREATE INDEX edge_src ON edge (src)")
 FLAG_CANDIDATES = 1
 FLAG_STD = 2
+EDGE_QUALIFIED = 1
+EDGE_SKIPPED_BY_GPU_WALK = 2
 Row = tuple[int, str, str, str, str, str, int]  # (site, kind, defs, ops, stub, spelling, flags)
+# (site, pos, src, file, line, kind, how, note, written, flags, dkind, dst, dlabel, dpath, dline)
+EdgeRow = tuple[int, int, int, int, int, str, str, str, str, int, str, str, str, str, int]
 _BATCH = 900  # ids per IN (...) query (under SQLite's default limit of variables)
 
 
@@ -83,10 +101,13 @@ class ResolvedWriter:
             self.abort()
             raise
 
-    def add(self, rows: Iterable[Row]) -> None:
+    def add(self, rows: Iterable[Row], edges: Iterable[EdgeRow] = ()) -> None:
         self.conn.executemany("INSERT INTO resolved VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        self.conn.executemany(f"INSERT INTO edge VALUES ({', '.join('?' * 15)})", edges)
 
     def commit(self, **meta: str) -> None:
+        for stmt in INDEX_DDL:
+            self.conn.execute(stmt)
         self.conn.executemany("INSERT INTO meta VALUES (?, ?)",
                               [("build_id", self.build_id), ("version", version()), *meta.items()])
         self.conn.execute("COMMIT")
@@ -119,10 +140,10 @@ class ResolvedStore:
         self.path = path
         self._lock = threading.Lock()
 
-    def _all(self, sql: str, params: Sequence[object]) -> list[Row]:
+    def _all(self, sql: str, params: Sequence[object]) -> list[Any]:
         try:
             with self._lock:
-                found: list[Row] = self._conn.execute(sql, params).fetchall()
+                found: list[Any] = self._conn.execute(sql, params).fetchall()
         except sqlite3.DatabaseError as exc:
             raise DamagedStore(f"{self.path}: {exc}") from None
         return found
@@ -139,6 +160,16 @@ class ResolvedStore:
     def between(self, lo: int, hi: int) -> list[Row]:
         """The rows of the sites lo..hi (a function's sites are numbered in a row: one query for all of them)."""
         return self._all("SELECT * FROM resolved WHERE site BETWEEN ? AND ?", (lo, hi))
+
+    def edges_into(self, keys: Sequence[str], kinds: Sequence[str]) -> list[EdgeRow]:
+        """The edges of these kinds into the nodes of these keys (symbol ids, op full names), by site and place."""
+        marks, kmarks = ",".join("?" * len(keys)), ",".join("?" * len(kinds))
+        return self._all(f"SELECT * FROM edge WHERE dst IN ({marks}) AND kind IN ({kmarks}) ORDER BY site, pos",
+                         [*keys, *kinds])
+
+    def edges_from(self, src: int) -> list[EdgeRow]:
+        """The edges out of the function of this symbol id, in source order (by line, site and place)."""
+        return self._all("SELECT * FROM edge WHERE src = ? ORDER BY line, site, pos", (src,))
 
     def row(self, site: int) -> Row | None:
         found = self._all("SELECT * FROM resolved WHERE site = ?", (site,))
