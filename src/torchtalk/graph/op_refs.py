@@ -30,7 +30,7 @@ from .nodes import symbol_id, symbol_node
 from .op_spellings import op_named
 from .registry import OpRegistry, registry
 from .source_lines import file_lines
-from .symbols import CALL_COLS, calls_from, symbol, to_call
+from .symbols import CALL_COLS, symbol, to_call
 
 NOTE = "passes the op's function on (found in the source text: no call site is recorded for it)"
 _REF = re.compile(r"\bat::(\w+)\s*[,)]")
@@ -61,18 +61,27 @@ def warm_passing(ix: Index) -> None:
 
 def _passing(ix: Index) -> dict[str, list[Edge]]:
     """op -> the edges of the calls passing its function on, for every op (once per index version)."""
-    def load() -> dict[str, list[Edge]]:
+    return _scan(ix)[0]
+
+
+def _scan(ix: Index) -> tuple[dict[str, list[Edge]], dict[int, list[tuple[str, str, Loc]]]]:
+    """The calls passing an op's function on, read once per index version: by op (their edges into it), and by
+    caller ((op, as written, site) in source order: what ``op_refs`` reads of its calls)."""
+    def load() -> tuple[dict[str, list[Edge]], dict[int, list[tuple[str, str, Loc]]]]:
         reg = registry(ix)
-        out: dict[str, list[Edge]] = {}
-        rows = ix.q(f"SELECT {CALL_COLS} FROM cpp_call WHERE caller != ? AND (args LIKE '%v:at::%' OR "
-                    "args LIKE '%v:Tensor::%' OR args LIKE '%v:::at::%')", (NO_REF,))
+        into: dict[str, list[Edge]] = {}
+        found: dict[int, list[tuple[int, int, str, str, Loc]]] = {}
+        # every call _passed reads an op from: an argument "v:" naming at::... or Tensor::...
+        rows = ix.q(f"SELECT {CALL_COLS} FROM cpp_call WHERE caller != ? AND args LIKE '%v:%' AND "
+                    "(args LIKE '%at::%' OR args LIKE '%Tensor::%')", (NO_REF,))
         for call in (to_call(ix, r) for r in rows):
             sym = symbol(ix, call.caller)
             if sym is not None:
                 for full, written in _passed(reg, call):
-                    out.setdefault(full, []).append(_edge(reg, symbol_node(ix, sym), full, call.loc, written))
-        return out
-    table: dict[str, list[Edge]] = ix.cached("op_refs_into", load)
+                    into.setdefault(full, []).append(_edge(reg, symbol_node(ix, sym), full, call.loc, written))
+                    found.setdefault(sym.id, []).append((call.line, call.id, full, written, call.loc))
+        return into, {sid: [t[2:] for t in sorted(calls, key=lambda t: (t[0], t[1]))] for sid, calls in found.items()}
+    table: tuple[dict[str, list[Edge]], dict[int, list[tuple[str, str, Loc]]]] = ix.cached("op_refs_scan", load)
     return table
 
 
@@ -83,11 +92,10 @@ def _refs(ix: Index, node: Node, sid: int) -> list[Edge]:
     reg = registry(ix)
     out: list[Edge] = []
     seen: set[str] = set()
-    for call in calls_from(ix, sid):
-        for full, written in _passed(reg, call):
-            if full not in seen:
-                seen.add(full)
-                out.append(_edge(reg, node, full, call.loc, written))
+    for full, written, site in _scan(ix)[1].get(sid, ()):
+        if full not in seen:
+            seen.add(full)
+            out.append(_edge(reg, node, full, site, written))
     path = sym.loc.path
     lines = file_lines(ix, path)
     for n in range(sym.line, min(sym.end_line, len(lines)) + 1):
