@@ -131,8 +131,8 @@ def sites_edges(ix: Index, node: Node, memo_key: str, keep: Callable[[CallSite],
         if sym is None:
             memo[sid] = []
             return memo[sid]
-        read = stored_out_edges(ix, sym, gpu_walk)
-        if read is not None and (keep is None or gpu_walk):
+        read = stored_out_edges(ix, sym, gpu_walk) if keep is None or gpu_walk else None
+        if read is not None:
             memo[sid] = read if node == symbol_node(ix, sym) else [replace(e, src=node) for e in read]
             return memo[sid]
         calls = [c for c in calls_from(ix, sid) if keep is None or keep(c)]
