@@ -103,6 +103,17 @@ def overlay_index(tree: Path, overlay: Path, appended: dict[str, str], codegen: 
     return _reindexed(tree, codegen)
 
 
+def overlaid_index(dest: Path, overlays: tuple[str, ...], ops: str):
+    """The Index of a copy of the fixture tree at ``dest`` with these fixture trees (tests/fixtures/<name>) copied
+    over it, whole, and the ops of tests/fixtures/``ops`` appended to its native_functions.yaml."""
+    shutil.copytree(FIXTURE_TREE, dest)
+    for overlay in overlays:
+        shutil.copytree(FIXTURE_TREE.parent / overlay, dest, dirs_exist_ok=True)
+    yaml = dest / "aten/src/ATen/native/native_functions.yaml"
+    yaml.write_text(yaml.read_text() + (FIXTURE_TREE.parent / ops).read_text())
+    return _reindexed(dest)
+
+
 def build_index(tree: Path, cache: Path, **refresh_kw):
     """(SourceTree, Index, report) for ``tree`` indexed into ``cache``: for fixtures wider than one
     test, which cannot use monkeypatch; the environment is restored afterwards."""

@@ -4,7 +4,6 @@ functional ``adamw()`` binds ``func`` in an if/elif/else chain and calls it, a s
 calls deep, and a module whose forward branches on ``self.training``."""
 
 import re
-import shutil
 
 import pytest
 
@@ -13,26 +12,14 @@ from torchtalk.model import CutKind, PyCall, PyFunction, PyReceiver
 from torchtalk.query import pywalk
 from torchtalk.tools import get_tool, run
 
-from ..conftest import FIXTURE_TREE
+from ..conftest import FIXTURE_TREE, overlaid_index
 
 FIXTURES = FIXTURE_TREE.parent
 
 
 @pytest.fixture(scope="module")
 def paths_indexed(tmp_path_factory):
-    from torchtalk.index.indexer import refresh
-    from torchtalk.source.tree import find_source
-    from torchtalk.store.reader import Index
-
-    dest = tmp_path_factory.mktemp("paths") / "pytorch"
-    shutil.copytree(FIXTURE_TREE, dest)
-    for overlay in ("tree_py", "tree_paths"):
-        shutil.copytree(FIXTURES / overlay, dest, dirs_exist_ok=True)
-    yaml = dest / "aten/src/ATen/native/native_functions.yaml"
-    yaml.write_text(yaml.read_text() + (FIXTURES / "tree_paths_ops.yaml").read_text())
-    st = find_source(dest)
-    refresh(st, workers=1, codegen=False)
-    ix = Index(st.index_path, st.root)
+    ix = overlaid_index(tmp_path_factory.mktemp("paths") / "pytorch", ("tree_py", "tree_paths"), "tree_paths_ops.yaml")
     yield ix
     ix.close()
 

@@ -8,7 +8,6 @@ tree_library and tests/fixtures/tree_pywalk over it (its README says what each f
   paths count the TORCH_LIBRARY ops they reach, and ``from torch._ops import ops`` is torch.ops (Note [Objects a
   package exports]), each m.impl reaching the function it names."""
 
-import shutil
 
 import pytest
 
@@ -21,26 +20,13 @@ from torchtalk.graph.registry import registry
 from torchtalk.model import CutKind, NodeKind
 from torchtalk.tools import get_tool, run
 
-from ..conftest import FIXTURE_TREE
-
-FIXTURES = FIXTURE_TREE.parent
+from ..conftest import overlaid_index
 
 
 @pytest.fixture(scope="module")
 def ix(tmp_path_factory):
-    from torchtalk.index.indexer import refresh
-    from torchtalk.source.tree import find_source
-    from torchtalk.store.reader import Index
-
-    dest = tmp_path_factory.mktemp("pywalk") / "pytorch"
-    shutil.copytree(FIXTURE_TREE, dest)
-    for overlay in ("tree_py", "tree_library", "tree_pywalk"):
-        shutil.copytree(FIXTURES / overlay, dest, dirs_exist_ok=True)
-    yaml = dest / "aten/src/ATen/native/native_functions.yaml"
-    yaml.write_text(yaml.read_text() + (FIXTURES / "tree_pywalk_ops.yaml").read_text())
-    st = find_source(dest)
-    refresh(st, workers=1, codegen=False)
-    index = Index(st.index_path, st.root)
+    index = overlaid_index(tmp_path_factory.mktemp("pywalk") / "pytorch", ("tree_py", "tree_library", "tree_pywalk"),
+                           "tree_pywalk_ops.yaml")
     yield index
     index.close()
 
