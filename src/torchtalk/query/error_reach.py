@@ -37,8 +37,9 @@ from ..model.dispatch import Device
 from ..model.paths import device_of_path
 from ..store.codec import rows_facts
 from ..store.reader import Index
+from .change.tests import base_name
 from .cuts import named, node_arg, tool_call
-from .error_test_names import base_name, tests_for
+from .error_test_names import tests_for
 from .excerpt import resolve
 from .tests import FoundTest
 

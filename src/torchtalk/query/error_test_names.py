@@ -9,7 +9,7 @@ from ..graph.registry import registry
 from ..model import EdgeKind, NodeKind
 from ..model.dispatch import Device
 from ..store.reader import Index
-from .change.tests import for_device
+from .change.tests import base_name, for_device
 from .tests import FoundTest, find_similar_tests
 
 # Note [Tests of an internal op]
@@ -26,12 +26,6 @@ PUBLIC_DEPTH = 4
 PUBLIC_NODES = 200
 _UP_KINDS = frozenset({EdgeKind.OP_CALL, EdgeKind.DISPATCH_CALL, EdgeKind.KERNEL, EdgeKind.WRAPPER,
                        EdgeKind.BACKWARD, EdgeKind.CALL})
-
-
-def base_name(key: str) -> str:
-    """The name tests use for an op: without its overload and an in-place op's trailing underscore."""
-    base = key.split(".")[0]
-    return base[:-1] if base.endswith("_") and not base.endswith("__") else base
 
 
 def internal(name: str) -> bool:

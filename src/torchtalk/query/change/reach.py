@@ -85,8 +85,7 @@ def _variant(op: str) -> bool:
 def _base(op: str) -> str:
     """The name tests use for an op: cumsum for cumsum.out and cumsum_; _convolution_pointwise for
     torch.ops.mkldnn._convolution_pointwise (a TORCH_LIBRARY op, named by its Python name)."""
-    base = op.removeprefix(LIBRARY_PREFIX).split(".")[1 if op.startswith(LIBRARY_PREFIX) else 0]
-    return base[:-1] if base.endswith("_") and not base.endswith("__") else base
+    return at.base_name(op.removeprefix(LIBRARY_PREFIX).split(".", 1)[1] if op.startswith(LIBRARY_PREFIX) else op)
 
 
 def _py_how(chain: list[Edge]) -> str:

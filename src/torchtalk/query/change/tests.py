@@ -26,6 +26,14 @@ from ..testquery import opinfo_names
 from ..tests import FoundTest, device_instantiations, find_similar_tests
 from .definitions import ChangedOpInfo, ChangedTest
 
+
+def base_name(op: str) -> str:
+    """The name tests use for an op: without its overload and an in-place op's trailing underscore (cumsum for
+    cumsum.out and cumsum_; __iand__ keeps its underscores)."""
+    base = op.split(".")[0]
+    return base[:-1] if base.endswith("_") and not base.endswith("__") else base
+
+
 MAX_OPS_FOR_TESTS = 6  # distinct ops whose tests are looked up (each is one find_similar_tests call)
 PER_OP = 6  # tests taken per op from find_similar_tests
 RUN_FIRST = 5
