@@ -140,8 +140,8 @@ def walk_to_ops(g: Graph, start: Node, follow: Callable[[Step], bool], rank: Ran
                     continue
                 if e.dst.kind is NodeKind.OP:
                     out.setdefault(e.dst.key)
-                elif library_op(e.dst) is not None:
-                    out.setdefault(library_op(e.dst) or "")
+                elif (lib := library_op(e.dst)) is not None:
+                    out.setdefault(lib)
                 elif _key(e.dst) not in seen:
                     seen.add(_key(e.dst))
                     stack.append(e.dst)
