@@ -82,7 +82,8 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p = subcommand(sub, "resolve", "resolve every C++ call of the index once and store it, for fast first answers",
              "Resolve every C++ call site of the index's current build and store the result beside it "
              "(resolved.db), so that answers read each call's target instead of resolving it (Note [Resolved "
-             "calls]). A server does this by itself in the background after it starts and after each refresh; "
+             "calls]), then each op's GPU walk, so that cuda_kernels and trace read it (Note [Stored GPU walks]). "
+             "A server does this by itself in the background after it starts and after each refresh; "
              "answers are the same with or without it. Builds no index: run `torchtalk index` first.")
     add_source(p)
     p.add_argument("--force", action="store_true", help="compute it again even when it is there for this build")
@@ -165,7 +166,7 @@ def cmd_resolve(args) -> int:
                                f"--source {tree.root}` first")
     show = {"auto": None, "always": True, "never": False}[args.progress]
     print(store_resolved(tree.index_path, tree.root, args.workers, args.force,
-                         lambda files: bar(files, "resolving calls", show)))
+                         lambda items, what: bar(items, what, show)))
     return EXIT_OK
 
 

@@ -174,7 +174,7 @@ def test_an_op_whose_complete_walk_finds_no_device_work_says_so(gpu):
 
 def test_a_view_reached_through_three_calls_of_the_dispatcher_does_no_device_work(gpu):
     """The first walk follows two calls through the dispatcher a chain; when it finds nothing and only its limits
-    cut it, it looks again through three (query/cuda.py NOTHING_HOPS): hop_a -> hop_b -> hop_c -> hop_d, the shape
+    cut it, it looks again through three (graph/gpu.py NOTHING_HOPS): hop_a -> hop_b -> hop_c -> hop_d, the shape
     of movedim -> permute -> as_strided, is a complete walk, where it had stayed "nothing found" with a cut."""
     _, ix = gpu
     res, text = run(get_tool("cuda_kernels"), ix, function_name="hop_a")

@@ -267,6 +267,10 @@ def test_cli_resolve_stores_once_per_build_and_says_what_is_wrong(indexed, capsy
     assert "are stored for its current build" in capsys.readouterr().out
     assert main(["resolve", "--source", str(tree), "--workers", "0"]) == EXIT_ERROR
     assert "--workers must be 1..64, not 0" in capsys.readouterr().err
+    assert main(["resolve", "--source", str(tree), "--force", "--progress", "always", "--workers", "1"]) == EXIT_OK
+    shown = capsys.readouterr()
+    assert "resolving calls" in shown.err and "walking each op's GPU code" in shown.err, "progress on stderr"
+    assert "walked each op's GPU code" in shown.out and "resolving" not in shown.out
 
 
 def test_cli_resolve_without_an_index_names_the_command_that_builds_one(tree, capsys):

@@ -147,7 +147,7 @@ def test_cuda_kernels_for_an_op_follow_its_cuda_kernel_only(indexed):
 def test_the_gpu_warm_up_walks_what_cuda_sources_call_and_changes_no_answer(indexed):
     # Note [The GPU warm-up]: the functions CUDA sources call most are walked ahead of the first question; what
     # is asked afterwards reads the memos and answers exactly as a cold index does.
-    from torchtalk.graph.gpu import warm_shared
+    from torchtalk.graph.gpu_warm import warm_shared
     from torchtalk.graph.symbols import defs_by_name
     from torchtalk.store.reader import Index
 
@@ -166,7 +166,7 @@ def test_the_gpu_warm_up_walks_what_cuda_sources_call_and_changes_no_answer(inde
 def test_the_gpu_warm_up_walks_the_ops_cuda_sources_call_and_changes_no_answer(tree):
     # Note [The GPU warm-up], its second part: the ops that the names CUDA sources call most mean (at::relu in a
     # .cu file: relu) are walked as cuda_kernels walks an op; what is asked afterwards answers as a cold index does.
-    from torchtalk.graph.gpu import warm_shared
+    from torchtalk.graph.gpu_warm import warm_shared
     from torchtalk.index.indexer import refresh
     from torchtalk.source.tree import find_source
     from torchtalk.store.reader import Index

@@ -40,16 +40,16 @@ from .device_reach import device_out
 from .gpu_families import Template, functor_loc, is_library, library_edges, templates
 from .gpu_rank import composite_calls, whose
 from .graph import graph
-from .nodes import CPP_KINDS, cpp_node, op_node, symbol_id
-from .op_spellings import op_named
-from .registry import registry
-from .symbols import defs_by_name
+from .nodes import CPP_KINDS, symbol_id
+from .stored_edges import read_stored
 from .walk import Step, down
 
 MAX_DEPTH = 6
 FAN_OUT = 40
 MAX_NODES = 1500
 HOPS = 1  # calls through the dispatcher followed per chain below a kernel (Note [Calls through the dispatcher])
+# How far cuda_kernels looks again when nothing was found within MAX_DEPTH and HOPS (Note [No device work]).
+NOTHING_DEPTH, NOTHING_HOPS = 20, 3
 OP_KINDS = frozenset({EdgeKind.KERNEL, EdgeKind.OP_CALL, EdgeKind.BACKWARD})  # between ops, and op -> kernel
 CPP_WALK_KINDS = frozenset({EdgeKind.CALL, EdgeKind.STUB_CALL, EdgeKind.STUB_KERNEL})  # below a kernel
 # Below a kernel, a call through the dispatcher (at::angle_out in angle's CUDA kernel) runs the called op's kernel
@@ -159,49 +159,16 @@ def gpu_reach(ix: Index, node: Node, depth: int = MAX_DEPTH, hops: int = HOPS) -
     memo: dict[tuple[NodeKind, str, int, int], GpuReach] = ix.cached("gpu_reach", dict)
     key = (node.kind, node.key, depth, hops)
     if key not in memo:
-        memo[key] = _reach(ix, node, depth, hops)
+        # the store keeps the walks below the kernels of ops at the default depth (Note [Stored GPU walks])
+        found = _stored(ix, node, depth, hops) if (depth, hops) == (MAX_DEPTH, HOPS) else None
+        memo[key] = found or _reach(ix, node, depth, hops)
     return memo[key]
 
 
-# Note [The GPU warm-up]
-# A first GPU answer (cuda_kernels, trace's GPU lines) spent most of its time in code every GPU walk passes:
-# TensorIterator, the launch families, the allocator, streams, the dispatch and check helpers. Measured on 2.6.0:
-# cuda_kernels("softmax") 0.69 s CPU alone, 0.10 s after the walks below; group_norm 0.69 -> 0.20 s,
-# trace("relu") 0.77 -> 0.17 s, conv2d 1.38 -> 0.65 s (its own cuDNN code stays). The shared code is found by
-# mechanism, not by name: the WARM_NAMES names called by the most functions of CUDA sources, each definition of
-# them (at most WARM_DEFS) walked as gpu_reach walks it, filling the memos every later walk reads. The server
-# runs it in its background warm-up (2.5-3 s of CPU on 2.6.0 for 150 names); answers are byte-identical with
-# or without it, only sooner.
-#
-# The same ranking, longer (WARM_OP_NAMES), also names the ops most CUDA code calls through the dispatcher
-# (``empty``, ``copy_``, ``select``, ``zeros``, ``contiguous``: 83 ops of the first 400 names on 2.6.0): a walk
-# below a kernel reaches them by DISPATCH_CALL edges and walks their kernels for CUDA, so their own op walks
-# (as cuda_kernels walks an op) are walked too. Measured on 2.6.0, a first answer after the warm-up:
-# cuda_kernels("conv2d") 336 -> 214 ms CPU, ("scaled_dot_product_attention") 347 -> 272 ms; the warm-up
-# 4.35 -> 5.79 s of CPU and 17 MB more. Answers are byte-identical with or without it.
-WARM_NAMES = 150
-WARM_OP_NAMES = 400
-WARM_DEFS = 4
-
-
-def warm_shared(ix: Index, names: int = WARM_NAMES, op_names: int = WARM_OP_NAMES) -> int:
-    """Walk the code most GPU walks share (Note [The GPU warm-up]); the number of functions and ops walked."""
-    cuda_files = [fid for fid, path in ix.paths().items() if is_cuda_path(path)]  # 716 of 7,505 on 2.6.0
-    marks = ",".join("?" * len(cuda_files))
-    rows = ix.q(f"SELECT callee FROM cpp_call WHERE caller IS NOT NULL AND file_id IN ({marks}) "
-                "GROUP BY callee ORDER BY COUNT(DISTINCT caller) DESC, callee LIMIT ?",
-                (*cuda_files, max(names, op_names)))
-    walked = 0
-    for (name,) in rows[:names]:
-        for fn in defs_by_name(ix, name)[:WARM_DEFS]:
-            gpu_reach(ix, cpp_node(fn))
-            walked += 1
-    reg = registry(ix)
-    ops = dict.fromkeys(full for (name,) in rows[:op_names] for full in op_named(reg, name))
-    for full in ops:
-        gpu_walk(ix, op_node(reg.by_full[full]))  # the node cuda_kernels starts an op's walk from
-        walked += 1
-    return walked
+def _stored(ix: Index, node: Node, depth: int, hops: int) -> GpuReach | None:
+    """The walk from ``node`` the store of resolved calls keeps (Note [Stored GPU walks] in store/resolved.py)."""
+    found = read_stored(ix, lambda store: store.walk(node.kind.value, node.key, depth, hops))
+    return found if isinstance(found, GpuReach) else None
 
 
 def _edges(ix: Index, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
@@ -328,9 +295,10 @@ def gpu_walk(ix: Index, start: Node, depth: int = MAX_DEPTH, hops: int = HOPS) -
     if start.kind is not NodeKind.OP:
         return gpu_reach(ix, start, depth, hops)
     memo: dict[tuple[str, int, int], GpuReach] = ix.cached("gpu_walks", dict)
-    if (start.key, depth, hops) not in memo:
-        memo[(start.key, depth, hops)] = _op_walk(ix, start, depth, hops)
-    return memo[(start.key, depth, hops)]
+    key = (start.key, depth, hops)
+    if key not in memo:
+        memo[key] = _stored(ix, start, depth, hops) or _op_walk(ix, start, depth, hops)
+    return memo[key]
 
 
 def _op_walk(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:

@@ -39,6 +39,13 @@ def without_store(ix: Index) -> None:
     holder.store, holder.checked = None, float("inf")
 
 
+def use_store(ix: Index, store: ResolvedStore | None) -> None:
+    """Read this store for this index, whatever is in place (the GPU walks of a store being built read its calls:
+    Note [Stored GPU walks] in store/resolved.py)."""
+    holder: _Holder = ix.cached("resolved_store", _Holder)
+    holder.store, holder.checked = store, float("inf")
+
+
 def stored_resolution(ix: Index, store: ResolvedStore, site: int) -> Resolution | None:
     """The resolution the store holds for a call site (UNRESOLVED when it has no row: the site resolved to
     nothing); None when the store turned out damaged (resolve the site as asked)."""

@@ -8,11 +8,12 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
+from typing import TypeVar
 
 from ..errors import IndexUnavailable
-from ..model import CallSite, CppSymbol, Edge
+from ..model import CallSite, CppSymbol, Edge, EdgeKind, Node, runs_on
 from ..store.builds import writer_lock
 from ..store.codec import rows_facts
 from ..store.db import open_readonly, read_meta
@@ -25,21 +26,29 @@ from ..store.resolved import (
     EdgeRow,
     ResolvedWriter,
     Row,
+    WalkRow,
+    open_resolved,
+    pack,
     resolved_path,
     serving,
 )
 from .cpp_edges import call_edges
 from .cpp_types import all_classes, all_usings, directive_targets, directives, occupied, symbol_qualnames
 from .device_reach import skips
-from .nodes import symbol_id
+from .gpu import GPU_BACKENDS, HOPS, MAX_DEPTH, NOTHING_DEPTH, NOTHING_HOPS, gpu_reach, gpu_walk
+from .graph import graph
+from .nodes import CPP_KINDS, op_node, symbol_id
 from .qualifiers import qualifiers
 from .registry import registry
 from .resolution import UNRESOLVED, Resolution
 from .resolve import resolve, stub_names
-from .resolved import without_store
+from .resolved import use_store, without_store
 from .symbols import CALL_COLS, pasted_symbols, prefetch_symbols, symbol
 
+T = TypeVar("T")
+R = TypeVar("R")
 TASK_SITES = 4000  # call sites per task of a build (files grouped up to about this many)
+TASK_OPS = 40  # ops per task of the GPU walks (neighbours in name order: they share code the worker has walked)
 # The memo tables resolving one file's calls fills that no other file's calls read (keyed by their caller):
 # dropped after each task of a build, which keeps a worker's memory flat.
 _PER_CALLER_MEMOS = ("resolutions", "resolvers", "calls_from", "call_rows_by_file", "symbols_by_id")
@@ -58,7 +67,9 @@ def warm_resolution(ix: Index) -> None:
     directive_targets(ix)
 
 
-Progress = Callable[[int], AbstractContextManager[Callable[[str], None]]]  # files -> advance(file) per file done
+# (items, what is done to them) -> advance(item) per item done: the files whose calls are resolved, then the ops
+# whose GPU code is walked
+Progress = Callable[[int, str], AbstractContextManager[Callable[[str], None]]]
 
 
 def store_resolved(index_path: Path, source_root: Path, workers: int | None = None, force: bool = False,
@@ -80,17 +91,17 @@ def store_resolved(index_path: Path, source_root: Path, workers: int | None = No
     if done is None:
         return f"the index {index_path} changed while its calls were resolved; nothing stored (run again)"
     _build, sites, rows = done
-    return (f"resolved {sites:,} call sites ({rows:,} reach a function, an op or a stub) in "
-            f"{time.monotonic() - t0:.1f}s: {resolved_path(index_path)}")
+    return (f"resolved {sites:,} call sites ({rows:,} reach a function, an op or a stub) and walked each op's GPU "
+            f"code in {time.monotonic() - t0:.1f}s: {resolved_path(index_path)}")
 
 
 def build(index_path: Path, source_root: Path, workers: int | None = None,
           progress: Progress | None = None) -> tuple[str, int, int] | None:
     """Resolve every call site of the index's current build and publish the store beside it (None when a refresh
     published another build meanwhile: nothing is written). Returns (the build's id, sites resolved, rows
-    written). ``progress(files)`` gives the function to call as each file is done. The caller holds the store's
-    lock (store.builds.writer_lock on its path). Some edges read the tree's text (a kernel handed to a launching
-    lambda): ``source_root`` is the tree the index was built from."""
+    written). ``progress(items, what)`` gives the function to call as each file (then each op) is done. The caller
+    holds the store's lock (store.builds.writer_lock on its path). Some edges read the tree's text (a kernel handed
+    to a launching lambda): ``source_root`` is the tree the index was built from."""
     ix = Index(index_path)
     build_id = ix.meta.get("build_id")
     if not build_id:
@@ -102,35 +113,32 @@ def build(index_path: Path, source_root: Path, workers: int | None = None,
     except (sqlite3.Error, OSError) as exc:
         raise _unwritable(index_path, exc) from None
     done = written = 0
-    shown = progress(sum(len(files) for _, files in tasks)) if progress is not None else nullcontext(_quiet)
     try:
-        n = max(1, min(workers or os.cpu_count() or 1, len(tasks) or 1))
-        if n == 1:
-            _init(index_path, source_root)
-            results: Iterator[tuple[list[int], int, list[Row], list[EdgeRow]]] = map(_run, [t for _, t in tasks])
-        else:
-            ctx = multiprocessing.get_context("spawn")
-            pool = ctx.Pool(n, initializer=_init, initargs=(index_path, source_root), maxtasksperchild=None)
-            results = pool.imap_unordered(_run, [t for _, t in tasks])
-        try:
-            with shown as advance:
-                for files, sites, rows, edges in results:
+        with _pool(writer, workers, len(tasks), _init, (index_path, source_root, None)) as run:
+            with _shown(progress, sum(len(files) for _, files in tasks), "resolving calls") as advance:
+                for files, sites, rows, edges in run(_run, [t for _, t in tasks]):
                     writer.add(rows, edges)
                     done += sites
                     written += len(rows)
                     for fid in files:
                         advance(paths.get(fid, "?"))
-        except BaseException:
-            writer.abort()  # first: a stop signal's grace (server/builds.py) may end before the pool's workers do
-            raise
-        finally:
-            if n > 1:
-                pool.terminate()
-                pool.join()
+        # Note [Stored GPU walks]: the walks read the calls just stored, from the file not yet in place
+        store = (writer.readable(sites=str(done)), build_id)
+        ops = sorted(registry(ix).by_full)
+        op_tasks = [ops[i:i + TASK_OPS] for i in range(0, len(ops), TASK_OPS)]
+        walked: list[WalkRow] = []  # written once no worker reads the file
+        with _pool(writer, workers, len(op_tasks), _init, (index_path, source_root, store)) as run:
+            with _shown(progress, len(ops), "walking each op's GPU code") as advance:
+                for done_ops, walks in run(_walk_ops, op_tasks):
+                    walked += walks
+                    for op in done_ops:
+                        advance(op)
+        unique = {w[:4]: w for w in walked}  # a kernel of ops of two tasks: the same walk twice
         if Index(index_path).meta.get("build_id") != build_id:  # a refresh published another build meanwhile
             writer.abort()
             return None
-        writer.commit(sites=str(done))
+        writer.add_walks(unique.values())
+        writer.commit(walks=str(len(unique)))
     except (sqlite3.Error, OSError) as exc:  # a full disk, a quota, a place that cannot be written
         writer.abort()
         raise _unwritable(index_path, exc) from None
@@ -138,6 +146,31 @@ def build(index_path: Path, source_root: Path, workers: int | None = None,
         writer.abort()
         raise
     return build_id, done, written
+
+
+def _shown(progress: Progress | None, items: int, what: str) -> AbstractContextManager[Callable[[str], None]]:
+    return progress(items, what) if progress is not None else nullcontext(_quiet)
+
+
+@contextmanager
+def _pool(writer: ResolvedWriter, workers: int | None, tasks: int, init: Callable[..., None],
+          initargs: tuple[object, ...]) -> Iterator[Callable[[Callable[[T], R], list[T]], Iterator[R]]]:
+    """Run tasks in this process (one worker) or in a pool of ``workers`` processes (spawned, each initialised
+    by ``init(*initargs)``): a function mapping a task function over the tasks, results as they come."""
+    n = max(1, min(workers or os.cpu_count() or 1, tasks or 1))
+    if n == 1:
+        init(*initargs)
+        yield lambda fn, items: map(fn, items)
+        return
+    pool = multiprocessing.get_context("spawn").Pool(n, initializer=init, initargs=initargs, maxtasksperchild=None)
+    try:
+        yield lambda fn, items: pool.imap_unordered(fn, items)
+    except BaseException:
+        writer.abort()  # first: a stop signal's grace (server/builds.py) may end before the pool's workers do
+        raise
+    finally:
+        pool.terminate()
+        pool.join()
 
 
 def _unwritable(index_path: Path, exc: BaseException) -> IndexUnavailable:
@@ -164,11 +197,41 @@ def _tasks(ix: Index) -> list[tuple[int, list[int]]]:
 _worker_ix: Index | None = None
 
 
-def _init(index_path: Path, source_root: Path) -> None:
+def _init(index_path: Path, source_root: Path, store: tuple[Path, str] | None) -> None:
+    """A worker: its index, resolving calls as asked (``store`` None), or reading those of the store being built
+    at ``store`` (its path and build: the GPU walks)."""
     global _worker_ix
+    if _worker_ix is not None:  # the build's first phase, in this process (one worker)
+        _worker_ix.close()
     _worker_ix = Index(index_path, source_root)
-    without_store(_worker_ix)
+    if store is None:
+        without_store(_worker_ix)
+    else:
+        use_store(_worker_ix, open_resolved(index_path, store[1], store[0]))
     warm_resolution(_worker_ix)
+
+
+def _walk_ops(ops: list[str]) -> tuple[list[str], list[WalkRow]]:
+    """These ops, and the rows of the GPU walks the store keeps for them (Note [Stored GPU walks] in
+    store/resolved.py): each op's at MAX_DEPTH, and when it found nothing and was cut, the look further cuda_kernels
+    takes then; the walk below each of its kernels for a key that runs on a GPU (trace's GPU lines), once."""
+    ix = _worker_ix
+    assert ix is not None
+    reg, g = registry(ix), graph(ix)
+    out: list[WalkRow] = []
+    kernels: dict[tuple[str, str], Node] = {}
+    for full in ops:
+        op = op_node(reg.by_full[full])
+        first = gpu_walk(ix, op)
+        out.append((op.kind.value, op.key, MAX_DEPTH, HOPS, pack(first)))
+        if not first.launches and not first.libraries and first.cuts:
+            out.append((op.kind.value, op.key, NOTHING_DEPTH, NOTHING_HOPS,
+                        pack(gpu_walk(ix, op, NOTHING_DEPTH, NOTHING_HOPS))))
+        for e in g.out(op, [EdgeKind.KERNEL]):
+            if e.dst.kind in CPP_KINDS and any(runs_on(e.key, b) for b in GPU_BACKENDS):
+                kernels.setdefault((e.dst.kind.value, e.dst.key), e.dst)
+    out += [(kind, key, MAX_DEPTH, HOPS, pack(gpu_reach(ix, node))) for (kind, key), node in kernels.items()]
+    return ops, out
 
 
 def _run(file_ids: list[int]) -> tuple[list[int], int, list[Row], list[EdgeRow]]:

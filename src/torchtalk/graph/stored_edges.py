@@ -12,6 +12,7 @@ override reached from its base's call), where resolving as asked only looks at t
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, SymbolKind
 from ..store.reader import Index
@@ -74,7 +75,7 @@ def stored_op_callers(ix: Index, op_full: str) -> list[Edge] | None:
 def stored_out_edges(ix: Index, sym: CppSymbol, gpu_walk: bool = False) -> list[Edge] | None:
     """Every edge out of function ``sym`` (without the sites the GPU walk skips when ``gpu_walk``), in source order,
     as cpp_edges.sites_edges makes them; None without a store."""
-    rows = _read(ix, lambda store: store.edges_from(sym.id))
+    rows = read_stored(ix, lambda store: store.edges_from(sym.id))
     if rows is None:
         return None
     prefetch_symbols(ix, [int(r[11]) for r in rows if NodeKind(r[10]) in CPP_KINDS and r[11].isdigit()])
@@ -86,14 +87,17 @@ def stored_out_edges(ix: Index, sym: CppSymbol, gpu_walk: bool = False) -> list[
 
 
 def _rows(ix: Index, keys: list[str], kind: EdgeKind) -> list[EdgeRow] | None:
-    rows = _read(ix, lambda store: store.edges_into(keys, [kind.value]))
+    rows = read_stored(ix, lambda store: store.edges_into(keys, [kind.value]))
     if rows is not None:
         prefetch_symbols(ix, [r[2] for r in rows] + ([int(k) for k in keys] if kind is not EdgeKind.DISPATCH_CALL
                                                      else []))
     return rows
 
 
-def _read(ix: Index, fetch: Callable[[ResolvedStore], list[EdgeRow]]) -> list[EdgeRow] | None:
+T = TypeVar("T")
+
+
+def read_stored(ix: Index, fetch: Callable[[ResolvedStore], T]) -> T | None:
     """What ``fetch`` reads from the store of this index version; None without one, or when it turns out damaged
     (dropped: the sites are resolved as asked)."""
     store = stored(ix)

@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from ..graph import graph
-from ..graph.gpu import GPU_BACKENDS, HOPS, MAX_DEPTH, GpuReach, gpu_walk, runs_for_cuda
+from ..graph.gpu import GPU_BACKENDS, HOPS, MAX_DEPTH, NOTHING_DEPTH, NOTHING_HOPS, GpuReach, gpu_walk, runs_for_cuda
 from ..graph.gpu import KernelLaunch as KernelLaunch  # re-exported: render reads the results
 from ..graph.gpu import LibraryCall as LibraryCall
 from ..graph.gpu_rank import Nearness as Nearness  # re-exported: render ranks its sections by it
@@ -184,10 +184,6 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
                             "levels of its CUDA kernels, composite calls and backward (or the op has no CUDA "
                             "kernel).")
     return result
-
-
-# How far the walk looks again when nothing was found within MAX_DEPTH and HOPS (Note [No device work]).
-NOTHING_DEPTH, NOTHING_HOPS = 20, 3
 
 
 def _no_device_work(ix: Index, starts: list[Node], m: _Merged) -> str:

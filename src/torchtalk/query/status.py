@@ -92,8 +92,9 @@ def status(ix: Index) -> StatusResult:
 def _resolved_calls(ix: Index) -> str:
     held = serving(ix.path, ix.meta.get("build_id"))
     if held is not None:
-        return (f"stored for this build ({int(held.get('sites', '0') or 0):,} call sites): answers read each "
-                "call's target")
+        return (f"stored for this build ({int(held.get('sites', '0') or 0):,} call sites, "
+                f"{int(held.get('walks', '0') or 0):,} GPU walks of ops and their kernels): answers read each call's "
+                "target and each op's GPU walk")
     slower = "answers resolve calls as asked meanwhile (the same answers; first ones take longer)"
     running = building(resolved_path(ix.path))
     if running:

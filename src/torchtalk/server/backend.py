@@ -21,7 +21,7 @@ from pathlib import Path
 from ..errors import SourceError
 from ..graph.cpp_callers import warm_op_callers
 from ..graph.device_reach import defined
-from ..graph.gpu import warm_shared as warm_gpu
+from ..graph.gpu_warm import warm_shared as warm_gpu
 from ..graph.op_edges import autograd_nodes
 from ..graph.op_refs import warm_passing
 from ..graph.py_attrs import hand_bound
