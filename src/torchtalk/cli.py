@@ -166,7 +166,7 @@ def cmd_resolve(args) -> int:
                                f"--source {tree.root}` first")
     show = {"auto": None, "always": True, "never": False}[args.progress]
     print(store_resolved(tree.index_path, tree.root, args.workers, args.force,
-                         lambda items, what: bar(items, what, show)))
+                         lambda items, what, unit: bar(items, what, show, unit=unit)))
     return EXIT_OK
 
 

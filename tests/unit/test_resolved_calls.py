@@ -271,6 +271,11 @@ def test_cli_resolve_stores_once_per_build_and_says_what_is_wrong(indexed, capsy
     shown = capsys.readouterr()
     assert "resolving calls" in shown.err and "walking each op's GPU code" in shown.err, "progress on stderr"
     assert "walked each op's GPU code" in shown.out and "resolving" not in shown.out
+    assert main(["resolve", "--source", str(tree), "--force", "--workers", "1"]) == EXIT_OK  # stderr no terminal
+    lines = capsys.readouterr().err.splitlines()
+    ops = len(registry(ix).by_full)
+    assert any(line.startswith("torchtalk: resolving calls ") and " files in " in line for line in lines)
+    assert f"torchtalk: walking each op's GPU code {ops}/{ops} ops in" in "\n".join(lines), lines
 
 
 def test_cli_resolve_without_an_index_names_the_command_that_builds_one(tree, capsys):

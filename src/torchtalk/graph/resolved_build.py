@@ -67,9 +67,9 @@ def warm_resolution(ix: Index) -> None:
     directive_targets(ix)
 
 
-# (items, what is done to them) -> advance(item) per item done: the files whose calls are resolved, then the ops
-# whose GPU code is walked
-Progress = Callable[[int, str], AbstractContextManager[Callable[[str], None]]]
+# (items, what is done to them, what they are) -> advance(item) per item done: the files whose calls are resolved,
+# then the ops whose GPU code is walked
+Progress = Callable[[int, str, str], AbstractContextManager[Callable[[str], None]]]
 
 
 def store_resolved(index_path: Path, source_root: Path, workers: int | None = None, force: bool = False,
@@ -99,7 +99,7 @@ def build(index_path: Path, source_root: Path, workers: int | None = None,
           progress: Progress | None = None) -> tuple[str, int, int] | None:
     """Resolve every call site of the index's current build and publish the store beside it (None when a refresh
     published another build meanwhile: nothing is written). Returns (the build's id, sites resolved, rows
-    written). ``progress(items, what)`` gives the function to call as each file (then each op) is done. The caller
+    written). ``progress(items, what, unit)`` gives the function to call as each file (then each op) is done. The caller
     holds the store's lock (store.builds.writer_lock on its path). Some edges read the tree's text (a kernel handed
     to a launching lambda): ``source_root`` is the tree the index was built from."""
     ix = Index(index_path)
@@ -115,7 +115,7 @@ def build(index_path: Path, source_root: Path, workers: int | None = None,
     done = written = 0
     try:
         with _pool(writer, workers, len(tasks), _init, (index_path, source_root, None)) as run:
-            with _shown(progress, sum(len(files) for _, files in tasks), "resolving calls") as advance:
+            with _shown(progress, sum(len(files) for _, files in tasks), "resolving calls", "files") as advance:
                 for files, sites, rows, edges in run(_run, [t for _, t in tasks]):
                     writer.add(rows, edges)
                     done += sites
@@ -128,7 +128,7 @@ def build(index_path: Path, source_root: Path, workers: int | None = None,
         op_tasks = [ops[i:i + TASK_OPS] for i in range(0, len(ops), TASK_OPS)]
         walked: list[WalkRow] = []  # written once no worker reads the file
         with _pool(writer, workers, len(op_tasks), _init, (index_path, source_root, store)) as run:
-            with _shown(progress, len(ops), "walking each op's GPU code") as advance:
+            with _shown(progress, len(ops), "walking each op's GPU code", "ops") as advance:
                 for done_ops, walks in run(_walk_ops, op_tasks):
                     walked += walks
                     for op in done_ops:
@@ -148,8 +148,9 @@ def build(index_path: Path, source_root: Path, workers: int | None = None,
     return build_id, done, written
 
 
-def _shown(progress: Progress | None, items: int, what: str) -> AbstractContextManager[Callable[[str], None]]:
-    return progress(items, what) if progress is not None else nullcontext(_quiet)
+def _shown(progress: Progress | None, items: int, what: str,
+           unit: str) -> AbstractContextManager[Callable[[str], None]]:
+    return progress(items, what, unit) if progress is not None else nullcontext(_quiet)
 
 
 @contextmanager

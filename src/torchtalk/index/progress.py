@@ -28,8 +28,8 @@ def shorten(path: str, width: int) -> str:
 
 @contextlib.contextmanager
 def bar(total: int, label: str, enabled: bool | None = None, *, stream: TextIO | None = None,
-        clock: Callable[[], float] = time.monotonic) -> Iterator[Callable[[str], None]]:
-    """Yields ``advance(item)``, to be called once per finished item.
+        clock: Callable[[], float] = time.monotonic, unit: str = "files") -> Iterator[Callable[[str], None]]:
+    """Yields ``advance(item)``, to be called once per finished item (``unit``: what the plain lines count).
 
     ``enabled``: None means a bar when ``stream`` (stderr) is a terminal and plain lines when it is not;
     True forces the bar; False shows nothing.
@@ -39,7 +39,7 @@ def bar(total: int, label: str, enabled: bool | None = None, *, stream: TextIO |
         yield lambda item: None
         return
     if enabled is None and not _is_tty(stream):
-        with _lines(total, label, stream, clock) as advance:
+        with _lines(total, label, stream, clock, unit) as advance:
             yield advance
         return
     with _bar(total, label, stream) as advance:
@@ -54,7 +54,8 @@ def _is_tty(stream: TextIO) -> bool:
 
 
 @contextlib.contextmanager
-def _lines(total: int, label: str, stream: TextIO, clock: Callable[[], float]) -> Iterator[Callable[[str], None]]:
+def _lines(total: int, label: str, stream: TextIO, clock: Callable[[], float],
+           unit: str) -> Iterator[Callable[[str], None]]:
     t0 = clock()
     last = t0
     done = 0
@@ -69,11 +70,11 @@ def _lines(total: int, label: str, stream: TextIO, clock: Callable[[], float]) -
         now = clock()
         if now - last >= LINE_EVERY_S and done < total:
             last = now
-            say(f"torchtalk: {label} {done}/{total} files ({100 * done // total}%) after {now - t0:.0f}s")
+            say(f"torchtalk: {label} {done}/{total} {unit} ({100 * done // total}%) after {now - t0:.0f}s")
 
     yield advance
     if done:
-        say(f"torchtalk: {label} {done}/{total} files in {clock() - t0:.1f}s")
+        say(f"torchtalk: {label} {done}/{total} {unit} in {clock() - t0:.1f}s")
 
 
 @contextlib.contextmanager

@@ -166,7 +166,7 @@ def setup(source: str | None, fetch: str | None, yes: bool, scope: str, do_regis
     # The first session's first answers read resolved calls (Note [Resolved calls]), not only those a minute later.
     try:
         out("calls: " + store_resolved(tree.index_path, tree.root,
-                                       progress=lambda items, what: bar(items, what, None)))
+                                       progress=lambda items, what, unit: bar(items, what, None, unit=unit)))
     except TorchTalkError as exc:  # answers do not need it: they resolve calls as asked
         out(f"calls: not stored ({exc}); the server stores them in the background")
 
