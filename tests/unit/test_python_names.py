@@ -467,3 +467,41 @@ def test_a_binding_names_its_function_as_written_in_its_file(tmp_path):
     assert "Python torch._C._instruction_counter.start" in text
     _, text = call(ix, "trace", function_name="torch._C._instruction_counter.start")
     assert "LibKinetoClient" not in text and "instruction_counter/Module.cpp:6" in text
+    # called_by asks whether a function is one a binding names (``binds``) without listing what it names: the same
+    # answer for every binding and every function of its name (both start's, the declarations too)
+    from torchtalk.graph.py_edges import _bindings_by_target, binds, bound_functions
+    from torchtalk.graph.symbols import _symbols
+    pairs = []
+    with ix.using():
+        for name, rows in _bindings_by_target(ix).items():
+            for fn in _symbols(ix, "name = ?", (name,), False):
+                for _n, _kind, target, file_id, _line in rows:
+                    pairs.append((binds(ix, target, file_id, fn),
+                                  fn.id in {d.id for d in bound_functions(ix, target, file_id)}))
+    assert pairs and all(a == b for a, b in pairs)
+    assert (True, True) in pairs and (False, False) in pairs
+
+
+def test_the_calls_naming_a_python_name_are_those_a_like_query_finds(py_indexed):
+    """A Python function's (or an op's) callers are the calls whose callee is its name or ends with ``.name``, as
+    SQLite's LIKE compares (ASCII case aside), read by id from a table of calls by their last name instead of a LIKE
+    over every call: the same rows, in the same order, for every name the tree's calls end with."""
+    from torchtalk.graph.py_calls import _CALL_COLS, _calls_naming
+    from torchtalk.store.reader import like_literal
+    tree, ix = py_indexed
+    ix.close()
+    ix = index_with(tree, {"torch/nn/called_by_case.py": (
+        "import torch\n\ndef f(x):\n    torch.Add(x)\n    Add(x)\n    add(x)\n    torch.nn.functional.add(x)\n"
+        "    x.add(1)\n")})
+    try:
+        with ix.using():
+            lasts = {c.rsplit(".", 1)[-1] for (c,) in ix.q("SELECT callee FROM py_call WHERE callee IS NOT NULL")}
+            assert {"add", "Add", "relu"} <= lasts
+            for last in sorted(lasts | {"ADD", "a.add"}):
+                like = ix.q(f"SELECT {_CALL_COLS} WHERE (c.callee = ? OR c.callee LIKE ? ESCAPE '\\') AND c.recv = ''"
+                            " ORDER BY c.file_id, c.line, c.id", (last, "%." + like_literal(last)))
+                assert [tuple(r) for r in _calls_naming(ix, last)] == [tuple(r) for r in like], last
+            names = [r[2] for r in _calls_naming(ix, "add")]
+            assert "torch.Add" in names and "add" in names and "Add" not in names  # LIKE's case, = 's exactness
+    finally:
+        ix.close()

@@ -46,7 +46,7 @@ def bindings_into(ix: Index, node: Node) -> list[Edge]:
         loc = Loc(ix.path_of(file_id), line)
         if kind == PyApiKind.GENERATED_BINDING and loc.path != fn.path:
             continue
-        if any(d.id == fn.id for d in bound_functions(ix, target, file_id)):
+        if binds(ix, target, file_id, fn):
             out.append(Edge(binding_node(name, loc), node, EdgeKind.BINDING, loc, kind))
     return out + _library_bindings(ix, node, fn.name, fn.qualname, fn.path if fn.is_file_local else "")
 
@@ -98,16 +98,33 @@ _MEMBERS = (SymbolKind.METHOD, SymbolKind.CONSTRUCTOR)
 
 
 def bound_functions(ix: Index, target: str, file_id: int) -> list[CppSymbol]:
-    """The C++ definitions a binding's target, as written in file ``file_id``, names (Note [Bound as written])."""
-    written = TEMPLATE_ARGS.sub("", target).removeprefix("::")  # ConvPackedParamsBase<kSpatialDim>::groups
-    name = written.rsplit("::", 1)[-1]
-
-    def fits(d: CppSymbol) -> bool:
-        return written_as(d.qualname, written) if "::" in written else d.kind not in _MEMBERS
+    """The C++ definitions a binding's target, as written in file ``file_id``, names (Note [Bound as written]): those
+    of the file, else those of its name anywhere (not file-local)."""
+    name, fits = _bound_name(target)
     here = [d for d in defs_in_file(ix, file_id, name) if fits(d)]
     if here:
         return here
     return [d for d in defs_by_name(ix, name) if fits(d) and not d.is_file_local]
+
+
+def binds(ix: Index, target: str, file_id: int, fn: CppSymbol) -> bool:
+    """Whether ``fn`` is one of ``bound_functions(ix, target, file_id)``, without reading every definition of its
+    name (``add``'s hundreds, for a first impact answer)."""
+    name, fits = _bound_name(target)
+    if fn.name != name or not fn.is_definition or not fits(fn):
+        return False
+    here = [d for d in defs_in_file(ix, file_id, name) if fits(d)]
+    return any(d.id == fn.id for d in here) if here else not fn.is_file_local
+
+
+def _bound_name(target: str) -> tuple[str, Callable[[CppSymbol], bool]]:
+    """The name a binding's target ends with, and which definitions of that name it can mean (Note [Bound as
+    written]): one of its qualified name when written qualified, else no member."""
+    written = TEMPLATE_ARGS.sub("", target).removeprefix("::")  # ConvPackedParamsBase<kSpatialDim>::groups
+
+    def fits(d: CppSymbol) -> bool:
+        return written_as(d.qualname, written) if "::" in written else d.kind not in _MEMBERS
+    return written.rsplit("::", 1)[-1], fits
 
 
 def _bindings_by_target(ix: Index) -> dict[str, list[tuple[str, str, str, int, int]]]:

@@ -25,6 +25,7 @@ from ..graph.gpu_warm import warm_shared as warm_gpu
 from ..graph.op_edges import autograd_nodes
 from ..graph.op_refs import warm_passing
 from ..graph.py_attrs import hand_bound
+from ..graph.py_calls import calls_by_last
 from ..graph.py_edges import entry_calls
 from ..graph.resolved_build import warm_resolution
 from ..index.freshness import Freshness
@@ -68,6 +69,7 @@ def _warm_up(ix: Index) -> None:
         # What resolving any C++ call looks up (impact, called_by, calls, cuda_kernels all resolve calls).
         warm_resolution(ix)
         entry_calls(ix)  # the public Python functions' calls, which impact's and called_by's walks up read
+        calls_by_last(ix)  # and the calls that name a Python function or an op's Python name (their Python callers)
         warm_op_callers(ix)  # the sites every op's callers read (impact, called_by)
         warm_passing(ix)  # and the calls that pass an op's function on (Note [Op references])
         warm_hand_bindings(ix)  # trace's hand-written bindings
