@@ -21,6 +21,12 @@ from .nodes import CPP_KINDS, symbol_node
 from .resolved import damaged, stored
 from .symbols import defs_by_qualname, prefetch_symbols, symbol
 
+_CPP_KIND_VALUES = frozenset(k.value for k in CPP_KINDS)
+# the enums by their stored values (a dict lookup: an Enum call per column of thousands of rows is not free)
+_NODE_KINDS = {k.value: k for k in NodeKind}
+_EDGE_KINDS = {k.value: k for k in EdgeKind}
+_EDGE_HOWS = {h.value: h for h in EdgeHow}
+
 
 def stored_callers(ix: Index, target: CppSymbol, kind: EdgeKind) -> list[Edge] | None:
     """CALL or LAUNCH edges into ``target`` as cpp_callers.callers gives them, from the store; None without one.
@@ -41,15 +47,16 @@ def stored_callers(ix: Index, target: CppSymbol, kind: EdgeKind) -> list[Edge] |
     handed: list[Edge] = []
     sites: set[int] = set()
     for r in rows:
-        e = _edge(ix, r) if NodeKind(r[10]) in CPP_KINDS else None
-        if e is None:
+        if r[10] not in _CPP_KIND_VALUES:
             continue
-        if e.how is EdgeHow.HANDED:
-            if e not in handed:
+        if r[6] == EdgeHow.HANDED.value:
+            if (e := _edge(ix, r)) is not None and e not in handed:
                 handed.append(e)
             continue
         qualified = bool(r[9] & EDGE_QUALIFIED) or kind is EdgeKind.LAUNCH
         if r[0] in sites or not (qualified or method):
+            continue  # decoded only when kept: a function's thousands of callers, for a first impact
+        if (e := _edge(ix, r)) is None:
             continue
         sites.add(r[0])
         direct.append((0 if qualified else 1, r[0], e))
@@ -115,7 +122,7 @@ def _edge(ix: Index, r: EdgeRow) -> Edge | None:
     src = symbol(ix, src_id)
     if src is None:
         return None
-    node_kind = NodeKind(dkind)
+    node_kind = _NODE_KINDS[dkind]
     if node_kind in CPP_KINDS and key.isdigit():
         sym = symbol(ix, int(key))
         if sym is None:
@@ -123,5 +130,5 @@ def _edge(ix: Index, r: EdgeRow) -> Edge | None:
         dst = symbol_node(ix, sym)
     else:
         dst = Node(node_kind, key, label, Loc(path, dline) if dline else None)
-    return Edge(symbol_node(ix, src), dst, EdgeKind(kind), Loc(ix.path_of(file_id), line), note=note,
-                how=EdgeHow(how), written=written)
+    return Edge(symbol_node(ix, src), dst, _EDGE_KINDS[kind], Loc(ix.path_of(file_id), line), note=note,
+                how=_EDGE_HOWS[how], written=written)
