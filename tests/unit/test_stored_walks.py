@@ -123,3 +123,24 @@ def test_a_damaged_walk_is_walked_again_and_the_store_dropped(walked):
     assert not resolved_path(path).exists(), "dropped: the next background run computes it again"
     assert _walks(fresh) == walks
     fresh.close()
+
+
+def test_a_walk_that_fails_while_stored_is_left_out_and_walked_when_asked(walked, monkeypatch, caplog):
+    tree, path, _walks_made, answers = walked
+    import torchtalk.graph.resolved_build as rb
+    real = rb.gpu_walk
+
+    def failing(ix, op, *args):
+        if op.key == "angle":
+            raise RuntimeError("a walk that fails")
+        return real(ix, op, *args)
+
+    monkeypatch.setattr(rb, "gpu_walk", failing)
+    assert build(path, tree, workers=1) is not None, "the store is built without that walk"
+    keys = _stored_keys(path)
+    assert ("op", "angle", MAX_DEPTH, HOPS) not in keys and ("op", "angle.out", MAX_DEPTH, HOPS) in keys
+    assert "the GPU walk of op angle failed; it is walked when asked" in caplog.text
+    monkeypatch.undo()
+    fresh = Index(path, tree)
+    assert _answers(fresh) == answers
+    fresh.close()

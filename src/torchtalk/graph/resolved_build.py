@@ -3,6 +3,7 @@ questions (Note [Resolved calls] in store/resolved.py), by worker processes that
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import sqlite3
@@ -45,6 +46,7 @@ from .resolve import resolve, stub_names
 from .resolved import use_store, without_store
 from .symbols import CALL_COLS, pasted_symbols, prefetch_symbols, symbol
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 R = TypeVar("R")
 TASK_SITES = 4000  # call sites per task of a build (files grouped up to about this many)
@@ -223,15 +225,22 @@ def _walk_ops(ops: list[str]) -> tuple[list[str], list[WalkRow]]:
     kernels: dict[tuple[str, str], Node] = {}
     for full in ops:
         op = op_node(reg.by_full[full])
-        first = gpu_walk(ix, op)
-        out.append((op.kind.value, op.key, MAX_DEPTH, HOPS, pack(first)))
-        if not first.launches and not first.libraries and first.cuts:
-            out.append((op.kind.value, op.key, NOTHING_DEPTH, NOTHING_HOPS,
-                        pack(gpu_walk(ix, op, NOTHING_DEPTH, NOTHING_HOPS))))
+        try:
+            first = gpu_walk(ix, op)
+            out.append((op.kind.value, op.key, MAX_DEPTH, HOPS, pack(first)))
+            if not first.launches and not first.libraries and first.cuts:
+                out.append((op.kind.value, op.key, NOTHING_DEPTH, NOTHING_HOPS,
+                            pack(gpu_walk(ix, op, NOTHING_DEPTH, NOTHING_HOPS))))
+        except Exception:  # a walk that fails here fails when asked too, where it is reported; the store goes on
+            log.warning("the GPU walk of op %s failed; it is walked when asked", full, exc_info=True)
         for e in g.out(op, [EdgeKind.KERNEL]):
             if e.dst.kind in CPP_KINDS and any(runs_on(e.key, b) for b in GPU_BACKENDS):
                 kernels.setdefault((e.dst.kind.value, e.dst.key), e.dst)
-    out += [(kind, key, MAX_DEPTH, HOPS, pack(gpu_reach(ix, node))) for (kind, key), node in kernels.items()]
+    for (kind, key), node in kernels.items():
+        try:
+            out.append((kind, key, MAX_DEPTH, HOPS, pack(gpu_reach(ix, node))))
+        except Exception:
+            log.warning("the GPU walk below kernel %s failed; it is walked when asked", node.label, exc_info=True)
     return ops, out
 
 
