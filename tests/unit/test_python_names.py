@@ -497,11 +497,12 @@ def test_the_calls_naming_a_python_name_are_those_a_like_query_finds(py_indexed)
         with ix.using():
             lasts = {c.rsplit(".", 1)[-1] for (c,) in ix.q("SELECT callee FROM py_call WHERE callee IS NOT NULL")}
             assert {"add", "Add", "relu"} <= lasts
-            for last in sorted(lasts | {"ADD", "a.add"}):
+            for last in sorted(lasts | {"ADD", "a.add", "functional.add", "nn.FUNCTIONAL.add"}):
                 like = ix.q(f"SELECT {_CALL_COLS} WHERE (c.callee = ? OR c.callee LIKE ? ESCAPE '\\') AND c.recv = ''"
                             " ORDER BY c.file_id, c.line, c.id", (last, "%." + like_literal(last)))
                 assert [tuple(r) for r in _calls_naming(ix, last)] == [tuple(r) for r in like], last
             names = [r[2] for r in _calls_naming(ix, "add")]
             assert "torch.Add" in names and "add" in names and "Add" not in names  # LIKE's case, = 's exactness
+            assert [r[2] for r in _calls_naming(ix, "nn.FUNCTIONAL.add")] == ["torch.nn.functional.add"]  # dotted
     finally:
         ix.close()
