@@ -4,7 +4,7 @@ Note [Sites the GPU walk skips]: below a kernel the GPU walk (gpu.py ``_reach``)
 of every function it passes (conv2d: ~12,600 sites), and one in ten is a macro the index has no definition
 of (``TORCH_CHECK``, ``TORCH_INTERNAL_ASSERT``, ``C10_UNLIKELY``: ~1,300 of conv2d's, ~0.5 s of name lookup,
 argument-dependent lookup and construction attempts). Such a site resolves to nothing, so the walk has no use
-for it: its UNRESOLVED edge (how MACRO) is not walked (``_gpu_edge``), is no library call (a site the GPU
+for it: its UNRESOLVED edge (how MACRO) is not walked (``gpu_edge``), is no library call (a site the GPU
 library table names is kept) and is not one of the direct calls an answer that finds nothing names. A site is
 skipped only when nothing of the index could make it resolve elsewhere (resolve.py's rules, in order): it is a
 plain call or a method call (a launch, a name passed on and a called local are kept), written like a macro

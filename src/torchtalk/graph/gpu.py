@@ -99,7 +99,7 @@ class GpuReach:
     unresolved: list[tuple[str, str]] = field(default_factory=list)  # (call as written, the caller's file)
 
 
-def _gpu_edge(e: Edge) -> bool:
+def gpu_edge(e: Edge) -> bool:
     """Edges that can lead to what runs on a GPU."""
     if e.kind is EdgeKind.KERNEL:
         return any(runs_on(e.key, b) for b in GPU_BACKENDS)
@@ -185,9 +185,9 @@ def _edges(ix: Index, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
 def _new_edges(ix: Index, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
     g = graph(ix)
     if node.kind is NodeKind.OP:  # reached through the dispatcher: its kernel for CUDA
-        return runs_for_cuda([e for e in g.out(node, [EdgeKind.KERNEL]) if _gpu_edge(e)], False)
+        return runs_for_cuda([e for e in g.out(node, [EdgeKind.KERNEL]) if gpu_edge(e)], False)
     return [e for e in device_out(ix, node, [k for k in kinds if k in REACH_KINDS and k is not EdgeKind.KERNEL])
-            if _gpu_edge(e)]
+            if gpu_edge(e)]
 
 
 @dataclass(frozen=True)
@@ -307,7 +307,7 @@ def _op_walk(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:
     def edges(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
         if node.kind is not NodeKind.OP:
             return []
-        out = [e for e in g.out(node, [k for k in kinds if k in OP_KINDS]) if _gpu_edge(e)]
+        out = [e for e in g.out(node, [k for k in kinds if k in OP_KINDS]) if gpu_edge(e)]
         return runs_for_cuda(out, node.key == start.key)
 
     def follow(s: Step) -> bool:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..errors import IndexUnavailable
-from ..model import CallSite, CppSymbol, Edge, EdgeKind, Node, runs_on
+from ..model import CallSite, CppSymbol, Edge, EdgeKind, Node
 from ..store.builds import writer_lock
 from ..store.codec import rows_facts
 from ..store.db import open_readonly, read_meta
@@ -36,7 +36,7 @@ from ..store.resolved import (
 from .cpp_edges import call_edges
 from .cpp_types import all_classes, all_usings, directive_targets, directives, occupied, symbol_qualnames
 from .device_reach import skips
-from .gpu import GPU_BACKENDS, HOPS, MAX_DEPTH, NOTHING_DEPTH, NOTHING_HOPS, gpu_reach, gpu_walk
+from .gpu import HOPS, MAX_DEPTH, NOTHING_DEPTH, NOTHING_HOPS, gpu_edge, gpu_reach, gpu_walk
 from .graph import graph
 from .nodes import CPP_KINDS, op_node, symbol_id
 from .qualifiers import qualifiers
@@ -234,7 +234,7 @@ def _walk_ops(ops: list[str]) -> tuple[list[str], list[WalkRow]]:
         except Exception:  # a walk that fails here fails when asked too, where it is reported; the store goes on
             log.warning("the GPU walk of op %s failed; it is walked when asked", full, exc_info=True)
         for e in g.out(op, [EdgeKind.KERNEL]):
-            if e.dst.kind in CPP_KINDS and any(runs_on(e.key, b) for b in GPU_BACKENDS):
+            if e.dst.kind in CPP_KINDS and gpu_edge(e):
                 kernels.setdefault((e.dst.kind.value, e.dst.key), e.dst)
     for (kind, key), node in kernels.items():
         try:
