@@ -85,7 +85,7 @@ def stored_out_edges(ix: Index, sym: CppSymbol, gpu_walk: bool = False) -> list[
     rows = read_stored(ix, lambda store: store.edges_from(sym.id))
     if rows is None:
         return None
-    prefetch_symbols(ix, [int(r[11]) for r in rows if NodeKind(r[10]) in CPP_KINDS and r[11].isdigit()])
+    prefetch_symbols(ix, [int(r[11]) for r in rows if r[10] in _CPP_KIND_VALUES and r[11].isdigit()])
     out = []
     for r in rows:
         if not (gpu_walk and r[9] & EDGE_SKIPPED_BY_GPU_WALK) and (e := _edge(ix, r)) is not None:
