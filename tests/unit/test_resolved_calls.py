@@ -346,3 +346,59 @@ def test_a_store_of_another_layout_or_other_code_is_computed_again(indexed, caps
     conn.close()
     assert serving(path, ix.meta["build_id"]) is None and open_resolved(path, ix.meta["build_id"]) is None
     assert version().startswith(f"{RESOLVED_VERSION}-") and version() != f"{RESOLVED_VERSION}-0000000000000000"
+
+
+def _counting_borrows(monkeypatch) -> list[int]:
+    """Count the connections an Index borrows from its pool (one per ``using()`` block, one per lookup outside)."""
+    count = [0]
+    real = Index._borrow
+
+    def borrow(self):
+        count[0] += 1
+        return real(self)
+
+    monkeypatch.setattr(Index, "_borrow", borrow)
+    return count
+
+
+def _counting_lookups(monkeypatch) -> list[int]:
+    count = [0]
+    real = Index.cached
+
+    def cached(self, key, make):
+        count[0] += 1
+        return real(self, key, make)
+
+    monkeypatch.setattr(Index, "cached", cached)
+    return count
+
+
+def test_a_builds_tasks_each_hold_one_connection_not_one_per_lookup(gpu, monkeypatch):  # noqa: F811
+    # Note [A batch holds its connection]: outside using() every cached lookup borrows a connection, which was
+    # half the CPU of resolving the calls of a real tree.
+    tree, ix = gpu
+    path = find_source(tree).index_path
+    monkeypatch.setattr("torchtalk.graph.resolved_build.TASK_SITES", 20)  # several tasks on the small tree
+    monkeypatch.setattr("torchtalk.graph.resolved_build.TASK_OPS", 3)
+    lookups = _counting_lookups(monkeypatch)
+    borrows = _counting_borrows(monkeypatch)
+    import torchtalk.graph.resolved_build as rb
+    tasks = len(rb._tasks(ix))
+    op_tasks = -(-len(registry(ix).by_full) // 3)
+    assert tasks >= 3 and op_tasks >= 3
+    before = borrows[0]
+    assert build(path, tree, workers=1) is not None
+    made = borrows[0] - before
+    assert lookups[0] > 20 * (tasks + op_tasks), "the build makes many lookups"
+    # one per task of each phase, and a few for each phase's set-up (its worker's index and warm-up, the store)
+    assert made <= tasks + op_tasks + 40, f"{made} connections borrowed for {tasks} + {op_tasks} tasks"
+
+
+def test_the_servers_warm_up_holds_one_connection(gpu, monkeypatch):  # noqa: F811
+    from torchtalk.server.backend import _warm_up
+    _tree, ix = gpu
+    borrows = _counting_borrows(monkeypatch)
+    lookups = _counting_lookups(monkeypatch)
+    _warm_up(ix)
+    assert lookups[0] > 100, "the warm-up makes many lookups"
+    assert borrows[0] == 1

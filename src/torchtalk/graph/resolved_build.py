@@ -220,6 +220,11 @@ def _walk_ops(ops: list[str]) -> tuple[list[str], list[WalkRow]]:
     takes then; the walk below each of its kernels for a key that runs on a GPU (trace's GPU lines), once."""
     ix = _worker_ix
     assert ix is not None
+    with ix.using():  # Note [A batch holds its connection]
+        return _walk_ops_held(ix, ops)
+
+
+def _walk_ops_held(ix: Index, ops: list[str]) -> tuple[list[str], list[WalkRow]]:
     reg, g = registry(ix), graph(ix)
     out: list[WalkRow] = []
     kernels: dict[tuple[str, str], Node] = {}
@@ -249,6 +254,11 @@ def _run(file_ids: list[int]) -> tuple[list[int], int, list[Row], list[EdgeRow]]
     they make: Note [Stored edges])."""
     ix = _worker_ix
     assert ix is not None
+    with ix.using():  # Note [A batch holds its connection]
+        return _run_held(ix, file_ids)
+
+
+def _run_held(ix: Index, file_ids: list[int]) -> tuple[list[int], int, list[Row], list[EdgeRow]]:
     rows: list[Row] = []
     edges: list[EdgeRow] = []
     sites = 0

@@ -66,31 +66,37 @@ def _warm_up(ix: Index) -> None:
     """Load what first calls would otherwise pay for (the op registry, stub names, the GPU kernel summary that
     counts every launch site), off the request path."""
     try:
-        # What resolving any C++ call looks up (impact, called_by, calls, cuda_kernels all resolve calls).
-        warm_resolution(ix)
-        entry_calls(ix)  # the public Python functions' calls, which impact's and called_by's walks up read
-        calls_by_last(ix)  # and the calls that name a Python function or an op's Python name (their Python callers)
-        warm_op_callers(ix)  # the sites every op's callers read (impact, called_by)
-        warm_passing(ix)  # and the calls that pass an op's function on (Note [Op references])
-        warm_hand_bindings(ix)  # trace's hand-written bindings
-        cuda_kernels(ix)
-        defined(ix)  # the names a call site can resolve by (the GPU walk's skip, graph/device_reach.py)
-        warm_gpu(ix)  # the code most GPU walks pass (Note [The GPU warm-up])
-        warm_errors(ix)  # error_origin's raise sites and test names
-        warm_search(ix)  # search's tables of ops and Python names
-        autograd_nodes(ix)  # trace's autograd nodes
-        hand_bound(ix)  # the Python names hand-written C++ binds (trace's walks into C++)
-        util_usage(ix)  # which test helpers the test files import (list_test_utils' ranking)
-        if ix.source_root is not None:
-            changed_files(ix, ix.source_root)
-        for tool in all_tools():
-            output_model(tool)  # the pydantic models that serialise answers
-        # What the warm-up loaded lives as long as its index version: a full collection would scan its millions of
-        # objects again and again during a first answer (0.5 s of impact("at::native::resize_output", 3)'s 3 s).
-        # Frozen objects are still freed by reference counting when a refresh drops their version.
-        gc.freeze()
+        with ix.using():  # one version of the index, and its cached lookups' fast path (Note [A batch holds its
+            _warm(ix)  # connection] in store/reader.py)
     except Exception:  # warm-up is an optimisation; the first query reports any real problem
         log.debug("warm-up failed", exc_info=True)
+
+
+def _warm(ix: Index) -> None:
+    """The warm-up's loads, in one ``using()`` block."""
+    # What resolving any C++ call looks up (impact, called_by, calls, cuda_kernels all resolve calls).
+    warm_resolution(ix)
+    entry_calls(ix)  # the public Python functions' calls, which impact's and called_by's walks up read
+    calls_by_last(ix)  # and the calls that name a Python function or an op's Python name (their Python callers)
+    warm_op_callers(ix)  # the sites every op's callers read (impact, called_by)
+    warm_passing(ix)  # and the calls that pass an op's function on (Note [Op references])
+    warm_hand_bindings(ix)  # trace's hand-written bindings
+    cuda_kernels(ix)
+    defined(ix)  # the names a call site can resolve by (the GPU walk's skip, graph/device_reach.py)
+    warm_gpu(ix)  # the code most GPU walks pass (Note [The GPU warm-up])
+    warm_errors(ix)  # error_origin's raise sites and test names
+    warm_search(ix)  # search's tables of ops and Python names
+    autograd_nodes(ix)  # trace's autograd nodes
+    hand_bound(ix)  # the Python names hand-written C++ binds (trace's walks into C++)
+    util_usage(ix)  # which test helpers the test files import (list_test_utils' ranking)
+    if ix.source_root is not None:
+        changed_files(ix, ix.source_root)
+    for tool in all_tools():
+        output_model(tool)  # the pydantic models that serialise answers
+    # What the warm-up loaded lives as long as its index version: a full collection would scan its millions of
+    # objects again and again during a first answer (0.5 s of impact("at::native::resize_output", 3)'s 3 s).
+    # Frozen objects are still freed by reference counting when a refresh drops their version.
+    gc.freeze()
 
 
 def _no_tree(source: str | None, error: str) -> str:
