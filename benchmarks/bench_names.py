@@ -29,6 +29,9 @@ and prints the fraction the answer names, with the misses by reason:
    asked by its name as the entry writes it (``nn.functional.relu``, ``linalg.svd``) and by its
    formatted name as test names and ``pytest -k`` spell it (``nn_functional_relu``,
    ``normal_in_place``); answered when the answer lists that entry.
+7. DispatchStubs (``impact``): every ``DECLARE_DISPATCH`` of aten/ in the tree's text, asked by its name as C++
+   qualifies it in its namespace (``at::native::sort_stub``, the namespace read by brace matching) and bare;
+   answered when the answer is that stub.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import ast
 import json
 import os
 import random
+import re
 import sys
 import time
 from collections import Counter
@@ -226,6 +230,56 @@ def census_opinfos(server: tt.McpStdio, h: tt.Handle) -> dict:
     return {"entries": len(entries), "asked": asked, "ok": ok, "by": dict(by), "missed": missed}
 
 
+_NS_OPEN = re.compile(r"\bnamespace\s*([\w:]*)\s*\{|[{}]|//[^\n]*|/\*.*?\*/|\"(?:[^\"\\\n]|\\.)*\"", re.S)
+_DECLARE = re.compile(r"^\s*DECLARE_DISPATCH\s*\((.*),\s*(\w+)\s*\)", re.M)
+
+
+def declared_stubs(root: Path) -> list[tuple[str, str, str]]:
+    """(namespace, stub, path) of every DECLARE_DISPATCH of aten/ in the tree's text, the namespace read by brace
+    matching (an unnamed namespace adds no part), independently of the index's C++ parser."""
+    out = []
+    for path in sorted((root / "aten").rglob("*")):
+        if path.suffix not in (".h", ".cuh", ".cpp", ".cu") or not path.is_file():
+            continue
+        text = path.read_text(errors="replace")
+        if "DECLARE_DISPATCH" not in text:
+            continue
+        stack: list[str | None] = []  # a namespace's name, or None for another brace
+        marks = [(m.start(), m.group(0), m.group(1) or "") for m in _NS_OPEN.finditer(text)]
+        for d in _DECLARE.finditer(text):
+            if d.group(1).startswith("fn_type"):  # the macro's own definition
+                continue
+            stack.clear()
+            for pos, token, name in marks:
+                if pos >= d.start():
+                    break
+                if token.startswith("namespace"):
+                    stack.append(name)
+                elif token == "{":
+                    stack.append(None)
+                elif token == "}" and stack:
+                    stack.pop()  # comments and strings: skipped
+            ns = "::".join(n for n in stack if n)
+            out.append((ns, d.group(2), str(path.relative_to(root))))
+    return out
+
+
+def census_stubs(server: tt.McpStdio, h: tt.Handle) -> dict:
+    """Every DispatchStub asked by impact as C++ qualifies it (``at::native::sort_stub``) and bare: answered when the
+    answer is that stub."""
+    asked = ok = 0
+    missed: list[str] = []
+    for ns, stub, path in sorted(set(declared_stubs(h.root))):
+        for name in ([f"{ns}::{stub}"] if ns else []) + [stub]:
+            asked += 1
+            _sc, text = server.tool("impact", function_name=name, depth=1)
+            if text.startswith(f"# impact (depth 1) of DispatchStub {stub} "):
+                ok += 1
+            elif len(missed) < 20:
+                missed.append(f"{name} ({path}): {text.splitlines()[0][:120] if text else ''}")
+    return {"asked": asked, "ok": ok, "missed": missed}
+
+
 def main(argv: list[str] | None = None) -> int:
     def flags(ap: argparse.ArgumentParser) -> None:
         ap.add_argument("--sample", type=int, default=1000,
@@ -243,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
             py = census_python_names(server, h)
             pyb = census_pybind(server, h)
             opi = census_opinfos(server, h)
+            stubs = census_stubs(server, h)
     except tt.AdapterError as exc:
         print(f"bench_names: {exc}", file=sys.stderr)
         return 2
@@ -273,10 +328,14 @@ def main(argv: list[str] | None = None) -> int:
           f"{frac(opi['by'].get('formatted', 0), opi['by'].get('formatted asked', 0))}")
     for m in opi["missed"][:20]:
         print(f"    {m}")
+    print(f"DispatchStubs (impact), every DECLARE_DISPATCH of aten/, by its namespace-qualified name and bare  "
+          f"{frac(stubs['ok'], stubs['asked'])}")
+    for m in stubs["missed"][:20]:
+        print(f"    {m}")
     print(f"time: {time.monotonic() - t0:.1f} s")
     if args.json:
         Path(args.json).write_text(json.dumps({"definitions": defs, "node_ids": nodes, "python_names": py,
-                                               "pybind": pyb, "opinfos": opi}, indent=1))
+                                               "pybind": pyb, "opinfos": opi, "stubs": stubs}, indent=1))
     return 0
 
 

@@ -65,9 +65,10 @@ def test_dispatch_stub_macros_cpu_file():
     check_refs(f)
     got = {(r.kind, r.name, r.target, r.key, r.line, r.detail) for r in f["CppRegistration"]}
     assert got == {
-        ("declare_dispatch", "atan2_stub", "atan2_fn", "", 7, "DECLARE_DISPATCH"),
-        ("declare_dispatch", "fill_stub", "void(*)(TensorIterator&, const Scalar&)", "", 8, "DECLARE_DISPATCH"),
-        ("define_dispatch", "atan2_stub", "", "", 9, "DEFINE_DISPATCH"),
+        ("declare_dispatch", "atan2_stub", "atan2_fn", "at::native", 7, "DECLARE_DISPATCH"),
+        ("declare_dispatch", "fill_stub", "void(*)(TensorIterator&, const Scalar&)", "at::native", 8,
+         "DECLARE_DISPATCH"),
+        ("define_dispatch", "atan2_stub", "", "at::native", 9, "DEFINE_DISPATCH"),
         ("register_dispatch", "atan2_stub", "atan2_kernel", "CPU", 22, "ALSO_REGISTER_AVX512_DISPATCH"),
         ("register_dispatch", "sign_stub", "CPU_CAPABILITY::sign_kernel", "CPU", 23, "REGISTER_DISPATCH"),
         ("register_dispatch", "flatten_stub", "flatten_cpu_kernel", "CPU", 24, "REGISTER_ARCH_DISPATCH"),
@@ -81,6 +82,21 @@ def test_dispatch_stub_macros_cpu_file():
     assert not names & {"commented_stub", "string_stub", "op_stub"}
     # Registration macros are not reported as calls.
     assert not [c for c in f["CppCall"] if "DISPATCH" in c.callee]
+
+
+@pytest.mark.parametrize("source, namespace", [
+    ("namespace at { namespace native {\nDECLARE_DISPATCH(f_fn, x_stub);\n}}\n", "at::native"),
+    ("namespace at::native { namespace {\nDECLARE_DISPATCH(f_fn, x_stub);\n}}\n", "at::native"),
+    ("DECLARE_DISPATCH(f_fn, x_stub);\nnamespace at {}\n", ""),
+    ("namespace at::native {\nvoid f() {}\n}\nnamespace torch {\nDECLARE_DISPATCH(f_fn, x_stub);\n}\n", "torch"),
+    # a damaged tree (an unbalanced #if): the namespaces as the text's braces give them
+    ("namespace at::native {\n#if X\nvoid g() {\n#else\nvoid g() { if (1) {\n#endif\n}\n"
+     "DECLARE_DISPATCH(f_fn, x_stub);\n}\n", "at::native"),
+])
+def test_a_stub_declaration_records_its_namespace(source, namespace):
+    f = named(extract_cpp("aten/src/ATen/native/Foo.h", source.encode()))
+    [r] = [r for r in f["CppRegistration"] if r.kind == "declare_dispatch"]
+    assert (r.name, r.key) == ("x_stub", namespace)
 
 
 @pytest.mark.parametrize(

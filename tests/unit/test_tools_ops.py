@@ -180,6 +180,28 @@ def test_a_function_of_the_callers_file_named_like_a_stub_is_that_function(tree)
         ix.close()
 
 
+@pytest.mark.parametrize("tool", ["impact", "called_by", "cuda_kernels", "calls"])
+def test_a_stub_is_named_as_its_namespace_qualifies_it_not_as_a_function_of_that_name(tree, tool):
+    """``at::native::atan2_stub`` is the DispatchStub BinaryOps.h declares in at::native (as ``atan2_stub`` is), not
+    the helper of that name another file's unnamed namespace defines, which C++ names the same; a namespace the stub
+    is not in names nothing."""
+    ix = index_with(tree, {"aten/src/ATen/native/cpu/Pad.cpp": (
+        "namespace at::native {\nnamespace {\nstatic void atan2_stub(int* out) {\n}\n\n"
+        "void pad_kernel(int* p) {\n  atan2_stub(p);\n}\n}  // namespace\n}  // namespace at::native\n")})
+    try:
+        bare, bare_text = call(ix, tool, function_name="atan2_stub")
+        assert "BinaryOps.h" in bare_text and "Pad.cpp:3" not in bare_text.split("\n")[0], bare_text
+        for name in ("at::native::atan2_stub", "native::atan2_stub", " at::native::atan2_stub "):
+            res, text = call(ix, tool, function_name=name)
+            assert text.replace(name.strip(), "atan2_stub") == bare_text.replace(name.strip(), "atan2_stub"), text
+        _res, text = call(ix, tool, function_name="torch::atan2_stub")
+        first = text.split("\n")[0]
+        assert first.startswith("No ") and "named 'torch::atan2_stub'" in first, text
+        assert "atan2_stub" in text.split("Close matches:")[1].split("\n")[0], text
+    finally:
+        ix.close()
+
+
 def test_search_an_op_by_its_name_is_exact_before_a_function_of_another_case(tree):
     """search("size"): the op size has only overloads (size.int, size.Dimname); they match it exactly by the op's
     name and come before a C++ function whose name only differs in case (HeapBlock::Size)."""

@@ -82,9 +82,9 @@ class Regs:
             if macro == "DECLARE_DISPATCH":
                 if len(args) < 2:
                     continue
-                reg = (RegistrationKind.DECLARE_DISPATCH, args[-1], args[0], "")
+                reg = (RegistrationKind.DECLARE_DISPATCH, args[-1], args[0], self.w.namespace_at(m.start()))
             elif macro == "DEFINE_DISPATCH":
-                reg = (RegistrationKind.DEFINE_DISPATCH, args[0], "", "")
+                reg = (RegistrationKind.DEFINE_DISPATCH, args[0], "", self.w.namespace_at(m.start()))
             else:
                 if macro == "REGISTER_ARCH_DISPATCH":
                     fn = args[2] if len(args) > 2 else ""

@@ -212,6 +212,20 @@ class Walker(Definitions, Declarations, Calls):
             return self.spans[i]
         return None
 
+    def namespace_at(self, pos: int) -> str:
+        """The namespaces enclosing ``pos`` as C++ qualifies a name declared there (``at::native``; an unnamed
+        namespace adds no part): from the text when the tree is damaged, as ``scope`` reads them."""
+        if self.scopes is not None:
+            i = bisect_right(self.scopes.starts, pos + self.base) - 1
+            chain: tuple[str, ...] = self.scopes.chains[i] if i >= 0 else ()
+        else:
+            chain = ()
+            for n in sorted(self.caps.get("ns", ()), key=lambda n: n.start_byte):  # outer ones first
+                nm = n.child_by_field_name("name")
+                if nm is not None and n.start_byte <= pos < n.end_byte:
+                    chain += tuple(self.text[nm.start_byte:nm.end_byte].replace(" ", "").split("::"))
+        return "::".join(p for p in chain if p and p != "(anonymous)")
+
     def enclosing_def(self, pos: int) -> int:
         best = -1
         for s, e, i in self.defs:

@@ -41,6 +41,14 @@ def stub_declared(ix: Index, stub: str) -> Loc | None:
     return next((r.loc for r in _registrations(ix, stub) if r.kind is RegistrationKind.DECLARE_DISPATCH), None)
 
 
+def stub_qualnames(ix: Index, stub: str) -> list[str]:
+    """The stub's name as its declarations qualify it (``at::native::sort_stub``; the namespace each
+    DECLARE_DISPATCH is in), or the bare name when none is known."""
+    names = {f"{r.key}::{stub}" if r.key else stub for r in _registrations(ix, stub)
+             if r.kind is RegistrationKind.DECLARE_DISPATCH}
+    return sorted(names) or [stub]
+
+
 def registered(ix: Index, stub: str) -> list[Registration]:
     """The REGISTER_*DISPATCH lines of a stub (its kernel per backend)."""
     return [r for r in _registrations(ix, stub) if r.kind is RegistrationKind.REGISTER_DISPATCH]

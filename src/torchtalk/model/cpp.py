@@ -296,7 +296,8 @@ class Registration:
     target: str  # kernel/function as written, minus "&": "CPU_CAPABILITY::sign_kernel"; "lambda@LINE";
     #              DECLARE_DISPATCH: the function-pointer type
     key: str  # REGISTER_DISPATCH: backend (CPU, CUDA, MPS); TORCH_LIBRARY_IMPL: dispatch key; namespace;
-    #           PyMethodDef: table name; pybind: receiver at the root of the .def chain
+    #           PyMethodDef: table name; pybind: receiver at the root of the .def chain;
+    #           DECLARE_DISPATCH / DEFINE_DISPATCH: the namespace the stub is declared in ("at::native")
     line: int
     detail: str  # the macro or call as written (REGISTER_DISPATCH, m.impl, table name, schema string, ".def")
     scope: Annotated[int, Ref("CppSymbol")]  # the symbol enclosing it, or NO_REF

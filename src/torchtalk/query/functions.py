@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ..graph.nodes import cpp_node, stub_node
 from ..graph.registry import registry
 from ..graph.resolve import stub_names
-from ..graph.stubs import stub_declared
+from ..graph.stubs import stub_declared, stub_qualnames
 from ..graph.symbols import SYMBOL_COLS, defs_by_name, defs_by_qualname, has_cpp, kernel_definitions, to_symbol
 from ..model import CppSymbol, Node, SymbolKind
 from ..model.cpp import written_as
@@ -121,6 +121,17 @@ def _yaml_kernel(ix: Index, name: str) -> list[CppSymbol]:
     return kernel_definitions(ix, kernel, any(e.structured for _op, e in entries[kernel]))
 
 
+def _stub_named(ix: Index, name: str) -> str:
+    """The DispatchStub ``name`` means, bare (``sort_stub``) or qualified as C++ names it in its namespace
+    (``at::native::sort_stub``, ``native::sort_stub``), or ""."""
+    short = name.rsplit("::", 1)[-1]
+    if short not in stub_names(ix):
+        return ""
+    if short == name or any(written_as(q, name) for q in stub_qualnames(ix, short)):
+        return short
+    return ""
+
+
 def _candidates(ix: Index, name: str, kind_hint: SymbolKind | None) -> list[CppSymbol]:
     cands = defs_by_qualname(ix, name)
     if not cands and "::" in name:
@@ -156,8 +167,9 @@ def find_targets(
                             "(e.g. 'aten/src/ATen/native/ReduceOps.cpp:491').")
         return [Target(cpp_node(found[0]), found[0])], None
     name, kind_hint = normalise(raw)
-    if name in stub_names(ix):
-        return [Target(stub_node(name, stub_declared(ix, name)), None)], None
+    stub = _stub_named(ix, name)
+    if stub:
+        return [Target(stub_node(stub, stub_declared(ix, stub)), None)], None
     cands = _candidates(ix, name, kind_hint)
     if not cands:
         return NotFound("C++ function or DispatchStub", raw, suggest(ix, name.split("::")[-1]),
