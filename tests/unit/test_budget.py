@@ -9,6 +9,8 @@ from torchtalk.render import budget
 from torchtalk.render.budget import Section, fit
 from torchtalk.tools import get_tool, run
 
+from ..conftest import index_with
+
 
 def section(name: str, n: int, width: int = 40, keep: int = 0) -> Section:
     return Section([f"## {name}"], [f"- {name} item {i} ".ljust(width, ".") for i in range(n)],
@@ -43,6 +45,35 @@ def test_keep_shows_a_few_of_each_section_before_filling_any():
     for name, least in (("near", 5), ("ops", 5), ("far", 2)):
         assert all(f"- {name} item {i} " in out.text for i in range(least))
     assert len(out.cuts) == 3 and all("showing" in c and c.endswith("shows all") for c in out.cuts)
+
+
+def test_an_outline_cut_in_part_keeps_every_top_item_before_any_detail_in_order():
+    """A trace's overload: each dispatch key at the top, its C++ indented below it, a stub's kernels below that; cut
+    in part it shows every key (and the autograd line after them) before the detail of any, in their order."""
+    items = []
+    for key in ("CPU", "CUDA", "MPS"):
+        items.append(f"- {key}: kernel_{key.lower()}")
+        for j in range(6):
+            items.append(f"    C++ line {key} {j} ".ljust(60, "."))
+            items.append(f"      stub line {key} {j} ".ljust(60, "."))
+    items.append("Autograd: derivatives.yaml:10")
+    flat = Section(["## op"], items, what="overload op", shows='trace("op")')
+    outline = Section(["## op"], items, what="overload op", shows='trace("op")', outline=True)
+    cut_flat, cut_outline = (fit(["# trace op"], [s], budget=1_200) for s in (flat, outline))
+    assert "- MPS: kernel_mps" not in cut_flat.text and "Autograd" not in cut_flat.text  # a prefix: the CPU key's
+    lines = cut_outline.lines
+    assert [ln for ln in lines if ln and not ln.startswith((" ", "#", "Cut:"))] == \
+        [ln for ln in items if not ln.startswith(" ")]  # every key and the autograd line
+    shown = [ln for ln in lines if ln in items]
+    assert shown == sorted(shown, key=items.index), "in their order"
+    assert any(ln.startswith("    C++ line") for ln in shown), "the detail the budget leaves room for"
+    assert not any(ln.startswith("      stub") for ln in shown) or \
+        all(ln in shown for ln in items if ln.startswith("    ")), "the less indented detail first"
+    assert len(cut_outline.text) <= 1_200
+    n = len(shown)
+    assert cut_outline.cuts == [f'Cut: overload op: showing {n} of {len(items)} lines; trace("op") shows all']
+    whole = fit(["# trace op"], [outline], budget=100_000)
+    assert whole.lines[1:] == ["## op", *items] and whole.cuts == []
 
 
 def test_a_section_that_would_show_too_few_items_is_cut_whole():
@@ -89,6 +120,43 @@ def test_no_silent_cut_in_any_fitted_answer_on_the_fixture_tree(indexed, monkeyp
     assert cut_any, "the tiny budget cut nothing: the test would not see a silent cut"
 
 
+def test_trace_module_fits_its_call_tree_and_ops_to_the_budget_and_names_each_cut(py_indexed, monkeypatch):
+    """trace_module's call tree and ops reached are sections of the budget (a TransformerEncoderLayer's answer was
+    23,570 characters): with a small one, the lead stays, the forward's own calls come before deeper ones, each cut
+    is named."""
+    tree, ix = py_indexed
+    ix.close()
+    helpers = "".join(f"\n\ndef helper_{i}(x):\n    y = torch.cumsum(x, {i})\n    z = torch.relu(y)\n"
+                      f"    return torch.add(z, y)\n" for i in range(12))
+    calls = "".join(f"        x = helper_{i}(x)\n" for i in range(12))
+    ix = index_with(tree, {"torch/nn/modules/big.py": (
+        "import torch\nfrom .module import Module\n" + helpers + "\n\nclass Big(Module):\n"
+        "    def forward(self, x):\n" + calls + "        return x\n")})
+    try:
+        _, whole = run(get_tool("trace_module"), ix, module_name="torch.nn.modules.big.Big")
+        assert "forward calls:" in whole and "Native ops reached" in whole and "Cut: the" not in whole, whole
+        monkeypatch.setattr(budget, "BUDGET", len(whole) // 2)
+        _, text = run(get_tool("trace_module"), ix, module_name="torch.nn.modules.big.Big")
+        assert len(text) < len(whole)
+        lead = whole.split("\n\nforward calls:")[0]
+        assert text.startswith(lead), "the class, its constructor and forward stay"
+        cuts = [ln for ln in text.splitlines() if ln.startswith("Cut: the calls of forward")]
+        assert cuts and cuts[0].endswith(f"{budget.STRUCTURED} shows all"), text
+        tree_lines = whole.split("forward calls:\n")[1].split("\n\n")[0].splitlines()
+        kept = [ln for ln in text.splitlines() if ln in tree_lines]
+        own = [ln for ln in tree_lines if ln.startswith("- ")]
+        assert len(own) == 12 and kept[:1] == own[:1] and len(kept) < len(tree_lines)
+        assert all(ln in kept for ln in own) or not any(ln.startswith(" ") for ln in kept), \
+            "forward's own calls before what they call"
+        assert "Native ops reached" in text or f"Cut: the native ops reached (3 ops); {budget.STRUCTURED}" in text
+        monkeypatch.setattr(budget, "BUDGET", len(whole) * 3 // 4)
+        _, text = run(get_tool("trace_module"), ix, module_name="torch.nn.modules.big.Big")
+        kept = [ln for ln in text.splitlines() if ln in tree_lines]
+        assert all(ln in kept for ln in own) and len(kept) < len(tree_lines), text
+    finally:
+        ix.close()
+
+
 def test_two_hundred_sections_cut_whole_share_one_line_that_names_each():
     sections = [section(f"op{i}", 20) for i in range(200)]
     out = fit(["# lead"], sections, budget=12_000)
@@ -110,3 +178,27 @@ def test_long_names_cut_whole_are_named_as_far_as_the_room_goes_then_counted():
     named = [s for s in sections if f"{s.what}," in last]
     assert whole and rest and len(named) > 10 and len(named) + int(rest.group(1)) == int(whole.group(1))
     assert "holds all" in last
+
+
+def test_a_stub_kernel_registered_once_per_cpu_capability_is_one_line_naming_each_registration():
+    from torchtalk.model import Edge, EdgeKind, Loc, Node, NodeKind
+    from torchtalk.render.common import stub_kernels
+
+    stub = Node(NodeKind.STUB, "fill_stub", "fill_stub")
+    cpu = Node(NodeKind.CPP_FUNCTION, "7", "at::native::fill_cpu", Loc("aten/src/ATen/native/mkl/F.cpp", 12))
+    cuda = Node(NodeKind.CPP_FUNCTION, "8", "at::native::fill_cuda", Loc("aten/src/ATen/native/cuda/F.cu", 5))
+    macros = ("REGISTER_ARCH_DISPATCH", "REGISTER_AVX2_DISPATCH", "REGISTER_AVX512_DISPATCH")
+    regs = [Edge(stub, cpu, EdgeKind.STUB_KERNEL, Loc("aten/src/ATen/native/mkl/F.cpp", 40 + i), "CPU", m)
+            for i, m in enumerate(macros)]
+    regs.insert(1, Edge(stub, cuda, EdgeKind.STUB_KERNEL, Loc("aten/src/ATen/native/cuda/F.cu", 9), "CUDA",
+                        "REGISTER_DISPATCH"))
+    assert stub_kernels(regs) == [
+        "CPU: fill_cpu  (defined aten/src/ATen/native/mkl/F.cpp:12, registered aten/src/ATen/native/mkl/F.cpp:40-42 "
+        "(REGISTER_ARCH_DISPATCH, REGISTER_AVX2_DISPATCH, REGISTER_AVX512_DISPATCH))",
+        "CUDA: fill_cuda  (defined aten/src/ATen/native/cuda/F.cu:5, registered aten/src/ATen/native/cuda/F.cu:9 "
+        "REGISTER_DISPATCH)"]
+    apart = [regs[0], Edge(stub, cpu, EdgeKind.STUB_KERNEL, Loc("aten/src/ATen/native/mkl/F.cpp", 90), "CPU",
+                           "REGISTER_AVX2_DISPATCH")]
+    assert stub_kernels(apart) == [
+        "CPU: fill_cpu  (defined aten/src/ATen/native/mkl/F.cpp:12, registered aten/src/ATen/native/mkl/F.cpp:40 "
+        "REGISTER_ARCH_DISPATCH, aten/src/ATen/native/mkl/F.cpp:90 REGISTER_AVX2_DISPATCH)"]

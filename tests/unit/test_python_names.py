@@ -66,6 +66,36 @@ def test_tensor_members_defined_in_python(py_indexed):
     assert res.ops == [] and "a Python function, not an op" in text
 
 
+def test_a_python_function_over_a_binding_is_what_its_python_name_runs(py_indexed):
+    """Note [Python functions over bindings]: torch.cumsum re-exported from torch/functional.py (as torch.stft is) and
+    Tensor.cumsum defined in torch/_tensor.py (as Tensor.split is) are those functions, which reach the op; the op's
+    own name is the op; a Python name no Python function defines is the binding's op."""
+    tree, ix = py_indexed
+    ix.close()
+    init = (tree / "torch/__init__.py").read_text() + "from torch.functional import *  # noqa: F403\n"
+    tensor = (tree / "torch/_tensor.py").read_text() + (
+        "\n    def cumsum(self, dim):\n        return torch._VF.cumsum(self.contiguous(), dim)\n")
+    ix = index_with(tree, {
+        "torch/__init__.py": init, "torch/_tensor.py": tensor,
+        "torch/functional.py": ('"""Fixture: torch.functional."""\nimport torch\nfrom torch import _VF\n\n'
+                                '__all__ = ["cumsum"]\n\n\ndef cumsum(input, dim):\n'
+                                '    """Padding, then the binding."""\n    return _VF.cumsum(input, dim)\n')})
+    try:
+        for name, fq, path in (("torch.cumsum", "torch.functional.cumsum", "torch/functional.py"),
+                               ("Tensor.cumsum", "torch._tensor.Tensor.cumsum", "torch/_tensor.py"),
+                               ("torch.Tensor.cumsum", "torch._tensor.Tensor.cumsum", "torch/_tensor.py")):
+            res, text = call(ix, "trace", function_name=name, focus="yaml")
+            assert res.entry is not None and res.entry.name == fq and res.entry.loc.path == path, text
+            assert "cumsum" in ops_of(res), text
+            assert text.splitlines()[2].startswith(f"Python function {fq}("), text
+        res, text = call(ix, "trace", function_name="cumsum", focus="yaml")
+        assert res.entry is None and ops_of(res)[0] == "cumsum", text
+        res, text = call(ix, "trace", function_name="torch.cumprod", focus="yaml")
+        assert res.entry is None and "cumprod" in ops_of(res), text
+    finally:
+        ix.close()
+
+
 def test_alias_table_is_read_not_listed():
     data = (b'void gatherTorchFunctions(std::vector<PyMethodDef>& f) {\n'
             b'  static std::array<std::pair<const char*, const char*>, 2> aliases'
@@ -306,7 +336,7 @@ def test_a_class_attribute_holding_an_instance_of_a_native_type_reaches_its_cpp(
 def test_a_bound_functions_rarest_calls_are_listed_first(py_indexed, monkeypatch):
     """Under a binding, the calls of its C++ function that fit are those of the rarest callees (a common helper says
     least about what it does: c10::irange), in line order; the line that cuts names what it left out."""
-    from torchtalk.render import trace as render_trace_mod
+    from torchtalk.render import trace_python as render_trace_mod
     tree, ix = py_indexed
     ix.close()
     ix = index_with(tree, {"torch/csrc/bound_rare.cpp": (

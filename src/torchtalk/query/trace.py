@@ -8,7 +8,7 @@ A name is an op as native_functions.yaml or Python names it (``add.Tensor``,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from ..graph import Step, down, graph
 from ..graph.gpu import GPU_BACKENDS, KernelLaunch, LibraryCall, gpu_reach
@@ -20,14 +20,10 @@ from ..graph.overloads import op_kernel_definitions
 from ..graph.pp_branches import twin_branches
 from ..graph.py_attrs import assigned_node, function_node
 from ..graph.pynames import PyDef, PyNames, pynames
-from ..graph.registry import DEFAULT_OVERLOAD, OpRegistry, PyName, py_spellings, registry
+from ..graph.registry import DEFAULT_OVERLOAD, OpRegistry, py_spellings, registry
 from ..graph.symbols import has_cpp, symbol
 from ..model import (
     COMPOSITE_KEYS,
-    CppSymbol,
-    Cut,
-    Derivative,
-    DerivativeFormula,
     DerivativeMatch,
     DispatchEntry,
     Edge,
@@ -46,11 +42,12 @@ from . import generated as gen_q
 from .args import check_choice, clean_text
 from .bound import BindingTrace, bindings_named, unknown_module_bindings
 from .cuts import calls_cuts, explore, gpu_cuts, named
-from .handbound import HandBinding, bindings_of
+from .handbound import bindings_of
 from .library_ops import describe, kernel_calls, library_op
-from .no_entry import AutogradWithoutEntry, no_entry
-from .pywalk import Choice, walk_to_ops
+from .no_entry import no_entry
+from .pywalk import walk_to_ops
 from .results import NotFound
+from .trace_results import DerivInfo, GpuLine, KernelInfo, OpCall, OpTrace, PythonEntry, StubUse, TraceResult
 
 FOCUS = ("yaml", "dispatch", "full")
 REACH_DEPTH = 3  # calls below a kernel searched for DispatchStubs
@@ -59,98 +56,18 @@ _PY_FUNCTION_PREFIXES = ("torch.nn.functional.", "torch.functional.", "torch._re
                          "torch.linalg.", "torch.fft.", "torch.")
 
 
-@dataclass
-class StubUse:
-    call: Edge  # STUB_CALL: site and caller
-    kernels: list[Edge]  # STUB_KERNEL: key = backend
-
-
-@dataclass
-class OpCall:
-    """An op a composite kernel calls, and that op's kernel per key (one level down)."""
-
-    edge: Edge  # OP_CALL
-    kernels: list[DispatchEntry]
-
-
-@dataclass
-class GpuLine:
-    """One of a kernel's GPU lines: a launch or a library call its GPU walk reached (graph/gpu.py)."""
-
-    site: Edge  # the LAUNCH edge, or the call into the library (CALL or UNRESOLVED)
-    library: str = ""  # the library called (cuBLAS, CUDA runtime, ...); "" for a launch
-    via: str = ""  # the other op whose code it is (Note [Nearest first]); "" for the op's own
-
-
-@dataclass
-class KernelInfo:
-    entry: DispatchEntry
-    definitions: list[CppSymbol] = field(default_factory=list)
-    stubs: list[StubUse] = field(default_factory=list)
-    launches: list[Edge] = field(default_factory=list)  # LAUNCH edges below the kernel (and its CUDA stubs)
-    op_calls: list[OpCall] = field(default_factory=list)  # composite kernels: the ops they call
-    cuts: list[Cut] = field(default_factory=list)  # what the walk for its stubs left out
-    gpu_cuts: list[Cut] = field(default_factory=list)  # what its GPU walk (graph/gpu.py) left out
-    gpu: list[GpuLine] = field(default_factory=list)  # its launches and library calls, nearest first
-    branches: dict[int, str] = field(default_factory=dict)  # twin definitions: id -> #if branch (Note [Twin
-    #                                                          definitions] in graph/pp_branches.py)
-
-
-@dataclass
-class DerivInfo:
-    derivative: Derivative
-    formulas: list[DerivativeFormula]
-    backward: list[Edge]  # BACKWARD edges: the ops and helpers its backward formulas call
-    forward_ad: list[Edge] = field(default_factory=list)  # FORWARD_AD edges: those its forward-mode (JVP) ones call
-    entry_of: str = ""  # the op whose entry it is: the traced op's own, or the one torchgen gives it
-    match: DerivativeMatch = DerivativeMatch.EXACT  # how torchgen gave it (Note [The entry an op uses])
-
-
-@dataclass
-class OpTrace:
-    op: Op
-    kernels: list[KernelInfo]
-    python: list[PyName]
-    derivatives: list[DerivInfo]
-    py_refs: list[tuple[str, str, Loc]] = field(default_factory=list)  # (kind, function, loc)
-    generated: gen_q.GeneratedInfo | None = None
-    py_callers: list[Edge] = field(default_factory=list)  # BINDING: public Python functions calling it (F.x)
-    handwritten: list[HandBinding] = field(default_factory=list)  # hand-written Python bindings that wrap it
-    no_entry: AutogradWithoutEntry | None = None  # no derivatives.yaml entry (not an out= op): what autograd does
-
-
-@dataclass
-class PythonEntry:
-    """A Python function asked about by name, and the path from it to the ops it calls."""
-
-    name: str
-    loc: Loc
-    signature: str  # "(input, dim)"; for a name bound by assignment " = <what it is bound to>"
-    calls: list[Edge]  # PY_CALL / BINDING edges, in walk order
-    kind: PyDefKind = PyDefKind.FUNCTION  # or ASSIGN: a name bound by assignment
-    cuts: list[Cut] = field(default_factory=list)
-    branches: dict[str, str] = field(default_factory=dict)  # call site "path:line" -> the if/elif it runs under
-    choices: list[Choice] = field(default_factory=list)  # the paths its code chooses between (query/pywalk.py)
-
-
-@dataclass
-class TraceResult:
-    query: str
-    focus: str
-    ops: list[OpTrace]
-    related: list[str]
-    composite_notes: dict[str, str]
-    cpp_indexed: bool
-    notes: list[str] = field(default_factory=list)
-    via: str = ""  # how a name that is not an op's was resolved (an autograd node, an alias)
-    entry: PythonEntry | None = None
-    bindings: list[BindingTrace] = field(default_factory=list)
-    cuts: list[Cut] = field(default_factory=list)  # what the walks of this answer left out, and the calls showing it
-
-
 def ops_named(ix: Index, name: str) -> tuple[list[Op], PythonEntry | None, str]:
     """The ops a name means, as trace resolves it: an op or its Python name, a Python function or name that
     reaches ops (F.cross_entropy), an autograd node (the ops that create it). (ops, Python entry, how)."""
+    # Note [Python functions over bindings]: a Python spelling that a Python function defines is that function, also
+    # where an op's binding has the name too: torch/__init__.py re-exports torch/functional.py's stft over the binding
+    # of op stft, and torch/_tensor.py's Tensor.split overrides TensorBase.split, so torch.stft and Tensor.split run
+    # that Python code (which picks the ops) first. A name bound by assignment (F.conv2d = _add_docstr(torch.conv2d))
+    # is the binding itself; an op's own name (stft) is the op.
+    if "." in name and (d := _py_definition(ix, name)) is not None and d.kind is PyDefKind.FUNCTION:
+        entry, ops = _python_function(ix, name)
+        if ops:
+            return ops, entry, ""
     ops = registry(ix).lookup(name)
     entry = None
     via = ""

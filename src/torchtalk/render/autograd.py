@@ -4,7 +4,7 @@ gives it: Note [The entry an op uses]), or what autograd does with an op that ha
 from __future__ import annotations
 
 from ..model import DerivativeMatch, Edge, FormulaMode, NodeKind, NoEntry
-from ..query.trace import OpTrace
+from ..query.trace_results import OpTrace
 from .budget import STRUCTURED
 
 # How an op without an entry of its own comes by one (Note [The entry an op uses] in graph/op_derivatives.py).

@@ -14,7 +14,9 @@ head and as many items as fit, and it fills no section after that one (a later s
 back at an earlier one: "details above"). Each section left out, whole or in part, becomes
 one ``Cut:`` line naming what it was and the call that shows it (``trace("upsample_nearest2d.vec")``,
 ``called_by("at::native::copy_")``), so nothing is dropped silently. The budget is on the text
-only: the structured answer (MCP structuredContent, CLI --json) keeps everything.
+only: the structured answer (MCP structuredContent, CLI --json) keeps everything. A section whose
+items are an outline (a trace overload: each dispatch key, its C++ indented below it) keeps, when
+cut in part, its least indented items first, in their order: every key before any key's detail.
 """
 
 from __future__ import annotations
@@ -41,6 +43,18 @@ class Section:
     shows: str = ""
     noun: str = "lines"  # what an item is, for "showing 12 of 40 callers"
     keep: int = 0  # items kept before any later section is filled (a few of each: the closest callers, ops, ...)
+    # Items that are an outline (indented under the item they detail: a trace's dispatch keys, each kernel's C++ under
+    # its key): cut in part, the least indented are kept first (every key before any key's detail), in their order.
+    outline: bool = False
+
+    def kept(self, k: int) -> list[str]:
+        """The ``k`` items shown when the section is cut to k (all of them from len(items) on)."""
+        items = list(self.items)
+        if not self.outline or k >= len(items):
+            return items[:max(k, 0)]
+        depth = [len(x) - len(x.lstrip(" ")) for x in items]
+        first = sorted(sorted(range(len(items)), key=lambda j: (depth[j], j))[:max(k, 0)])
+        return [items[j] for j in first]
 
     def __post_init__(self) -> None:
         if not self.what or not self.shows:
@@ -86,7 +100,7 @@ def fit(lead: Sequence[str], sections: Sequence[Section], tail: Sequence[str] = 
         if k < 0:
             return len(cut_whole(s)) + 1
         cut = len(cut_part(s, k)) + 1 if k < len(s.items) else 0
-        return size(s.head) + size(s.items[:k]) + cut
+        return size(s.head) + size(s.kept(k)) + cut
 
     def grow(i: int, k: int) -> bool:
         """Show k items of section i if the budget allows."""
@@ -116,7 +130,7 @@ def fit(lead: Sequence[str], sections: Sequence[Section], tail: Sequence[str] = 
     out = Fitted(list(lead))
     for i, s in enumerate(sections):
         if shown[i] >= 0:
-            out.lines += [*s.head, *s.items[:shown[i]]]
+            out.lines += [*s.head, *s.kept(shown[i])]
         if shown[i] < len(s.items):
             out.cuts.append(cut_whole(s) if shown[i] < 0 else cut_part(s, shown[i]))
     out.lines += list(tail)

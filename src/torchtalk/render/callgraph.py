@@ -10,7 +10,7 @@ from ..query.callgraph import CalledByResult, CalledBySection, CallsResult, Call
 from ..query.cuts import node_arg, tool_call
 from ..query.results import Ambiguous
 from .budget import BUDGET, STRUCTURED, Section, fitted, size
-from .common import IN_STRUCTURED, PASSED, ambiguous, cut_lines, first, showing, stub_kernel
+from .common import IN_STRUCTURED, PASSED, ambiguous, cut_lines, first, showing, stub_kernels
 
 MAX_UNRESOLVED = 40
 MAX_PY_CALLERS = 4  # Python calls of one hand-written binding named on its line (the structured answer has all)
@@ -91,7 +91,7 @@ def _calls_body(sec: CallsSection) -> tuple[list[str], list[Section]]:
     if sec.stubs:
         lines = []
         for s in sec.stubs:
-            kernels = "; ".join(f"{k.key}: {stub_kernel(k)}" for k in s.kernels) or "no registrations found"
+            kernels = "; ".join(stub_kernels(s.kernels)) or "no registrations found"
             how = PASSED.get(s.call.how, "called")
             lines.append(f"- {s.call.dst.key} -> {kernels}  [{how} at {s.call.site}]")
         out.append(Section([f"\nDispatchStubs ({len(sec.stubs)}):"], lines, "DispatchStubs", shows, "stubs"))

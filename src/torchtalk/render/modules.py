@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from ..query.modules import CallNode, ListModulesResult, TraceModuleResult
+from .budget import STRUCTURED, Section, fitted
 from .common import IN_STRUCTURED, choice_lines, cut_lines, showing
 
 MAX_OTHERS = 12  # other classes of the name listed in the text (the structured answer holds all)
 
 MAX_TREE_LINES = 60  # lines of the call tree; the structured answer holds the whole tree
+KEEP_CALLS = 20  # lines of the call tree kept before the ops reached fill the budget (the shallowest calls)
+KEEP_OPS = 8  # ops reached kept before the rest of the call tree
 
 
 def _chosen(roots: list[CallNode], lines: int) -> set[int]:
@@ -55,6 +58,8 @@ def _count(nodes: list[CallNode]) -> int:
 
 
 def render_trace_module(r: TraceModuleResult) -> str:
+    """The class and its entry point (the lead), then its call tree and the ops it reaches within the answer budget
+    (Note [Answer budget]: the shallowest calls and the first ops of each before the rest), then the notes."""
     c = r.cls
     kind = ", ".join(c.roots) or "class"
     out = [f"# {c.fq}  {c.loc}  ({kind})"]
@@ -65,38 +70,43 @@ def render_trace_module(r: TraceModuleResult) -> str:
     if r.init:
         owner = "" if r.init.owner == c.fq else f"  (inherited from {r.init.owner})"
         out.append(f"Constructor: __init__{r.init.signature}  {r.init.loc}{owner}")
+    sections: list[Section] = []
     if r.entry:
         owner = "" if r.entry.owner == c.fq else f"  (inherited from {r.entry.owner})"
         out.append(f"{r.entry.name}{r.entry.signature}  {r.entry.loc}{owner}")
         out += choice_lines(r.choices, r.common)
         if r.entry.calls:
-            out.append(f"\n{r.entry.name} calls:")
             chosen = _chosen(r.entry.calls, MAX_TREE_LINES)
-            _calls(r.entry.calls, out, 0, chosen)
+            tree: list[str] = []
+            _calls(r.entry.calls, tree, 0, chosen)
             total = _count(r.entry.calls)
             if total > len(chosen):
-                out.append(f"- ... calls: {showing(len(chosen), total, IN_STRUCTURED)}; the deepest are left out "
-                           "first")
+                tree.append(f"- ... calls: {showing(len(chosen), total, IN_STRUCTURED)}; the deepest are left out "
+                            "first")
+            # an outline: cut in part, a function's own calls stay before the calls of what it calls
+            sections.append(Section(["", f"{r.entry.name} calls:"], tree, what=f"the calls of {r.entry.name}",
+                                    shows=STRUCTURED, keep=KEEP_CALLS, outline=True))
         else:
             out.append(f"\n{r.entry.name} makes no call TorchTalk could resolve.")
     else:
         out.append("No forward/step method found on the class or its bases.")
     if r.ops or r.library_ops:
         total = len(r.ops) + len(r.library_ops)
-        out.append(f"\nNative ops reached ({total}):")
         lines = [(f"- {full}  {op.loc}  [{r.op_kernels.get(full, '')}]", paths[0]) for full, (op, paths) in
                  r.ops.items()] + [(f"- {name}  [TORCH_LIBRARY op; first m.impl at {loc}]", paths[0])
                                    for name, (loc, paths) in r.library_ops.items()]
-        for line, via in lines[:40]:
-            out += [line, f"    via {via}"]
+        items = [f"{line}\n    via {via}" for line, via in lines[:40]]
         if total > 40:
-            out.append(f"- ... {showing(40, total, IN_STRUCTURED)}")
+            items.append(f"- ... {showing(40, total, IN_STRUCTURED)}")
+        sections.append(Section(["", f"Native ops reached ({total}):"], items, what="the native ops reached",
+                                shows=STRUCTURED, noun="ops", keep=KEEP_OPS))
+    tail: list[str] = []
     if r.others:
         shown = r.others[:MAX_OTHERS]
         more = f" ({showing(len(shown), len(r.others), IN_STRUCTURED)}; trace_module of a full name traces one)" \
             if len(r.others) > len(shown) else ""
-        out.append(f"\nOther classes with this name{more}: " + "; ".join(f"{fq} ({loc})" for fq, loc in shown))
-    return "\n".join(out + cut_lines(r.cuts))
+        tail += ["", f"Other classes with this name{more}: " + "; ".join(f"{fq} ({loc})" for fq, loc in shown)]
+    return fitted(out, sections, tail + cut_lines(r.cuts))
 
 
 def render_list_modules(r: ListModulesResult) -> str:

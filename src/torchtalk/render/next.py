@@ -22,7 +22,7 @@ from ..query.results import NotFound
 from ..query.search import SearchResult
 from ..query.testfiles import TestFileInfo, TestUtilsResult
 from ..query.tests import SimilarTestsResult
-from ..query.trace import TraceResult
+from ..query.trace_results import TraceResult
 from .common import full_limit
 
 T = TypeVar("T")

@@ -22,7 +22,7 @@ from ..model.graph import cpp_node, op_node
 from ..query.bound import BindingTrace
 from ..query.change.result import AffectedResult
 from ..query.modules import CallNode, TraceModuleResult
-from ..query.trace import KernelInfo, OpTrace, PythonEntry
+from ..query.trace_results import KernelInfo, OpTrace, PythonEntry
 
 # Layers, in the order execution crosses them (the web view's legend and colours follow this order).
 LAYERS = ("python", "op", "cpp", "generated", "stub", "gpu", "autograd", "test", "unresolved")

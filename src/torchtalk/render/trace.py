@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from ..model import CppSymbol, Edge, EdgeKind, NodeKind, Op, PyApiKind, SymbolKind
+from ..model import CppSymbol, NodeKind, Op, SymbolKind
 from ..model.paths import NATIVE_FUNCTIONS
-from ..query.bound import BindingTrace, callee_name
 from ..query.cuts import tool_call
-from ..query.trace import GpuLine, KernelInfo, OpCall, OpTrace, PythonEntry, TraceResult
+from ..query.trace_results import GpuLine, KernelInfo, OpCall, OpTrace, TraceResult
 from .autograd import autograd_lines
 from .budget import STRUCTURED, Section, fitted
-from .common import IN_STRUCTURED, PASSED, choice_lines, cut_lines, first, showing, stub_kernel
+from .common import IN_STRUCTURED, PASSED, cut_lines, first, showing, stub_kernels
+from .trace_python import binding_lines, by_relevance, cpp_call_lines, entry, entry_lines, reached_lines
 
 MAX_LAUNCHES = 12
 MAX_OP_CALLS = 15
@@ -38,7 +38,7 @@ def _stubs(info: KernelInfo, out: list[str]) -> None:
         decl = f", declared {s.call.dst.loc}" if s.call.dst.loc else ""
         how = f" ({PASSED[s.call.how]})" if s.call.how in PASSED else ""
         out.append(f"    DispatchStub {s.call.dst.key}: called at {s.call.site} by {s.call.src.label}{how}{decl}")
-        out += [f"      {k.key}: {stub_kernel(k)}" for k in s.kernels]
+        out += [f"      {line}" for line in stub_kernels(s.kernels)]
 
 
 def _launches(info: KernelInfo, op: str, out: list[str]) -> None:
@@ -206,114 +206,6 @@ def _facts(op: Op) -> str:
     return "    " + " | ".join(facts)
 
 
-def _entry(e: PythonEntry, out: list[str]) -> None:
-    out += _entry_lines(e)
-
-
-def _entry_lines(e: PythonEntry) -> list[str]:
-    """A Python function asked about: its definition, then its steps toward the ops (the first 12)."""
-    out = [f"Python {e.kind.noun} {e.name}{e.signature}  {e.loc}"]
-    for edge in e.calls[:12]:
-        if edge.kind is EdgeKind.BINDING or edge.src.kind is NodeKind.BINDING:
-            out.append(f"- {edge.src.key} is bound to {_bound_target(edge)}  ({edge.site})")
-        else:
-            target = f"op {edge.dst.key}" if edge.dst.kind is NodeKind.OP else edge.dst.label
-            how = f" ({edge.note})" if edge.note else ""
-            out.append(f"- calls {edge.written}{how} -> {target}  (at {edge.site})")
-    if len(e.calls) > 12:
-        out.append(f"- ... {showing(12, len(e.calls), IN_STRUCTURED)} steps")
-    out += choice_lines(e.choices)
-    return out
-
-
-def _bound_target(edge: Edge) -> str:
-    """What a binding edge ends at: an op, C++ code (hand-written bindings: its function and where), or a name."""
-    if edge.dst.kind is NodeKind.OP:
-        return f"op {edge.dst.key}"
-    if edge.dst.kind in (NodeKind.CPP_FUNCTION, NodeKind.GPU_KERNEL, NodeKind.WRAPPER):
-        return f"C++ {edge.dst.label}" + (f" {edge.dst.loc}" if edge.dst.loc else "")
-    if edge.dst.key.startswith("lambda@"):  # m.def("name", [](...) {...}): the lambda is where it is bound
-        return f"a C++ lambda at {edge.site}"
-    return edge.dst.key
-
-
-_BINDING_KINDS = {PyApiKind.GENERATED_BINDING: "a generated binding (tools/autograd/gen_python_functions.py)",
-                  PyApiKind.PYMETHODDEF: "a PyMethodDef entry", PyApiKind.PYBIND: "pybind11 .def",
-                  PyApiKind.GETTER: "the getter of a PyGetSetDef entry",
-                  PyApiKind.SETTER: "the setter of a PyGetSetDef entry"}
-
-
-def _bindings(bs: list[BindingTrace], out: list[str]) -> None:
-    for b in bs:
-        fn = f"{b.function.display}{b.function.params}  {b.function.loc}" if b.function else b.edge.dst.label
-        kind = b.edge.binding_kind
-        how = _BINDING_KINDS.get(kind, str(kind)) if kind else b.edge.note
-        out.append(f"## {b.python_name}: bound by {how}" + ("" if b.reaches else ", not an op"))
-        if b.module_unknown:
-            out.append(f"- its module is not known: the binding code does not say which module this .def of "
-                       f"`{b.python_name}` is in")
-        out.append(f"- bound at {b.edge.site} to {fn}")
-        # Calls at one site that several definitions could answer are one line (the call does not say which).
-        sites: dict[tuple[str, str], list[Edge]] = {}
-        for e in b.calls:
-            target = f"op {e.dst.key}" if e.kind is EdgeKind.DISPATCH_CALL else e.dst.label
-            sites.setdefault((str(e.site), target), []).append(e)
-        # The rarest callees when not all fit (a common helper, c10::irange, says least), shown in line order.
-        order = list(sites.items())
-        kept = set(sorted(range(len(order)), key=lambda i: (
-            order[i][1][0].kind is not EdgeKind.DISPATCH_CALL and b.callee_sites.get(callee_name(order[i][1][0]), 0),
-            i))[:MAX_BINDING_CALLS])
-        for (site, target), edges in (order[i] for i in sorted(kept)):
-            where = f"  {edges[0].dst.loc}" if edges[0].dst.loc and len(edges) == 1 else \
-                (f"  ({len(edges)} candidates: the call does not say which)" if len(edges) > 1 else "")
-            out.append(f"    calls {target}{where}  [at {site}]")
-        if len(sites) > MAX_BINDING_CALLS:
-            left = list(dict.fromkeys(target for i, ((_site, target), _edges) in enumerate(order) if i not in kept))
-            out.append(f"    ... showing {MAX_BINDING_CALLS} of {len(sites)} calls, the least common callees first "
-                       f"(left out: {', '.join(left[:4])}{', ...' if len(left) > 4 else ''}); "
-                       f"{tool_call('calls', b.function.qualname if b.function else b.edge.dst.label)} lists all")
-        for e in b.reaches:
-            if e.src.key != b.edge.dst.key:
-                out.append(f"- reaches op {e.dst.key} through {e.src.label} (call at {e.site})")
-
-
-def _reached(e: PythonEntry) -> list[str]:
-    """Each op a Python function reaches, once, with the call that reaches it and the branch that picks it
-    (the lead of a trace whose overloads the budget may cut: the question was which ops the function runs)."""
-    reached: set[str] = set()  # every op the walk reached, also those without a section (the query names them)
-    by_call: dict[tuple[str, str], list[str]] = {}
-    for edge in e.calls:
-        if edge.dst.kind is NodeKind.OP and edge.dst.key not in reached:
-            reached.add(edge.dst.key)
-            by_call.setdefault((edge.written or edge.src.key, str(edge.site)), []).append(edge.dst.key)
-    if len(by_call) < 2:
-        return []
-    out = [f"It reaches {len(reached)} overloads, by the call that reaches them:"]
-    out += [f"- {written} at {site}" + (f" [{e.branches[site]}]" if site in e.branches else "")
-            + f" -> {', '.join(names)}" for (written, site), names in by_call.items()]
-    return out
-
-
-MAX_BINDING_CALLS = 20  # calls of a bound C++ function listed under its binding (the rarest callees)
-MAX_CPP_CALLS = 6  # hand-written bindings a Python function's lead names (its steps, and the structured answer, all)
-
-
-def _cpp_calls(e: PythonEntry) -> list[str]:
-    """The C++ a Python function calls through hand-written bindings, no op (Tensor.backward: the autograd engine's
-    THPEngine_run_backward), with the call that reaches each: part of the lead beside the ops it reaches."""
-    called: dict[str, str] = {}
-    for edge in e.calls:
-        if edge.kind is EdgeKind.PY_CALL and edge.dst.kind is NodeKind.BINDING:
-            called.setdefault(edge.dst.key, f"{edge.written or edge.dst.key} at {edge.site}")
-    lines = [f"- {edge.src.key} -> {_bound_target(edge)}  (called: {called[edge.src.key]})" for edge in e.calls
-             if edge.src.kind is NodeKind.BINDING and edge.src.key in called and edge.dst.kind is not NodeKind.OP]
-    if not lines:
-        return []
-    more = [f"- ... {showing(MAX_CPP_CALLS, len(lines), 'the steps below and ' + IN_STRUCTURED)}"] \
-        if len(lines) > MAX_CPP_CALLS else []
-    return ["It calls C++ through hand-written bindings (no op):"] + lines[:MAX_CPP_CALLS] + more
-
-
 def _op_section(r: TraceResult, t: OpTrace, shown: set[str], sections: dict[tuple[str, tuple[str, ...]], str]) \
         -> Section:
     """One overload's detail: its registry entry, Python names, kernels per key, generated code, autograd."""
@@ -357,17 +249,17 @@ def _op_section(r: TraceResult, t: OpTrace, shown: set[str], sections: dict[tupl
     # The one overload asked about: its own call would be this answer again; the typed answer holds it whole.
     shows = alone if len(r.ops) > 1 else f"{STRUCTURED} of {tool_call('trace', r.query, **focus)}"
     return Section(["", f"## {op.full_name}  {op.loc}", f"    {op.schema}", _facts(op)], out,
-                   what=f"overload {op.full_name}", shows=shows)
+                   what=f"overload {op.full_name}", shows=shows, outline=True)
 
 
 def render_trace(r: TraceResult) -> str:
     if r.bindings and not r.ops:
         out = [f"# trace {r.query}: bound to C++ that is not an op"]
-        _bindings(r.bindings, out)
+        binding_lines(r.bindings, out)
         return "\n".join(out + cut_lines(r.cuts))
     if r.entry is not None and not r.ops:
         out = [f"# trace {r.query}: a Python {r.entry.kind.noun}, not an op"]
-        _entry(r.entry, out)
+        entry(r.entry, out)
         out += [f"Note: {n}" for n in r.notes]
         return "\n".join(out + cut_lines(r.cuts))
     out = [f"# trace {r.query} (focus: {r.focus}) — {len(r.ops)} overload{'s' if len(r.ops) != 1 else ''}"]
@@ -375,15 +267,15 @@ def render_trace(r: TraceResult) -> str:
         out.append(r.via)
     if r.bindings:
         out.append("")
-        _bindings(r.bindings, out)
+        binding_lines(r.bindings, out)
     if r.entry is not None:
         out.append("")
-        reached = _reached(r.entry)
-        steps = _entry_lines(r.entry)
-        out += steps[:1] + (reached + _cpp_calls(r.entry) if reached else steps[1:])
+        reached = reached_lines(r.entry)
+        steps = entry_lines(r.entry)
+        out += steps[:1] + (reached + cpp_call_lines(r.entry) if reached else steps[1:])
     shown: set[str] = set()
     sections: dict[tuple[str, tuple[str, ...]], str] = {}
-    details = [_op_section(r, t, shown, sections) for t in r.ops]
+    details = [_op_section(r, t, shown, sections) for t in by_relevance(r)]
     if r.entry is not None and reached and any(e.dst.kind is not NodeKind.OP for e in r.entry.calls):
         details.append(Section(["", f"Steps of {r.entry.name}:"], steps[1:],
                                what=f"the steps of {r.entry.name}", shows=STRUCTURED))
