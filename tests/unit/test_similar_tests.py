@@ -2,7 +2,10 @@
 
 import ast
 
+import pytest
+
 from torchtalk.extract.opinfo import op_test_marks
+from torchtalk.query.results import NotFound
 from torchtalk.query.tests import _name_score, _norm
 from torchtalk.tools import get_tool, run
 
@@ -119,7 +122,7 @@ def test_queries_as_written_reach_the_op_and_its_entries(py_indexed):
         res, _ = call(ix, "find_similar_tests", query=q)
         assert [o.name for o in res.opinfos] == ["torch.addmm"], q
     none, text = call(ix, "find_similar_tests", query="nn_functional_nothing")
-    assert not none.tests and not none.opinfos and "No test names or test bodies mention it." in text
+    assert isinstance(none, NotFound) and "No test name, test body or OpInfo entry mentions it." in text
 
 
 def test_a_packaged_name_and_several_words(py_indexed):
@@ -150,7 +153,7 @@ def test_a_packaged_name_and_several_words(py_indexed):
 
 
 def test_word_stems_as_test_names_spell_them():
-    from torchtalk.query.tests import word_stem
+    from torchtalk.query.testquery import word_stem
     assert [word_stem(w) for w in ("clipping", "padded", "norms", "pool", "clip_grad", "gradient")] == [
         "clip", "pad", "norm", "pool", "clip_grad", "gradient"]
 
@@ -216,3 +219,23 @@ def test_an_internal_ops_tests_go_on_to_the_public_op_and_the_tests_calling_it(p
             ("test_fast_path", False), ("test_softmax", True)}
     finally:
         ix.close()
+
+
+@pytest.mark.parametrize("query, close", [("cumsom", "cumsum"), ("torch.cumsom", "torch.cumsum"),
+                                          ("xyzzy plugh", None)])
+def test_a_query_no_test_answers_is_not_found_with_the_names_close_to_it(py_indexed, query, close):
+    """A misspelt op finds no test: the answer says so and names what is close (exit 3 on the CLI), not an empty
+    list that reads as "this op has no tests"."""
+    _, ix = py_indexed
+    res, text = run(get_tool("find_similar_tests"), ix, query=query)
+    assert isinstance(res, NotFound), text
+    assert text.startswith(f"No test or OpInfo entry named '{query}'."), text
+    if close:
+        assert close in res.suggestions, text
+    else:
+        assert "No close matches." in text.splitlines()[0]
+    res, _ = run(get_tool("find_similar_tests"), ix, query="cumsum")
+    assert not isinstance(res, NotFound) and res.total
+    # an op the index knows that no test mentions: that is the answer, not a typo
+    res, text = run(get_tool("find_similar_tests"), ix, query="index_select")
+    assert not isinstance(res, NotFound) and res.total == 0 and "No test names or test bodies mention it." in text

@@ -74,3 +74,16 @@ def norm(name: str) -> str:
     return name.replace("_", "").lower()
 
 
+def word_stem(word: str) -> str:
+    """A word as test names spell its root: clipping -> clip, padded -> pad, norms -> norm (a doubled last consonant
+    undone); short words and names with an underscore or a dot as they are."""
+    w = word.lower()
+    if "_" in w or "." in w or len(w) < 5:
+        return w
+    if w.endswith(("ing", "ed")) and len(w) >= 6:
+        w = w[:-3] if w.endswith("ing") else w[:-2]
+        if w[-1] == w[-2] and w[-1] not in "aeiouls":
+            w = w[:-1]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    return w

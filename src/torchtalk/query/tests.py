@@ -13,12 +13,14 @@ from ..graph.registry import registry
 from ..model import Loc, Op
 from ..store.reader import Index, like_literal
 from .args import MAX_LIMIT, check_int, clean_text, shown
+from .functions import suggest
 from .moduledb import DbEntry, entry_for
 from .opinfo_lists import FamilySuite, db_files, family_suites
+from .results import NotFound
 from .testclasses import run_where_collected
 from .testmatch import exact_k, known_names, names_another, namespace_files, namespace_short, variant_words
 from .testnames import generated_names, generator, run_command
-from .testquery import entry_named, functional, opinfo_names, terms
+from .testquery import entry_named, functional, opinfo_names, terms, word_stem
 from .testquery import norm as _norm
 
 
@@ -203,6 +205,23 @@ def _ops_for(ix: Index, stem: str) -> list[Op]:
     return ops
 
 
+def similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsResult | NotFound:
+    """find_similar_tests as the tool answers it: a query that no test, OpInfo entry or generic suite answers, and that
+    names nothing the index knows, is not found, with the names close to its words (a misspelt op: grid_sampel ->
+    grid_sample); a name it knows that no test mentions is that answer (no tests), not a typo."""
+    found = find_similar_tests(ix, query, limit)
+    if found.total or found.opinfos or found.generic is not None:
+        return found
+    words = sorted(set(found.query.split()), key=len, reverse=True)
+    close = [s for w in words for s in suggest(ix, w)]
+    if any(w.lower() in {c.lower() for c in close} for w in words):
+        return found
+    return NotFound("test or OpInfo entry", found.query, list(dict.fromkeys(close))[:8],
+                    "No test name, test body or OpInfo entry mentions it. Give an op, function or concept as tests "
+                    "name it ('softmax', 'torch.cumsum', 'nn.Linear', 'gradient clipping'); search() finds the exact "
+                    "name of an op or kernel.")
+
+
 def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = True) -> SimilarTestsResult:
     """Tests for ``query``, ranked; ``by_body=False`` leaves out the tests found only by what their bodies call
     (one scan of every test body, the costly part: error_origin asks without it). Several words that no test holds
@@ -227,21 +246,6 @@ def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = T
                 + (f" (the stem of {word!r})" if stem != word else "")
                 + (f", those whose names start another word ({', '.join(map(repr, starts))}) first" if starts else "")))
     return found
-
-
-def word_stem(word: str) -> str:
-    """A word as test names spell its root: clipping -> clip, padded -> pad, norms -> norm (a doubled last consonant
-    undone); short words and names with an underscore or a dot as they are."""
-    w = word.lower()
-    if "_" in w or "." in w or len(w) < 5:
-        return w
-    if w.endswith(("ing", "ed")) and len(w) >= 6:
-        w = w[:-3] if w.endswith("ing") else w[:-2]
-        if w[-1] == w[-2] and w[-1] not in "aeiouls":
-            w = w[:-1]
-    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        w = w[:-1]
-    return w
 
 
 def _find_similar_tests(ix: Index, query: str, limit: int, by_body: bool) -> SimilarTestsResult:

@@ -16,7 +16,7 @@ TOOLS = [
          "Example: find_similar_tests(\"cumsum\")",
          (Param("query", str, REQUIRED, "op, function or concept: cumsum, softmax, torch.nn.Linear", metavar="TEXT"),
           Param("limit", int, 20, "how many tests, 1..500", metavar="N")),
-         tests.find_similar_tests, r_tests.render_similar_tests, nxt.next_similar_tests),
+         tests.similar_tests, r_tests.render_similar_tests, nxt.next_similar_tests),
     Tool("list_test_utils",
          "Which test helpers exist (decorators, fixtures, assertions)? Helpers in torch/testing/_internal, derived "
          "from the source, with file:line and a line on each: category 'fixtures', 'assertions', 'decorators', ... "
