@@ -267,7 +267,7 @@ def test_helpers_are_classified_from_their_source():
         "TestCase.assertNotWarn": "assertions",
         "freeze_rng_state": "fixtures",  # @contextmanager
         "make_symmetric_matrices": "fixtures",
-        "sample_inputs_thing": "fixtures",
+        "sample_inputs_thing": "opinfo",  # an OpInfo entry's inputs, not a fixture
         "random_pairs": "fixtures",  # generator of test data
         "instantiate_parametrized_tests": "fixtures",
         "run_tests": "other",

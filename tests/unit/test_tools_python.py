@@ -146,6 +146,24 @@ def test_list_test_utils_is_derived_from_the_source(py_indexed):
         call(ix, "list_test_utils", category="helpers")
 
 
+def test_list_test_utils_suggests_follow_ups_an_agent_can_read_at_once(py_indexed, monkeypatch):
+    """The next: calls list a cut category whole when it is small, else its first NEXT_UTILS (a follow-up of all 654
+    fixtures of 2.6.0 was 86k characters); the answer's own line still names the limit that lists all."""
+    from torchtalk.render import next as nxt
+    from torchtalk.tools import answer
+    _, ix = py_indexed
+    res, _ = call(ix, "list_test_utils", category="decorators", limit=1)
+    total = res.counts["decorators"]
+    assert total > 3
+    monkeypatch.setattr(nxt, "NEXT_UTILS", 3)
+    a = answer(get_tool("list_test_utils"), ix, category="decorators", limit=1)
+    assert a.next == ['list_test_utils("decorators", limit=3)'], a.next
+    assert f"limit={total} shows all" in a.text
+    monkeypatch.setattr(nxt, "NEXT_UTILS", 500)
+    assert answer(get_tool("list_test_utils"), ix, category="decorators", limit=1).next == [
+        f'list_test_utils("decorators", limit={total})']
+
+
 def test_test_file_info(py_indexed):
     _, ix = py_indexed
     # a topic names its file as PyTorch's layout does (nn -> test/test_nn.py, nn/activation ->

@@ -3,8 +3,9 @@
 TestUtil categories, decided from each helper's own source (first rule that holds):
 
 - assertions: a function named ``assert*``, or a ``TestCase`` method named ``assert*``.
-- fixtures (by form): a ``@contextmanager`` function, or one named ``instantiate_*``,
-  ``make_*``, ``sample_inputs*``, ``reference_inputs*``, ``error_inputs*``.
+- opinfo inputs: a function named ``sample_inputs*``, ``reference_inputs*``, ``error_inputs*`` (the inputs an
+  OpInfo entry gives the generic tests: hundreds of them, which would drown the fixtures).
+- fixtures (by form): a ``@contextmanager`` function, or one named ``instantiate_*``, ``make_*``.
 - decorators: a function taking one function (first parameter ``fn``, ``func``, ``f``,
   ``test``, ``cls``..., at most one without default) that defines a ``@wraps`` wrapper
   or returns the function, a nested def, or a decorator applied to it
@@ -14,7 +15,7 @@ TestUtil categories, decided from each helper's own source (first rule that hold
   ``__call__(self, fn)``, a ``_parametrize_test`` method (the parametrizer protocol),
   or a base that is a decorator class of the same file.
 - opinfo: a class named ``*Info`` or subclassing one of the file's opinfo classes.
-- fixtures (the rest): generator functions (test data such as ``sample_inputs_*``);
+- fixtures (the rest): generator functions (test data such as ``generate_elementwise_binary_tensors``);
   classes with ``setUp``/``setUpClass``/``tearDown``, ``__enter__``+``__exit__``, or a
   base named ``*TestCase``/``*TestBase`` or being such a class of the same file.
 - other: anything else.
@@ -39,7 +40,8 @@ _FN_PARAMS = frozenset({
 })
 # callees whose result is a decorator (unittest.skipIf(...), expectedFailure, xfail...)
 _DECORATOR_PREFIXES = ("skip", "expectedFailure", "xfail")
-_FIXTURE_PREFIXES = ("instantiate_", "make_", "sample_inputs", "reference_inputs", "error_inputs")
+_FIXTURE_PREFIXES = ("instantiate_", "make_")
+_OPINFO_INPUTS = ("sample_inputs", "reference_inputs", "error_inputs")  # what an OpInfo entry gives its tests
 _SETUP = frozenset({"setUp", "setUpClass", "tearDown", "tearDownClass", "instantiate_test"})
 
 # ---------------------------------------------------------------- helpers (TestUtil)
@@ -99,6 +101,8 @@ def _function_category(f, decorators: set[str]) -> str:
     name = f.name
     if name.startswith("assert"):
         return "assertions"
+    if name.startswith(_OPINFO_INPUTS):
+        return "opinfo"
     if name.startswith(_FIXTURE_PREFIXES) or any(
         last_part(dotted(d) or "") == "contextmanager" for d in f.decorator_list
     ):

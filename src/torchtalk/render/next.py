@@ -171,9 +171,14 @@ def next_similar_tests(r: SimilarTestsResult) -> list[str]:
     return out
 
 
+NEXT_UTILS = 60  # helpers a suggested list_test_utils call lists: ~160 characters each, about the answer budget
+
+
 def next_test_utils(r: TestUtilsResult) -> list[str]:
+    """The categories cut, each with a limit whose answer an agent can read at once (all of a small category; the
+    first NEXT_UTILS of a large one: "limit=N shows all" in the answer still names the whole list)."""
     cuts = [c for c in r.groups if r.counts.get(c, 0) > len(r.groups[c])]
-    return [call("list_test_utils", c, limit=full_limit(r.counts[c])) for c in cuts]
+    return [call("list_test_utils", c, limit=min(full_limit(r.counts[c]), NEXT_UTILS)) for c in cuts]
 
 
 # Ops nearly every test calls to build inputs: tests "for" them would be noise.
