@@ -95,10 +95,9 @@ def render_trace_module(r: TraceModuleResult) -> str:
         lines = [(f"- {full}  {op.loc}  [{r.op_kernels.get(full, '')}]", paths[0]) for full, (op, paths) in
                  r.ops.items()] + [(f"- {name}  [TORCH_LIBRARY op; first m.impl at {loc}]", paths[0])
                                    for name, (loc, paths) in r.library_ops.items()]
-        items = [f"{line}\n    via {via}" for line, via in lines[:40]]
-        if total > 40:
-            items.append(f"- ... {showing(40, total, IN_STRUCTURED)}")
-        sections.append(Section(["", f"Native ops reached ({total}):"], items, what="the native ops reached",
+        items = [f"{line}\n    via {via}" for line, via in lines[:40]]  # an op with the call reaching it: one item
+        more = f"; {showing(40, total, IN_STRUCTURED)}" if total > 40 else ""
+        sections.append(Section(["", f"Native ops reached ({total}{more}):"], items, what="the native ops reached",
                                 shows=STRUCTURED, noun="ops", keep=KEEP_OPS))
     tail: list[str] = []
     if r.others:
