@@ -1,8 +1,9 @@
 """trace: one op from Python through the registry and dispatch to C++/CUDA and autograd.
 
-A name is an op as native_functions.yaml or Python names it (``add.Tensor``,
-``torch.add``, ``F.relu``); else a Python function whose body calls ops
-(``torch.nn.functional.relu``); else a Python name bound to C++ that is not an op
+A Python spelling a Python function defines is that function, which reaches the ops (``torch.stft``,
+``Tensor.split``: Note [Python functions over bindings]); else a name is an op as native_functions.yaml or Python
+names it (``add.Tensor``, ``torch.add``); else a Python function whose body calls ops
+(``torch.nn.functional.relu``, ``F.relu``); else a Python name bound to C++ that is not an op
 (``torch.set_num_threads``, a PyMethodDef), answered with its binding chain.
 """
 

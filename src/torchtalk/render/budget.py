@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 BUDGET = 12_000  # characters of an answer's text, about 3k tokens
 STRUCTURED = "the structured answer (MCP structuredContent, CLI --json)"  # holds what the text cuts
@@ -52,9 +53,13 @@ class Section:
         items = list(self.items)
         if not self.outline or k >= len(items):
             return items[:max(k, 0)]
-        depth = [len(x) - len(x.lstrip(" ")) for x in items]
-        first = sorted(sorted(range(len(items)), key=lambda j: (depth[j], j))[:max(k, 0)])
-        return [items[j] for j in first]
+        return [items[j] for j in sorted(self._outline_order[:max(k, 0)])]
+
+    @cached_property
+    def _outline_order(self) -> list[int]:
+        """The items' indices, least indented first, in their order (``fit`` asks ``kept`` for each k it tries)."""
+        depth = [len(x) - len(x.lstrip(" ")) for x in self.items]
+        return sorted(range(len(depth)), key=lambda j: (depth[j], j))
 
     def __post_init__(self) -> None:
         if not self.what or not self.shows:
