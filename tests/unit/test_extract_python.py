@@ -139,6 +139,7 @@ def test_calls_are_dotted_callees_of_their_enclosing_function():
 
 RECEIVERS = """\
 import collections
+import os
 from typing import Dict, Optional, Set
 
 
@@ -164,6 +165,28 @@ def named_modules(self, memo: Optional[Set["Module"]] = None, prefix: str = "", 
     text.split(",")  # text.split: str
     msg = "%s" % prefix
     msg.split()  # msg.split: str
+    devices = os.getenv("CUDA_VISIBLE_DEVICES")
+    devices.split(",")  # devices.split: str
+    path = os.environ.get("PATH")
+    path.split(":")  # path.split: str
+    where = os.path.join(prefix, "x")
+    where.split("/")  # where.split: str
+    other_env = os.getenvb()
+    other_env.split(b",")  # other_env.split: ?
+    var = os.getenv("CUDA_VISIBLE_DEVICES")
+    if prefix:
+        var = devices
+    var.split(",")  # var.split: str
+    mixed = os.getenv("X")
+    if prefix:
+        mixed = make()
+    mixed.split(",")  # mixed.split: ?
+    loop_a = set()
+    loop_b = loop_a
+    loop_a = loop_b
+    loop_a.add(1)  # loop_a.add: set
+    param_alias = prefix
+    param_alias.split()  # param_alias.split: str
     acc = []
     acc += [1]
     acc.index(1)  # acc.index: list

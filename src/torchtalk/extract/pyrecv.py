@@ -26,6 +26,11 @@ _TYPES = {"set": R.SET, "Set": R.SET, "MutableSet": R.SET, "frozenset": R.FROZEN
           "defaultdict": R.DICT, "list": R.LIST, "List": R.LIST, "tuple": R.TUPLE, "Tuple": R.TUPLE,
           "str": R.STR, "bytes": R.BYTES, "deque": R.DEQUE, "Deque": R.DEQUE}
 _MODULES = frozenset({"collections", "typing", "builtins", "typing_extensions"})
+# The standard library's functions that return a str (or None): the environment and paths. A method called on what they
+# return is a str's (os.getenv("ROCR_VISIBLE_DEVICES").split(","): no Tensor.split).
+_STR_CALLS = frozenset({"os.getenv", "os.environ.get", "os.getcwd", "os.fspath", "os.path.join", "os.path.basename",
+                        "os.path.dirname", "os.path.abspath", "os.path.realpath", "os.path.normpath",
+                        "os.path.expanduser", "os.path.relpath"})
 _LITERALS = {ast.Dict: R.DICT, ast.DictComp: R.DICT, ast.List: R.LIST, ast.ListComp: R.LIST, ast.Set: R.SET,
              ast.SetComp: R.SET, ast.Tuple: R.TUPLE, ast.JoinedStr: R.STR}
 _NONE = object()  # ``x = None``: no value whose methods are called
@@ -62,6 +67,8 @@ def value_kind(v: ast.expr | None) -> PyReceiver | object | None:
         f = v.func
         if f.__class__ is ast.Attribute and f.value.__class__ is ast.Constant and isinstance(f.value.value, str):
             return R.STR  # ", ".join(...), "{}".format(...)
+        if f.__class__ is ast.Attribute and dotted(f) in _STR_CALLS:
+            return R.STR
         return _CALLS.get(_named(f) or "")
     if t is ast.IfExp:
         a, b = value_kind(v.body), value_kind(v.orelse)
@@ -110,7 +117,7 @@ def annotation_kind(a: ast.expr | None) -> PyReceiver | None:
 class Receivers:
     """The builtins the locals of one function scope hold (Note [Builtin receivers])."""
 
-    __slots__ = ("kinds", "unknown", "calls", "open", "made", "other")
+    __slots__ = ("kinds", "unknown", "calls", "open", "made", "other", "aliases")
 
     def __init__(self, args: ast.arguments | None, open_scopes: list[Receivers]) -> None:
         """``open_scopes``: the Receivers of the enclosing functions, whose walks are not done (a ``nonlocal``
@@ -122,6 +129,7 @@ class Receivers:
         self.calls: list[int] = []  # indices of calls of a method of a bare name
         self.made: dict[str, str] = {}  # name -> the function whose call it is bound to ("" when bound so twice)
         self.other: set[str] = set()  # names bound some other way too
+        self.aliases: dict[str, set[str]] = {}  # name -> the locals it is bound to as well (var = hip_devices)
         if args is None:
             return
         for p in (*args.posonlyargs, *args.args, *args.kwonlyargs):
@@ -164,11 +172,14 @@ class Receivers:
             kind = value_kind(n.value)
             targets = n.targets
         call = dotted(n.value.func) if t is ast.Assign and n.value.__class__ is ast.Call else None
+        source = n.value.id if t is ast.Assign and n.value.__class__ is ast.Name else None
         for tg in targets:
             if tg.__class__ is not ast.Name:
                 self._names_in(tg)  # a, b = ...: unpacked (an attribute or item stored binds no name)
                 continue
-            if kind is None:
+            if source is not None and source != tg.id:  # var = other_local: what that one holds (read at the end)
+                self.aliases.setdefault(tg.id, set()).add(source)
+            elif kind is None:
                 self.unknown.add(tg.id)
             else:
                 self.kinds.setdefault(tg.id, set()).add(kind)
@@ -206,12 +217,28 @@ class Receivers:
                 self._names_in(sub)
 
     def kind_of(self, name: str) -> PyReceiver | None:
-        if name in self.unknown:
+        kinds = self._kinds(name, set())
+        if kinds is None:
             return None
-        kinds = self.kinds.get(name, set()) - {_NONE}
+        kinds -= {_NONE}
         if len(kinds) > 1:
             return R.BUILTINS
         return next(iter(kinds)) if kinds else None  # type: ignore[return-value]
+
+    def _kinds(self, name: str, seen: set[str]) -> set[object] | None:
+        """What a name's bindings make, those to another local included (None: one of them is not known)."""
+        if name in self.unknown or name not in self.kinds and name not in self.aliases:
+            return None
+        seen.add(name)
+        kinds = set(self.kinds.get(name, ()))
+        for other in self.aliases.get(name, ()):
+            if other in seen:
+                continue
+            more = self._kinds(other, seen)
+            if more is None:
+                return None
+            kinds |= more
+        return kinds
 
     def apply(self, calls: list[PyCall]) -> None:
         """Mark the scope's calls of a method of a name that holds a builtin; the scope is done."""
