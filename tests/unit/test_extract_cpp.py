@@ -565,8 +565,8 @@ def test_real_atan2_stub_registrations():
             if r.name == "atan2_stub":
                 found.add((rel.rsplit("/", 1)[-1], r.kind, r.target, r.key, r.line))
     assert found == {
-        ("BinaryOps.h", "declare_dispatch", "structured_binary_fn", "", 64),
-        ("BinaryOps.cpp", "define_dispatch", "", "", 384),
+        ("BinaryOps.h", "declare_dispatch", "structured_binary_fn", "at::native", 64),  # its namespace
+        ("BinaryOps.cpp", "define_dispatch", "", "at::native", 384),
         ("BinaryOpsKernel.cpp", "register_dispatch", "atan2_kernel", "CPU", 1427),
         ("BinaryGeometricKernels.cu", "register_dispatch", "atan2_kernel_cuda", "CUDA", 36),
     }
