@@ -96,6 +96,24 @@ def test_a_python_function_over_a_binding_is_what_its_python_name_runs(py_indexe
         ix.close()
 
 
+def test_a_python_function_that_reaches_no_op_is_walked_once(py_indexed, monkeypatch):
+    """Tensor.storage_type is a Python function of torch/_tensor.py that reaches no op: asked first as a Python function
+    over a binding, then as a Python function after no op is named so, its walk is made once."""
+    import torchtalk.query.trace as trace_mod
+    _, ix = py_indexed
+    walks = []
+    real = trace_mod.walk_to_ops
+
+    def counted(*args, **kwargs):
+        walks.append(args[1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(trace_mod, "walk_to_ops", counted)
+    res, text = call(ix, "trace", function_name="Tensor.storage_type")
+    assert res.ops == [] and "a Python function, not an op" in text
+    assert len(walks) == 1, walks
+
+
 def test_alias_table_is_read_not_listed():
     data = (b'void gatherTorchFunctions(std::vector<PyMethodDef>& f) {\n'
             b'  static std::array<std::pair<const char*, const char*>, 2> aliases'

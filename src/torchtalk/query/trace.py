@@ -65,15 +65,16 @@ def ops_named(ix: Index, name: str) -> tuple[list[Op], PythonEntry | None, str]:
     # of op stft, and torch/_tensor.py's Tensor.split overrides TensorBase.split, so torch.stft and Tensor.split run
     # that Python code (which picks the ops) first. A name bound by assignment (F.conv2d = _add_docstr(torch.conv2d))
     # is the binding itself; an op's own name (stft) is the op.
-    if "." in name and (d := _py_definition(ix, name)) is not None and d.kind is PyDefKind.FUNCTION:
-        entry, ops = _python_function(ix, name)
-        if ops:
-            return ops, entry, ""
+    spelled = _py_definition(ix, name) if "." in name else None
+    walked = _python_function(ix, spelled) if spelled is not None and spelled.kind is PyDefKind.FUNCTION else None
+    if walked is not None and walked[1]:
+        return walked[1], walked[0], ""
     ops = registry(ix).lookup(name)
     entry = None
     via = ""
-    if not ops:
-        entry, ops = _python_function(ix, name)
+    if not ops:  # a Python function or name (walked once: the one above, when it reached no op)
+        d = spelled if "." in name else _py_definition(ix, name)
+        entry, ops = walked or (_python_function(ix, d) if d is not None else (None, []))
     if not ops:
         ops = _node_creators(ix, name)
         if ops:
@@ -284,12 +285,9 @@ def _py_definition(ix: Index, name: str) -> PyDef | None:
     return None
 
 
-def _python_function(ix: Index, name: str) -> tuple[PythonEntry | None, list[Op]]:
+def _python_function(ix: Index, d: PyDef) -> tuple[PythonEntry, list[Op]]:
     """A Python function (F.relu, torch.nn.functional.gelu, Tensor.__rsub__) or a name bound by assignment
     (F.max_pool2d = boolean_dispatch(...), Tensor.__neg__ = _C.TensorBase.neg), and the ops it reaches."""
-    d = _py_definition(ix, name)
-    if d is None:
-        return None, []
     g = graph(ix)
     start = function_node(d) if d.kind is PyDefKind.FUNCTION else assigned_node(d)
 
