@@ -121,15 +121,12 @@ class Walker(Definitions, Declarations, Calls):
                 items.append((n.start_byte, -n.end_byte, o, n))
         items.sort(key=lambda it: it[:3])
         for n in self.caps.get("ns", ()):  # to tell "ns::f" (function) from "Class::f" (method)
-            nm = n.child_by_field_name("name")
-            if nm is not None:
-                self.namespaces.update(self.text[nm.start_byte:nm.end_byte].replace(" ", "").split("::"))
+            self.namespaces.update(self._ns_parts(n))
         # Stack entries: (end byte, namespaces, inner scope (classes, functions), function
         # symbol index, TORCH_LIBRARY context, class name if the innermost scope is a class,
         # template arguments of the innermost class if it is a specialization).
         stack: list[tuple] = []
         top = (1 << 62, (), (), -1, None, None, "")
-        text = self.text
         for start, negend, o, n in items:
             while stack and stack[-1][0] <= start:
                 stack.pop()
@@ -156,10 +153,8 @@ class Walker(Definitions, Declarations, Calls):
                 entry = self._def(n, cur)
                 stack.append(entry)
             elif o == 0:
-                nm = n.child_by_field_name("name")
-                parts = (text[nm.start_byte:nm.end_byte].replace(" ", "").split("::")
-                         if nm is not None else ["(anonymous)"])
-                if nm is not None and n.child(0) is not None and n.child(0).type == "inline":
+                parts = self._ns_parts(n) or ["(anonymous)"]
+                if parts[0] != "(anonymous)" and n.child(0) is not None and n.child(0).type == "inline":
                     # inline namespace X { ... }: its names are members of the enclosing namespace too
                     outer = "::".join(self.scope(cur, n.start_byte))
                     inner = "::".join((outer, *parts)) if outer else "::".join(parts)
@@ -201,8 +196,18 @@ class Walker(Definitions, Declarations, Calls):
         """Qualified scope at ``pos``: namespaces from the text when the tree is damaged."""
         if self.scopes is None:
             return cur[1] + cur[2]
+        return self._text_namespaces(pos) + cur[2]
+
+    def _text_namespaces(self, pos: int) -> tuple[str, ...]:
+        """The namespaces around ``pos`` as the text's braces give them (``scopes``: the tree is damaged)."""
+        assert self.scopes is not None
         i = bisect_right(self.scopes.starts, pos + self.base) - 1
-        return (self.scopes.chains[i] if i >= 0 else ()) + cur[2]
+        return self.scopes.chains[i] if i >= 0 else ()
+
+    def _ns_parts(self, n) -> list[str]:
+        """The parts of a namespace definition's name (``at::native``: at, native); none for an unnamed one."""
+        nm = n.child_by_field_name("name")
+        return self.text[nm.start_byte:nm.end_byte].replace(" ", "").split("::") if nm is not None else []
 
     def span_at(self, pos: int):
         """The same-file macro expansion (Span) that holds ``pos``, or None."""
@@ -216,14 +221,10 @@ class Walker(Definitions, Declarations, Calls):
         """The namespaces enclosing ``pos`` as C++ qualifies a name declared there (``at::native``; an unnamed
         namespace adds no part): from the text when the tree is damaged, as ``scope`` reads them."""
         if self.scopes is not None:
-            i = bisect_right(self.scopes.starts, pos + self.base) - 1
-            chain: tuple[str, ...] = self.scopes.chains[i] if i >= 0 else ()
+            chain: tuple[str, ...] = self._text_namespaces(pos)
         else:
-            chain = ()
-            for n in sorted(self.caps.get("ns", ()), key=lambda n: n.start_byte):  # outer ones first
-                nm = n.child_by_field_name("name")
-                if nm is not None and n.start_byte <= pos < n.end_byte:
-                    chain += tuple(self.text[nm.start_byte:nm.end_byte].replace(" ", "").split("::"))
+            chain = tuple(p for n in sorted(self.caps.get("ns", ()), key=lambda n: n.start_byte)  # outer ones first
+                          if n.start_byte <= pos < n.end_byte for p in self._ns_parts(n))
         return "::".join(p for p in chain if p and p != "(anonymous)")
 
     def enclosing_def(self, pos: int) -> int:
