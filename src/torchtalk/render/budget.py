@@ -50,10 +50,9 @@ class Section:
 
     def kept(self, k: int) -> list[str]:
         """The ``k`` items shown when the section is cut to k (all of them from len(items) on)."""
-        items = list(self.items)
-        if not self.outline or k >= len(items):
-            return items[:max(k, 0)]
-        return [items[j] for j in sorted(self._outline_order[:max(k, 0)])]
+        if not self.outline or k >= len(self.items):
+            return list(self.items[:max(k, 0)])
+        return [self.items[j] for j in sorted(self._outline_order[:max(k, 0)])]
 
     @cached_property
     def _outline_order(self) -> list[int]:
