@@ -4,6 +4,7 @@ conditions."""
 
 import json
 
+from torchtalk.query import testlist
 from torchtalk.query.testnames import Renamer, generated_names, select_one
 from torchtalk.tools import get_tool, run
 
@@ -95,6 +96,53 @@ def test_imported_test_cases_run_in_the_importing_file(py_indexed):
                    "TestTracer": (2, "jit.test_tracer", 0)}, text
     assert res.total_tests == 3
     assert "tests added at import time (test/test_jit.py:23 passes it to a call)" in text
+
+
+def test_a_node_id_of_an_imported_class_answers_where_its_tests_are_written(py_indexed):
+    """pytest collects an imported TestCase in the importing file and names it so
+    (``test/test_jit_simple.py::TestTracer::test_trace_b``, through two imports): the answer is the page of the file
+    that writes it, saying which file asked; a class_name the file only imports is answered the same way."""
+    _, ix = py_indexed
+    res, text = call(ix, "test_file_info", file_path="test/test_jit_simple.py::TestTracer::test_trace_b")
+    assert res.path == "test/jit/test_tracer.py" and res.imported_by == ("test/test_jit_simple.py", "test_jit"), text
+    assert [(t.name, t.loc.line) for t in res.page.tests] == [("test_trace_b", 8)], text
+    assert runs_of(res)["TestTracer"].command == "pytest test/jit/test_tracer.py::TestTracer::test_trace_b", text
+    assert text.splitlines()[1].startswith("Asked through test/test_jit_simple.py, which imports the class from "
+                                           "test_jit")
+    res, text = call(ix, "test_file_info", file_path="test/test_jit.py", class_name="TestTracer")
+    assert res.path == "test/jit/test_tracer.py"
+    assert [t.name for t in res.page.tests] == ["test_trace_a", "test_trace_b"]
+    # a class the file writes is its own, as before
+    res, text = call(ix, "test_file_info", file_path="test/test_jit.py::TestJit::test_script")
+    assert res.path == "test/test_jit.py" and res.imported_by == ("", ""), text
+
+
+def test_a_node_id_of_a_test_added_at_import_time_says_where_it_may_come_from(py_indexed):
+    """Note [Tests added at import time]: test_jit.py's loop adds test_nn_<name> to TestJitGeneratedModule through
+    post_add_test(..., TestJitGeneratedModule) at line 23; ``hasattr(TestJit, ...)`` reads TestJit and adds nothing."""
+    _, ix = py_indexed
+    res, text = call(ix, "test_file_info", file_path="test/test_jit.py::TestJitGeneratedModule::test_nn_Linear")
+    assert res.added_at == 23 and not res.page.tests, text
+    assert ("TestJitGeneratedModule gets tests added when the module is imported (test/test_jit.py:23 passes it to a "
+            "call), so pytest may collect test_nn_Linear there: pytest "
+            "test/test_jit.py::TestJitGeneratedModule::test_nn_Linear runs it if so.") in text
+    res, text = call(ix, "test_file_info", file_path="test/test_jit.py::TestJit::test_nn_Linear")
+    assert res.added_at == 0 and "No test matches." in text, text
+    res, text = call(ix, "test_file_info", file_path="test/test_jit.py::TestJit::test_script")  # a written one
+    assert res.added_at == 0 and [t.name for t in res.page.tests] == ["test_script"], text
+
+
+def test_run_one_is_the_test_a_node_id_names_when_others_contain_its_name():
+    """A node id's test is its class's example even when a test whose name contains it comes first in the file
+    (test/jit/test_class_type.py: test_type_annotations at line 177, test_type_annotation at 1146)."""
+    rows = [("TestClassType", "test_type_annotations", 177, "[]"),
+            ("TestClassType", "test_type_annotation", 1146, "[]")]
+    page = testlist.test_page("test/jit/test_class_type.py", rows, {}, "TestClassType", "test_type_annotation", 0, str)
+    assert [t.name for t in page.tests] == ["test_type_annotations", "test_type_annotation"]  # source order kept
+    assert page.runs[0].example == "test_type_annotation"
+    assert page.runs[0].command == "pytest test/jit/test_class_type.py::TestClassType::test_type_annotation"
+    page = testlist.test_page("test/jit/test_class_type.py", rows, {}, "TestClassType", "type_annot", 0, str)
+    assert page.runs[0].example == "test_type_annotations"  # no exact name: the first
 
 
 def test_class_decorators_and_a_gated_main_are_shown(py_indexed):

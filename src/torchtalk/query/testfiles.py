@@ -21,7 +21,17 @@ from .parametrizers import renamers
 from .results import NotFound
 from .testclasses import Classes, classes_of
 from .testimports import filled_at_import, imported_classes, main_gate
-from .testlist import TestPage, clean_filter, generic_class, node_filters, node_id, page_call, runs_where, test_page
+from .testlist import (
+    NodeId,
+    TestPage,
+    clean_filter,
+    generic_class,
+    node_filters,
+    node_id,
+    page_call,
+    runs_where,
+    test_page,
+)
 from .testnames import generated_names, possible_devices
 
 # ------------------------------------------------------------------ list_test_utils
@@ -127,6 +137,8 @@ class TestFileInfo:
     page: TestPage | None = None  # the tests listed, with their lines and where they run
     via_class: str = ""  # the page's class is another file's: the class of this file asked for, which derives from it
     conditional: int = 0  # of total_tests, those of classes defined under a module-level ``if``
+    imported_by: tuple[str, str] = ("", "")  # asked through another file that imports the class: (its path, module)
+    added_at: int = 0  # a node id's test no class writes, of a class a call adds tests to at import time: its line
 
 
 def _safe_relpath(ix: Index, text: str) -> list[str]:
@@ -190,10 +202,14 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
     status = ix.one("SELECT status FROM files WHERE id = ?", (fid,))
     if status and status[0] != "ok":
         return NotFound("indexed test file", text, [], f"{path} is in the tree but was not indexed: {status[0]}.")
+    there = _imported_class_asked(ix, fid, path, node, class_name, query, offset)
+    if there is not None:
+        return there
     insts = ix.q("SELECT kind, cls, line, options FROM test_instantiation WHERE file_id = ? ORDER BY line", (fid,))
     device = {cls: opts for kind, cls, _l, opts in insts if kind == InstantiationKind.DEVICE_TYPE}
     param = {cls for kind, cls, _l, _o in insts if kind == InstantiationKind.PARAMETRIZED}
     classes = []
+    spans: dict[str, tuple[int, int]] = {}
     rows = ix.q("SELECT coalesce(c.name, ''), m.name, m.line, m.decorators FROM test_method m "
                 "LEFT JOIN test_class c ON c.id = m.cls WHERE m.file_id = ? ORDER BY m.line", (fid,))
     where = classes_of(ix, fid)  # Note [Where tests run]
@@ -201,6 +217,7 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
     source = "\n".join(file_lines(ix, path))
     for name, bases, line, end, cdecos in ix.q("SELECT name, bases, line, end_line, decorators FROM test_class "
                                                "WHERE file_id = ? ORDER BY line", (fid,)):
+        spans[name] = (line, end)
         n, inherited = len(by_class.get(name, [])), len(where.inherited.get(name, [])) + where.copied.get(name, 0)
         filled = filled_at_import(source, name, line, end) if name in where.collected and not n + inherited else 0
         if not n and not inherited and name not in device and not filled:
@@ -263,9 +280,13 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
     page = test_page(path, rows, device, class_name, query, offset, lambda n: page_call(path, class_name, query, n),
                      where.run_as, {c: p for c, (p, _r) in where.elsewhere.items()},
                      lambda p, d: renamers(ix, p, d))
+    # Note [Tests added at import time]: a node id's test that no class writes, of a class a module-level call fills
+    # (test_nn.py's add_test(...) runs setattr(TestNN, name, fn) for each module test of common_nn.py)
+    added = filled_at_import(source, class_name, *spans[class_name], {ln for _k, _c, ln, _o in insts}) \
+        if len(node.parts) == 2 and not page.matching and class_name in spans else 0
     return TestFileInfo(path, classes, functions, [(k, c, Loc(path, ln), o) for k, c, ln, o in insts],
                         decos.most_common(20), utilities, ops.most_common(40), total, _file_command(ix, path), page,
-                        via, conditional)
+                        via, conditional, added_at=added)
 
 
 def _imported(ix: Index, path: str, written: set[str]) -> list[TestClassInfo]:
@@ -285,6 +306,23 @@ def _imported(ix: Index, path: str, written: set[str]) -> list[TestClassInfo]:
         out.append(TestClassInfo(imp.name, Loc(imp.path, imp.line), json.loads(row[0] or "[]") if row else [],
                                  n, "", [], False, inherited, imported_from=imp.module, filled_at=filled))
     return out
+
+
+def _imported_class_asked(ix: Index, fid: int, path: str, node: NodeId, class_name: str, query: str,
+                          offset: int) -> TestFileInfo | NotFound | None:
+    """A node id or class_name naming a TestCase the file imports, not one it writes
+    (``test/test_ao_sparsity.py::TestWeightNormSparsifier::test_prepare``): pytest collects it there, so the answer
+    is its own file's, asked the same way, saying which file asked (Note [Imported test classes]); else None."""
+    asked = class_name or (node.parts[0] if node.parts else "")
+    if not asked or ix.one("SELECT 1 FROM test_class WHERE file_id = ? AND name = ?", (fid, asked)):
+        return None
+    imp = next((i for i in imported_classes(ix, path) if i.name == asked), None)
+    if imp is None:
+        return None
+    written = imp.fq.rsplit(".", 1)[-1]
+    parts = (written, *node.parts[1:]) if node.parts and node.parts[0] == asked else node.parts
+    there = test_file_info(ix, "::".join((imp.path, *parts)), written if class_name else "", query, offset)
+    return replace(there, imported_by=(path, imp.module)) if isinstance(there, TestFileInfo) else there
 
 
 def _elsewhere_for(where: Classes, class_name: str) -> list[str]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from ..graph.pynames import pynames
@@ -89,14 +90,36 @@ def _testcase(ix: Index, fqs: list[str]) -> tuple[str, int, str] | None:
     return None
 
 
-def filled_at_import(source: str, name: str, start: int, end: int) -> int:
+def filled_at_import(source: str, name: str, start: int, end: int, skip: Collection[int] = ()) -> int:
     """The line of the first call outside the class (lines ``start``..``end``) that passes class ``name`` as an
-    argument (Note [Imported test classes]), or 0."""
+    argument (Note [Imported test classes]), or 0; ``skip``: lines known to be other calls (the instantiations)."""
     arg = re.compile(rf"[(,]\s*{re.escape(name)}\s*[,)]")
     for i, line in enumerate(source.splitlines(), 1):
-        if not start <= i <= end and arg.search(line) and not line.lstrip().startswith(("#", "class ")):
+        if start <= i <= end or i in skip or line.lstrip().startswith(("#", "class ")):
+            continue
+        if any(_callee(line, m.start()) not in _READS_A_CLASS for m in arg.finditer(line)):
             return i
     return 0
+
+
+# builtins a class is passed to without any test being added to it (``if hasattr(TestNN, name)``)
+_READS_A_CLASS = frozenset({"hasattr", "getattr", "isinstance", "issubclass", "super", "type", "id", "print", "repr",
+                            "str", "vars", "dir"})
+
+
+def _callee(line: str, at: int) -> str:
+    """The name of the function whose argument list holds position ``at`` of ``line`` ("" when none shows)."""
+    depth = 0
+    for j in range(at, -1, -1):
+        ch = line[j]
+        if ch == ")" and j != at:
+            depth += 1
+        elif ch == "(":
+            if depth == 0:
+                m = re.search(r"([\w.]+)\s*$", line[:j])
+                return m.group(1).rsplit(".", 1)[-1] if m else ""
+            depth -= 1
+    return ""
 
 
 # Note [Conditions on the whole file]

@@ -195,7 +195,8 @@ def test_page(path: str, rows: list[tuple[str, str, int, str]], instantiation: d
         tests.append(t)
     runs: dict[str, ClassRun] = {}
     classes = list(dict.fromkeys(r[0] for r in rows if r[0] and r[0] not in paths))  # the file's own
-    for t, (_c, _n, _l, decos) in zip(tests, chosen[offset:], strict=False):
+    # each class's example is the test the query names exactly when the page has it (a node id's), else its first
+    for t, (_c, _n, _l, decos) in sorted(zip(tests, chosen[offset:], strict=False), key=lambda p: p[0].name != query):
         if t.cls not in runs:
             ds = json.loads(decos or "[]")
             named = renamers(paths.get(t.cls, path), ds)

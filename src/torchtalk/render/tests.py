@@ -100,6 +100,9 @@ def render_test_file(r: TestFileInfo) -> str:
            + (f"; {r.conditional} of the tests only if the module-level condition of their class holds"
               if r.conditional else ""),
            f"run the file: {r.command}"]
+    if r.imported_by[0]:
+        out.insert(1, f"Asked through {r.imported_by[0]}, which imports the class from {r.imported_by[1]}: pytest "
+                      f"collects its tests there too, and they are written here.")
     # asked about one class (a node id, class_name): its row only, so its tests come next
     classes = [c for c in r.classes if c.name in (page.class_name, r.via_class)] if narrowed and page and \
         page.class_name else []
@@ -212,7 +215,10 @@ def _render_page(r: TestFileInfo, page: TestPage, out: list[str]) -> None:
     if not page.tests:
         imported = [c.name for c in r.classes if c.imported_from]
         out.append(f"offset={page.offset} is past the last of them." if page.matching else
-                   "No test matches." if which else
+                   f"No test of {written} is written with that name, but {written} gets tests added when the module "
+                   f"is imported ({r.path}:{r.added_at} passes it to a call), so pytest may collect "
+                   f"{page.query} there: pytest {r.path}::{written}::{page.query} runs it if so."
+                   if r.added_at else "No test matches." if which else
                    f"The file writes no test methods: it runs those of the classes it imports ({some(imported, 6)}), "
                    "listed above with where they are written." if imported else "The file has no test methods.")
     runs = {run.cls: run for run in page.runs}
