@@ -59,3 +59,18 @@ def test_every_dtype_is_generated_and_an_answer_says_how_many_it_leaves_out():
     assert names == [f"TestUnaryUfuncs{d.upper()}.test_hardsigmoid_{d}_{t}" for d in ("cpu", "cuda")
                      for t in ("float32", "float64", "bfloat16")]
     assert some(names, 4).endswith("TestUnaryUfuncsCUDA.test_hardsigmoid_cuda_float32 (+2 more)")
+
+
+def test_a_device_types_own_dtypes_win_there():
+    """Note [Dtypes per device type]: @dtypesIfCUDA and @dtypes(..., device_type=...) name the dtypes of one device
+    type; @dtypes those of the others (test_nn.py's test_log_softmax_big: float on CPU, float and half on
+    CUDA); a device type with none of its own and no general @dtypes has no dtype suffix."""
+    decos = ["dtypes(torch.float)", "dtypesIfCUDA(torch.float, torch.half)"]
+    assert generated_names("TestNNDeviceType", "test_bn", decos, json.dumps({})) == [
+        "TestNNDeviceTypeCPU.test_bn_cpu_float32", "TestNNDeviceTypeCUDA.test_bn_cuda_float32",
+        "TestNNDeviceTypeCUDA.test_bn_cuda_float16"]
+    decos = ["dtypes(torch.double, device_type='cpu')", "dtypes(torch.half, torch.bfloat16)"]
+    assert generated_names("TestFoo", "test_x", decos, json.dumps({})) == [
+        "TestFooCPU.test_x_cpu_float64", "TestFooCUDA.test_x_cuda_float16", "TestFooCUDA.test_x_cuda_bfloat16"]
+    assert generated_names("TestFoo", "test_x", ["dtypesIfCUDA(torch.half)"], json.dumps({})) == [
+        "TestFooCPU.test_x_cpu", "TestFooCUDA.test_x_cuda_float16"]

@@ -39,15 +39,35 @@ ONLY_DECORATORS = {"onlyCPU": "cpu", "onlyCUDA": "cuda", "onlyMPS": "mps", "only
 DEVICE_OPTIONS = ("only_for", "except_for", *OPTIONAL_DEVICES.values())
 
 
-def _dtypes(decorators: list[str]) -> list[str]:
+# Note [Dtypes per device type]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``@dtypes(...)`` gives a test's dtypes on every device type; ``@dtypesIfCUDA(...)`` (dtypesIfCPU, dtypesIfMPS, ...)
+# and ``@dtypes(..., device_type="cuda")`` give them on one, and win there (common_device_type.py:
+# ``test.dtypes.get(device_type, test.dtypes.get("all"))``): ``@dtypes(torch.float) @dtypesIfCUDA(torch.half)``
+# makes test_x_cpu_float32 and test_x_cuda_float16.
+_DTYPES = re.compile(r"dtypes(?:If(\w+))?\((.*)\)$", re.S)
+_DEVICE_TYPE = re.compile(r",?\s*device_type\s*=\s*['\"](\w+)['\"]\s*")
+
+
+def _dtypes(decorators: list[str], device: str = "") -> list[str]:
+    """The dtype suffixes of a test's dtype decorators on ``device`` (Note [Dtypes per device type]); [] if none."""
+    general: list[str] | None = None
     for d in decorators:
-        m = re.match(r"dtypes\((.*)\)$", d, re.S)
-        if m:
-            names = re.findall(r"torch\.(\w+)", m.group(1))
-            if names and not m.group(1).lstrip().startswith("*"):
-                return [DTYPE_NAMES.get(n, n) for n in names]
-            return ["<dtype>"]
-    return []
+        m = _DTYPES.match(d)
+        if not m:
+            continue
+        body, which = m.group(2), (m.group(1) or "").lower()
+        kw = _DEVICE_TYPE.search(body)
+        if kw:
+            which, body = kw.group(1).lower(), body[:kw.start()] + body[kw.end():]
+        which = "" if which == "all" else which
+        names = re.findall(r"torch\.(\w+)", body)
+        got = [DTYPE_NAMES.get(n, n) for n in names] if names and not body.lstrip().startswith("*") else ["<dtype>"]
+        if which and which == device:
+            return got
+        if not which and general is None:
+            general = got
+    return general or []
 
 
 def _options(options_json: str) -> dict[str, Any]:
@@ -148,8 +168,8 @@ def generated_names(cls: str, method: str, decorators: list[str], instantiation:
         return [f"{cls}.{b}" if cls else b for b in bases]
     out = []
     dated = any(generator(d) == "ops" or (d in renamers and renamers[d].dtype) for d in decorators)
-    dtypes = _dtypes(decorators) or (["<dtype>"] if dated else [])
     for device in devices_for(instantiation, decorators):
+        dtypes = _dtypes(decorators, device) or (["<dtype>"] if dated else [])
         dev_cls = f"{cls}{device.upper()}"
         for base in bases:
             if dtypes:
