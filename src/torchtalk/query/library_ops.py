@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from ..model import Loc
 from ..model.cpp import TEMPLATE_ARGS
 from ..store.reader import Index
-from .results import Elsewhere
 
 
 @dataclass(frozen=True)
@@ -54,19 +53,6 @@ def library_op(ix: Index, name: str) -> LibraryOp | None:
     return LibraryOp(ns, op, schemas, kernels)
 
 
-def kernel_calls(lib: LibraryOp) -> list[Elsewhere]:
-    """The call that answers what the first kernel does (calls takes it without its template arguments)."""
-    first = TEMPLATE_ARGS.sub("", lib.kernels[0][2]) if lib.kernels else ""
-    return [Elsewhere("calls", first, "a TORCH_LIBRARY op (below); for its first kernel")] if first else []
-
-
-def describe(lib: LibraryOp) -> str:
-    """The lines a "not found" of trace gives for a library op."""
-    out = [f"It is a TORCH_LIBRARY op of namespace {lib.namespace} (defined in C++, not in native_functions.yaml):"]
-    out += [f"- m.def {schema}  {loc}" for schema, loc in lib.schemas]
-    if lib.kernels:  # every one (a few per overload and dispatch key)
-        out.append(f"Kernels (m.impl), {len(lib.kernels)}:")
-        out += [f"- {lib.namespace}::{n} [{key}]: {target}  registered {loc}" for n, key, target, loc in lib.kernels]
-    else:
-        out.append("No kernel is registered for it in the tree (m.impl).")
-    return "\n".join(out)
+def first_kernel(lib: LibraryOp) -> str:
+    """The function of the first kernel, as ``calls`` takes it (without its template arguments); "" if none."""
+    return TEMPLATE_ARGS.sub("", lib.kernels[0][2]) if lib.kernels else ""

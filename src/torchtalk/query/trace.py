@@ -44,7 +44,7 @@ from .args import check_choice, clean_text
 from .bound import BindingTrace, bindings_named, unknown_module_bindings
 from .cuts import calls_cuts, explore, gpu_cuts, named
 from .handbound import bindings_of
-from .library_ops import describe, kernel_calls, library_op
+from .library_ops import library_op
 from .no_entry import no_entry
 from .pywalk import walk_to_ops
 from .results import NotFound
@@ -99,7 +99,7 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
     bindings: list[BindingTrace] = []
     lib = library_op(ix, name) if not ops and entry is None else None
     if lib is not None:  # Note [Library ops]: quantized::conv3d is no op of native_functions.yaml
-        return NotFound("op in native_functions.yaml", name, [], describe(lib), kernel_calls(lib))
+        return TraceResult(name, focus, [], [], {}, has_cpp(ix), library=lib)
     if not ops:
         bindings = bindings_named(ix, name) or ([] if entry is not None else unknown_module_bindings(ix, name))
         ops = list({e.dst.key: reg.by_full[e.dst.key] for b in bindings for e in b.reaches

@@ -21,6 +21,7 @@ from ..model import (
 from . import generated as gen_q
 from .bound import BindingTrace
 from .handbound import HandBinding
+from .library_ops import LibraryOp
 from .no_entry import AutogradWithoutEntry
 from .pywalk import Choice
 
@@ -112,3 +113,4 @@ class TraceResult:
     entry: PythonEntry | None = None
     bindings: list[BindingTrace] = field(default_factory=list)
     cuts: list[Cut] = field(default_factory=list)  # what the walks of this answer left out, and the calls showing it
+    library: LibraryOp | None = None  # Note [Library ops]: the TORCH_LIBRARY op asked (no op of native_functions.yaml)

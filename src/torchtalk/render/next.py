@@ -17,6 +17,7 @@ from ..query.callgraph import MAX_DEPTH as IMPACT_MAX_DEPTH
 from ..query.callgraph import CalledByResult, CallsResult, ImpactResult
 from ..query.change.result import AffectedResult
 from ..query.cuda import CudaKernelsResult, KernelLaunch, LibraryCall, near
+from ..query.library_ops import first_kernel
 from ..query.modules import ListModulesResult, TraceModuleResult
 from ..query.results import NotFound
 from ..query.search import SearchResult
@@ -71,6 +72,12 @@ def _qualname(node: Node, sym: CppSymbol | None) -> str:
 
 def next_trace(r: TraceResult) -> list[str]:
     out: list[str] = []
+    if r.library is not None:  # its first kernel's code, and its tests
+        first = first_kernel(r.library)
+        if first:
+            out.append(call("calls", first))
+        out.append(call("find_similar_tests", r.library.name.split(".")[0]))
+        return out
     if r.bindings and not r.ops:
         b = r.bindings[0]
         return [call("calls", b.function.qualname)] if b.function is not None else []

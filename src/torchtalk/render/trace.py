@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from ..model import CppSymbol, NodeKind, Op, SymbolKind
 from ..model.paths import NATIVE_FUNCTIONS
 from ..query.cuts import tool_call
+from ..query.library_ops import LibraryOp
 from ..query.trace_results import GpuLine, KernelInfo, OpCall, OpTrace, TraceResult
 from .autograd import autograd_lines
 from .budget import STRUCTURED, Section, fitted
@@ -253,6 +254,8 @@ def _op_section(r: TraceResult, t: OpTrace, shown: set[str], sections: dict[tupl
 
 
 def render_trace(r: TraceResult) -> str:
+    if r.library is not None:
+        return "\n".join(_library_lines(r.library))
     if r.bindings and not r.ops:
         out = [f"# trace {r.query}: bound to C++ that is not an op"]
         binding_lines(r.bindings, out)
@@ -290,3 +293,16 @@ def render_trace(r: TraceResult) -> str:
     for n in r.notes:
         tail += ["", f"Note: {n}"]
     return fitted(out, details, tail + cut_lines(r.cuts))
+
+
+def _library_lines(lib: LibraryOp) -> list[str]:
+    """A TORCH_LIBRARY op (Note [Library ops] in query/library_ops.py): each overload's schema, then each kernel."""
+    out = [f"# trace {lib.namespace}::{lib.name}: a TORCH_LIBRARY op of namespace {lib.namespace} (defined in C++ "
+           "with m.def, not in native_functions.yaml)"]
+    out += [f"- m.def {schema}  {loc}" for schema, loc in lib.schemas]
+    if lib.kernels:  # every one (a few per overload and dispatch key)
+        out.append(f"Kernels (m.impl), {len(lib.kernels)}:")
+        out += [f"- {lib.namespace}::{n} [{key}]: {target}  registered {loc}" for n, key, target, loc in lib.kernels]
+    else:
+        out.append("No kernel is registered for it in the tree (m.impl).")
+    return out
