@@ -5,6 +5,7 @@ conditions."""
 import json
 
 from torchtalk.query import testlist
+from torchtalk.query.testclasses import Classes
 from torchtalk.query.testnames import Renamer, generated_names, select_one
 from torchtalk.tools import get_tool, run
 
@@ -156,3 +157,18 @@ def test_class_decorators_and_a_gated_main_are_shown(py_indexed):
     res, text = call(ix, "test_file_info", file_path="test/inductor/test_aot_inductor_custom_ops.py")
     assert res.command.startswith("python test/inductor/test_aot_inductor_custom_ops.py (its __main__ runs the "
                                   "tests only if HAS_CUDA or sys.platform == 'darwin'"), res.command
+
+
+def test_a_node_id_of_a_class_own_test_is_not_taken_for_an_inherited_one_its_name_begins_with():
+    """test_serialization.py: TestSerialization(TestCase, SerializationMixin) writes test_serialization_with_header
+    and inherits test_serialization; the node id of the first is its own test, not a generated name of the second.
+    A generated name of an inherited test is still that test, unless an own test names it more closely."""
+    where = Classes(own={"TestSerialization": ["test_serialization_with_header", "test_x"],
+                         "SerializationMixin": ["test_serialization"]},
+                    origin={("TestSerialization", "test_serialization"): "SerializationMixin"})
+    assert where.source_of("TestSerialization", "test_serialization_with_header") is None
+    assert where.source_of("TestSerialization", "test_serialization_cpu") == ("SerializationMixin",
+                                                                               "test_serialization")
+    assert where.source_of("TestSerialization", "test_serialization") == ("SerializationMixin", "test_serialization")
+    where.own["TestSerialization"].append("test_serialization_with")
+    assert where.source_of("TestSerialization", "test_serialization_with_header_cpu") is None

@@ -20,6 +20,9 @@ from torchtalk.query.testnames import (
     ("parametrize('foreach', (False, True))", "parametrize"),
     ("common_utils.parametrize('is_exported_program', [True, False])", "parametrize"),
     ("parametrize_test('norm_type', (0.5, 2))", "parametrize"),  # test_nn.py: `parametrize as parametrize_test`
+    ("parametrize_axis", "parametrize"),  # test/torch_np: parametrize_axis = parametrize("axis", [...])
+    ("parametrize", ""),  # bare, it is no generator's call
+    ("ops", ""),
     ("dtypes(torch.float)", ""),
     ("skipIfMPS", ""),
     ("unittest.skipIf(not TEST_CUDA, 'ops(x) in a message')", ""),

@@ -118,9 +118,12 @@ def generator(decorator: str) -> str:
     """The test generator a decorator is, however written: ``ops`` for ``ops(op_db)`` and
     ``common_device_type.ops(...)``; ``parametrize`` for ``parametrize(...)``, ``common_utils.parametrize(...)`` and
     an alias that keeps the word (test_nn.py imports it ``as parametrize_test``); "" for any other decorator."""
-    name = decorator.split("(", 1)[0].rsplit(".", 1)[-1] if "(" in decorator else ""
-    if name == "ops":
+    name = decorator.split("(", 1)[0].rsplit(".", 1)[-1]
+    if name == "ops" and "(" in decorator:
         return "ops"
+    if "(" not in decorator:  # a bare name is a parametrize(...) bound to a name of its own: parametrize_axis =
+        #                       parametrize("axis", [...]) in test/torch_np/test_reductions.py
+        return "parametrize" if name.startswith("parametrize_") else ""
     return "parametrize" if name.startswith("parametrize") or name.endswith("parametrize") else ""
 
 
