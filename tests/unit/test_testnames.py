@@ -77,3 +77,12 @@ def test_a_device_types_own_dtypes_win_there():
         "TestFooCPU.test_x_cpu_float64", "TestFooCUDA.test_x_cuda_float16", "TestFooCUDA.test_x_cuda_bfloat16"]
     assert generated_names("TestFoo", "test_x", ["dtypesIfCUDA(torch.half)"], json.dumps({})) == [
         "TestFooCPU.test_x_cpu", "TestFooCUDA.test_x_cuda_float16"]
+
+
+def test_a_device_always_skipped_is_not_one_the_test_runs_on():
+    """@skipCUDAIf(True, "flaky") (test_nn.py's test_ctc_loss) skips the CUDA variant on every machine; a condition
+    (``not TEST_CUDNN``) may hold or not, so it leaves the device in."""
+    assert devices_for(json.dumps({}), ["skipCUDAIf(True, 'Test is flaky')"]) == ["cpu"]
+    assert devices_for(json.dumps({}), ["skipCPUIf(True, 'x')"]) == ["cuda"]
+    assert devices_for(json.dumps({}), ["skipCUDAIf(not TEST_CUDNN, 'x')"]) == ["cpu", "cuda"]
+    assert devices_for(json.dumps({}), ["skipCUDAIf(TrueValue)"]) == ["cpu", "cuda"]

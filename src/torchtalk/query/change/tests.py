@@ -36,6 +36,10 @@ def base_name(op: str) -> str:
 
 MAX_OPS_FOR_TESTS = 6  # distinct ops whose tests are looked up (each is one find_similar_tests call)
 PER_OP = 6  # tests taken per op from find_similar_tests
+# Note [Tests of a device's change]: a change to one device's code (a .cu file) takes each op's PER_OP tests from
+# ON_DEVICE_POOL of find_similar_tests' ranking, those shown to run on the device first: its 6 best for
+# F.grid_sample are CPU and MPS tests, and the onlyCUDA test_grid_sample_large is its 9th.
+ON_DEVICE_POOL = 4 * PER_OP
 RUN_FIRST = 5
 # The suites that check one aspect of every OpInfo op, by what the change touched.
 ASPECT_SUITES: dict[Aspect, tuple[str, ...]] = {
@@ -171,8 +175,13 @@ def _opinfos_named(ix: Index, python: list[str], have: set[tuple[str, str]]) -> 
     return [(n, v, Loc(ix.path_of(f), ln)) for n, v, f, ln in rows if (n, v) not in have]
 
 
+def _pool(device: Device | None) -> int:
+    """How many of find_similar_tests' tests to choose an op's PER_OP from (Note [Tests of a device's change])."""
+    return PER_OP if device is None or device is Device.CPU else ON_DEVICE_POOL
+
+
 def op_tests(ix: Index, op: OpForTests, device: Device | None) -> list[AffectedTest]:
-    found = find_similar_tests(ix, op.base, PER_OP)
+    found = find_similar_tests(ix, op.base, _pool(device))
     present = _present(ix)
     out = []
     hits = [(h.name, h.variant, h.loc, h.command, h.suites) for h in found.opinfos]
@@ -220,7 +229,7 @@ def _found(tests: list[FoundTest], base: str, target: str, how: str, device: Dev
                                                  t.command, *t.decorators)
         out.append(AffectedTest(f"{t.cls}.{t.name}" if t.cls else t.name, t.loc, kind, target, why,
                                 with_device(t.command, narrow), generated, on))
-    return out
+    return sorted(out, key=lambda t: not t.on_device)[:PER_OP]  # in rank order, the device's first
 
 
 def module_tests(ix: Index, public: str, why: str, device: Device | None) -> list[AffectedTest]:
@@ -232,7 +241,7 @@ def module_tests(ix: Index, public: str, why: str, device: Device | None) -> lis
     out = [AffectedTest(entry.label, entry.loc, TestReason.MODULE, public,
                         f"{SUITES[entry.kind].rsplit('/', 1)[-1]} runs every {entry.label.split('(')[0]} entry ({why})",
                         with_device(entry.command, device))] if entry is not None else []
-    return out + _found(find_similar_tests(ix, spelled, PER_OP).tests, short, public, why, device)
+    return out + _found(find_similar_tests(ix, spelled, _pool(device)).tests, short, public, why, device)
 
 
 def suite_tests(suites: list[tuple[str, str]]) -> list[AffectedTest]:
