@@ -63,7 +63,7 @@ def pytest_collection_modifyitems(session, config, items):
                 held = [c.cell_contents for c in (getattr(fn, "__closure__", None) or ())
                         if hasattr(c, "cell_contents")] + list(getattr(fn, "__defaults__", None) or ())
                 inner = [f for f in held if callable(f) and hasattr(f, "__code__")
-                         and test.startswith(getattr(f, "__name__", "\0"))]
+                         and test.startswith(getattr(f, "__name__", "@"))]
                 if not inner:
                     break
                 fn = inspect.unwrap(max(inner, key=lambda f: len(f.__name__)))
@@ -108,8 +108,9 @@ def collect(py: Path, root: Path, rel: str, plugin_dir: Path) -> tuple[list[tupl
                            capture_output=True, text=True, timeout=COLLECT_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
         return [], "collection timed out"
-    if not out.exists():
-        return [], "no items"
+    if not out.exists():  # pytest stopped before collecting (a usage error, a plugin that failed): say why
+        tail = (r.stderr.strip() or r.stdout.strip()).splitlines()
+        return [], f"pytest exited {r.returncode}: {tail[-1][:100] if tail else 'no output'}"
     items = []
     for nodeid, path, line in json.loads(out.read_text()):
         if path and line and path.startswith(str(root) + "/"):
