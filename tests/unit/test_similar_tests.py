@@ -239,3 +239,37 @@ def test_a_query_no_test_answers_is_not_found_with_the_names_close_to_it(py_inde
     # an op the index knows that no test mentions: that is the answer, not a typo
     res, text = run(get_tool("find_similar_tests"), ix, query="index_select")
     assert not isinstance(res, NotFound) and res.total == 0 and "No test names or test bodies mention it." in text
+
+
+class _Paths:
+    """The two lookups nn_home_file makes of an index."""
+
+    def __init__(self, paths: dict[int, str]):
+        self.paths = paths
+
+    def path_of(self, fid: int) -> str:
+        return self.paths[fid]
+
+    def file_ids(self) -> dict[str, int]:
+        return {p: f for f, p in self.paths.items()}
+
+
+def test_an_nn_modules_home_is_the_test_nn_file_naming_it_most():
+    """Note [An nn home by its tests]: nn.EmbeddingBag's tests are in test/nn/test_embedding.py (22 named
+    test_embedding_bag*), though torch/nn/modules/sparse.py names no test file; only names that lead with the query
+    count (test_lazy_batchnorm is not a batchnorm test's home), only when no home is under test/nn/ already, and
+    only when the file holds NN_HOME_MIN and more than the first home."""
+    from torchtalk.query.testquery import NN_HOME_MIN, nn_home_file
+
+    ix = _Paths({1: "test/nn/test_embedding.py", 2: "test/test_torch.py", 3: "test/nn/test_lazy_modules.py",
+                 4: "test/inductor/test_torchinductor.py", 5: "test/nn/test_pooling.py"})
+    named = {i: (1, 1) for i in range(NN_HOME_MIN)} | {10: (4, 0), 11: (2, 1), 12: (3, 2), 13: (3, 2), 14: (3, 2),
+                                                       15: (3, 2)}
+    assert nn_home_file(ix, named, ["test/test_torch.py"])[:2] == (1, "test/nn/test_embedding.py")
+    assert nn_home_file(ix, named, ["test/nn/test_pooling.py"]) is None  # the layout found one under test/nn/
+    fewer = {i: v for i, v in named.items() if i != 0}
+    assert nn_home_file(ix, fewer, []) is None  # below NN_HOME_MIN
+    home_holds_more = named | {20 + i: (2, 0) for i in range(NN_HOME_MIN + 1)}
+    assert nn_home_file(ix, home_holds_more, ["test/test_torch.py"]) is None
+    only_after_another_word = {i: (3, 2) for i in range(10)}
+    assert nn_home_file(ix, only_after_another_word, []) is None

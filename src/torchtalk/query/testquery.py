@@ -87,3 +87,31 @@ def word_stem(word: str) -> str:
     elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
         w = w[:-1]
     return w
+
+
+# Note [An nn home by its tests]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An nn module's tests live in test/nn/, in a file named after the topic, not after the module's source file:
+# nn.Embedding and nn.EmbeddingBag (torch/nn/modules/sparse.py) in test/nn/test_embedding.py, whose 22 tests named
+# test_embedding_bag* ranked after inductor's, ONNX's and quantization's. When no home file is under test/nn/, the
+# test/nn/ file holding the most tests named after the query (the name leading: test_embedding_bag_*, not
+# test_lazy_batchnorm) is its first home, if it holds at least NN_HOME_MIN of them and more than the first home does.
+NN_HOME_MIN = 3
+
+
+def nn_home_file(ix: Index, named: dict[int, tuple[int, int]], home: list[str]) -> tuple[int, str, str] | None:
+    """(file id, path, why) of the test/nn/ file that is the query's first home (Note [An nn home by its tests]),
+    or None. ``named``: test method id -> (file id, name score), 0-1 when the name leads with the query."""
+    if any(p.startswith("test/nn/") for p in home):
+        return None
+    counts: dict[int, int] = {}
+    for fid, score in named.values():
+        if score <= 1:
+            counts[fid] = counts.get(fid, 0) + 1
+    best = max((f for f in counts if ix.path_of(f).startswith("test/nn/")), key=lambda f: (counts[f], -f),
+               default=None)
+    first = ix.file_ids().get(home[0]) if home else None
+    if best is None or counts[best] < NN_HOME_MIN or counts[best] <= counts.get(first or -1, 0):
+        return None
+    path = ix.path_of(best)
+    return best, path, f"{path} ({counts[best]} of its tests in test/nn/ are named after it)"
