@@ -254,22 +254,23 @@ class _Paths:
         return {p: f for f, p in self.paths.items()}
 
 
-def test_an_nn_modules_home_is_the_test_nn_file_naming_it_most():
-    """Note [An nn home by its tests]: nn.EmbeddingBag's tests are in test/nn/test_embedding.py (22 named
-    test_embedding_bag*), though torch/nn/modules/sparse.py names no test file; only names that lead with the query
-    count (test_lazy_batchnorm is not a batchnorm test's home), only when no home is under test/nn/ already, and
-    only when the file holds NN_HOME_MIN and more than the first home."""
-    from torchtalk.query.testquery import NN_HOME_MIN, nn_home_file
+def test_a_home_by_its_tests_when_the_layouts_home_names_none():
+    """Note [A home by its tests]: nn.EmbeddingBag's tests are in test/nn/test_embedding.py (22 named
+    test_embedding_bag*), and the layout's home, test/test_torch.py, names none; only names that lead with the query
+    count (test_lazy_batchnorm is no batchnorm test), only files of test/ and test/nn/ with device-type tests for
+    every device (not test_mps.py), and only when the layout's first home names none and the file HOME_MIN."""
+    from torchtalk.query.testquery import HOME_MIN, named_home_file
 
     ix = _Paths({1: "test/nn/test_embedding.py", 2: "test/test_torch.py", 3: "test/nn/test_lazy_modules.py",
-                 4: "test/inductor/test_torchinductor.py", 5: "test/nn/test_pooling.py"})
-    named = {i: (1, 1) for i in range(NN_HOME_MIN)} | {10: (4, 0), 11: (2, 1), 12: (3, 2), 13: (3, 2), 14: (3, 2),
-                                                       15: (3, 2)}
-    assert nn_home_file(ix, named, ["test/test_torch.py"])[:2] == (1, "test/nn/test_embedding.py")
-    assert nn_home_file(ix, named, ["test/nn/test_pooling.py"]) is None  # the layout found one under test/nn/
+                 4: "test/inductor/test_torchinductor.py", 5: "test/test_mps.py"})
+    devices = {1, 2, 3, 4}
+    named = {i: (1, 1) for i in range(HOME_MIN)} | {10: (4, 0), 11: (4, 0), 12: (4, 0), 13: (4, 0),
+                                                    20: (3, 2), 21: (3, 2), 22: (3, 2), 23: (3, 2)}
+    assert named_home_file(ix, named, ["test/test_torch.py"], devices)[:2] == (1, "test/nn/test_embedding.py")
+    assert named_home_file(ix, named, [], devices)[:2] == (1, "test/nn/test_embedding.py")
+    assert named_home_file(ix, named | {30: (2, 1)}, ["test/test_torch.py"], devices) is None  # the home names one
     fewer = {i: v for i, v in named.items() if i != 0}
-    assert nn_home_file(ix, fewer, []) is None  # below NN_HOME_MIN
-    home_holds_more = named | {20 + i: (2, 0) for i in range(NN_HOME_MIN + 1)}
-    assert nn_home_file(ix, home_holds_more, ["test/test_torch.py"]) is None
-    only_after_another_word = {i: (3, 2) for i in range(10)}
-    assert nn_home_file(ix, only_after_another_word, []) is None
+    assert named_home_file(ix, fewer, ["test/test_torch.py"], devices) is None  # below HOME_MIN
+    mps = {i: (5, 0) for i in range(10)}
+    assert named_home_file(ix, mps, ["test/test_torch.py"], devices) is None  # only_for a device
+    assert named_home_file(ix, mps, ["test/test_torch.py"], devices | {5}) is not None

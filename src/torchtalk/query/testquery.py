@@ -3,6 +3,8 @@ the spellings a body would use, the words of a multi-word query, and the OpInfo 
 
 from __future__ import annotations
 
+import re
+
 from ..store.reader import Index
 
 # Note [Test queries as written]
@@ -89,29 +91,36 @@ def word_stem(word: str) -> str:
     return w
 
 
-# Note [An nn home by its tests]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# An nn module's tests live in test/nn/, in a file named after the topic, not after the module's source file:
-# nn.Embedding and nn.EmbeddingBag (torch/nn/modules/sparse.py) in test/nn/test_embedding.py, whose 22 tests named
-# test_embedding_bag* ranked after inductor's, ONNX's and quantization's. When no home file is under test/nn/, the
-# test/nn/ file holding the most tests named after the query (the name leading: test_embedding_bag_*, not
-# test_lazy_batchnorm) is its first home, if it holds at least NN_HOME_MIN of them and more than the first home does.
-NN_HOME_MIN = 3
+# Note [A home by its tests]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch's layout names a home test file after the package (torch.histc -> test/test_torch.py) or the nn module's
+# source file, but a topic's tests often live in a file named after the topic: nn.EmbeddingBag
+# (torch/nn/modules/sparse.py) in test/nn/test_embedding.py, whose 22 tests named test_embedding_bag* ranked after
+# inductor's, ONNX's and quantization's; histc in test/test_reductions.py; nn.CTCLoss in test/test_nn.py. When the
+# layout's first home holds no test named after the query (the name leading: test_histc_*, not
+# test_lazy_batchnorm), the file that holds the most is its first home, if it holds at least HOME_MIN and is a suite
+# every device runs: a file of test/ or test/nn/ with device-type tests not limited to some devices (``only_for``:
+# test_mps.py, test_mkldnn.py). The layout's home stays first wherever it has such a test (softmax in test_nn.py,
+# though test_nestedtensor.py names more).
+HOME_MIN = 3
+_HOME_DIRS = re.compile(r"test/(nn/)?[^/]+\.py$")
 
 
-def nn_home_file(ix: Index, named: dict[int, tuple[int, int]], home: list[str]) -> tuple[int, str, str] | None:
-    """(file id, path, why) of the test/nn/ file that is the query's first home (Note [An nn home by its tests]),
-    or None. ``named``: test method id -> (file id, name score), 0-1 when the name leads with the query."""
-    if any(p.startswith("test/nn/") for p in home):
-        return None
+def named_home_file(ix: Index, named: dict[int, tuple[int, int]], home: list[str],
+                    device_files: set[int]) -> tuple[int, str, str] | None:
+    """(file id, path, why) of the file that is the query's first home by its tests (Note [A home by its tests]),
+    or None. ``named``: test method id -> (file id, name score), 0-1 when the name leads with the query;
+    ``device_files``: the files with device-type tests for every device."""
     counts: dict[int, int] = {}
     for fid, score in named.values():
         if score <= 1:
             counts[fid] = counts.get(fid, 0) + 1
-    best = max((f for f in counts if ix.path_of(f).startswith("test/nn/")), key=lambda f: (counts[f], -f),
-               default=None)
     first = ix.file_ids().get(home[0]) if home else None
-    if best is None or counts[best] < NN_HOME_MIN or counts[best] <= counts.get(first or -1, 0):
+    if first is not None and counts.get(first):
+        return None
+    best = max((f for f in counts if f in device_files and _HOME_DIRS.match(ix.path_of(f))),
+               key=lambda f: (counts[f], -f), default=None)
+    if best is None or counts[best] < HOME_MIN:
         return None
     path = ix.path_of(best)
-    return best, path, f"{path} ({counts[best]} of its tests in test/nn/ are named after it)"
+    return best, path, f"{path} (holds {counts[best]} of the tests named after it)"

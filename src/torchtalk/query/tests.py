@@ -20,7 +20,7 @@ from .results import NotFound
 from .testclasses import run_where_collected
 from .testmatch import exact_k, known_names, names_another, namespace_files, namespace_short, variant_words
 from .testnames import generated_names, generator, run_command
-from .testquery import entry_named, functional, nn_home_file, opinfo_names, terms, word_stem
+from .testquery import entry_named, functional, named_home_file, opinfo_names, terms, word_stem
 from .testquery import norm as _norm
 
 
@@ -319,11 +319,11 @@ def _find_similar_tests(ix: Index, query: str, limit: int, by_body: bool) -> Sim
                 # word (rprop in test_profiler_propagation): for a free query only
                 if sc is not None and not ((ops or dotted) and sc == 3):
                     named[mid] = (fid, sc)
-    nn_home = nn_home_file(ix, named, home)
-    if nn_home is not None:  # Note [An nn home by its tests]
-        home_rank.update({nn_home[0]: -1})
-        home_ids.add(nn_home[0])
-        home, home_why = [nn_home[1], *home], "; ".join(x for x in (nn_home[2], home_why) if x)
+    by_tests = named_home_file(ix, named, home, {f for (f, _c), o in inst.items() if "only_for" not in json.loads(o)})
+    if by_tests is not None:  # Note [A home by its tests]
+        home_rank.update({by_tests[0]: -1})
+        home_ids.add(by_tests[0])
+        home, home_why = [by_tests[1], *home], "; ".join(x for x in (by_tests[2], home_why) if x)
     for i in range(0, len(named), 900):
         chunk = list(named)[i:i + 900]
         for row in map(_MethodRow._make, ix.q(base_sql + f"WHERE m.id IN ({','.join('?' * len(chunk))})", chunk)):
