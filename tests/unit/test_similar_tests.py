@@ -274,3 +274,18 @@ def test_a_home_by_its_tests_when_the_layouts_home_names_none():
     mps = {i: (5, 0) for i in range(10)}
     assert named_home_file(ix, mps, ["test/test_torch.py"], devices) is None  # only_for a device
     assert named_home_file(ix, mps, ["test/test_torch.py"], devices | {5}) is not None
+
+
+def test_a_bare_name_finds_the_functional_forms_opinfo(py_indexed):
+    """grid_sample is no op (its op is grid_sampler) but F.grid_sample, whose entry is
+    OpInfo('nn.functional.grid_sample'): the bare name lists it, as torch.nn.functional.grid_sample does (before: no
+    OpInfo section)."""
+    tree, ix = py_indexed
+    ix.close()
+    ix = index_with(tree, _yaml_and_db(tree, "", "    OpInfo('nn.functional.grid_sample'),\n"))
+    try:
+        for q in ("grid_sample", "torch.nn.functional.grid_sample"):
+            res, _ = call(ix, "find_similar_tests", query=q)
+            assert [o.name for o in res.opinfos] == ["nn.functional.grid_sample"], q
+    finally:
+        ix.close()

@@ -359,7 +359,8 @@ def _opinfos(ix: Index, key: str, ops: list[Op], asked: set[str]) -> list[OpInfo
     reg = registry(ix)
     own = {key} | {o.name.lower() for o in ops[:1]} | {functional(o.name).lower() for o in ops[:1] if o.is_inplace}
     names = own | {n.lower() for n in opinfo_names([*asked, *(p.name for o in ops[:1] for p in reg.python_names(o))])}
-    names = (names | {f"torch.{n}" for n in names}) - {""}
+    # a bare name is also torch.nn.functional's (grid_sample is F.grid_sample, whose entry is nn.functional.grid_sample)
+    names = (names | {f"torch.{n}" for n in names} | ({f"nn.functional.{key}"} if "." not in key else set())) - {""}
     rows = []
     for k in sorted(names):
         rows += ix.q("SELECT name, ctor, variant_test_name, file_id, line, aten_name, aliases, db, flags "
