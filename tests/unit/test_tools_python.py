@@ -355,14 +355,19 @@ def test_a_class_derived_from_another_test_files_class_runs_its_tests(py_indexed
 
 
 def test_a_templates_tests_run_where_a_helper_copies_them(py_indexed):
-    """copy_tests(CommonTemplate, CpuTests, "cpu") makes CpuTests.test_bool_cpu of CommonTemplate.test_bool."""
+    """copy_tests(CommonTemplate, CpuTests, "cpu") makes CpuTests.test_bool_cpu of CommonTemplate.test_bool;
+    copy_tests(CommonTemplate, GPUTests, GPU_TYPE), a suffix made at run time, GPUTests.test_bool_cuda (before: GPUTests
+    had 0 tests, "how many is not known")."""
     _, ix = py_indexed
     res, text = call(ix, "test_file_info", file_path="test/inductor/test_torchinductor.py")
     got = {c.name: (c.tests, c.inherited, c.runs_in) for c in res.classes}
-    assert got == {"CommonTemplate": (2, 0, ["CpuTests (as test_..._cpu)"]), "CpuTests": (0, 2, [])}, text
+    assert got == {"CommonTemplate": (2, 0, ["CpuTests (as test_..._cpu)", "GPUTests (as test_..._<GPU_TYPE>)"]),
+                   "CpuTests": (0, 2, []), "GPUTests": (0, 2, [])}, text
+    assert res.total_tests == 4
     assert "CommonTemplate: run one: pytest test/inductor/test_torchinductor.py::CpuTests::test_bool_cpu" in text
-    res, _ = call(ix, "test_file_info", file_path="test/inductor/test_torchinductor.py::CpuTests::test_bool_cpu")
-    assert (res.page.class_name, [t.name for t in res.page.tests]) == ("CommonTemplate", ["test_bool"])
+    for node in ("CpuTests::test_bool_cpu", "GPUTests::test_bool_cuda", "GPUTests::test_bool_xpu"):
+        res, _ = call(ix, "test_file_info", file_path=f"test/inductor/test_torchinductor.py::{node}")
+        assert (res.page.class_name, [t.name for t in res.page.tests]) == ("CommonTemplate", ["test_bool"]), node
 
 
 def test_find_similar_tests_runs_a_mixins_test_as_a_class_that_collects_it(py_indexed):

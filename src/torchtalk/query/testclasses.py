@@ -42,7 +42,9 @@ T = TypeVar("T", bound=_Test)
 
 _ELSEWHERE = ("test.", "torch.testing._internal.")  # full names of the classes a test class may derive from
 # helper(Template, Collected, "suffix"...): the first call of a line that hands two classes and a string
-_COPY = re.compile(r"^\s*[\w.]+\(\s*(\w+)\s*,\s*(\w+)\s*,\s*[\"'](\w+)[\"']", re.M)
+# template, class, then the suffix as a string, or a name the file does not give (GPU_TYPE: "cuda" or "xpu" when
+# the tests run, made at run time: ``<GPU_TYPE>`` stands for it)
+_COPY = re.compile(r"^\s*[\w.]+\(\s*(\w+)\s*,\s*(\w+)\s*,\s*(?:[\"'](\w+)[\"']|([A-Za-z_]\w*)\s*[,)])", re.M)
 
 
 @dataclass
@@ -79,7 +81,10 @@ class Classes:
             return self.origin[(cls, written)], written
         for template, into in self.runs_in.items():
             for where, suffix in into:
-                base = test[:-len(suffix) - 1] if suffix and test.endswith(f"_{suffix}") else test
+                if suffix.startswith("<"):  # made at run time: one word ("cuda")
+                    base = test.rsplit("_", 1)[0] if "_" in test[5:] else test
+                else:
+                    base = test[:-len(suffix) - 1] if suffix and test.endswith(f"_{suffix}") else test
                 if where == cls and (base != test or not suffix) and base in self.own.get(template, []):
                     return template, base
         return None
@@ -128,7 +133,8 @@ def test_classes(ix: Index, fid: int, source: str | None, own: dict[str, list[st
             if a not in out.collected and own.get(a):
                 out.runs_in.setdefault(a, []).append((cls, ""))
     for m in _COPY.finditer(source or ""):
-        template, into, suffix = m.groups()
+        template, into, literal, name = m.groups()
+        suffix = literal or f"<{name}>"
         if template in names and template not in out.collected and into in out.collected and own.get(template):
             out.runs_in.setdefault(template, []).append((into, suffix))
             out.copied[into] = out.copied.get(into, 0) + len(own[template])
