@@ -538,3 +538,17 @@ def test_two_helpers_of_one_name_in_two_modules_are_counted_apart(tree):
         assert used["torch/testing/_internal/common_only.py", "only_here"] == 1
     finally:
         ix.close()
+
+
+def test_a_mixins_tests_are_run_by_a_class_of_another_file_on_its_own_page(py_indexed):
+    """test_c10d_common.py's CommonDistributedDataParallelTest is no TestCase and no class of its file derives from
+    it: its page's command runs it where test_c10d_nccl.py's DistributedDataParallelTest does (before: a command on
+    test_c10d_common.py that selects nothing)."""
+    _, ix = py_indexed
+    res, text = call(ix, "test_file_info", file_path="test/distributed/test_c10d_common.py")
+    runs = {r.cls: r.command for r in res.page.runs}
+    assert runs["CommonDistributedDataParallelTest"].startswith(
+        "pytest test/distributed/test_c10d_nccl.py"), text
+    assert "DistributedDataParallelTest" in runs["CommonDistributedDataParallelTest"]
+    assert runs["ProcessGroupWithDispatchedCollectivesTests"].startswith(
+        "pytest test/distributed/test_c10d_common.py::ProcessGroupWithDispatchedCollectivesTests::"), text

@@ -8,6 +8,7 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import PurePosixPath
 
 from ..errors import BadArgument
@@ -19,7 +20,7 @@ from ..store.reader import Index
 from .args import MAX_LIMIT, check_int, clean_text, shown
 from .parametrizers import renamers
 from .results import NotFound
-from .testclasses import Classes, classes_of
+from .testclasses import Classes, classes_of, derived_elsewhere
 from .testimports import filled_at_import, imported_classes, main_gate
 from .testlist import (
     NodeId,
@@ -278,7 +279,7 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
     # the tests that run here as inherited from another file's classes (Note [Test imports]): after the file's own
     rows = rows + [r for fq in _elsewhere_for(where, class_name) for r in where.elsewhere[fq][1]]
     page = test_page(path, rows, device, class_name, query, offset, lambda n: page_call(path, class_name, query, n),
-                     where.run_as, {c: p for c, (p, _r) in where.elsewhere.items()},
+                     partial(_run_as, ix, fid, path, where), {c: p for c, (p, _r) in where.elsewhere.items()},
                      lambda p, d: renamers(ix, p, d))
     # Note [Tests added at import time]: a node id's test that no class writes, of a class a module-level call fills
     # (test_nn.py's add_test(...) runs setattr(TestNN, name, fn) for each module test of common_nn.py)
@@ -306,6 +307,16 @@ def _imported(ix: Index, path: str, written: set[str]) -> list[TestClassInfo]:
         out.append(TestClassInfo(imp.name, Loc(imp.path, imp.line), json.loads(row[0] or "[]") if row else [],
                                  n, "", [], False, inherited, imported_from=imp.module, filled_at=filled))
     return out
+
+
+def _run_as(ix: Index, fid: int, path: str, where: Classes, cls: str, name: str) -> tuple[str, str, str]:
+    """(file, class, name) a test of the page runs as: in a class of this file (Note [Where tests run]), or, for a
+    class of this file no class here runs (test_c10d_common.py's CommonDistributedDataParallelTest), in another
+    file's class deriving from it (test_c10d_nccl.py's DistributedDataParallelTest)."""
+    if cls in where.elsewhere or where.is_collected(cls) or where.runs_in.get(cls):
+        return (path, *where.run_as(cls, name))
+    other = derived_elsewhere(ix, fid, cls)
+    return (other[0], other[1], name) if other is not None else (path, cls, name)
 
 
 def _imported_class_asked(ix: Index, fid: int, path: str, node: NodeId, class_name: str, query: str,

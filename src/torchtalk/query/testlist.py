@@ -169,12 +169,13 @@ def generic_class(class_name: str, classes: list[str], device_classes: dict[str,
 
 def test_page(path: str, rows: list[tuple[str, str, int, str]], instantiation: dict[str, str], class_name: str,
               query: str, offset: int, call: Callable[[int], str],
-              run_as: Callable[[str, str], tuple[str, str]] = lambda c, n: (c, n),
+              run_as: Callable[[str, str], tuple[str, str, str]] | None = None,
               paths: dict[str, str] | None = None,
               renamers: Callable[[str, list[str]], Mapping[str, Renamer]] = lambda p, d: {}) -> TestPage:
     """rows: (class as written, test name, line, decorators JSON) in source order; instantiation: class -> the
     options of instantiate_device_type_tests; call(offset) -> the call that shows the page from that offset;
-    run_as(class, test) -> the class and name it runs as (Note [Where tests run] in query/testclasses.py);
+    run_as(class, test) -> the file, class and name it runs as (Note [Where tests run] in query/testclasses.py:
+    another file's class deriving from a mixin no class of this file runs);
     paths: the file of each class written in another file whose tests run in this one (its rows are listed
     whatever ``class_name``: the caller passes those it wants); renamers(file, decorators): those of the decorators
     that are parametrizers other than @ops / @parametrize (query/parametrizers.py)."""
@@ -201,10 +202,10 @@ def test_page(path: str, rows: list[tuple[str, str, int, str]], instantiation: d
             ds = json.loads(decos or "[]")
             named = renamers(paths.get(t.cls, path), ds)
             inst = instantiation.get(t.cls)
-            cls, name = run_as(t.cls, t.name)
+            run_path, cls, name = run_as(t.cls, t.name) if run_as is not None else (path, t.cls, t.name)
             gen = generated_names(t.cls if inst else cls, name, ds, inst, None, named) if inst or named else []
-            siblings = [r[1] for r in rows if r[0] == t.cls and r[1] != t.name] + classes
-            sel = select_one(path, cls, name, ds, inst, named, siblings)
+            siblings = [r[1] for r in rows if r[0] == t.cls and r[1] != t.name] + classes if run_path == path else []
+            sel = select_one(run_path, cls, name, ds, inst, named, siblings)
             runs[t.cls] = ClassRun(t.cls, t.name, sel.command, [g for g in gen if g != f"{t.cls}.{t.name}"],
                                    sel.exact)
     end = offset + len(tests)
