@@ -368,6 +368,8 @@ def test_a_templates_tests_run_where_a_helper_copies_them(py_indexed):
     for node in ("CpuTests::test_bool_cpu", "GPUTests::test_bool_cuda", "GPUTests::test_bool_xpu"):
         res, _ = call(ix, "test_file_info", file_path=f"test/inductor/test_torchinductor.py::{node}")
         assert (res.page.class_name, [t.name for t in res.page.tests]) == ("CommonTemplate", ["test_bool"]), node
+        # run in the class the node id names, by its name there
+        assert res.page.runs[0].command == f"pytest test/inductor/test_torchinductor.py::{node}", node
 
 
 def test_find_similar_tests_runs_a_mixins_test_as_a_class_that_collects_it(py_indexed):
@@ -552,3 +554,14 @@ def test_a_mixins_tests_are_run_by_a_class_of_another_file_on_its_own_page(py_in
     assert "DistributedDataParallelTest" in runs["CommonDistributedDataParallelTest"]
     assert runs["ProcessGroupWithDispatchedCollectivesTests"].startswith(
         "pytest test/distributed/test_c10d_common.py::ProcessGroupWithDispatchedCollectivesTests::"), text
+
+
+def test_a_mixins_test_asked_through_a_node_id_runs_in_the_class_it_names(py_indexed):
+    """test_store.py's StoreTestBase runs in FileStoreTest and HashStoreTest: a node id naming HashStoreTest is run
+    there (before: in FileStoreTest, the first class deriving from the mixin)."""
+    _, ix = py_indexed
+    for cls in ("HashStoreTest", "FileStoreTest"):
+        res, text = call(ix, "test_file_info", file_path=f"test/distributed/test_store.py::{cls}::test_set_get_check")
+        assert [t.name for t in res.page.tests] == ["test_set_get_check"], text
+        assert res.page.runs[0].command == f"pytest test/distributed/test_store.py::{cls}::test_set_get_check", text
+

@@ -269,6 +269,7 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
         f"{c.name}{d.upper()}" for d in possible_devices(c.device_type, []))])) if c.device_type else []
         for c in classes}
     via = ""
+    asked_as = node.parts if len(node.parts) == 2 else ("", "")  # the class a node id runs its test in, as named
     if len(node.parts) == 2 and (src := where.source_of(*node.parts)) is not None:
         via = node.parts[0] if src[0] in where.elsewhere else ""
         node = replace(node, parts=src)  # a test inherited or copied into the class pytest names
@@ -279,7 +280,8 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
     # the tests that run here as inherited from another file's classes (Note [Test imports]): after the file's own
     rows = rows + [r for fq in _elsewhere_for(where, class_name) for r in where.elsewhere[fq][1]]
     page = test_page(path, rows, device, class_name, query, offset, lambda n: page_call(path, class_name, query, n),
-                     partial(_run_as, ix, fid, path, where), {c: p for c, (p, _r) in where.elsewhere.items()},
+                     partial(_run_as, ix, fid, path, where, asked_as),
+                     {c: p for c, (p, _r) in where.elsewhere.items()},
                      lambda p, d: renamers(ix, p, d))
     # Note [Tests added at import time]: a node id's test that no class writes, of a class a module-level call fills
     # (test_nn.py's add_test(...) runs setattr(TestNN, name, fn) for each module test of common_nn.py)
@@ -309,11 +311,21 @@ def _imported(ix: Index, path: str, written: set[str]) -> list[TestClassInfo]:
     return out
 
 
-def _run_as(ix: Index, fid: int, path: str, where: Classes, cls: str, name: str) -> tuple[str, str, str]:
-    """(file, class, name) a test of the page runs as: in a class of this file (Note [Where tests run]), or, for a
-    class of this file no class here runs (test_c10d_common.py's CommonDistributedDataParallelTest), in another
-    file's class deriving from it (test_c10d_nccl.py's DistributedDataParallelTest)."""
-    if cls in where.elsewhere or where.is_collected(cls) or where.runs_in.get(cls):
+def _run_as(ix: Index, fid: int, path: str, where: Classes, asked_as: tuple[str, ...], cls: str, name: str
+            ) -> tuple[str, str, str]:
+    """(file, class, name) a test of the page runs as: in a class of this file (Note [Where tests run]), the one a
+    node id names when it runs it there (TestSerialization, though TestOldSerialization runs SerializationMixin's
+    tests first), or, for a class of this file no class here runs (test_c10d_common.py's
+    CommonDistributedDataParallelTest), in another file's class deriving from it (test_c10d_nccl.py's
+    DistributedDataParallelTest)."""
+    into = dict(where.runs_in.get(cls, []))
+    asked_cls, asked_name = asked_as
+    if asked_cls in into:
+        suffix = into[asked_cls]
+        if suffix.startswith("<"):  # made at run time: the node id spells it (GPUTests::test_bool_cuda)
+            return path, asked_cls, asked_name if asked_name.startswith(f"{name}_") else name
+        return path, asked_cls, f"{name}_{suffix}" if suffix else name
+    if cls in where.elsewhere or where.is_collected(cls) or into:
         return (path, *where.run_as(cls, name))
     other = derived_elsewhere(ix, fid, cls)
     return (other[0], other[1], name) if other is not None else (path, cls, name)
