@@ -202,3 +202,18 @@ def test_a_stub_kernel_registered_once_per_cpu_capability_is_one_line_naming_eac
     assert stub_kernels(apart) == [
         "CPU: fill_cpu  (defined aten/src/ATen/native/mkl/F.cpp:12, registered aten/src/ATen/native/mkl/F.cpp:40 "
         "REGISTER_ARCH_DISPATCH, aten/src/ATen/native/mkl/F.cpp:90 REGISTER_AVX2_DISPATCH)"]
+
+
+def test_a_section_holding_the_first_of_its_items_counts_them_all_in_its_cut():
+    """``total``: a section given only its first items (trace_module's first 40 ops of 52) names all of them when
+    the budget cuts it, and names the cut when every item given is shown (before: "showing 40 of 52" in its title
+    and "showing 8 of 40" in its cut line)."""
+    items = [f"- op{i}" for i in range(40)]
+    s = Section(["", "Native ops reached (52):"], items, what="the native ops reached", shows="x", noun="ops",
+                total=52)
+    out = fit(["# lead"], [s], budget=200)
+    assert any(c.startswith("Cut: the native ops reached: showing ") and c.endswith(" of 52 ops; x shows all")
+               for c in out.cuts), out.cuts
+    out = fit(["# lead"], [s], budget=100_000)
+    assert out.cuts == ["Cut: the native ops reached: showing 40 of 52 ops; x shows all"]
+    assert fit(["# lead"], [Section([""], items, what="w", shows="x")], budget=100_000).cuts == []

@@ -178,7 +178,7 @@ def test_a_tree_cut_by_its_budget_keeps_the_shallow_calls(paths_indexed, monkeyp
     """The tree's line budget is spent level by level: a forward's own calls are shown before what they call."""
     from torchtalk.render import modules as render
 
-    full, _ = call(paths_indexed, "trace_module", module_name="torch.nn.modules.block.Block")
+    full, full_text = call(paths_indexed, "trace_module", module_name="torch.nn.modules.block.Block")
     top = [n.written for n in full.entry.calls if not n.shown_above]
     monkeypatch.setattr(render, "MAX_TREE_LINES", len(top) + 1)
     res, text = call(paths_indexed, "trace_module", module_name="torch.nn.modules.block.Block")
@@ -186,4 +186,11 @@ def test_a_tree_cut_by_its_budget_keeps_the_shallow_calls(paths_indexed, monkeyp
     calls = lines[lines.index("forward calls:") + 1:]
     assert [re.split(r" -> |  \[", ln)[0][2:] for ln in calls[:len(top)]] == top  # each at the top level
     assert calls[len(top)] == "- also calls, each shown at another call: self.head (line 40)"
-    assert calls[len(top) + 1].startswith("- ... calls: showing ") and "the deepest are left out first" in text
+    # the cut is named once, counting the whole tree's lines (before: a "- ... calls: showing" line in the tree and a
+    # cut line counting only the lines kept, which disagreed)
+    cut = [ln for ln in lines if ln.startswith("Cut: the calls of forward (the deepest left out first): showing ")]
+    assert len(cut) == 1 and not any(ln.startswith("- ... calls") for ln in lines), text
+    full_lines = full_text.splitlines()
+    start = full_lines.index("forward calls:") + 1
+    whole = full_lines[start:full_lines.index("", start)]  # the whole tree, uncut
+    assert f"showing {len(top) + 1} of {len(whole)} lines" in cut[0], cut

@@ -47,6 +47,12 @@ class Section:
     # Items that are an outline (indented under the item they detail: a trace's dispatch keys, each kernel's C++ under
     # its key): cut in part, the least indented are kept first (every key before any key's detail), in their order.
     outline: bool = False
+    total: int = 0  # the items there are, when ``items`` holds only the first of them (0: ``items`` is all)
+
+    @property
+    def count(self) -> int:
+        """The items there are: a cut names how many of them it shows."""
+        return max(self.total, len(self.items))
 
     def kept(self, k: int) -> list[str]:
         """The ``k`` items shown when the section is cut to k (all of them from len(items) on)."""
@@ -83,13 +89,13 @@ def size(lines: Iterable[str]) -> int:
 
 
 def cut_whole(s: Section) -> str:
-    n = len(s.items)
+    n = s.count
     count = f" ({n} {s.noun})" if n else ""
     return f"Cut: {s.what}{count}; {s.shows} shows it"
 
 
 def cut_part(s: Section, kept: int) -> str:
-    return f"Cut: {s.what}: showing {kept} of {len(s.items)} {s.noun}; {s.shows} shows all"
+    return f"Cut: {s.what}: showing {kept} of {s.count} {s.noun}; {s.shows} shows all"
 
 
 def fit(lead: Sequence[str], sections: Sequence[Section], tail: Sequence[str] = (), budget: int = BUDGET) -> Fitted:
@@ -103,7 +109,7 @@ def fit(lead: Sequence[str], sections: Sequence[Section], tail: Sequence[str] = 
         s = sections[i]
         if k < 0:
             return len(cut_whole(s)) + 1
-        cut = len(cut_part(s, k)) + 1 if k < len(s.items) else 0
+        cut = len(cut_part(s, k)) + 1 if k < s.count else 0
         return size(s.head) + size(s.kept(k)) + cut
 
     def grow(i: int, k: int) -> bool:
@@ -135,7 +141,7 @@ def fit(lead: Sequence[str], sections: Sequence[Section], tail: Sequence[str] = 
     for i, s in enumerate(sections):
         if shown[i] >= 0:
             out.lines += [*s.head, *s.kept(shown[i])]
-        if shown[i] < len(s.items):
+        if shown[i] < s.count:
             out.cuts.append(cut_whole(s) if shown[i] < 0 else cut_part(s, shown[i]))
     out.lines += list(tail)
     out.cuts = _collapse(out.cuts, sections, shown)

@@ -9,6 +9,7 @@ from .common import IN_STRUCTURED, choice_lines, cut_lines, showing
 MAX_OTHERS = 12  # other classes of the name listed in the text (the structured answer holds all)
 
 MAX_TREE_LINES = 60  # lines of the call tree; the structured answer holds the whole tree
+MAX_OPS = 40  # ops reached the text may show (the budget may show fewer: its cut line counts them all)
 KEEP_CALLS = 20  # lines of the call tree kept before the ops reached fill the budget (the shallowest calls)
 KEEP_OPS = 8  # ops reached kept before the rest of the call tree
 
@@ -79,13 +80,12 @@ def render_trace_module(r: TraceModuleResult) -> str:
             chosen = _chosen(r.entry.calls, MAX_TREE_LINES)
             tree: list[str] = []
             _calls(r.entry.calls, tree, 0, chosen)
-            total = _count(r.entry.calls)
-            if total > len(chosen):
-                tree.append(f"- ... calls: {showing(len(chosen), total, IN_STRUCTURED)}; the deepest are left out "
-                            "first")
+            whole: list[str] = []  # the lines of the whole tree, counted for the cut line
+            _calls(r.entry.calls, whole, 0, _chosen(r.entry.calls, _count(r.entry.calls)))
             # an outline: cut in part, a function's own calls stay before the calls of what it calls
-            sections.append(Section(["", f"{r.entry.name} calls:"], tree, what=f"the calls of {r.entry.name}",
-                                    shows=STRUCTURED, keep=KEEP_CALLS, outline=True))
+            sections.append(Section(["", f"{r.entry.name} calls:"], tree,
+                                    what=f"the calls of {r.entry.name} (the deepest left out first)",
+                                    shows=STRUCTURED, keep=KEEP_CALLS, outline=True, total=len(whole)))
         else:
             out.append(f"\n{r.entry.name} makes no call TorchTalk could resolve.")
     else:
@@ -95,10 +95,9 @@ def render_trace_module(r: TraceModuleResult) -> str:
         lines = [(f"- {full}  {op.loc}  [{r.op_kernels.get(full, '')}]", paths[0]) for full, (op, paths) in
                  r.ops.items()] + [(f"- {name}  [TORCH_LIBRARY op; first m.impl at {loc}]", paths[0])
                                    for name, (loc, paths) in r.library_ops.items()]
-        items = [f"{line}\n    via {via}" for line, via in lines[:40]]  # an op with the call reaching it: one item
-        more = f"; {showing(40, total, IN_STRUCTURED)}" if total > 40 else ""
-        sections.append(Section(["", f"Native ops reached ({total}{more}):"], items, what="the native ops reached",
-                                shows=STRUCTURED, noun="ops", keep=KEEP_OPS))
+        items = [f"{line}\n    via {via}" for line, via in lines[:MAX_OPS]]  # an op with the call reaching it
+        sections.append(Section(["", f"Native ops reached ({total}):"], items, what="the native ops reached",
+                                shows=STRUCTURED, noun="ops", keep=KEEP_OPS, total=total))
     tail: list[str] = []
     if r.others:
         shown = r.others[:MAX_OTHERS]
