@@ -247,3 +247,21 @@ def test_called_by_lists_a_recursive_call_as_calls_lists_it(indexed):
     assert f"[call at {path}:{line}] (recursive: it calls itself)" in text
     out, _ = call(ix, "calls", function_name=name)
     assert [(e.dst, e.site.line) for e in out.sections[0].calls] == [(sec.function, line)]
+
+
+def test_a_bare_name_a_metal_kernel_has_is_every_functions_of_that_name(indexed):
+    """A Metal kernel (Indexing.metal's index_select) is in no namespace, so its qualified name is the bare name: it hid
+    every C++ function of the name (called_by("im2col") answered the .metal kernel alone, 0 callers, no other
+    candidate). A bare name is now every namespace's, the C++ ones first."""
+    _, ix = indexed
+    ix.close()
+    ix = index_with(indexed[0], {"aten/src/ATen/native/Gather.cpp": (
+        "namespace at::native {\nTensor index_select(const Tensor& self, int64_t dim, const Tensor& index) {\n"
+        "  return self;\n}\nTensor gather_helper(const Tensor& t) {\n  return index_select(t, 0, t);\n}\n}\n")})
+    try:
+        res, text = call(ix, "called_by", function_name="index_select")
+        labels = [s.function.label for s in res.sections]
+        assert labels[0] == "at::native::index_select" and "index_select" in labels, text
+        assert "Indexing.metal" in text and "gather_helper" in text, text
+    finally:
+        ix.close()

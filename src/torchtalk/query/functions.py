@@ -143,8 +143,9 @@ def _candidates(ix: Index, name: str, kind_hint: SymbolKind | None) -> list[CppS
                      if d.kind is SymbolKind.IMPL_FUNC]
         if not cands:
             cands = _yaml_kernel(ix, name)
-    if not cands and "::" not in name:
-        cands = defs_by_name(ix, name)
+    if "::" not in name:  # a bare name is every namespace's: a global one (a Metal kernel, a C function) is one of them
+        have = {d.id for d in cands}
+        cands = cands + [d for d in defs_by_name(ix, name) if d.id not in have]
     if kind_hint is not None:
         cands = [d for d in cands if d.kind is kind_hint] or cands
     if not cands:
