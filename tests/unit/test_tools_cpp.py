@@ -265,3 +265,29 @@ def test_a_bare_name_a_metal_kernel_has_is_every_functions_of_that_name(indexed)
         assert "Indexing.metal" in text and "gather_helper" in text, text
     finally:
         ix.close()
+
+
+def test_host_code_calls_the_host_helper_not_the_device_one_of_its_name(indexed):
+    """Note [Host code calls no device code]: ATen writes area_pixel_compute_source_index in UpSample.h for the CPU
+    kernels and as __device__ in cuda/UpSample.cuh; a call from a .cpp file is the host one's (before: the CUDA
+    helper listed 6 callers in CPU files), a call from a .cu file may be either."""
+    _, ix = indexed
+    ix.close()
+    helper = "area_pixel_compute_source_index"
+    ix = index_with(indexed[0], {
+        "aten/src/ATen/native/UpS.h": f"namespace at::native {{\nstatic inline float {helper}(float s, int i) {{\n"
+                                      "  return s * i;\n}\n}\n",
+        "aten/src/ATen/native/cuda/UpS.cuh": f"namespace at::native {{\n__device__ __forceinline__ static float "
+                                            f"{helper}(float s, int i) {{\n  return s * i;\n}}\n}}\n",
+        "aten/src/ATen/native/UpSCpu.cpp": f"#include <ATen/native/UpS.h>\nnamespace at::native {{\n"
+                                           f"float up_cpu(float s) {{\n  return {helper}(s, 1);\n}}\n}}\n",
+        "aten/src/ATen/native/cuda/UpSKernel.cu": f"#include <ATen/native/cuda/UpS.cuh>\nnamespace at::native {{\n"
+                                                f"__global__ void up_kernel(float s) {{\n  {helper}(s, 1);\n}}\n}}\n"})
+    try:
+        def callers(where):
+            res, text = call(ix, "called_by", function_name=where)
+            return sorted(e.src.label.rsplit("::", 1)[-1] for sec in res.sections for e in sec.callers)
+        assert callers("aten/src/ATen/native/cuda/UpS.cuh:2") == ["up_kernel"]
+        assert "up_cpu" in callers("aten/src/ATen/native/UpS.h:2")
+    finally:
+        ix.close()

@@ -671,6 +671,8 @@ class Resolver:
         hand-written functions of templates/TensorBody.h, ``borrow_from_optional_tensor(optional<Tensor>)``,
         are the build's ATen/core/TensorBody.h: the only copy in the tree)."""
         own = [s for s in syms if self._visible(s) and (self.in_test or not is_test(s.path))]
+        if self.caller.path.endswith(HOST_SOURCES):  # Note [Host code calls no device code]
+            own = [s for s in own if not _device_only(s)] or own
         if self.caller.path.startswith(ATEN_TEMPLATES):
             return own
         elsewhere = {(s.qualname, signature(s.params).key) for s in own if not s.path.startswith(ATEN_TEMPLATES)}
@@ -811,6 +813,21 @@ class Resolver:
 
     def _global_kernels(self, name: str) -> list[CppSymbol]:
         return [s for s in gpu_kernels_named(self.ix, name) if s.kind is SymbolKind.GLOBAL_KERNEL]
+
+
+# Note [Host code calls no device code]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A file the host compiler builds (.cpp, .cc, .c, .mm) cannot call what only nvcc sees: a function of a .cuh header
+# (which only .cu files include) or a __device__ / __global__ function of a .cu file. ATen writes helpers twice, one
+# per side, with one name (area_pixel_compute_source_index: UpSample.h for the CPU kernels, __device__ in
+# cuda/UpSample.cuh): a call from UpSampleBicubic2d.cpp is the host one's. Only a choice between candidates: a name
+# whose every candidate is device code keeps them.
+HOST_SOURCES = (".cpp", ".cc", ".c", ".mm")
+
+
+def _device_only(s: CppSymbol) -> bool:
+    return s.path.endswith(".cuh") or s.path.endswith(".cu") and s.kind in (SymbolKind.DEVICE_FUNCTION,
+                                                                           SymbolKind.GLOBAL_KERNEL)
 
 
 def _unique(syms: list[CppSymbol]) -> list[CppSymbol]:
