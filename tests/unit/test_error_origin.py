@@ -150,6 +150,24 @@ def test_python_torch_check_takes_the_lambdas_message():
 # ------------------------------------------------------------------ the message as pasted
 
 
+def test_clean_strips_the_cpp_stack_torch_2_5_on_prints():
+    """From 2.5 on, TORCH_SHOW_CPP_STACKTRACES=1 prints "C++ CapturedTraceback:" and frames "#5 f from file:0"
+    (torch/csrc/Module.cpp); they were matched as the message (its title, "the message comes from another
+    library"). Real output of the 2.6.0 wheel for torch.gather(torch.randn(3, 4), 2, ...). The innermost Python frame
+    is the user's, but the C++ that raised it is the tree's: not another library's."""
+    c = clean("Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\n"
+              "IndexError: Dimension out of range (expected to be in range of [-2, 1], but got 2)\n"
+              "Exception raised from maybe_wrap_dim_slow at /pytorch/c10/core/WrapDimMinimal.cpp:22 (most recent call "
+              "first):\nC++ CapturedTraceback:\n#4 std::_Function_handler<...>::_M_invoke(std::_Any_data const&) from "
+              "Logging.cpp:0\n#5 c10::Error::Error(c10::SourceLocation, std::string) from ??:0\n"
+              "#14 torch::autograd::THPVariable_gather(_object*, _object*, _object*) from "
+              "python_torch_functions_1.cpp:0\n"
+              "#26 _start from ??:0\n")
+    assert c.message == "Dimension out of range (expected to be in range of [-2, 1], but got 2)"
+    assert (c.exception, c.foreign) == ("IndexError", "")
+    assert [(h.path, h.line) for h in c.hints][:1] == [("c10/core/WrapDimMinimal.cpp", 22)]
+
+
 def test_clean_strips_traceback_class_and_cpp_frames_keeping_hints():
     c = clean('Traceback (most recent call last):\n  File "/x/site-packages/torch/nn/functional.py", line 9, in f\n'
               "    return torch._C._nn.linear(input, weight)\n           ^^^^^^^^^^^^^\n" + MAT +

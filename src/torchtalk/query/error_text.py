@@ -39,7 +39,9 @@ _CHAINED = re.compile(r"^(?:During handling of the above exception, another exce
 _CLASS = re.compile(r"^(?P<cls>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Warning|Exit|Interrupt|Iteration"
                     r"|Failure|Assert)|Exception|Warning))(?::\s?|$)")
 _WARNING_LINE = re.compile(r"^(?P<path>[^\s:][^:]*\.py):(?P<line>\d+): (?P<cls>\w*Warning): ")
-_CPP_FRAME = re.compile(r"^frame #\d+:")
+# a C++ frame of TORCH_SHOW_CPP_STACKTRACES=1: "frame #3: f + 0x12 (0x... in libtorch.so)" (before 2.5), or after the
+# "C++ CapturedTraceback:" header torch/csrc/Module.cpp prints (2.5 on) "#5 c10::Error::Error(...) from ??:0"
+_CPP_FRAME = re.compile(r"^(?:frame #\d+:|#\d+ .* from \S+$|C\+\+ CapturedTraceback:\s*$)")
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
@@ -143,7 +145,7 @@ def clean(text: object) -> Cleaned:
         path, line, func = frames[-1]
         if _is_torch(path):
             hints.append(Where(tree_path(path), line, func, HintKind.FRAME))
-        else:
+        elif not any(h.path.startswith(SOURCE_ROOTS) for h in hints):  # C++ of the tree raised it: not foreign
             foreign = path
     if exception.endswith("KeyError") and len(message) > 1 and message[0] == message[-1] and message[0] in "'\"":
         message = message[1:-1]  # str(KeyError(x)) is repr(x)
