@@ -671,7 +671,8 @@ class Resolver:
         hand-written functions of templates/TensorBody.h, ``borrow_from_optional_tensor(optional<Tensor>)``,
         are the build's ATen/core/TensorBody.h: the only copy in the tree)."""
         own = [s for s in syms if self._visible(s) and (self.in_test or not is_test(s.path))]
-        if self.caller.path.endswith(HOST_SOURCES):  # Note [Host code calls no device code]
+        host = self.caller.path.endswith(HOST_SOURCES) and "/hip/" not in self.caller.path
+        if host:  # Note [Host code calls no device code]
             own = [s for s in own if not _device_only(s)] or own
         if self.caller.path.startswith(ATEN_TEMPLATES):
             return own
@@ -820,14 +821,15 @@ class Resolver:
 # A file the host compiler builds (.cpp, .cc, .c, .mm) cannot call what only nvcc sees: a function of a .cuh header
 # (which only .cu files include) or a __device__ / __global__ function of a .cu file. ATen writes helpers twice, one
 # per side, with one name (area_pixel_compute_source_index: UpSample.h for the CPU kernels, __device__ in
-# cuda/UpSample.cuh): a call from UpSampleBicubic2d.cpp is the host one's. Only a choice between candidates: a name
-# whose every candidate is device code keeps them.
+# cuda/UpSample.cuh): a call from UpSampleBicubic2d.cpp is the host one's. Nor does it call a ROCm build's own code
+# (a hip/ directory) unless it is one. Only a choice between candidates: a name whose every candidate is such code
+# keeps them.
 HOST_SOURCES = (".cpp", ".cc", ".c", ".mm")
 
 
 def _device_only(s: CppSymbol) -> bool:
-    return s.path.endswith(".cuh") or s.path.endswith(".cu") and s.kind in (SymbolKind.DEVICE_FUNCTION,
-                                                                           SymbolKind.GLOBAL_KERNEL)
+    return (s.path.endswith(".cuh") or "/hip/" in s.path
+            or s.path.endswith(".cu") and s.kind in (SymbolKind.DEVICE_FUNCTION, SymbolKind.GLOBAL_KERNEL))
 
 
 def _unique(syms: list[CppSymbol]) -> list[CppSymbol]:
