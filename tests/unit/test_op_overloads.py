@@ -33,7 +33,7 @@ def _index(tree: Path):
 
 
 def test_each_call_binds_the_overloads_its_annotation_names(tree):
-    assert len(list(CALLS.uses())) == 9  # the annotations are read
+    assert len(list(CALLS.uses())) == 11  # the annotations are read
     with closing(_index(tree)) as ix:
         assert mismatches(ix, CALLS) == {}
 
@@ -50,3 +50,6 @@ def test_op_argument_kinds_never_convert_to_one_another():
     assert compat(ix, literal, view) == 0  # type: ignore[arg-type]  # a constructor
     assert compat(ix, Ty("int"), scalar) == 0  # type: ignore[arg-type]  # a number makes a Scalar
     assert compat(ix, scalar, Ty("std::optional", (scalar,))) == 1  # type: ignore[arg-type]
+    # a number to optional<another number>: a user-defined conversion, below int to int64_t's standard one
+    assert compat(ix, Ty("int"), Ty("std::optional", (Ty("bool"),))) == 0  # type: ignore[arg-type]
+    assert compat(ix, Ty("int"), Ty("int64_t")) == 1  # type: ignore[arg-type]

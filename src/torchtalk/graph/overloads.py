@@ -4,7 +4,7 @@ argument types the caller's file shows.
 A candidate whose parameter count cannot take the arguments is out; of the rest, each
 known argument scores against its parameter (2 the same type, 1 a conversion C++ makes
 without asking: derived to base, between numbers, T to optional<T>; 0 unknown or a
-user conversion that may exist; out when none can). Where the best score is shared,
+user conversion that may exist, as T to optional<U>; out when none can). Where the best score is shared,
 every candidate sharing it stays: the caller is told which remain, never one guessed.
 Ops are scored the same way from their schema, as torchgen writes their C++ signature.
 """
@@ -208,8 +208,11 @@ def compat(ix: Index, arg: Ty | None, param: Ty | None) -> int | None:
     if arg is None or param is None:
         return 0
     if param.name == "std::optional" and param.ptr == 0 and arg.name != "std::optional":
+        # T to optional<T> is a conversion C++ makes (1); T to optional<U> converts twice, through a user-defined
+        # constructor, which a standard conversion beats: at::sort(s, 0) is sort(Tensor, int64_t dim), not
+        # sort.stable(Tensor, optional<bool> stable, ...)
         inner = compat(ix, arg, param.arg(0))
-        return None if inner is None else min(inner, 1)
+        return None if inner is None else 1 if inner == 2 else 0
     kinds = _kind(arg), _kind(param)
     if kinds[1] and kinds[0] != kinds[1] and (kinds[0] or arg.name == "std::optional"):
         return None  # Note [Op argument kinds]
