@@ -256,6 +256,11 @@ def test_the_needles_are_the_messages_head_and_its_longest_runs_never_an_identif
                                   "dense-sparse addition does not currently support broadcasting",
                                   "while other has size"]
     assert needles_of(["allgather_coalesced_tensors", ": ", "ok"]) == []
+    # a run of words any message has is in unrelated tests (a docstring's "..., but they are all safe to ignore")
+    assert needles_of([": ", " must be batches of square matrices, but they are ", " by ", " matrices"]) == [
+        "must be batches of square matrices"]
+    assert needles_of([" should contain ", " elements not ", ", but received ", " at dimension "]) == []
+    assert needles_of(["running_mean should contain ", " elements not "]) == ["running_mean should contain"]
 
 
 def test_beside_a_site_printing_the_whole_message_a_shared_start_is_no_match(fixture_ix):

@@ -45,11 +45,27 @@ class ExpectingTests:
     needles: list[str] = field(default_factory=list)  # every text searched for, the head first
 
 
+# Words any message may hold: a run made of them alone ("but they are", "should contain", "is not divisible by",
+# "at dimension") is in many unrelated tests (test_dataloader.py's docstring "..., but they are all safe to ignore"
+# was listed as expecting linalg.inv's "must be batches of square matrices, but they are 2 by 3 matrices").
+_GENERIC = frozenset("""but they are the that this with from have been should must expected received receive got
+given input inputs output outputs size sizes dimension dimensions dim dims tensor tensors contain contains divisible
+equal match matches number type types value values argument arguments same shape shapes least most than more less
+only when will does were which into either both element elements found support supported supports invalid must
+need needs length index indices instead also other""".split())
+
+
+def _specific(run: str) -> bool:
+    """Whether a run holds a word of its own (Note [Tests that expect a message]): not only words any message has."""
+    return any(len(w) >= 4 and w.lower() not in _GENERIC for w in re.findall(r"[A-Za-z_]\w*", run))
+
+
 def needles_of(pieces: list[str]) -> list[str]:
     """The plain-text runs of the pieces searched for (Note [Tests that expect a message]): the first, then the
-    longest others; [] when none is ``MIN_NEEDLE`` long and of several words."""
+    longest others; [] when none is ``MIN_NEEDLE`` long, of several words, and of a word more specific than any
+    message's (``_GENERIC``)."""
     runs = [r for p in pieces for m in _PLAIN.finditer(p) if len(r := m.group(0).strip()) >= MIN_NEEDLE and " " in r
-            and not any(r in b for b in BOILERPLATE)]
+            and not any(r in b for b in BOILERPLATE) and _specific(r)]
     runs = list(dict.fromkeys(runs))
     return runs[:1] + sorted(runs[1:], key=len, reverse=True)[:MAX_NEEDLES - 1]
 
