@@ -623,3 +623,15 @@ def test_a_raise_in_a_nested_def_names_the_innermost_def_and_not_the_outer_as_it
     assert best.reach.nested_in == "torch.profiler._utils.BasicEvaluation.compute_queue_depth"
     assert "A def nested in torch.profiler._utils.BasicEvaluation.compute_queue_depth: it runs where" in text
     assert "its direct callers" not in text
+
+
+def test_a_python_assert_cannot_have_raised_another_class():
+    """Note [A class that rules out]: torch/_meta_registrations.py asserts linalg.inv's check in more of its words than
+    the C++ TORCH_CHECK a user hits; a RuntimeError pasted did not come from the assert (AssertionError), nor an
+    AssertionError from a TORCH_CHECK. Other classes only tell equal matches apart: they rule nothing out."""
+    from torchtalk.query.error_match import _contradicts
+
+    assert _contradicts("RuntimeError", "AssertionError") and _contradicts("AssertionError", "RuntimeError")
+    assert not _contradicts("AssertionError", "AssertionError")
+    assert not _contradicts("", "AssertionError") and not _contradicts("RuntimeError", "")
+    assert not _contradicts("RuntimeError", "ValueError")  # a wrapper may re-raise as another class

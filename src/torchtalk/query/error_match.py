@@ -82,18 +82,36 @@ class Match(NamedTuple):
     cut: bool  # the message stops inside this site's text (``shown`` counts the text before its end)
     hits: list[PieceHit]
     headless: bool = False  # matched against its own message only, the macro's head not in the message
+    contradicts: bool = False  # it cannot raise the class the pasted text names (Note [A class that rules out])
 
     @property
     def key(self) -> tuple[object, ...]:
         """Sort key: best first."""
         s = self.site
-        return (-self.hint, -round(self.coverage, 3), -round(self.shown, 3), not self.same_class, s.rank,
-                len(s.pieces), s.path, s.line)
+        return (-self.hint, self.contradicts, -round(self.coverage, 3), -round(self.shown, 3), not self.same_class,
+                s.rank, len(s.pieces), s.path, s.line)
 
     @property
     def text_key(self) -> tuple[object, ...]:
         """Matches with equal text keys print the same message as far as the message shows."""
         return (self.hint, round(self.coverage, 3), round(self.shown, 3), self.site.part(self.headless)[0])
+
+
+# Note [A class that rules out]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Which class a site raises mostly only tells sites apart among those the text ranks equal (a TORCH_CHECK's
+# RuntimeError, a Python raise's class as written). A Python ``assert`` is the exception: it raises AssertionError
+# and nothing else, so an error pasted as another class did not come from it, however much of the message it spells;
+# and an AssertionError came from no TORCH_CHECK. torch/_meta_registrations.py asserts what the C++ kernel checks,
+# in the same words and more of them (``linalg.inv: A must be batches of square matrices``, the C++ check printing
+# f_name and arg_name as values), so it covered more of the message than the kernel's check a user hits.
+_ASSERT = "AssertionError"
+
+
+def _contradicts(pasted: str, raised: str) -> bool:
+    """Whether a site raising ``raised`` cannot have raised the class ``pasted`` names (Note [A class that rules
+    out])."""
+    return bool(pasted and raised) and pasted != raised and _ASSERT in (pasted, raised)
 
 
 def _rank(path: str) -> int:
@@ -306,8 +324,10 @@ def match(ix: Index, cleaned: Cleaned) -> tuple[list[Match], int]:
         if not a.covered:
             continue
         hint = max((_hint(h, s) for h in cleaned.hints), default=0)
-        same = bool(exc) and s.exception.rsplit(".", 1)[-1].lstrip("_") == exc
+        raised = s.exception.rsplit(".", 1)[-1].lstrip("_")
+        same = bool(exc) and raised == exc
         shown = a.covered / max(1, literal - a.cut)
-        out.append(Match(s, hint, a.covered / size, shown, a.exact, same, a.cut > 0, a.hits, headless))
+        out.append(Match(s, hint, a.covered / size, shown, a.exact, same, a.cut > 0, a.hits, headless,
+                         _contradicts(exc, raised)))
     out.sort(key=lambda m: m.key)
     return out, len(cands)
