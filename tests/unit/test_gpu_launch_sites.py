@@ -162,3 +162,17 @@ def test_a_kernel_launched_elsewhere_too_keeps_its_own_section():
     text = render_cuda(CudaKernelsResult("attn", "function attn", [*kernels, both], []))
     assert "## 3 __global__ kernels launched at attention.cu:9" in text
     assert "## __global__ k_both" in text and "launched at attention.cu:20" in text
+
+
+def test_calls_lists_the_template_called_then_the_method_it_runs_on_the_object_handed(reach):
+    """run_launcher(..., KthValueLauncher(k)) calls run_launcher, which runs KthValueLauncher::launch: two lines, the
+    call first (before: launch was listed as the call, with run_launcher one of '+1 candidates')."""
+    tree, ix = reach
+    res, text = run(get_tool("calls"), ix, function_name="launch_kthvalue_kernel")
+    cu = f"{CUDA}/Sorting.cu"
+    line = line_of(tree, cu, "KthValueLauncher(k));")
+    rows = [ln for ln in text.splitlines() if f"{cu}:{line}" in ln and ("run_launcher " in ln or "::launch " in ln)]
+    assert len(rows) == 2 and "candidates" not in text, text
+    assert rows[0].startswith("- at::native::run_launcher ") and rows[0].endswith(f"[called at {cu}:{line}]")
+    assert "KthValueLauncher::launch" in rows[1] and f"[run by run_launcher, which the call at {cu}:{line} hands" \
+        in rows[1]

@@ -53,11 +53,18 @@ def _sections(title: str, tool: str, sections: Sequence[CalledBySection | CallsS
 def _by_site(edges: list[Edge]) -> list[list[Edge]]:
     """Edges grouped per call site: several edges at one site are candidates for one call (the same call
     written twice on a line, ``self.dim() ... self.dim()``, reaches one function: listed once)."""
-    groups: dict[tuple[str, int, str], dict[tuple[NodeKind, str], Edge]] = {}
+    groups: dict[tuple[str, int, str, bool], dict[tuple[NodeKind, str], Edge]] = {}
     for e in edges:
-        key = (e.site.path, e.site.line, e.written) if e.site else ("", id(e), "")
+        # the method a template runs on an object the call hands it (Note [Handed objects]) is no candidate for the
+        # call itself: run_launcher(..., KthValueLauncher(k)) calls run_launcher, and run_launcher calls launch
+        handed = e.how is EdgeHow.HANDED
+        key = (e.site.path, e.site.line, e.written, handed) if e.site else ("", id(e), "", handed)
         groups.setdefault(key, {}).setdefault((e.dst.kind, e.dst.key), e)
-    return [list(g.values()) for g in groups.values()]
+    first_at: dict[tuple[object, ...], int] = {}
+    for i, k in enumerate(groups):
+        first_at.setdefault(k[:2], i)
+    order = sorted(groups, key=lambda k: (first_at[k[:2]], k[3]))  # at one site, the call before what it runs
+    return [list(groups[k].values()) for k in order]
 
 
 def _calls_body(sec: CallsSection) -> tuple[list[str], list[Section]]:
@@ -77,7 +84,9 @@ def _calls_body(sec: CallsSection) -> tuple[list[str], list[Section]]:
             more += (f" (virtual: runs {'an override' if decl else 'this body or an override'}, {len(virtual)} in"
                      f" derived classes: {first(virtual, 3)})") if virtual and named else ""
             via = f" (through its function parameter {e.written}, {e.note})" if e.how is EdgeHow.PARAMETER else ""
-            lines.append(f"- {e.dst}{decl}{more}{via}  [called at {e.site}]")
+            at = f"run by {e.written}, which the call at {e.site} hands the object" if e.how is EdgeHow.HANDED \
+                else f"called at {e.site}"
+            lines.append(f"- {e.dst}{decl}{more}{via}  [{at}]")
         out.append(Section([f"\nCalls ({len(groups)}):"], lines, "calls", shows, "calls"))
     if sec.ops:
         groups = _by_site(sec.ops)
