@@ -51,7 +51,7 @@ class ExpectingTests:
 _GENERIC = frozenset("""but they are the that this with from have been should must expected received receive got
 given input inputs output outputs size sizes dimension dimensions dim dims tensor tensors contain contains divisible
 equal match matches number type types value values argument arguments same shape shapes least most than more less
-only when will does were which into either both element elements found support supported supports invalid must
+only when will does were which into either both element elements found support supported supports invalid
 need needs length index indices instead also other""".split())
 
 
