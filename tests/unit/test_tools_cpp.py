@@ -117,6 +117,9 @@ def test_impact_crosses_dispatcher_and_reaches_python(indexed):
     assert "index_select_out_cpu_dim1_" not in text  # a callee, not a caller
     assert "take_along" in text and "(calls op index_select)" in text  # at::index_select -> the CPU kernel
     assert "torch.index_select" in text
+    # each level's title counts its callers once; how many of them are shown is the cut line's to say (before:
+    # "Level 2: showing 54 of 54 callers" over a list the budget then cut to 10)
+    assert "\nLevel 1: 2 callers\n" in text and "Level 1: showing" not in text, text
 
 
 @pytest.mark.parametrize("depth", [0, 6, -1, 10**9])

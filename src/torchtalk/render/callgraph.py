@@ -223,8 +223,10 @@ def _impact_body(sec: ImpactSection, depth: int) -> tuple[list[str], list[Sectio
                 f" (calls op {e.dst.key})" if e.dst.kind is NodeKind.OP else f" (through {e.kind.value} {e.dst.key})")
             at = "launch" if e.kind is EdgeKind.LAUNCH else "referenced" if e.how is EdgeHow.REFERENCED else "call"
             lines.append(f"- {e.src}  [{at} at {e.site}]{via}")
-        levels.append(Section([f"\nLevel {lv.depth}: {showing(len(lv.callers), lv.total)} callers"], lines,
-                              f"level {lv.depth} callers", shows, "callers", KEEP if lv.depth == 1 else KEEP // 2))
+        # the title counts them all (and those the walk took, when it took fewer); a cut line, of those, the ones shown
+        taken = f", {len(lv.callers)} of them walked (a level's walk is bounded)" if lv.total > len(lv.callers) else ""
+        levels.append(Section([f"\nLevel {lv.depth}: {lv.total} callers{taken}"], lines, f"level {lv.depth} callers",
+                              shows, "callers", KEEP if lv.depth == 1 else KEEP // 2))
     detail = levels[:1]
     if sec.ops:
         lines = []
