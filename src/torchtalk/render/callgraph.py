@@ -225,7 +225,8 @@ def _impact_body(sec: ImpactSection, depth: int) -> tuple[list[str], list[Sectio
             lines.append(f"- {e.src}  [{at} at {e.site}]{via}")
         # the title counts them all (and those the walk took, when it took fewer); a cut line, of those, the ones shown
         taken = f", {len(lv.callers)} of them walked (a level's walk is bounded)" if lv.total > len(lv.callers) else ""
-        levels.append(Section([f"\nLevel {lv.depth}: {lv.total} callers{taken}"], lines, f"level {lv.depth} callers",
+        noun = "caller" if lv.total == 1 else "callers"
+        levels.append(Section([f"\nLevel {lv.depth}: {lv.total} {noun}{taken}"], lines, f"level {lv.depth} callers",
                               shows, "callers", KEEP if lv.depth == 1 else KEEP // 2))
     detail = levels[:1]
     if sec.ops:
