@@ -145,7 +145,7 @@ def clean(text: object) -> Cleaned:
         path, line, func = frames[-1]
         if _is_torch(path):
             hints.append(Where(tree_path(path), line, func, HintKind.FRAME))
-        elif not any(h.path.startswith(SOURCE_ROOTS) for h in hints):  # C++ of the tree raised it: not foreign
+        elif not any(_is_torch(h.path) for h in hints):  # C++ of the tree raised it: not foreign
             foreign = path
     if exception.endswith("KeyError") and len(message) > 1 and message[0] == message[-1] and message[0] in "'\"":
         message = message[1:-1]  # str(KeyError(x)) is repr(x)
