@@ -15,6 +15,10 @@ Everything asked about is enumerated with ``ast`` from the tree, then asked over
   that forward where the class's own methods set ``self.x = C(...)`` and ``C`` names one class of
   torch/** (by its name, the one class of that name; the nearest ``forward`` of ``C`` and its bases,
   by name), against the call tree of ``trace_module(<class>)``: is ``self.x`` resolved to it?
+- local callables: for each class of torch/** with its own ``forward``, the calls of that forward
+  of a bare name its module does not bind (not a builtin either): a loop variable
+  (``for mod in self.layers: mod(x)``), a parameter, a nested function or another local; is the
+  call in the call tree of ``trace_module(<class>)`` (followed, or named as not followed)?
 - test files: for each test/**/test_*.py file with 1 to 60 tests (``def test_*`` in a class
   body, or at module level), the tests against what ``test_file_info(<file>)`` lists (class,
   name and line), in its first answer.
@@ -203,6 +207,68 @@ def submodule_calls(root: Path) -> dict[str, dict]:
                         calls[f"self.{node.func.attr}"] = expected
             if calls:
                 out[f"{module}.{name}"] = {"calls": calls}
+    return out
+
+
+def _module_names(tree: ast.Module) -> set[str]:
+    """The names a module binds at its top level (through if/try/with/for blocks): defs, classes, imports,
+    assignment and loop targets; any name when it has a star import (None of its names is then known here)."""
+    out: set[str] = set()
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        s = stack.pop()
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(s.name)
+            continue
+        if isinstance(s, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name).split(".")[0] for a in s.names)
+            if any(a.name == "*" for a in s.names):
+                out.add("*")
+            continue
+        for node in ast.iter_child_nodes(s):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                out.add(node.id)
+            elif isinstance(node, (ast.stmt, ast.excepthandler, ast.expr)):
+                stack.append(node)
+    return out
+
+
+def local_callable_calls(root: Path) -> dict[str, dict[str, tuple[str, list[int]]]]:
+    """class -> {name: (how it is bound, lines)} for the calls of a bare name in a torch/** class's own forward that
+    its module does not bind and that is no builtin: a loop variable, a parameter, a nested function, another local.
+    Files with a star import are left out (what their names are is not known here)."""
+    import builtins
+    out: dict[str, dict[str, tuple[str, list[int]]]] = {}
+    for rel, tree in parsed_files(root, "torch", "**/*.py"):
+        module_names = _module_names(tree)
+        if "*" in module_names:
+            continue
+        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+            fwd = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
+            if fwd is None:
+                continue
+            a = fwd.args
+            params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if p}
+            loops, nested, assigned = set(), set(), set()
+            for node in _own_nodes(fwd):
+                if isinstance(node, (ast.For, ast.comprehension)):
+                    loops |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    nested.add(node.name)
+                elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    assigned.add(node.id)
+            calls: dict[str, tuple[str, list[int]]] = {}
+            for node in _own_nodes(fwd):
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                    continue
+                name = node.func.id
+                if name in module_names or (name in dir(builtins) and name not in params | loops | nested | assigned):
+                    continue
+                how = ("nested function" if name in nested else "parameter" if name in params else
+                       "loop variable" if name in loops else "local")
+                calls.setdefault(name, (how, []))[1].append(node.lineno)
+            if calls:
+                out[f"{module_name(rel)}.{cls.name}"] = calls
     return out
 
 
@@ -594,6 +660,34 @@ def census_submodules(server: tt.McpStdio, root: Path) -> dict:
             "misses": dict(misses), "missed": missed}
 
 
+def census_local_calls(server: tt.McpStdio, root: Path) -> dict:
+    found = local_callable_calls(root)
+    asked = shown = 0
+    by_how: Counter[str] = Counter()
+    misses: Counter[str] = Counter()
+    missed = []
+    for fq, calls in sorted(found.items()):
+        sc, _text = server.tool("trace_module", module_name=fq)
+        roots = (sc["result"].get("entry") or {}).get("calls", []) if sc.get("kind") == "result" else []
+        lines: dict[str, set[int]] = defaultdict(set)
+        for n in roots:
+            site = n.get("site") or {}
+            line = site.get("line", 0) if isinstance(site, dict) else int(str(site).rsplit(":", 1)[-1])
+            lines[n["written"]].add(line)
+        for name, (how, at) in sorted(calls.items()):
+            asked += 1
+            if lines.get(name, set()) & set(at):
+                shown += 1
+                by_how[how] += 1
+                continue
+            why = ("trace_module did not find the class" if sc.get("kind") != "result" else
+                   f"{how}: not in the call tree")
+            misses[why] += 1
+            missed.append(f"{fq}: {name} (line {at[0]}): {why}")
+    return {"asked": asked, "shown": shown, "classes": len(found), "by_how": dict(by_how), "misses": dict(misses),
+            "missed": missed}
+
+
 def census_tests(server: tt.McpStdio, root: Path, max_tests: int) -> dict:
     files = test_files(root, max_tests)
     asked = listed = 0
@@ -814,6 +908,7 @@ def main(argv: list[str] | None = None) -> int:
             opt = census_optimizers(server, h.root)
             mods = census_modules(server, h.root)
             subs = census_submodules(server, h.root)
+            local = census_local_calls(server, h.root)
             tests = census_tests(server, h.root, args.max_tests)
             binds = census_bindings(server, h.root)
             types = census_type_methods(server, h.root)
@@ -839,6 +934,11 @@ def main(argv: list[str] | None = None) -> int:
           f"{frac(subs['reached'], subs['asked'])} over {subs['classes']} classes ({subs['shown_once']} of them call a "
           "forward the tree expands at another call)")
     _misses(subs)
+    hows = ", ".join(f"{n} {how}" for how, n in sorted(local["by_how"].items()))
+    print(f"local callables: calls of forward of a bare name its module does not bind (a loop variable, a parameter, a "
+          f"nested function, a local), in trace_module's call tree  {frac(local['shown'], local['asked'])} over "
+          f"{local['classes']} classes ({hows})")
+    _misses(local)
     print(f"test files with 1..{args.max_tests} tests: tests listed by test_file_info  "
           f"{frac(tests['listed'], tests['asked'])} over {tests['files']} files (target >= {TARGETS['tests']})")
     _misses(tests)
@@ -866,7 +966,8 @@ def main(argv: list[str] | None = None) -> int:
     seconds = round(time.monotonic() - t0, 1)
     print(f"time: {seconds} s")
     if args.json:
-        Path(args.json).write_text(json.dumps({"optimizers": opt, "modules": mods, "submodules": subs, "tests": tests,
+        Path(args.json).write_text(json.dumps({"optimizers": opt, "modules": mods, "submodules": subs,
+                                               "local_calls": local, "tests": tests,
                                                "bindings": binds, "type_methods": types, "c_calls": ccalls,
                                                "builtin_receivers": recv, "out_overloads": outs,
                                                "seconds": seconds}, indent=1))

@@ -227,6 +227,48 @@ def test_a_local_that_holds_a_builtin_marks_its_method_calls():
     assert got == want
 
 
+LOOPS = """\
+def forward(self, x, fn, pairs):
+    for mod in self.layers:
+        x = mod(x)  # mod: self.layers
+    for module in self:
+        x = module(x)  # module: self
+    for i, blk in enumerate(self.blocks.values()):
+        x = blk(x)  # blk: self.blocks.values()
+    for a, b in zip(self.xs, self.ys):
+        x = b(a(x))  # b: self.ys  # a: self.xs
+    ys = [f(x) for f in self.fns]  # f: self.fns
+    for k, v in pairs:
+        v(x)  # v: -
+    for g in self.gs:
+        g(x)  # g: -
+    g = make()
+    for fn in self.fns:
+        fn(x)  # fn: -
+    for h in self.hs:
+        h(x)  # h: -
+    for h in self.others:
+        h(x)  # h: -
+    for c in self.chunks[0].parts:
+        c(x)  # c: self.chunks[0].parts
+    for w in torch.nn.modules.container.ModuleList.from_the_registry_of_modules_defined_elsewhere(x):
+        w(x)  # w: -
+"""
+
+
+def test_a_call_of_a_name_only_loops_bind_records_their_iterable():
+    """Note [Loop callables]: each call line above says, after ``#``, the iterable recorded for the call of that
+    name ("-": none: the name is also assigned or a parameter, bound over two iterables, a tuple not of enumerate or
+    zip, or the iterable is longer than 80 characters)."""
+    facts = extract_python("torch/nn/modules/x.py", LOOPS.encode())
+    lines = LOOPS.splitlines()
+    got = {(c.line, c.callee): c.over or "-" for c in facts["PyCall"] if "." not in c.callee
+           and c.callee not in ("enumerate", "zip", "make")}
+    want = {(n, name): over for n in range(1, len(lines) + 1)
+            for name, over in (part.split(": ") for part in lines[n - 1].split("  # ")[1:])}
+    assert got == want
+
+
 def test_a_string_annotation_that_is_no_type_is_read_without_a_warning():
     """A parameter annotated "1or 2" (Python parses it with a SyntaxWarning) or anything else that is no type is of
     an unknown type, quietly: the worker's stderr carries progress, not warnings about a string."""

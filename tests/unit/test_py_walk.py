@@ -86,3 +86,28 @@ def test_ops_imported_from_torch_ops_are_torch_ops_and_count_as_ops_reached(ix):
     assert "C++ at::native::(anonymous)::QConvDynamicFp16::run" in text
     assert "C++ at::native::(anonymous)::QConvDynamicInt8::run" in text
     assert "also calls, each shown at another call:  (" not in text
+
+
+def test_a_call_of_what_a_local_holds_is_named_or_followed_never_dropped(ix):
+    """Note [Loop callables]: a loop variable over an attribute or over ``self`` (its class's ``__iter__``), a
+    parameter and another local are named, with what the code shows of them, as not followed; a nested function is
+    followed; a builtin is no step."""
+    def named(fq):
+        return {e.written: (e.dst.kind, e.dst.key, e.how.value, e.note) for e in _edges(ix, fq)}
+
+    stacks = "torch/nn/modules/stacks.py"
+    assert named("torch.nn.modules.stacks.Stack.forward") == {"mod": (
+        NodeKind.UNRESOLVED, "mod", "local",
+        f"each item of self.layers (self.layers = _get_clones(...) at {stacks}:13); not followed")}
+    assert named("torch.nn.modules.stacks.Chain.forward")["module"] == (
+        NodeKind.UNRESOLVED, "module", "local", f"each item self's __iter__ yields ({stacks}:23); not followed")
+    outer = named("torch.nn.modules.stacks.apply")
+    assert outer["twice"][:2] == (NodeKind.PY_FUNCTION, "torch.nn.modules.stacks.apply.<locals>.twice")
+    assert outer["scale"][2:] == ("local", "parameter scale of apply: whatever the caller passes; not followed")
+    assert "len" not in outer
+    assert named("torch.nn.modules.stacks.apply.<locals>.twice")["fn"][3] == (
+        "parameter fn of apply: whatever the caller passes; not followed")  # of the function around it
+    assert named("torch.nn.modules.stacks.run")["step"][3] == "a local of run, bound when it runs; not followed"
+    res, text = run(get_tool("trace_module"), ix, module_name="torch.nn.modules.stacks.Stack")
+    assert f"- mod  [at {stacks}:18]  (each item of self.layers" in text
+    assert "makes no call" not in text

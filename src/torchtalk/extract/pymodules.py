@@ -276,7 +276,7 @@ class _Extractor:
                     if arm is not None:
                         calls[i] = replace(c, branch=arm[0], branch_line=arm[1])
         if recv is not None:
-            recv.apply(calls)
+            recv.apply(calls, pending)
         if pending and local:
             self.pending.append((pending, local, assigned_at, arms if arms is not None and arms.spans else None))
 

@@ -114,10 +114,46 @@ def annotation_kind(a: ast.expr | None) -> PyReceiver | None:
     return _TYPES.get(_named(a) or "")
 
 
+# Note [Loop callables]
+# ~~~~~~~~~~~~~~~~~~~~~
+# ``for mod in self.layers: output = mod(output, ...)`` (TransformerEncoder.forward) and ``for module in self: input =
+# module(input)`` (Sequential.forward) call what a container holds: the main work of such a forward, which no name
+# in the file resolves. A call of a bare name that only loops bind, each over the same iterable, records that
+# iterable as written (``PyCall.over``: "self.layers", "self", "self.blocks.values()"); ``for i, m in
+# enumerate(xs)`` and ``for a, m in zip(xs, ys)`` take the items of the argument in m's place. graph/py_calls.py
+# names such a call with what the iterable is (the attribute's maker and line, the class's ``__iter__``) as not
+# followed, never drops it; a call of a parameter or of another local is named the same way.
+_MAX_ITERABLE = 80  # characters of an iterable as written; a longer expression is not recorded
+
+
+def loop_items(target: ast.expr, iterable: ast.expr) -> list[tuple[str, str]]:
+    """(name, iterable as written) for each name a loop target takes the items of one iterable in: ``m`` of ``for
+    m in xs``, of ``for i, m in enumerate(xs)`` and of ``for a, m in zip(ys, xs)``; none for another target."""
+    if target.__class__ is ast.Name:
+        pairs = [(target.id, iterable)]
+    elif target.__class__ is ast.Tuple and iterable.__class__ is ast.Call and not iterable.keywords:
+        f = iterable.func
+        fn = f.id if f.__class__ is ast.Name else ""
+        if fn == "enumerate" and len(target.elts) == 2 and len(iterable.args) == 1:
+            pairs = [(target.elts[1].id, iterable.args[0])] if target.elts[1].__class__ is ast.Name else []
+        elif fn == "zip" and len(target.elts) == len(iterable.args):
+            pairs = [(t.id, a) for t, a in zip(target.elts, iterable.args, strict=True) if t.__class__ is ast.Name]
+        else:
+            pairs = []
+    else:
+        pairs = []
+    out = []
+    for name, it in pairs:
+        written = ast.unparse(it)
+        if len(written) <= _MAX_ITERABLE and it.__class__ is not ast.Starred:
+            out.append((name, written))
+    return out
+
+
 class Receivers:
     """The builtins the locals of one function scope hold (Note [Builtin receivers])."""
 
-    __slots__ = ("kinds", "unknown", "calls", "open", "made", "other", "aliases")
+    __slots__ = ("kinds", "unknown", "calls", "open", "made", "other", "aliases", "loops", "assigned")
 
     def __init__(self, args: ast.arguments | None, open_scopes: list[Receivers]) -> None:
         """``open_scopes``: the Receivers of the enclosing functions, whose walks are not done (a ``nonlocal``
@@ -130,10 +166,13 @@ class Receivers:
         self.made: dict[str, str] = {}  # name -> the function whose call it is bound to ("" when bound so twice)
         self.other: set[str] = set()  # names bound some other way too
         self.aliases: dict[str, set[str]] = {}  # name -> the locals it is bound to as well (var = hip_devices)
+        self.loops: dict[str, list[str]] = {}  # loop variable -> the iterables it takes items of: Note [Loop callables]
+        self.assigned: set[str] = set()  # names bound by an assignment or as a parameter
         if args is None:
             return
         for p in (*args.posonlyargs, *args.args, *args.kwonlyargs):
             self.other.add(p.arg)
+            self.assigned.add(p.arg)
             kind = annotation_kind(p.annotation)
             if kind is None:
                 self.unknown.add(p.arg)
@@ -177,6 +216,7 @@ class Receivers:
             if tg.__class__ is not ast.Name:
                 self._names_in(tg)  # a, b = ...: unpacked (an attribute or item stored binds no name)
                 continue
+            self.assigned.add(tg.id)
             if source is not None and source != tg.id:  # var = other_local: what that one holds (read at the end)
                 self.aliases.setdefault(tg.id, set()).add(source)
             elif kind is None:
@@ -193,6 +233,8 @@ class Receivers:
         t = n.__class__
         if t is ast.For or t is ast.AsyncFor or t is ast.comprehension:
             self._names_in(n.target)
+            for name, iterable in loop_items(n.target, n.iter):
+                self.loops.setdefault(name, []).append(iterable)
         elif t is ast.With or t is ast.AsyncWith:
             for item in n.items:
                 if item.optional_vars is not None:
@@ -240,9 +282,16 @@ class Receivers:
             kinds |= more
         return kinds
 
-    def apply(self, calls: list[PyCall]) -> None:
-        """Mark the scope's calls of a method of a name that holds a builtin; the scope is done."""
+    def apply(self, calls: list[PyCall], bare: list[int]) -> None:
+        """Mark the scope's calls of a method of a name that holds a builtin, and its calls of a bare name that a
+        loop binds alone (``bare``: the indices of the calls of a bare name) with the loop's iterable; the scope is
+        done."""
         self.open.remove(self)
+        for i in bare:
+            c = calls[i]
+            over = self.loops.get(c.callee)
+            if over and len(set(over)) == 1 and c.callee not in self.assigned:
+                calls[i] = replace(c, over=over[0])
         for i in self.calls:
             c = calls[i]
             head, _, rest = c.callee.partition(".")

@@ -31,6 +31,7 @@ from .py_attrs import (
     method_of,
     tensor_hand_bound,
 )
+from .py_locals import local_calls
 from .pynames import PyDef, pynames
 from .registry import registry
 
@@ -94,14 +95,14 @@ def py_call_edges(ix: Index, node: Node, ctx: PyContext | None = None) -> list[E
     out: list[Edge] = []
     seen: set[tuple[str, int, str, str]] = set()
     # A method of a local that holds a builtin (memo = set(); memo.add(m)) reaches nothing: Note [Builtin receivers]
-    for callee, line, file_id, arm, head, chosen, nargs, keywords, literals, made_by in ix.q(
-            "SELECT callee, line, file_id, branch, branch_line, chosen, nargs, keywords, literals, recv_call "
+    for callee, line, file_id, arm, head, chosen, nargs, keywords, literals, made_by, over in ix.q(
+            "SELECT callee, line, file_id, branch, branch_line, chosen, nargs, keywords, literals, recv_call, over "
             "FROM py_call WHERE func = ? AND recv = '' ORDER BY line, id", (fn.row_id,)):
         if (callee, nargs, keywords, literals) in seen:
             continue  # the same call again (a guard repeated in branches): once is enough
         seen.add((callee, nargs, keywords, literals))  # another shape may reach other overloads (torch.sum(x), (x, 1))
         path = ix.path_of(file_id)
-        edges = _call(ix, node, fn, callee, Loc(path, line), ctx, _shape(nargs, keywords, literals), made_by)
+        edges = _call(ix, node, fn, callee, Loc(path, line), ctx, _shape(nargs, keywords, literals), made_by, over)
         if arm:
             branch = Branch(arm, Loc(path, head), Loc(path, chosen) if chosen else None)
             edges = [replace(e, branch=branch) for e in edges]
@@ -222,8 +223,11 @@ def _shape(nargs: int, keywords: str, literals: str) -> Shape:
 
 
 def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyContext,
-          shape: Shape = (-1, (), ""), made_by: str = "") -> list[Edge]:
-    """``made_by``: for ``x.m()``, the function whose call x is bound to (Note [Builtin receivers])."""
+          shape: Shape = (-1, (), ""), made_by: str = "", over: str = "") -> list[Edge]:
+    """``made_by``: for ``x.m()``, the function whose call x is bound to (Note [Builtin receivers]); ``over``: for
+    ``m()``, the iterable whose items the loop variable m takes (Note [Loop callables] in extract/pyrecv.py)."""
+    if over:
+        return local_calls(ix, src, fn, written, site, ctx.mro, over)
     names = pynames(ix)
     head = written.split(".")[0]
     if written.startswith(("self.", "super().")) and written.count(".") == 1:
@@ -282,8 +286,8 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
     held = class_attribute_call(ix, src, full, site, written)
     if held is not None:
         return held
-    if "." not in written:
-        return []  # a local or builtin callable
+    if "." not in written:  # a builtin, or what a local holds: a nested function, a parameter, a loop variable
+        return local_calls(ix, src, fn, written, site, ctx.mro, "")
     if written.count(".") == 1 and head not in names.imports(fn.module)[0]:
         if made_by and _returns_builtin(ix, fn.module, made_by):
             return []  # grouped_tensors.values(): a dict's method (Note [Builtin receivers] in model/python.py)

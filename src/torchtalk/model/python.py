@@ -90,6 +90,8 @@ class PyCall:
     chosen: int = 0  # func = _fused_adamw; func(...): the line of the assignment (0 for a call by its own name)
     recv: PyReceiver = PyReceiver.UNKNOWN  # ``x.m()``: what x holds, when the function shows it is a builtin
     recv_call: str = ""  # ``x.m()`` with x bound once, to ``f(...)``: f as written (Note [Builtin receivers])
+    over: str = ""  # ``m(...)`` with m bound only by loops over one iterable: it as written ("self.layers"; Note
+    #                 [Loop callables] in extract/pyrecv.py)
     # Note [Overloads by arguments]: the call's shape, which picks the op overloads it can reach
     nargs: int = -1  # positional arguments written; -1 when one is starred (*args): not known
     keywords: str = ""  # keyword arguments' names as written, comma-separated; "**" for a **mapping

@@ -1,0 +1,98 @@
+"""Calls of what a local name holds (Note [Loop callables] in extract/pyrecv.py).
+
+A bare name that no module-level definition or import binds is the caller's own: a function nested in it (or in a
+function around it) is that function; a loop variable over a container (``for mod in self.layers: mod(x)``), a
+parameter (``fn(param)`` in Module._apply) or another local is named with what the code shows of it, as not followed,
+never dropped; a builtin (``len``, ``print``) is no step.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from collections.abc import Sequence
+
+from ..model import Edge, EdgeHow, EdgeKind, Loc, Node, PyDefKind
+from ..store.reader import Index
+from .nodes import unresolved_node
+from .py_attrs import attribute_makers, function_node, method_of
+from .pynames import PyDef, pynames
+
+BUILTINS = frozenset(dir(builtins))
+_SELF_ATTR = re.compile(r"self\.(\w+)(?:\.\w+\(\))?")  # self.layers, self.blocks.values()
+
+
+def local_calls(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, mro: Sequence[str],
+                over: str) -> list[Edge]:
+    """The edge of a call ``written(...)`` of a bare name in ``fn`` that names nothing of its module; ``over``: the
+    iterable the name takes the items of, when only loops bind it."""
+    if not over:
+        nested = _nested(ix, fn, written)
+        if nested is not None:
+            return [Edge(src, function_node(nested), EdgeKind.PY_CALL, site, written=written)]
+        if written in BUILTINS:
+            return []
+    owner = None if over else _parameter_of(ix, fn, written)
+    if over:
+        what = _items(ix, mro, over)
+    elif owner is not None:
+        what = f"parameter {written} of {owner.qualname.rsplit('.', 1)[-1]}: whatever the caller passes"
+    else:
+        what = f"a local of {fn.qualname.rsplit('.', 1)[-1]}, bound when it runs"
+    return [Edge(src, unresolved_node(written), EdgeKind.PY_CALL, site, how=EdgeHow.LOCAL, written=written,
+                 note=f"{what}; not followed")]
+
+
+def _nested(ix: Index, fn: PyDef, name: str) -> PyDef | None:
+    """The function ``name`` defined in ``fn``'s body, or in that of a function around it (nearest first)."""
+    names = pynames(ix)
+    qual = fn.qualname
+    while True:
+        d = names.definition(f"{fn.module}.{qual}.<locals>.{name}")
+        if d is not None and d.kind is PyDefKind.FUNCTION:
+            return d
+        if ".<locals>." not in qual:
+            return None
+        qual = qual.rsplit(".<locals>.", 1)[0]
+
+
+def _parameter_of(ix: Index, fn: PyDef, name: str) -> PyDef | None:
+    """``fn``, or the function around it (nearest first), that has a parameter ``name``."""
+    names = pynames(ix)
+    d: PyDef | None = fn
+    while d is not None:
+        if name in _parameters(d):
+            return d
+        if ".<locals>." not in d.qualname:
+            return None
+        d = names.definition(f"{d.module}.{d.qualname.rsplit('.<locals>.', 1)[0]}")
+    return None
+
+
+def _parameters(fn: PyDef) -> set[str]:
+    """The names of ``fn``'s parameters, read from its signature as written (none when it does not parse)."""
+    try:
+        args = ast.parse(f"def f{fn.signature}: pass").body[0].args  # type: ignore[attr-defined]
+    except (SyntaxError, ValueError):
+        return set()
+    return {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a}
+
+
+def _items(ix: Index, mro: Sequence[str], over: str) -> str:
+    """What a loop variable over ``over`` holds, as the code shows it: the items of ``self`` its class's
+    ``__iter__`` yields; those of an attribute, with the line that sets it."""
+    if over == "self":
+        it = method_of(ix, mro, "__iter__")
+        return f"each item self's __iter__ yields ({it.loc})" if it is not None else "each item of self"
+    m = _SELF_ATTR.fullmatch(over)
+    attr = m.group(1) if m else ""
+    found = attribute_makers(ix, mro, attr) if attr else None
+    if found is None:
+        return f"each item of {over}"
+    _module, rows, params = found
+    if rows:
+        value, file_id, line = rows[0]
+        return f"each item of {over} (self.{attr} = {value}(...) at {ix.path_of(file_id)}:{line})"
+    _default, file_id, line, param = params[0]
+    return f"each item of {over} (self.{attr} holds parameter {param}, set at {ix.path_of(file_id)}:{line})"
