@@ -381,7 +381,8 @@ def test_find_similar_tests_runs_a_mixins_test_as_a_class_that_collects_it(py_in
 
 
 def test_not_found_says_what_kind_of_python_name_trace_answers(py_indexed):
-    """A Python function that is no op's name is offered as one, not as 'an op, or a Python name of one'."""
+    """A Python function that is no op's name is offered as one, not as 'an op, or a Python name of one', though it
+    reaches ops of other names (F.softmin reaches softmax)."""
     from torchtalk.tools import answer
     _, ix = py_indexed
     a = answer(get_tool("impact"), ix, function_name="torch.optim.lr_scheduler._warn_get_lr_called_within_step")
@@ -389,6 +390,9 @@ def test_not_found_says_what_kind_of_python_name_trace_answers(py_indexed):
             'trace("torch.optim.lr_scheduler._warn_get_lr_called_within_step") answers it.') in a.text
     a = answer(get_tool("calls"), ix, function_name="torch.nn.functional.relu")
     assert 'It is an op, or a Python name of one: trace("torch.nn.functional.relu") answers it.' in a.text
+    a = answer(get_tool("calls"), ix, function_name="torch.nn.functional.softmin")
+    assert ('It is a Python function (trace follows it to the ops it reaches): '
+            'trace("torch.nn.functional.softmin") answers it.') in a.text
 
 
 def test_a_class_the_file_deletes_is_not_collected_but_runs_in_those_derived_from_it(py_indexed):

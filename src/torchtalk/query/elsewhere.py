@@ -36,7 +36,9 @@ def _traced(ix: Index, name: str) -> Elsewhere | None:
     found = trace(ix, name, "yaml")
     if isinstance(found, NotFound):
         return None
-    return Elsewhere("trace", name, "an op, or a Python name of one" if found.ops or found.entry is None
+    # F.relu names the op it reaches; Module._apply reaches ops of other names on its way: a Python function
+    named_op = found.entry is None or any(t.op.name == name.rsplit(".", 1)[-1] for t in found.ops)
+    return Elsewhere("trace", name, "an op, or a Python name of one" if named_op
                      else "a Python function (trace follows it to the ops it reaches)")
 
 
