@@ -93,7 +93,7 @@ def test_a_call_of_what_a_local_holds_is_named_or_followed_never_dropped(ix):
     parameter and another local are named, with what the code shows of them, as not followed; a nested function is
     followed; a builtin is no step."""
     def named(fq):
-        return {e.written: (e.dst.kind, e.dst.key, e.how.value, e.note) for e in _edges(ix, fq)}
+        return {e.written: (e.dst.kind, e.dst.label, e.how.value, e.note) for e in _edges(ix, fq)}
 
     stacks = "torch/nn/modules/stacks.py"
     assert named("torch.nn.modules.stacks.Stack.forward") == {"mod": (
@@ -111,3 +111,13 @@ def test_a_call_of_what_a_local_holds_is_named_or_followed_never_dropped(ix):
     res, text = run(get_tool("trace_module"), ix, module_name="torch.nn.modules.stacks.Stack")
     assert f"- mod  [at {stacks}:18]  (each item of self.layers" in text
     assert "makes no call" not in text
+
+
+def test_calls_of_one_spelling_that_hold_different_things_are_each_named(ix):
+    """Two forwards' ``mod(...)`` (TransformerEncoder's and TransformerDecoder's under nn.Transformer) are two calls of
+    different things: each is named at its own site, neither said to be 'shown at another call'."""
+    res, text = run(get_tool("trace_module"), ix, module_name="torch.nn.modules.stacks.EncoderDecoder")
+    stacks = "torch/nn/modules/stacks.py"
+    assert f"- mod  [at {stacks}:18]  (each item of self.layers" in text, text
+    assert f"- mod  [at {stacks}:51]  (each item of self.blocks" in text, text
+    assert "shown at another call" not in text, text

@@ -29,6 +29,13 @@ def unresolved_node(written: str) -> Node:
     return Node(NodeKind.UNRESOLVED, written or "?", written or "?")
 
 
+def held_node(written: str, site: Loc) -> Node:
+    """A call of what an attribute or a local holds (``self.norm(x)``, ``mod(x)``), not followed: a node of its own
+    site, labelled as written. Two such calls of one spelling hold different things (TransformerEncoder's and
+    TransformerDecoder's ``self.norm``), so a walk that met one must not take the other for it."""
+    return Node(NodeKind.UNRESOLVED, f"{written} at {site}", written or "?")
+
+
 def binding_node(python_name: str, loc: Loc | None = None) -> Node:
     return Node(NodeKind.BINDING, python_name, python_name, loc)
 

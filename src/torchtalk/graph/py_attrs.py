@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from ..model import Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, PyApiKind, PyDefKind
 from ..store.reader import Index, like_literal
-from .nodes import binding_node, py_node, unresolved_node
+from .nodes import binding_node, held_node, py_node
 from .pynames import PyDef, pynames
 
 MODULE = "torch.nn.modules.module.Module"  # calling an instance of a subclass runs its forward
@@ -105,7 +105,7 @@ def attribute_calls(ix: Index, src: Node, mro: Sequence[str], written: str, site
         return held
     # Named, never dropped: self.weight_fake_quant = qconfig.weight(...) makes an object of no class shown
     value, file_id, line = rows[0]
-    return [Edge(src, unresolved_node(written), EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE, note=(
+    return [Edge(src, held_node(written, site), EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE, note=(
         f"made by {value}(...) at {ix.path_of(file_id)}:{line}, whose class the code does not show; not "
         "followed"), written=written)]
 
@@ -156,7 +156,7 @@ def _parameter_calls(ix: Index, src: Node, module: str, params: list[tuple[str, 
             out.append(Edge(src, node, EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE, written=written, note=(
                 f"the default of parameter {param}={default}, set at {at}; a caller may pass another")))
     default, file_id, line, param = params[0]
-    return out or [Edge(src, unresolved_node(written), EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE, written=written,
+    return out or [Edge(src, held_node(written, site), EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE, written=written,
                         note=f"holds parameter {param}{f' (default {default})' if default else ''}, set at "
                              f"{ix.path_of(file_id)}:{line}: whatever the caller passes; not followed")]
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from ..model import Edge, EdgeHow, EdgeKind, Loc, Node, PyDefKind
 from ..store.reader import Index
-from .nodes import unresolved_node
+from .nodes import held_node
 from .py_attrs import attribute_makers, function_node, method_of
 from .pynames import PyDef, pynames
 
@@ -40,7 +40,7 @@ def local_calls(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, mro: S
         what = f"parameter {written} of {owner.qualname.rsplit('.', 1)[-1]}: whatever the caller passes"
     else:
         what = f"a local of {fn.qualname.rsplit('.', 1)[-1]}, bound when it runs"
-    return [Edge(src, unresolved_node(written), EdgeKind.PY_CALL, site, how=EdgeHow.LOCAL, written=written,
+    return [Edge(src, held_node(written, site), EdgeKind.PY_CALL, site, how=EdgeHow.LOCAL, written=written,
                  note=f"{what}; not followed")]
 
 

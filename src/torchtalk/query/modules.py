@@ -156,8 +156,7 @@ def _tree(walk: PyWalk, start: Node, reg: OpRegistry, result: TraceModuleResult)
                 parent.children.append(CallNode(e.src.key, e.site or Loc("?", 0), f"C++ {e.dst.label}", e.dst.loc))
             continue
         untyped = e.how is EdgeHow.UNTYPED_RECEIVER
-        target = ("?" if untyped else e.dst.key) if e.dst.kind is NodeKind.OP else (
-            e.dst.key if e.dst.kind is NodeKind.UNRESOLVED else e.dst.label)
+        target = ("?" if untyped else e.dst.key) if e.dst.kind is NodeKind.OP else e.dst.label
         # the assumption, the assignment that made the callee, or what the local holding it is
         shown = untyped or e.how is EdgeHow.ATTRIBUTE or e.how is EdgeHow.LOCAL
         node = CallNode(e.written, e.site or Loc("?", 0), target, e.dst.loc, note=e.note if shown else "")
