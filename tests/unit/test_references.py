@@ -1,7 +1,8 @@
 """Functions used without a call (Note [References] in extract/cpp_calls.py) and calls of a parameter that holds a
 function (Note [Calls of a function parameter] in graph/param_calls.py), on a fixture file written as PyTorch's
 sdp_utils.cpp (a table of check functions looped over), tracer.cpp (``fmap(value, f)``) and cudnn/Conv_v7.cpp
-(``split_batch_dim_to_32bit_out(..., raw_..._32bit)`` calling its ``func_t func_32bit``) write them."""
+(``split_batch_dim_to_32bit_out(..., raw_..._32bit)`` calling its ``func_t func_32bit``) and UpSampleNearest2d.cu
+(``upsample_nearest2d_out_cuda_template<nearest_neighbor_compute_source_index>(...)``) write them."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from ..conftest import index_with, line_of
 
 PATH = "aten/src/ATen/native/cudnn/Refs.cpp"
 SOURCE = """\
+namespace at { static int64_t maxer(int64_t i) { return i; } }
 namespace at { namespace native {
 
 static bool check_deterministic(const Tensor& t, bool debug) { return debug; }
@@ -63,6 +65,32 @@ void apply_each(const Tensor& t, F f) {
 
 void with_lambda(const Tensor& t) {
   apply_each(t, [](const Tensor& x) {});
+}
+
+static int64_t nearest_index(int64_t i) { return i; }
+struct index_rule {};
+template <int64_t (*index_fn)(int64_t)>
+static void upsample_frame(const Tensor& out) {
+  index_fn(0);
+}
+template <typename scalar_t, int64_t (*index_fn)(int64_t)>
+static void upsample_template(const Tensor& out) {
+  upsample_frame<index_fn>(out);
+}
+
+void upsample_nearest(const Tensor& out) {
+  upsample_template<float, nearest_index>(out);
+  at::native::upsample_template<index_rule, &nearest_index>(out);
+  upsample_frame<&nearest_index>(out);
+}
+
+static int64_t size(int64_t i) { return i; }
+template <typename T> struct maxer {};
+template <typename scalar_t, int64_t size>
+static void mode_template(const Tensor& out) {
+  compute_mode<scalar_t, size>(out);
+  foreach_op<maxer<scalar_t>>(out);
+  foreach_op<maxer>(out);
 }
 
 }} // namespace at::native
@@ -131,3 +159,21 @@ def test_a_call_of_a_parameter_no_caller_names_a_function_for_is_listed_unresolv
     res, text = run(get_tool("calls"), ix, function_name="at::native::apply_each")
     assert [(e.dst.label, e.kind) for e in res.sections[0].unresolved] == [
         ("f (function parameter)", EdgeKind.UNRESOLVED)], text
+
+
+def test_a_function_given_as_a_template_argument_is_referenced_where_it_is_given(refs):
+    """upsample_nearest2d_out_cuda_template<nearest_neighbor_compute_source_index>(...), a template that hands it on
+    to the kernel that calls it: the function has that caller, by name or by its address; a type given beside it
+    (float, a struct) references nothing; where the template itself calls it, the call hands it (Note [Functions as
+    template arguments]) and is no reference besides."""
+    tree, ix = refs
+    found, text = _callers(ix, "at::native::nearest_index")
+    line = line_of(tree, PATH, "upsample_template<float, nearest_index>(out);")
+    assert sorted(found) == [("at::native::upsample_nearest", line, EdgeHow.REFERENCED),
+                             ("at::native::upsample_nearest", line + 1, EdgeHow.REFERENCED),
+                             ("at::native::upsample_nearest", line + 2, EdgeHow.HANDED)], text
+    res, text = run(get_tool("calls"), ix, function_name="at::native::upsample_nearest")
+    assert [e.dst.label for e in res.sections[0].references] == ["at::native::nearest_index"] * 2, text
+    # a parameter of the template around the call, a class of the name (a functor struct): no function given
+    res, text = run(get_tool("calls"), ix, function_name="at::native::mode_template")
+    assert res.sections[0].references == [], text

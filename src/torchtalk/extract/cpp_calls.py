@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from ..model import CallKind, CallSite
+from ..model import TEMPLATE_ARGUMENT, CallKind, CallSite
 from ..model.cpp import is_builtin_name, split_template_args
 from ..model.cuda import LAUNCH_FAMILIES
 from .cpp_bindings import BINDING_METHODS, record_binding, u
@@ -45,6 +45,8 @@ _NOT_HELD = frozenset({"nullptr", "NULL", "this", "new", "static_cast", "reinter
 # name; whether it names a function (and which) is decided where calls are resolved (graph/resolve.py): a variable
 # or an enumerator of that name makes no edge. A pybind11 ``.def`` and the registration macros keep their own
 # facts (their arguments are not references again).
+_ALIASED = re.compile(r"\busing\s+(\w+)\s*=")  # a type alias a function body declares
+_WORD = re.compile(r"[A-Za-z_]\w*")
 _CONSTRUCTED = re.compile(r"^([A-Za-z_][\w:]*)\s*(<.*>)?\s*(\(\s*\)|\{\s*\})$", re.S)  # Functor<T>() / Functor{}
 
 
@@ -138,6 +140,8 @@ class Calls:
                                    u(args), u(targs), explicit))
         if caller >= 0:
             self._refs(n.child_by_field_name("arguments"), caller)
+            if explicit:
+                self._template_refs(f, caller)
 
     def _refs(self, n, caller: int) -> None:
         """The names of an argument list or an initializer list that may name a function without calling it: a
@@ -162,6 +166,54 @@ class Calls:
                 continue
             if name.lower() != name.upper() and name != name.upper() and name not in _CASTS:
                 self.calls.append(CallSite(caller, name, u(qual), self.line(at), CallKind.REF, ""))
+
+    def _template_refs(self, f, caller: int) -> None:
+        """``upsample_nearest2d_out_cuda_template<nearest_neighbor_compute_source_index>(...)``: a function given as a
+        template argument is referenced too (Note [References]). An argument that is a type is not one: a name
+        written as a function is (lower case first, not ``*_t``), and where calls are resolved only a function of
+        that name makes an edge."""
+        at_call = f
+        while f is not None and f.type == "qualified_identifier":
+            f = f.child_by_field_name("name")
+        args = f.child_by_field_name("arguments") if f is not None and f.type == "template_function" else None
+        own: set[str] | None = None  # the enclosing templates' parameters and the body's type aliases, when asked
+        for c in args.named_children if args is not None else ():
+            at = c.named_children[0] if c.type == "type_descriptor" and c.named_child_count == 1 else c
+            if at.type == "pointer_expression" and self.t(at).lstrip().startswith("&"):
+                at = at.child_by_field_name("argument")
+            if at is None or at.type not in ("type_identifier", "identifier", "qualified_identifier",
+                                             "qualified_type_identifier"):
+                continue
+            parts, name = split_scope(self.t(at))
+            if not name[:1].islower() or name.endswith("_t") or name in _CASTS or (
+                    not parts and self.vars.get(name, c.start_byte) is not None):
+                continue
+            if not parts:
+                own = self._own_names(at_call) if own is None else own
+                if name in own:  # compute_mode<scalar_t, size>: a parameter of the template around the call
+                    continue
+            self.calls.append(CallSite(caller, name, u("::".join(parts)), self.line(at), CallKind.REF,
+                                       TEMPLATE_ARGUMENT))
+
+    def _own_names(self, n) -> set[str]:
+        """The names of the templates' parameters around ``n`` and the type aliases of the function body around it
+        (``using dtype = OpaqueType<...>``): names a template argument may be that are no function."""
+        out: set[str] = set()
+        body = None
+        while n is not None:
+            if n.type == "template_declaration":
+                for p in (n.child_by_field_name("parameters").named_children
+                          if n.child_by_field_name("parameters") is not None else ()):
+                    nm = p.child_by_field_name("name") or p.child_by_field_name("declarator")
+                    ids = [nm] if nm is not None else [x for x in p.named_children
+                                                        if x.type in ("type_identifier", "identifier")][-1:]
+                    out.update(m.group() for x in ids if (m := _WORD.search(self.t(x))))  # (*pred)(int): pred
+            elif n.type == "function_definition" and body is None:
+                body = n
+            n = n.parent
+        if body is not None:
+            out.update(_ALIASED.findall(self.t(body)))
+        return out
 
     def _operator(self, n, caller: int) -> None:
         """An operator expression that may call an overload (Note [Operators]); the query captures those with an

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from ..model import CallKind, CallSite, CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind
+from ..model import TEMPLATE_ARGUMENT, CallKind, CallSite, CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind
 from ..store.reader import Index
 from .cpp_lookup import methods
 from .handed import handed_args, handed_functions, handed_methods
@@ -48,8 +48,9 @@ def call_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node | None = Non
         return [Edge(src, dst, EdgeKind.LAUNCH, call.loc, written=written)]
     if res.kind is TargetKind.DEFS or res.kind is TargetKind.DECLS:
         if call.kind is CallKind.REF:  # a function named without a call (Note [References])
+            handed = _handed_on_line(ix, sym, call.line) if call.detail == TEMPLATE_ARGUMENT else set()
             return [Edge(src, symbol_node(ix, d), EdgeKind.CALL, call.loc, how=EdgeHow.REFERENCED, written=written)
-                    for d in res.defs[:MAX_DEFS]]
+                    for d in res.defs[:MAX_DEFS] if d.id not in handed]
         if call.kind is CallKind.LAUNCH:  # a launch keeps its configuration (grid, block, smem, stream) to show
             return [Edge(src, symbol_node(ix, d), EdgeKind.LAUNCH, call.loc, note=call.detail, written=written)
                     for d in res.defs[:MAX_DEFS]]
@@ -103,6 +104,18 @@ def _handed_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node, defs: tu
                 continue
             out += [Edge(src, symbol_node(ix, m), EdgeKind.CALL, call.loc, how=EdgeHow.HANDED, written=call.written)
                     for m in methods(ix, ty, name)[1] if m.is_definition]
+    return out
+
+
+def _handed_on_line(ix: Index, sym: CppSymbol, line: int) -> set[int]:
+    """The functions a call of ``sym`` on ``line`` hands a template that calls them (a HANDED edge, Note [Functions as
+    template arguments]): a template argument naming one of those is that call's, not a reference besides."""
+    out: set[int] = set()
+    for c in calls_from(ix, sym.id):
+        if c.line == line and c.explicit and c.kind is CallKind.CALL:
+            res = resolve(ix, c, sym)
+            if res.kind is TargetKind.DEFS or res.kind is TargetKind.DECLS:
+                out |= {f.id for d in res.defs[:MAX_DEFS] for _arg, f in handed_functions(ix, sym, c, d)}
     return out
 
 

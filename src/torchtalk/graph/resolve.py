@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import lru_cache
 
-from ..model import CallKind, CallSite, CppSymbol, Op, SymbolKind, UsingKind, Variant
+from ..model import TEMPLATE_ARGUMENT, CallKind, CallSite, CppSymbol, Op, SymbolKind, UsingKind, Variant
 from ..model.cpp import ANONYMOUS_NESTING, TypeBase, TypeExpr, TypeStep, TypeStepKind
 from ..model.paths import ATEN_TEMPLATES
 from ..store.reader import Index
@@ -263,11 +263,18 @@ class Resolver:
         and none in an op's namespace that an op's function of that name would answer (at::abs_out handed on is a
         dispatcher call: Note [Op references] in graph/op_refs.py); every overload (no arguments choose)."""
         name, qual = call.callee, call.qualifier.strip(":")
+        if call.detail == TEMPLATE_ARGUMENT and self._names_a_type(name, qual):
+            return UNRESOLVED  # foreach_tensor_list_op<minimum>: the functor struct, not a function of its name
         where, found = self.lookup(name, qual)
         found = [s for s in self._usable(found) if s.kind in _REFERABLE]
         if not found or ((qual in OP_NAMESPACES or (not qual and where in ("at", ""))) and op_named(self.reg, name)):
             return UNRESOLVED
         return self.choose(found, call)
+
+    def _names_a_type(self, name: str, qual: str) -> bool:
+        """Whether ``qual::name`` written in the caller's scope names a class (a template argument that is a type)."""
+        ty = resolve_type(self.ix, f"{qual}::{name}" if qual else name, self.scope)
+        return ty is not None and not ty.ptr and (ty.is_builtin or ty.is_std or is_class(self.ix, ty.name))
 
     def _construction(self, name: str, qual: str, call: CallSite) -> Resolution:
         """``TensorIteratorConfig()``: a class named as a function is a construction, its constructors (none

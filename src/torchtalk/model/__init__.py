@@ -14,6 +14,7 @@ from .dispatch import COMPOSITE_KEYS, DispatchKey, is_composite, parse_key, runs
 from .facts import NO_REF
 from .graph import Branch, Cut, Edge, Node
 from .kinds import (
+    TEMPLATE_ARGUMENT,
     CallKind,
     ClassKind,
     CodegenState,
@@ -92,7 +93,8 @@ __all__ = [
     "OpInfoEntry", "OpInfoList", "OpTestMark",
     "PY_MODULES", "PyApiKind", "PyAssign", "PyAttr", "PyCall", "PyClass", "PyDefKind",
     "PyFunction", "PyFunctionKind", "PyImport", "PyOpRef", "PyOpRefKind", "PyReceiver", "RaiseKind", "RaiseSite",
-    "Registration", "RegistrationKind", "Return", "SchemaError", "StrEnum", "SymbolKind", "TABLE_OF", "Tag",
+    "Registration", "RegistrationKind", "Return", "SchemaError", "StrEnum", "SymbolKind", "TABLE_OF",
+    "TEMPLATE_ARGUMENT", "Tag",
     "TestClass", "TestInstantiation", "TestMethod", "TestUtil", "Using", "UsingKind", "UtilKind", "Variant",
     "is_composite", "parse_key", "runs_on", "traced_by_autograd", "variant_base",
 ]

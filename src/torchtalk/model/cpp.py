@@ -116,7 +116,7 @@ class CallSite:
     #                 for methods, the receiver's text (first 80 chars)
     line: int
     kind: CallKind
-    detail: str  # LAUNCH: "grid, block[, smem, stream]"; GPU_LAUNCH: functor name or "lambda@LINE"
+    detail: str  # LAUNCH: "grid, block[, smem, stream]"; GPU_LAUNCH: functor, "lambda@LINE"; REF: TEMPLATE_ARGUMENT
     # Type expressions (Note [Type expressions] below, as their text ``str(TypeExpr)``):
     recv: str = ""  # METHOD: the receiver's type expression; CALL of a local variable (a lambda): the variable's
     nargs: int = -1  # arguments written; -1 when not a call with an argument list

@@ -86,6 +86,10 @@ class CallKind(StrEnum):
         return self in (CallKind.LAUNCH, CallKind.GPU_LAUNCH)
 
 
+# CallSite.detail of a REF site written as a template argument: f<g>(...) (Note [References] in extract/cpp_calls.py)
+TEMPLATE_ARGUMENT = "template argument"
+
+
 class RegistrationKind(StrEnum):
     """A macro or table entry that ties a name to a C++ function."""
 
