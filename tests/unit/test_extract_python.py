@@ -269,6 +269,41 @@ def test_a_call_of_a_name_only_loops_bind_records_their_iterable():
     assert got == want
 
 
+LOCALS = """\
+import helper
+def module_fn():
+    pass
+def f(x, fn, *args):
+    y = make(x)
+    y()  # y: local
+    fn(x)  # fn: local
+    helper(x)  # helper: -
+    module_fn()  # module_fn: -
+    len(x)  # len: -
+    with open(x) as g:
+        g()  # g: local
+    def inner():
+        fn()  # fn: local
+        inner_only()  # inner_only: -
+    for h in x:
+        h()  # h: local
+    step = module_fn
+    step()  # module_fn: -
+"""
+
+
+def test_a_call_of_a_name_the_function_binds_is_marked_local():
+    """Note [Loop callables]: each call line above says, after ``#``, whether the function (or one around it) binds
+    the name it calls (a parameter, an assignment, a ``with`` or loop target): a builtin, an import or a function of
+    the module is none of these."""
+    facts = extract_python("torch/nn/modules/x.py", LOCALS.encode())
+    lines = LOCALS.splitlines()
+    got = {(c.line, c.callee): "local" if c.local else "-" for c in facts["PyCall"] if "  # " in lines[c.line - 1]}
+    want = {(n, name): how for n in range(1, len(lines) + 1)
+            for name, how in (part.split(": ") for part in lines[n - 1].split("  # ")[1:])}
+    assert got == want
+
+
 def test_a_string_annotation_that_is_no_type_is_read_without_a_warning():
     """A parameter annotated "1or 2" (Python parses it with a SyntaxWarning) or anything else that is no type is of
     an unknown type, quietly: the worker's stderr carries progress, not warnings about a string."""

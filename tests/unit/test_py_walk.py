@@ -108,6 +108,7 @@ def test_a_call_of_what_a_local_holds_is_named_or_followed_never_dropped(ix):
     assert named("torch.nn.modules.stacks.apply.<locals>.twice")["fn"][3] == (
         "parameter fn of apply: whatever the caller passes; not followed")  # of the function around it
     assert named("torch.nn.modules.stacks.run")["step"][3] == "a local of run, bound when it runs; not followed"
+    assert "_pair" not in named("torch.nn.modules.stacks.pairs")  # a name of the module (made by a call): no local
     res, text = run(get_tool("trace_module"), ix, module_name="torch.nn.modules.stacks.Stack")
     assert f"- mod  [at {stacks}:18]  (each item of self.layers" in text
     assert "makes no call" not in text
@@ -121,3 +122,14 @@ def test_calls_of_one_spelling_that_hold_different_things_are_each_named(ix):
     assert f"- mod  [at {stacks}:18]  (each item of self.layers" in text, text
     assert f"- mod  [at {stacks}:51]  (each item of self.blocks" in text, text
     assert "shown at another call" not in text, text
+
+
+def test_every_call_of_a_forward_is_in_its_tree(ix):
+    """Note [Calls shown once]: a call repeated in another arm of a choice is that arm's call too (both arms of
+    TransformerDecoderLayer's norm_first call the same blocks), and a call of an op the walk reached at another call
+    is listed as such, never left out of its function's calls."""
+    res, text = run(get_tool("trace_module"), ix, module_name="torch.nn.modules.stacks.NormFirst")
+    sites = {(n.written, n.site.line) for n in res.entry.calls}
+    assert {("self._block", 85), ("self._block", 87)} <= sites, text
+    res, text = run(get_tool("trace_module"), ix, module_name="torch.nn.modules.stacks.Splits")
+    assert "- x.split -> ?" in text and "also calls, each shown at another call: x.split (line 101)" in text, text

@@ -290,7 +290,7 @@ class _Extractor:
                 for k, v in enumerate(vals):
                     chosen = assigned_at[(c.callee, v)]
                     arm = (arms.of(chosen) if arms is not None else None) or ("", 0)
-                    row = replace(c, callee=v, branch=arm[0], branch_line=arm[1], chosen=chosen)
+                    row = replace(c, callee=v, branch=arm[0], branch_line=arm[1], chosen=chosen, local=False)
                     if k == 0:
                         self.calls[i] = row
                     else:

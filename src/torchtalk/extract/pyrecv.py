@@ -258,6 +258,11 @@ class Receivers:
             for sub in ast.iter_child_nodes(target):
                 self._names_in(sub)
 
+    def _binds(self, name: str) -> bool:
+        """Whether the scope binds ``name`` (as a parameter, by an assignment, a loop or another binding)."""
+        return name in self.assigned or name in self.loops or name in self.unknown or name in self.kinds \
+            or name in self.aliases or name in self.made
+
     def kind_of(self, name: str) -> PyReceiver | None:
         kinds = self._kinds(name, set())
         if kinds is None:
@@ -283,15 +288,17 @@ class Receivers:
         return kinds
 
     def apply(self, calls: list[PyCall], bare: list[int]) -> None:
-        """Mark the scope's calls of a method of a name that holds a builtin, and its calls of a bare name that a
-        loop binds alone (``bare``: the indices of the calls of a bare name) with the loop's iterable; the scope is
-        done."""
+        """Mark the scope's calls of a method of a name that holds a builtin, and its calls of a bare name (``bare``:
+        their indices) that it or a function around it binds (``PyCall.local``), with the iterable when loops alone
+        bind it; the scope is done."""
         self.open.remove(self)
         for i in bare:
             c = calls[i]
             over = self.loops.get(c.callee)
             if over and len(set(over)) == 1 and c.callee not in self.assigned:
-                calls[i] = replace(c, over=over[0])
+                calls[i] = replace(c, over=over[0], local=True)
+            elif self._binds(c.callee) or any(s._binds(c.callee) for s in self.open):
+                calls[i] = replace(c, local=True)
         for i in self.calls:
             c = calls[i]
             head, _, rest = c.callee.partition(".")

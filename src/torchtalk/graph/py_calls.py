@@ -31,7 +31,7 @@ from .py_attrs import (
     method_of,
     tensor_hand_bound,
 )
-from .py_locals import local_calls
+from .py_locals import local_calls, nested_call
 from .pynames import PyDef, pynames
 from .registry import registry
 
@@ -93,16 +93,21 @@ def py_call_edges(ix: Index, node: Node, ctx: PyContext | None = None) -> list[E
         # (a submodule's forward walked from its owner's: Note [Submodules] in model/python.py)
         ctx = own_context(ix, fn)
     out: list[Edge] = []
-    seen: set[tuple[str, int, str, str]] = set()
+    seen: set[tuple[str, int, str, str, str, int]] = set()
     # A method of a local that holds a builtin (memo = set(); memo.add(m)) reaches nothing: Note [Builtin receivers]
-    for callee, line, file_id, arm, head, chosen, nargs, keywords, literals, made_by, over in ix.q(
-            "SELECT callee, line, file_id, branch, branch_line, chosen, nargs, keywords, literals, recv_call, over "
+    for callee, line, file_id, arm, head, chosen, nargs, keywords, literals, made_by, over, local in ix.q(
+            "SELECT callee, line, file_id, branch, branch_line, chosen, nargs, keywords, literals, recv_call, over, "
+            "local "
             "FROM py_call WHERE func = ? AND recv = '' ORDER BY line, id", (fn.row_id,)):
-        if (callee, nargs, keywords, literals) in seen:
-            continue  # the same call again (a guard repeated in branches): once is enough
-        seen.add((callee, nargs, keywords, literals))  # another shape may reach other overloads (torch.sum(x), (x, 1))
+        # The same call again in the same arm is shown once; in another arm of a choice it is that arm's work too
+        # (TransformerDecoderLayer's norm_first and default arms call the same blocks); another shape may reach other
+        # overloads (torch.sum(x), (x, 1))
+        if (callee, nargs, keywords, literals, arm, head) in seen:
+            continue
+        seen.add((callee, nargs, keywords, literals, arm, head))
         path = ix.path_of(file_id)
-        edges = _call(ix, node, fn, callee, Loc(path, line), ctx, _shape(nargs, keywords, literals), made_by, over)
+        edges = _call(ix, node, fn, callee, Loc(path, line), ctx, _shape(nargs, keywords, literals), made_by,
+                      (over, bool(local)))
         if arm:
             branch = Branch(arm, Loc(path, head), Loc(path, chosen) if chosen else None)
             edges = [replace(e, branch=branch) for e in edges]
@@ -223,11 +228,12 @@ def _shape(nargs: int, keywords: str, literals: str) -> Shape:
 
 
 def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyContext,
-          shape: Shape = (-1, (), ""), made_by: str = "", over: str = "") -> list[Edge]:
-    """``made_by``: for ``x.m()``, the function whose call x is bound to (Note [Builtin receivers]); ``over``: for
-    ``m()``, the iterable whose items the loop variable m takes (Note [Loop callables] in extract/pyrecv.py)."""
-    if over:
-        return local_calls(ix, src, fn, written, site, ctx.mro, over)
+          shape: Shape = (-1, (), ""), made_by: str = "", local: tuple[str, bool] = ("", False)) -> list[Edge]:
+    """``made_by``: for ``x.m()``, the function whose call x is bound to (Note [Builtin receivers]); ``local``: for
+    ``m()``, the iterable whose items the loop variable m takes, and whether the function (or one around it) binds m
+    (Note [Loop callables] in extract/pyrecv.py)."""
+    if local[1]:
+        return local_calls(ix, src, fn, written, site, ctx.mro, local[0])
     names = pynames(ix)
     head = written.split(".")[0]
     if written.startswith(("self.", "super().")) and written.count(".") == 1:
@@ -286,8 +292,9 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
     held = class_attribute_call(ix, src, full, site, written)
     if held is not None:
         return held
-    if "." not in written:  # a builtin, or what a local holds: a nested function, a parameter, a loop variable
-        return local_calls(ix, src, fn, written, site, ctx.mro, "")
+    if "." not in written:  # a builtin, a function nested in this one, or a name the module binds but shows no
+        #                      definition of (_pair = _ntuple(2) in torch/nn/modules/utils.py)
+        return nested_call(ix, src, fn, written, site)
     if written.count(".") == 1 and head not in names.imports(fn.module)[0]:
         if made_by and _returns_builtin(ix, fn.module, made_by):
             return []  # grouped_tensors.values(): a dict's method (Note [Builtin receivers] in model/python.py)

@@ -3,13 +3,13 @@
 A bare name that no module-level definition or import binds is the caller's own: a function nested in it (or in a
 function around it) is that function; a loop variable over a container (``for mod in self.layers: mod(x)``), a
 parameter (``fn(param)`` in Module._apply) or another local is named with what the code shows of it, as not followed,
-never dropped; a builtin (``len``, ``print``) is no step.
+never dropped. The extractor says which names the function binds (``PyCall.local``): a builtin (``len``) or a name of
+the module is none of these.
 """
 
 from __future__ import annotations
 
 import ast
-import builtins
 import re
 from collections.abc import Sequence
 
@@ -19,20 +19,17 @@ from .nodes import held_node
 from .py_attrs import attribute_makers, function_node, method_of
 from .pynames import PyDef, pynames
 
-BUILTINS = frozenset(dir(builtins))
 _SELF_ATTR = re.compile(r"self\.(\w+)(?:\.\w+\(\))?")  # self.layers, self.blocks.values()
 
 
 def local_calls(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, mro: Sequence[str],
                 over: str) -> list[Edge]:
-    """The edge of a call ``written(...)`` of a bare name in ``fn`` that names nothing of its module; ``over``: the
-    iterable the name takes the items of, when only loops bind it."""
-    if not over:
-        nested = _nested(ix, fn, written)
-        if nested is not None:
-            return [Edge(src, function_node(nested), EdgeKind.PY_CALL, site, written=written)]
-        if written in BUILTINS:
-            return []
+    """The edge of a call ``written(...)`` of a name ``fn`` (or a function around it) binds: a function nested in it,
+    or a node named with what the code shows of what the name holds; ``over``: the iterable the name takes the items
+    of, when only loops bind it."""
+    nested = nested_call(ix, src, fn, written, site) if not over else []
+    if nested:
+        return nested
     owner = None if over else _parameter_of(ix, fn, written)
     if over:
         what = _items(ix, mro, over)
@@ -42,6 +39,12 @@ def local_calls(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, mro: S
         what = f"a local of {fn.qualname.rsplit('.', 1)[-1]}, bound when it runs"
     return [Edge(src, held_node(written, site), EdgeKind.PY_CALL, site, how=EdgeHow.LOCAL, written=written,
                  note=f"{what}; not followed")]
+
+
+def nested_call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc) -> list[Edge]:
+    """The edge of a call of a function defined in ``fn``'s body or in that of a function around it; none else."""
+    nested = _nested(ix, fn, written)
+    return [Edge(src, function_node(nested), EdgeKind.PY_CALL, site, written=written)] if nested is not None else []
 
 
 def _nested(ix: Index, fn: PyDef, name: str) -> PyDef | None:

@@ -92,6 +92,7 @@ class PyCall:
     recv_call: str = ""  # ``x.m()`` with x bound once, to ``f(...)``: f as written (Note [Builtin receivers])
     over: str = ""  # ``m(...)`` with m bound only by loops over one iterable: it as written ("self.layers"; Note
     #                 [Loop callables] in extract/pyrecv.py)
+    local: bool = False  # ``m(...)`` with m a name the function (or one around it) binds, not the module's
     # Note [Overloads by arguments]: the call's shape, which picks the op overloads it can reach
     nargs: int = -1  # positional arguments written; -1 when one is starred (*args): not known
     keywords: str = ""  # keyword arguments' names as written, comma-separated; "**" for a **mapping

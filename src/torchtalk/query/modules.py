@@ -171,8 +171,12 @@ def _tree(walk: PyWalk, start: Node, reg: OpRegistry, result: TraceModuleResult)
         (parent.children if parent is not None else roots).append(node)
     for key, edges in walk.again.items():
         if key in below:
-            below[key] += [CallNode(e.written, e.site or Loc("?", 0), e.dst.label, e.dst.loc, shown_above=True)
-                           for e in sorted(edges, key=lambda e: e.site.line if e.site else 0)]
+            listed = {(n.written, n.site) for n in below[key]}  # a call of several overloads: one line
+            for e in sorted(edges, key=lambda e: e.site.line if e.site else 0):
+                if (e.written, e.site or Loc("?", 0)) not in listed:
+                    listed.add((e.written, e.site or Loc("?", 0)))
+                    below[key].append(CallNode(e.written, e.site or Loc("?", 0), e.dst.label, e.dst.loc,
+                                               shown_above=True))
     return _merge_ops(roots), ops
 
 

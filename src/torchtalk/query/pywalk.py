@@ -74,8 +74,9 @@ class PyWalk:
     choices: list[Choice] = field(default_factory=list)
     common: list[str] = field(default_factory=list)  # op full names reached through calls no ``if`` arm guards
     # Note [Calls shown once]: a function the walk reached is stepped into once, at its first call; its other calls
-    # (self.norm2 after self.norm1, self.linear1 beside self.linear2) are edges the walk did not take. They are
-    # kept here, per calling function, so a call tree lists every call its functions make.
+    # (self.norm2 after self.norm1, self.linear1 beside self.linear2), and every call of an op the walk reached at
+    # another call (transpose at a second site), are edges the walk did not take. They are kept here, per calling
+    # function, so a call tree lists every call its functions make.
     again: dict[_Key, list[Edge]] = field(default_factory=dict)
     library: dict[str, str] = field(default_factory=dict)  # the TORCH_LIBRARY ops reached: torch.ops.ns.op -> ns::op
 
@@ -158,7 +159,9 @@ def walk_to_ops(g: Graph, start: Node, follow: Callable[[Step], bool], rank: Ran
         for e in own(node):
             if e.kind is EdgeKind.PY_CALL and e.branch is not None:
                 by_head.setdefault(e.branch.head, {}).setdefault(e.branch.arm, []).append(e)
-            if e.dst.kind is not NodeKind.OP and (_key(node), _key(e.dst), e.site, e.written) not in taken:
+            # a call of an op too (it is no less a call), not the op a name is bound to (F.linear = torch._C._nn.linear)
+            if (e.kind is EdgeKind.PY_CALL or e.dst.kind is not NodeKind.OP) and (
+                    _key(node), _key(e.dst), e.site, e.written) not in taken:
                 again.setdefault(_key(node), []).append(e)
         for head, arms in by_head.items():
             if sum(any(e.dst.kind is not NodeKind.OP for e in calls) for calls in arms.values()) < 2:
