@@ -85,21 +85,28 @@ void upsample_nearest(const Tensor& out) {
 }
 
 static int64_t size(int64_t i) { return i; }
+static int64_t normal_kernel(int64_t i) { return i; }
 template <typename T> struct maxer {};
-template <typename scalar_t, int64_t size>
+template <typename scalar_t, int64_t size, template <typename> class normal_kernel>
 static void mode_template(const Tensor& out) {
   compute_mode<scalar_t, size>(out);
   foreach_op<maxer<scalar_t>>(out);
   foreach_op<maxer>(out);
+  normal_impl_<normal_kernel>(out);
+  reduce_impl<scalar_t, reduce_on_device>(out);
 }
 
 }} // namespace at::native
 """
 
 
+DEVICE = ("aten/src/ATen/native/cuda/ReduceOnDevice.cuh",
+          "namespace at { namespace native {\n__device__ int reduce_on_device(int x) { return x; }\n}}\n")
+
+
 @pytest.fixture
 def refs(tree):
-    ix = index_with(tree, {PATH: SOURCE})
+    ix = index_with(tree, {PATH: SOURCE, DEVICE[0]: DEVICE[1]})
     try:
         yield tree, ix
     finally:
@@ -174,6 +181,7 @@ def test_a_function_given_as_a_template_argument_is_referenced_where_it_is_given
                              ("at::native::upsample_nearest", line + 2, EdgeHow.HANDED)], text
     res, text = run(get_tool("calls"), ix, function_name="at::native::upsample_nearest")
     assert [e.dst.label for e in res.sections[0].references] == ["at::native::nearest_index"] * 2, text
-    # a parameter of the template around the call, a class of the name (a functor struct): no function given
+    # a parameter of the template around the call, a class of the name (a functor struct), a device function named
+    # in a host file (a name a dispatch macro defines, as AT_DISPATCH_REDUCTION_TYPES's reduce): no function given
     res, text = run(get_tool("calls"), ix, function_name="at::native::mode_template")
     assert res.sections[0].references == [], text

@@ -205,9 +205,10 @@ class Calls:
                 for p in (n.child_by_field_name("parameters").named_children
                           if n.child_by_field_name("parameters") is not None else ()):
                     nm = p.child_by_field_name("name") or p.child_by_field_name("declarator")
-                    ids = [nm] if nm is not None else [x for x in p.named_children
-                                                        if x.type in ("type_identifier", "identifier")][-1:]
-                    out.update(m.group() for x in ids if (m := _WORD.search(self.t(x))))  # (*pred)(int): pred
+                    if nm is not None:  # int size; bool (*pred)(int): its first name
+                        out.update(_WORD.findall(self.t(nm))[:1])
+                    else:  # typename T; template <typename> class normal_kernel: its last name
+                        out.update(_WORD.findall(self.t(p).split("=", 1)[0])[-1:])
             elif n.type == "function_definition" and body is None:
                 body = n
             n = n.parent

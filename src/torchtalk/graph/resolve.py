@@ -267,6 +267,9 @@ class Resolver:
             return UNRESOLVED  # foreach_tensor_list_op<minimum>: the functor struct, not a function of its name
         where, found = self.lookup(name, qual)
         found = [s for s in self._usable(found) if s.kind in _REFERABLE]
+        if call.detail == TEMPLATE_ARGUMENT and self.caller.path.endswith(HOST_SOURCES) and "/hip/" not in \
+                self.caller.path:  # a name a host file gives (a macro's constant, ``reduce``) is no device function
+            found = [s for s in found if not _device_only(s)]
         if not found or ((qual in OP_NAMESPACES or (not qual and where in ("at", ""))) and op_named(self.reg, name)):
             return UNRESOLVED
         return self.choose(found, call)
