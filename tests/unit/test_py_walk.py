@@ -100,7 +100,7 @@ def test_a_call_of_what_a_local_holds_is_named_or_followed_never_dropped(ix):
         NodeKind.UNRESOLVED, "mod", "local",
         f"each item of self.layers (self.layers = _get_clones(...) at {stacks}:13); not followed")}
     assert named("torch.nn.modules.stacks.Chain.forward")["module"] == (
-        NodeKind.UNRESOLVED, "module", "local", f"each item self's __iter__ yields ({stacks}:23); not followed")
+        NodeKind.UNRESOLVED, "module", "local", f"each item self's __iter__ gives ({stacks}:23); not followed")
     outer = named("torch.nn.modules.stacks.apply")
     assert outer["twice"][:2] == (NodeKind.PY_FUNCTION, "torch.nn.modules.stacks.apply.<locals>.twice")
     assert outer["scale"][2:] == ("local", "parameter scale of apply: whatever the caller passes; not followed")
@@ -133,3 +133,13 @@ def test_every_call_of_a_forward_is_in_its_tree(ix):
     assert {("self._block", 85), ("self._block", 87)} <= sites, text
     res, text = run(get_tool("trace_module"), ix, module_name="torch.nn.modules.stacks.Splits")
     assert "- x.split -> ?" in text and "also calls, each shown at another call: x.split (line 101)" in text, text
+
+
+def test_a_call_of_an_item_of_a_container_is_named(ix):
+    """``self.tail[i](x)`` (AdaptiveLogSoftmaxWithLoss) and ``self[0](x)`` (ParametrizationList) call an item of what
+    the attribute or the module holds: named as not followed, never dropped."""
+    stacks = "torch/nn/modules/stacks.py"
+    res, text = run(get_tool("trace_module"), ix, module_name="torch.nn.modules.stacks.Indexed")
+    assert (f"- self.tail[]  [at {stacks}:113]  (an item of self.tail (self.tail = _get_clones(...) at {stacks}:107); "
+            "not followed)") in text, text
+    assert f"- self[]  [at {stacks}:114]  (an item self's __getitem__ gives ({stacks}:109); not followed)" in text, text

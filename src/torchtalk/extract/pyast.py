@@ -291,6 +291,13 @@ def _child_fields() -> dict[type, tuple[str, ...]]:
 CHILD_FIELDS = _child_fields()
 
 
+def literal_strs(node: AST) -> list[str]:
+    """The str literals of a list or tuple literal (``__all__ = ["a", "b"]``); none for any other expression."""
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [e.value for e in node.elts if e.__class__ is ast.Constant and isinstance(e.value, str)]
+    return []
+
+
 def push_children(node: AST, stack: list) -> None:
     """Push ``node``'s child nodes so that popping yields them in source order."""
     push = stack.append

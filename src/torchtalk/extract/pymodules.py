@@ -42,6 +42,7 @@ from .pyast import (
     import_rows,
     instance_attrs,
     last_part,
+    literal_strs,
     module_name,
     param_attrs,
     param_defaults,
@@ -62,12 +63,6 @@ _PROPERTY = {"property", "cached_property", "setter", "getter", "deleter", "abst
 def extract_python(relpath: str, data: bytes, tree: ast.Module | None = None) -> FileFacts:
     """Facts of one torch/** module; a file that does not parse comes back with its FileProblems."""
     return run_extractor(lambda rel, t: _Extractor(rel, t, data), relpath, data, tree)
-
-
-def _literal_strs(node) -> list[str]:
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return [e.value for e in node.elts if e.__class__ is Constant and isinstance(e.value, str)]
-    return []
 
 
 class _Extractor:
@@ -131,12 +126,12 @@ class _Extractor:
                 targets, value = [s.target], s.value
             elif cls is ast.AugAssign and self.is_refs:
                 if s.target.__class__ is Name and s.target.id == "__all__":
-                    self.refs_all = (self.refs_all or set()) | set(_literal_strs(s.value))
+                    self.refs_all = (self.refs_all or set()) | set(literal_strs(s.value))
                 continue
             else:
                 continue
             if self.is_refs and len(targets) == 1 and targets[0].__class__ is Name and targets[0].id == "__all__":
-                self.refs_all = (self.refs_all or set()) | set(_literal_strs(value))
+                self.refs_all = (self.refs_all or set()) | set(literal_strs(value))
                 continue
             refs = self._assigned_values(value, known)
             # Variable._execution_engine = ImperativeEngine() after the class: a class attribute holding an instance
@@ -221,6 +216,9 @@ class _Extractor:
                         kind = kind_for(last_part(name), self.relpath)
                         if kind is not None:
                             self._register(kind, n, -1, local)
+                elif f.__class__ is ast.Subscript and func >= 0 and (held := dotted(f.value)) is not None:
+                    append_call(PyCall(func, f"{held}[]", n.lineno, **call_shape(n)))  # self.layers[i](x)
+                    stack.append(f)
                 elif f.__class__ is Attribute and func >= 0:
                     # (-input).softmax(dim), x.view(...).sum(): a method of whatever the expression gives
                     append_call(PyCall(func, f"{EXPR}.{f.attr}", n.lineno, **call_shape(n), **made_by(f.value)))

@@ -122,7 +122,8 @@ def annotation_kind(a: ast.expr | None) -> PyReceiver | None:
 # iterable as written (``PyCall.over``: "self.layers", "self", "self.blocks.values()"); ``for i, m in
 # enumerate(xs)`` and ``for a, m in zip(xs, ys)`` take the items of the argument in m's place. graph/py_calls.py
 # names such a call with what the iterable is (the attribute's maker and line, the class's ``__iter__``) as not
-# followed, never drops it; a call of a parameter or of another local is named the same way.
+# followed, never drops it; a call of a parameter or of another local is named the same way, and so is a call of an
+# item of a container (``self.tail[i](x)``, ``self[0](x)``: the callee "self.tail[]" through ``__getitem__``).
 _MAX_ITERABLE = 80  # characters of an iterable as written; a longer expression is not recorded
 
 

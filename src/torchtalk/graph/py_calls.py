@@ -31,7 +31,7 @@ from .py_attrs import (
     method_of,
     tensor_hand_bound,
 )
-from .py_locals import local_calls, nested_call
+from .py_locals import item_calls, local_calls, nested_call
 from .pynames import PyDef, pynames
 from .registry import registry
 
@@ -234,6 +234,8 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
     (Note [Loop callables] in extract/pyrecv.py)."""
     if local[1]:
         return local_calls(ix, src, fn, written, site, ctx.mro, local[0])
+    if written.endswith("[]"):  # self.layers[i](x): an item of what the name holds (Note [Loop callables])
+        return item_calls(ix, src, written, site, ctx.mro)
     names = pynames(ix)
     head = written.split(".")[0]
     if written.startswith(("self.", "super().")) and written.count(".") == 1:

@@ -82,20 +82,28 @@ def _parameters(fn: PyDef) -> set[str]:
     return {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a}
 
 
-def _items(ix: Index, mro: Sequence[str], over: str) -> str:
-    """What a loop variable over ``over`` holds, as the code shows it: the items of ``self`` its class's
-    ``__iter__`` yields; those of an attribute, with the line that sets it."""
+def item_calls(ix: Index, src: Node, written: str, site: Loc, mro: Sequence[str]) -> list[Edge]:
+    """``self.layers[i](x)`` (``written`` "self.layers[]"): an item of what the name holds, named with what the code
+    shows of it (the attribute's maker and line, the class's ``__getitem__``), as not followed."""
+    what = _items(ix, mro, written[:-2], "an item", "__getitem__")
+    return [Edge(src, held_node(written, site), EdgeKind.PY_CALL, site, how=EdgeHow.LOCAL, written=written,
+                 note=f"{what}; not followed")]
+
+
+def _items(ix: Index, mro: Sequence[str], over: str, each: str = "each item", method: str = "__iter__") -> str:
+    """What an item of ``over`` is, as the code shows it: for ``self``, what its class's ``method`` gives (a loop's
+    ``__iter__``, an index's ``__getitem__``); for an attribute, the line that sets it."""
     if over == "self":
-        it = method_of(ix, mro, "__iter__")
-        return f"each item self's __iter__ yields ({it.loc})" if it is not None else "each item of self"
+        it = method_of(ix, mro, method)
+        return f"{each} self's {method} gives ({it.loc})" if it is not None else f"{each} of self"
     m = _SELF_ATTR.fullmatch(over)
     attr = m.group(1) if m else ""
     found = attribute_makers(ix, mro, attr) if attr else None
     if found is None:
-        return f"each item of {over}"
+        return f"{each} of {over}"
     _module, rows, params = found
     if rows:
         value, file_id, line = rows[0]
-        return f"each item of {over} (self.{attr} = {value}(...) at {ix.path_of(file_id)}:{line})"
+        return f"{each} of {over} (self.{attr} = {value}(...) at {ix.path_of(file_id)}:{line})"
     _default, file_id, line, param = params[0]
-    return f"each item of {over} (self.{attr} holds parameter {param}, set at {ix.path_of(file_id)}:{line})"
+    return f"{each} of {over} (self.{attr} holds parameter {param}, set at {ix.path_of(file_id)}:{line})"
