@@ -17,8 +17,9 @@ Everything asked about is enumerated with ``ast`` from the tree, then asked over
   by name), against the call tree of ``trace_module(<class>)``: is ``self.x`` resolved to it?
 - local callables: for each class of torch/** with its own ``forward``, the calls of that forward
   of a bare name its module does not bind (not a builtin either): a loop variable
-  (``for mod in self.layers: mod(x)``), a parameter, a nested function or another local; is the
-  call in the call tree of ``trace_module(<class>)`` (followed, or named as not followed)?
+  (``for mod in self.layers: mod(x)``), a parameter, a nested function or another local, and the
+  calls of an item of a container (``self.tail[i](x)``); is the call in the call tree of
+  ``trace_module(<class>)`` (followed, or named as not followed)?
 - test files: for each test/**/test_*.py file with 1 to 60 tests (``def test_*`` in a class
   body, or at module level), the tests against what ``test_file_info(<file>)`` lists (class,
   name and line), in its first answer.
@@ -259,6 +260,10 @@ def local_callable_calls(root: Path) -> dict[str, dict[str, tuple[str, list[int]
                     assigned.add(node.id)
             calls: dict[str, tuple[str, list[int]]] = {}
             for node in _own_nodes(fwd):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript) and (
+                        held := _dotted(node.func.value)):  # self.tail[i](x): an item of a container
+                    calls.setdefault(f"{held}[]", ("container item", []))[1].append(node.lineno)
+                    continue
                 if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
                     continue
                 name = node.func.id
@@ -936,8 +941,8 @@ def main(argv: list[str] | None = None) -> int:
     _misses(subs)
     hows = ", ".join(f"{n} {how}" for how, n in sorted(local["by_how"].items()))
     print(f"local callables: calls of forward of a bare name its module does not bind (a loop variable, a parameter, a "
-          f"nested function, a local), in trace_module's call tree  {frac(local['shown'], local['asked'])} over "
-          f"{local['classes']} classes ({hows})")
+          f"nested function, a local) or of a container's item, in trace_module's call tree  "
+          f"{frac(local['shown'], local['asked'])} over {local['classes']} classes ({hows})")
     _misses(local)
     print(f"test files with 1..{args.max_tests} tests: tests listed by test_file_info  "
           f"{frac(tests['listed'], tests['asked'])} over {tests['files']} files (target >= {TARGETS['tests']})")
