@@ -143,3 +143,11 @@ def test_a_call_of_an_item_of_a_container_is_named(ix):
     assert (f"- self.tail[]  [at {stacks}:113]  (an item of self.tail (self.tail = _get_clones(...) at {stacks}:107); "
             "not followed)") in text, text
     assert f"- self[]  [at {stacks}:114]  (an item self's __getitem__ gives ({stacks}:109); not followed)" in text, text
+
+
+def test_an_attribute_set_by_a_call_or_to_a_parameter_names_both(ix):
+    """TransformerDecoderLayer sets ``self.activation = _get_activation_fn(activation)`` for a string and
+    ``self.activation = activation`` else: its call runs the parameter's default (F.relu) too, besides the call's."""
+    got = {(e.dst.kind, e.dst.label) for e in _edges(ix, "torch.nn.modules.stacks.Activated.forward")
+           if e.written == "self.activation"}
+    assert got == {(NodeKind.UNRESOLVED, "self.activation"), (NodeKind.PY_FUNCTION, "torch.nn.functional.relu")}

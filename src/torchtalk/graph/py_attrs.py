@@ -101,13 +101,17 @@ def attribute_calls(ix: Index, src: Node, mro: Sequence[str], written: str, site
     if params and not rows:
         return _parameter_calls(ix, src, module, params, site, written, method)
     held = _held_calls(ix, src, module, rows, method, site, written)
-    if held:
-        return held
-    # Named, never dropped: self.weight_fake_quant = qconfig.weight(...) makes an object of no class shown
-    value, file_id, line = rows[0]
-    return [Edge(src, held_node(written, site), EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE, note=(
-        f"made by {value}(...) at {ix.path_of(file_id)}:{line}, whose class the code does not show; not "
-        "followed"), written=written)]
+    if not held:
+        # Named, never dropped: self.weight_fake_quant = qconfig.weight(...) makes an object of no class shown
+        value, file_id, line = rows[0]
+        held = [Edge(src, held_node(written, site), EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE, note=(
+            f"made by {value}(...) at {ix.path_of(file_id)}:{line}, whose class the code does not show; not "
+            "followed"), written=written)]
+    # set in one branch by a call, in another to a parameter (TransformerDecoderLayer's self.activation =
+    # _get_activation_fn(activation) or activation): the parameter's default runs too
+    default = [e for e in _parameter_calls(ix, src, module, params, site, written, method)
+               if e.dst.kind is not NodeKind.UNRESOLVED] if params else []
+    return held + default
 
 
 def attribute_makers(ix: Index, mro: Sequence[str], attr: str) -> tuple[
