@@ -151,3 +151,12 @@ def test_an_attribute_set_by_a_call_or_to_a_parameter_names_both(ix):
     got = {(e.dst.kind, e.dst.label) for e in _edges(ix, "torch.nn.modules.stacks.Activated.forward")
            if e.written == "self.activation"}
     assert got == {(NodeKind.UNRESOLVED, "self.activation"), (NodeKind.PY_FUNCTION, "torch.nn.functional.relu")}
+
+
+def test_apply_of_an_autograd_function_runs_its_forward(ix):
+    """``sync_batch_norm.apply(...)`` in nn.SyncBatchNorm (a torch.autograd.Function): its forward, said so."""
+    (edge,) = [e for e in _edges(ix, "torch.nn.modules.stacks.Synced.forward") if e.written == "_Sync.apply"]
+    assert (edge.dst.key, edge.how.value) == ("torch.nn.modules.stacks._Sync.forward", "function_apply")
+    assert edge.note == "torch.autograd.Function.apply runs forward (torch/autograd/function.py:7)"
+    res, text = run(get_tool("trace_module"), ix, module_name="torch.nn.modules.stacks.Synced")
+    assert "split.Tensor" in res.ops, text

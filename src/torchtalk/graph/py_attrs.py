@@ -13,6 +13,7 @@ from .nodes import binding_node, held_node, py_node
 from .pynames import PyDef, pynames
 
 MODULE = "torch.nn.modules.module.Module"  # calling an instance of a subclass runs its forward
+AUTOGRAD_FUNCTION = "torch.autograd.function.Function"  # C.apply(...) of a subclass runs C.forward
 
 
 def hand_bound(ix: Index) -> dict[str, Loc]:
@@ -80,6 +81,24 @@ def class_attribute_call(ix: Index, src: Node, full: str, site: Loc, written: st
         own = [r for r in rows if ix.path_of(r[1]) == d.loc.path]
         return _held_calls(ix, src, d.module, own, parts[-1], site, written) or None
     return None
+
+
+def inherited_method_call(ix: Index, src: Node, full: str, site: Loc, written: str) -> list[Edge]:
+    """``C.m(...)`` where the class ``C`` does not define ``m``: the method its nearest base defines; ``C.apply(...)``
+    of a ``torch.autograd.Function`` runs ``C.forward`` (Function.apply, through the C++ ``_FunctionBase.apply``),
+    said so. [] when ``full`` names no class's method."""
+    names = pynames(ix)
+    cls_fq, _, method = full.rpartition(".")
+    cls = names.definition(cls_fq) if cls_fq else None
+    if cls is None or cls.kind is not PyDefKind.CLASS:
+        return []
+    mro = names.mro(cls.fq)
+    if method == "apply" and AUTOGRAD_FUNCTION in mro and (fwd := method_of(ix, mro, "forward")) is not None:
+        apply = method_of(ix, mro, "apply")
+        return [Edge(src, function_node(fwd), EdgeKind.PY_CALL, site, how=EdgeHow.FUNCTION_APPLY, written=written,
+                     note=f"torch.autograd.Function.apply runs forward{f' ({apply.loc})' if apply else ''}")]
+    target = method_of(ix, mro, method)
+    return [Edge(src, function_node(target), EdgeKind.PY_CALL, site, written=written)] if target is not None else []
 
 
 def called_class_method(ix: Index, cls: PyDef) -> PyDef | None:

@@ -28,6 +28,7 @@ from .py_attrs import (
     class_attribute_call,
     function_node,
     hand_bound,
+    inherited_method_call,
     method_of,
     tensor_hand_bound,
 )
@@ -297,13 +298,15 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
     if "." not in written:  # a builtin, a function nested in this one, or a name the module binds but shows no
         #                      definition of (_pair = _ntuple(2) in torch/nn/modules/utils.py)
         return nested_call(ix, src, fn, written, site)
-    if written.count(".") == 1 and head not in names.imports(fn.module)[0]:
+    if written.count(".") == 1 and head not in names.imports(fn.module)[0] and \
+            names.definition(f"{fn.module}.{head}") is None:  # a local's method, not one of the module's class
         if made_by and _returns_builtin(ix, fn.module, made_by):
             return []  # grouped_tensors.values(): a dict's method (Note [Builtin receivers] in model/python.py)
         return _untyped_receiver(ix, src, written, site, shape)
-    if full.startswith("torch."):
-        return [Edge(src, unresolved_node(full), EdgeKind.PY_CALL, site, written=written)]
-    return []
+    inherited = inherited_method_call(ix, src, full, site, written)  # sync_batch_norm.apply(...): Note [Submodules]
+    if inherited or not full.startswith("torch."):
+        return inherited
+    return [Edge(src, unresolved_node(full), EdgeKind.PY_CALL, site, written=written)]
 
 
 def _untyped_receiver(ix: Index, src: Node, written: str, site: Loc, shape: Shape, made: str = "") -> list[Edge]:

@@ -158,7 +158,7 @@ def _tree(walk: PyWalk, start: Node, reg: OpRegistry, result: TraceModuleResult)
         untyped = e.how is EdgeHow.UNTYPED_RECEIVER
         target = ("?" if untyped else e.dst.key) if e.dst.kind is NodeKind.OP else e.dst.label
         # the assumption, the assignment that made the callee, or what the local holding it is
-        shown = untyped or e.how is EdgeHow.ATTRIBUTE or e.how is EdgeHow.LOCAL
+        shown = untyped or e.how in (EdgeHow.ATTRIBUTE, EdgeHow.LOCAL, EdgeHow.FUNCTION_APPLY)
         node = CallNode(e.written, e.site or Loc("?", 0), target, e.dst.loc, note=e.note if shown else "")
         made[id(s)] = node
         below.setdefault((e.dst.kind, e.dst.key), node.children)
