@@ -160,3 +160,11 @@ def test_apply_of_an_autograd_function_runs_its_forward(ix):
     assert edge.note == "torch.autograd.Function.apply runs forward (torch/autograd/function.py:7)"
     res, text = run(get_tool("trace_module"), ix, module_name="torch.nn.modules.stacks.Synced")
     assert "split.Tensor" in res.ops, text
+
+
+def test_a_receiver_annotated_a_tensor_is_said_to_be_one(ix):
+    """``input.norm(...)`` with ``input: Tensor`` in the signature: the annotation shows the receiver is a Tensor
+    (before: "receiver not typed; assumed a Tensor")."""
+    (edge,) = [e for e in _edges(ix, "torch.nn.modules.walked.normalize") if e.written == "input.norm"]
+    assert edge.note == "a Tensor: parameter input: Tensor"
+    assert [e.note for e in _edges(ix, "torch.nn.modules.walked.chunks")] == ["receiver not typed; assumed a Tensor"]

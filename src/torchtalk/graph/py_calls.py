@@ -32,7 +32,7 @@ from .py_attrs import (
     method_of,
     tensor_hand_bound,
 )
-from .py_locals import item_calls, local_calls, nested_call
+from .py_locals import item_calls, local_calls, nested_call, tensor_parameter
 from .pynames import PyDef, pynames
 from .registry import registry
 
@@ -302,7 +302,7 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
             names.definition(f"{fn.module}.{head}") is None:  # a local's method, not one of the module's class
         if made_by and _returns_builtin(ix, fn.module, made_by):
             return []  # grouped_tensors.values(): a dict's method (Note [Builtin receivers] in model/python.py)
-        return _untyped_receiver(ix, src, written, site, shape)
+        return _untyped_receiver(ix, src, written, site, shape, tensor_parameter(fn, head))
     inherited = inherited_method_call(ix, src, full, site, written)  # sync_batch_norm.apply(...): Note [Submodules]
     if inherited or not full.startswith("torch."):
         return inherited

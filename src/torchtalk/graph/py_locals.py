@@ -10,6 +10,7 @@ the module is none of these.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Sequence
 
@@ -73,13 +74,30 @@ def _parameter_of(ix: Index, fn: PyDef, name: str) -> PyDef | None:
     return None
 
 
-def _parameters(fn: PyDef) -> set[str]:
-    """The names of ``fn``'s parameters, read from its signature as written (none when it does not parse)."""
+def _parameters(fn: PyDef) -> dict[str, str]:
+    """``fn``'s parameters and their annotations as written ("" for none), read from its signature (none when it does
+    not parse)."""
+    return _signature_parameters(fn.signature)
+
+
+@functools.lru_cache(maxsize=8192)  # every call through an untyped receiver asks its function's
+def _signature_parameters(signature: str) -> dict[str, str]:
     try:
-        args = ast.parse(f"def f{fn.signature}: pass").body[0].args  # type: ignore[attr-defined]
+        args = ast.parse(f"def f{signature}: pass").body[0].args  # type: ignore[attr-defined]
     except (SyntaxError, ValueError):
-        return set()
-    return {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a}
+        return {}
+    return {a.arg: ast.unparse(a.annotation) if a.annotation is not None else ""
+            for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a}
+
+
+_TENSOR = re.compile(r"(?:Optional\[)?['\"]?(?:torch\.)?Tensor['\"]?\]?(?:\s*\|\s*None)?")  # Tensor, Optional[Tensor]
+
+
+def tensor_parameter(fn: PyDef, name: str) -> str:
+    """"parameter x: Tensor" when ``name`` is a parameter of ``fn`` annotated a Tensor (``Optional[Tensor]`` too): what
+    shows a receiver is one, said instead of "not typed"; "" else."""
+    annotation = _parameters(fn).get(name, "") if fn.signature else ""
+    return f"parameter {name}: {annotation}" if annotation and _TENSOR.fullmatch(annotation) else ""
 
 
 def item_calls(ix: Index, src: Node, written: str, site: Loc, mro: Sequence[str]) -> list[Edge]:
