@@ -40,10 +40,13 @@ _NOT_HELD = frozenset({"nullptr", "NULL", "this", "new", "static_cast", "reinter
 # call: put in a table (``array_of<bool (*)(sdp_params const&, bool)>(check_runtime_disabled_cudnn, ...)``, looped
 # over and called), handed to a helper that calls it (``fmap(value, getOptTensorValueTrace)``,
 # ``split_batch_dim_to_32bit_out(..., raw_cudnn_convolution_backward_input_out_32bit)``), given to a registration
-# (``TORCH_FN(f)``) or its address taken (``&f``). Each name written as an argument or an element of an initializer
-# list in a function's body is recorded as a REF site (``CallKind.REF``), its address or template instance as the
-# name; whether it names a function (and which) is decided where calls are resolved (graph/resolve.py): a variable
-# or an enumerator of that name makes no edge. A pybind11 ``.def`` and the registration macros keep their own
+# (``TORCH_FN(f)``) or its address taken (``&f``), or given as a template argument (``makeFromBoxedFunction<&
+# conjugateFallback>()``, ``upsample_template<nearest_neighbor_compute_source_index>(...)``). Each name written as an
+# argument, an element of an initializer list or a call's template argument (detail TEMPLATE_ARGUMENT; not a
+# parameter of a template around it, nor a type alias of its body) in a function's body is recorded as a REF site
+# (``CallKind.REF``), its address or template instance as the name; whether it names a function (and which) is
+# decided where calls are resolved (graph/resolve.py): a variable, an enumerator or a class of that name makes no
+# edge. A pybind11 ``.def`` and the registration macros keep their own
 # facts (their arguments are not references again).
 _ALIASED = re.compile(r"\busing\s+(\w+)\s*=")  # a type alias a function body declares
 _WORD = re.compile(r"[A-Za-z_]\w*")
