@@ -131,6 +131,10 @@ def test_every_call_of_a_forward_is_in_its_tree(ix):
     res, text = run(get_tool("trace_module"), ix, module_name="torch.nn.modules.stacks.NormFirst")
     sites = {(n.written, n.site.line) for n in res.entry.calls}
     assert {("self._block", 85), ("self._block", 87)} <= sites, text
+    # a choice none of whose arms reaches an op is one line, not a block per arm (the structured answer keeps it)
+    assert [c.head.line for c in res.choices] == [84] and "\nPaths: " not in text, text
+    assert ("Paths that reach no op on any arm (1): torch.nn.modules.stacks.NormFirst.forward at "
+            "torch/nn/modules/stacks.py:84; the structured answer") in text, text
     res, text = run(get_tool("trace_module"), ix, module_name="torch.nn.modules.stacks.Splits")
     assert "- x.split -> ?" in text and "also calls, each shown at another call: x.split (line 101)" in text, text
 

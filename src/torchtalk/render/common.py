@@ -120,7 +120,12 @@ def choice_lines(choices: list[Choice], common: list[str] | None = None) -> list
     """The paths a Python walk's code chooses between (query/pywalk.py), each arm with the line that chooses it
     and the ops reached through it; then the ops reached through calls no ``if`` guards (on every path)."""
     out: list[str] = []
+    # a choice none of whose arms reaches an op (torch.cuda.is_available's, under an optimizer's step) says nothing
+    # of the ops: one line names them all
+    none = [c for c in choices if not any(a.ops for a in c.arms)]
     for c in choices:
+        if c in none:
+            continue
         out.append(f"\nPaths: {c.where.key} chooses at {c.head} ({len(c.arms)} arms)")
         for a in c.arms:
             callees = ", ".join(e.dst.key.rsplit(".", 1)[-1] if e.dst.kind is not NodeKind.OP else f"op {e.dst.key}"
@@ -129,6 +134,10 @@ def choice_lines(choices: list[Choice], common: list[str] | None = None) -> list
             via = f", called at {call.site}" if call.branch and call.branch.chosen else ""
             ops = f": {len({o.split('.')[0] for o in a.ops})} ops: {op_names(a.ops)}" if a.ops else ": no op reached"
             out.append(f"- {a.arm}: {callees} (chosen at {a.chosen}{via}){ops}")
+    if none:
+        out.append(f"{chr(10) if len(none) == len(choices) else ''}Paths that reach no op on any arm ({len(none)}): "
+                   + some([f"{c.where.key} at {c.head}" for c in none], 4)
+                   + f"; {STRUCTURED} holds their arms")
     if choices and common is not None:
         out.append(f"Outside any if (on every path): {op_names(common)}" if common else "Outside any if: no op")
     return out
