@@ -14,7 +14,7 @@ from .library_impls import library_impls, library_python
 from .nodes import binding_node, cpp_node, op_node, symbol_id, unresolved_node
 from .py_args import overloads_for
 from .py_calls import assign_edges, ops_of_python, python_tensor_method
-from .pynames import PyNames, pynames
+from .pynames import PyNames, pynames, signature_params
 from .registry import registry
 from .symbols import defs_by_name, defs_in_file, symbol
 
@@ -233,28 +233,6 @@ def _tensor_method_reaches(ix: Index, op: Op, method: str, shape: tuple[int, str
     return op in overloads_for(ops, nargs, tuple(keywords.split(",")) if keywords else (), True, literals)
 
 
-def _params(signature: str) -> dict[str, str]:
-    """Parameter name -> annotation ("" if none) of a signature
-    "(self, input: Tensor, memo: Optional[Set[M]] = None)"."""
-    inner = signature[signature.find("(") + 1:signature.rfind(")")] if "(" in signature else ""
-    parts, depth, cur = [], 0, ""
-    for ch in inner:
-        depth += ch in "[(" and 1 or ch in "])" and -1 or 0
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    parts.append(cur)
-    out = {}
-    for p in parts:
-        name, _, ann = p.split("=", 1)[0].partition(":")
-        name = name.strip().lstrip("*")
-        if name.isidentifier():
-            out[name] = ann.strip()
-    return out
-
-
 def _tensor_argument(names: PyNames, fq: str, callee: str) -> bool:
     """``input.softmax(dim)`` where ``input`` is a parameter of the caller that is not annotated as something
     else than a Tensor (not self, not a local, not ``memo: Set[Module]``): taken for a Tensor method."""
@@ -264,7 +242,7 @@ def _tensor_argument(names: PyNames, fq: str, callee: str) -> bool:
     if head == EXPR:
         return True
     d = names.definition(fq)
-    params = _params(d.signature) if d is not None else {}
+    params = signature_params(d.signature) if d is not None else {}
     return head != "self" and head in params and (not params[head] or "Tensor" in params[head])
 
 

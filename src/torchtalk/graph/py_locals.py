@@ -9,8 +9,6 @@ the module is none of these.
 
 from __future__ import annotations
 
-import ast
-import functools
 import re
 from collections.abc import Sequence
 
@@ -18,7 +16,7 @@ from ..model import Edge, EdgeHow, EdgeKind, Loc, Node, PyDefKind
 from ..store.reader import Index
 from .nodes import held_node
 from .py_attrs import attribute_makers, function_node, method_of
-from .pynames import PyDef, pynames
+from .pynames import PyDef, pynames, signature_params
 
 _SELF_ATTR = re.compile(r"self\.(\w+)(?:\.\w+\(\))?")  # self.layers, self.blocks.values()
 
@@ -66,28 +64,12 @@ def _parameter_of(ix: Index, fn: PyDef, name: str) -> PyDef | None:
     names = pynames(ix)
     d: PyDef | None = fn
     while d is not None:
-        if name in _parameters(d):
+        if name in signature_params(d.signature):
             return d
         if ".<locals>." not in d.qualname:
             return None
         d = names.definition(f"{d.module}.{d.qualname.rsplit('.<locals>.', 1)[0]}")
     return None
-
-
-def _parameters(fn: PyDef) -> dict[str, str]:
-    """``fn``'s parameters and their annotations as written ("" for none), read from its signature (none when it does
-    not parse)."""
-    return _signature_parameters(fn.signature)
-
-
-@functools.lru_cache(maxsize=8192)  # every call through an untyped receiver asks its function's
-def _signature_parameters(signature: str) -> dict[str, str]:
-    try:
-        args = ast.parse(f"def f{signature}: pass").body[0].args  # type: ignore[attr-defined]
-    except (SyntaxError, ValueError):
-        return {}
-    return {a.arg: ast.unparse(a.annotation) if a.annotation is not None else ""
-            for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a}
 
 
 _TENSOR = re.compile(r"(?:Optional\[)?['\"]?(?:torch\.)?Tensor['\"]?\]?(?:\s*\|\s*None)?")  # Tensor, Optional[Tensor]
@@ -96,7 +78,7 @@ _TENSOR = re.compile(r"(?:Optional\[)?['\"]?(?:torch\.)?Tensor['\"]?\]?(?:\s*\|\
 def tensor_parameter(fn: PyDef, name: str) -> str:
     """"parameter x: Tensor" when ``name`` is a parameter of ``fn`` annotated a Tensor (``Optional[Tensor]`` too): what
     shows a receiver is one, said instead of "not typed"; "" else."""
-    annotation = _parameters(fn).get(name, "") if fn.signature else ""
+    annotation = signature_params(fn.signature).get(name, "")
     return f"parameter {name}: {annotation}" if annotation and _TENSOR.fullmatch(annotation) else ""
 
 

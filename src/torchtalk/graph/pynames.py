@@ -8,6 +8,7 @@ Lookups are made on demand and memoised per index version.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -218,6 +219,29 @@ class PyNames:
             if head in table:
                 return f"{pkg}.{table[head]}{full[len(head):]}"
         return full
+
+
+@functools.lru_cache(maxsize=8192)  # asked for every call through a parameter a walk meets
+def signature_params(signature: str) -> dict[str, str]:
+    """Parameter name -> annotation as written ("" if none) of a signature
+    "(self, input: Tensor, memo: Optional[Set[M]] = None)" (``PyDef.signature``); the result is shared: read only."""
+    inner = signature[signature.find("(") + 1:signature.rfind(")")] if "(" in signature else ""
+    parts, depth, cur = [], 0, ""
+    for ch in inner:
+        depth += ch in "[(" and 1 or ch in "])" and -1 or 0
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    out = {}
+    for p in parts:
+        name, _, ann = p.split("=", 1)[0].partition(":")
+        name = name.strip().lstrip("*")
+        if name.isidentifier():
+            out[name] = ann.strip()
+    return out
 
 
 def pynames(ix: Index) -> PyNames:

@@ -173,10 +173,10 @@ def _tree(walk: PyWalk, start: Node, reg: OpRegistry, result: TraceModuleResult)
         if key in below:
             listed = {(n.written, n.site) for n in below[key]}  # a call of several overloads: one line
             for e in sorted(edges, key=lambda e: e.site.line if e.site else 0):
-                if (e.written, e.site or Loc("?", 0)) not in listed:
-                    listed.add((e.written, e.site or Loc("?", 0)))
-                    below[key].append(CallNode(e.written, e.site or Loc("?", 0), e.dst.label, e.dst.loc,
-                                               shown_above=True))
+                site = e.site or Loc("?", 0)
+                if (e.written, site) not in listed:
+                    listed.add((e.written, site))
+                    below[key].append(CallNode(e.written, site, e.dst.label, e.dst.loc, shown_above=True))
     return _merge_ops(roots), ops
 
 

@@ -124,7 +124,7 @@ def choice_lines(choices: list[Choice], common: list[str] | None = None) -> list
     # of the ops: one line names them all
     none = [c for c in choices if not any(a.ops for a in c.arms)]
     for c in choices:
-        if c in none:
+        if not any(a.ops for a in c.arms):
             continue
         out.append(f"\nPaths: {c.where.key} chooses at {c.head} ({len(c.arms)} arms)")
         for a in c.arms:
