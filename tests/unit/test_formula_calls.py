@@ -43,3 +43,28 @@ def test_helpers_and_qualified_calls(calls):
     # a name no op has is a helper's (FunctionsManual); std::/c10:: calls are the library's, at:: ones are ops
     assert calls("handle_r_to_c(self.scalar_type(), grad)") == [("handle_r_to_c", False, (), False)]
     assert calls("std::sqrt(2) * at::rsqrt(grad)") == [("rsqrt", False, ("rsqrt",), True)]
+
+
+def test_split_arguments_keep_operators_apart_from_template_brackets(calls):
+    # "self <= max" is a comparison, not the start of template arguments: where( takes three arguments here
+    from torchtalk.graph.cpp_types import split_args
+    assert split_args("self <= max, grad, at::scalar_tensor(0., grad.options())") == [
+        "self <= max", "grad", "at::scalar_tensor(0., grad.options())"]
+    assert split_args("std::map<int, std::pair<a, b>> m, x << 2, p->y") == [
+        "std::map<int, std::pair<a, b>> m", "x << 2", "p->y"]
+
+
+def test_an_operator_with_a_tensor_operand_is_an_op(calls):
+    # Note [Tensor operators]: grad + other is grad.add(other), add.Tensor; the fixture has no mul, so * is no op's
+    assert calls("grad + other") == [("operator+", True, ("add.Tensor",), True)]
+    assert calls("(grad + other).relu()") == [
+        ("operator+", True, ("add.Tensor",), True), ("relu", True, ("relu",), True)]
+    # precedence: the left operand of + is grad * self (a Tensor), though its nearest name is self
+    assert calls("~(grad * self + other)") == [
+        ("operator~", True, ("bitwise_not",), True), ("operator+", True, ("add.Tensor",), True)]
+
+
+def test_an_operator_between_numbers_or_sizes_is_no_op(calls):
+    # self.dim() and at::size(self, 0) are numbers (size.int returns an int): their arithmetic is the language's
+    assert calls("self.dim() + 1") == []
+    assert calls("at::size(self, 0) + 1") == [("size", False, ("size.int",), True)]

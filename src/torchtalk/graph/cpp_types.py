@@ -161,14 +161,19 @@ def close_bracket(text: str, open_at: int, pairs: tuple[str, str] = ("([{", ")]}
 
 
 def split_args(text: str) -> list[str]:
-    """Top-level comma split (brackets and template arguments kept together)."""
-    out, depth, start = [], 0, 0
+    """Top-level comma split, brackets kept together: ``<`` right after a name opens template arguments (never an
+    operator: ``self <= max``, ``a < b``, ``x << 2``), ``>`` closes only an open ``<`` (``p->x``)."""
+    out, stack, start = [], [], 0
     for i, ch in enumerate(text):
-        if ch in "<([":
-            depth += 1
-        elif ch in ">)]":
-            depth -= 1
-        elif ch == "," and depth == 0:
+        if ch in "([" or ch == "<" and i and (text[i - 1].isalnum() or text[i - 1] in "_:") and \
+                text[i + 1:i + 2] not in ("=", "<"):
+            stack.append(ch)
+        elif ch == ">" and stack and stack[-1] == "<":
+            stack.pop()
+        elif ch in ")]":  # a "<" left open inside these brackets was an operator
+            while stack and stack.pop() == "<":
+                pass
+        elif ch == "," and not stack:
             out.append(text[start:i].strip())
             start = i + 1
     out.append(text[start:].strip())

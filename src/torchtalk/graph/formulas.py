@@ -12,6 +12,13 @@ takes that many arguments and whose parameters the known types can bind (``overl
 ``pow.Tensor_Scalar``, never ``pow.Tensor_Tensor``; ``.sum(0)`` is ``sum.dim_IntList``; ``sqrt(M_PI)`` is the C
 library's (a number binds no Tensor), no op at all. A method on an argument whose type is no Tensor is that type's
 (``weight.conj()`` for a Scalar ``weight``: ``c10::Scalar::conj``), no op either.
+
+An operator with a Tensor operand is a call too (Note [Tensor operators] in model/schema.py): ``grad * (tensor2 *
+value).conj()`` calls ``mul`` twice, ``self <= max`` calls ``le``, ``-grad`` calls ``neg``, ``2.0 / x`` calls
+``empty_like``, ``fill_`` and ``div_``. An operand is a Tensor when the text shows it (a Tensor name of the
+environment, a Tensor method op called on one, an op called with a Tensor, a parenthesized expression with such an
+operand); an operator between operands of which none is known to be a Tensor (``self.dim() - 1``, ``2.0 /
+sqrt(M_PI)``) is left alone.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..model import Op, Variant
+from ..model import TENSOR_BINARY_OPERATORS, TENSOR_UNARY_OPERATORS, Op, Variant
 from ..store.reader import Index
 from .cpp_types import Ty, close_bracket, split_args
 from .op_spellings import op_named
@@ -46,7 +53,8 @@ class FormulaCall:
 def formula_calls(ix: Index, reg: OpRegistry, text: str, op: Op | None) -> list[FormulaCall]:
     """The calls of formula ``text`` of ``op``'s entry, in order (Note [Formula calls])."""
     env = _environment(op)
-    out: list[FormulaCall] = []
+    operators = _Operators(ix, reg, env)
+    out: list[tuple[int, FormulaCall]] = []
     for m in _NAME.finditer(text):
         name, start = m.group(1), m.start()
         before = text[:start].rstrip()
@@ -59,17 +67,19 @@ def formula_calls(ix: Index, reg: OpRegistry, text: str, op: Op | None) -> list[
             recv = _RECEIVER.search(before)
             recv_ty = env.get(recv.group(1)) if recv else None
             if recv_ty is not None and recv_ty != _TENSOR:
-                out.append(FormulaCall(name, True, ()))  # a Scalar's or a number's method
+                out.append((start, FormulaCall(name, True, ())))  # a Scalar's or a number's method
                 continue
             candidates = [o for o in reg.by_name.get(name, []) if Variant.METHOD in o.variants and not o.is_out]
         else:
             candidates = [reg.by_full[f] for f in op_named(reg, name)]
         if not candidates:
             if not method:
-                out.append(FormulaCall(name, False, (), op_name=False))
+                out.append((start, FormulaCall(name, False, (), op_name=False)))
             continue
-        out.append(FormulaCall(name, method, _fitting(ix, candidates, [_type(a, env) for a in args], method)))
-    return out
+        typed = [operators._type(a) for a in args]
+        out.append((start, FormulaCall(name, method, _fitting(ix, candidates, typed, method))))
+    out += operators.calls(text)
+    return [c for _at, c in sorted(out, key=lambda pc: pc[0])]
 
 
 def _fitting(ix: Index, candidates: list[Op], args: list[Ty | None], method: bool) -> tuple[str, ...]:
@@ -109,3 +119,191 @@ def _parenthesized(text: str, open_at: int) -> str:
     """The text between the parenthesis at ``open_at`` and the one that closes it (to the end if none does)."""
     close = close_bracket(text, open_at, limit=len(text))
     return text[open_at + 1:close] if close >= 0 else text[open_at + 1:]
+
+
+_OPERATOR = re.compile(r"<=|>=|==|!=|&&|\|\||<<|>>|->|::|[-+*/%&|^<>~!?:,;=(\[{]")
+_BEFORE_UNARY = "(,=?:[{!<>+-*/%&|^~"
+_STRING_LIT = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+class _Operators:
+    """The operators of a formula that are ops (Note [Formula calls], Note [Tensor operators])."""
+
+    def __init__(self, ix: Index, reg: OpRegistry, env: dict[str, Ty | None]):
+        self.ix, self.reg, self.env = ix, reg, env
+
+    def calls(self, text: str) -> list[tuple[int, FormulaCall]]:
+        s = _STRING_LIT.sub(lambda m: " " * len(m.group()), text)
+        out: list[tuple[int, FormulaCall]] = []
+        templates = 0  # "<" of std::get<0>, std::vector<c10::SymInt> still open
+        for m in _OPERATOR.finditer(s):
+            tok, at = m.group(), m.start()
+            if tok == "<" and at and (s[at - 1].isalnum() or s[at - 1] == "_"):
+                templates += 1
+                continue
+            if tok == ">" and templates:
+                templates -= 1
+                continue
+            prev = s[:at].rstrip()
+            if tok in TENSOR_UNARY_OPERATORS and (not prev or prev[-1] in _BEFORE_UNARY or prev.endswith("return")):
+                if self._type(s[m.end():_operand_end(s, m.end())]) == _TENSOR and (
+                        ops := self._methods(TENSOR_UNARY_OPERATORS[tok], [])):
+                    out.append((at, FormulaCall(f"operator{tok}", True, ops)))
+                continue
+            if tok not in TENSOR_BINARY_OPERATORS or not prev or prev[-1] in _BEFORE_UNARY:
+                continue
+            lt, rt = self._type(_left(s, at, tok)), self._type(_right(s, m.end(), tok))
+            tensor_left, scalar_left = TENSOR_BINARY_OPERATORS[tok]
+            if lt == _TENSOR or (lt is None and rt == _TENSOR):
+                ops = self._methods(tensor_left, [rt])
+            elif rt == _TENSOR:  # a number or a Scalar on the left: y.mul(x), empty_like(y).fill_(x).sub_(y)
+                ops = tuple(o for name in scalar_left for o in self._methods(
+                    name, [] if name == "empty_like" else [_TENSOR] if name == tensor_left + "_" else [lt]))
+            else:
+                continue
+            if ops:  # no overload takes these operands: the operator is no op's (a number's, a helper's type's)
+                out.append((at, FormulaCall(f"operator{tok}", True, ops)))
+        return out
+
+    def _methods(self, name: str, args: list[Ty | None]) -> tuple[str, ...]:
+        ops = [o for o in self.reg.by_name.get(name, []) if not o.is_out]
+        if methods := [o for o in ops if Variant.METHOD in o.variants]:
+            return _fitting(self.ix, methods, args, True)
+        return _fitting(self.ix, ops, [_TENSOR, *args], False) if ops else ()  # at::empty_like(y, ...)
+
+    def _type(self, expr: str) -> Ty | None:
+        """The type of an operand or an expression when its text shows it (a Tensor, a number), else None."""
+        e = expr.strip()
+        while e[:1] in ("-", "~", "!") and len(e) > 1:
+            e = e[1:].lstrip()
+        known = _type(e, self.env)
+        if known is not None or not e:
+            return known
+        parts = _top_level(e)
+        if len(parts) > 1:  # a Tensor operand makes the operator an op; numbers make a number
+            kinds = [self._type(p) for p in parts]
+            if _TENSOR in kinds:
+                return _TENSOR
+            return Ty("double") if all(k is not None for k in kinds) else None
+        ty: Ty | None
+        if e.startswith("("):
+            close = close_bracket(e, 0, limit=len(e))
+            if close < 0:
+                return None
+            ty, pos = self._type(e[1:close]), close + 1
+        elif head := re.match(r"(?:at::)?([A-Za-z_]\w*)\s*(\()?", e):
+            pos = head.end()
+            if head.group(2):  # f(...): an op's (when its arguments are not all numbers) or unknown
+                close = close_bracket(e, pos - 1, limit=len(e))
+                if close < 0:
+                    return None
+                args = [self._type(a) for a in split_args(e[pos:close])]
+                numbers = bool(args) and all(a is not None and a != _TENSOR for a in args)  # sqrt(M_PI): C's
+                ty = _TENSOR if not numbers and _returns_tensor(self.reg.by_name.get(head.group(1), [])) else None
+                pos = close + 1
+            else:
+                ty = self.env.get(head.group(1))
+        else:
+            return None
+        while ty == _TENSOR and (meth := re.match(r"\s*\.\s*([A-Za-z_]\w*)\s*\(", e[pos:])):
+            close = close_bracket(e, pos + meth.end() - 1, limit=len(e))
+            if close < 0:
+                return None
+            ty = _TENSOR if _returns_tensor(self.reg.by_name.get(meth.group(1), [])) else None
+            pos = close + 1
+        return ty if not e[pos:].strip() else None
+
+
+def _returns_tensor(ops: list[Op]) -> bool:
+    return bool(ops) and all(len(o.schema.returns) == 1 and o.schema.returns[0].type == "Tensor" for o in ops)
+
+
+def _top_level(text: str) -> list[str]:
+    """The operands of an expression's top-level binary operators."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and ch in "+-*/%&|^<>" and text[:i].strip() and text[:i].rstrip()[-1] not in _BEFORE_UNARY:
+            out.append(text[start:i])
+            start = i + 1
+    out.append(text[start:])
+    return [o.lstrip("= ") for o in out if o.strip().strip("=")]
+
+
+# C++'s precedence of the binary operators a formula uses (smaller binds tighter)
+_PRECEDENCE = {"*": 5, "/": 5, "%": 5, "+": 6, "-": 6, "<": 9, "<=": 9, ">": 9, ">=": 9, "==": 10, "!=": 10, "&": 11,
+               "^": 12, "|": 13}
+_TRAILING_OPERATOR = re.compile(r"(<=|>=|==|!=|[-+*/%&|^<>])\s*$")
+_LEADING_OPERATOR = re.compile(r"\s*(<=|>=|==|!=|[-+*/%&|^<>])(?![=&|])")
+
+
+def _left(s: str, at: int, tok: str) -> str:
+    """The left operand of the operator ``tok`` at ``at``: a name, a number, a call, a parenthesized group, a method
+    chain, and what operators of its precedence or tighter make of them (``grad * self`` in ``grad * self / x``)."""
+    start = _operand_start(s, at)
+    while (m := _TRAILING_OPERATOR.search(s, 0, start)) and _PRECEDENCE[m.group(1)] <= _PRECEDENCE[tok] and (
+            not (before := s[:m.start()].rstrip()) or before[-1] not in _BEFORE_UNARY):
+        if not before:
+            break
+        start = _operand_start(s, m.start())
+    return s[start:at]
+
+
+def _right(s: str, at: int, tok: str) -> str:
+    """The right operand of the operator ``tok`` that ends at ``at``, with what operators binding tighter make of it
+    (``b * c`` in ``a - b * c``)."""
+    start = at
+    while start < len(s) and (s[start].isspace() or s[start] in "-~!"):
+        start += 1
+    end = _operand_end(s, start)
+    while (m := _LEADING_OPERATOR.match(s, end)) and m.group(1) in _PRECEDENCE and (
+            _PRECEDENCE[m.group(1)] < _PRECEDENCE.get(tok, 3)):
+        end = _operand_end(s, m.end())
+    return s[start:end]
+
+
+def _operand_start(s: str, end: int) -> int:
+    i = end
+    while i > 0 and s[i - 1].isspace():
+        i -= 1
+    while i > 0:
+        ch = s[i - 1]
+        if ch in ")]":
+            depth, j = 0, i - 1
+            while j >= 0:
+                depth += s[j] in ")]"
+                depth -= s[j] in "(["
+                if depth == 0:
+                    break
+                j -= 1
+            i = max(j, 0)
+        elif ch.isalnum() or ch in "_.":
+            i -= 1
+        elif s[max(i - 2, 0):i] == "::":
+            i -= 2
+        else:
+            break
+    return i
+
+
+def _operand_end(s: str, start: int) -> int:
+    j = start
+    while j < len(s) and (s[j].isspace() or s[j] in "-~!"):
+        j += 1
+    while j < len(s):
+        ch = s[j]
+        if ch in "([":
+            close = close_bracket(s, j, limit=len(s))
+            if close < 0:
+                return len(s)
+            j = close + 1
+        elif ch.isalnum() or ch in "_.":
+            j += 1
+        elif s[j:j + 2] == "::":
+            j += 2
+        else:
+            break
+    return j

@@ -57,7 +57,7 @@ from .ops import (
 )
 from .python import PyAssign, PyAttr, PyCall, PyClass, PyFunction, PyImport, PyOpRef
 from .raises import RaiseKind, RaiseSite
-from .schema import Argument, FunctionSchema, Return, SchemaError
+from .schema import TENSOR_BINARY_OPERATORS, TENSOR_UNARY_OPERATORS, Argument, FunctionSchema, Return, SchemaError
 from .tests import OpInfoEntry, OpInfoList, OpTestMark, TestClass, TestInstantiation, TestMethod, TestUtil
 
 # One table per fact type, named as the index has always named them. Facts other rows
@@ -94,7 +94,7 @@ __all__ = [
     "PY_MODULES", "PyApiKind", "PyAssign", "PyAttr", "PyCall", "PyClass", "PyDefKind",
     "PyFunction", "PyFunctionKind", "PyImport", "PyOpRef", "PyOpRefKind", "PyReceiver", "RaiseKind", "RaiseSite",
     "Registration", "RegistrationKind", "Return", "SchemaError", "StrEnum", "SymbolKind", "TABLE_OF",
-    "TEMPLATE_ARGUMENT", "Tag",
+    "TEMPLATE_ARGUMENT", "TENSOR_BINARY_OPERATORS", "TENSOR_UNARY_OPERATORS", "Tag",
     "TestClass", "TestInstantiation", "TestMethod", "TestUtil", "Using", "UsingKind", "UtilKind", "Variant",
     "is_composite", "parse_key", "runs_on", "traced_by_autograd", "variant_base",
 ]

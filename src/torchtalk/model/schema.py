@@ -276,3 +276,22 @@ def parse_schema(func: str) -> FunctionSchema:
             continue
         args.append(_parse_argument(part, kwarg_only))
     return FunctionSchema(name=name, overload=overload, arguments=tuple(args), returns=_parse_returns(tail[2:]))
+
+
+# Note [Tensor operators]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# C++'s operators on an at::Tensor are ops (aten/src/ATen/TensorOperators.h, AT_FORALL_BINARY_OPS; the unary ones are
+# members in templates/TensorBody.h): ``x * y`` is ``x.mul(y)`` for a Tensor ``x`` and ``y.mul(x)`` for a Scalar
+# ``x``; ``x - y`` for a Scalar ``x`` is ``empty_like(y).fill_(x).sub_(y)``; ``-x`` is ``x.neg()``. The same in
+# PyTorch 1.13.1 and 2.6.0. Each operator: the method a Tensor left operand calls, and the methods a Scalar left one
+# calls (on the right operand).
+TENSOR_BINARY_OPERATORS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "+": ("add", ("add",)), "*": ("mul", ("mul",)),
+    "-": ("sub", ("empty_like", "fill_", "sub_")), "/": ("div", ("empty_like", "fill_", "div_")),
+    "%": ("remainder", ("empty_like", "fill_", "remainder_")),
+    "&": ("bitwise_and", ("bitwise_and",)), "|": ("bitwise_or", ("bitwise_or",)),
+    "^": ("bitwise_xor", ("bitwise_xor",)),
+    "<": ("lt", ("gt",)), "<=": ("le", ("ge",)), ">": ("gt", ("lt",)), ">=": ("ge", ("le",)),
+    "==": ("eq", ("eq",)), "!=": ("ne", ("ne",)),
+}
+TENSOR_UNARY_OPERATORS: dict[str, str] = {"-": "neg", "~": "bitwise_not"}
