@@ -347,3 +347,13 @@ def test_twin_definitions_in_preprocessor_branches_say_which_build_compiles_each
         assert not res.ops[0].kernels[0].branches and "only in" not in text
     finally:
         ix.close()
+
+
+def test_default_names_the_overload_without_a_name(indexed):
+    # torch.ops.aten.atan2.default is atan2, not the family (atan2.out first); add has no overload without a name,
+    # so aten.add.default is no op (torch.ops raises): its overloads are offered
+    _, ix = indexed
+    res, _ = call(ix, "trace", function_name="torch.ops.aten.atan2.default", focus="yaml")
+    assert [t.op.full_name for t in res.ops] == ["atan2"]
+    _, text = call(ix, "trace", function_name="aten.add.default")
+    assert text.startswith("No op named 'aten.add.default'. Close matches: add.Tensor, add.out"), text

@@ -83,8 +83,9 @@ class OpRegistry:
         for prefix in _OP_PREFIXES:
             if t.startswith(prefix):
                 t = t[len(prefix):]
-        if t.endswith(".default"):
+        if t.endswith(".default"):  # the overload with no name, as torch.ops spells it; none: no such overload
             t = t[: -len(".default")]
+            return [self.by_full[t]] if t in self.by_full and "." not in t else []
         if t in self.by_full and "." in t:
             return [self.by_full[t]]
         if t in self.by_name:
@@ -101,7 +102,11 @@ class OpRegistry:
         return []
 
     def suggest(self, text: str, n: int = 8) -> list[str]:
-        t = text.strip()
+        t = text.strip().removesuffix(".default")
+        bare = next((t[len(p):] for p in _OP_PREFIXES if t.startswith(p)), t)
+        # aten.add.default: add has no overload without a name; its overloads are the close matches
+        if bare in self.by_name and text.strip().endswith(".default"):
+            return [o.full_name for o in self.by_name[bare]][:n]
         if "::" in t or t.startswith(("torch.", "F.", "Tensor.")):
             t = t.split("::")[-1].split(".")[-1]
         names = list(self.by_name)
