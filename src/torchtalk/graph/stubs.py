@@ -38,15 +38,40 @@ def _dispatch_registrations(ix: Index) -> dict[str, list[Registration]]:
 
 
 def stub_declared(ix: Index, stub: str) -> Loc | None:
-    return next((r.loc for r in _registrations(ix, stub) if r.kind is RegistrationKind.DECLARE_DISPATCH), None)
+    return next((r.loc for r in _declarations(ix, stub)), None)
 
 
 def stub_qualnames(ix: Index, stub: str) -> list[str]:
     """The stub's name as its declarations qualify it (``at::native::sort_stub``; the namespace each
     DECLARE_DISPATCH is in), or the bare name when none is known."""
-    names = {f"{r.key}::{stub}" if r.key else stub for r in _registrations(ix, stub)
-             if r.kind is RegistrationKind.DECLARE_DISPATCH}
+    names = {f"{r.key}::{r.name}" if r.key else r.name for r in _declarations(ix, stub)}
     return sorted(names) or [stub]
+
+
+def _declarations(ix: Index, stub: str) -> list[Registration]:
+    """The DECLARE_DISPATCH lines of a stub as calls and registrations name it. Two stubs may share a name in two
+    namespaces (``at::native::copy_stub`` of Copy.h, ``at::native::cpublas::copy_stub`` of CPUBlas.h, registered as
+    ``cpublas::copy_stub``): a qualified name is the declaration in a namespace it ends with; a bare one, those that
+    no qualified name of the stub claims."""
+    qual, _, name = stub.rpartition("::")
+    rows = [r for r in _registrations(ix, name) if r.kind is RegistrationKind.DECLARE_DISPATCH]
+    if qual:
+        return [r for r in rows if r.key == qual or r.key.endswith("::" + qual)] or rows
+    claimed = _qualified_spellings(ix).get(name, ())
+    return [r for r in rows if not any(r.key == q or r.key.endswith("::" + q) for q in claimed)] or rows
+
+
+def _qualified_spellings(ix: Index) -> dict[str, list[str]]:
+    """stub name -> the qualifiers its registrations write it with (``copy_stub``: ``cpublas``)."""
+    def load() -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for key in _dispatch_registrations(ix):
+            qual, _, name = key.rpartition("::")
+            if qual:
+                out.setdefault(name, []).append(qual)
+        return out
+    table: dict[str, list[str]] = ix.cached("stub_qualified_spellings", load)
+    return table
 
 
 def registered(ix: Index, stub: str) -> list[Registration]:
