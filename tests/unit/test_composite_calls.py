@@ -44,3 +44,70 @@ def test_cuda_runs_the_backend_kernel_not_the_composite():
     composite = [_edge(EdgeKind.KERNEL, "CompositeImplicitAutograd", "6"),
                  _edge(EdgeKind.OP_CALL, "CompositeImplicitAutograd", "7")]
     assert [e.dst.key for e in runs_for_cuda(composite, start=False)] == ["6", "7"]  # no CUDA kernel of its own
+
+
+PASS_OPS = """
+- func: logical_pass(Tensor self, Tensor other) -> Tensor
+  variants: function
+  dispatch:
+    CompositeExplicitAutograd: logical_pass
+"""
+PASS_CPP = """namespace at::native {
+using OutFunc = Tensor& (*)(const Tensor&, const Tensor&, Tensor&);
+static Tensor comparison_helper(const Tensor& self, const Tensor& other, OutFunc out_impl) {
+  Tensor result = self.clone();
+  return out_impl(self, other, result);
+}
+Tensor logical_pass(const Tensor& self, const Tensor& other) {
+  return comparison_helper(self, other, static_cast<OutFunc>(at::atan2_out));
+}
+}  // namespace at::native
+"""
+
+
+def test_an_op_function_handed_on_is_an_op_call(tree, tmp_path):
+    # BinaryOps.cpp's logical_and: comparison_op(self, other, static_cast<OutFunc>(at::logical_and_out)) runs
+    # logical_and.out through the dispatcher (Note [Op references]): the composite kernel's op calls list it
+    from contextlib import closing
+
+    from ..conftest import line_of, overlay_index
+    overlay = tmp_path / "overlay"
+    (overlay / "aten/src/ATen/native").mkdir(parents=True)
+    (overlay / "aten/src/ATen/native/LogicalPass.cpp").write_text(PASS_CPP)
+    with closing(overlay_index(tree, overlay, {"aten/src/ATen/native/native_functions.yaml": PASS_OPS})) as ix:
+        reg = registry(ix)
+        line = line_of(tree, "aten/src/ATen/native/LogicalPass.cpp", "static_cast<OutFunc>(at::atan2_out)")
+        edges = graph(ix).out(op_node(reg.by_full["logical_pass"]), [EdgeKind.OP_CALL])
+        assert [(e.dst.key, str(e.site)) for e in edges] == [
+            ("atan2.out", f"aten/src/ATen/native/LogicalPass.cpp:{line}")]
+        back = graph(ix).into(op_node(reg.by_full["atan2.out"]), [EdgeKind.OP_CALL])
+        assert "logical_pass" in [e.src.key for e in back]
+
+
+TWO_OPS = """
+- func: relu_atan2(Tensor self, Tensor other) -> Tensor
+  variants: function
+"""
+TWO_CPP = """namespace at::native {
+Tensor relu_atan2(const Tensor& self, const Tensor& other) {
+  return at::atan2(at::relu(self), other);
+}
+}  // namespace at::native
+"""
+
+
+def test_two_op_calls_on_one_line_are_two_calls_not_a_choice(tree, tmp_path):
+    # kron's at::_unsafe_view(at::mul(a, b), shape): both run; "the call does not say which" is for one call's
+    # overloads only
+    from contextlib import closing
+
+    from ..conftest import line_of, overlay_index
+    overlay = tmp_path / "overlay"
+    (overlay / "aten/src/ATen/native").mkdir(parents=True)
+    (overlay / "aten/src/ATen/native/ReluAtan2.cpp").write_text(TWO_CPP)
+    with closing(overlay_index(tree, overlay, {"aten/src/ATen/native/native_functions.yaml": TWO_OPS})) as ix:
+        line = line_of(tree, "aten/src/ATen/native/ReluAtan2.cpp", "return at::atan2(at::relu(self), other);")
+        text = run(get_tool("trace"), ix, function_name="relu_atan2")[1]
+        site = f"aten/src/ATen/native/ReluAtan2.cpp:{line}"
+        assert f"      atan2  (called at {site}) -> " in text and f"      relu  (called at {site}) -> " in text, text
+        assert "does not say which" not in text, text

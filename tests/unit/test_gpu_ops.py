@@ -114,7 +114,8 @@ def test_an_ops_function_handed_on_is_followed_like_a_call(gpu):
     res, text = run(get_tool("cuda_kernels"), ix, function_name="angle_")
     (h,) = res.helpers
     assert h.site.src.label == "at::native::angle_kernel_cuda" and not res.no_device_work
-    (hop,) = [e for e in h.chain if e.kind is EdgeKind.DISPATCH_CALL]
+    # the composite kernel's op call (Note [Op references]: an op's function handed on is one)
+    (hop,) = [e for e in h.chain if e.kind in (EdgeKind.DISPATCH_CALL, EdgeKind.OP_CALL)]
     assert (hop.dst.key, hop.how, hop.site.line) == ("angle.out", EdgeHow.PASSED_ON,
                                                      line_of(tree, f"{NATIVE}/UnaryOps.cpp", "(self, at::angle_out)"))
 

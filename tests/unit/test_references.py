@@ -96,6 +96,12 @@ static void mode_template(const Tensor& out) {
   reduce_impl<scalar_t, reduce_on_device>(out);
 }
 
+static void logical_out_impl(const Tensor& t) {}
+using OutFunc = void (*)(const Tensor&);
+void with_cast(const Tensor& t) {
+  apply_each(t, static_cast<OutFunc>(logical_out_impl));
+}
+
 }} // namespace at::native
 """
 
@@ -185,3 +191,11 @@ def test_a_function_given_as_a_template_argument_is_referenced_where_it_is_given
     # in a host file (a name a dispatch macro defines, as AT_DISPATCH_REDUCTION_TYPES's reduce): no function given
     res, text = run(get_tool("calls"), ix, function_name="at::native::mode_template")
     assert res.sections[0].references == [], text
+
+
+def test_a_function_named_in_a_cast_is_referenced(refs):
+    # BinaryOps.cpp's comparison_op(self, other, static_cast<OutFunc>(at::logical_and_out)): the cast names it
+    tree, ix = refs
+    found, text = _callers(ix, "at::native::logical_out_impl")
+    assert found == [("at::native::with_cast", line_of(tree, PATH, "static_cast<OutFunc>(logical_out_impl)"),
+                      EdgeHow.REFERENCED)], text

@@ -116,7 +116,11 @@ class Calls:
             callee, qual = "operator()", "::".join([*parts, name])
         else:
             return
-        if not callee or callee in _CASTS:
+        if not callee:
+            return
+        if callee in _CASTS:  # static_cast<OutFunc>(at::logical_and_out) names a function (Note [References])
+            if caller >= 0:
+                self._refs(n.child_by_field_name("arguments"), caller)
             return
         if (callee in RAISE_CALLEES or callee.startswith(DISPATCH_PREFIX)) and kind is CallKind.CALL:
             record_raise(self, n, callee, qual, caller)

@@ -26,6 +26,7 @@ from ..store.reader import Index
 from .cpp_callers import callers, op_callers
 from .cpp_edges import out_edges
 from .nodes import autograd_node, cpp_node, op_node, symbol_id, unresolved_node
+from .op_refs import op_refs, passing
 from .op_spellings import struct_op
 from .overloads import op_kernel_definitions
 from .registry import OpRegistry, registry
@@ -111,11 +112,15 @@ def op_call_edges(ix: Index, node: Node) -> list[Edge]:
         for depth in range(HELPER_DEPTH + 1):
             nxt: list[tuple[Node, str]] = []
             for fn, via in frontier:
-                for e in out_edges(ix, fn):
+                # an op's function handed on is a call of it too (Note [Op references]: logical_and's
+                # comparison_op(self, other, static_cast<OutFunc>(at::logical_and_out)))
+                for e in out_edges(ix, fn) + op_refs(ix, fn):
                     if e.kind is EdgeKind.DISPATCH_CALL and e.dst.key != node.key and e.dst.key not in out:
+                        how = _how(k, node, e.dst, bool(via))
                         out[e.dst.key] = Edge(node, e.dst, EdgeKind.OP_CALL, e.site, k.key,
                                               f"{k.dst.label} calls {e.note}{via}",
-                                              _how(k, node, e.dst, bool(via)), e.written)
+                                              EdgeHow.PASSED_ON if e.how is EdgeHow.PASSED_ON and how is
+                                              EdgeHow.DIRECT else how, e.written)
                     elif (e.kind is EdgeKind.CALL and depth < HELPER_DEPTH and e.dst.key not in seen
                           and _is_helper(ix, e.dst, k.dst)):
                         seen.add(e.dst.key)
@@ -137,7 +142,9 @@ def op_called_by(ix: Index, node: Node) -> list[Edge]:
     """OP_CALL edges into an op: composite ops whose kernel calls it (directly or through its file-local
     helpers)."""
     out: dict[str, Edge] = {}
-    for call in op_callers(ix, node):
+    recorded = op_callers(ix, node)
+    have = {(e.src.key, e.site) for e in recorded}
+    for call in recorded + [e for e in passing(ix, node) if (e.src.key, e.site) not in have]:
         frontier, seen = [call.src], {call.src.key}
         for depth in range(HELPER_DEPTH + 1):
             nxt = []

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from ..model import NO_REF, CallSite, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Variant
+from ..model import NO_REF, CallKind, CallSite, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Variant
 from ..model.cpp import TypeBase, TypeExpr, TypeStepKind
 from ..store.reader import Index
 from .nodes import symbol_id, symbol_node
@@ -71,13 +71,21 @@ def _scan(ix: Index) -> tuple[dict[str, list[Edge]], dict[int, list[tuple[str, s
         reg = registry(ix)
         into: dict[str, list[Edge]] = {}
         found: dict[int, list[tuple[int, int, str, str, Loc]]] = {}
-        # every call _passed reads an op from: an argument "v:" naming at::... or Tensor::...
-        rows = ix.q(f"SELECT {CALL_COLS} FROM cpp_call WHERE caller != ? AND args LIKE '%v:%' AND "
-                    "(args LIKE '%at::%' OR args LIKE '%Tensor::%')", (NO_REF,))
+        # every call _passed reads an op from: an argument "v:" naming at::... or Tensor::...; and every at::X named
+        # without a call (a cast's operand: comparison_op(self, other, static_cast<OutFunc>(at::logical_and_out)))
+        rows = ix.q(f"SELECT {CALL_COLS} FROM cpp_call WHERE caller != ? AND ((args LIKE '%v:%' AND "
+                    "(args LIKE '%at::%' OR args LIKE '%Tensor::%')) OR (kind = ? AND qualifier = 'at'))",
+                    (NO_REF, CallKind.REF.value))
+        seen: set[tuple[int, int, str]] = set()
         for call in (to_call(ix, r) for r in rows):
             sym = symbol(ix, call.caller)
-            if sym is not None:
-                for full, written in _passed(reg, call):
+            if sym is None:
+                continue
+            passed = [(o, f"at::{call.callee}") for o in op_named(reg, call.callee) if o in reg.by_full] \
+                if call.kind is CallKind.REF else _passed(reg, call)
+            for full, written in passed:
+                if (sym.id, call.line, full) not in seen:
+                    seen.add((sym.id, call.line, full))
                     into.setdefault(full, []).append(_edge(reg, symbol_node(ix, sym), full, call.loc, written))
                     found.setdefault(sym.id, []).append((call.line, call.id, full, written, call.loc))
         return into, {sid: [t[2:] for t in sorted(calls, key=lambda t: (t[0], t[1]))] for sid, calls in found.items()}

@@ -67,10 +67,12 @@ def _op_calls(info: KernelInfo, out: list[str]) -> None:
     if not info.op_calls:
         return
     out.append(f"    calls ops ({len(info.op_calls)}; each runs its own kernels):")
-    by_site: dict[str, list[OpCall]] = {}  # overloads one call may be (its arguments do not tell): one line
+    # overloads one call may be (its arguments do not tell): one line; two calls on one line (``at::_unsafe_view(
+    # at::mul(a, b), shape)``) are two, told apart by the call as written
+    by_site: dict[tuple[str, str], list[OpCall]] = {}
     for c in info.op_calls[:MAX_OP_CALLS]:
-        by_site.setdefault(str(c.edge.site), []).append(c)
-    for site, calls in by_site.items():
+        by_site.setdefault((str(c.edge.site), c.edge.written), []).append(c)
+    for (site, _written), calls in by_site.items():
         keys = [f"{c.edge.dst.key} -> " + first([f"{e.key}: {e.kernel}" for e in c.kernels], 5, "; ") for c in calls]
         if len(calls) > 1:
             out.append(f"      {' | '.join(c.edge.dst.key for c in calls)}  (called at {site}; the call does not say "
