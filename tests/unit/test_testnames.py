@@ -86,3 +86,13 @@ def test_a_device_always_skipped_is_not_one_the_test_runs_on():
     assert devices_for(json.dumps({}), ["skipCPUIf(True, 'x')"]) == ["cuda"]
     assert devices_for(json.dumps({}), ["skipCUDAIf(not TEST_CUDNN, 'x')"]) == ["cpu", "cuda"]
     assert devices_for(json.dumps({}), ["skipCUDAIf(TrueValue)"]) == ["cpu", "cuda"]
+
+
+def test_parameterized_expand_names_its_tests_by_index_and_first_string():
+    # the parameterized library's default_name_func: {test}_{i}, then _{to_safe_name(first arg)} for a string
+    from torchtalk.query.parametrizers import _expanded
+    assert _expanded("parameterized.expand([(True,), (False,)])") == ("0", "1")
+    assert _expanded('parameterized.expand([("add", 1), ("mul-op x", 2), [3]])') == ("0_add", "1_mul_op_x", "2")
+    assert _expanded('parameterized.expand(["relu", "gelu"])') == ("0_relu", "1_gelu")
+    assert _expanded("parameterized.expand(CASES)") == ()  # not written out: the placeholder <index>
+    assert _expanded("parameterized.expand([(1,)], name_func=f)") == ()

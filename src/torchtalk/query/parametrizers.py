@@ -21,11 +21,18 @@ What the suffix is, is read from ``_parametrize_test`` as written:
 
 A string ``"dtype"``/``"dtypes"`` in its body (a ``param_kwargs`` key, ``_update_param_kwargs(param_kwargs, 'dtype',
 dtype)``) means the dtype follows the device: ``test_forward_<module_info.formatted_name>_cpu_<dtype>``.
+
+The ``parameterized`` library's ``@parameterized.expand(params)`` (a package outside the tree, known by the name it
+resolves to) renames too: it adds ``{test}_{i}`` for the i-th entry, ``{test}_{i}_{name}`` when the entry's first
+argument is a string (its ``default_name_func``: ``to_safe_name`` keeps letters, digits and ``_``, the rest becomes
+``_``), and marks the written test ``__test__ = False``: pytest never collects it. A literal list is named entry by
+entry; another list, or a ``name_func=``, is the placeholder ``<index>``.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 from ..graph.pynames import pynames
@@ -56,11 +63,37 @@ def renamers(ix: Index, path: str, decorators: list[str]) -> dict[str, Renamer]:
         name = callable_of(d)
         if not name or generator(d):
             continue
+        if _EXPAND.fullmatch(pynames(ix).resolve_in(module_of(path), name) or ""):
+            out[d] = Renamer("expand", _expanded(d), "<index>", False)
+            continue
         shape = _shape_of(ix, module_of(path), name)
         if shape is None or not shape.renames:
             continue
         out[d] = Renamer(name.rsplit(".", 1)[-1], _suffixes(shape, d), shape.placeholder or "<params>", shape.dtype)
     return out
+
+
+_EXPAND = re.compile(r"parameterized(\.parameterized)?\.expand")
+
+
+def _expanded(decorator: str) -> tuple[str, ...]:
+    """The suffixes ``@parameterized.expand([...])`` gives its tests, when its list is written out (Note
+    [Parametrizers rename tests]); () when they are not known."""
+    try:
+        call = ast.parse(decorator.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    if call.__class__ is not ast.Call or not call.args or any(k.arg == "name_func" for k in call.keywords) or \
+            call.args[0].__class__ not in (ast.List, ast.Tuple):
+        return ()
+    out = []
+    for i, entry in enumerate(call.args[0].elts):
+        first = entry.elts[0] if entry.__class__ in (ast.Tuple, ast.List) and entry.elts else entry
+        if first.__class__ is ast.Starred or entry.__class__ is ast.Call:  # param(...), *rows: not read
+            return ()
+        text = first.value if first.__class__ is ast.Constant and isinstance(first.value, str) else None
+        out.append(f"{i}_{re.sub(r'[^a-zA-Z0-9_]+', '_', text)}" if text is not None else str(i))
+    return tuple(out)
 
 
 def _shape_of(ix: Index, module: str, written: str) -> _Shape | None:
