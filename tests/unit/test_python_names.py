@@ -534,7 +534,8 @@ def test_the_calls_naming_a_python_name_are_those_a_like_query_finds(py_indexed)
     """A Python function's (or an op's) callers are the calls whose callee is its name or ends with ``.name``, as
     SQLite's LIKE compares (ASCII case aside), read by id from a table of calls by their last name instead of a LIKE
     over every call: the same rows, in the same order, for every name the tree's calls end with."""
-    from torchtalk.graph.py_calls import _CALL_COLS, _calls_naming
+    from torchtalk.graph.py_call_index import _CALL_COLS
+    from torchtalk.graph.py_call_index import calls_naming as _calls_naming
     from torchtalk.store.reader import like_literal
     tree, ix = py_indexed
     ix.close()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from ..model import Branch, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op, PyDefKind
 from ..store.reader import Index
@@ -32,6 +31,7 @@ from .py_attrs import (
     method_of,
     tensor_hand_bound,
 )
+from .py_call_index import calls_naming
 from .py_locals import item_calls, local_calls, nested_call, tensor_parameter
 from .pynames import PyDef, pynames
 from .registry import registry
@@ -139,7 +139,7 @@ def _callers(ix: Index, node: Node) -> list[Edge]:
     names = pynames(ix)
     out: list[Edge] = []
     for last in sorted(lasts):
-        for module, qualname, callee, file_id, line, nargs, keywords, literals, made_by in _calls_naming(ix, last):
+        for module, qualname, callee, file_id, line, nargs, keywords, literals, made_by in calls_naming(ix, last):
             fn = names.definition(f"{module}.{qualname}")
             if fn is None or fn.kind is not PyDefKind.FUNCTION:
                 continue
@@ -149,47 +149,6 @@ def _callers(ix: Index, node: Node) -> list[Edge]:
                                      _shape(nargs, keywords, literals), made_by)
                     if e.dst.kind is node.kind and e.dst.key == node.key]
     return out
-
-
-_CALL_COLS = ("f.module, f.qualname, c.callee, c.file_id, c.line, c.nargs, c.keywords, c.literals, c.recv_call "
-              "FROM py_call c JOIN py_function f ON f.id = c.func")
-_BATCH = 900  # ids per IN (...) (under SQLite's default limit of variables)
-
-
-def _calls_naming(ix: Index, last: str) -> list[tuple[Any, ...]]:
-    """The calls without a receiver, in a function, whose callee is ``last`` or ends with ``.last`` (``LIKE``:
-    ASCII case aside), in file and line order. Read by id from ``calls_by_last`` (a LIKE '%.x' reads all
-    200k calls of 2.6.0: ~30 ms a name, several names for a first impact answer). Such a callee's last component
-    is ``last``'s (a dotted ``last`` too)."""
-    low = _ascii_lower(last)
-    ids = [i for i, callee in calls_by_last(ix).get(low.rsplit(".", 1)[-1], ())
-           if callee == last or _ascii_lower(callee).endswith("." + low)]
-    rows: list[tuple[Any, ...]] = []
-    for i in range(0, len(ids), _BATCH):
-        part = ids[i:i + _BATCH]
-        rows += ix.q(f"SELECT c.id, {_CALL_COLS} WHERE c.id IN ({','.join('?' * len(part))})", part)
-    rows.sort(key=lambda r: (r[4], r[5], r[0]))  # file, line, id
-    return [r[1:] for r in rows]
-
-
-def calls_by_last(ix: Index) -> dict[str, list[tuple[int, str]]]:
-    """The calls without a receiver by the last component of their callee, ASCII lower-cased: (id, callee); once
-    per index version (the server's warm-up)."""
-    def build() -> dict[str, list[tuple[int, str]]]:
-        out: dict[str, list[tuple[int, str]]] = {}
-        for i, callee in ix.q("SELECT id, callee FROM py_call WHERE recv = '' AND callee IS NOT NULL"):
-            out.setdefault(_ascii_lower(callee.rsplit(".", 1)[-1]), []).append((i, callee))
-        return out
-    table: dict[str, list[tuple[int, str]]] = ix.cached("py_calls_by_last", build)
-    return table
-
-
-_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-
-
-def _ascii_lower(text: str) -> str:
-    """``text`` with ASCII letters lower-cased, as SQLite's LIKE compares them."""
-    return text.translate(_LOWER)
 
 
 def assign_edges(ix: Index, src: Node, d: PyDef) -> list[Edge]:
@@ -210,6 +169,21 @@ def assign_edges(ix: Index, src: Node, d: PyDef) -> list[Edge]:
         elif target is not None and target.kind is PyDefKind.ASSIGN and target.fq != d.fq:
             out.append(Edge(src, assigned_node(target), EdgeKind.PY_CALL, d.loc, written=value))
     return out
+
+
+def _assigned_call(ix: Index, src: Node, d: PyDef, written: str, site: Loc, shape: Shape) -> list[Edge]:
+    """A call of a name bound by assignment; of one bound to an op's function (``F.gelu = _add_docstr(
+    torch._C._nn.gelu, ...)``), the overloads its arguments take, as a call of the function itself reaches them
+    (Note [Overloads by arguments]: F.gelu(x) is no call of gelu.out), the binding named in the edge's note."""
+    node = assigned_node(d)
+    bound = assign_edges(ix, node, d)
+    ops = [registry(ix).by_full[e.dst.key] for e in bound if e.kind is EdgeKind.BINDING]
+    fit = overloads_for(ops, shape[0], shape[1], False, shape[2]) if len(ops) == len(bound) > 1 else ops
+    if not fit or len(fit) == len(ops):
+        return [Edge(src, node, EdgeKind.PY_CALL, site, written=written)]
+    note = f"{d.fq} = {bound[0].written}  {d.loc}"
+    return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, how=EdgeHow.BOUND_NAME, written=written, note=note)
+            for op in fit]
 
 
 def _tensor_base_ops(ix: Index, full: str) -> list[Op]:
@@ -272,7 +246,7 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
     if d is None:  # ops.quantized.x(...) after ``from torch._ops import ops``: Note [Objects a package exports]
         full = names.exported(full)
     if d is not None and d.kind is PyDefKind.ASSIGN:
-        return [Edge(src, assigned_node(d), EdgeKind.PY_CALL, site, written=written)]
+        return _assigned_call(ix, src, d, written, site, shape)
     if d is not None and d.kind is PyDefKind.FUNCTION:
         return [Edge(src, function_node(d), EdgeKind.PY_CALL, site, written=written)]
     ops = ops_of_python(ix, full)

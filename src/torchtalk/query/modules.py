@@ -160,6 +160,8 @@ def _tree(walk: PyWalk, start: Node, reg: OpRegistry, result: TraceModuleResult)
         # the assumption, the assignment that made the callee, or what the local holding it is
         shown = untyped or e.how in (EdgeHow.ATTRIBUTE, EdgeHow.LOCAL, EdgeHow.FUNCTION_APPLY)
         node = CallNode(e.written, e.site or Loc("?", 0), target, e.dst.loc, note=e.note if shown else "")
+        if e.how is EdgeHow.BOUND_NAME:  # F.gelu -> torch.nn.functional.gelu = torch._C._nn.gelu  functional.py:1987
+            node.target, node.target_loc = e.note, None
         made[id(s)] = node
         below.setdefault((e.dst.kind, e.dst.key), node.children)
         if e.dst.kind is NodeKind.OP:

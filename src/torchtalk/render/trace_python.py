@@ -86,10 +86,18 @@ def reached_lines(e: PythonEntry) -> list[str]:
     (the lead of a trace whose overloads the budget may cut: the question was which ops the function runs)."""
     reached: set[str] = set()  # every op the walk reached, also those without a section (the query names them)
     by_call: dict[tuple[str, str], list[str]] = {}
+    # A name bound to a C function (logsigmoid = _add_docstr(torch._C._nn.log_sigmoid, ...)) reaches its op where
+    # it is bound; the call that reaches the op is the function's call of the name (its line, its branch).
+    into = {edge.dst.key: edge for edge in reversed(e.calls) if edge.dst.kind is NodeKind.BINDING
+            and edge.kind is EdgeKind.PY_CALL}
     for edge in e.calls:
         if edge.dst.kind is NodeKind.OP and edge.dst.key not in reached:
             reached.add(edge.dst.key)
-            by_call.setdefault((edge.written or edge.src.key, str(edge.site)), []).append(edge.dst.key)
+            call = into.get(edge.src.key) if edge.src.kind is NodeKind.BINDING else None
+            written = edge.written or edge.src.key
+            if call is not None and call.site is not None:
+                written = f"{call.written or call.dst.key} (= {written} at {edge.site})"
+            by_call.setdefault((written, str(call.site if call is not None else edge.site)), []).append(edge.dst.key)
     if len(by_call) < 2:
         return []
     out = [f"It reaches {len(reached)} overloads, by the call that reaches them:"]

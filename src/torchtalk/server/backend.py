@@ -25,7 +25,7 @@ from ..graph.gpu_warm import warm_shared as warm_gpu
 from ..graph.op_edges import autograd_nodes
 from ..graph.op_refs import warm_passing
 from ..graph.py_attrs import hand_bound
-from ..graph.py_calls import calls_by_last
+from ..graph.py_call_index import calls_by_last
 from ..graph.py_edges import entry_calls
 from ..graph.resolved_build import warm_resolution
 from ..index.freshness import Freshness
