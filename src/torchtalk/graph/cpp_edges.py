@@ -64,7 +64,10 @@ def call_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node | None = Non
             Edge(src, symbol_node(ix, o), EdgeKind.CALL, call.loc, written=written,
                  how=EdgeHow.OVERRIDE_OF_BODY if d.is_definition else EdgeHow.OVERRIDE)
             for d in res.defs[:MAX_DEFS] if dispatches(call)
-            for o in overrides(ix, d, this_class(sym, call))] + _handed_edges(ix, sym, call, src, res.defs[:MAX_DEFS])
+            # a ROCm build's own class (a hip/ directory's HIPAllocatorMasqueradingAsCUDA) overrides nothing for CUDA
+            # or CPU code (Note [Host code calls no device code] in graph/resolve.py)
+            for o in overrides(ix, d, this_class(sym, call)) if "/hip/" not in o.path or "/hip/" in sym.path] + \
+            _handed_edges(ix, sym, call, src, res.defs[:MAX_DEFS])
     if call.kind is CallKind.LAUNCH:  # Note [Kernels handed to a launching lambda]: every kernel, no cap
         kernels = handed_kernels(ix, sym, call)
         if kernels:

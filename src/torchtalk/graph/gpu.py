@@ -41,6 +41,7 @@ from .gpu_families import Template, functor_loc, is_library, library_edges, temp
 from .gpu_rank import composite_calls, whose
 from .graph import graph
 from .nodes import CPP_KINDS, symbol_id
+from .pp_branches import rocm_only
 from .stored_edges import read_stored
 from .walk import Step, down
 
@@ -206,10 +207,16 @@ def _found(ix: Index, node: Node) -> _Found:
     key = (node.kind, node.key)
     if key not in memo:
         calls = device_out(ix, node, [EdgeKind.CALL, EdgeKind.UNRESOLVED])
-        memo[key] = _Found(device_out(ix, node, [EdgeKind.LAUNCH]), library_edges(calls),
+        # what only a ROCm build compiles is no CUDA work (Note [ROCm-only code] in graph/pp_branches.py)
+        cuda = [e for e in device_out(ix, node, [EdgeKind.LAUNCH]) if not _rocm(ix, e)]
+        memo[key] = _Found(cuda, [(lib, e) for lib, e in library_edges(calls) if not _rocm(ix, e)],
                            [(e.written or e.dst.label, node.loc.path if node.loc else "") for e in calls
                             if e.kind is EdgeKind.UNRESOLVED and e.how is EdgeHow.DIRECT])
     return memo[key]
+
+
+def _rocm(ix: Index, e: Edge) -> bool:
+    return e.site is not None and rocm_only(ix, e.site.path, e.site.line)
 
 
 def _reach(ix: Index, start: Node, depth: int, hops: int) -> GpuReach:

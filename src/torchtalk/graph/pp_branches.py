@@ -6,6 +6,12 @@ or in two (cudnn/ConvPlaceholders.cpp), and the index records both. Nothing in e
 build compiles it; the condition around it does, so each twin is shown with its branch as written (``#if
 !AT_MKLDNN_ENABLED()``, ``#else of #if AT_CUDNN_ENABLED()``). An include guard (``#ifndef X`` followed by
 ``#define X``) wraps the whole file and is no branch.
+
+Note [ROCm-only code]: a .cu file is built for CUDA, and hipified for ROCm; what only the ROCm build compiles is
+written under ``#ifdef USE_ROCM`` (Indexing.cu's ``indexing_backward_kernel_rocm`` and its launches), ``#if
+defined(USE_ROCM)``, a HIP platform or version macro (``#if defined(TORCH_HIP_VERSION) && ...``:
+CUDAFunctions.h's ``hipMemcpyWithStream``), or the ``#else`` of ``#ifndef USE_ROCM``. The GPU walk of a CUDA
+answer leaves such launches and library calls out (graph/gpu.py): no CUDA build runs them.
 """
 
 from __future__ import annotations
@@ -42,6 +48,53 @@ def branch_at(ix: Index, path: str, line: int) -> str:
         elif word == "endif" and stack:
             stack.pop()
     return next((b for b in reversed(stack) if b), "")
+
+
+_ROCM = re.compile(r"USE_ROCM|__HIP_PLATFORM_(AMD|HCC)__|__HIPCC__|TORCH_HIP_VERSION|HIP_VERSION|ROCM_VERSION")
+_NOT_ROCM = re.compile(r"!\s*(defined\s*\(?\s*)?(USE_ROCM|__HIP_PLATFORM_(AMD|HCC)__|__HIPCC__)")
+
+
+def rocm_only(ix: Index, path: str, line: int) -> bool:
+    """Whether ``line`` of ``path`` is compiled only in a ROCm build (Note [ROCm-only code])."""
+    for branch in branches_at(ix, path, line):
+        if branch.startswith("#else of "):
+            opened = branch.removeprefix("#else of ")
+            if opened.startswith("#ifndef ") and _ROCM.search(opened) or _NOT_ROCM.search(opened) and \
+                    " || " not in opened and " && " not in opened:
+                return True
+        elif branch.startswith(("#ifdef ", "#if ", "#elif ")) and _ROCM.search(branch) and \
+                not _NOT_ROCM.search(branch) and " || " not in branch:
+            return True
+    return False
+
+
+def branches_at(ix: Index, path: str, line: int) -> list[str]:
+    """Every preprocessor branch open at ``line``, outermost first, as ``branch_at`` writes them."""
+    memo: dict[str, list[tuple[int, str, str, bool]]] = ix.cached("pp_directives", dict)
+    if path not in memo:
+        lines = file_lines(ix, path)
+        found = []
+        for n, text in enumerate(lines, 1):
+            if "#" in text and (m := _DIRECTIVE.match(text)) is not None:
+                word, rest = m.group(1), _COMMENT.sub("", m.group(2)).strip()
+                guard = word == "ifndef" and n < len(lines) and bool(
+                    re.match(rf"^\s*#\s*define\s+{re.escape(rest)}\b", lines[n]))
+                found.append((n, word, rest, guard))
+        memo[path] = found
+    stack: list[str] = []
+    for n, word, rest, guard in memo[path]:
+        if n >= line:
+            break
+        if word in ("if", "ifdef", "ifndef"):
+            stack.append("" if guard else f"#{word} {rest}")
+        elif word == "elif" and stack:
+            stack[-1] = f"#elif {rest}"
+        elif word == "else" and stack:
+            opened = stack[-1]
+            stack[-1] = opened if not opened or opened.startswith("#else") else f"#else of {opened}"
+        elif word == "endif" and stack:
+            stack.pop()
+    return [b for b in stack if b]
 
 
 def twin_branches(ix: Index, defs: list[CppSymbol]) -> dict[int, str]:

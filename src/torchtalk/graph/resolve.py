@@ -684,6 +684,8 @@ class Resolver:
         host = self.caller.path.endswith(HOST_SOURCES) and "/hip/" not in self.caller.path
         if host:  # Note [Host code calls no device code]
             own = [s for s in own if not _device_only(s)] or own
+        elif "/hip/" not in self.caller.path:  # nor does CUDA code call a ROCm build's own (a hip/ directory's)
+            own = [s for s in own if "/hip/" not in s.path] or own
         if self.caller.path.startswith(ATEN_TEMPLATES):
             return own
         elsewhere = {(s.qualname, signature(s.params).key) for s in own if not s.path.startswith(ATEN_TEMPLATES)}
@@ -831,9 +833,10 @@ class Resolver:
 # A file the host compiler builds (.cpp, .cc, .c, .mm) cannot call what only nvcc sees: a function of a .cuh header
 # (which only .cu files include) or a __device__ / __global__ function of a .cu file. ATen writes helpers twice, one
 # per side, with one name (area_pixel_compute_source_index: UpSample.h for the CPU kernels, __device__ in
-# cuda/UpSample.cuh): a call from UpSampleBicubic2d.cpp is the host one's. Nor does it call a ROCm build's own code
-# (a hip/ directory) unless it is one. Only a choice between candidates: a name whose every candidate is such code
-# keeps them.
+# cuda/UpSample.cuh): a call from UpSampleBicubic2d.cpp is the host one's. Nor does it, or a .cu file, call a ROCm
+# build's own code (a hip/ directory: transformers/hip/aotriton_adapter.h's at::native::ceil_div is not the
+# at::ceil_div an unqualified call in cuda/EmbeddingBag.cu means) unless it is one. Only a choice between candidates:
+# a name whose every candidate is such code keeps them.
 HOST_SOURCES = (".cpp", ".cc", ".c", ".mm")
 
 
