@@ -26,6 +26,8 @@ namespace at {
 namespace native {
 using copy_fn = void (*)(TensorIterator&, bool non_blocking);
 DECLARE_DISPATCH(copy_fn, copy_stub);
+using scale_fn = void (*)(TensorIterator&);
+DECLARE_DISPATCH(scale_fn, scale_stub);
 }  // namespace native
 }  // namespace at
 """,
@@ -42,6 +44,14 @@ namespace {
 void copy_kernel(TensorIterator& iter, bool non_blocking) {}
 }  // namespace
 REGISTER_DISPATCH(copy_stub, &copy_kernel);
+}  // namespace at::native
+""",
+    "aten/src/ATen/native/cpu/ScaleKernel.cpp": """namespace at::native {
+namespace {
+template <bool relu>
+void scale_kernel(TensorIterator& iter) {}
+}  // namespace
+REGISTER_DISPATCH(scale_stub, &scale_kernel<false>);
 }  // namespace at::native
 """,
     "aten/src/ATen/native/cpu/BlasKernel.cpp": """namespace at::native {
@@ -77,3 +87,11 @@ def test_a_bare_stub_name_is_declared_where_no_qualified_spelling_claims_it(stub
     _res, text = run(get_tool("called_by"), ix, function_name="copy_stub")
     assert "copy_kernel" in text and "cpublas_copy_impl" not in text, text
     assert f"aten/src/ATen/native/Copy.h:{copy_h}" in text and "CPUBlas.h" not in text, text
+
+
+def test_a_template_kernel_registered_as_an_instance_is_its_template(stubs):
+    # QuantizedOpKernels.cpp: REGISTER_DISPATCH(qbatch_norm_stub, &q_batch_norm_kernel<false>)
+    tree, ix = stubs
+    _res, text = run(get_tool("called_by"), ix, function_name="scale_stub")
+    line = line_of(tree, "aten/src/ATen/native/cpu/ScaleKernel.cpp", "void scale_kernel(TensorIterator& iter) {}")
+    assert f"- CPU: at::native::(anonymous)::scale_kernel  aten/src/ATen/native/cpu/ScaleKernel.cpp:{line}  [" in text, text

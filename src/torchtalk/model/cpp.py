@@ -314,8 +314,8 @@ class Registration:
 
     @property
     def target_name(self) -> str:
-        """The last component of the target: what a kernel's definition is named."""
-        return self.target.split("::")[-1]
+        """The target's last component without template arguments (``q_batch_norm_kernel<false>``): its name."""
+        return self.target.split("<", 1)[0].split("::")[-1]
 
 
 @dataclass(frozen=True, slots=True)
