@@ -35,6 +35,11 @@ PyYAML reads native_functions.yaml), then TorchTalk is asked over MCP stdio, as 
    library table names. Some that the text calls "no launch" do device work through a function handed on
    (``abs_`` -> ``unary_op_impl_(self, at::abs_out)``, Note [Op references]): their answers name it.
 
+Kernels not counted: dead ones (named nowhere but at their definition) and those whose every ``<<<`` launch is on
+a line only a ROCm build compiles (``#ifdef USE_ROCM``, the ``#else`` of ``#ifndef USE_ROCM``, a HIP version test:
+layer_norm_kernel.cu's ``cuComputeGradInput``), read from the text here; no CUDA build runs them (Note [ROCm-only
+code] in graph/pp_branches.py is TorchTalk's own reading).
+
 Misses are classified from the text (never from TorchTalk): who launches a missed kernel (``<<<``,
 a same-file macro, a reference passed to a launcher) and whether any op's CUDA code reaches that
 launcher by name (a crude call graph that over-approximates: "non-op code" is said only when not
@@ -340,6 +345,55 @@ def named_only_at_definition(root: str, k: ct.Kernel) -> bool:
     return True
 
 
+_DIRECTIVE = re.compile(r"^\s*#\s*(ifdef|ifndef|if|elif|else|endif)\b(.*)$")
+_ROCM_WORDS = re.compile(r"\bUSE_ROCM\b|__HIP_PLATFORM_(AMD|HCC)__|\b(TORCH_)?HIP_VERSION\b|\bROCM_VERSION\b")
+
+
+def rocm_lines(code: str) -> set[int]:
+    """The lines a CUDA build never compiles because a ROCm-only condition holds around them: the ``#if`` part of
+    ``#ifdef USE_ROCM`` / ``#if defined(USE_ROCM) [&& ...]`` (or a HIP version test), the ``#else`` part of
+    ``#ifndef USE_ROCM`` / ``#if !defined(USE_ROCM)``. The census's own reading, independent of TorchTalk's."""
+    out: set[int] = set()
+    stack: list[list[bool]] = []  # per open #if: [this part is ROCm-only, the #else part would be]
+    for n, line in enumerate(code.split("\n"), 1):
+        m = _DIRECTIVE.match(line)
+        if m is None:
+            if any(part[0] for part in stack):
+                out.add(n)
+            continue
+        word, cond = m.group(1), m.group(2).split("//")[0]
+        rocm = bool(_ROCM_WORDS.search(cond)) and "||" not in cond
+        negated = rocm and ("!" in cond or word == "ifndef")
+        if word in ("ifdef", "ifndef", "if"):
+            stack.append([rocm and not negated, negated and "&&" not in cond])
+        elif word == "elif" and stack:
+            stack[-1] = [rocm and not negated, False]
+        elif word == "else" and stack:
+            stack[-1] = [stack[-1][1], False]
+        elif word == "endif" and stack:
+            stack.pop()
+    return out
+
+
+def launched_only_for_rocm(root: str, k: ct.Kernel) -> bool:
+    """Whether every ``<<<`` launch of the kernel in the tree's code is on a ROCm-only line (no CUDA build runs
+    it: layer_norm_kernel.cu's cuComputeGradInput, Indexing.cu's indexing_backward_kernel_rocm)."""
+    found = subprocess.run(["grep", "-rlw", "--include=*.[ch]*", "--include=*.cu*", k.name,
+                            *(d for d in TREE_CODE if os.path.isdir(os.path.join(root, d)))],
+                           cwd=root, capture_output=True, text=True).stdout.split()
+    launch = re.compile(rf"\b{re.escape(k.name)}\s*(<[^;{{}}]*?>)?\s*<<<")
+    lines = 0
+    for rel in found:
+        with open(os.path.join(root, rel), encoding="latin-1") as f:
+            code = ct.strip(f.read())
+        rocm = rocm_lines(code)
+        for m in launch.finditer(code):
+            lines += 1
+            if code.count("\n", 0, m.start()) + 1 not in rocm:
+                return False
+    return lines > 0
+
+
 def library_ops(text: ct.Tree) -> dict[int, str]:
     """id(Func) -> the op of another library it implements (``m.impl("quantized::x", fn)``)."""
     out: dict[int, str] = {}
@@ -424,12 +478,16 @@ def main(argv: list[str] | None = None) -> int:
     k_miss: dict[str, list[tuple[str, str]]] = defaultdict(list)
     k_by_file: Counter[str] = Counter()
     dead: list[tuple[str, str]] = []
+    rocm: list[tuple[str, str]] = []
     for key, k in sorted(kernels.items()):
         if key in reached_by:
             continue
         reason, detail = reach.kernel_miss(k, entry_of, lib_of)
         if reason == NEVER and named_only_at_definition(root, k):
             dead.append((f"{k.name}  {k.path}:{k.line}", f"no other mention of {k.name} in {', '.join(TREE_CODE)}"))
+            continue
+        if launched_only_for_rocm(root, k):
+            rocm.append((f"{k.name}  {k.path}:{k.line}", "every <<< launch of it is under a ROCm-only #if"))
             continue
         k_miss[reason].append((f"{k.name}  {k.path}:{k.line}", detail))
         k_by_file[k.path] += 1
@@ -439,11 +497,12 @@ def main(argv: list[str] | None = None) -> int:
             reason, detail = reach.op_miss(b)
             o_miss[reason].append((f"{b} ({ops.group[b]})", detail))
 
-    n_k, n_o = len(kernels) - len(dead), len(cuda_ops)
+    n_k, n_o = len(kernels) - len(dead) - len(rocm), len(cuda_ops)
     print(f"CUDA census of {root}")
     print(f"kernels reached: {len(hit_k)}/{n_k} ({len(hit_k) / max(n_k, 1):.3f})  [__global__ definitions "
           f"under {NATIVE}, {len({p for p, _ in kernels})} files, without {EXCLUDED[0]}; without {len(dead)} "
-          "dead ones: named nowhere but at their definition]")
+          f"dead ones: named nowhere but at their definition; without {len(rocm)} launched only under a ROCm-only "
+          "#if]")
     print(f"ops answered: {len(hit_o)}/{n_o} ({len(hit_o) / max(n_o, 1):.3f})  [op base names that run on CUDA; "
           "any launch, family or library]")
     print(f"ops answered: no device work (complete walk): {len(none_o)}/{n_o} ({len(none_o) / max(n_o, 1):.3f})  "
@@ -466,6 +525,9 @@ def main(argv: list[str] | None = None) -> int:
     if dead:
         show("Kernels not counted: dead code, never launched or named anywhere in the tree", {"dead": dead},
              len(dead))
+    if rocm:
+        show("Kernels not counted: launched only where a ROCm build compiles (no CUDA build runs them)",
+             {"ROCm only": rocm}, len(rocm))
     print("\nKernel misses by file:")
     for path, n in k_by_file.most_common(15):
         print(f"  {n:4d}  {path}")
@@ -474,7 +536,7 @@ def main(argv: list[str] | None = None) -> int:
           + (" ..." if len(none_o) > 30 else ""))
     if args.json:
         Path(args.json).write_text(json.dumps({
-            "kernels": {"reached": len(hit_k), "defined": n_k, "misses": k_miss, "dead": dead,
+            "kernels": {"reached": len(hit_k), "defined": n_k, "misses": k_miss, "dead": dead, "rocm_only": rocm,
                         "reached_by": {f"{p}:{n}": op for (p, n), op in reached_by.items() if (p, n) in kernels}},
             "ops": {"answered": len(hit_o), "own": len(own_o), "cuda_ops": n_o, "no_device_work": none_o,
                     "other_ops_code_only": sorted(set(hit_o) - set(own_o)),
