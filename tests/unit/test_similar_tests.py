@@ -289,3 +289,14 @@ def test_a_bare_name_finds_the_functional_forms_opinfo(py_indexed):
             assert [o.name for o in res.opinfos] == ["nn.functional.grid_sample"], q
     finally:
         ix.close()
+
+
+def test_a_backward_op_finds_the_opinfo_naming_it_its_aten_backward_name(py_indexed):
+    # find_similar_tests("hardtanh_backward") answered one test and no OpInfo, though OpInfo('nn.functional.hardtanh',
+    # aten_backward_name='hardtanh_backward') runs it in its gradient tests (and test_decomp checks it)
+    _, ix = py_indexed
+    res, text = call(ix, "find_similar_tests", query="_softmax")
+    assert [o.name for o in res.opinfos] == ["softmax"], text
+    assert "OpInfo('softmax')" in text and "(its aten_backward_name='_softmax': its gradient tests run it)" in text
+    res, text = call(ix, "find_similar_tests", query="softmax")
+    assert all(not o.backward for o in res.opinfos) and "aten_backward_name" not in text

@@ -78,7 +78,7 @@ def _opinfo(call: Call, db: str) -> OpInfoEntry | None:
     flags = " ".join(k for k, v in kw.items() if v.__class__ is Constant and v.value is True)
     return OpInfoEntry(
         _own_name(ctor, first.value), ctor, _str(kw.get("aten_name")), _str(kw.get("variant_test_name")),
-        " ".join(alias_names), call.lineno, db, flags,
+        " ".join(alias_names), call.lineno, db, flags, _str(kw.get("aten_backward_name")),
     )
 
 

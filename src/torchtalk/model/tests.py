@@ -114,6 +114,8 @@ class OpInfoEntry:
     line: int
     db: str  # the list it belongs to ("op_db", "python_ref_db", ...) or ""
     flags: str = ""  # the keywords it passes as True, space-separated ("supports_sparse supports_sparse_csr")
+    # aten_backward_name='hardtanh_backward': the backward op its gradient tests run and test_decomp checks
+    aten_backward_name: str = ""
     id: Annotated[int, Stored.ID] = field(default=0, compare=False)
     path: Annotated[str, Stored.PATH] = field(default="", compare=False)
 

@@ -59,6 +59,7 @@ class OpInfoHit:
     marks: list[MarkHit] = field(default_factory=list)  # in its own entry, in ref entries and in test lists
     db: str = ""  # the list it is in (op_db, foreach_unary_op_db), which the generic @ops tests take
     suites: list[FamilySuite] = field(default_factory=list)  # files whose @ops lists drawn from db hold it
+    backward: str = ""  # the op asked is the entry's aten_backward_name (hardtanh_backward: nn.functional.hardtanh)
 
 
 @dataclass
@@ -363,14 +364,15 @@ def _opinfos(ix: Index, key: str, ops: list[Op], asked: set[str]) -> list[OpInfo
     names = (names | {f"torch.{n}" for n in names} | ({f"nn.functional.{key}"} if "." not in key else set())) - {""}
     rows = []
     for k in sorted(names):
-        rows += ix.q("SELECT name, ctor, variant_test_name, file_id, line, aten_name, aliases, db, flags "
-                     "FROM op_info_entry "
+        rows += ix.q("SELECT name, ctor, variant_test_name, file_id, line, aten_name, aliases, db, flags, "
+                     "aten_backward_name FROM op_info_entry "
                      "WHERE lower(name) = ? OR lower(aten_name) = ? OR lower(aliases) LIKE ? ESCAPE '\\' "
-                     "ORDER BY file_id, line", (k, k, _like(k)))
+                     "OR lower(aten_backward_name) = ? ORDER BY file_id, line", (k, k, _like(k), k))
     # Aliases are space-separated: a substring hit counts only when it is a whole alias. The entries named after
     # the op itself first (add before __radd__, which Tensor.add's Python names also reach).
     rows = sorted((r for r in dict.fromkeys(rows)
-                   if any(k in (r[0].lower(), r[5].lower()) or k in r[6].lower().split() for k in names)),
+                   if any(k in (r[0].lower(), r[5].lower(), r[9].lower()) or k in r[6].lower().split()
+                          for k in names)),
                   key=lambda r: (not own & {r[0].lower(), r[5].lower(), r[0].lower().removeprefix("torch.")},
                                  r[3], r[4]))
     # The op's own entries (op_db and kin), not the reference/decomposition entries that name it (_refs.X), unless
@@ -380,15 +382,15 @@ def _opinfos(ix: Index, key: str, ops: list[Op], asked: set[str]) -> list[OpInfo
             or r[0].lower() in named] or rows
     out = []
     files = db_files(ix)
-    for name, ctor, variant, fid, line, _aten, _aliases, db, flags in rows:
+    for name, ctor, variant, fid, line, _aten, _aliases, db, flags, backward in rows:
         sel = name.replace(".", "_") + (f"_{variant}" if variant else "")
         # the generic tests run in test_ops.py, or in the file whose @ops(...) tests use the entry's list alone
         # (foreach_unary_op_db: test_foreach.py)
         in_db = files.get(db, [])
         where = "test/test_ops.py" if not in_db or "test/test_ops.py" in in_db else in_db[0]
         hit = OpInfoHit(name, ctor, variant, Loc(ix.path_of(fid), line), f'pytest {where} -k "{exact_k(ix, sel)}"',
-                        db=db,
-                        suites=[f for f in family_suites(ix, ctor, db, flags) if f.path != where])
+                        db=db, suites=[f for f in family_suites(ix, ctor, db, flags) if f.path != where],
+                        backward=backward if backward.lower() in names else "")
         for mark, cls, test, device, dtypes, mfid, mline, entry in ix.q(
                 "SELECT mark, test_class, test_name, device_type, dtypes, file_id, line, entry FROM op_test_mark "
                 "WHERE op = ? AND variant = ? ORDER BY entry = '', file_id, line", (name, variant)):

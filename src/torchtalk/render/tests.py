@@ -48,7 +48,8 @@ def render_similar_tests(r: SimilarTestsResult) -> str:
                    "entry's run line names a file); what is specific to it:")
         for o in r.opinfos:
             variant = f" variant {o.variant!r}" if o.variant else ""
-            out.append(f"- {o.ctor}('{o.name}'){variant}  {o.loc}")
+            of = f"  (its aten_backward_name={o.backward!r}: its gradient tests run it)" if o.backward else ""
+            out.append(f"- {o.ctor}('{o.name}'){variant}  {o.loc}{of}")
             out.append(f"    run: {o.command}")
             sel = o.command.rsplit(" -k ", 1)[-1] if " -k " in o.command else ""
             for f in o.suites:  # Note [OpInfo lists]
