@@ -569,3 +569,13 @@ def test_a_mixins_test_asked_through_a_node_id_runs_in_the_class_it_names(py_ind
         assert [t.name for t in res.page.tests] == ["test_set_get_check"], text
         assert res.page.runs[0].command == f"pytest test/distributed/test_store.py::{cls}::test_set_get_check", text
 
+
+
+def test_a_templates_copy_for_a_device_is_the_class_a_device_change_runs(py_indexed):
+    # affected by a CUDA-only change named CommonTemplate.test_polar with CpuTests' command and "no cuda variant":
+    # copy_tests(CommonTemplate, GPUTests, GPU_TYPE) is its copy for CUDA (GPU_TYPE is "cuda" or "xpu")
+    from torchtalk.query.testclasses import device_copy
+    _, ix = py_indexed
+    path = "test/inductor/test_torchinductor.py"
+    assert [device_copy(ix, path, "CommonTemplate", d) for d in ("cuda", "cpu", "mps")] == ["GPUTests", "CpuTests", ""]
+    assert device_copy(ix, path, "CpuTests", "cuda") == ""  # a collected class is no template

@@ -236,6 +236,17 @@ def runs_where(ix: Index, path: str, cls: str, name: str) -> tuple[str, str, str
     return (other[0], other[1], name) if other is not None else (path, cls, name)
 
 
+def device_copy(ix: Index, path: str, cls: str, device: str) -> str:
+    """The class a helper copies template ``cls`` into for ``device`` (``copy_tests(CommonTemplate, GPUTests,
+    GPU_TYPE)``: GPU_TYPE is "cuda" or "xpu" when the tests run, so a copy suffixed ``<GPU_TYPE>`` is CUDA's too);
+    "" when none is known (Note [Where tests run])."""
+    fid = ix.file_ids().get(path)
+    if fid is None or not cls or path.startswith(TESTING_INTERNAL):
+        return ""
+    gpu = ("<GPU_TYPE>",) if device == "cuda" else ()
+    return next((into for into, suffix in classes_of(ix, fid).runs_in.get(cls, []) if suffix in (device, *gpu)), "")
+
+
 def derived_elsewhere(ix: Index, fid: int, cls: str) -> tuple[str, str] | None:
     """(file, class) of the first class pytest collects in another test file that derives from ``cls`` of file
     ``fid`` (a mixin of test_c10d_common.py, torch/testing/_internal's _DistTestBase: Note [Test imports]), or

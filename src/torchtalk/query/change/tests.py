@@ -19,7 +19,7 @@ from ...model.change import Aspect, TestReason
 from ...model.dispatch import Device
 from ...store.reader import Index
 from ..moduledb import SUITES, entry_for
-from ..testclasses import runs_where
+from ..testclasses import device_copy, runs_where
 from ..testmatch import exact_k
 from ..testnames import generated_names
 from ..testquery import opinfo_names
@@ -213,11 +213,12 @@ def op_tests(ix: Index, op: OpForTests, device: Device | None) -> list[AffectedT
                                             f"its {aspect} changed: {suite} checks that for every OpInfo op "
                                             f"({op.path})",
                                             with_device(f'pytest {suite} -k "{exact_k(ix, sel)}"', device)))
-    out += _found(found.tests, op.base, op.op, op.path, device)
+    out += _found(ix, found.tests, op.base, op.op, op.path, device)
     return out
 
 
-def _found(tests: list[FoundTest], base: str, target: str, how: str, device: Device | None) -> list[AffectedTest]:
+def _found(ix: Index, tests: list[FoundTest], base: str, target: str, how: str,
+           device: Device | None) -> list[AffectedTest]:
     out = []
     for t in tests:
         keep, generated, narrow = for_device(t.loc.path, t.cls, t.generated, device)
@@ -225,10 +226,14 @@ def _found(tests: list[FoundTest], base: str, target: str, how: str, device: Dev
             continue
         kind = TestReason.NAMED if t.by_name else TestReason.CALLS
         why = (f"named after {base}" if kind is TestReason.NAMED else t.why) + f" ({how})"
-        on = narrow is not None or _shows_device(device, t.loc.path.rsplit("/", 1)[-1], t.cls, t.name,
-                                                 t.command, *t.decorators)
-        out.append(AffectedTest(f"{t.cls}.{t.name}" if t.cls else t.name, t.loc, kind, target, why,
-                                with_device(t.command, narrow), generated, on))
+        # a template copied into a class per device (inductor's CommonTemplate: CpuTests, GPUTests) runs on the
+        # device as that class's copy, which the command selects (find_similar_tests names the first copy)
+        copy = device_copy(ix, t.loc.path, t.cls, device.value) if device and device is not Device.CPU else ""
+        command = f'pytest {t.loc.path} -k "{copy} and {t.name}"' if copy else with_device(t.command, narrow)
+        on = bool(copy) or narrow is not None or _shows_device(device, t.loc.path.rsplit("/", 1)[-1], t.cls, t.name,
+                                                                t.command, *t.decorators)
+        out.append(AffectedTest(f"{t.cls}.{t.name}" if t.cls else t.name, t.loc, kind, target, why, command,
+                                generated, on))
     return sorted(out, key=lambda t: not t.on_device)[:PER_OP]  # in rank order, the device's first
 
 
@@ -241,7 +246,7 @@ def module_tests(ix: Index, public: str, why: str, device: Device | None) -> lis
     out = [AffectedTest(entry.label, entry.loc, TestReason.MODULE, public,
                         f"{SUITES[entry.kind].rsplit('/', 1)[-1]} runs every {entry.label.split('(')[0]} entry ({why})",
                         with_device(entry.command, device))] if entry is not None else []
-    return out + _found(find_similar_tests(ix, spelled, _pool(device)).tests, short, public, why, device)
+    return out + _found(ix, find_similar_tests(ix, spelled, _pool(device)).tests, short, public, why, device)
 
 
 def suite_tests(suites: list[tuple[str, str]]) -> list[AffectedTest]:
