@@ -55,13 +55,18 @@ def test_list_modules_takes_exported_private_modules_and_ranks_test_classes_last
         "torch/optim/__init__.py": init,
         "torch/optim/_adafactor.py": "from .optimizer import Optimizer\n\n\nclass Adafactor(Optimizer):\n"
                                      "    def step(self):\n        pass\n\n\nclass Helper(Optimizer):\n    pass\n",
-        "test/test_linearity.py": "import torch\n\n\nclass ALinearNet(torch.nn.Module):\n    pass\n"})
+        "test/test_linearity.py": "import torch\n\n\nclass ALinearNet(torch.nn.Module):\n    pass\n",
+        # a nested class of torch/testing/_internal (common_quantization's TestHelperModules.TwoLinearModule): once
+        "torch/testing/_internal/common_linear.py": "import torch\n\n\nclass Helpers:\n"
+                                                    "    class TwoLinearNet(torch.nn.Module):\n        pass\n"})
     try:
         res, _ = call(ix, "list_modules", category="optim")
         assert [c.name for c in res.groups["optimizers"]] == ["Adafactor", "SGD"]
         res, _ = call(ix, "list_modules", category="Linear")
         listed = [c.fq for g in res.groups.values() for c in g]
         assert listed.index("test.test_linearity.ALinearNet") > listed.index("torch.nn.modules.linear.Linear")
+        assert [fq for fq in listed if fq.endswith("TwoLinearNet")] == [
+            "torch.testing._internal.common_linear.Helpers.TwoLinearNet"]
     finally:
         ix.close()
 

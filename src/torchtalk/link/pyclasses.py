@@ -81,10 +81,13 @@ class Resolver:
         for cid, module, qualname, name, bases, file_id, line in conn.execute(
                 "SELECT id, module, qualname, name, bases, file_id, line FROM py_class"):
             self.classes[f"{module}.{qualname}"] = ("py", cid, module, name, file_id, line, json.loads(bases or "[]"))
+        at = {(c[4], c[5]) for c in self.classes.values()}
         for cid, name, bases, file_id, line in conn.execute("SELECT id, name, bases, file_id, line FROM test_class"):
             module = module_of(self.paths.get(file_id, ""))
             fq = f"{module}.{name}"
-            if fq not in self.classes:  # torch/testing/_internal classes are already Python-layer classes
+            # torch/testing/_internal classes are already Python-layer classes, nested ones (TestHelperModules.
+            # TwoLinearModule) under their qualified name: never again as a module-level one
+            if fq not in self.classes and (file_id, line) not in at:
                 self.classes[fq] = ("test", cid, module, name, file_id, line, json.loads(bases or "[]"))
         self.modules = {c[2] for c in self.classes.values()} | set(self.imports) | set(self.stars)
         self._memo: dict[tuple[str, str], str | None] = {}
