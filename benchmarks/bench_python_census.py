@@ -512,16 +512,49 @@ def out_overloads(root: Path) -> dict[str, tuple[set[str], set[str]]]:
     return {n: v for n, v in out.items() if v[0] and v[1]}
 
 
-def out_calls(root: Path) -> list[tuple[str, str, int, bool]]:
-    """(function full name, ``torch.X`` as written, line, passes out=) for each call ``torch.X(...)`` of the
-    functions of torch/nn and torch/optim (module level, or methods of module-level classes) where X has out= and
-    other overloads and the call passes no ``**mapping``."""
+def bound_names(root: Path) -> dict[str, str]:
+    """Full name of a module-level name bound to an op's function (``gelu = _add_docstr(torch._C._nn.gelu, ...)`` in
+    torch/nn/functional.py, ``vector_norm = _add_docstr(_linalg.linalg_vector_norm, ...)``) -> the op's base name,
+    for the names with out= and other overloads."""
     names = out_overloads(root)
-    found: list[tuple[str, str, int, bool]] = []
+    out: dict[str, str] = {}
+    for folder in ("torch/nn", "torch/linalg", "torch/special", "torch/fft"):
+        for rel, tree in parsed_files(root, folder, "**/*.py"):
+            for s in tree.body:
+                if (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
+                        and isinstance(s.value, ast.Call) and (_dotted(s.value.func) or "").endswith("_add_docstr")
+                        and s.value.args and (op := (_dotted(s.value.args[0]) or "").rsplit(".", 1)[-1]) in names):
+                    out[f"{module_name(rel)}.{s.targets[0].id}"] = op
+    return out
+
+
+def _imported(tree: ast.Module, module: str) -> dict[str, str]:
+    """A module's top-level import aliases -> the full names they stand for (``F`` -> torch.nn.functional)."""
+    out: dict[str, str] = {}
+    for s in tree.body:
+        if isinstance(s, ast.Import):
+            out.update({a.asname: a.name for a in s.names if a.asname})
+        elif isinstance(s, ast.ImportFrom) and s.module and not s.level:
+            out.update({a.asname or a.name: f"{s.module}.{a.name}" for a in s.names})
+        elif isinstance(s, ast.ImportFrom) and s.level:  # from .functional import gelu
+            base = module.rsplit(".", s.level)[0] + (f".{s.module}" if s.module else "")
+            out.update({a.asname or a.name: f"{base}.{a.name}" for a in s.names})
+    return out
+
+
+def out_calls(root: Path, bound: bool = False) -> list[tuple[str, str, int, bool, str]]:
+    """(function full name, the callee as written, line, passes out=, op base name) for each call ``torch.X(...)``
+    of the functions of torch/nn and torch/optim (module level, or methods of module-level classes) where X has out=
+    and other overloads and the call passes no ``**mapping``; with ``bound``, instead, each call of a name bound to
+    such an op's function (``F.gelu(x)``, ``gelu(x)`` in torch/nn/functional.py: ``bound_names``)."""
+    names = out_overloads(root)
+    aliases = bound_names(root) if bound else {}
+    found: list[tuple[str, str, int, bool, str]] = []
     defs = (ast.FunctionDef, ast.AsyncFunctionDef)
     for folder in _PUBLIC_DIRS:
         for rel, tree in parsed_files(root, folder, "**/*.py"):
             module = module_name(rel)
+            imported = _imported(tree, module) if bound else {}
             scopes = [(f"{module}.{f.name}", f) for f in tree.body if isinstance(f, defs)]
             scopes += [(f"{module}.{c.name}.{f.name}", f) for c in tree.body if isinstance(c, ast.ClassDef)
                        for f in c.body if isinstance(f, defs)]
@@ -530,10 +563,16 @@ def out_calls(root: Path) -> list[tuple[str, str, int, bool]]:
                     if not isinstance(n, ast.Call):
                         continue
                     name = _dotted(n.func)
-                    if (name and name.startswith("torch.") and name.count(".") == 1 and name[6:] in names
-                            and all(k.arg for k in n.keywords)
-                            and not any(isinstance(a, ast.Starred) for a in n.args)):
-                        found.append((fq, name, n.lineno, any(k.arg == "out" for k in n.keywords)))
+                    if not name or not all(k.arg for k in n.keywords) or any(
+                            isinstance(a, ast.Starred) for a in n.args):
+                        continue
+                    head, _, rest = name.partition(".")
+                    full = f"{imported[head]}.{rest}".rstrip(".") if head in imported else \
+                        f"{module}.{name}" if f"{module}.{name}" in aliases else name
+                    op = aliases.get(full) if bound else name[6:] if (
+                        name.startswith("torch.") and name.count(".") == 1 and name[6:] in names) else None
+                    if op:
+                        found.append((fq, name, n.lineno, any(k.arg == "out" for k in n.keywords), op))
     return found
 
 
@@ -847,10 +886,10 @@ def census_builtin_receivers(server: tt.McpStdio, root: Path) -> dict:
             "missed": missed}
 
 
-def census_out_overloads(server: tt.McpStdio, root: Path) -> dict:
+def census_out_overloads(server: tt.McpStdio, root: Path, bound: bool = False) -> dict:
     """For each out_calls() call: trace(<function>) lists for it the out= overloads of its name when it passes
     out=, and only the others when it does not (Note [Overloads by arguments]: the argument parser needs out=)."""
-    calls = out_calls(root)
+    calls = out_calls(root, bound)
     outs = out_overloads(root)
     right = 0
     misses: Counter[str] = Counter()
@@ -865,10 +904,10 @@ def census_out_overloads(server: tt.McpStdio, root: Path) -> dict:
                 listed.setdefault(e["written"], set()).add(e["dst"]["key"])
             elif e.get("written"):
                 python.add(e["written"])
-        for written, line, passes in sites:
-            out_set = outs[written[len("torch."):]][0]
+        for written, line, passes, op in sites:
+            out_set = outs[op][0]
             got = listed.get(written, set())
-            if any(p != passes for w, _ln, p in sites if w == written):  # with out= and without: both kinds
+            if any(p != passes for w, _ln, p, _op in sites if w == written):  # with out= and without: both kinds
                 got = got - out_set if not passes else got & out_set
             if not got:
                 why = ("a Python function of that name, whose own calls reach the ops" if written in python else
@@ -920,6 +959,7 @@ def main(argv: list[str] | None = None) -> int:
             ccalls = census_c_calls(server, h.root)
             recv = census_builtin_receivers(server, h.root)
             outs = census_out_overloads(server, h.root)
+            bound = census_out_overloads(server, h.root, bound=True)
     except tt.AdapterError as exc:
         print(f"bench_python_census: {exc}", file=sys.stderr)
         return 2
@@ -968,13 +1008,18 @@ def main(argv: list[str] | None = None) -> int:
           f"overloads ({outs['with_out']} of them pass out=): trace of the function lists the out= overloads "
           f"exactly when the call passes out=  {frac(outs['right'], outs['calls'])} over {outs['functions']} functions")
     _misses(outs)
+    print(f"out= overloads, bound names: calls of torch/nn and torch/optim functions of a name bound to such an op's "
+          f"function (F.gelu = _add_docstr(torch._C._nn.gelu, ...); {bound['with_out']} of them pass out=): trace "
+          f"lists the out= overloads exactly when the call passes out=  {frac(bound['right'], bound['calls'])} over "
+          f"{bound['functions']} functions")
+    _misses(bound)
     seconds = round(time.monotonic() - t0, 1)
     print(f"time: {seconds} s")
     if args.json:
         Path(args.json).write_text(json.dumps({"optimizers": opt, "modules": mods, "submodules": subs,
                                                "local_calls": local, "tests": tests,
                                                "bindings": binds, "type_methods": types, "c_calls": ccalls,
-                                               "builtin_receivers": recv, "out_overloads": outs,
+                                               "builtin_receivers": recv, "out_overloads": outs, "bound_names": bound,
                                                "seconds": seconds}, indent=1))
     return 0
 
