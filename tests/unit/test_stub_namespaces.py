@@ -54,6 +54,11 @@ void scale_kernel(TensorIterator& iter) {}
 REGISTER_DISPATCH(scale_stub, &scale_kernel<false>);
 }  // namespace at::native
 """,
+    "aten/src/ATen/native/cuda/Copy.cu": """namespace at::native {
+void copy_kernel(TensorIterator& iter, bool non_blocking) {}
+REGISTER_DISPATCH(copy_stub, &copy_kernel);
+}  // namespace at::native
+""",
     "aten/src/ATen/native/cpu/BlasKernel.cpp": """namespace at::native {
 namespace cpublas {
 namespace {
@@ -95,3 +100,13 @@ def test_a_template_kernel_registered_as_an_instance_is_its_template(stubs):
     _res, text = run(get_tool("called_by"), ix, function_name="scale_stub")
     line = line_of(tree, "aten/src/ATen/native/cpu/ScaleKernel.cpp", "void scale_kernel(TensorIterator& iter) {}")
     assert f"- CPU: at::native::(anonymous)::scale_kernel  aten/src/ATen/native/cpu/ScaleKernel.cpp:{line}  [" in text, text
+
+
+def test_a_registration_names_its_own_files_kernel_not_a_same_named_one_elsewhere(stubs):
+    # cpu/IndexKernel.cpp's REGISTER_DISPATCH(put_stub, &put_kernel) names its file-local put_kernel; called_by of
+    # cuda/IndexKernel.cu's put_kernel (external linkage) listed that CPU registration too
+    tree, ix = stubs
+    _res, text = run(get_tool("called_by"), ix, function_name="aten/src/ATen/native/cuda/Copy.cu:2")
+    assert "for CUDA" in text and "cpu/CopyKernel.cpp" not in text, text
+    _res, text = run(get_tool("called_by"), ix, function_name="aten/src/ATen/native/cpu/CopyKernel.cpp:3")
+    assert "for CPU" in text and "cuda/Copy.cu" not in text, text

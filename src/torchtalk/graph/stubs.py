@@ -104,8 +104,11 @@ def registering(ix: Index, node: Node) -> list[Edge]:
         return []
     out = []
     for r in _by_target(ix).get(fn.name, []):
-        if fn.is_file_local and r.path != fn.path:
-            continue  # a same-named kernel in another file's anonymous namespace
+        if r.path != fn.path and (fn.is_file_local or any(d.path == r.path for d in defs_by_name(ix, fn.name))):
+            # a same-named kernel in another file's anonymous namespace; or the registering file has its own
+            # (cpu/IndexKernel.cpp's REGISTER_DISPATCH(put_stub, &put_kernel) names its file-local put_kernel, never
+            # cuda/IndexKernel.cu's): the one kernel_edges picks
+            continue
         out.append(Edge(stub_node(r.name, stub_declared(ix, r.name)), node, EdgeKind.STUB_KERNEL, r.loc, r.key,
                         r.detail))
     return out
