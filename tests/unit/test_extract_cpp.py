@@ -760,3 +760,16 @@ def test_a_macro_standing_for_an_ifs_parentheses():
     callees = {(c.callee, c.line) for c in calls_of(f, sym(f, "solve"))}
     assert {("contiguous", 2), ("copy_", 3), ("is_neg", 4), ("fix", 5)} <= callees
     assert "if" not in {c for c, _ in callees}
+
+
+def test_a_variable_made_from_a_call_is_a_call_though_the_grammar_reads_a_declaration():
+    # Note [Calls read as declarations]: python_anomaly_mode.cpp's THPObjectPtr parent_node_(functionToPyObject(
+    # parent_node)); is the most vexing parse; with a literal argument the grammar reads the call itself
+    from torchtalk.extract.cpp import extract_cpp
+    from torchtalk.model import CallSite
+    src = (b"namespace torch::autograd {\nvoid assign_parent(const Node& parent_node, Node* b) {\n"
+           b"  THPObjectPtr parent_node_(functionToPyObject(parent_node));\n"
+           b"  THPObjectPtr grads(python::wrap_variables(parent_node, b));\n"
+           b"  THPObjectPtr tup(PyTuple_New(2));\n}\n}\n")
+    calls = [(c.callee, c.qualifier, c.line, c.nargs) for c in extract_cpp("torch/csrc/autograd/x.cpp", src)[CallSite]]
+    assert calls == [("functionToPyObject", "", 3, 1), ("wrap_variables", "python", 4, 2), ("PyTuple_New", "", 5, 1)]

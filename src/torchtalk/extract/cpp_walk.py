@@ -146,6 +146,7 @@ class Walker(Definitions, Declarations, Calls):
                 else:
                     p = n.parent
                     self.typer.declaration(n, p.end_byte if p is not None else n.end_byte)
+                    self._vexing(n, cur[3])
             elif o == 2:
                 if cur[3] < 0:  # a new top-level function: forget the last one's variables
                     self.vars.clear()
