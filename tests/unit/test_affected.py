@@ -768,7 +768,7 @@ def test_cli_reads_the_diff_from_a_file_and_from_stdin(ctree, tmp_path):
     assert run.returncode == 2 and "cannot read it" in run.stderr and "Traceback" not in run.stderr
 
 
-def test_a_device_change_takes_each_ops_tests_shown_on_the_device_first():
+def test_a_device_change_takes_each_ops_tests_shown_on_the_device_first(indexed):
     """Note [Tests of a device's change]: for a CUDA change, an op's PER_OP tests are chosen from a larger pool of
     find_similar_tests' ranking, those shown to run on CUDA first (GridSampler.cu: F.grid_sample's onlyCUDA
     test_grid_sample_large ranks 9th); in rank order otherwise, and a CPU or device-less change takes PER_OP."""
@@ -782,7 +782,9 @@ def test_a_device_change_takes_each_ops_tests_shown_on_the_device_first():
     cuda = [FoundTest("test_large", "TestNNDeviceType", Loc("test/test_nn.py", 99), "name", "pytest -k x", ["onlyCUDA"],
                       ["TestNNDeviceTypeCUDA.test_large_cuda"], True)]
     assert at._pool(Device.CUDA) > at._pool(Device.CPU) == at._pool(None) == at.PER_OP
-    got = at._found(cpu + cuda, "grid_sample", "grid_sampler", "how", Device.CUDA)
+    _, ix = indexed  # holds none of these test files: no template copies them
+    got = at._found(ix, cpu + cuda, "grid_sample", "grid_sampler", "how", Device.CUDA)
     assert len(got) == at.PER_OP and got[0].name == "TestNNDeviceType.test_large" and got[0].on_device
     assert [t.name for t in got[1:]] == [f"TestNN.test_cpu_{i}" for i in range(at.PER_OP - 1)]  # then in rank order
-    assert [t.name for t in at._found(cpu[:3], "g", "g", "how", None)] == [f"TestNN.test_cpu_{i}" for i in range(3)]
+    assert [t.name for t in at._found(ix, cpu[:3], "g", "g", "how", None)] == [
+        f"TestNN.test_cpu_{i}" for i in range(3)]

@@ -1,12 +1,9 @@
-"""C++ types at query time: the vocabulary (``Ty``, ``Scope``), type text taken apart, and what the
-index holds about classes, fields, usings and functions by qualified name.
+"""C++ types at query time: the vocabulary (``Ty``, ``Scope``), type text taken apart, and what the index holds
+about classes, fields, usings and functions by qualified name. Resolving a written type from its scope, and classes
+with their bases and members, are in cpp_lookup.py.
 
-Resolving a written type from its scope, and classes with their bases and members, are in
-cpp_lookup.py.
-
-torchgen's structured kernel classes are not in the tree: their bases follow
-torchgen's rule (``structured_<kernel>`` derives from the meta class
-``at::meta::structured_<functional op>``, which derives from the op's
+torchgen's structured kernel classes are not in the tree: their bases follow torchgen's rule (``structured_<kernel>``
+derives from the meta class ``at::meta::structured_<functional op>``, which derives from the op's
 ``structured_inherits:`` or ``at::impl::MetaBase``).
 """
 
