@@ -47,7 +47,7 @@ def test_helpers_and_qualified_calls(calls):
 
 def test_split_arguments_keep_operators_apart_from_template_brackets(calls):
     # "self <= max" is a comparison, not the start of template arguments: where( takes three arguments here
-    from torchtalk.graph.cpp_types import split_args
+    from torchtalk.graph.cpp_text import split_args
     assert split_args("self <= max, grad, at::scalar_tensor(0., grad.options())") == [
         "self <= max", "grad", "at::scalar_tensor(0., grad.options())"]
     assert split_args("std::map<int, std::pair<a, b>> m, x << 2, p->y") == [
@@ -68,3 +68,30 @@ def test_an_operator_between_numbers_or_sizes_is_no_op(calls):
     # self.dim() and at::size(self, 0) are numbers (size.int returns an int): their arithmetic is the language's
     assert calls("self.dim() + 1") == []
     assert calls("at::size(self, 0) + 1") == [("size", False, ("size.int",), True)]
+
+
+def test_operands_read_with_precedence_unary_signs_and_exponents():
+    # the left operand of + in "a * -b + c" is "a * -b" (a unary minus inside it); 1e-5's sign is no operator
+    from torchtalk.graph.formulas import _left, _right
+    text = "a * -b + c"
+    assert _left(text, text.index("+"), "+").strip() == "a * -b"
+    text = "grad * 1e-5 - other"
+    assert _right(text, text.index("*") + 1, "*") == "1e-5"
+    assert _left(text, text.index(" - ") + 1, "-").strip() == "grad * 1e-5"
+
+
+def test_template_brackets_are_told_from_comparisons():
+    from torchtalk.graph.cpp_text import template_brackets
+    text = "std::get<0>(x) > y"
+    assert template_brackets(text) == {text.index("<"), text.index(">")}
+    assert template_brackets("where(self<other, grad, grad) * (self > 0)") == set()  # "<" left open: an operator
+    assert template_brackets("self <= max, x << 2, p->y") == set()
+
+
+def test_a_number_on_the_left_and_a_tensor_result_of_a_helper(calls):
+    # other + grad: add.Tensor; (grad + other) + other: the left is a Tensor, though written as a group
+    assert calls("other + grad") == [("operator+", True, ("add.Tensor",), True)]
+    assert calls("(grad + other) + other") == [
+        ("operator+", True, ("add.Tensor",), True), ("operator+", True, ("add.Tensor",), True)]
+    # a number binds no Tensor: 2.0 + grad is no overload of the fixture's add (it has no add.Scalar)
+    assert calls("2.0 + grad") == []

@@ -17,6 +17,7 @@ from ..model import ClassKind, CppClass, CppField, CppSymbol, UsingKind
 from ..model.cpp import is_builtin_name, split_template_args
 from ..store.codec import codec, rows_facts
 from ..store.reader import Index
+from .cpp_text import split_args
 from .registry import registry
 from .symbols import SYMBOL_COLS, pasted_match, pasted_symbols
 
@@ -139,42 +140,6 @@ def parse_type(text: str) -> tuple[str, list[str], int]:
     if "<" in t:  # Outer<T>::Inner: outer arguments dropped
         t = "::".join(p.split("<")[0] for p in split_qualified(t))
     return t.strip(), args, ptrs
-
-
-def close_bracket(text: str, open_at: int, pairs: tuple[str, str] = ("([{", ")]}"), limit: int = 4000) -> int:
-    """Offset of the bracket closing the one at ``open_at`` (brackets of ``pairs``: openers, closers; within
-    ``limit`` characters), or -1. Strings and comments are not skipped (extract/cpp_text.match_close does that)."""
-    opens, closes = pairs
-    depth = 0
-    for i in range(open_at, min(len(text), open_at + limit)):
-        ch = text[i]
-        if ch in opens:
-            depth += 1
-        elif ch in closes:
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
-
-
-def split_args(text: str) -> list[str]:
-    """Top-level comma split, brackets kept together: ``<`` right after a name opens template arguments (never an
-    operator: ``self <= max``, ``a < b``, ``x << 2``), ``>`` closes only an open ``<`` (``p->x``)."""
-    out, stack, start = [], [], 0
-    for i, ch in enumerate(text):
-        if ch in "([" or ch == "<" and i and (text[i - 1].isalnum() or text[i - 1] in "_:") and \
-                text[i + 1:i + 2] not in ("=", "<"):
-            stack.append(ch)
-        elif ch == ">" and stack and stack[-1] == "<":
-            stack.pop()
-        elif ch in ")]":  # a "<" left open inside these brackets was an operator
-            while stack and stack.pop() == "<":
-                pass
-        elif ch == "," and not stack:
-            out.append(text[start:i].strip())
-            start = i + 1
-    out.append(text[start:].strip())
-    return [a for a in out if a]
 
 
 # ------------------------------------------------------------------ index readers (memoised per index version)

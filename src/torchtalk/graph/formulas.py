@@ -28,7 +28,9 @@ from dataclasses import dataclass
 
 from ..model import TENSOR_BINARY_OPERATORS, TENSOR_UNARY_OPERATORS, Op, Variant
 from ..store.reader import Index
-from .cpp_types import Ty, close_bracket, split_args
+from .cpp_lookup import methods
+from .cpp_text import close_bracket, split_args, template_brackets
+from .cpp_types import Ty
 from .op_spellings import op_named
 from .overloads import op_signature, schema_type, score
 from .registry import OpRegistry
@@ -122,6 +124,7 @@ def _parenthesized(text: str, open_at: int) -> str:
 
 
 _OPERATOR = re.compile(r"<=|>=|==|!=|&&|\|\||<<|>>|->|::|[-+*/%&|^<>~!?:,;=(\[{]")
+_EXPONENT = re.compile(r"(?<![\w.])\d+(\.\d*)?[eE]$")
 _BEFORE_UNARY = "(,=?:[{!<>+-*/%&|^~"
 _STRING_LIT = re.compile(r'"(?:[^"\\]|\\.)*"')
 
@@ -135,14 +138,10 @@ class _Operators:
     def calls(self, text: str) -> list[tuple[int, FormulaCall]]:
         s = _STRING_LIT.sub(lambda m: " " * len(m.group()), text)
         out: list[tuple[int, FormulaCall]] = []
-        templates = 0  # "<" of std::get<0>, std::vector<c10::SymInt> still open
+        angles = template_brackets(s)  # std::get<0>, std::vector<c10::SymInt>: no comparison
         for m in _OPERATOR.finditer(s):
             tok, at = m.group(), m.start()
-            if tok == "<" and at and (s[at - 1].isalnum() or s[at - 1] == "_"):
-                templates += 1
-                continue
-            if tok == ">" and templates:
-                templates -= 1
+            if at in angles or tok in "+-" and _EXPONENT.search(s, 0, at):  # 1e-5 is a number
                 continue
             prev = s[:at].rstrip()
             if tok in TENSOR_UNARY_OPERATORS and (not prev or prev[-1] in _BEFORE_UNARY or prev.endswith("return")):
@@ -191,15 +190,15 @@ class _Operators:
             if close < 0:
                 return None
             ty, pos = self._type(e[1:close]), close + 1
-        elif head := re.match(r"(?:at::)?([A-Za-z_]\w*)\s*(\()?", e):
+        elif head := re.match(r"(?:(?:at|std)::)?([A-Za-z_]\w*)\s*(\()?", e):
             pos = head.end()
-            if head.group(2):  # f(...): an op's (when its arguments are not all numbers) or unknown
+            if head.group(2):  # f(...): an op's (what it returns), the C library's for numbers, or unknown
                 close = close_bracket(e, pos - 1, limit=len(e))
                 if close < 0:
                     return None
                 args = [self._type(a) for a in split_args(e[pos:close])]
                 numbers = bool(args) and all(a is not None and a != _TENSOR for a in args)  # sqrt(M_PI): C's
-                ty = _TENSOR if not numbers and _returns_tensor(self.reg.by_name.get(head.group(1), [])) else None
+                ty = _DOUBLE if numbers else _returns(self.reg.by_name.get(head.group(1), []))
                 pos = close + 1
             else:
                 ty = self.env.get(head.group(1))
@@ -209,28 +208,49 @@ class _Operators:
             close = close_bracket(e, pos + meth.end() - 1, limit=len(e))
             if close < 0:
                 return None
-            ty = _TENSOR if _returns_tensor(self.reg.by_name.get(meth.group(1), [])) else None
+            ty = self._method_returns(meth.group(1))
             pos = close + 1
         return ty if not e[pos:].strip() else None
 
 
-def _returns_tensor(ops: list[Op]) -> bool:
-    return bool(ops) and all(len(o.schema.returns) == 1 and o.schema.returns[0].type == "Tensor" for o in ops)
+    def _method_returns(self, name: str) -> Ty | None:
+        """What a Tensor's method returns: an op's result, or at::TensorBase's C++ method's (``dim()``, ``numel()``,
+        ``sym_numel()``: numbers; ``sizes()``, ``options()``: not known here)."""
+        if name in self.reg.by_name:
+            return _returns(self.reg.by_name[name])
+        rets = {s.ret for s in methods(self.ix, _TENSOR, name)[1]}
+        if rets == {"Tensor"}:
+            return _TENSOR
+        return Ty("int64_t") if rets and rets <= _CPP_NUMBERS else None
+
+
+_NUMBERS = frozenset({"int", "SymInt", "float", "bool"})
+_CPP_NUMBERS = frozenset({"int64_t", "c10::SymInt", "SymInt", "double", "float", "bool", "int", "size_t"})
+_DOUBLE = Ty("double")
+
+
+def _returns(ops: list[Op]) -> Ty | None:
+    """What every overload of an op returns, when one Tensor or one number (else None: not known)."""
+    kinds = {o.schema.returns[0].type if len(o.schema.returns) == 1 else "" for o in ops}
+    if kinds == {"Tensor"}:
+        return _TENSOR
+    return Ty("int64_t") if kinds and kinds <= _NUMBERS else None
 
 
 def _top_level(text: str) -> list[str]:
     """The operands of an expression's top-level binary operators."""
     out, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch in "([{":
+    for m in re.finditer(r"<=|>=|==|!=|[-+*/%&|^<>()\[\]{}]", text):
+        tok, i = m.group(), m.start()
+        if tok in "([{":
             depth += 1
-        elif ch in ")]}":
+        elif tok in ")]}":
             depth -= 1
-        elif depth == 0 and ch in "+-*/%&|^<>" and text[:i].strip() and text[:i].rstrip()[-1] not in _BEFORE_UNARY:
+        elif depth == 0 and text[:i].strip() and text[:i].rstrip()[-1] not in _BEFORE_UNARY:
             out.append(text[start:i])
-            start = i + 1
+            start = m.end()
     out.append(text[start:])
-    return [o.lstrip("= ") for o in out if o.strip().strip("=")]
+    return [o for o in out if o.strip()]
 
 
 # C++'s precedence of the binary operators a formula uses (smaller binds tighter)
@@ -243,13 +263,21 @@ _LEADING_OPERATOR = re.compile(r"\s*(<=|>=|==|!=|[-+*/%&|^<>])(?![=&|])")
 def _left(s: str, at: int, tok: str) -> str:
     """The left operand of the operator ``tok`` at ``at``: a name, a number, a call, a parenthesized group, a method
     chain, and what operators of its precedence or tighter make of them (``grad * self`` in ``grad * self / x``)."""
-    start = _operand_start(s, at)
+    start = _unary_start(s, _operand_start(s, at))
     while (m := _TRAILING_OPERATOR.search(s, 0, start)) and _PRECEDENCE[m.group(1)] <= _PRECEDENCE[tok] and (
             not (before := s[:m.start()].rstrip()) or before[-1] not in _BEFORE_UNARY):
         if not before:
             break
-        start = _operand_start(s, m.start())
+        start = _unary_start(s, _operand_start(s, m.start()))
     return s[start:at]
+
+
+def _unary_start(s: str, start: int) -> int:
+    """Where an operand starts with the unary operators before it (``-2`` in ``self * -2 + other``)."""
+    while (i := len(s[:start].rstrip())) and s[i - 1] in "-~!" and (
+            not s[:i - 1].rstrip() or s[:i - 1].rstrip()[-1] in _BEFORE_UNARY):
+        start = i - 1
+    return start
 
 
 def _right(s: str, at: int, tok: str) -> str:
@@ -300,7 +328,7 @@ def _operand_end(s: str, start: int) -> int:
             if close < 0:
                 return len(s)
             j = close + 1
-        elif ch.isalnum() or ch in "_.":
+        elif ch.isalnum() or ch in "_." or ch in "+-" and _EXPONENT.search(s, start, j):  # 1e-5
             j += 1
         elif s[j:j + 2] == "::":
             j += 2

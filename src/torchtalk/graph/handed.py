@@ -29,7 +29,8 @@ from ..model.cpp import split_template_args
 from ..store.codec import rows_facts
 from ..store.reader import Index
 from .cpp_lookup import resolve_type
-from .cpp_types import caller_scope, close_bracket, split_args
+from .cpp_text import close_bracket, split_args
+from .cpp_types import caller_scope
 from .resolution import TargetKind
 from .resolve import resolve
 from .source_lines import file_lines

@@ -19,7 +19,7 @@ import re
 
 from ..model import CallSite, CppSymbol
 from ..store.reader import Index
-from .cpp_types import close_bracket, split_args
+from .cpp_text import close_bracket, split_args
 from .source_lines import file_lines
 from .symbols import defs_by_name, gpu_kernels_named
 

@@ -19,7 +19,8 @@ from ..model import CppSymbol, DispatchEntry, EntryOrigin, Op
 from ..store.reader import Index
 from .aten_library import library_kernel_definitions
 from .cpp_lookup import ancestry, class_scope, resolve_type
-from .cpp_types import Scope, Ty, scope_chain, split_args
+from .cpp_text import split_args
+from .cpp_types import Scope, Ty, scope_chain
 from .symbols import kernel_definitions
 
 _SCHEMA_CPP = {

@@ -23,7 +23,8 @@ from ..model import CallKind, CallSite, CppSymbol, Edge, EdgeHow, EdgeKind, Node
 from ..model.cpp import TypeBase, TypeExpr, TypeStepKind
 from ..store.reader import Index
 from .cpp_lookup import resolve_type
-from .cpp_types import caller_scope, split_args
+from .cpp_text import split_args
+from .cpp_types import caller_scope
 from .nodes import symbol_node, unresolved_node
 from .resolution import TargetKind
 from .resolve import resolve
