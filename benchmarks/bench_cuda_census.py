@@ -346,7 +346,8 @@ def named_only_at_definition(root: str, k: ct.Kernel) -> bool:
 
 
 _DIRECTIVE = re.compile(r"^\s*#\s*(ifdef|ifndef|if|elif|else|endif)\b(.*)$")
-_ROCM_WORDS = re.compile(r"\bUSE_ROCM\b|__HIP_PLATFORM_(AMD|HCC)__|\b(TORCH_)?HIP_VERSION\b|\bROCM_VERSION\b")
+_ROCM_WORDS = re.compile(r"\bUSE_ROCM\b|__HIP_PLATFORM_(AMD|HCC)__|defined\s*\(?\s*((TORCH_)?HIP|ROCM)_VERSION\b")
+_ROCM_NEGATED = re.compile(r"!\s*(defined\s*\(?\s*)?(USE_ROCM|__HIP_PLATFORM_(AMD|HCC)__)")
 
 
 def rocm_lines(code: str) -> set[int]:
@@ -362,8 +363,8 @@ def rocm_lines(code: str) -> set[int]:
                 out.add(n)
             continue
         word, cond = m.group(1), m.group(2).split("//")[0]
-        rocm = bool(_ROCM_WORDS.search(cond)) and "||" not in cond
-        negated = rocm and ("!" in cond or word == "ifndef")
+        rocm = bool(_ROCM_WORDS.search(cond)) and "||" not in cond  # a bare HIP version test holds in CUDA too
+        negated = rocm and (bool(_ROCM_NEGATED.search(cond)) or word == "ifndef")
         if word in ("ifdef", "ifndef", "if"):
             stack.append([rocm and not negated, negated and "&&" not in cond])
         elif word == "elif" and stack:

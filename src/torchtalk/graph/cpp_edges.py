@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ..model import TEMPLATE_ARGUMENT, CallKind, CallSite, CppSymbol, Edge, EdgeHow, EdgeKind, Node, NodeKind
+from ..model.paths import rocm_only_path
 from ..store.reader import Index
 from .cpp_lookup import methods
 from .handed import handed_args, handed_functions, handed_methods
@@ -66,8 +67,9 @@ def call_edges(ix: Index, sym: CppSymbol, call: CallSite, src: Node | None = Non
             for d in res.defs[:MAX_DEFS] if dispatches(call)
             # a ROCm build's own class (a hip/ directory's HIPAllocatorMasqueradingAsCUDA) overrides nothing for CUDA
             # or CPU code (Note [Host code calls no device code] in graph/resolve.py)
-            for o in overrides(ix, d, this_class(sym, call)) if "/hip/" not in o.path or "/hip/" in sym.path] + \
-            _handed_edges(ix, sym, call, src, res.defs[:MAX_DEFS])
+            for o in overrides(ix, d, this_class(sym, call))
+            if not rocm_only_path(o.path) or rocm_only_path(sym.path)] + _handed_edges(ix, sym, call, src,
+                                                                                      res.defs[:MAX_DEFS])
     if call.kind is CallKind.LAUNCH:  # Note [Kernels handed to a launching lambda]: every kernel, no cap
         kernels = handed_kernels(ix, sym, call)
         if kernels:

@@ -35,6 +35,7 @@ from typing import TypeVar
 
 from ..model import Cut, CutKind, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, is_composite, runs_on
 from ..model.dispatch import traced_by_autograd
+from ..model.paths import rocm_only_path
 from ..store.reader import Index
 from .device_reach import device_out
 from .gpu_families import Template, functor_loc, is_library, library_edges, templates
@@ -139,7 +140,7 @@ def in_cuda_source(node: Node) -> bool:
 
 def is_cuda_path(path: str) -> bool:
     """A CUDA (or HIP) source: .cu, .cuh, or a file under a cuda/ or hip/ directory."""
-    return path.endswith(_CUDA_SOURCES) or "/cuda/" in path or "/hip/" in path
+    return path.endswith(_CUDA_SOURCES) or "/cuda/" in path or rocm_only_path(path)
 
 
 def gpu_rank(e: Edge) -> int:

@@ -17,6 +17,7 @@ answer leaves such launches and library calls out (graph/gpu.py): no CUDA build 
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from ..model import CppSymbol
 from ..store.reader import Index
@@ -29,72 +30,86 @@ _COMMENT = re.compile(r"\s*(//.*|/\*.*)$")
 
 def branch_at(ix: Index, path: str, line: int) -> str:
     """The innermost preprocessor branch around ``line`` as written ("" when none, or the file is unreadable)."""
-    lines = file_lines(ix, path)
-    stack: list[str] = []  # the branch each open #if is in
-    for n, text in enumerate(lines[: max(0, line - 1)], 1):
-        m = _DIRECTIVE.match(text)
-        if m is None:
-            continue
-        word, rest = m.group(1), _COMMENT.sub("", m.group(2)).strip()
+    return next((b.part for b in reversed(branches_at(ix, path, line)) if b.part), "")
+
+
+class Branch(NamedTuple):
+    """One ``#if`` open at a line: the directive that opened it and the part the line is in, as written (``#if X``,
+    ``#elif Y``, ``#else of #if X``); "" for an include guard."""
+
+    opener: str
+    part: str
+
+
+def branches_at(ix: Index, path: str, line: int) -> list[Branch]:
+    """Every preprocessor branch open at ``line``, outermost first."""
+    stack: list[Branch] = []
+    for n, word, rest, guard in _directives(ix, path):
+        if n >= line:
+            break
         if word in ("if", "ifdef", "ifndef"):
-            guard = word == "ifndef" and n < len(lines) and re.match(rf"^\s*#\s*define\s+{re.escape(rest)}\b",
-                                                                     lines[n])
-            stack.append("" if guard else f"#{word} {rest}")
+            opened = "" if guard else f"#{word} {rest}"
+            stack.append(Branch(opened, opened))
         elif word == "elif" and stack:
-            stack[-1] = f"#elif {rest}"
+            stack[-1] = Branch(stack[-1].opener, f"#elif {rest}")
         elif word == "else" and stack:
-            opened = stack[-1]
-            stack[-1] = opened if not opened or opened.startswith("#else") else f"#else of {opened}"
+            opener = stack[-1].opener
+            stack[-1] = Branch(opener, f"#else of {opener}" if opener else "")
         elif word == "endif" and stack:
             stack.pop()
-    return next((b for b in reversed(stack) if b), "")
+    return stack
 
 
-_ROCM = re.compile(r"USE_ROCM|__HIP_PLATFORM_(AMD|HCC)__|__HIPCC__|TORCH_HIP_VERSION|HIP_VERSION|ROCM_VERSION")
-_NOT_ROCM = re.compile(r"!\s*(defined\s*\(?\s*)?(USE_ROCM|__HIP_PLATFORM_(AMD|HCC)__|__HIPCC__)")
-
-
-def rocm_only(ix: Index, path: str, line: int) -> bool:
-    """Whether ``line`` of ``path`` is compiled only in a ROCm build (Note [ROCm-only code])."""
-    for branch in branches_at(ix, path, line):
-        if branch.startswith("#else of "):
-            opened = branch.removeprefix("#else of ")
-            if opened.startswith("#ifndef ") and _ROCM.search(opened) or _NOT_ROCM.search(opened) and \
-                    " || " not in opened and " && " not in opened:
-                return True
-        elif branch.startswith(("#ifdef ", "#if ", "#elif ")) and _ROCM.search(branch) and \
-                not _NOT_ROCM.search(branch) and " || " not in branch:
-            return True
-    return False
-
-
-def branches_at(ix: Index, path: str, line: int) -> list[str]:
-    """Every preprocessor branch open at ``line``, outermost first, as ``branch_at`` writes them."""
+def _directives(ix: Index, path: str) -> list[tuple[int, str, str, bool]]:
+    """(line, directive, condition with its continued lines joined, is an include guard) of a file's #if family,
+    read once per file and index version."""
     memo: dict[str, list[tuple[int, str, str, bool]]] = ix.cached("pp_directives", dict)
     if path not in memo:
         lines = file_lines(ix, path)
         found = []
         for n, text in enumerate(lines, 1):
             if "#" in text and (m := _DIRECTIVE.match(text)) is not None:
-                word, rest = m.group(1), _COMMENT.sub("", m.group(2)).strip()
+                rest, k = m.group(2), n
+                while rest.rstrip().endswith("\\") and k < len(lines):  # #if defined(A) \ || defined(B)
+                    rest, k = rest.rstrip()[:-1] + " " + lines[k], k + 1
+                word, rest = m.group(1), _COMMENT.sub("", rest).strip()
                 guard = word == "ifndef" and n < len(lines) and bool(
                     re.match(rf"^\s*#\s*define\s+{re.escape(rest)}\b", lines[n]))
                 found.append((n, word, rest, guard))
         memo[path] = found
-    stack: list[str] = []
-    for n, word, rest, guard in memo[path]:
-        if n >= line:
-            break
-        if word in ("if", "ifdef", "ifndef"):
-            stack.append("" if guard else f"#{word} {rest}")
-        elif word == "elif" and stack:
-            stack[-1] = f"#elif {rest}"
-        elif word == "else" and stack:
-            opened = stack[-1]
-            stack[-1] = opened if not opened or opened.startswith("#else") else f"#else of {opened}"
-        elif word == "endif" and stack:
-            stack.pop()
-    return [b for b in stack if b]
+    return memo[path]
+
+
+_PLATFORM = r"(USE_ROCM|__HIP_PLATFORM_(AMD|HCC)__|__HIPCC__)"
+_ROCM_TEST = re.compile(rf"\b{_PLATFORM}\b|defined\s*\(?\s*(TORCH_HIP_VERSION|HIP_VERSION|ROCM_VERSION)\b")
+_NOT_ROCM = re.compile(rf"!\s*(defined\s*\(?\s*)?{_PLATFORM}")
+
+
+def rocm_only(ix: Index, path: str, line: int) -> bool:
+    """Whether ``line`` of ``path`` is compiled only in a ROCm build (Note [ROCm-only code]): it is in the part of
+    an ``#if`` whose condition holds only for ROCm, or in an ``#elif``/``#else`` of one that holds for every other
+    build (``#ifndef USE_ROCM``). A bare version test (``#if TORCH_HIP_VERSION < 305``) holds in a CUDA build too
+    (the macro is 0 there): it decides nothing."""
+    for b in branches_at(ix, path, line):
+        if b.part == b.opener:
+            if _rocm_if(b.part):
+                return True
+        elif _not_rocm_if(b.opener) or b.part.startswith("#elif ") and _rocm_if(b.part):
+            return True
+    return False
+
+
+def _rocm_if(directive: str) -> bool:
+    cond = directive.split(" ", 1)[-1]
+    return directive.startswith(("#ifdef ", "#if ", "#elif ")) and "||" not in cond and \
+        bool(_ROCM_TEST.search(cond)) and not _NOT_ROCM.search(cond)
+
+
+def _not_rocm_if(directive: str) -> bool:
+    cond = directive.split(" ", 1)[-1]
+    if directive.startswith("#ifndef "):
+        return bool(re.fullmatch(_PLATFORM, cond))
+    return directive.startswith("#if ") and bool(_NOT_ROCM.fullmatch(cond.replace(")", "").strip()))
 
 
 def twin_branches(ix: Index, defs: list[CppSymbol]) -> dict[int, str]:

@@ -28,7 +28,7 @@ from functools import lru_cache
 
 from ..model import TEMPLATE_ARGUMENT, CallKind, CallSite, CppSymbol, Op, SymbolKind, UsingKind, Variant
 from ..model.cpp import ANONYMOUS_NESTING, TypeBase, TypeExpr, TypeStep, TypeStepKind
-from ..model.paths import ATEN_TEMPLATES
+from ..model.paths import ATEN_TEMPLATES, rocm_only_path
 from ..store.reader import Index
 from .cpp_lookup import (
     ancestry,
@@ -158,6 +158,7 @@ class Resolver:
         self.scope = Scope(looked_in, caller.path)
         self.nesting = nesting
         self.in_test = is_test(caller.path)
+        self.rocm = rocm_only_path(caller.path)  # the caller is a ROCm build's own code
         # the memo tables every site's lookups read (fetched once: a resolver serves many sites)
         self._in_scope_memo: dict[tuple[str, str, str], list[CppSymbol]] = ix.cached("in_scope", dict)
         self._qualified_memo: dict[tuple[str, tuple[str, ...], str], list[str]] = ix.cached("qualified_scopes", dict)
@@ -267,8 +268,8 @@ class Resolver:
             return UNRESOLVED  # foreach_tensor_list_op<minimum>: the functor struct, not a function of its name
         where, found = self.lookup(name, qual)
         found = [s for s in self._usable(found) if s.kind in _REFERABLE]
-        if call.detail == TEMPLATE_ARGUMENT and self.caller.path.endswith(HOST_SOURCES) and "/hip/" not in \
-                self.caller.path:  # a name a host file gives (a macro's constant, ``reduce``) is no device function
+        # a name a host file gives (a macro's constant, ``reduce``) is no device function
+        if call.detail == TEMPLATE_ARGUMENT and self.caller.path.endswith(HOST_SOURCES) and not self.rocm:
             found = [s for s in found if not _device_only(s)]
         if not found or ((qual in OP_NAMESPACES or (not qual and where in ("at", ""))) and op_named(self.reg, name)):
             return UNRESOLVED
@@ -304,11 +305,17 @@ class Resolver:
     def lookup(self, name: str, qual: str) -> tuple[str, list[CppSymbol]]:
         """(scope it was found in, functions) a call ``qual::name`` finds from the caller's scope."""
         if not qual:
+            first: tuple[str, list[CppSymbol]] = ("", [])
             for s in self.scope.chain:
                 found = self._in_scope(s, name)
+                if found and not self.rocm and all(rocm_only_path(f.path) for f in found):
+                    # only a ROCm build's (transformers/hip/'s at::native::ceil_div): CUDA and CPU code looks on
+                    # (at::ceil_div), keeping it for a name nothing else answers (Note [Host code calls no device code])
+                    first = first if first[1] else (s, found)
+                    continue
                 if found:
                     return s, found
-            return "", []
+            return first
         parts = split_qualified(qual)
         for s in self.scope.chain:
             for target in self._qualified_scopes(s, parts):
@@ -681,11 +688,11 @@ class Resolver:
         hand-written functions of templates/TensorBody.h, ``borrow_from_optional_tensor(optional<Tensor>)``,
         are the build's ATen/core/TensorBody.h: the only copy in the tree)."""
         own = [s for s in syms if self._visible(s) and (self.in_test or not is_test(s.path))]
-        host = self.caller.path.endswith(HOST_SOURCES) and "/hip/" not in self.caller.path
+        host = self.caller.path.endswith(HOST_SOURCES) and not self.rocm
         if host:  # Note [Host code calls no device code]
             own = [s for s in own if not _device_only(s)] or own
-        elif "/hip/" not in self.caller.path:  # nor does CUDA code call a ROCm build's own (a hip/ directory's)
-            own = [s for s in own if "/hip/" not in s.path] or own
+        elif not self.rocm:  # nor does CUDA code call a ROCm build's own (a hip/ directory's)
+            own = [s for s in own if not rocm_only_path(s.path)] or own
         if self.caller.path.startswith(ATEN_TEMPLATES):
             return own
         elsewhere = {(s.qualname, signature(s.params).key) for s in own if not s.path.startswith(ATEN_TEMPLATES)}
@@ -841,7 +848,7 @@ HOST_SOURCES = (".cpp", ".cc", ".c", ".mm")
 
 
 def _device_only(s: CppSymbol) -> bool:
-    return (s.path.endswith(".cuh") or "/hip/" in s.path
+    return (s.path.endswith(".cuh") or rocm_only_path(s.path)
             or s.path.endswith(".cu") and s.kind in (SymbolKind.DEVICE_FUNCTION, SymbolKind.GLOBAL_KERNEL))
 
 

@@ -42,13 +42,19 @@ def backend_of_path(path: str) -> str:
         return "CUDA"
     if p.endswith((".mm", ".metal")) or "/mps/" in p:
         return "MPS"
-    if "/hip/" in p:
+    if rocm_only_path(p):
         return "HIP"
     if "/xpu/" in p:
         return "XPU"
     if "/native/cpu/" in p or "/mkldnn/" in p:
         return "CPU"
     return ""
+
+
+def rocm_only_path(path: str) -> bool:
+    """Code only a ROCm build compiles: a ``hip/`` directory's (aten/src/ATen/hip/impl/, transformers/hip/), never
+    what CUDA or CPU code calls (Note [ROCm-only code] in graph/pp_branches.py)."""
+    return "/hip/" in path
 
 
 def device_of_path(path: str) -> Device | None:
