@@ -770,6 +770,8 @@ def test_a_variable_made_from_a_call_is_a_call_though_the_grammar_reads_a_declar
     src = (b"namespace torch::autograd {\nvoid assign_parent(const Node& parent_node, Node* b) {\n"
            b"  THPObjectPtr parent_node_(functionToPyObject(parent_node));\n"
            b"  THPObjectPtr grads(python::wrap_variables(parent_node, b));\n"
-           b"  THPObjectPtr tup(PyTuple_New(2));\n}\n}\n")
+           b"  THPObjectPtr tup(PyTuple_New(2));\n"
+           b"  THPObjectPtr x(bar(parent_node, /*inplace=*/b)), y(baz(qux(b)));\n  Foo z(int(b));\n}\n}\n")
     calls = [(c.callee, c.qualifier, c.line, c.nargs) for c in extract_cpp("torch/csrc/autograd/x.cpp", src)[CallSite]]
-    assert calls == [("functionToPyObject", "", 3, 1), ("wrap_variables", "python", 4, 2), ("PyTuple_New", "", 5, 1)]
+    assert calls == [("functionToPyObject", "", 3, 1), ("wrap_variables", "python", 4, 2), ("PyTuple_New", "", 5, 1),
+                     ("bar", "", 6, 2), ("baz", "", 6, 1), ("qux", "", 6, 1)]  # every declarator, nested, no int()

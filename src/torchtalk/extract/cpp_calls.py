@@ -154,19 +154,24 @@ class Calls:
         """Note [Calls read as declarations]: in a function body, ``THPObjectPtr parent_(functionToPyObject(node));``
         is a variable made from a call, which C++'s grammar (and tree-sitter) reads as the declaration of a function
         ``parent_`` taking a ``functionToPyObject`` that takes a ``node`` (the most vexing parse): no function is
-        declared so in PyTorch's bodies, so each such parameter is recorded as the call it is."""
-        d = n.child_by_field_name("declarator")
-        params = d.child_by_field_name("parameters") if d is not None and d.type == "function_declarator" else None
+        declared so in PyTorch's bodies, so each such parameter, of each declarator and nested in another, is recorded
+        as the call it is (``int(a)`` is a conversion)."""
+        for d in n.children_by_field_name("declarator"):
+            if d.type == "function_declarator":
+                self._vexing_params(d.child_by_field_name("parameters"), caller)
+
+    def _vexing_params(self, params, caller: int) -> None:
         for prm in params.named_children if params is not None else ():
             ty, inner = prm.child_by_field_name("type"), prm.child_by_field_name("declarator")
-            if prm.type != "parameter_declaration" or ty is None or inner is None or \
-                    inner.type != "abstract_function_declarator":
+            if prm.type != "parameter_declaration" or ty is None or ty.type == "primitive_type" or inner is None \
+                    or inner.type != "abstract_function_declarator":
                 continue
             parts, callee = split_scope(self.t(ty))
             args = inner.child_by_field_name("parameters")
-            nargs = args.named_child_count if args is not None else 0
+            nargs = sum(c.type == "parameter_declaration" for c in args.named_children) if args is not None else 0
             self.calls.append(CallSite(caller, callee, u("::".join(parts)), self.line(ty), CallKind.CALL, "", "",
                                        nargs))
+            self._vexing_params(args, caller)
 
     def _refs(self, n, caller: int) -> None:
         """The names of an argument list or an initializer list that may name a function without calling it: a
