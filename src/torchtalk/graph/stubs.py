@@ -51,27 +51,15 @@ def stub_qualnames(ix: Index, stub: str) -> list[str]:
 def _declarations(ix: Index, stub: str) -> list[Registration]:
     """The DECLARE_DISPATCH lines of a stub as calls and registrations name it. Two stubs may share a name in two
     namespaces (``at::native::copy_stub`` of Copy.h, ``at::native::cpublas::copy_stub`` of CPUBlas.h, registered as
-    ``cpublas::copy_stub``): a qualified name is the declaration in a namespace it ends with; a bare one, those that
-    no qualified name of the stub claims."""
+    ``cpublas::copy_stub``): a qualified name is the declaration in a namespace it ends with; a bare one, as an
+    unqualified lookup from the kernels' namespace finds it, those of the outermost namespace (at::native's, not
+    the nested cpublas's)."""
     qual, _, name = stub.rpartition("::")
     rows = [r for r in _registrations(ix, name) if r.kind is RegistrationKind.DECLARE_DISPATCH]
     if qual:
         return [r for r in rows if r.key == qual or r.key.endswith("::" + qual)] or rows
-    claimed = _qualified_spellings(ix).get(name, ())
-    return [r for r in rows if not any(r.key == q or r.key.endswith("::" + q) for q in claimed)] or rows
-
-
-def _qualified_spellings(ix: Index) -> dict[str, list[str]]:
-    """stub name -> the qualifiers its registrations write it with (``copy_stub``: ``cpublas``)."""
-    def load() -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {}
-        for key in _dispatch_registrations(ix):
-            qual, _, name = key.rpartition("::")
-            if qual:
-                out.setdefault(name, []).append(qual)
-        return out
-    table: dict[str, list[str]] = ix.cached("stub_qualified_spellings", load)
-    return table
+    depth = min((r.key.count("::") for r in rows), default=0)
+    return [r for r in rows if r.key.count("::") == depth]
 
 
 def registered(ix: Index, stub: str) -> list[Registration]:
@@ -107,7 +95,7 @@ def registering(ix: Index, node: Node) -> list[Edge]:
         if r.path != fn.path and (fn.is_file_local or any(d.path == r.path for d in defs_by_name(ix, fn.name))):
             # a same-named kernel in another file's anonymous namespace; or the registering file has its own
             # (cpu/IndexKernel.cpp's REGISTER_DISPATCH(put_stub, &put_kernel) names its file-local put_kernel, never
-            # cuda/IndexKernel.cu's): the one kernel_edges picks
+            # cuda/IndexKernel.cu's), which kernel_edges picks first too
             continue
         out.append(Edge(stub_node(r.name, stub_declared(ix, r.name)), node, EdgeKind.STUB_KERNEL, r.loc, r.key,
                         r.detail))

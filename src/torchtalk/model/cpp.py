@@ -315,7 +315,7 @@ class Registration:
     @property
     def target_name(self) -> str:
         """The target's last component without template arguments (``q_batch_norm_kernel<false>``): its name."""
-        return self.target.split("<", 1)[0].split("::")[-1]
+        return re.sub(r"<.*?>(?=::|$)", "", self.target).split("::")[-1]  # Foo<int>::apply: apply
 
 
 @dataclass(frozen=True, slots=True)
