@@ -22,6 +22,19 @@ _PY_PREFIXES = (("F.", "torch.nn.functional."), ("nn.functional.", "torch.nn.fun
                 ("torch.Tensor.", "Tensor."), ("linalg.", "torch.linalg."), ("fft.", "torch.fft."),
                 ("special.", "torch.special."), ("_C.", "torch._C."))
 _OP_PREFIXES = ("aten::", "torch.ops.aten.", "aten.")
+DEFAULT_OVERLOAD = ".default"  # how Python names the overload with the empty name (aten.zeros.default: zeros)
+
+
+def _without_prefix(text: str) -> tuple[str, bool]:
+    """``text`` without the aten namespace it is written in (torch.ops.aten., aten::, aten.), and whether it was."""
+    t = text.strip()
+    return next(((t[len(p):], True) for p in _OP_PREFIXES if t.startswith(p)), (t, False))
+
+
+def _unnamed(by_full: dict[str, Op], text: str) -> list[Op]:
+    """``X.default``: the overload of X without a name; [] when X has none (torch.ops refuses aten.add.default)."""
+    base = text.removesuffix(DEFAULT_OVERLOAD)
+    return [by_full[base]] if base in by_full and "." not in base else []
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,13 +92,9 @@ class OpRegistry:
 
     def lookup(self, text: str) -> list[Op]:
         """Ops a user means by ``text``: "add.Tensor", "add", "aten::add", "torch.add", "F.relu"."""
-        t = text.strip()
-        for prefix in _OP_PREFIXES:
-            if t.startswith(prefix):
-                t = t[len(prefix):]
-        if t.endswith(".default"):  # the overload with no name, as torch.ops spells it; none: no such overload
-            t = t[: -len(".default")]
-            return [self.by_full[t]] if t in self.by_full and "." not in t else []
+        t = _without_prefix(text)[0]
+        if t.endswith(DEFAULT_OVERLOAD):
+            return _unnamed(self.by_full, t)
         if t in self.by_full and "." in t:
             return [self.by_full[t]]
         if t in self.by_name:
@@ -102,10 +111,10 @@ class OpRegistry:
         return []
 
     def suggest(self, text: str, n: int = 8) -> list[str]:
-        t = text.strip().removesuffix(".default")
-        bare = next((t[len(p):] for p in _OP_PREFIXES if t.startswith(p)), t)
+        t = text.strip().removesuffix(DEFAULT_OVERLOAD)
+        bare = _without_prefix(t)[0]
         # aten.add.default: add has no overload without a name; its overloads are the close matches
-        if bare in self.by_name and text.strip().endswith(".default"):
+        if bare in self.by_name and text.strip().endswith(DEFAULT_OVERLOAD):
             return [o.full_name for o in self.by_name[bare]][:n]
         if "::" in t or t.startswith(("torch.", "F.", "Tensor.")):
             t = t.split("::")[-1].split(".")[-1]
@@ -185,23 +194,15 @@ def registry(ix: Index) -> OpRegistry:
     return reg
 
 
-DEFAULT_OVERLOAD = ".default"  # how Python names the overload with the empty name (aten.zeros.default: zeros)
-
-
 def registered_ops(reg: OpRegistry, text: str) -> list[Op]:
     """The aten ops a Python registration names (a py_op_ref's op: Note [Packet or overload] in extract/opregs.py):
     "aten.zeros.default" the overload zeros alone, "aten.add.Tensor" add.Tensor, "aten.zeros" the packet, every
     overload of zeros. [] for another namespace or a name no op has."""
-    t = text.strip()
-    for prefix in _OP_PREFIXES:
-        if t.startswith(prefix):
-            t = t[len(prefix):]
-            break
-    else:
+    t, aten = _without_prefix(text)
+    if not aten:
         return []
     if t.endswith(DEFAULT_OVERLOAD):
-        op = reg.by_full.get(t[:-len(DEFAULT_OVERLOAD)])
-        return [op] if op is not None else []
+        return _unnamed(reg.by_full, t)
     if "." in t:
         return [reg.by_full[t]] if t in reg.by_full else []
     return list(reg.by_name.get(t, ()))
