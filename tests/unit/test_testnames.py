@@ -96,3 +96,4 @@ def test_parameterized_expand_names_its_tests_by_index_and_first_string():
     assert _expanded('parameterized.expand(["relu", "gelu"])') == ("0_relu", "1_gelu")
     assert _expanded("parameterized.expand(CASES)") == ()  # not written out: the placeholder <index>
     assert _expanded("parameterized.expand([(1,)], name_func=f)") == ()
+    assert _expanded('parameterized.expand([(NAME, 1), (f"x{i}", 2)])') == ()  # may be strings: names unknown

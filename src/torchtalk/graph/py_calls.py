@@ -174,15 +174,14 @@ def assign_edges(ix: Index, src: Node, d: PyDef) -> list[Edge]:
 def _assigned_call(ix: Index, src: Node, d: PyDef, written: str, site: Loc, shape: Shape) -> list[Edge]:
     """A call of a name bound by assignment; of one bound to an op's function (``F.gelu = _add_docstr(
     torch._C._nn.gelu, ...)``), the overloads its arguments take, as a call of the function itself reaches them
-    (Note [Overloads by arguments]: F.gelu(x) is no call of gelu.out), the binding named in the edge's note."""
+    (Note [Overloads by arguments]: F.gelu(x) is no call of gelu.out), the name bound in the edge's note."""
     node = assigned_node(d)
     bound = assign_edges(ix, node, d)
     ops = [registry(ix).by_full[e.dst.key] for e in bound if e.kind is EdgeKind.BINDING]
     fit = overloads_for(ops, shape[0], shape[1], False, shape[2]) if len(ops) == len(bound) > 1 else ops
     if not fit or len(fit) == len(ops):
         return [Edge(src, node, EdgeKind.PY_CALL, site, written=written)]
-    note = f"{d.fq} = {bound[0].written}  {d.loc}"
-    return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, how=EdgeHow.BOUND_NAME, written=written, note=note)
+    return [Edge(src, op_node(op), EdgeKind.PY_CALL, site, how=EdgeHow.BOUND_NAME, written=written, note=d.fq)
             for op in fit]
 
 

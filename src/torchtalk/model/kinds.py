@@ -370,7 +370,7 @@ class EdgeHow(StrEnum):
     ATTRIBUTE = "attribute"  # PY_CALL: ``self.linear1(x)``, an instance the class made (Note [Submodules])
     FUNCTION_APPLY = "function_apply"  # PY_CALL: ``C.apply(...)`` of a torch.autograd.Function subclass: C.forward
     BOUND_NAME = "bound_name"  # PY_CALL into an op: a call of a name bound to its function (F.gelu = _add_docstr(
-    #                            torch._C._nn.gelu, ...)), the overloads its arguments take; the note names the binding
+    #                            torch._C._nn.gelu, ...)), the overloads its arguments take; the note is the name's fq
     LOCAL = "local"  # PY_CALL: ``mod(x)``, ``self.layers[i](x)``, a callable a local (a loop variable, a parameter) or
     #                  a container holds: named, not followed (Note [Loop callables] in extract/pyrecv.py)
     PY_CALLER = "py_caller"  # BINDING into an op or function: a public Python function whose body calls it

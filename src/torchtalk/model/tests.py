@@ -103,6 +103,10 @@ class TestInstantiation:
 # prefix its __post_init__ puts before the name written.
 OPINFO_NAME_PREFIXES = {"ForeachFuncInfo": "_foreach_"}
 
+# A test suffix made at run time from torch.testing._internal.inductor_utils' GPU_TYPE ("cuda" or "xpu" when the
+# tests run; copy_tests(CommonTemplate, GPUTests, GPU_TYPE)), as test names show it: a CUDA copy among others.
+GPU_TYPE_SUFFIX = "<GPU_TYPE>"
+
 
 @dataclass(frozen=True, slots=True)
 class OpInfoEntry:

@@ -137,7 +137,7 @@ def _mro(ix: Index, cls: ClassInfo) -> list[ClassInfo]:
     return [cls] + [r for fq in pynames(ix).mro(cls.fq)[1:] for r in _class_rows(ix, "fq = ?", (fq,))[:1]]
 
 
-def _tree(walk: PyWalk, start: Node, reg: OpRegistry, result: TraceModuleResult) -> tuple[
+def _tree(ix: Index, walk: PyWalk, start: Node, reg: OpRegistry, result: TraceModuleResult) -> tuple[
         list[CallNode], OrderedDict[str, tuple[Op, list[str]]]]:
     """The walk's PY_CALL steps as a call tree, with each function's other calls of what the tree expands
     elsewhere (Note [Calls shown once]), and the ops reached with the paths that reach them (the TORCH_LIBRARY ops
@@ -160,8 +160,9 @@ def _tree(walk: PyWalk, start: Node, reg: OpRegistry, result: TraceModuleResult)
         # the assumption, the assignment that made the callee, or what the local holding it is
         shown = untyped or e.how in (EdgeHow.ATTRIBUTE, EdgeHow.LOCAL, EdgeHow.FUNCTION_APPLY)
         node = CallNode(e.written, e.site or Loc("?", 0), target, e.dst.loc, note=e.note if shown else "")
-        if e.how is EdgeHow.BOUND_NAME:  # F.gelu -> torch.nn.functional.gelu = torch._C._nn.gelu  functional.py:1987
-            node.target, node.target_loc = e.note, None
+        if e.how is EdgeHow.BOUND_NAME and (bound := pynames(ix).definition(e.note)) is not None:
+            # F.gelu -> torch.nn.functional.gelu = torch._C._nn.gelu  torch/nn/functional.py:1987 -> op gelu
+            node.target, node.target_loc = f"{bound.fq} = {bound.value}", bound.loc
         made[id(s)] = node
         below.setdefault((e.dst.kind, e.dst.key), node.children)
         if e.dst.kind is NodeKind.OP:
@@ -235,7 +236,7 @@ def _walk(ix: Index, entry: PyDef, mro: list[ClassInfo], result: TraceModuleResu
     start = function_node(entry)
     walk = walk_to_ops(g, start, follow, _ops_first)
     assert result.entry is not None
-    result.entry.calls, result.ops = _tree(walk, start, registry(ix), result)
+    result.entry.calls, result.ops = _tree(ix, walk, start, registry(ix), result)
     result.cuts = named(walk.cuts, lambda c: explore(c.at) if c.at is not None else "")
     result.choices, result.common = walk.choices, walk.common
 

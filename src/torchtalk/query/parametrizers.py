@@ -89,9 +89,9 @@ def _expanded(decorator: str) -> tuple[str, ...]:
     out = []
     for i, entry in enumerate(call.args[0].elts):
         first = entry.elts[0] if entry.__class__ in (ast.Tuple, ast.List) and entry.elts else entry
-        if first.__class__ is ast.Starred or entry.__class__ is ast.Call:  # param(...), *rows: not read
-            return ()
-        text = first.value if first.__class__ is ast.Constant and isinstance(first.value, str) else None
+        if first.__class__ is not ast.Constant or entry.__class__ is ast.Call:  # a name, an f-string, param(...),
+            return ()  # *rows: may be a string, whose text the name would take
+        text = first.value if isinstance(first.value, str) else None
         out.append(f"{i}_{re.sub(r'[^a-zA-Z0-9_]+', '_', text)}" if text is not None else str(i))
     return tuple(out)
 

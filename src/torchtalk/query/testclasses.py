@@ -24,6 +24,7 @@ from ..graph.pynames import pynames
 from ..graph.source_lines import file_lines
 from ..model import Loc
 from ..model.paths import TESTING_INTERNAL
+from ..model.tests import GPU_TYPE_SUFFIX
 from ..store.reader import Index
 from .parametrizers import renamers
 from .testnames import generated_names, select_one
@@ -236,15 +237,17 @@ def runs_where(ix: Index, path: str, cls: str, name: str) -> tuple[str, str, str
     return (other[0], other[1], name) if other is not None else (path, cls, name)
 
 
-def device_copy(ix: Index, path: str, cls: str, device: str) -> str:
-    """The class a helper copies template ``cls`` into for ``device`` (``copy_tests(CommonTemplate, GPUTests,
-    GPU_TYPE)``: GPU_TYPE is "cuda" or "xpu" when the tests run, so a copy suffixed ``<GPU_TYPE>`` is CUDA's too);
-    "" when none is known (Note [Where tests run])."""
+def device_copy(ix: Index, path: str, cls: str, name: str, device: str) -> str:
+    """The node id of template ``cls``'s test ``name`` in the class a helper copies it into for ``device``
+    (``copy_tests(CommonTemplate, GPUTests, GPU_TYPE)``: GPU_TYPE is "cuda" or "xpu" when the tests run, so on a
+    CUDA machine the copy suffixed ``<GPU_TYPE>`` is ``GPUTests::test_x_cuda``); "" when none is known (Note [Where
+    tests run])."""
     fid = ix.file_ids().get(path)
     if fid is None or not cls or path.startswith(TESTING_INTERNAL):
         return ""
-    gpu = ("<GPU_TYPE>",) if device == "cuda" else ()
-    return next((into for into, suffix in classes_of(ix, fid).runs_in.get(cls, []) if suffix in (device, *gpu)), "")
+    gpu = (GPU_TYPE_SUFFIX,) if device == "cuda" else ()
+    into = next((into for into, suffix in classes_of(ix, fid).runs_in.get(cls, []) if suffix in (device, *gpu)), "")
+    return f"{path}::{into}::{name}_{device}" if into else ""
 
 
 def derived_elsewhere(ix: Index, fid: int, cls: str) -> tuple[str, str] | None:

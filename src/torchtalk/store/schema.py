@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..model import FACT_TABLES, CallKind
 from .codec import codec_for_table
 
-SCHEMA_VERSION = 27
+SCHEMA_VERSION = 28  # 28: op_info_entry.aten_backward_name
 
 # Extra indexes per table, beyond file_id (every table) and the primary key.
 INDEXES: dict[str, list[str]] = {

@@ -228,8 +228,8 @@ def _found(ix: Index, tests: list[FoundTest], base: str, target: str, how: str,
         why = (f"named after {base}" if kind is TestReason.NAMED else t.why) + f" ({how})"
         # a template copied into a class per device (inductor's CommonTemplate: CpuTests, GPUTests) runs on the
         # device as that class's copy, which the command selects (find_similar_tests names the first copy)
-        copy = device_copy(ix, t.loc.path, t.cls, device.value) if device and device is not Device.CPU else ""
-        command = f'pytest {t.loc.path} -k "{copy} and {t.name}"' if copy else with_device(t.command, narrow)
+        copy = device_copy(ix, t.loc.path, t.cls, t.name, device.value) if device and device is not Device.CPU else ""
+        command = f"pytest {copy}" if copy else with_device(t.command, narrow)
         on = bool(copy) or narrow is not None or _shows_device(device, t.loc.path.rsplit("/", 1)[-1], t.cls, t.name,
                                                                 t.command, *t.decorators)
         out.append(AffectedTest(f"{t.cls}.{t.name}" if t.cls else t.name, t.loc, kind, target, why, command,
