@@ -65,16 +65,23 @@ Tensor logical_pass(const Tensor& self, const Tensor& other) {
 """
 
 
+def _with_kernel(tree, tmp_path, name: str, cpp: str, ops: str):
+    """The fixture tree's Index with ``aten/src/ATen/native/<name>`` holding ``cpp`` and ``ops`` appended to its
+    native_functions.yaml."""
+    from contextlib import closing
+
+    from ..conftest import overlay_index
+    overlay = tmp_path / "overlay"
+    (overlay / "aten/src/ATen/native").mkdir(parents=True)
+    (overlay / f"aten/src/ATen/native/{name}").write_text(cpp)
+    return closing(overlay_index(tree, overlay, {"aten/src/ATen/native/native_functions.yaml": ops}))
+
+
 def test_an_op_function_handed_on_is_an_op_call(tree, tmp_path):
     # BinaryOps.cpp's logical_and: comparison_op(self, other, static_cast<OutFunc>(at::logical_and_out)) runs
     # logical_and.out through the dispatcher (Note [Op references]): the composite kernel's op calls list it
-    from contextlib import closing
-
-    from ..conftest import line_of, overlay_index
-    overlay = tmp_path / "overlay"
-    (overlay / "aten/src/ATen/native").mkdir(parents=True)
-    (overlay / "aten/src/ATen/native/LogicalPass.cpp").write_text(PASS_CPP)
-    with closing(overlay_index(tree, overlay, {"aten/src/ATen/native/native_functions.yaml": PASS_OPS})) as ix:
+    from ..conftest import line_of
+    with _with_kernel(tree, tmp_path, "LogicalPass.cpp", PASS_CPP, PASS_OPS) as ix:
         reg = registry(ix)
         line = line_of(tree, "aten/src/ATen/native/LogicalPass.cpp", "static_cast<OutFunc>(at::atan2_out)")
         edges = graph(ix).out(op_node(reg.by_full["logical_pass"]), [EdgeKind.OP_CALL])
@@ -99,13 +106,8 @@ Tensor relu_atan2(const Tensor& self, const Tensor& other) {
 def test_two_op_calls_on_one_line_are_two_calls_not_a_choice(tree, tmp_path):
     # kron's at::_unsafe_view(at::mul(a, b), shape): both run; "the call does not say which" is for one call's
     # overloads only
-    from contextlib import closing
-
-    from ..conftest import line_of, overlay_index
-    overlay = tmp_path / "overlay"
-    (overlay / "aten/src/ATen/native").mkdir(parents=True)
-    (overlay / "aten/src/ATen/native/ReluAtan2.cpp").write_text(TWO_CPP)
-    with closing(overlay_index(tree, overlay, {"aten/src/ATen/native/native_functions.yaml": TWO_OPS})) as ix:
+    from ..conftest import line_of
+    with _with_kernel(tree, tmp_path, "ReluAtan2.cpp", TWO_CPP, TWO_OPS) as ix:
         line = line_of(tree, "aten/src/ATen/native/ReluAtan2.cpp", "return at::atan2(at::relu(self), other);")
         text = run(get_tool("trace"), ix, function_name="relu_atan2")[1]
         site = f"aten/src/ATen/native/ReluAtan2.cpp:{line}"
