@@ -30,7 +30,8 @@ from ..model.cuda import library_of
 from ..store.reader import Index
 from .cpp_edges import is_macro, sites_edges
 from .cpp_types import all_classes, all_usings, split_last
-from .graph import dispatch_calls, graph, ordered, stub_calls
+from .graph import graph, ordered, stub_calls
+from .op_refs import dispatch_calls
 from .op_spellings import KEY_NAMESPACES, STRUCT_QUALIFIERS, dispatch_helper_ops, op_named
 from .registry import registry
 from .resolve import stub_names

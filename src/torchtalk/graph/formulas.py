@@ -212,7 +212,6 @@ class _Operators:
             pos = close + 1
         return ty if not e[pos:].strip() else None
 
-
     def _method_returns(self, name: str) -> Ty | None:
         """What a Tensor's method returns: an op's result, or at::TensorBase's C++ method's (``dim()``, ``numel()``,
         ``sym_numel()``: numbers; ``sizes()``, ``options()``: not known here)."""

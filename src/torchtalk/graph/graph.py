@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ..model import Edge, EdgeKind, Node
 from ..store.reader import Index
 from . import cpp_callers, cpp_edges, formula_edges, op_edges, op_refs, py_calls, py_edges, stub_uses, stubs
+from .op_refs import dispatch_calls
 from .py_calls import PyContext
 
 Rule = Callable[[Index, Node], list[Edge]]
@@ -49,11 +50,6 @@ def _stub_callers(ix: Index, node: Node) -> list[Edge]:
     return cpp_callers.stub_callers(ix, node) or stub_uses.stub_uses(ix, node)
 
 
-def _op_callers(ix: Index, node: Node) -> list[Edge]:
-    """The recorded calls of an op, and the calls that pass its function on (Note [Op references])."""
-    recorded = cpp_callers.op_callers(ix, node)
-    have = {(e.src.key, e.site) for e in recorded}
-    return recorded + [e for e in op_refs.passing(ix, node) if (e.src.key, e.site) not in have]
 
 
 def _stub_calls(ix: Index, node: Node) -> list[Edge]:
@@ -69,15 +65,8 @@ def stub_calls(ix: Index, node: Node, out: list[Edge]) -> list[Edge]:
 
 
 def _dispatch_calls(ix: Index, node: Node) -> list[Edge]:
+    """The recorded calls of ops of a C++ function, and the op functions it hands on (Note [Op references])."""
     return dispatch_calls(ix, node, cpp_edges.out_edges(ix, node))
-
-
-def dispatch_calls(ix: Index, node: Node, out: list[Edge]) -> list[Edge]:
-    """The recorded calls of ops of a C++ function among its edges ``out``, and the op functions it hands on
-    (Note [Op references])."""
-    recorded = [e for e in out if e.kind is EdgeKind.DISPATCH_CALL]
-    have = {e.dst.key for e in recorded}
-    return recorded + [e for e in op_refs.op_refs(ix, node) if e.dst.key not in have]
 
 
 OUT: dict[EdgeKind, Rule | InContext] = {
@@ -101,7 +90,7 @@ OUT: dict[EdgeKind, Rule | InContext] = {
 INTO: dict[EdgeKind, Rule | InContext] = {
     EdgeKind.CALL: cpp_callers.callers,
     EdgeKind.LAUNCH: _launch_into,
-    EdgeKind.DISPATCH_CALL: _op_callers,
+    EdgeKind.DISPATCH_CALL: op_refs.op_calls_into,  # and the calls passing its function on (Note [Op references])
     EdgeKind.STUB_CALL: _stub_callers,
     EdgeKind.UNRESOLVED: cpp_callers.unresolved_callers,
     EdgeKind.KERNEL: op_edges.kernel_of,

@@ -23,10 +23,10 @@ from ..model import (
     variant_base,
 )
 from ..store.reader import Index
-from .cpp_callers import callers, op_callers
+from .cpp_callers import callers
 from .cpp_edges import out_edges
 from .nodes import autograd_node, cpp_node, op_node, symbol_id, unresolved_node
-from .op_refs import op_refs, passing
+from .op_refs import dispatch_calls, op_calls_into
 from .op_spellings import struct_op
 from .overloads import op_kernel_definitions
 from .registry import OpRegistry, registry
@@ -114,7 +114,8 @@ def op_call_edges(ix: Index, node: Node) -> list[Edge]:
             for fn, via in frontier:
                 # an op's function handed on is a call of it too (Note [Op references]: logical_and's
                 # comparison_op(self, other, static_cast<OutFunc>(at::logical_and_out)))
-                for e in out_edges(ix, fn) + op_refs(ix, fn):
+                edges = out_edges(ix, fn)
+                for e in dispatch_calls(ix, fn, edges) + [e for e in edges if e.kind is EdgeKind.CALL]:
                     if e.kind is EdgeKind.DISPATCH_CALL and e.dst.key != node.key and e.dst.key not in out:
                         how = _how(k, node, e.dst, bool(via))
                         out[e.dst.key] = Edge(node, e.dst, EdgeKind.OP_CALL, e.site, k.key,
@@ -142,9 +143,7 @@ def op_called_by(ix: Index, node: Node) -> list[Edge]:
     """OP_CALL edges into an op: composite ops whose kernel calls it (directly or through its file-local
     helpers)."""
     out: dict[str, Edge] = {}
-    recorded = op_callers(ix, node)
-    have = {(e.src.key, e.site) for e in recorded}
-    for call in recorded + [e for e in passing(ix, node) if (e.src.key, e.site) not in have]:
+    for call in op_calls_into(ix, node):
         frontier, seen = [call.src], {call.src.key}
         for depth in range(HELPER_DEPTH + 1):
             nxt = []

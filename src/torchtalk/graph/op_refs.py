@@ -26,6 +26,7 @@ import re
 from ..model import NO_REF, CallKind, CallSite, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Variant
 from ..model.cpp import TypeBase, TypeExpr, TypeStepKind
 from ..store.reader import Index
+from .cpp_callers import op_callers
 from .nodes import symbol_id, symbol_node
 from .op_spellings import op_named
 from .registry import OpRegistry, registry
@@ -51,6 +52,20 @@ def op_refs(ix: Index, node: Node) -> list[Edge]:
 def passing(ix: Index, node: Node) -> list[Edge]:
     """The edges into op ``node`` of the calls that pass its function on as an argument (Note [Op references])."""
     return _passing(ix).get(node.key, [])
+
+
+def dispatch_calls(ix: Index, node: Node, out: list[Edge]) -> list[Edge]:
+    """The recorded calls of ops of a C++ function among its edges ``out``, and the op functions it hands on."""
+    recorded = [e for e in out if e.kind is EdgeKind.DISPATCH_CALL]
+    have = {e.dst.key for e in recorded}
+    return recorded + [e for e in op_refs(ix, node) if e.dst.key not in have]
+
+
+def op_calls_into(ix: Index, node: Node) -> list[Edge]:
+    """The recorded calls of an op, and the calls that pass its function on."""
+    recorded = op_callers(ix, node)
+    have = {(e.src.key, e.site) for e in recorded}
+    return recorded + [e for e in passing(ix, node) if (e.src.key, e.site) not in have]
 
 
 def warm_passing(ix: Index) -> None:
@@ -81,8 +96,8 @@ def _scan(ix: Index) -> tuple[dict[str, list[Edge]], dict[int, list[tuple[str, s
             sym = symbol(ix, call.caller)
             if sym is None:
                 continue
-            passed = [(o, f"at::{call.callee}") for o in op_named(reg, call.callee) if o in reg.by_full] \
-                if call.kind is CallKind.REF else _passed(reg, call)
+            passed = [(o, f"at::{call.callee}") for o in _at_ops(reg, call.callee)] if call.kind is CallKind.REF \
+                else _passed(reg, call)
             for full, written in passed:
                 if (sym.id, call.line, full) not in seen:
                     seen.add((sym.id, call.line, full))
@@ -133,11 +148,16 @@ def _passed(reg: OpRegistry, call: CallSite) -> list[tuple[str, str]]:
             method = name.rsplit("::", 1)[1]
             ops = [o.full_name for o in reg.by_name.get(method, ()) if Variant.METHOD in o.variants]
         elif name.startswith("at::") and name.count("::") == 1:
-            ops = [o for o in op_named(reg, name[4:]) if o in reg.by_full]
+            ops = _at_ops(reg, name[4:])
         else:
             continue
         out += [(o, te.text) for o in ops]
     return out
+
+
+def _at_ops(reg: OpRegistry, name: str) -> list[str]:
+    """The ops ``at::name`` is the function of (``at::abs_out``: abs.out)."""
+    return [o for o in op_named(reg, name) if o in reg.by_full]
 
 
 def _edge(reg: OpRegistry, src: Node, full: str, site: Loc, written: str) -> Edge:

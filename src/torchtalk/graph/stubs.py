@@ -91,8 +91,9 @@ def registering(ix: Index, node: Node) -> list[Edge]:
     if fn is None:
         return []
     out = []
+    defined_in = {d.path for d in defs_by_name(ix, fn.name)}
     for r in _by_target(ix).get(fn.name, []):
-        if r.path != fn.path and (fn.is_file_local or any(d.path == r.path for d in defs_by_name(ix, fn.name))):
+        if r.path != fn.path and (fn.is_file_local or r.path in defined_in):
             # a same-named kernel in another file's anonymous namespace; or the registering file has its own
             # (cpu/IndexKernel.cpp's REGISTER_DISPATCH(put_stub, &put_kernel) names its file-local put_kernel, never
             # cuda/IndexKernel.cu's), which kernel_edges picks first too
