@@ -33,7 +33,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
-from ..model import Cut, CutKind, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, is_composite, runs_on
+from ..model import Branch, Cut, CutKind, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, is_composite, runs_on
 from ..model.dispatch import traced_by_autograd
 from ..model.paths import rocm_only_path
 from ..store.reader import Index
@@ -41,6 +41,7 @@ from .device_reach import device_out
 from .gpu_families import Template, functor_loc, is_library, library_edges, templates
 from .gpu_rank import composite_calls, whose
 from .graph import graph
+from .layout_arms import layout_arm
 from .nodes import CPP_KINDS, symbol_id
 from .pp_branches import rocm_only
 from .stored_edges import read_stored
@@ -188,8 +189,14 @@ def _new_edges(ix: Index, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]
     g = graph(ix)
     if node.kind is NodeKind.OP:  # reached through the dispatcher: its kernel for CUDA
         return runs_for_cuda([e for e in g.out(node, [EdgeKind.KERNEL]) if gpu_edge(e)], False)
-    return [e for e in device_out(ix, node, [k for k in kinds if k in REACH_KINDS and k is not EdgeKind.KERNEL])
-            if gpu_edge(e)]
+    return [_in_arm(ix, e) for e in device_out(ix, node, [k for k in kinds if k in REACH_KINDS
+                                                         and k is not EdgeKind.KERNEL]) if gpu_edge(e)]
+
+
+def _in_arm(ix: Index, e: Edge) -> Edge:
+    """The edge, with its layout arm when its call is made in one (Note [Layout arms] in graph/layout_arms.py)."""
+    arm = layout_arm(ix, e.site.path, e.site.line) if e.site is not None and e.site.path else None
+    return e if arm is None else replace(e, branch=Branch(arm.arm, Loc(e.site.path, arm.head), layout=True))
 
 
 @dataclass(frozen=True)
@@ -209,8 +216,8 @@ def _found(ix: Index, node: Node) -> _Found:
     if key not in memo:
         calls = device_out(ix, node, [EdgeKind.CALL, EdgeKind.UNRESOLVED])
         # what only a ROCm build compiles is no CUDA work (Note [ROCm-only code] in graph/pp_branches.py)
-        cuda = [e for e in device_out(ix, node, [EdgeKind.LAUNCH]) if not _rocm(ix, e)]
-        memo[key] = _Found(cuda, [(lib, e) for lib, e in library_edges(calls) if not _rocm(ix, e)],
+        cuda = [_in_arm(ix, e) for e in device_out(ix, node, [EdgeKind.LAUNCH]) if not _rocm(ix, e)]
+        memo[key] = _Found(cuda, [(lib, _in_arm(ix, e)) for lib, e in library_edges(calls) if not _rocm(ix, e)],
                            [(e.written or e.dst.label, node.loc.path if node.loc else "") for e in calls
                             if e.kind is EdgeKind.UNRESOLVED and e.how is EdgeHow.DIRECT])
     return memo[key]

@@ -193,7 +193,7 @@ def nearest_first(ix: Index, op: str, key: str, reached: Sequence[R],
     def rank(x: R) -> tuple[Nearness, str]:
         via, hops = whose(ix, op, x.chain)
         chore = housekeeping(library(x), via, x.site.written)
-        return nearness(x.chain, hops, False, key, other=bool(via), housekeeping=chore), via
+        return nearness(x.chain, hops, False, key, other=bool(via), housekeeping=chore, site=x.site), via
 
     ranked = [(rank(x), x) for x in reached]
     ranked.sort(key=lambda t: t[0][0])
@@ -208,9 +208,12 @@ def housekeeping(library: str, via: str, written: str) -> bool:
 
 
 def nearness(chain: Sequence[Edge], hops: int, backward: bool, key: str = "", other: bool = False,
-             housekeeping: bool = False) -> Nearness:
+             housekeeping: bool = False, site: Edge | None = None) -> Nearness:
     # the copy an autogen'd variant makes: its composite call of another op, or, walking its kernel's C++ (torchgen's
     # copy_arg), another op's code reached from it
     copy = any(e.how is EdgeHow.AUTOGEN_COPY for e in chain) or (
         other and bool(chain) and chain[0].kind is EdgeKind.KERNEL and chain[0].how is EdgeHow.AUTOGEN)
-    return Nearness(layout_specific(chain, key), copy, backward, housekeeping, hops, other, len(chain))
+    # a call made in an arm only a sparse, nested, quantized tensor takes (Note [Layout arms] in layout_arms.py)
+    layout = layout_specific(chain, key) or any(e.branch is not None and e.branch.layout
+                                                for e in (*chain, *([site] if site else [])))
+    return Nearness(layout, copy, backward, housekeeping, hops, other, len(chain))

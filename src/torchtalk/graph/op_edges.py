@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 
 from ..model import (
+    Branch,
     CppSymbol,
     DispatchEntry,
     Edge,
@@ -25,6 +26,7 @@ from ..model import (
 from ..store.reader import Index
 from .cpp_callers import callers
 from .cpp_edges import out_edges
+from .layout_arms import layout_arm
 from .nodes import autograd_node, cpp_node, op_node, symbol_id, unresolved_node
 from .op_refs import dispatch_calls, op_calls_into
 from .op_spellings import struct_op
@@ -107,27 +109,37 @@ def op_call_edges(ix: Index, node: Node) -> list[Edge]:
     for k in kernel_edges(ix, node):
         if not is_composite(k.key) or k.dst.kind is NodeKind.UNRESOLVED:
             continue
-        frontier: list[tuple[Node, str]] = [(k.dst, "")]
+        # each function with the helpers' names that lead to it and the layout arm it is called in, if any
+        frontier: list[tuple[Node, str, Branch | None]] = [(k.dst, "", None)]
         seen = {k.dst.key}
         for depth in range(HELPER_DEPTH + 1):
-            nxt: list[tuple[Node, str]] = []
-            for fn, via in frontier:
+            nxt: list[tuple[Node, str, Branch | None]] = []
+            for fn, via, arm in frontier:
                 # an op's function handed on is a call of it too (Note [Op references]: logical_and's
                 # comparison_op(self, other, static_cast<OutFunc>(at::logical_and_out)))
                 edges = out_edges(ix, fn)
                 for e in dispatch_calls(ix, fn, edges) + [e for e in edges if e.kind is EdgeKind.CALL]:
-                    if e.kind is EdgeKind.DISPATCH_CALL and e.dst.key != node.key and e.dst.key not in out:
+                    here = arm or _layout_arm(ix, e)
+                    if e.kind is EdgeKind.DISPATCH_CALL and e.dst.key != node.key and (
+                            e.dst.key not in out or here is None and out[e.dst.key].branch is not None):
                         how = _how(k, node, e.dst, bool(via))
                         out[e.dst.key] = Edge(node, e.dst, EdgeKind.OP_CALL, e.site, k.key,
                                               f"{k.dst.label} calls {e.note}{via}",
                                               EdgeHow.PASSED_ON if e.how is EdgeHow.PASSED_ON and how is
-                                              EdgeHow.DIRECT else how, e.written)
+                                              EdgeHow.DIRECT else how, e.written, here)
                     elif (e.kind is EdgeKind.CALL and depth < HELPER_DEPTH and e.dst.key not in seen
                           and _is_helper(ix, e.dst, k.dst)):
                         seen.add(e.dst.key)
-                        nxt.append((e.dst, f" (through {e.dst.label.split('::')[-1]})"))
+                        nxt.append((e.dst, f" (through {e.dst.label.split('::')[-1]})", here))
             frontier = nxt
     return list(out.values())
+
+
+def _layout_arm(ix: Index, e: Edge) -> Branch | None:
+    """The layout arm a composite kernel's call is made in (Note [Layout arms] in graph/layout_arms.py): what it
+    reaches runs only for a sparse, nested or quantized tensor."""
+    arm = layout_arm(ix, e.site.path, e.site.line) if e.site is not None and e.site.path else None
+    return Branch(arm.arm, Loc(e.site.path, arm.head), layout=True) if arm is not None and e.site else None
 
 
 def _how(kernel: Edge, src: Node, dst: Node, helper: bool) -> EdgeHow:

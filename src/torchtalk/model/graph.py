@@ -35,7 +35,9 @@ class Node:
 
 @dataclass(frozen=True, slots=True)
 class Branch:
-    """The ``if``/``elif``/``else`` arm a Python call is made in (Note [Branch arms] in model/python.py).
+    """The ``if``/``elif``/``else`` arm a Python call is made in (Note [Branch arms] in model/python.py), or a C++
+    call the GPU walk found in an arm taken only for a sparse, nested, quantized or MKLDNN tensor (``layout``:
+    Note [Layout arms] in graph/layout_arms.py).
 
     Arms with one ``head`` are the alternatives of one choice: ``func = _fused_adamw`` under ``if fused``
     and ``func = _single_tensor_adamw`` under ``else`` make ``func(...)`` a choice between two paths.
@@ -44,6 +46,7 @@ class Branch:
     arm: str  # "if fused and (not torch.jit.is_scripting())", "elif foreach", "else"
     head: Loc  # the ``if`` that starts the arm's chain
     chosen: Loc | None = None  # a call through a local alias: the assignment that chose this callee
+    layout: bool = False  # C++: the arm runs only for a tensor of a layout other than dense strided
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +69,9 @@ class Edge:
     note: str = ""
     how: EdgeHow = EdgeHow.DIRECT
     written: str = ""
-    branch: Branch | None = None  # PY_CALL: the arm of an if/elif/else chain the call is made in
+    # PY_CALL: the arm of an if/elif/else chain the call is made in; a C++ call of the GPU walk or an OP_CALL: the
+    # layout arm it is made in (Note [Layout arms] in graph/layout_arms.py)
+    branch: Branch | None = None
 
     def __post_init__(self) -> None:
         check_enum("Edge", "kind", self.kind, EdgeKind)

@@ -52,6 +52,11 @@ class GpuKernel:
     def backward(self) -> bool:
         return bool(self.launches) and all(launch.backward for launch in self.launches)
 
+    @property
+    def layout(self) -> bool:
+        """Launched only on a layout-specific path (a SparseCUDA, NestedTensorCUDA, ... kernel of the op)."""
+        return bool(self.launches) and all(near(launch).layout for launch in self.launches)
+
 
 @dataclass
 class CudaKernelsResult:
@@ -72,7 +77,7 @@ def near(x: KernelLaunch | LibraryCall) -> Nearness:
     path, then the forward before the backward, fewer op boundaries crossed, the op's own code before another's,
     device work before housekeeping (the caching allocator; the CUDA runtime's copies and waits in another op's
     code), fewer calls; among equals, walk order (the overloads as asked)."""
-    return nearness(x.chain, x.hops, x.backward, other=bool(x.via),
+    return nearness(x.chain, x.hops, x.backward, other=bool(x.via), site=x.site,
                     housekeeping=isinstance(x, LibraryCall) and housekeeping(x.library, x.via, x.site.written))
 
 
@@ -122,9 +127,14 @@ def _merged(ix: Index, starts: list[Node], depth: int = MAX_DEPTH, hops: int = H
             continue
         sym = symbol(ix, sid)
         name = sym.name if sym else e.dst.label
-        # by qualified name: one name in two namespaces is two kernels (sbtopk::gatherTopK, mbtopk::gatherTopK)
-        k = kernels.setdefault(sym.qualname if sym else e.dst.label, GpuKernel(name, e.dst, [sym] if sym else []))
-        k.launches.append(launch)
+        # by qualified name: one name in two namespaces is two kernels (sbtopk::gatherTopK, mbtopk::gatherTopK);
+        # a template and its explicit specializations are one kernel with each definition, and the launch that
+        # may run either is one launch (coalesceValuesKernel<scalar_t, ...> and its bool specialization)
+        k = kernels.setdefault(sym.qualname if sym else e.dst.label, GpuKernel(name, e.dst, []))
+        if sym and all(d.id != sym.id for d in k.definitions):
+            k.definitions.append(sym)
+        if all((x.site.src.key, x.site.site) != (e.src.key, e.site) for x in k.launches):
+            k.launches.append(launch)
     out.cuts = gpu_cuts(cuts)
     return out
 

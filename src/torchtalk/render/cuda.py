@@ -94,9 +94,17 @@ def _code(h: KernelLaunch) -> str:
     return code
 
 
+def _tag(kernels: list[GpuKernel]) -> str:
+    """What a kernel section's launches all are: the backward, a sparse/nested/quantized path (the heading of a
+    launch-family or library section says it by its nearness)."""
+    tags = ["backward"] if all(k.backward for k in kernels) else []
+    tags += ["sparse/nested/quantized path"] if all(k.layout for k in kernels) else []
+    return f"  [{', '.join(tags)}]" if tags else ""
+
+
 def _kernel_section(k: GpuKernel) -> Section:
     where = _where(k)
-    tag = "  [backward]" if k.backward else ""
+    tag = _tag([k])
     lines = [f"- launched at {launch.site.site} by {launch.site.src.label}{_via(launch)}" for launch in k.launches[:10]]
     if len(k.launches) > 10:
         lines.append(f"- ... {showing(10, len(k.launches), IN_STRUCTURED)} launch sites")
@@ -121,7 +129,7 @@ def _shared_sites(kernels: list[GpuKernel]) -> dict[Loc, list[GpuKernel]]:
 
 def _shared_section(site: Loc, kernels: list[GpuKernel], shows: str) -> Section:
     first = kernels[0].launches[0]
-    tag = "  [backward]" if all(k.backward for k in kernels) else ""
+    tag = _tag(kernels)
     return Section([f"\n## {len(kernels)} __global__ kernels launched at {site} by {first.site.src.label}{_via(first)}"
                     f"{tag}"], [f"- __global__ {k.name}  {_where(k)}" for k in kernels],
                    f"kernels launched at {site}", shows, "kernels")
