@@ -371,7 +371,7 @@ def test_percent_is_a_literal_character_in_every_search(rich, q):
     _, ix = rich
     assert ix.one("SELECT count(*) FROM names WHERE instr(name, '%') > 0")[0] == 0
     res, text = run(get_tool("search"), ix, query=q)
-    assert res.total == 0, f"search {q!r}: {text[:500]}"
+    assert isinstance(res, NotFound), f"search {q!r}: {text[:500]}"  # nothing found is "not found", with suggestions
     res, text = run(get_tool("find_similar_tests"), ix, query=q)
     assert _no_tests(res), f"find_similar_tests {q!r} matched by wildcard:\n{text[:1500]}"
     res, text = run(get_tool("list_modules"), ix, category=q)
@@ -398,7 +398,7 @@ def test_underscore_is_literal_in_searches(rich):
     res, _ = run(get_tool("find_similar_tests"), ix, query="soft_ax")
     assert _no_tests(res)
     res, _ = run(get_tool("search"), ix, query="rel_")
-    assert res.total == 0
+    assert isinstance(res, NotFound)
 
 
 @pytest.mark.parametrize("q", ["torch.", "F.", "nn.", "aten::", "Tensor.", "test_", "torch.nn.functional."])
@@ -428,7 +428,7 @@ def test_sql_metacharacters_are_plain_text_and_the_index_is_untouched(rich, mcp)
             assert_clear(is_error, text, names=(arg,), what=f"{tool} {q!r}")
     assert ix.one("SELECT count(*) FROM op")[0] == before
     res, _ = run(get_tool("search"), ix, query="relu' OR '1'='1")
-    assert res.total == 0
+    assert isinstance(res, NotFound)
 
 
 # ------------------------------------------------------------------ error messages list valid values

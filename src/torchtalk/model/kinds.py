@@ -271,6 +271,7 @@ class HitKind(StrEnum):
 
     OP = "op"
     BINDING = "binding"  # a Python name bound to native code
+    PY_FUNCTION = "Python function"  # a function or method of the tree's torch/ package
     CPP_FUNCTION = "C++ function"
     GPU_KERNEL = "GPU kernel"
     STUB = "DispatchStub"

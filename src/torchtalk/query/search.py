@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -17,6 +18,9 @@ from ..graph.stubs import stub_declared
 from ..model import CppSymbol, DispatchEntry, EdgeKind, HitKind, Loc, MatchKind, Op, SymbolKind
 from ..store.reader import Index, like_literal
 from .args import MAX_LIMIT, check_int, clean_text, shown
+from .functions import suggest as cpp_suggest
+from .results import NotFound
+from .search_match import Query, parse, rank, rank_l, rank_op, rank_qualified
 
 
 @dataclass
@@ -46,29 +50,15 @@ class SearchResult:
     other_backends: list[str] = field(default_factory=list)  # with a backend: ops the query matches without its kernel
 
 
-# Hits sort by (rank: exact 0 .. kernel 3, group: op 0 binding 1 C++ 2 named 3, a C++ name's definitions beyond
-# PER_NAME 4 (Note [Names that flood]), name length, name).
+# Hits sort by (rank: exact 0 .. kernel 3, group: op 0, binding 1, Python function of a public module 2, stub 3, C++
+# function 4, Python function of a private module 5, autograd node 6, a C++ name's definitions beyond PER_NAME 7
+# (Note [Names that flood]), name length, name).
 SortKey = tuple[int, int, int, str]
 Scored = tuple[SortKey, SearchHit, Op | None]
 Binding = tuple[str, str, Loc]  # (kind, target or op, loc) of a Python name in py_api
 
 
 _MATCHES = [MatchKind.EXACT, MatchKind.PREFIX, MatchKind.SUBSTRING, MatchKind.KERNEL]  # by rank
-
-
-def _rank(query: str, name: str) -> int | None:
-    return _rank_l(query.lower(), name.lower())
-
-
-def _rank_l(q: str, n: str) -> int | None:
-    """exact 0, prefix 1, substring 2, else None; both already lower-case."""
-    if n == q:
-        return 0
-    if n.startswith(q):
-        return 1
-    if q in n:
-        return 2
-    return None
 
 
 def backends(ix: Index) -> list[str]:
@@ -78,7 +68,7 @@ def backends(ix: Index) -> list[str]:
     return keys
 
 
-def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -> SearchResult:
+def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -> SearchResult | NotFound:
     q = clean_text(query, "query", "conv")
     limit = check_int(limit, "limit", 1, MAX_LIMIT)
     key = None
@@ -89,45 +79,49 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
         if not matching:
             raise BadArgument(f"backend {shown(b)} is not a dispatch key of any op; valid keys: {', '.join(valid)}")
         key = matching[0]
-    ql = q.lower()
+    pq = parse(q)  # Note [Search spellings] in search_match.py
     scored: list[Scored] = []
     without_key: list[tuple[tuple[int, int, str], str]] = []
     for rec, full_l, name_l, entries, kernels_l in _op_table(ix):
         # The better of the overload's name and the op's: search "size" finds size.int and size.Dimname as exact
         # (the op size), before a C++ function named Size.
-        rank = min((r for r in (_rank_l(ql, full_l), _rank_l(ql, name_l)) if r is not None), default=None)
+        rank_ = rank_op(pq, full_l, name_l)
         match = None
-        if rank is None:
+        if rank_ is None:
             # Found through a kernel name (search "index_select_cuda" finds index_select first).
-            kernel_ranks = [r for k in kernels_l if (r := _rank_l(ql, k)) is not None]
+            kernel_ranks = [r for k in kernels_l if (r := rank_l(pq.op, k)) is not None]
             if kernel_ranks:
-                rank, match = (0 if min(kernel_ranks) == 0 else 3), MatchKind.KERNEL
-        if rank is None:
+                rank_, match = (0 if min(kernel_ranks) == 0 else 3), MatchKind.KERNEL
+        if rank_ is None:
             continue
         kernels = entries
         if key is not None:
             kernels = [d for d in kernels if d.key == key]
             if not kernels:
-                without_key.append(((rank, len(rec.name), rec.full_name), rec.full_name))
+                without_key.append(((rank_, len(rec.name), rec.full_name), rec.full_name))
                 continue
-        hit = SearchHit(HitKind.OP, rec.full_name, rec.loc, match or _MATCHES[rank],
+        hit = SearchHit(HitKind.OP, rec.full_name, rec.loc, match or _MATCHES[rank_],
                         str(rec.schema), [KernelHit(d, []) for d in kernels])
-        scored.append(((rank, 0, len(rec.name), rec.full_name), hit, rec))
+        scored.append(((rank_, 0, len(rec.name), rec.full_name), hit, rec))
+    names_left = ""
     if key is None:
         for name, name_l, bindings in _binding_table(ix):
-            rank = _rank_l(ql, name_l)
-            if rank is None:
+            rank_ = rank_l(pq.binding, name_l) if len(pq.words) == 1 else rank(pq, name_l)
+            if rank_ is None:
                 continue
             kind, _target, loc = bindings[0]
             detail = ", ".join(sorted({t for _k, t, _l in bindings if t}))[:200]
-            scored.append(((rank, 1, len(name), name), SearchHit(HitKind.BINDING, name, loc, _MATCHES[rank],
-                                                                   f"{kind} -> {detail}"), None))
-    if key is None:
-        functions, names_left = _function_hits(ix, q)
+            scored.append(((rank_, 1, len(name), name), SearchHit(HitKind.BINDING, name, loc, _MATCHES[rank_],
+                                                                    f"{kind} -> {detail}"), None))
+        scored += _python_hits(ix, pq)
+        functions, names_left = _function_hits(ix, pq)
         scored += functions
-        scored += _named_hits(ql, HitKind.STUB, sorted(stub_names(ix)), lambda n: stub_declared(ix, n))
+        scored += _named_hits(pq, HitKind.STUB, 3, sorted(stub_names(ix)), lambda n: stub_declared(ix, n))
         nodes = autograd_nodes(ix)
-        scored += _named_hits(ql, HitKind.AUTOGRAD_NODE, list(nodes), lambda n: nodes[n].loc)
+        scored += _named_hits(pq, HitKind.AUTOGRAD_NODE, 6, list(nodes), lambda n: nodes[n].loc)
+    if not scored and not without_key:
+        return NotFound("op, kernel, binding, Python function or C++ function", q, _suggest(ix, pq),
+                        hint="search matches names exactly, by prefix or by a part of them; try a shorter part.")
     scored.sort(key=lambda t: t[0])
     hits = [h for _s, h, _r in scored[:limit]]
     for h in hits:
@@ -152,19 +146,29 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
     return res
 
 
+def _suggest(ix: Index, pq: Query, n: int = 8) -> list[str]:
+    """Close names of every kind for a query nothing contains (a typo: ``sofmax``), ops first."""
+    last = pq.last if len(pq.words) == 1 else pq.op
+    names = registry(ix).suggest(last, n) + cpp_suggest(ix, last, n)
+    names += difflib.get_close_matches(pq.binding, [b for b, _l, _e in _binding_table(ix)], n=n, cutoff=0.6)
+    names += difflib.get_close_matches(last, _python_names(ix), n=n, cutoff=0.6)
+    return list(dict.fromkeys(names))[:n]
+
+
 MAX_NAMES = 60  # C++ names whose definitions are listed (the best-ranked; the others are named in a note)
 PER_NAME = 3  # definitions of a name ranked with the other hits; the rest rank after them (Note [Names that flood])
 _FUNCTION_KINDS = tuple(k.value for k in (SymbolKind.FUNCTION, SymbolKind.METHOD, SymbolKind.IMPL_FUNC,
                                          SymbolKind.GLOBAL_KERNEL, SymbolKind.DEVICE_FUNCTION, SymbolKind.METAL_KERNEL))
 
 
-def _named_hits(ql: str, kind: HitKind, names: list[str], where: Callable[[str], Loc | None]) -> list[Scored]:
+def _named_hits(pq: Query, kind: HitKind, group: int, names: list[str],
+                where: Callable[[str], Loc | None]) -> list[Scored]:
     """Hits among a small list of names (stubs, autograd nodes), ranked like the others."""
     out: list[Scored] = []
     for n in names:
-        rank = _rank_l(ql, n.lower())
-        if rank is not None:
-            out.append(((rank, 3, len(n), n), SearchHit(kind, n, where(n), _MATCHES[rank]), None))
+        rank_ = rank_qualified(pq, n.lower(), n.lower(), "::")
+        if rank_ is not None:
+            out.append(((rank_, group, len(n), n), SearchHit(kind, n, where(n), _MATCHES[rank_]), None))
     return out
 
 
@@ -187,19 +191,21 @@ def _node_detail(ix: Index, node: AutogradNode) -> str:
 # and the definitions of the best MAX_NAMES names are listed; a note counts the names left and says how to narrow.
 
 
-def _function_hits(ix: Index, q: str) -> tuple[list[Scored], str]:
+def _function_hits(ix: Index, pq: Query) -> tuple[list[Scored], str]:
     """C++ functions and GPU kernels by name, through the trigram index (ranked after ops and bindings), and a note
     naming the names left out (Note [Names that flood])."""
-    if len(q) >= 3:
-        phrase = '"' + q.replace('"', '""') + '"'
+    words = pq.fts
+    if words:  # every word of the query (one for most): the names holding each
+        match = " AND ".join('"' + w.replace('"', '""') + '"' for w in words)
         names = [r[0] for r in ix.q("SELECT name FROM names WHERE id IN (SELECT rowid FROM names_fts WHERE "
-                                    "names_fts MATCH ?)", (phrase,))]
+                                    "names_fts MATCH ?)", (match,))]
     else:  # too short for trigrams: the names it starts (or is)
-        names = [r[0] for r in ix.q("SELECT name FROM names WHERE name LIKE ? ESCAPE '\\'", (like_literal(q) + "%",))]
+        names = [r[0] for r in ix.q("SELECT name FROM names WHERE name LIKE ? ESCAPE '\\'",
+                                    (like_literal(pq.last) + "%",))]
     # every C++ function of the name, an op's or a binding's too (at::native::randn after the op randn, whose hit
     # shows only the kernels; torch::nn::Conv2dImpl::forward whatever Python binding is named forward)
-    ranked = sorted((r, len(n), n) for n in names if (r := _rank(q, n)) is not None)
-    if not ranked:
+    ranked = sorted((r, len(n), n) for n in names if (r := rank(pq, n.lower())) is not None)
+    if not ranked or pq.py_scope and not pq.cpp_scope and len(pq.words) == 1:
         return [], ""
     rank_of = {n: r for r, _length, n in ranked[:MAX_NAMES]}
     rows = ix.q(f"SELECT name, kind, qualname, file_id, line FROM cpp_symbol WHERE is_definition "
@@ -209,15 +215,62 @@ def _function_hits(ix: Index, q: str) -> tuple[list[Scored], str]:
     out: list[Scored] = []
     per_name: dict[str, int] = {}
     for name, kind, qualname, file_id, line in rows:
+        rank_ = rank_qualified(pq, name.lower(), qualname.lower(), "::") if pq.cpp_scope else rank_of[name]
+        if rank_ is None:
+            continue
         seen = per_name[name] = per_name.get(name, 0) + 1
         label = HitKind.GPU_KERNEL if SymbolKind(kind).is_gpu_kernel else HitKind.CPP_FUNCTION
-        rank = rank_of[name]
-        out.append(((rank, 2 if seen <= PER_NAME else 4, len(name), qualname),
-                    SearchHit(label, qualname, Loc(ix.path_of(file_id), line), _MATCHES[rank], kind), None))
+        out.append(((rank_, 4 if seen <= PER_NAME else 7, len(name), qualname),
+                    SearchHit(label, qualname, Loc(ix.path_of(file_id), line), _MATCHES[rank_], kind), None))
     left = len(ranked) - len(rank_of)
     note = (f"C++ functions: the definitions of the {len(rank_of)} best-matching names are counted and listed; "
-            f"{left} more names contain {q!r} (a longer query narrows them)") if left > 0 else ""
+            f"{left} more names contain {pq.last if len(pq.words) == 1 else pq.text!r} (a longer query narrows "
+            "them)") if left > 0 else ""
     return out, note
+
+
+class _PyRow(NamedTuple):
+    name_l: str
+    fq: str  # module.qualname: torch.nn.functional.layer_norm, torch.optim.adamw.AdamW.step
+    loc: Loc
+    private: bool  # in a private module (torch._refs) or ONNX's symbolic functions
+
+
+def _python_hits(ix: Index, pq: Query) -> list[Scored]:
+    """Python functions and methods of the tree's torch/ by name, or by a dotted name (``F.layer_norm``): those of
+    public modules after the bindings, of private ones after the C++ functions (Note [Names that flood] per name)."""
+    if pq.cpp_scope and len(pq.words) == 1:
+        return []
+    out: list[Scored] = []
+    per_name: dict[str, int] = {}
+    for row in _python_table(ix):
+        rank_ = rank_qualified(pq, row.name_l, row.fq.lower(), ".")
+        if rank_ is None:
+            continue
+        seen = per_name[row.name_l] = per_name.get(row.name_l, 0) + 1
+        group = 7 if seen > PER_NAME else 5 if row.private else 2
+        out.append(((rank_, group, len(row.fq), row.fq), SearchHit(HitKind.PY_FUNCTION, row.fq, row.loc,
+                                                                   _MATCHES[rank_]), None))
+    return out
+
+
+def _python_table(ix: Index) -> list[_PyRow]:
+    """Per Python function, public modules first (each name's first PER_NAME hits are theirs), once per index
+    version."""
+    def build() -> list[_PyRow]:
+        rows = []
+        for module, qualname, name, file_id, line in ix.q(
+                "SELECT module, qualname, name, file_id, line FROM py_function ORDER BY module, line"):
+            fq = f"{module}.{qualname}" if module else qualname
+            private = any(p.startswith("_") for p in module.split(".")) or ".onnx.symbolic" in f".{module}"
+            rows.append(_PyRow(name.lower(), fq, Loc(ix.path_of(file_id), line), private))
+        rows.sort(key=lambda r: (r.private, len(r.fq)))
+        return rows
+    return ix.cached("search_python", build)
+
+
+def _python_names(ix: Index) -> list[str]:
+    return ix.cached("search_python_names", lambda: sorted({r.name_l for r in _python_table(ix)}))
 
 
 class _OpRow(NamedTuple):
@@ -262,3 +315,4 @@ def warm(ix: Index) -> None:
     """Build the tables every search reads (ops, Python names), off a first answer's path (the server's warm-up)."""
     _op_table(ix)
     _binding_table(ix)
+    _python_table(ix)

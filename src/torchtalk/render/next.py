@@ -101,6 +101,9 @@ def next_search(r: SearchResult) -> list[str]:
     stub = _first(r.hits, lambda h: h.kind is HitKind.STUB)
     if stub and not top:
         out.append(call("called_by", stub.name))
+    py = _first(r.hits, lambda h: h.kind is HitKind.PY_FUNCTION)
+    if py and not top and r.hits[0] is py:
+        out.append(call("trace", py.name))
     if r.total > len(r.hits):
         out.append(call("search", r.query, **({"backend": r.backend} if r.backend else {}),
                         limit=full_limit(r.total)))

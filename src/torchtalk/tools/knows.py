@@ -6,6 +6,7 @@ from ..graph.registry import registry
 from ..query.functions import find_targets
 from ..query.modules import find_class
 from ..query.results import NotFound
+from ..query.search import search
 from ..store.reader import Index
 
 
@@ -27,3 +28,8 @@ def module(ix: Index, name: str) -> bool:
 
 def test_file(ix: Index, path: str) -> bool:
     return ix.one("SELECT 1 FROM files WHERE path = ? AND layer = 'tests'", (path,)) is not None
+
+
+def search_finds(ix: Index, query: str) -> bool:
+    """Whether search finds anything for the query (a typo finds nothing: its not-found answer suggests names)."""
+    return not isinstance(search(ix, query, limit=1), NotFound)

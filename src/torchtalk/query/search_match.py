@@ -1,0 +1,108 @@
+"""How search matches a query against a name, as a contributor spells it.
+
+Note [Search spellings]: a query is the name as an answer prints it or as code writes it: ``softmax``,
+``at::native::index_select`` (a C++ function's qualified name), ``aten::add`` / ``torch.ops.aten.add`` (an op),
+``torch.Tensor.masked_fill_`` (the binding ``Tensor.masked_fill_``), ``torch.nn.functional.layer_norm`` /
+``F.layer_norm`` (a Python function), or words (``flash attention``: a name holding every word). Each kind of
+name is matched on the part of the query that spells it: the last component for a bare name, with the qualifier
+checked against the name's own (``at::native::add_out`` finds ``at::native::add_out``, never
+``at::cpu::add_out``); exact, then prefix, then substring, as before. An op's name past its leading underscores
+matches as a prefix (``conv_depthwise2d`` finds the op ``_conv_depthwise2d`` with the prefixes, not after every
+helper that contains it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Qualifiers that name an op (ops are at::X, at::native::X kernels, aten::X in schemas and torch.ops.aten.X in Python)
+_OP_QUALIFIERS = ("torch.ops.aten.", "aten::", "aten.", "at::native::", "at::_ops::", "at::", "torch::")
+_PY_ALIASES = {"F.": "torch.nn.functional.", "nn.": "torch.nn.", "torch.Tensor.": "Tensor."}
+
+
+def rank_l(q: str, n: str) -> int | None:
+    """exact 0, prefix 1, substring 2, else None; both already lower-case."""
+    if n == q:
+        return 0
+    if n.startswith(q):
+        return 1
+    if q in n:
+        return 2
+    return None
+
+
+@dataclass(frozen=True)
+class Query:
+    """A search query, read once (Note [Search spellings])."""
+
+    text: str  # as asked
+    words: tuple[str, ...]  # lower-cased; one word for most queries
+    op: str  # the op name it spells, lower-cased ("add" for aten::add)
+    binding: str  # the Python binding name it spells ("tensor.masked_fill_" for torch.Tensor.masked_fill_)
+    cpp_scope: str  # a C++ query's qualifier ("at::native" for at::native::add_out), "" for none
+    py_scope: str  # a dotted query's module part ("torch.nn.functional" for F.layer_norm), "" for none
+    last: str  # the name it ends in: the C++ or Python name's last component, lower-cased
+
+    @property
+    def fts(self) -> list[str]:
+        """The words the trigram index can look up (three characters or more)."""
+        return [w for w in (self.words if len(self.words) > 1 else (self.last,)) if len(w) >= 3]
+
+
+def parse(text: str) -> Query:
+    t = text.strip()
+    words = tuple(w.lower() for w in t.split())
+    if len(words) > 1:
+        joined = "_".join(words)
+        return Query(t, words, joined, joined, "", "", joined)
+    low = t.lower()
+    op = low
+    for prefix in _OP_QUALIFIERS:
+        if low.startswith(prefix.lower()):
+            op = low[len(prefix):]
+            break
+    binding = low
+    for alias, full in _PY_ALIASES.items():
+        if t.startswith(alias):
+            binding = (full + t[len(alias):]).lower()
+            break
+    cpp_scope, last = "", low
+    if "::" in low:
+        cpp_scope, last = low.rsplit("::", 1)
+    py_scope = ""
+    if "." in binding and "::" not in low:
+        py_scope, last = binding.rsplit(".", 1)
+    return Query(t, (low,), op, binding, cpp_scope, py_scope, last)
+
+
+def rank(q: Query, name_l: str) -> int | None:
+    """How a bare name (an op's, a stub's, a node's, a C++ or Python function's own name) matches the query."""
+    if len(q.words) > 1:
+        found = rank_l(q.last, name_l)
+        return found if found is not None else (2 if all(w in name_l for w in q.words) else None)
+    return rank_l(q.last, name_l)
+
+
+def rank_op(q: Query, full_l: str, name_l: str) -> int | None:
+    """An op by its full name (``add.tensor``) or its name; past leading underscores as a prefix."""
+    if len(q.words) > 1:
+        return rank(q, name_l)
+    found = [r for r in (rank_l(q.op, full_l), rank_l(q.op, name_l)) if r is not None]
+    if q.op.endswith("_out") and full_l == q.op[:-4] + ".out":  # at::native::add_out: the kernel of add.out
+        found.append(0)
+    bare = name_l.lstrip("_")
+    if bare != name_l and rank_l(q.op, bare) == 0:
+        found.append(1)
+    return min(found, default=None)
+
+
+def rank_qualified(q: Query, name_l: str, qualified_l: str, sep: str) -> int | None:
+    """A C++ (``sep`` "::") or Python (".") function by its name, when the query's qualifier, if any, ends its own
+    qualifier: ``native::add_out`` and ``at::native::add_out`` find ``at::native::add_out``."""
+    scope = q.cpp_scope if sep == "::" else q.py_scope
+    if len(q.words) > 1 or not scope:
+        return rank(q, name_l) if not (q.cpp_scope or q.py_scope) or len(q.words) > 1 else None
+    head = qualified_l[:-len(name_l) - len(sep)] if qualified_l.endswith(sep + name_l) else None
+    if head is None or not (head == scope or head.endswith(sep + scope)):
+        return None
+    return rank(q, name_l)
