@@ -399,6 +399,11 @@ def test_a_pybind_binding_of_no_known_module_is_answered_marked(py_indexed):
         assert text.startswith("No op named 'torch._C._jit_pass_something_else'")
         res, text = call(ix, "trace", function_name="torch._C._functorch.is_batchedtensor")  # a known module
         assert "its module is not known" not in text and "torch/csrc/functorch/init.cpp:13" in text
+        # a bare method name under a qualifier of its own is not that .def (torch/python.h's ModuleType::forward
+        # answered trace("nn.Conv2d.forward") and trace("zzz.forward")): not found
+        for asked in ("zzz._jit_pass_optimize_for_mobile", "nn.Conv2d._jit_pass_optimize_for_mobile"):
+            res, text = call(ix, "trace", function_name=asked)
+            assert text.startswith(f"No op named '{asked}'"), text
     finally:
         ix.close()
 

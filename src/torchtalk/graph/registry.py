@@ -20,7 +20,7 @@ from .aten_library import AtenLibrary, read_aten_library
 # Spellings of a Python name as the py_api table stores them.
 _PY_PREFIXES = (("F.", "torch.nn.functional."), ("nn.functional.", "torch.nn.functional."),
                 ("torch.Tensor.", "Tensor."), ("linalg.", "torch.linalg."), ("fft.", "torch.fft."),
-                ("special.", "torch.special."), ("_C.", "torch._C."))
+                ("special.", "torch.special."), ("_C.", "torch._C."), ("nn.", "torch.nn."))
 _OP_PREFIXES = ("aten::", "torch.ops.aten.", "aten.")
 DEFAULT_OVERLOAD = ".default"  # how Python names the overload with the empty name (aten.zeros.default: zeros)
 

@@ -59,7 +59,10 @@ def bindings_named(ix: Index, name: str) -> list[BindingTrace]:
 # parameter: README, "The Python layer") keeps its bare name in py_api: `InstructionStats.duration_ns`. Asked for
 # by its Python name (torch._C.X) or its bare one, when it is no op, no binding and no Python function, trace
 # answers with the binding of the longest trailing part of the name that has one, marked as such, instead of
-# "no op of that name". A part that is a special method alone (`__init__`) is no such name: every class has one.
+# "no op of that name". A part that is a special method alone (`__init__`) is no such name: every class has one;
+# nor is a bare method name under a qualifier of its own (`nn.Conv2d.forward`, `zzz.forward`): the `.def` of
+# `forward` whose class the code does not say (torch/python.h's ModuleType::forward) is not that class's method.
+# A bare name matches alone, or as torch._C's (`torch._C.X`, `_C.X`).
 
 
 def unknown_module_bindings(ix: Index, name: str) -> list[BindingTrace]:
@@ -71,6 +74,8 @@ def unknown_module_bindings(ix: Index, name: str) -> list[BindingTrace]:
         tail = ".".join(parts[i:])
         if not all(parts[i:]) or tail.startswith(("torch.", "Tensor.", "__")):
             continue
+        if i == len(parts) - 1 and i and ".".join(parts[:i]) not in ("torch._C", "_C"):
+            break  # a bare method name under a qualifier of its own
         out = [_binding(ix, tail, e, module_unknown=True) for e in g.out(binding_node(tail), [EdgeKind.BINDING])
                if e.binding_kind is PyApiKind.PYBIND]
         if out:
