@@ -400,8 +400,9 @@ class Resolver:
             if syms:
                 return syms
             return []
-        for ns in nominated(ix, s, self.caller.path):
-            found += [x for x in symbols_named(ix, f"{ns}::{name}") if self._visible(x)]
+        for ns in nominated(ix, s, self.caller.path):  # with the anonymous namespaces in them, as above
+            for q in (f"{ns}::{name}", *(f"{ns}::{anon}::{name}" for anon in ANONYMOUS_NESTING)):
+                found += [x for x in symbols_named(ix, q) if self._visible(x)]
         return _unique(found)
 
     def _adl(self, name: str, call: CallSite) -> list[CppSymbol]:
