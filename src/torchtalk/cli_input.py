@@ -56,4 +56,4 @@ def file_args(tool, kwargs: dict) -> None:
     if tool.name == "affected" and all(kwargs.get(k) is None for k in ("names", "diff", "rev")):
         kwargs["diff"] = _piped_stdin()
     if tool.name == "error_origin" and kwargs.get("message") == "-":  # a traceback piped in: `... | error-origin -`
-        kwargs["message"] = _read_text("-", "stdin", MAX_INPUT)
+        kwargs["message"] = _read_text("-", "stdin", 10 * MAX_INPUT)  # the error is at a long traceback's end

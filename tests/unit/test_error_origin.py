@@ -635,3 +635,21 @@ def test_a_python_assert_cannot_have_raised_another_class():
     assert not _contradicts("AssertionError", "AssertionError")
     assert not _contradicts("", "AssertionError") and not _contradicts("RuntimeError", "")
     assert not _contradicts("RuntimeError", "ValueError")  # a wrapper may re-raise as another class
+
+
+def test_frames_pasted_without_the_traceback_line_are_a_traceback():
+    # copying only the frames is common: they were matched as the message ("0% of it")
+    frames = "".join(f'  File "/site-packages/torch/nn/modules/module.py", line {1500 + i}, in _call_impl\n'
+                     "    return forward_call(*args, **kwargs)\n" for i in range(120))
+    c = clean(frames + "RuntimeError: mat1 and mat2 shapes cannot be multiplied (64x10 and 20x30)")
+    assert (c.exception, c.message) == ("RuntimeError", "mat1 and mat2 shapes cannot be multiplied (64x10 and 20x30)")
+
+
+def test_an_over_long_traceback_keeps_its_end_where_the_error_is():
+    frames = "".join(f'  File "/x/y{i}.py", line {i + 1}, in f\n    g()\n' for i in range(20_000))
+    text = "Traceback (most recent call last):\n" + frames + "ValueError: the real error"
+    assert len(text) > 2 * MAX_INPUT
+    c = clean(text)
+    assert c.message == "the real error" and any("its last 200,000 were read" in n for n in c.notes), c.notes
+    c = clean("x" * (MAX_INPUT + 10))  # no traceback: the head, as before
+    assert any("its first 200,000 were read" in n for n in c.notes)

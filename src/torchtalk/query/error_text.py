@@ -43,6 +43,7 @@ _WARNING_LINE = re.compile(r"^(?P<path>[^\s:][^:]*\.py):(?P<line>\d+): (?P<cls>\
 # "C++ CapturedTraceback:" header torch/csrc/Module.cpp prints (2.5 on) "#5 c10::Error::Error(...) from ??:0"
 _CPP_FRAME = re.compile(r"^(?:frame #\d+:|#\d+ .* from \S+$|C\+\+ CapturedTraceback:\s*$)")
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
+_ANY_FRAME = re.compile(r'^\s*File "[^"]+", line \d+', re.M)
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
@@ -92,8 +93,14 @@ def clean(text: object) -> Cleaned:
         raise BadArgument(f"message must be a string such as {EXAMPLE!r}, not {type(text).__name__}")
     notes: list[str] = []
     if len(text) > MAX_INPUT:
-        notes.append(f"the input is {len(text):,} characters long; its first {MAX_INPUT:,} were read")
-        text = text[:MAX_INPUT]
+        if _ANY_FRAME.search(text, len(text) - MAX_INPUT if len(text) > 2 * MAX_INPUT else 0):
+            # a traceback: the error is its last line(s), after the frames
+            notes.append(f"the input is {len(text):,} characters long; its last {MAX_INPUT:,} were read (the end "
+                         "of the traceback, where the error is)")
+            text = text[-MAX_INPUT:]
+        else:
+            notes.append(f"the input is {len(text):,} characters long; its first {MAX_INPUT:,} were read")
+            text = text[:MAX_INPUT]
     if _SURROGATE.search(text):
         n = len(_SURROGATE.findall(text))
         notes.append(f"the message held {n} byte(s) that are not UTF-8; they were read as U+FFFD")
@@ -159,11 +166,12 @@ def clean(text: object) -> Cleaned:
 
 
 def _strip_traceback(lines: list[str]) -> list[str]:
-    """The lines after the traceback: drop "Traceback ...", frame lines and the code and carets under them."""
+    """The lines after the traceback: drop "Traceback ...", frame lines and the code and carets under them. Frames
+    pasted without their "Traceback ..." line start a traceback too."""
     out: list[str] = []
     in_tb = False
     for ln in lines:
-        if ln.startswith("Traceback (most recent call last):"):
+        if ln.startswith("Traceback (most recent call last):") or not in_tb and _FRAME.match(ln):
             in_tb, out = True, []
             continue
         if in_tb:
