@@ -117,6 +117,8 @@ def test_library_table():
                                     "cufftExecC2C", "cudnnConvolutionForward", "cudnn_is_acceptable",
                                     "thrust::sort", "cub::DeviceScan::InclusiveSum", "at::native::cpublas::gemm")] == [
         "cuBLAS", "cuBLASLt", "cuSOLVER", "MAGMA", "cuFFT", "cuDNN", None, "Thrust", "CUB", None]
+    # MAGMA's BLAS (BatchLinearAlgebra.cpp's magmablas_dtrsm_batched, triangular_solve's batched path)
+    assert library_of("magmablas_dtrsm_batched") == "MAGMA"
 
 
 def test_thrusts_helpers_are_no_device_work_and_a_c_api_match_says_so():

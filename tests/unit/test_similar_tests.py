@@ -115,6 +115,8 @@ def test_queries_as_written_reach_the_op_and_its_entries(py_indexed):
     # the entry as test names and pytest -k spell it: its name and variant, dots as underscores
     res, _ = call(ix, "find_similar_tests", query="cumsum_with_dtype")
     cumsum, _ = call(ix, "find_similar_tests", query="cumsum")
+    # an overload as native_functions.yaml names it: its op's tests (softmax.int found none: no test spells .int)
+    assert call(ix, "find_similar_tests", query="cumsum.out")[0].tests == cumsum.tests
     assert res.tests == cumsum.tests and [(o.name, o.variant) for o in res.opinfos] == [
         ("cumsum", "with_dtype"), ("cumsum", "")]
     # an entry may write its op's name under torch.

@@ -54,7 +54,7 @@ LIBRARIES: tuple[tuple[str, str], ...] = (
     ("cuBLAS", "at::cuda::blas::"), ("cuBLAS", "cuda::blas::"), ("cuBLAS", "blas::"),
     ("cuBLASLt", "cublasLt"), ("cuBLAS", "cublas"), ("cuBLAS", "hipblas"),
     ("cuSOLVER", "at::cuda::solver::"), ("cuSOLVER", "cuda::solver::"), ("cuSOLVER", "cusolver"),
-    ("MAGMA", "magma"), ("MAGMA", "magma_"),
+    ("MAGMA", "magma"), ("MAGMA", "magma_"), ("MAGMA", "magmablas_"),  # magmablas_dtrsm_batched
     ("cuFFT", "cufft"), ("cuFFT", "hipfft"),
     ("cuDNN", "cudnn"), ("cuDNN", "at::native::cudnn_frontend::"), ("cuDNN", "cudnn_frontend::"),
     ("cuSPARSE", "at::cuda::sparse::"), ("cuSPARSE", "cuda::sparse::"), ("cuSPARSE", "cusparse"),

@@ -263,6 +263,10 @@ def _find_similar_tests(ix: Index, query: str, limit: int, by_body: bool) -> Sim
         raise BadArgument(f"query {shown(q)} is only a prefix; give an op, function or concept such as "
                           "'softmax', 'torch.cumsum' or 'nn.Linear'")
     ops = _ops_for(ix, stem)
+    overload = registry(ix).by_full.get(stem) if "." in stem else None
+    if overload is not None:  # softmax.int, fill_.Tensor: tests are named after the op, never its overload
+        stem, spellings = terms(overload.name)
+        key = stem.lower()
     dotted = "." in stem.strip(".")  # a Python name with its package: a name, never a word to find inside others
     if not ops and dotted:
         # a Python name with its package (torch.nn.utils.clip_grad_norm_, torch.optim.NAdam): tests are named
