@@ -775,3 +775,12 @@ def test_a_variable_made_from_a_call_is_a_call_though_the_grammar_reads_a_declar
     calls = [(c.callee, c.qualifier, c.line, c.nargs) for c in extract_cpp("torch/csrc/autograd/x.cpp", src)[CallSite]]
     assert calls == [("functionToPyObject", "", 3, 1), ("wrap_variables", "python", 4, 2), ("PyTuple_New", "", 5, 1),
                      ("bar", "", 6, 2), ("baz", "", 6, 1), ("qux", "", 6, 1)]  # every declarator, nested, no int()
+
+
+def test_numeric_limits_members_are_of_their_type():
+    """TensorCompare.cpp's at::fill_(result, std::numeric_limits<double>::quiet_NaN()) passes a double: a Scalar,
+    so fill_.Scalar (the argument's type was unknown, and error_origin said clamp reaches fill_.Tensor's check)."""
+    src = (b"namespace at::native {\nvoid f(Tensor& r) {\n  at::fill_(r, std::numeric_limits<double>::quiet_NaN());\n"
+           b"  g(std::numeric_limits<c10::Half>::max(), numeric_limits<float>::lowest());\n}\n}\n")
+    calls = {c.callee: c.args for c in extract_cpp("aten/src/ATen/native/X.cpp", src)[CppCall]}
+    assert calls["fill_"] == "t:Tensor;t:double" and calls["g"] == "t:c10::Half;t:float"

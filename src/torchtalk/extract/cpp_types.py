@@ -20,6 +20,10 @@ _SPACE_PUNCT = re.compile(r"\s*([<>,*:()\[\]])\s*")
 _MAX_TE = 240  # longer type expressions are dropped (unknown): they are rare and never decide anything
 _CASTS = frozenset({"static_cast", "reinterpret_cast", "const_cast", "dynamic_cast", "bit_cast", "c10::bit_cast",
                     "std::bit_cast"})
+# std::numeric_limits<T>::quiet_NaN() and kin are T (TensorCompare.cpp's at::fill_(result, ...quiet_NaN()): a
+# Scalar, so fill_.Scalar, not fill_.Tensor)
+_LIMITS = re.compile(r"(?:std::)?numeric_limits<(.+)>::(?:max|min|lowest|quiet_NaN|signaling_NaN|infinity|epsilon|"
+                     r"denorm_min|round_error)$")
 _PASS_THROUGH = frozenset({"std::move", "move", "std::forward", "forward", "std::as_const", "c10::guts::as_const"})
 _COMPARE = frozenset({"==", "!=", "<", ">", "<=", ">=", "&&", "||", "<=>"})
 _PLACEHOLDERS = frozenset({"auto", "decltype(auto)"})
@@ -308,6 +312,8 @@ class Typer:
                 return ""  # ::trunc(a): the global (C library) function, never at::trunc: its type is not told
             written = written.lstrip(":")
             head, _, targs = written.partition("<")
+            if (limits := _LIMITS.match(written)) is not None:
+                return "t:" + type_text(limits.group(1))
             if head in _CASTS or head.rsplit("::", 1)[-1] in _CASTS:
                 return "t:" + type_text(targs.rsplit(">", 1)[0]) if targs else ""
             if head in _PASS_THROUGH and vals:
