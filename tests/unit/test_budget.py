@@ -217,3 +217,15 @@ def test_a_section_holding_the_first_of_its_items_counts_them_all_in_its_cut():
     out = fit(["# lead"], [s], budget=100_000)
     assert out.cuts == ["Cut: the native ops reached: showing 40 of 52 ops; x shows all"]
     assert fit(["# lead"], [Section([""], items, what="w", shows="x")], budget=100_000).cuts == []
+
+
+def test_the_cut_of_the_overload_without_a_name_names_a_call_of_it_alone(indexed, monkeypatch):
+    # trace("triangular_solve") cut its overload triangular_solve and named trace("triangular_solve") to show it:
+    # the same answer, cut the same way. X.default is that overload alone.
+    _, ix = indexed
+    monkeypatch.setattr(budget, "BUDGET", 400)
+    _, text = run(get_tool("trace"), ix, function_name="cumsum")
+    cut = [line for line in text.splitlines() if line.startswith("Cut: overload cumsum ")]
+    assert cut and cut[0].endswith('trace("cumsum.default") shows it'), text
+    res, _ = run(get_tool("trace"), ix, function_name="cumsum.default")
+    assert [t.op.full_name for t in res.ops] == ["cumsum"]

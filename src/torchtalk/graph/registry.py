@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from ..model import DispatchEntry, DispatchKey, EntryOrigin, Loc, Op, OpDispatch, PyApiKind, Variant
 from ..model.cpp import TEMPLATE_ARGS
 from ..model.dispatch import delegated
+from ..model.ops import DEFAULT_OVERLOAD
 from ..store.codec import codec, row_fact
 from ..store.reader import Index
 from .aten_library import AtenLibrary, read_aten_library
@@ -22,7 +23,6 @@ _PY_PREFIXES = (("F.", "torch.nn.functional."), ("nn.functional.", "torch.nn.fun
                 ("torch.Tensor.", "Tensor."), ("linalg.", "torch.linalg."), ("fft.", "torch.fft."),
                 ("special.", "torch.special."), ("_C.", "torch._C."), ("nn.", "torch.nn."))
 _OP_PREFIXES = ("aten::", "torch.ops.aten.", "aten.")
-DEFAULT_OVERLOAD = ".default"  # how Python names the overload with the empty name (aten.zeros.default: zeros)
 
 
 def _without_prefix(text: str) -> tuple[str, bool]:

@@ -6,6 +6,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 from ..model import CppSymbol, NodeKind, Op, SymbolKind
+from ..model.ops import DEFAULT_OVERLOAD
 from ..model.paths import NATIVE_FUNCTIONS
 from ..query.cuts import tool_call
 from ..query.library_ops import LibraryOp
@@ -248,7 +249,8 @@ def _op_section(r: TraceResult, t: OpTrace, shown: set[str], sections: dict[tupl
     if r.focus in ("full", "yaml"):
         autograd_lines(t, out)
     focus = {} if r.focus == "full" else {"focus": r.focus}
-    alone = tool_call("trace", op.full_name, **focus)
+    # the overload without a name: its own name asks for every overload again; X.default asks for it alone
+    alone = tool_call("trace", op.full_name if "." in op.full_name else f"{op.full_name}{DEFAULT_OVERLOAD}", **focus)
     # The one overload asked about: its own call would be this answer again; the typed answer holds it whole.
     shows = alone if len(r.ops) > 1 else f"{STRUCTURED} of {tool_call('trace', r.query, **focus)}"
     return Section(["", f"## {op.full_name}  {op.loc}", f"    {op.schema}", _facts(op)], out,
