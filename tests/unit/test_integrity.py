@@ -168,3 +168,21 @@ def test_a_server_checks_its_index_in_the_background_and_rebuilds(damaged):
             assert not r.is_error and "full build" in text and "damaged" not in text, text
 
     asyncio.run(asyncio.wait_for(go(), 240))
+
+
+def test_an_index_missing_a_table_is_corrupt_and_rebuilt(tree):
+    """A finished index whose table was dropped failed every answer ("lacks a table this TorchTalk needs") while
+    doctor and status said it was fine and `index` said it was up to date: it is a damaged index, rebuilt."""
+    r = tt("index", "--source", str(tree))
+    assert r.returncode == 0, r.stderr
+    st = find_source(tree)
+    conn = sqlite3.connect(st.index_path)
+    conn.execute("DROP TABLE op_dispatch")
+    conn.commit()
+    conn.close()
+    r = tt("doctor", "--source", str(tree))
+    assert r.returncode == 1 and "lacks the table op_dispatch" in r.stdout, r.stdout
+    r = tt("index", "--source", str(tree))
+    assert r.returncode == 0 and r.stdout.startswith("full index"), r.stdout + r.stderr
+    r = tt("trace", "softmax", "--source", str(tree))
+    assert r.returncode == 0 and "# trace softmax" in r.stdout, r.stdout + r.stderr

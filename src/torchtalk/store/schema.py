@@ -7,6 +7,8 @@ link stage (over all files) are declared here too; they are recomputed on every 
 
 from __future__ import annotations
 
+import re
+
 from ..model import FACT_TABLES, CallKind
 from .codec import codec_for_table
 
@@ -111,8 +113,15 @@ def all_tables_ddl() -> str:
     return BASE_DDL + "\n".join(codec_for_table(t).ddl() for t in FACT_TABLES)
 
 
+def required_tables() -> set[str]:
+    """Every table a finished index has, of the facts and their names (a dropped one makes every answer fail: it is
+    a damaged index); the link stage's own tables (LINK_DDL) are the indexer's."""
+    return set(re.findall(r"CREATE (?:VIRTUAL )?TABLE (?:IF NOT EXISTS )?(\w+)", all_tables_ddl()))
+
+
 def all_indexes_ddl() -> list[str]:
     return [stmt for t in FACT_TABLES for stmt in index_ddl(t)]
 
 
-__all__ = ["SCHEMA_VERSION", "INDEXES", "all_tables_ddl", "all_indexes_ddl", "index_ddl", "LINK_DDL"]
+__all__ = ["SCHEMA_VERSION", "INDEXES", "all_tables_ddl", "all_indexes_ddl", "index_ddl", "LINK_DDL",
+           "required_tables"]
