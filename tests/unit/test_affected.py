@@ -697,12 +697,22 @@ def test_names_mix_paths_ops_functions_and_python_names(cix):
     assert {"atan2", "cumsum", "index_select.out"} <= set(op_keys(res))
     res, text, nxt = ask(ix, names="nosuchthing")
     assert isinstance(res, NotFound) and "No op, C++ function, Python name or path named 'nosuchthing'" in text
+    # a path the tree lacks, or a line past the file's end, is not found (exit 3) with the files named like it;
+    # it was "nothing changed" (exit 0)
+    for names, why in (("native/BinaryOps.cpp:14", "'native/BinaryOps.cpp' is not a file of the source tree"),
+                       ("aten/src/ATen/native/BinaryOps.cpp:99999", "line 99999 is past the end of "
+                                                                    "aten/src/ATen/native/BinaryOps.cpp")):
+        res, text, _ = ask(ix, names=names)
+        assert isinstance(res, NotFound) and res.suggestions[0] == "aten/src/ATen/native/BinaryOps.cpp", text
+        assert why in text, text
 
 
 @pytest.mark.parametrize("kw,msg", [
     ({}, "is not a git checkout"),
     ({"rev": "HEAD~1"}, "rev needs a git checkout"),
     ({"names": "a/b.cpp:0"}, "is not a line range"),
+    ({"names": "aten/src/ATen/native/BinaryOps.cpp:-5"}, "the line must be a number from 1"),
+    ({"names": "aten/src/ATen/native/BinaryOps.cpp:abc"}, "the line must be a number from 1"),
     ({"names": ", ".join(f"n{i}" for i in range(51))}, "the limit is 50"),
     ({"depth": 6, "names": "cumsum"}, "from 1 to 5"),
 ])

@@ -150,6 +150,16 @@ def _map_file(ix: Index, files: TreeFiles, fc: FileChange, m: MappedChange) -> N
 
 # ------------------------------------------------------------------ the query
 
+def _close_paths(ix: Index, bad: list[FileChange]) -> list[str]:
+    """Files of the tree named like the ones asked (ReduceOps.cpp -> aten/src/ATen/native/ReduceOps.cpp)."""
+    paths = list(ix.paths().values())
+    out: list[str] = []
+    for fc in bad:
+        base = fc.written.split(":", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+        out += [p for p in paths if p.rsplit("/", 1)[-1] == base][:4] if base else []
+    return list(dict.fromkeys(out))[:8]
+
+
 def affected(ix: Index, names: str | None = None, diff: str | None = None, rev: str | None = None, depth: int = 2,
              limit: int = 20) -> AffectedResult | NotFound:
     depth = check_int(depth, "depth", 1, 5)
@@ -165,6 +175,11 @@ def affected(ix: Index, names: str | None = None, diff: str | None = None, rev: 
             m.changed += nodes
         else:
             m.unknown.append(UnknownName(n, list(dict.fromkeys(registry(ix).suggest(n, 4) + suggest(ix, n, 4)))[:8]))
+    # names only (a diff's files outside the tree are its answer): not a file of the tree, a line past its end
+    bad = [fc for fc in changes if fc.problem and not fc.path] if diff is None and rev is None else []
+    if bad and len(bad) == len(changes) and not m.changed and not m.tests:
+        return NotFound("file of the source tree or line", ", ".join(fc.written for fc in bad)[:200],
+                        _close_paths(ix, bad), "; ".join(fc.problem for fc in bad)[:400])
     if m.unknown and not m.changed and not changes and not m.tests:
         return NotFound("op, C++ function, Python name or path", ", ".join(u.name for u in m.unknown)[:200],
                         m.unknown[0].suggestions, "Give names as 'path:line', 'path:start-end', a file path, an op "

@@ -31,6 +31,7 @@ MAX_NAMES = 50
 MAX_NAMES_CHARS = 20_000
 MAX_RANGE = 5_000  # lines one path:A-B entry may span
 _LINES = re.compile(r"^(?P<path>[^\s:]+?):(?P<a>\d+)(?:-(?P<b>\d+))?$")
+_LINE_WRITTEN = re.compile(r"^(?P<path>[^\s:]+?):(?P<rest>[^:].*)$")  # path:-5, path:abc
 
 
 @dataclass
@@ -195,6 +196,9 @@ def from_path_name(files: TreeFiles, name: str) -> FileChange | None:
     """``path:line``, ``path:start-end`` or a path alone, as a change of the tree; None when ``name`` is no path."""
     m = _LINES.match(name)
     written = m.group("path") if m else name
+    if not m and (bad := _LINE_WRITTEN.match(name)) is not None and "/" in bad.group("path") and \
+            files.exists(bad.group("path")):
+        raise BadArgument(f"names: {shown(name)}: the line must be a number from 1 (path:line or path:start-end)")
     if not m and "/" not in name:
         return None
     path, problem = tree_path(written, files.exists, str(files.root) if files.root else None)
@@ -211,4 +215,9 @@ def from_path_name(files: TreeFiles, name: str) -> FileChange | None:
     if not 1 <= a <= b or b - a > MAX_RANGE:
         raise BadArgument(f"names: {shown(name)} is not a line range of 1 to {MAX_RANGE} lines (path:line or "
                           "path:start-end, start <= end)")
+    text = files.lines(path)
+    count = len(text) - (text[-1] == "") if text else 0
+    if text is not None and a > count:
+        return FileChange(name, "", ChangeStatus.LINES, problem=f"line {a} is past the end of {path} ({count:,} "
+                          "lines)")
     return FileChange(name, path, ChangeStatus.LINES, files.kind(path), lines=set(range(a, b + 1)))
