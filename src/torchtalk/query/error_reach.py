@@ -39,7 +39,7 @@ from ..store.codec import rows_facts
 from ..store.reader import Index
 from .change.tests import base_name
 from .cuts import named, node_arg, tool_call
-from .error_test_names import tests_for
+from .error_test_names import tests_for, tests_of_its_package
 from .excerpt import resolve
 from .tests import FoundTest
 
@@ -374,6 +374,9 @@ def py_reach(ix: Index, func_id: int, fq: str, cls: str, name: str, tests_until:
         parts = reach.python[1].split(".")
         subject = parts[-2] if len(parts) > 1 and parts[-2][:1].isupper() else parts[-1]
     _tests(ix, reach, [o.op.key for o in reach.ops] or [subject], tests_until)
+    if not reach.ops and (reach.tests or reach.opinfos):  # Note [Tests of a Python function's package]
+        reach.tests, cut = tests_of_its_package(ix, reach.tests, len(reach.opinfos), func_id, subject)
+        reach.cuts, reach.opinfos = (reach.cuts + [cut], []) if cut else (reach.cuts, reach.opinfos)
     return reach
 
 

@@ -8,7 +8,7 @@ from ..graph.nodes import op_node
 from ..graph.registry import registry
 from ..model import EdgeKind, NodeKind
 from ..model.dispatch import Device
-from ..store.reader import Index
+from ..store.reader import Index, like_literal
 from .change.tests import base_name, for_device
 from .tests import FoundTest, find_similar_tests
 
@@ -69,3 +69,27 @@ def tests_for(ix: Index, names: list[str], limit: int, device: Device | None,
                 tests.append(t)
     shown = " and ".join(n + (" (internal)" if internal(n) and len(lookups) > 1 else "") for n, _b in lookups)
     return shown, opinfos, tests
+
+
+def tests_of_its_package(ix: Index, tests: list[FoundTest], opinfos: int, func_id: int, subject: str,
+                         ) -> tuple[list[FoundTest], str]:
+    """Note [Tests of a Python function's package]: tests named after a Python function that reaches no op are its
+    tests only in files that import its package (torch.masked.maskedtensor, torch.distributed._shard): a name as
+    short as ``see`` (profiler's EnforceUnique.see), ``check_tensor`` or ``contiguous`` names other tests elsewhere
+    (test_cuda.py's test_manual_seed, functorch's test_check_tensor), and an OpInfo entry named like it is an op's.
+    (The tests kept, the cut that counts the others with the call that lists them, or "".)"""
+    row = ix.one("SELECT module FROM py_function WHERE id = ?", (func_id,))
+    package = ".".join((row[0] or "").split(".")[:3]) if row else ""
+    if package.count(".") < 2:
+        return tests, ""  # torch.functional, torch._tensor: every test file may use it
+    paths = sorted({t.loc.path for t in tests})
+    marks = ",".join("?" * len(paths))
+    importing = {r[0] for r in ix.q(
+        f"SELECT DISTINCT f.path FROM py_import i JOIN files f ON f.id = i.file_id WHERE f.path IN ({marks}) AND "
+        "(i.target = ? OR i.target LIKE ? ESCAPE '\\')", (*paths, package, like_literal(package) + ".%"))}
+    kept = [t for t in tests if t.loc.path in importing]
+    left = len(tests) - len(kept) + opinfos
+    if not left:
+        return tests, ""
+    return kept, (f"{left} test(s) named like {subject} were left out: their files import nothing of {package}, or "
+                  f"they are an op's OpInfo tests (find_similar_tests(\"{subject}\") lists them)")
