@@ -5,6 +5,7 @@ import re
 import pytest
 
 from torchtalk.errors import BadArgument
+from torchtalk.query.results import NotFound
 from torchtalk.tools import get_tool, run
 
 from ..conftest import index_with
@@ -357,3 +358,11 @@ def test_default_names_the_overload_without_a_name(indexed):
     assert [t.op.full_name for t in res.ops] == ["atan2"]
     _, text = call(ix, "trace", function_name="aten.add.default")
     assert text.startswith("No op named 'aten.add.default'. Close matches: add.Tensor, add.out"), text
+
+
+def test_an_overload_in_another_case_or_one_its_op_lacks_offers_the_ops_overloads(indexed):
+    # trace('add.tensor') offered to_padded_tensor, aten::softmax.nonexist offered ones: never the op meant
+    _, ix = indexed
+    for asked, first in (("add.tensor", "add.Tensor"), ("aten::add.nonexist", "add.Tensor")):
+        res, text = call(ix, "trace", function_name=asked)
+        assert isinstance(res, NotFound) and res.suggestions[:2] == [first, "add.out"], text

@@ -116,6 +116,12 @@ class OpRegistry:
         # aten.add.default: add has no overload without a name; its overloads are the close matches
         if bare in self.by_name and text.strip().endswith(DEFAULT_OVERLOAD):
             return [o.full_name for o in self.by_name[bare]][:n]
+        # an overload spelled in another case (add.tensor: add.Tensor), or one its op lacks (softmax.nonexist):
+        # the op's overloads
+        same = [f for f in self.by_full if f.lower() == bare.lower()]
+        base = bare.split(".", 1)[0]
+        if same or "." in bare and base in self.by_name:
+            return list(dict.fromkeys(same + [o.full_name for o in self.by_name.get(base, [])]))[:n]
         if "::" in t or t.startswith(("torch.", "F.", "Tensor.")):
             t = t.split("::")[-1].split(".")[-1]
         names = list(self.by_name)
