@@ -207,7 +207,12 @@ def cmd_tool(args) -> int:
     for i, prm in enumerate(tool.params):
         value = getattr(args, prm.name, None)
         if i == 0 and prm.type is str:
-            value = value if value is not None else getattr(args, f"_{prm.name}", None)
+            flag = getattr(args, f"_{prm.name}", None)
+            if value is not None and flag is not None and flag != value:  # never one of two names silently
+                _err(f"error: {tool.name} got two {prm.name}s ({value!r} and --{prm.name.replace('_', '-')} "
+                     f"{flag!r}); give one")
+                return EXIT_ERROR
+            value = value if value is not None else flag
         if value is None and prm.required:
             _err(f"error: {tool.name} needs {prm.name} ({prm.help})")
             return EXIT_ERROR

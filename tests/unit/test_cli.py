@@ -33,6 +33,14 @@ def test_trace_positional_and_json(tree):
     assert r.returncode == 3 and r.stdout.startswith("No op named 'rleu'") and r.stderr == ""
 
 
+def test_a_name_given_twice_differently_is_an_error(tree):
+    # trace softmax --function-name add answered softmax, silently dropping add
+    r = tt("trace", "softmax", "--function-name", "add", "--source", str(tree))
+    assert r.returncode == 2 and "trace got two function_names ('softmax' and --function-name 'add')" in r.stderr
+    r = tt("trace", "--function-name", "relu", "--source", str(tree))
+    assert r.returncode == 0 and r.stdout.startswith("# trace relu")
+
+
 def test_search_backend_flag(tree):
     r = tt("search", "cumsum", "--backend", "MPS", "--source", str(tree))
     assert r.returncode == 0 and "cumsum_out_mps" in r.stdout
