@@ -27,7 +27,7 @@ from torchtalk.query.change import reach as reach_mod
 from torchtalk.query.change.diff import MAX_FILES, defined_names, parse_diff, tree_path
 from torchtalk.query.results import NotFound
 from torchtalk.query.tests import find_similar_tests
-from torchtalk.tools import answer, get_tool
+from torchtalk.tools import answer, get_tool, run
 
 from ..annotations import Expectations, read_tree
 from ..conftest import line_of
@@ -798,3 +798,23 @@ def test_a_device_change_takes_each_ops_tests_shown_on_the_device_first(indexed)
     assert [t.name for t in got[1:]] == [f"TestNN.test_cpu_{i}" for i in range(at.PER_OP - 1)]  # then in rank order
     assert [t.name for t in at._found(ix, cpu[:3], "g", "g", "how", None)] == [
         f"TestNN.test_cpu_{i}" for i in range(3)]
+
+
+def test_a_helper_only_a_meta_function_calls_reaches_its_op(tree):
+    """Note [Meta functions] (graph/op_edges.py): DilatedMaxPool2d.cpp's TORCH_META_FUNC(max_pool2d_with_indices)
+    calls Pool.h's pooling_output_shape; the generated wrappers that run the meta function are calls the index does
+    not resolve, so affected by a Pool.h change missed max_pool2d_with_indices. Walked up, a meta function is its
+    op's (and of the ops delegating to it); called_by names it so."""
+    from ..conftest import index_with
+    src = (tree / "aten/src/ATen/native/BinaryOps.cpp").read_text().replace(
+        "  build_borrowing_binary_float_op(maybe_get_output(), self, other);",
+        "  build_borrowing_binary_float_op(maybe_get_output(), self, other);\n  check_shapes(self, other);")
+    ix = index_with(tree, {"aten/src/ATen/native/BinaryOps.cpp": src, "aten/src/ATen/native/ShapeCheck.h": (
+        "namespace at { namespace meta {\ninline void check_shapes(const Tensor& a, const Tensor& b) {}\n}}\n")})
+    try:
+        res, text, _ = ask(ix, names="aten/src/ATen/native/ShapeCheck.h:2")
+        assert {"atan2", "atan2.out"} <= set(op_keys(res)), text
+        res, text = run(get_tool("called_by"), ix, function_name="at::meta::structured_atan2::meta")
+        assert "atan2.out: its meta function, run first by every backend's generated wrapper" in text, text
+    finally:
+        ix.close()

@@ -20,12 +20,14 @@ from ..model import (
     NodeKind,
     Op,
     RegistrationKind,
+    SymbolKind,
     is_composite,
     variant_base,
 )
 from ..store.reader import Index
 from .cpp_callers import callers
 from .cpp_edges import out_edges
+from .cpp_types import structured_base
 from .layout_arms import layout_arm
 from .nodes import autograd_node, cpp_node, op_node, symbol_id, unresolved_node
 from .op_refs import dispatch_calls, op_calls_into
@@ -67,6 +69,9 @@ def kernel_of(ix: Index, node: Node) -> list[Edge]:
     if fn is None:
         return []
     reg = registry(ix)
+    if fn.kind in (SymbolKind.META_FUNC, SymbolKind.PRECOMPUTE_META_FUNC):
+        return [Edge(op_node(op), node, EdgeKind.KERNEL, op.loc, note=META_NOTE, how=EdgeHow.META)
+                for op in _meta_ops(ix, fn.qualname)]
     names = {fn.name, fn.qualname.removeprefix("at::native::")}
     if "##" in fn.name:  # a name-pasting macro's definition (_cast_##n##): the kernels its pattern makes (_cast_Byte)
         names |= {k for k in reg.kernel_ops if pasted_match(fn.name, k)}
@@ -77,6 +82,36 @@ def kernel_of(ix: Index, node: Node) -> list[Edge]:
                 out.append(Edge(op_node(op), node, EdgeKind.KERNEL, entry.loc, entry.key, entry.via,
                                 _entry_how(entry)))
     return out
+
+
+# Note [Meta functions]: TORCH_META_FUNC(x) (at::meta::structured_x::meta) checks a structured op's inputs and sets
+# its output's shape for every backend; torchgen's wrappers run it first (op.meta(...)), calls the index does not
+# resolve. Walked up, it is its op's (and of the ops delegating to it): a KERNEL edge of EdgeHow.META, no key. So a
+# change to a helper only a meta function calls (Pool.h's pooling_output_shape from max_pool2d_with_indices' meta)
+# reaches the op, in affected and error_origin alike.
+META_NOTE = "its TORCH_META_FUNC: the generated wrappers of the structured op run it (op.meta(...)) first"
+
+
+def _meta_ops(ix: Index, meta_qualname: str) -> list[Op]:
+    """The ops whose structured kernel's meta class is ``at::meta::structured_x`` (Note [Meta functions])."""
+    def build() -> dict[str, list[str]]:
+        reg = registry(ix)
+        out: dict[str, list[str]] = {}
+        for op in reg.by_id.values():
+            if not op.structured:
+                continue
+            for entry in reg.dispatch(op):
+                meta = structured_base(ix, f"at::native::structured_{entry.kernel.split('::')[-1]}") \
+                    if entry.structured else None
+                if meta is not None:
+                    names = out.setdefault(meta, [])
+                    for o in [op, *reg.delegating.get(op.full_name, [])]:
+                        if o.full_name not in names:
+                            names.append(o.full_name)
+        return out
+    table: dict[str, list[str]] = ix.cached("meta_ops", build)
+    reg = registry(ix)
+    return [reg.by_full[n] for n in table.get(meta_qualname.removesuffix("::meta"), []) if n in reg.by_full]
 
 
 def _entry_how(entry: DispatchEntry) -> EdgeHow:

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from ..errors import BadArgument
 from ..graph import FREE, LevelCap, graph, up
 from ..graph.cpp_callers import callers
-from ..graph.cpp_types import structured_base
 from ..graph.nodes import CPP_KINDS, cpp_node, op_node, py_node, symbol_id
 from ..graph.op_edges import kernel_of
 from ..graph.op_spellings import op_spellings
@@ -32,7 +31,7 @@ from ..graph.resolution import TargetKind
 from ..graph.resolve import resolve as resolve_call
 from ..graph.resolved import stored
 from ..graph.symbols import CALL_COLS, call_count, symbol
-from ..model import CallSite, CppSymbol, Cut, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, SymbolKind, is_composite
+from ..model import CallSite, CppSymbol, Cut, Edge, EdgeKind, Loc, Node, NodeKind, is_composite
 from ..model.dispatch import Device
 from ..model.paths import device_of_path
 from ..store.codec import rows_facts
@@ -53,7 +52,6 @@ MAX_TESTS = 5
 SAMPLES = 4  # callers shown of a much-called function
 REACH_KINDS = frozenset({EdgeKind.CALL, EdgeKind.KERNEL, EdgeKind.STUB_KERNEL, EdgeKind.STUB_CALL, EdgeKind.BINDING,
                          EdgeKind.WRAPPER, EdgeKind.OP_CALL})
-META_NOTE = "its TORCH_META_FUNC: the generated wrappers of the structured op run it (op.meta(...)) first"
 BY_NAME = "found by name: {}"  # the note of an OP_CALL edge found from the call's spelling, not resolved
 
 
@@ -96,29 +94,6 @@ class Reach:
     walk_cuts: list[Cut] = field(default_factory=list)  # what the walk up's limits left out
 
 
-def _structured_ops(ix: Index, meta_qualname: str) -> list[Node]:
-    """The ops whose structured kernel's meta class is ``at::meta::structured_x``."""
-    def build() -> dict[str, list[str]]:
-        reg = registry(ix)
-        out: dict[str, list[str]] = {}
-        for op in reg.by_id.values():
-            if not op.structured:
-                continue
-            for entry in reg.dispatch(op):
-                meta = structured_base(ix, f"at::native::structured_{entry.kernel.split('::')[-1]}") \
-                    if entry.structured else None
-                if meta is not None:
-                    names = out.setdefault(meta, [])
-                    for o in [op, *reg.delegating.get(op.full_name, [])]:
-                        if o.full_name not in names:
-                            names.append(o.full_name)
-        return out
-    table: dict[str, list[str]] = ix.cached("error_meta_ops", build)
-    reg = registry(ix)
-    return [op_node(reg.by_full[n]) for n in table.get(meta_qualname.removesuffix("::meta"), [])
-            if n in reg.by_full]
-
-
 class _Into:
     """The walk's edge source: the graph's edges into a node, plus the two links described above."""
 
@@ -149,12 +124,7 @@ class _Into:
         sym = self._fan_in(node) if EdgeKind.CALL in kinds else None
         if sym is not None:
             kinds.discard(EdgeKind.CALL)
-        sid = symbol_id(node)
-        sym = symbol(self.ix, sid) if sid is not None else None
-        if sym is not None and sym.kind in (SymbolKind.META_FUNC, SymbolKind.PRECOMPUTE_META_FUNC):
-            out += [Edge(op, node, EdgeKind.KERNEL, op.loc, note=META_NOTE, how=EdgeHow.META) for op in _structured_ops(
-                self.ix, sym.qualname)]
-        out += self.g.into(node, kinds)  # a stub's uses where no call is recorded are the graph's rule
+        out += self.g.into(node, kinds)  # a stub's uses, a meta function's op (Note [Meta functions]): the graph's
         for e in out:
             if e.kind is EdgeKind.KERNEL and e.src.kind is NodeKind.OP and e.key:
                 self.keys.setdefault(e.src.key, set()).add(e.key)

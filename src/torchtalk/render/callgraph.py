@@ -137,6 +137,8 @@ def render_calls(r: CallsResult) -> str:
 
 
 def _registration(e: Edge) -> str:
+    if e.kind is EdgeKind.KERNEL and e.how is EdgeHow.META:  # Note [Meta functions]: no dispatch key, every backend
+        return f"{e.src.key}: its meta function, run first by every backend's generated wrapper  {e.site}"
     if e.kind is EdgeKind.KERNEL:
         note = f"  [{e.note}]" if e.note else ""
         return f"{e.src.key} dispatch {e.key}: {e.dst.label.split('::')[-1]}  {e.site}{note}"
