@@ -204,3 +204,26 @@ def test_next_calls_name_tests_for_an_op_and_not_for_a_cpp_function_or_a_kernel(
     assert res.matched_kind is NodeKind.CPP_FUNCTION and "find_similar_tests" not in text.splitlines()[-1]
     res, text = run(get_tool("cuda_kernels"), ix, function_name="reduce_kernel")  # Reduce.cuh's __global__
     assert res.matched_kind is NodeKind.GPU_KERNEL and "find_similar_tests" not in text.splitlines()[-1]
+
+
+def test_a_wrappers_accessor_in_a_library_namespace_is_no_library_call(gpu):
+    """Note [Wrapper accessors]: descA.descriptor() on ATen's cuSPARSE descriptor wrapper (at::cuda::sparse::) was
+    listed as a cuSPARSE call, 25 of them for triangular_solve; a method called on an object counts only when its
+    own code does the library's work (set_mode calls cusparseSetMatFillMode)."""
+    from ..conftest import index_with
+    tree, ix = gpu
+    ix.close()
+    blas = f"{CUDA}/Blas.cpp"
+    src = (tree / blas).read_text().replace("  logaddexp_cuda(self, mat2);\n", (
+        "  at::cuda::sparse::DnMatDescriptor desc;\n  cusparseSpMM(handle, desc.descriptor());\n"
+        "  desc.set_mode(1);\n"))
+    ix = index_with(tree, {blas: src, "aten/src/ATen/cuda/CUDASparseDescriptors.h": (
+        "namespace at::cuda::sparse {\nstruct DnMatDescriptor {\n  int descriptor() const { return d_; }\n"
+        "  void set_mode(int m) { cusparseSetMatFillMode(d_, m); }\n  int d_;\n};\n}\n")})
+    try:
+        res, text = run(get_tool("cuda_kernels"), ix, function_name="bmm")
+        got = [(lib.library, lib.site.written) for lib in res.libraries]
+        assert ("cuSPARSE", "cusparseSpMM") in got and ("cuSPARSE", "desc.set_mode") in got, got
+        assert all(w != "desc.descriptor" for _lib, w in got), got
+    finally:
+        ix.close()

@@ -195,8 +195,10 @@ def _new_edges(ix: Index, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]
 
 def _in_arm(ix: Index, e: Edge) -> Edge:
     """The edge, with its layout arm when its call is made in one (Note [Layout arms] in graph/layout_arms.py)."""
-    arm = layout_arm(ix, e.site.path, e.site.line) if e.site is not None and e.site.path else None
-    return e if arm is None else replace(e, branch=Branch(arm.arm, Loc(e.site.path, arm.head), layout=True))
+    site = e.site
+    arm = layout_arm(ix, site.path, site.line) if site is not None and site.path else None
+    return e if arm is None or site is None else replace(e, branch=Branch(arm.arm, Loc(site.path, arm.head),
+                                                                          layout=True))
 
 
 @dataclass(frozen=True)
@@ -217,9 +219,22 @@ def _found(ix: Index, node: Node) -> _Found:
         calls = device_out(ix, node, [EdgeKind.CALL, EdgeKind.UNRESOLVED])
         # what only a ROCm build compiles is no CUDA work (Note [ROCm-only code] in graph/pp_branches.py)
         cuda = [_in_arm(ix, e) for e in device_out(ix, node, [EdgeKind.LAUNCH]) if not _rocm(ix, e)]
-        memo[key] = _Found(cuda, [(lib, _in_arm(ix, e)) for lib, e in library_edges(calls) if not _rocm(ix, e)],
+        libraries = library_edges(calls, lambda n: _works(ix, n))
+        memo[key] = _Found(cuda, [(lib, _in_arm(ix, e)) for lib, e in libraries if not _rocm(ix, e)],
                            [(e.written or e.dst.label, node.loc.path if node.loc else "") for e in calls
                             if e.kind is EdgeKind.UNRESOLVED and e.how is EdgeHow.DIRECT])
+    return memo[key]
+
+
+def _works(ix: Index, node: Node) -> bool:
+    """Whether a function's own code launches or calls a GPU library (Note [Wrapper accessors] in gpu_families.py);
+    memoised per node and index version, a cycle of methods answering no."""
+    memo: dict[tuple[NodeKind, str], bool] = ix.cached("gpu_works", dict)
+    key = (node.kind, node.key)
+    if key not in memo:
+        memo[key] = False
+        found = _found(ix, node)
+        memo[key] = bool(found.launches or found.libraries)
     return memo[key]
 
 

@@ -129,8 +129,9 @@ def functor_loc(ix: Index, launch: Edge) -> Loc | None:
     return (same or locs)[0] if locs else None
 
 
-def library_edges(out: list[Edge]) -> list[tuple[str, Edge]]:
-    """The calls among a function's edges that go into a GPU library, with the library's name."""
+def library_edges(out: list[Edge], works: Callable[[Node], bool] | None = None) -> list[tuple[str, Edge]]:
+    """The calls among a function's edges that go into a GPU library, with the library's name. ``works``: whether a
+    method the tree defines in a library's namespace does the library's work (Note [Wrapper accessors])."""
     found = []
     for e in out:
         if e.kind not in (EdgeKind.CALL, EdgeKind.UNRESOLVED):
@@ -138,10 +139,22 @@ def library_edges(out: list[Edge]) -> list[tuple[str, Edge]]:
         match = library_match(e.written) if e.written else None
         if match is None and e.dst.kind is NodeKind.CPP_FUNCTION:
             match = library_match(e.dst.label.split("(", 1)[0])
+            # Note [Wrapper accessors]: descA.descriptor() on ATen's CuSparseSpMatCsrDescriptor (at::cuda::sparse::)
+            # is a getter of the tree's wrapper, not a cuSPARSE call; a method called on an object counts only when
+            # its own code does the library's work (25 such calls made 53 "GPU lines" of triangular_solve)
+            if match is not None and match[0] not in HOUSEKEEPING and works is not None and _on_object(e) and \
+                    not works(e.dst):
+                match = None
         # a C API's name the tree defines is its own helper (magma_int_cast), not the library's entry point
         if match is not None and not (match[1] and e.dst.kind is NodeKind.CPP_FUNCTION):
             found.append((match[0], e))
     return _fold_chains(found)
+
+
+def _on_object(e: Edge) -> bool:
+    """Whether a call is written as a method called on an object (``descA.descriptor``, ``h->get``)."""
+    head = (e.written or "").split("(", 1)[0]
+    return "." in head or "->" in head
 
 
 CHAIN_GAP = 12  # lines between two links of one method chain at most (arguments may span lines)

@@ -21,7 +21,7 @@ from ..graph.overloads import op_kernel_definitions
 from ..graph.pp_branches import twin_branches
 from ..graph.py_attrs import assigned_node, function_node
 from ..graph.pynames import PyDef, PyNames, pynames
-from ..graph.registry import DEFAULT_OVERLOAD, OpRegistry, py_spellings, registry
+from ..graph.registry import OpRegistry, py_spellings, registry
 from ..graph.symbols import has_cpp, symbol
 from ..model import (
     COMPOSITE_KEYS,
@@ -38,6 +38,7 @@ from ..model import (
     is_composite,
     runs_on,
 )
+from ..model.ops import DEFAULT_OVERLOAD
 from ..store.reader import Index
 from . import generated as gen_q
 from .args import check_choice, clean_text
