@@ -173,7 +173,7 @@ def cmd_resolve(args) -> int:
 QUERY_LOCK_WAIT_S = 10.0  # a query waits this long for another build (saying so), then answers; `index` waits on
 
 
-def ensure_index(tree, quiet: bool = False, codegen: bool = True):
+def ensure_index(tree, quiet: bool = False, codegen: bool = True, stale: list[str] | None = None):
     """Refresh the index (a no-op when nothing changed) and return an Index over it.
 
     When the refresh cannot be made (a read-only cache, a full disk, another build holding the index for
@@ -191,7 +191,10 @@ def ensure_index(tree, quiet: bool = False, codegen: bool = True):
     except IndexUnavailable as exc:
         if not usable or index_problem(tree) is not None:
             raise
-        _err(f"torchtalk: warning: answering from the index as it is, which may miss recent changes: {exc}")
+        warning = f"answering from the index as it is, which may miss recent changes: {exc}"
+        _err(f"torchtalk: warning: {warning}")
+        if stale is not None:  # --json carries it too
+            stale.append(warning)
     else:
         if report.mode != "up-to-date":
             log(f"torchtalk: {report.summary()}")
@@ -218,12 +221,13 @@ def cmd_tool(args) -> int:
             return EXIT_ERROR
         kwargs[prm.name] = prm.default if value is None else value
     file_args(tool, kwargs)
-    ix = ensure_index(_tree(args))
+    stale: list[str] = []
+    ix = ensure_index(_tree(args), stale=stale)
     try:
         a = answer(tool, ix, **kwargs)
     finally:
         ix.close()
-    print(to_json(tool, a) if args.json else a.text)
+    print(to_json(tool, a, stale[0] if stale else "") if args.json else a.text)
     return EXIT_NOT_FOUND if isinstance(a.result, NotFound) else EXIT_OK
 
 

@@ -7,6 +7,7 @@ ignores permission bits, not the immutable attribute), `chmod a-w` otherwise.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -97,5 +98,9 @@ def test_work_that_must_write_fails_with_its_message_and_queries_still_answer(fr
     r = tt("trace", "relu", "--focus", "yaml", "--source", str(tree))
     assert r.returncode == 0 and "## relu" in r.stdout, r.stderr
     assert "answering from the index as it is" in r.stderr and "needs an update" in r.stderr
+    # the structured answer says so too, not only stderr (a JSON consumer could not tell)
+    r = tt("trace", "relu", "--focus", "yaml", "--json", "--source", str(tree))
+    stale = json.loads(r.stdout)["stale"]
+    assert r.returncode == 0 and stale.startswith("answering from the index as it is") and "needs an update" in stale
     r = tt("status", "--source", str(tree))
     assert r.returncode == 0 and "stale (1 files changed since the build)" in r.stdout, r.stdout

@@ -84,6 +84,8 @@ def _ready_then_run(backend: Backend, tool: Tool, kwargs: dict[str, Any]) -> Cal
     result = _run(backend, tool, ix, kwargs)
     if note and result.content and isinstance(result.content[0], TextContent):
         result.content[0] = TextContent(type="text", text=f"{note}\n\n{result.content[0].text}")
+    if note and result.structured_content is not None:  # programs see it too, not only the text's reader
+        result.structured_content = {**result.structured_content, "stale": note}
     return result
 
 

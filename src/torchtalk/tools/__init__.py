@@ -68,9 +68,10 @@ def run(tool: Tool, ix: Index, **kwargs: Any) -> tuple[Any, str]:
     return a.result, a.text
 
 
-def to_json(tool: Tool, a: Answer) -> str:
-    """The same object MCP clients get as structuredContent."""
-    return json.dumps(structured(tool, a.result, a.next), indent=2)
+def to_json(tool: Tool, a: Answer, stale: str = "") -> str:
+    """The same object MCP clients get as structuredContent (``stale``: what an answer from an index that misses
+    changes misses)."""
+    return json.dumps(structured(tool, a.result, a.next, stale), indent=2)
 
 
 def warm_server_start() -> None:

@@ -3,7 +3,7 @@
 MCP clients get it as ``structuredContent`` (the schema as the tool's ``outputSchema``)
 next to the Markdown text, and ``torchtalk <tool> --json`` prints the same object, so a
 script and an agent read one format. The shape is an envelope,
-``{"kind": "result" | "not_found", "result": {...}, "next": [...]}``: MCP wants an object at the root,
+``{"kind": "result" | "not_found", "result": {...}, "next": [...], "stale": ""}``: MCP wants an object at the root,
 and ``kind`` tells a consumer which of the two result types follows without guessing
 from its fields. The models are derived from the query dataclasses' type hints, so the
 schema cannot drift from what the queries return.
@@ -47,6 +47,9 @@ def output_model(tool: Tool) -> type[BaseModel]:
         result=(result_type(tool), Field(description="the typed answer; its fields are in the schema's $defs")),
         next=(list[str], Field(description="up to three calls worth making next, with names taken from this "
                                            "answer, e.g. 'cuda_kernels(\"softmax\")'")),
+        stale=(str, Field("", description="empty when the index held every change of the tree; else what the answer "
+                                          "misses (the index's build time and the files changed since), as the "
+                                          "text's first line says")),
     )
 
 
@@ -72,8 +75,9 @@ def output_schemas(tools: list[Tool]) -> dict[str, dict[str, Any]]:
     return schemas
 
 
-def structured(tool: Tool, result: Any, follow: list[str]) -> dict[str, Any]:
-    """The JSON-ready envelope for one answer and its next calls (validated against the tool's model)."""
+def structured(tool: Tool, result: Any, follow: list[str], stale: str = "") -> dict[str, Any]:
+    """The JSON-ready envelope for one answer and its next calls (validated against the tool's model); ``stale``:
+    what an answer from an index that misses changes misses ("" when it misses nothing)."""
     kind = "not_found" if isinstance(result, NotFound) else "result"
-    return output_model(tool)(kind=kind, result=result, next=follow).model_dump(mode="json")
+    return output_model(tool)(kind=kind, result=result, next=follow, stale=stale).model_dump(mode="json")
 
