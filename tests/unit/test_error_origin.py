@@ -382,13 +382,16 @@ def test_sites_of_the_same_text_and_another_exception_class_are_told_apart(tmp_p
     (tree / "torch/fx").mkdir(parents=True)
     (tree / "torch/fx/rules.py").write_text(
         "def get_attr_rule(n):\n    raise TypeError('Not yet implemented')\n\n\n"
-        "def call_rule(n):\n    raise NotImplementedError('Not yet implemented')\n")
+        "def call_rule(n):\n    raise NotImplementedError('Not yet implemented')\n\n\n"
+        "def other_rule(n):\n    raise ValueError('Not yet implemented for this node kind')\n")
     _st, ix, _rep = build_index(tree, tmp_path / "cache", workers=1, codegen=False)
     try:
         r, text = ask(ix, "TypeError: Not yet implemented")
         assert r.same_text == 1 and r.sites[0].exception == "TypeError" and "same text" not in text, text
         r, text = ask(ix, "Not yet implemented")
         assert r.same_text == 2 and "2 sites print this same text" in text
+        # a site that matches in part is listed after them, and the lead counts it (it said 2, then showed 3)
+        assert r.total == 3 and "; 1 more matches it in part." in text, text
     finally:
         ix.close()
 

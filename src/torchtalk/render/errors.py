@@ -169,8 +169,10 @@ def render_error_origin(r: ErrorOriginResult) -> str:
     if r.same_text > 1 and r.verdict is Verdict.WEAK:  # none prints the message: they only match it alike
         lead = f"{lead} {r.same_text} of them match it equally (the message cannot tell them apart)."
     elif r.same_text > 1:
+        others = r.total - r.same_text  # sites that match it in part, listed after them
+        rest = f"; {others} more match{'es' * (others == 1)} it in part" if others > 0 else ""
         lead = (f"{r.same_text} sites print this same text (the message cannot tell them apart); each is listed "
-                f"with what leads to it. {lead}")
+                f"with what leads to it{rest}. {lead}")
     out.append(lead)
     out.append(f"Raise sites: {showing(len(r.sites), r.total)}, best first.")
     for i, s in enumerate(r.sites, 1):
