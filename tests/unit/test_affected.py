@@ -818,3 +818,19 @@ def test_a_helper_only_a_meta_function_calls_reaches_its_op(tree):
         assert "atan2.out: its meta function, run first by every backend's generated wrapper" in text, text
     finally:
         ix.close()
+
+
+@pytest.mark.parametrize("minus, plus, lang, only", [
+    (["    _pair(0),"], ["    _pair(0),  # padding already applied"], "python", True),
+    (["x = 1"], ["x = 1", "", "# a note"], "python", True),
+    (["        return x"], ["    return x"], "python", False),  # a line moved out of its block
+    (["s = 'a # b'"], ["s = 'a # c'"], "python", False),
+    (["  int a = f(x);  // old"], ["  int  a = f(x);"], "cpp", True),
+    (["  /* old", "   * text */"], ["  /* new", "   * words */"], "cpp", True),
+    (["  *out = v;"], ["  *out = w;"], "cpp", False),
+])
+def test_a_change_of_comments_and_spacing_only_changes_no_code(minus, plus, lang, only):
+    # a comment added to torch/nn/modules/conv.py was 'def changed' with 7 tests to run
+    from torchtalk.model.change import Language
+    from torchtalk.query.change.lines import _comments_only
+    assert _comments_only(minus, plus, Language(lang)) is only

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ...errors import BadArgument
 from ...model import Layer
-from ...model.change import ChangeStatus, DiffSide, FileKind
+from ...model.change import ChangeStatus, DiffSide, FileKind, Language
 from ...model.paths import file_kind
 from ...store.reader import Index
 from ..args import shown
@@ -138,6 +138,9 @@ def _from_diff(fd: FileDiff, files: TreeFiles) -> FileChange:
         else:
             fc.whole, fc.removed = True, gone
         return fc
+    if lang is not None and (minus or plus) and _comments_only(minus, plus, lang):
+        fc.problem = "only comments, blank lines and spacing change: no code runs differently"
+        return fc
     old = fc.side is DiffSide.OLD
     for h in fd.hunks:
         lines, gaps = h.changed(old=old)
@@ -148,6 +151,32 @@ def _from_diff(fd: FileDiff, files: TreeFiles) -> FileChange:
         fc.problem = ("the tree's copy matches neither side of the diff (edited since, or another version): "
                       "lines are mapped as numbered on the diff's new side")
     return fc
+
+
+def _code(line: str, lang: Language) -> str:
+    """A changed line's code, its comment and spacing dropped (``_pair(0),  # padding`` -> ``_pair(0),``; a line of
+    a ``/* */`` block's -> ""), a Python line's indentation kept."""
+    t = line.strip()
+    if lang is Language.CPP and (t.startswith(("/*", "*/", "* ")) or t == "*"):
+        return ""
+    mark = "#" if lang is Language.PYTHON else "//"
+    quote = ""
+    for i, ch in enumerate(t):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif t.startswith(mark, i):
+            t = t[:i]
+            break
+    code = " ".join(t.split())
+    # Python's indentation is code (a line moved out of its block); C++'s is not
+    return f"{len(line) - len(line.lstrip())}:{code}" if code and lang is Language.PYTHON else code
+
+
+def _comments_only(minus: list[str], plus: list[str], lang: Language) -> bool:
+    """Whether a change touches only comments and spacing: its lines' code reads the same on both sides."""
+    return [c for t in minus if (c := _code(t, lang))] == [c for t in plus if (c := _code(t, lang))]
 
 
 def from_diff(files: TreeFiles, text: str) -> list[FileChange]:
