@@ -474,7 +474,9 @@ def test_native_functions_dispatch_line(cix):
     res, text, _ = ask(ix, diff=edit_diff(tree, "aten/src/ATen/native/native_functions.yaml", 91, "index_select_cuda",
                                           "index_select_cuda_v2"))
     assert [c.node.key for c in res.changed] == ["index_select"]
-    assert "dispatch line 91 changed: CUDA: index_select_cuda" in res.changed[0].why
+    # the patch is not applied: the tree's line is what the change replaces, and the answer says so
+    assert ("dispatch line 91 changed (before the change: the tree holds the diff's old side): "
+            "CUDA: index_select_cuda") in res.changed[0].why
     assert res.device == "cuda"
     assert res.tests[0].name == "OpInfo('index_select')"
     assert res.tests[0].command == 'pytest test/test_ops.py -k "index_select and cuda"'

@@ -20,7 +20,7 @@ from ...graph.registry import registered_ops, registry
 from ...graph.stubs import stub_declared
 from ...graph.symbols import SYMBOL_COLS
 from ...model import CppSymbol, FormulaMode, Loc, Node, NodeKind, Op, PyOpRefKind, RegistrationKind, SymbolKind
-from ...model.change import Aspect, FileKind
+from ...model.change import Aspect, DiffSide, FileKind
 from ...model.dispatch import Device, device_of_key
 from ...model.paths import device_of_path
 from ...store.codec import rows_facts
@@ -190,7 +190,11 @@ def _native_yaml(ix: Index, fc: FileChange) -> ChangeMap:
     for op, first in sorted(chosen.values(), key=lambda v: v[1]):
         rows = [d for d in reg.own.get(op.full_name, []) if d.line in fc.lines]
         if rows:
-            why = f"dispatch line {rows[0].line} changed: " + ", ".join(f"{d.key}: {d.kernel}" for d in rows)
+            # the tree's entries: with the patch not applied, what the change replaces (lerp's 'CPU, CUDA:' where the
+            # diff adds Meta)
+            before = " (before the change: the tree holds the diff's old side)" if fc.side is DiffSide.OLD else ""
+            why = (f"dispatch line {rows[0].line} changed{before}: "
+                   + ", ".join(f"{d.key}: {d.kernel}" for d in rows))
             devices = {device_of_key(d.key) for d in rows}
             device = devices.pop() if len(devices) == 1 else None
         else:
