@@ -176,3 +176,25 @@ def test_calls_lists_the_template_called_then_the_method_it_runs_on_the_object_h
     assert rows[0].startswith("- at::native::run_launcher ") and rows[0].endswith(f"[called at {cu}:{line}]")
     assert "KthValueLauncher::launch" in rows[1] and f"[run by run_launcher, which the call at {cu}:{line} hands" \
         in rows[1]
+
+
+def test_a_name_of_cpu_and_cuda_code_means_its_cuda_definition_and_says_so(tree):
+    """Note [A name of CPU and CUDA code] (query/cuda.py): cuda_kernels('GroupNormKernelImpl') answered from
+    cpu/group_norm_kernel.cpp's definition (no launch) and never said cuda/group_norm_kernel.cu has one."""
+    from ..conftest import index_with
+    ix = index_with(tree, {
+        "aten/src/ATen/native/cpu/norm_kernel.cpp": "namespace at::native {\nnamespace {\n"
+                                                    "void NormKernelImpl(const Tensor& x) {}\n}\n}\n",
+        "aten/src/ATen/native/cuda/norm_kernel.cu": "namespace at::native {\nnamespace {\n"
+                                                    "__global__ void norm_cuda_kernel(float* y) {}\n"
+                                                    "void NormKernelImpl(const Tensor& x) {\n"
+                                                    "  norm_cuda_kernel<<<1, 1>>>(nullptr);\n}\n}\n}\n"})
+    try:
+        res, text = run(get_tool("cuda_kernels"), ix, function_name="NormKernelImpl")
+        assert [k.name for k in res.kernels] == ["norm_cuda_kernel"], text
+        assert "aten/src/ATen/native/cuda/norm_kernel.cu:4" in res.matched
+        assert ("'NormKernelImpl' names 2 functions; this answer walks its CUDA definitions "
+                "(aten/src/ATen/native/cuda/norm_kernel.cu:4), not aten/src/ATen/native/cpu/norm_kernel.cpp:3: "
+                'cuda_kernels("aten/src/ATen/native/cpu/norm_kernel.cpp:3") asks about another') in text, text
+    finally:
+        ix.close()

@@ -24,7 +24,17 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from ..graph import graph
-from ..graph.gpu import GPU_BACKENDS, HOPS, MAX_DEPTH, NOTHING_DEPTH, NOTHING_HOPS, GpuReach, gpu_walk, runs_for_cuda
+from ..graph.gpu import (
+    GPU_BACKENDS,
+    HOPS,
+    MAX_DEPTH,
+    NOTHING_DEPTH,
+    NOTHING_HOPS,
+    GpuReach,
+    gpu_walk,
+    in_cuda_source,
+    runs_for_cuda,
+)
 from ..graph.gpu import KernelLaunch as KernelLaunch  # re-exported: render reads the results
 from ..graph.gpu import LibraryCall as LibraryCall
 from ..graph.gpu_rank import Nearness as Nearness  # re-exported: render ranks its sections by it
@@ -35,7 +45,7 @@ from ..graph.symbols import SYMBOL_COLS, gpu_kernels_named, has_cpp, symbol, to_
 from ..model import CppSymbol, Cut, CutKind, EdgeKind, Node, NodeKind, SymbolKind, is_composite
 from ..store.reader import Index
 from .args import clean_text
-from .cuts import gpu_cuts
+from .cuts import gpu_cuts, tool_call
 from .functions import find_targets
 from .results import NotFound
 from .trace import ops_named
@@ -165,6 +175,7 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
     if direct:
         return _kernel_by_name(ix, name, direct)
     entry = None
+    notes: list[str] = []  # what the name meant, when it means several functions
     if not ops and "::" not in name:
         ops, entry, _via = ops_named(ix, name)  # F.cross_entropy -> cross_entropy_loss, a grad_fn -> its op
     if ops:
@@ -178,14 +189,25 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
         if isinstance(found, NotFound):
             found.what = "op, function or GPU kernel"
             return found
-        targets, _amb = found
-        starts = [targets[0].node]
-        matched = f"{'DispatchStub' if targets[0].is_stub else 'function'} {targets[0].node}"
+        targets, amb = found
+        # Note [A name of CPU and CUDA code]: GroupNormKernelImpl is defined in cpu/group_norm_kernel.cpp and
+        # cuda/group_norm_kernel.cu; asked which CUDA kernels run, the name means its CUDA definitions (it answered
+        # from the CPU one, which launches nothing, and never said the name had another)
+        chosen = [t for t in targets if in_cuda_source(t.node)] or targets[:1]
+        starts = [t.node for t in chosen]
+        matched = f"{'DispatchStub' if chosen[0].is_stub else 'function'} {chosen[0].node}"
+        if amb is not None:
+            left = [c for c in amb.candidates if all(c.loc != t.node.loc for t in chosen)]
+            shown = ", ".join(str(c.loc) for c in left[:3]) + (" ..." if len(left) > 3 else "")
+            which = "its CUDA definitions" if in_cuda_source(chosen[0].node) else "the first"
+            ask = f": {tool_call('cuda_kernels', str(left[0].loc))} asks about another" if left else ""
+            notes.append(f"'{name}' names {len(amb.candidates)} functions; this answer walks {which} "
+                         f"({', '.join(str(t.node.loc) for t in chosen)}), not {shown}{ask}")
     m = _merged(ix, starts)
     if m.empty and m.cuts and all(c.kind in (CutKind.DEPTH, CutKind.HOPS) for c in m.cuts):  # look further once
         m = _merged(ix, starts, NOTHING_DEPTH, NOTHING_HOPS)
     ordered = sorted(m.kernels.values(), key=lambda k: (near(k.launches[0]), k.name))  # each has a launch
-    result = CudaKernelsResult(name, matched, ordered, m.helpers, m.libraries, cuts=m.cuts,
+    result = CudaKernelsResult(name, matched, ordered, m.helpers, m.libraries, cuts=m.cuts, notes=notes,
                                matched_kind=starts[0].kind)
     if m.empty:
         result.no_device_work = _no_device_work(ix, starts, m)
