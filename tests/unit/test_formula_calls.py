@@ -95,3 +95,14 @@ def test_a_number_on_the_left_and_a_tensor_result_of_a_helper(calls):
         ("operator+", True, ("add.Tensor",), True), ("operator+", True, ("add.Tensor",), True)]
     # a number binds no Tensor: 2.0 + grad is no overload of the fixture's add (it has no add.Scalar)
     assert calls("2.0 + grad") == []
+
+
+def test_a_braced_list_is_one_argument_and_a_symint_name_calls_its_op(calls):
+    # im2col's col2im_symint(grad, {self.sym_size(-2), self.sym_size(-1)}, ...) was split at the braces' comma, and
+    # 31 formula lines call an op by its _symint name (self.unsqueeze_symint(...), at::cumsum_symint(...)): both
+    # were dropped
+    from torchtalk.graph.cpp_text import split_args
+    assert split_args("grad, {self.sym_size(-2), self.sym_size(-1)}, 3") == [
+        "grad", "{self.sym_size(-2), self.sym_size(-1)}", "3"]
+    assert calls("grad.unsqueeze_symint(0)") == [("unsqueeze_symint", True, ("unsqueeze",), True)]
+    assert calls("at::cumsum_symint(grad, 0)") == [("cumsum_symint", False, ("cumsum",), True)]

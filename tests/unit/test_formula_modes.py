@@ -71,3 +71,14 @@ def test_trace_shows_the_jvp_calls_in_a_line_of_their_own(modes):
     assert "- result [forward-mode AD]: addmv(result, result, result)" in text
     assert "  forward-mode AD (jvp) calls: addmv" in text
     assert not any(line.strip().startswith("backward calls:") and "addmv" in line for line in text.splitlines())
+
+
+def test_a_long_formula_is_cut_with_a_word_saying_so(tree):
+    # _linalg_svd's and convolution_backward's formulas were cut at 300 characters without a word
+    long = "cat_tensors_backward(grad, dim" + ", dim" * 120 + ")"
+    with closing(overlay_index(tree, OVERLAY, {"aten/src/ATen/native/native_functions.yaml": OPS,
+                                               "tools/autograd/derivatives.yaml": DERIVATIVES.replace(
+                                                   "cat_tensors_backward(grad, dim)", long)})) as ix:
+        _res, text = run(get_tool("trace"), ix, function_name="cat", focus="yaml")
+        line = next(ln for ln in text.splitlines() if ln.startswith("- tensors: cat_tensors_backward("))
+        assert f" ... (+{len(long) - 300} characters: the structured answer and the line hold it)" in line, line

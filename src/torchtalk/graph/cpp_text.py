@@ -39,13 +39,14 @@ def template_brackets(text: str) -> set[int]:
 
 
 def split_args(text: str) -> list[str]:
-    """Top-level comma split, brackets and template arguments (``template_brackets``) kept together."""
+    """Top-level comma split, brackets, braced lists (``{grad.size(-2), grad.size(-1)}``) and template arguments
+    (``template_brackets``) kept together."""
     out, depth, start = [], 0, 0
     angles = template_brackets(text) if "<" in text else set()
     for i, ch in enumerate(text):
-        if ch in "([" or i in angles and ch == "<":
+        if ch in "([{" or i in angles and ch == "<":
             depth += 1
-        elif ch in ")]" or i in angles and ch == ">":
+        elif ch in ")]}" or i in angles and ch == ">":
             depth -= 1
         elif ch == "," and depth == 0:
             out.append(text[start:i].strip())

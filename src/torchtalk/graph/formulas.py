@@ -71,9 +71,10 @@ def formula_calls(ix: Index, reg: OpRegistry, text: str, op: Op | None) -> list[
             if recv_ty is not None and recv_ty != _TENSOR:
                 out.append((start, FormulaCall(name, True, ())))  # a Scalar's or a number's method
                 continue
-            candidates = [o for o in reg.by_name.get(name, []) if Variant.METHOD in o.variants and not o.is_out]
+            candidates = [o for o in reg.by_name.get(_op_name(reg, name), []) if Variant.METHOD in o.variants
+                          and not o.is_out]
         else:
-            candidates = [reg.by_full[f] for f in op_named(reg, name)]
+            candidates = [reg.by_full[f] for f in op_named(reg, _op_name(reg, name))]
         if not candidates:
             if not method:
                 out.append((start, FormulaCall(name, False, (), op_name=False)))
@@ -82,6 +83,12 @@ def formula_calls(ix: Index, reg: OpRegistry, text: str, op: Op | None) -> list[
         out.append((start, FormulaCall(name, method, _fitting(ix, candidates, typed, method))))
     out += operators.calls(text)
     return [c for _at, c in sorted(out, key=lambda pc: pc[0])]
+
+
+def _op_name(reg: OpRegistry, name: str) -> str:
+    """The op a C++ API name calls: ``select_symint`` is ``select`` taking SymInts (torchgen's _symint
+    variants of an op with SymInt arguments; 31 formula lines call them: self.select_symint(dim, index))."""
+    return name.removesuffix("_symint") if name.endswith("_symint") and name not in reg.by_name else name
 
 
 def _fitting(ix: Index, candidates: list[Op], args: list[Ty | None], method: bool) -> tuple[str, ...]:

@@ -7,6 +7,8 @@ from ..model import DerivativeMatch, Edge, FormulaMode, NodeKind, NoEntry
 from ..query.trace_results import OpTrace
 from .budget import STRUCTURED
 
+FORMULA_SHOWN = 300  # characters of a derivatives.yaml formula a trace shows
+
 # How an op without an entry of its own comes by one (Note [The entry an op uses] in graph/op_derivatives.py).
 _GIVEN = {
     DerivativeMatch.VIEW_COPY: "the entry of its view op {entry}: torchgen gives a view_copy op its view's derivative",
@@ -44,7 +46,11 @@ def autograd_lines(t: OpTrace, out: list[str]) -> None:
         for f in d.formulas:
             tags = [t for t in (f.mode.value if f.mode is FormulaMode.FORWARD else "", f.key) if t]
             tag = f" [{', '.join(tags)}]" if tags else ""
-            out.append(f"- {f.variables}{tag}: {f.formula[:300]}  ({f.loc})")
+            # a long formula is cut, and says so: its line in derivatives.yaml and the structured answer hold it
+            text = f.formula if len(f.formula) <= FORMULA_SHOWN else (
+                f"{f.formula[:FORMULA_SHOWN]} ... (+{len(f.formula) - FORMULA_SHOWN} characters: the structured "
+                "answer and the line hold it)")
+            out.append(f"- {f.variables}{tag}: {text}  ({f.loc})")
         # Only the backward formulas are the backward's calls; the forward-mode ones run for dual tensors only
         # (Note [Formula modes]).
         _calls("backward calls", d.backward, out)
