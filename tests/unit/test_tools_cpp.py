@@ -294,3 +294,17 @@ def test_host_code_calls_the_host_helper_not_the_device_one_of_its_name(indexed)
         assert "up_cpu" in callers("aten/src/ATen/native/UpS.h:2")
     finally:
         ix.close()
+
+
+def test_a_caller_whose_call_does_not_decide_the_overload_is_marked_maybe(tree):
+    """called_by listed every overload's candidates as certain callers (the JSON marked them, the text did not):
+    _get_model_bytecode_version's five 'callers' called another overload."""
+    ix = index_with(tree, {"torch/csrc/overloads.cpp": (
+        "namespace torch::jit {\nint version(std::istream& in) { return 1; }\nint version(const std::string& p) "
+        "{ return 2; }\nint use_it(Unknown thing) {\n  return version(thing);\n}\n}\n")})
+    try:
+        _res, text = run(get_tool("called_by"), ix, function_name="torch/csrc/overloads.cpp:2")
+        line = next(ln for ln in text.splitlines() if "use_it" in ln)
+        assert line.endswith("(maybe: the call's arguments fit other overloads of the name too)"), text
+    finally:
+        ix.close()

@@ -152,12 +152,26 @@ def _registration(e: Edge) -> str:
     return f"Python {e.src.key} ({e.note or e.key})  {e.site}"
 
 
+# a caller found by a call that names several overloads, its arguments deciding none (params() and params() const),
+# or by a virtual call, which runs one of the overrides
+CANDIDATE = " (maybe: the call's arguments fit other overloads of the name too)"
+OVERRIDE = " (maybe: a virtual call, which runs this override or another)"
+
+
+def _maybe(e: Edge) -> str:
+    return (OVERRIDE if e.how.is_override else CANDIDATE) if e.how.is_candidate else ""
+
+
 def _called_by_body(sec: CalledBySection) -> tuple[list[str], list[Section]]:
     shows = f"{STRUCTURED} of {tool_call('called_by', node_arg(sec.function))}"
     lines = []
     for e in sec.callers:  # the budget cuts the list, and names the rest
-        how = f" (passes it on{', found in the source text' if e.how is EdgeHow.TEXT else ''})" \
-            if e.how in PASSED else " (recursive: it calls itself)" if e.src == sec.function else ""
+        if e.how in PASSED:
+            how = f" (passes it on{', found in the source text' if e.how is EdgeHow.TEXT else ''})"
+        elif e.how.is_candidate:  # the JSON says so by its how; so does the text
+            how = _maybe(e)
+        else:
+            how = " (recursive: it calls itself)" if e.src == sec.function else ""
         lines.append(f"- {e.src}  [call at {e.site}]{how}")
     if not sec.callers:
         below = " (it may be reached only through a registration below)" if sec.registrations else ""
@@ -224,7 +238,7 @@ def _impact_body(sec: ImpactSection, depth: int) -> tuple[list[str], list[Sectio
             via = "" if e.kind in (EdgeKind.CALL, EdgeKind.LAUNCH) else (
                 f" (calls op {e.dst.key})" if e.dst.kind is NodeKind.OP else f" (through {e.kind.value} {e.dst.key})")
             at = "launch" if e.kind is EdgeKind.LAUNCH else "referenced" if e.how is EdgeHow.REFERENCED else "call"
-            lines.append(f"- {e.src}  [{at} at {e.site}]{via}")
+            lines.append(f"- {e.src}  [{at} at {e.site}]{via}{_maybe(e)}")
         # the title counts them all (and those the walk took, when it took fewer); a cut line, of those, the ones shown
         taken = f", {len(lv.callers)} of them walked (a level's walk is bounded)" if lv.total > len(lv.callers) else ""
         noun = "caller" if lv.total == 1 else "callers"
