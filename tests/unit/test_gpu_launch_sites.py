@@ -198,3 +198,20 @@ def test_a_name_of_cpu_and_cuda_code_means_its_cuda_definition_and_says_so(tree)
                 'cuda_kernels("aten/src/ATen/native/cpu/norm_kernel.cpp:3") asks about another') in text, text
     finally:
         ix.close()
+
+
+def test_a_kernel_declared_in_a_header_and_defined_elsewhere_is_one_kernel(tree):
+    # cutlassB.h declares 209 fmha_ kernels that .cu files define: asked by name, each answered '2 __global__ kernels'
+    from ..conftest import index_with
+    ix = index_with(tree, {
+        "aten/src/ATen/native/cuda/kernels/decl.h": "__global__ void fmha_like_kernel(float* p);\n",
+        "aten/src/ATen/native/cuda/kernels/fmha_like.cu": "#include \"decl.h\"\n"
+                                                          "__global__ void fmha_like_kernel(float* p) {}\n"
+                                                          "void run_it() {\n"
+                                                          "  fmha_like_kernel<<<1, 1>>>(nullptr);\n}\n"})
+    try:
+        res, text = run(get_tool("cuda_kernels"), ix, function_name="fmha_like_kernel")
+        assert [(k.name, [d.line for d in k.definitions]) for k in res.kernels] == [("fmha_like_kernel", [2])], text
+        assert text.startswith("# GPU kernels for fmha_like_kernel (kernel name): 1 __global__ kernels"), text
+    finally:
+        ix.close()

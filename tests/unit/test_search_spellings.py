@@ -96,3 +96,44 @@ def test_a_stub_and_an_ops_name_lead_the_helpers_that_share_them(spelled):
     assert res.hits[names.index("_softmax")].match is MatchKind.PREFIX
     assert names.index("_softmax") < min(i for i, h in enumerate(res.hits)
                                          if h.kind is HitKind.CPP_FUNCTION and h.match is MatchKind.PREFIX)
+
+
+def test_an_op_spelled_as_the_dispatcher_names_it_is_that_op_alone(spelled):
+    # aten::add answered 18 KB: every op starting with add (addmm, addr, ...) and the C++ functions named add*
+    _, ix = spelled
+    res, _ = _search(ix, "aten::cumsum")
+    assert [h.name for h in res.hits] == ["cumsum", "cumsum.out"]
+    res, text = _search(ix, "torch.ops.aten.cumsum.ot")
+    assert isinstance(res, NotFound) and res.suggestions[:2] == ["cumsum", "cumsum.out"], text
+
+
+def test_a_method_by_its_classs_public_path(spelled):
+    # torch.nn.Linear.forward is torch.nn.modules.linear.Linear.forward (torch.nn re-exports the class)
+    tree, ix = spelled
+    ix.close()
+    ix = index_with(tree, {"torch/nn/modules/linear.py": "class Linear:\n    def forward(self, x):\n"
+                                                         "        return x\n"})
+    try:
+        for q in ("torch.nn.Linear.forward", "nn.Linear.forward", "torch.nn.modules.linear.Linear.forward"):
+            res, _ = _search(ix, q)
+            assert [(h.name, h.match) for h in res.hits] == [
+                ("torch.nn.modules.linear.Linear.forward", MatchKind.EXACT)], q
+    finally:
+        ix.close()
+
+
+def test_close_matches_of_every_kind_by_closeness(spelled):
+    # CatBakward0 offered op names ending in _backward; mean_sutb offered mean, mean_out ... before mean_stub
+    _, ix = spelled
+    res, _ = _search(ix, "cumsum_stb")
+    assert res.suggestions[0] == "cumsum_stub", res.suggestions
+
+
+def test_a_binding_named_as_asked_is_exact_and_words_run_together_find_an_op(spelled):
+    # torch.add and Tensor.add ranked as substrings of 'add' (not in its first 500); torch.softmax was 87th
+    _, ix = spelled
+    res, _ = _search(ix, "cumsum")
+    assert [(h.name, h.match) for h in res.hits if h.kind is HitKind.BINDING][:1] == [("torch.cumsum",
+                                                                                       MatchKind.EXACT)]
+    res, _ = _search(ix, "indexselect")  # layernorm: layer_norm
+    assert "index_select" in [h.name for h in res.hits if h.kind is HitKind.OP]

@@ -172,6 +172,9 @@ def cuda_kernels(ix: Index, function_name: str | None = None) -> CudaKernelsResu
     reg = registry(ix)
     ops = reg.lookup(name)
     direct = [] if ops else gpu_kernels_named(ix, name.split("::")[-1])
+    # a kernel declared in a header (cutlassB.h's 209 fmha_ declarations) is the one defined: one kernel, not two
+    defined = {d.qualname for d in direct if d.is_definition}
+    direct = [d for d in direct if d.is_definition or d.qualname not in defined]
     if direct:
         return _kernel_by_name(ix, name, direct)
     entry = None

@@ -103,10 +103,14 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
         hit = SearchHit(HitKind.OP, rec.full_name, rec.loc, match or _MATCHES[rank_],
                         str(rec.schema), [KernelHit(d, []) for d in kernels])
         scored.append(((rank_, 0, len(rec.name), rec.full_name), hit, rec))
+    if pq.op_only and any(k[0] == 0 for k, _h, _r in scored):  # aten::add: add's overloads, not addmm's
+        scored = [t for t in scored if t[0][0] == 0]
     names_left = ""
-    if key is None:
+    if key is None and not pq.op_only:  # aten::add is an op as the dispatcher names it: ops only
         for name, name_l, bindings in _binding_table(ix):
             rank_ = rank_l(pq.binding, name_l) if len(pq.words) == 1 else rank(pq, name_l)
+            if rank_ is not None and rank_ > 0 and not pq.py_scope and name_l.rsplit(".", 1)[-1] == pq.last:
+                rank_ = 0  # torch.add, Tensor.add for "add": the name itself, under its namespace
             if rank_ is None:
                 continue
             kind, _target, loc = bindings[0]
@@ -149,10 +153,15 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
 def _suggest(ix: Index, pq: Query, n: int = 8) -> list[str]:
     """Close names of every kind for a query nothing contains (a typo: ``sofmax``), ops first."""
     last = pq.last if len(pq.words) == 1 else pq.op
+    if pq.op_only:  # torch.ops.aten.add.Tensr: an op's overloads
+        return registry(ix).suggest(pq.text, n)
     names = registry(ix).suggest(last, n) + cpp_suggest(ix, last, n)
     names += difflib.get_close_matches(pq.binding, [b for b, _l, _e in _binding_table(ix)], n=n, cutoff=0.6)
+    names += difflib.get_close_matches(pq.text, sorted(stub_names(ix)) + list(autograd_nodes(ix)), n=n, cutoff=0.7)
     names += difflib.get_close_matches(last, _python_names(ix), n=n, cutoff=0.6)
-    return list(dict.fromkeys(names))[:n]
+    # each kind's closest, then all of them by how close they are (CatBakward0: CatBackward0 before op names)
+    asked = (pq.text if len(pq.words) > 1 else last).lower()
+    return sorted(dict.fromkeys(names), key=lambda x: -difflib.SequenceMatcher(None, asked, x.lower()).ratio())[:n]
 
 
 MAX_NAMES = 60  # C++ names whose definitions are listed (the best-ranked; the others are named in a note)

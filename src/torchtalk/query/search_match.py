@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 # Qualifiers that name an op (ops are at::X, at::native::X kernels, aten::X in schemas and torch.ops.aten.X in Python)
 _OP_QUALIFIERS = ("torch.ops.aten.", "aten::", "aten.", "at::native::", "at::_ops::", "at::", "torch::")
+_DISPATCHER_PREFIXES = ("torch.ops.aten.", "aten::", "aten.")  # an op as the dispatcher names it, nothing else
 _PY_ALIASES = {"F.": "torch.nn.functional.", "nn.": "torch.nn.", "torch.Tensor.": "Tensor."}
 
 
@@ -42,6 +43,7 @@ class Query:
     cpp_scope: str  # a C++ query's qualifier ("at::native" for at::native::add_out), "" for none
     py_scope: str  # a dotted query's module part ("torch.nn.functional" for F.layer_norm), "" for none
     last: str  # the name it ends in: the C++ or Python name's last component, lower-cased
+    op_only: bool = False  # spelled as the dispatcher names an op (aten::add, torch.ops.aten.add): ops only
 
     @property
     def fts(self) -> list[str]:
@@ -61,6 +63,7 @@ def parse(text: str) -> Query:
         if low.startswith(prefix.lower()):
             op = low[len(prefix):]
             break
+    op_only = low.startswith(_DISPATCHER_PREFIXES)
     binding = low
     for alias, full in _PY_ALIASES.items():
         if t.startswith(alias):
@@ -72,7 +75,7 @@ def parse(text: str) -> Query:
     py_scope = ""
     if "." in binding and "::" not in low:
         py_scope, last = binding.rsplit(".", 1)
-    return Query(t, (low,), op, binding, cpp_scope, py_scope, last)
+    return Query(t, (low,), op, binding, cpp_scope, py_scope, last, op_only)
 
 
 def rank(q: Query, name_l: str) -> int | None:
@@ -93,6 +96,8 @@ def rank_op(q: Query, full_l: str, name_l: str) -> int | None:
     bare = name_l.lstrip("_")
     if bare != name_l and rank_l(q.op, bare) == 0:
         found.append(1)
+    if not found and "_" not in q.op and "_" in name_l and rank_l(q.op, name_l.replace("_", "")) is not None:
+        found.append(2)  # layernorm: layer_norm, as words run together
     return min(found, default=None)
 
 
@@ -103,6 +108,13 @@ def rank_qualified(q: Query, name_l: str, qualified_l: str, sep: str) -> int | N
     if len(q.words) > 1 or not scope:
         return rank(q, name_l) if not (q.cpp_scope or q.py_scope) or len(q.words) > 1 else None
     head = qualified_l[:-len(name_l) - len(sep)] if qualified_l.endswith(sep + name_l) else None
-    if head is None or not (head == scope or head.endswith(sep + scope)):
+    if head is None or not (head == scope or head.endswith(sep + scope) or sep == "." and _reexported(head, scope)):
         return None
     return rank(q, name_l)
+
+
+def _reexported(head: str, scope: str) -> bool:
+    """A class's method by its public path: torch.nn.Linear.forward is torch.nn.modules.linear.Linear.forward
+    (torch.nn re-exports the class), torch.optim.AdamW.step torch.optim.adamw.AdamW.step."""
+    package, _, cls = scope.rpartition(".")
+    return bool(package) and head.endswith("." + cls) and head.startswith(package + ".")
