@@ -275,3 +275,25 @@ def test_an_autograd_registration_decides_before_a_composite_kernel(tree):
     ix = Index(st.index_path, st.root)
     assert no_entry(ix, registry(ix).by_full["linear"]).kind is NoEntry.NOT_IMPLEMENTED
     assert "composite ops differentiate" not in render_trace(trace(ix, "linear"))
+
+
+def test_an_entry_beside_a_composite_kernel_serves_only_the_backends_with_their_own(tree, tmp_path):
+    """Note [An entry beside a CompositeImplicitAutograd kernel] (render/autograd.py): chunk's entry
+    (not_implemented("chunk") by default) read as its backward on every backend; CPU and CUDA run its composite
+    kernel, differentiated through split_with_sizes."""
+    from contextlib import closing
+
+    from torchtalk.tools import get_tool, run
+
+    from ..conftest import overlay_index
+    ops = ("\n- func: chunky(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]\n  variants: function\n"
+           "  dispatch:\n    CompositeImplicitAutograd: chunky\n    NestedTensorCPU, NestedTensorCUDA: chunky_nested\n")
+    derivs = "\n- name: chunky(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]\n  self: grad\n"
+    (tmp_path / "overlay" / "aten").mkdir(parents=True)
+    with closing(overlay_index(tree, tmp_path / "overlay", {"aten/src/ATen/native/native_functions.yaml": ops,
+                                                            "tools/autograd/derivatives.yaml": derivs})) as ix:
+        _res, text = run(get_tool("trace"), ix, function_name="chunky", focus="yaml")
+        assert ("- serves only the backends with a kernel of their own (NestedTensorCPU, NestedTensorCUDA): for the "
+                "others (CPU, CUDA, ... without one) the CompositeImplicitAutograd kernel runs") in text, text
+        _res, text = run(get_tool("trace"), ix, function_name="cumsum", focus="yaml")
+        assert "serves only the backends" not in text  # no composite kernel: its entry is every backend's

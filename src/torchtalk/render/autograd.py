@@ -3,7 +3,8 @@ gives it: Note [The entry an op uses]), or what autograd does with an op that ha
 
 from __future__ import annotations
 
-from ..model import DerivativeMatch, Edge, FormulaMode, NodeKind, NoEntry
+from ..model import DerivativeMatch, DispatchKey, Edge, FormulaMode, NodeKind, NoEntry
+from ..model.dispatch import backend_of
 from ..query.trace_results import OpTrace
 from .budget import STRUCTURED
 
@@ -35,12 +36,32 @@ _NO_ENTRY = {
 }
 
 
+def _served(t: OpTrace) -> list[str]:
+    """Note [An entry beside a CompositeImplicitAutograd kernel]: for a backend without a kernel of its own, the
+    dispatcher fills its autograd key with the CompositeImplicitAutograd kernel before the Autograd one
+    (OperatorEntry.cpp's computeDispatchTableEntry: 2.3 before 2.4), so the op's entry and its node serve only the
+    backends that have a kernel (chunk's not_implemented("chunk") is never what CPU or CUDA tensors meet: chunk runs
+    as split_with_sizes there)."""
+    keys = [k.entry.key for k in t.kernels]
+    if DispatchKey.CompositeImplicitAutograd not in keys:
+        return []
+    # backends (a functorch transform's key, Batched, is none: it has no autograd key of its own)
+    own = list(dict.fromkeys(str(k) for k in keys if backend_of(str(k)) or k == DispatchKey.Meta))
+    if not own:
+        return []
+    return [f"- serves only the backends with a kernel of their own ({', '.join(own[:6])}"
+            f"{', ...' if len(own) > 6 else ''}): for the others (CPU, CUDA, ... without one) the "
+            "CompositeImplicitAutograd kernel runs, differentiated through the ops it calls (the dispatcher takes it "
+            "before the Autograd kernel)"]
+
+
 def autograd_lines(t: OpTrace, out: list[str]) -> None:
     """The Autograd lines of an op's trace: the derivatives.yaml entry it uses, its formulas and what they call, or
     what autograd does with it when it has none."""
     for d in t.derivatives:
         via = f" ({_GIVEN[d.match].format(entry=d.entry_of, op=t.op.full_name)})" if d.match in _GIVEN else ""
         out.append(f"Autograd: {d.derivative.loc}  {d.derivative.schema}{via}")
+        out += _served(t)
         if d.derivative.output_differentiability:
             out.append(f"- output_differentiability: {d.derivative.output_differentiability}")
         for f in d.formulas:
