@@ -257,16 +257,13 @@ def _find_similar_tests(ix: Index, query: str, limit: int, by_body: bool) -> Sim
     words = q.split()
     pick = next((w for w in words if _ops_for(ix, terms(w)[0])), max(words, key=len)) if len(words) > 1 else q
     also = [_norm(w) for w in words if w != pick] if len(words) > 1 else []
-    stem, spellings = terms(pick)
-    key = stem.lower()
+    (stem, spellings), key = terms(pick), terms(pick)[0].lower()
     if not key.strip(" ._"):
         raise BadArgument(f"query {shown(q)} is only a prefix; give an op, function or concept such as "
                           "'softmax', 'torch.cumsum' or 'nn.Linear'")
     ops = _ops_for(ix, stem)
-    overload = registry(ix).by_full.get(stem) if "." in stem else None
-    if overload is not None:  # softmax.int, fill_.Tensor: tests are named after the op, never its overload
-        stem, spellings = terms(overload.name)
-        key = stem.lower()
+    if "." in stem and (o := registry(ix).by_full.get(stem)):  # softmax.int: tests name the op (stem, spellings, key)
+        (stem, spellings), key = terms(o.name), o.name.lower()
     dotted = "." in stem.strip(".")  # a Python name with its package: a name, never a word to find inside others
     if not ops and dotted:
         # a Python name with its package (torch.nn.utils.clip_grad_norm_, torch.optim.NAdam): tests are named

@@ -23,7 +23,7 @@ from ..procs import pid_alive
 from . import keys
 from .builds import READ_ONLY_ERRNOS
 from .codec import Row, codec_for_table
-from .schema import LINK_DDL, SCHEMA_VERSION, all_indexes_ddl, all_tables_ddl, required_tables
+from .schema import LINK_DDL, SCHEMA_VERSION, all_indexes_ddl, all_tables_ddl, missing_tables
 
 _MAGIC = b"SQLite format 3\x00"
 
@@ -122,19 +122,12 @@ def open_readonly(path: Path) -> sqlite3.Connection:
     except sqlite3.DatabaseError as exc:
         raise IndexUnavailable(f"index {path} is corrupt ({exc})") from None
     version = meta.get("schema_version")
-    if version != str(SCHEMA_VERSION):
+    problem = (f"has schema version {version}, this TorchTalk needs {SCHEMA_VERSION}" if version != str(SCHEMA_VERSION)
+               else "is incomplete" if meta.get("complete") != "1"  # a table missing: every answer would fail
+               else f"is corrupt (it lacks {missing})" if (missing := missing_tables(conn)) else "")
+    if problem:
         conn.close()
-        raise IndexUnavailable(f"index {path} has schema version {version}, this TorchTalk needs {SCHEMA_VERSION}")
-    if meta.get("complete") != "1":
-        conn.close()
-        raise IndexUnavailable(f"index {path} is incomplete")
-    # a table dropped from a finished index fails every answer: damaged, like a page that cannot be read
-    missing = sorted(required_tables() - {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE "
-                                                                      "type = 'table'")})
-    if missing:
-        conn.close()
-        raise IndexUnavailable(f"index {path} is corrupt (it lacks the table{'s' * (len(missing) > 1)} "
-                               f"{', '.join(missing)})")
+        raise IndexUnavailable(f"index {path} {problem}")
     conn.execute("PRAGMA query_only = 1")
     conn.execute("PRAGMA cache_size = -65536")  # 64 MiB: hot tables stay in memory
     conn.execute("PRAGMA mmap_size = 1073741824")

@@ -8,6 +8,7 @@ link stage (over all files) are declared here too; they are recomputed on every 
 from __future__ import annotations
 
 import re
+import sqlite3
 
 from ..model import FACT_TABLES, CallKind
 from .codec import codec_for_table
@@ -119,9 +120,16 @@ def required_tables() -> set[str]:
     return set(re.findall(r"CREATE (?:VIRTUAL )?TABLE (?:IF NOT EXISTS )?(\w+)", all_tables_ddl()))
 
 
+def missing_tables(conn: sqlite3.Connection) -> str:
+    """The tables of ``required_tables`` a finished index lacks, as an answer names them ("" when none)."""
+    missing = sorted(required_tables() - {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE "
+                                                                      "type = 'table'")})
+    return f"the table{'s' * (len(missing) > 1)} {', '.join(missing)}" if missing else ""
+
+
 def all_indexes_ddl() -> list[str]:
     return [stmt for t in FACT_TABLES for stmt in index_ddl(t)]
 
 
 __all__ = ["SCHEMA_VERSION", "INDEXES", "all_tables_ddl", "all_indexes_ddl", "index_ddl", "LINK_DDL",
-           "required_tables"]
+           "missing_tables", "required_tables"]

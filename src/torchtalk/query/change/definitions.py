@@ -190,11 +190,8 @@ def _native_yaml(ix: Index, fc: FileChange) -> ChangeMap:
     for op, first in sorted(chosen.values(), key=lambda v: v[1]):
         rows = [d for d in reg.own.get(op.full_name, []) if d.line in fc.lines]
         if rows:
-            # the tree's entries: with the patch not applied, what the change replaces (lerp's 'CPU, CUDA:' where the
-            # diff adds Meta)
             before = " (before the change: the tree holds the diff's old side)" if fc.side is DiffSide.OLD else ""
-            why = (f"dispatch line {rows[0].line} changed{before}: "
-                   + ", ".join(f"{d.key}: {d.kernel}" for d in rows))
+            why = f"dispatch line {rows[0].line} changed{before}: " + ", ".join(f"{d.key}: {d.kernel}" for d in rows)
             devices = {device_of_key(d.key) for d in rows}
             device = devices.pop() if len(devices) == 1 else None
         else:
