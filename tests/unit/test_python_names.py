@@ -14,7 +14,7 @@ from torchtalk.source.tree import find_source
 from torchtalk.store.reader import Index
 from torchtalk.tools import get_tool, run
 
-from ..conftest import FIXTURE_TREE, index_with
+from ..conftest import FIXTURE_TREE, index_with, line_of
 
 
 def call(ix, tool, **kw):
@@ -558,5 +558,32 @@ def test_the_calls_naming_a_python_name_are_those_a_like_query_finds(py_indexed)
             names = [r[2] for r in _calls_naming(ix, "add")]
             assert "torch.Add" in names and "add" in names and "Add" not in names  # LIKE's case, = 's exactness
             assert [r[2] for r in _calls_naming(ix, "nn.FUNCTIONAL.add")] == ["torch.nn.functional.add"]  # dotted
+    finally:
+        ix.close()
+
+
+def test_a_call_in_a_bound_lambda_is_the_python_names(py_indexed):
+    """Note [Calls in a bound lambda] (graph/bound_lambdas.py): m.def("_jit_set_fusion_strategy", [](...) { ...
+    setFusionStrategy(vec); }) made initJITBindings the caller of setFusionStrategy, and impact walked up to
+    initModule, never naming torch._C._jit_set_fusion_strategy; the call is the Python name's."""
+    tree, ix = py_indexed
+    ix.close()
+    init = "torch/csrc/functorch/init.cpp"
+    src = (tree / init).read_text().replace(
+        "void initFuncTorchBindings(PyObject* module) {",
+        "static int depth_of(const at::Tensor& t) {\n  return 1;\n}\n\nvoid initFuncTorchBindings(PyObject* module) {")
+    src = src.replace('  m.def("is_batchedtensor", &is_batchedtensor);\n',
+                      '  m.def("is_batchedtensor", &is_batchedtensor);\n  m.def(\n      "maybe_depth",\n'
+                      '      [](const at::Tensor& t) {\n        return depth_of(t);\n      });\n')
+    ix = index_with(tree, {init: src})
+    try:
+        at = line_of(tree, init, '"maybe_depth"') - 1  # the .def( line
+        site = line_of(tree, init, "return depth_of(t);")
+        res, text = call(ix, "called_by", function_name="torch::functorch::impl::depth_of")
+        assert "initFuncTorchBindings" not in text, text
+        assert (f"Python torch._C._functorch.maybe_depth (called in the lambda bound at {init}:{at})  "
+                f"{init}:{site}") in text, text
+        res, text = call(ix, "impact", function_name="torch::functorch::impl::depth_of")
+        assert "torch._C._functorch.maybe_depth" in text and "initModule" not in text, text
     finally:
         ix.close()

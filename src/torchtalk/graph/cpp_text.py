@@ -3,6 +3,16 @@ arguments, derivative formulas), without parsing it again."""
 
 from __future__ import annotations
 
+import re
+
+_BLANK = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/|^[ \t]*#[^\n]*', re.S | re.M)
+
+
+def blank_code(text: str) -> str:
+    """``text`` with its comments, string and character literals and preprocessor lines blanked (spaces, newlines
+    kept): brackets and keywords read as code, at the same offsets and lines."""
+    return _BLANK.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
+
 
 def close_bracket(text: str, open_at: int, pairs: tuple[str, str] = ("([{", ")]}"), limit: int = 4000) -> int:
     """Offset of the bracket closing the one at ``open_at`` (brackets of ``pairs``: openers, closers; within

@@ -15,7 +15,18 @@ from dataclasses import dataclass
 
 from ..model import Edge, EdgeKind, Node
 from ..store.reader import Index
-from . import cpp_callers, cpp_edges, formula_edges, op_edges, op_refs, py_calls, py_edges, stub_uses, stubs
+from . import (
+    bound_lambdas,
+    cpp_callers,
+    cpp_edges,
+    formula_edges,
+    op_edges,
+    op_refs,
+    py_calls,
+    py_edges,
+    stub_uses,
+    stubs,
+)
 from .op_refs import dispatch_calls
 from .py_calls import PyContext
 
@@ -88,7 +99,8 @@ OUT: dict[EdgeKind, Rule | InContext] = {
 }
 
 INTO: dict[EdgeKind, Rule | InContext] = {
-    EdgeKind.CALL: cpp_callers.callers,
+    # a call in a pybind11-bound lambda is the Python name's (Note [Calls in a bound lambda]): a BINDING edge
+    EdgeKind.CALL: bound_lambdas.callers_outside,
     EdgeKind.LAUNCH: _launch_into,
     EdgeKind.DISPATCH_CALL: op_refs.op_calls_into,  # and the calls passing its function on (Note [Op references])
     EdgeKind.STUB_CALL: _stub_callers,

@@ -21,7 +21,7 @@ import re
 from typing import NamedTuple
 
 from ..store.reader import Index
-from .cpp_text import close_bracket
+from .cpp_text import blank_code, close_bracket
 from .source_lines import file_lines
 
 _RECV = r"[\w.:\->\[\]()]*?"  # self, inputs[0], grad.values(), self->tensor
@@ -36,7 +36,6 @@ _NEGATIVE = re.compile(rf"^(?:!\s*(?:{_RECV}{_TEST}|{_FREE})|{_RECV}{_NOT_LAYOUT
 _ANY = re.compile(rf"{_TEST}|layout\s*\(\s*\)\s*[!=]=|is_sparse_compressed\s*\(")
 _IF = re.compile(r"\bif\s*(?:constexpr\s*)?\(")
 _ELSE = re.compile(r"\s*else\b")
-_BLANK = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/|^[ \t]*#[^\n]*', re.S | re.M)
 
 
 class Arm(NamedTuple):
@@ -65,7 +64,7 @@ def _arms(ix: Index, path: str) -> list[Arm]:
 
 def arms(source: str) -> list[Arm]:
     """The layout arms of a C++ text (Note [Layout arms])."""
-    text = _BLANK.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), source)
+    text = blank_code(source)
     out: list[Arm] = []
     for m in _IF.finditer(text):
         open_at = m.end() - 1

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from ..model import CppSymbol, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op, PyApiKind, PyDefKind, SymbolKind
 from ..model.cpp import TEMPLATE_ARGS, written_as
 from ..store.reader import Index
+from .bound_lambdas import lambda_bindings
 from .library_impls import library_impls, library_python
 from .nodes import binding_node, cpp_node, op_node, symbol_id, unresolved_node
 from .py_args import overloads_for
@@ -48,7 +49,8 @@ def bindings_into(ix: Index, node: Node) -> list[Edge]:
             continue
         if binds(ix, target, file_id, fn):
             out.append(Edge(binding_node(name, loc), node, EdgeKind.BINDING, loc, kind))
-    return out + _library_bindings(ix, node, fn.name, fn.qualname, fn.path if fn.is_file_local else "")
+    return out + _library_bindings(ix, node, fn.name, fn.qualname, fn.path if fn.is_file_local else "") + \
+        lambda_bindings(ix, node)  # the names whose bound lambda calls it (Note [Calls in a bound lambda])
 
 
 def _library_bindings(ix: Index, node: Node, name: str, qualname: str, only_in: str) -> list[Edge]:

@@ -383,6 +383,8 @@ class EdgeHow(StrEnum):
     #                            in extract/cpp_calls.py)
     PARAMETER = "parameter"  # CALL: a call of a parameter that holds a function, of a function a caller passes
     #                          in its place (Note [Calls of a function parameter] in graph/param_calls.py)
+    BOUND_LAMBDA = "bound_lambda"  # BINDING: a call in the lambda a pybind11 .def binds the Python name to (Note
+    #                                [Calls in a bound lambda] in graph/bound_lambdas.py)
     HANDED = "handed"  # CALL: a method a template calls on an object this call hands it (Note [Handed objects]);
     #                    LAUNCH: a kernel handed to the lambda whose parameter it launches (Note [Kernels handed to a
     #                    launching lambda])
