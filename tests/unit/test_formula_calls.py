@@ -106,3 +106,9 @@ def test_a_braced_list_is_one_argument_and_a_symint_name_calls_its_op(calls):
         "grad", "{self.sym_size(-2), self.sym_size(-1)}", "3"]
     assert calls("grad.unsqueeze_symint(0)") == [("unsqueeze_symint", True, ("unsqueeze",), True)]
     assert calls("at::cumsum_symint(grad, 0)") == [("cumsum_symint", False, ("cumsum",), True)]
+
+
+def test_a_hand_written_tensor_method_that_calls_no_op_is_no_op_call(calls):
+    # _linalg_det's jvp: A_p.is_complex() is TensorBase's inline method (is_complex is manual_cpp_binding): it was
+    # listed among the jvp's calls
+    assert calls("grad * self.is_complex()") == [("is_complex", True, (), True)]

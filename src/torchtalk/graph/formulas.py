@@ -73,6 +73,10 @@ def formula_calls(ix: Index, reg: OpRegistry, text: str, op: Op | None) -> list[
                 continue
             candidates = [o for o in reg.by_name.get(_op_name(reg, name), []) if Variant.METHOD in o.variants
                           and not o.is_out]
+            if candidates and all(o.manual_cpp_binding for o in candidates) and _inline(ix, reg, name):
+                # A_p.is_complex(): TensorBase's hand-written method (manual_cpp_binding), no call of the op
+                out.append((start, FormulaCall(name, True, ())))
+                continue
         else:
             candidates = [reg.by_full[f] for f in op_named(reg, _op_name(reg, name))]
         if not candidates:
@@ -83,6 +87,15 @@ def formula_calls(ix: Index, reg: OpRegistry, text: str, op: Op | None) -> list[
         out.append((start, FormulaCall(name, method, _fitting(ix, candidates, typed, method))))
     out += operators.calls(text)
     return [c for _at, c in sorted(out, key=lambda pc: pc[0])]
+
+
+def _inline(ix: Index, reg: OpRegistry, name: str) -> bool:
+    """Whether Tensor's C++ method ``name`` is hand-written and calls no op: TensorBase::is_complex reads the dtype;
+    contiguous() and conj() call ops (``__dispatch_contiguous``, ``_conj``) when they must."""
+    ids = [s.id for s in methods(ix, _TENSOR, name)[1]]
+    callees = {r[0] for r in ix.q(f"SELECT DISTINCT callee FROM cpp_call WHERE caller IN ({','.join('?' * len(ids))})",
+                                  ids)} if ids else set()
+    return bool(ids) and not any(c in reg.by_name or c.startswith("__dispatch_") for c in callees)
 
 
 def _op_name(reg: OpRegistry, name: str) -> str:
