@@ -218,7 +218,9 @@ class _Operators:
                     return None
                 args = [self._type(a) for a in split_args(e[pos:close])]
                 numbers = bool(args) and all(a is not None and a != _TENSOR for a in args)  # sqrt(M_PI): C's
-                ty = _DOUBLE if numbers else _returns(self.reg.by_name.get(head.group(1), []))
+                name = _op_name(self.reg, head.group(1))
+                ty = _DOUBLE if numbers else (_returns(self.reg.by_name[name]) if name in self.reg.by_name
+                                              else self._helper_returns(name))
                 pos = close + 1
             else:
                 ty = self.env.get(head.group(1))
@@ -231,6 +233,16 @@ class _Operators:
             ty = self._method_returns(meth.group(1))
             pos = close + 1
         return ty if not e[pos:].strip() else None
+
+    def _helper_returns(self, name: str) -> Ty | None:
+        """What a FunctionsManual helper returns (``maybe_multiply``: at::Tensor), when all its declarations agree
+        on a Tensor (Note [Formula calls]: ``self_t + maybe_multiply(other_t, alpha)`` is add.Tensor)."""
+        memo: dict[str, Ty | None] = self.ix.cached("formula_helper_returns", dict)
+        if name not in memo:
+            rets = {r[0] for r in self.ix.q("SELECT ret FROM cpp_symbol WHERE name = ? AND qualname LIKE ?",
+                                              (name, f"torch::autograd::generated::details::{name}"))}
+            memo[name] = _TENSOR if rets and rets <= {"Tensor", "at::Tensor"} else None
+        return memo[name]
 
     def _method_returns(self, name: str) -> Ty | None:
         """What a Tensor's method returns: an op's result, or at::TensorBase's C++ method's (``dim()``, ``numel()``,
