@@ -9,6 +9,8 @@ tree_library and tests/fixtures/tree_pywalk over it (its README says what each f
   package exports]), each m.impl reaching the function it names."""
 
 
+from pathlib import Path
+
 import pytest
 
 from torchtalk.graph.nodes import op_node
@@ -172,3 +174,15 @@ def test_a_receiver_annotated_a_tensor_is_said_to_be_one(ix):
     (edge,) = [e for e in _edges(ix, "torch.nn.modules.walked.normalize") if e.written == "input.norm"]
     assert edge.note == "a Tensor: parameter input: Tensor"
     assert [e.note for e in _edges(ix, "torch.nn.modules.walked.chunks")] == ["receiver not typed; assumed a Tensor"]
+
+
+def test_a_choice_is_where_the_arms_reach_different_ops(ix):
+    """Note [Choices that change the ops] (query/pywalk.py): arms that call ops only are a choice too (Adam's
+    `if maximize:` _foreach_add_ or _foreach_add was left out), and arms reaching the same ops are none (Adam's line
+    579, GRU's two calls of permute_hidden were listed)."""
+    stacks = "torch/nn/modules/stacks.py"
+    res, text = run(get_tool("trace_module"), ix, module_name="torch.nn.modules.stacks.Chooser")
+    lines = (Path(__file__).parents[1] / "fixtures/tree_pywalk" / stacks).read_text().splitlines()
+    training = next(i for i, ln in enumerate(lines, 1) if "if self.training:" in ln)
+    assert [c.head.line for c in res.choices] == [training], text
+    assert [arm.ops for arm in res.choices[0].arms] == [["cumsum"], ["atan2"]], text

@@ -164,8 +164,6 @@ def walk_to_ops(g: Graph, start: Node, follow: Callable[[Step], bool], rank: Ran
                     _key(node), _key(e.dst), e.site, e.written) not in taken:
                 again.setdefault(_key(node), []).append(e)
         for head, arms in by_head.items():
-            if sum(any(e.dst.kind is not NodeKind.OP for e in calls) for calls in arms.values()) < 2:
-                continue
             choice = Choice(node, head, [])
             for text, calls in arms.items():
                 calls = sorted(calls, key=lambda e: e.dst.kind is NodeKind.OP)
@@ -174,6 +172,16 @@ def walk_to_ops(g: Graph, start: Node, follow: Callable[[Step], bool], rank: Ran
                     lib = library_op(e.dst)
                     ops.update({e.dst.key: None} if e.dst.kind is NodeKind.OP else {lib: None} if lib else reach(e.dst))
                 choice.arms.append(Arm(text, calls, list(ops)))
-            choices.append(choice)
+            # Note [Choices that change the ops]: a choice is shown where its arms reach different ops; arms that
+            # call ops only count too (Adam's `if maximize:` _foreach_add_ or _foreach_add, which the rule "two arms
+            # calling Python functions" left out), and arms reaching the same ops choose nothing (Adam's line 579,
+            # both arms calling one function). Arms reaching no op stay, for the answer's one line of such paths.
+            names = [frozenset(o.split(".", 1)[0] for o in a.ops) for a in choice.arms]
+            full = [frozenset(a.ops) for a in choice.arms]
+            # overloads count where each arm's arguments decide one per op (gru.input / gru.data), not where a
+            # call's arguments leave several (_foreach_add_'s .List, .Tensor, ...)
+            decided = all(len(f) == len(n) for f, n in zip(full, names, strict=True))
+            if len(names) > 1 and (not any(names) or len(set(names)) > 1 or decided and len(set(full)) > 1):
+                choices.append(choice)  # (arms reaching no op: the answer's one line of such paths)
     library_reached = {s.node.key: name for s in walk.steps if (name := library_op(s.node)) is not None}
     return PyWalk(walk.steps, walk.cuts, choices, list(reach(start, unconditional=True)), again, library_reached)
