@@ -97,3 +97,12 @@ def test_parameterized_expand_names_its_tests_by_index_and_first_string():
     assert _expanded("parameterized.expand(CASES)") == ()  # not written out: the placeholder <index>
     assert _expanded("parameterized.expand([(1,)], name_func=f)") == ()
     assert _expanded('parameterized.expand([(NAME, 1), (f"x{i}", 2)])') == ()  # may be strings: names unknown
+
+
+def test_a_device_generic_test_named_in_its_file_name_is_run_by_node_ids():
+    # pytest's -k matches the module's name too: -k "TestSortAndSelect and test_sort" selected ~22 of the 32 test
+    # families of test_sort_and_select.py
+    cmd = run_command("test/test_sort_and_select.py", "TestSortAndSelect", "test_sort", [], "")
+    assert cmd == ("pytest test/test_sort_and_select.py::TestSortAndSelectCPU::test_sort_cpu "
+                   "test/test_sort_and_select.py::TestSortAndSelectCUDA::test_sort_cuda"), cmd
+    assert "-k" in run_command("test/test_torch.py", "TestTorchDeviceType", "test_sort", [], "")  # not in its name

@@ -218,13 +218,16 @@ def select_one(path: str, cls: str, name: str, decorators: list[str], instantiat
     tests and classes ``others`` (of its class and file) that the terms also match (Note [Selecting one test's
     family])."""
     names = generated_names(cls, name, decorators, instantiation, None, renamers)
-    if instantiation is None and len(names) <= MAX_NODE_IDS and not any("<" in n for n in names):
+    # -k matches the module's name too: test_sort in test_sort_and_select.py would select every test of the file,
+    # so its device copies are named by their node ids when they are known
+    in_file_name = name.lower() in path.rsplit("/", 1)[-1].lower()
+    if (instantiation is None or in_file_name) and len(names) <= MAX_NODE_IDS and not any("<" in n for n in names):
         return Selector("pytest " + " ".join(f"{path}::{n.replace('.', '::')}" for n in names), True)
     if not path.startswith("test/"):
         return Selector(f"python -m pytest {path} -k {name}", False)
     own = [n.lower() for n in names] + [n.split(".")[0].lower() for n in names if "." in n]
     terms = [t for t in (cls, name) if t]
-    exact = name.lower() not in path.rsplit("/", 1)[-1].lower()
+    exact = not in_file_name
     excluded: list[str] = []
     others = list(dict.fromkeys(others))  # none given: the siblings are not known, so neither is what it selects
     for other in others:
