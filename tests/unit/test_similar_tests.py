@@ -302,3 +302,23 @@ def test_a_backward_op_finds_the_opinfo_naming_it_its_aten_backward_name(py_inde
     assert "OpInfo('softmax')" in text and "(its aten_backward_name='_softmax': its gradient tests run it)" in text
     res, text = call(ix, "find_similar_tests", query="softmax")
     assert all(not o.backward for o in res.opinfos) and "aten_backward_name" not in text
+
+
+def test_a_backward_op_no_test_names_has_the_tests_of_the_op_whose_formula_calls_it(py_indexed):
+    # conv_tbc_backward, adaptive_max_pool2d_backward: 'No test names or test bodies mention it', though the forward
+    # op's gradient checks run them (derivatives.yaml)
+    from ..conftest import index_with
+    tree, ix = py_indexed
+    ix.close()
+    with open(tree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
+        f.write("\n- func: threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor\n"
+                "  variants: function\n")
+    ix = index_with(tree, {})
+    try:
+        relu, _ = call(ix, "find_similar_tests", query="relu")
+        res, text = call(ix, "find_similar_tests", query="threshold_backward")
+        assert res.tests == relu.tests and res.query == "threshold_backward", text
+        assert "No test names 'threshold_backward': these are the tests of 'relu', whose derivatives.yaml formula" \
+            in text, text
+    finally:
+        ix.close()

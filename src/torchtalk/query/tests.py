@@ -13,10 +13,8 @@ from ..graph.registry import registry
 from ..model import Loc, Op
 from ..store.reader import Index, like_literal
 from .args import MAX_LIMIT, check_int, clean_text, shown
-from .functions import suggest
 from .moduledb import DbEntry, entry_for
 from .opinfo_lists import FamilySuite, db_files, family_suites
-from .results import NotFound
 from .testclasses import run_where_collected
 from .testmatch import exact_k, known_names, names_another, namespace_files, namespace_short, variant_words
 from .testnames import generated_names, generator, run_command
@@ -204,23 +202,6 @@ def _ops_for(ix: Index, stem: str) -> list[Op]:
         name = by_norm.get(_norm(stem))
         ops = list(reg.by_name[name]) if name else []
     return ops
-
-
-def similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsResult | NotFound:
-    """find_similar_tests as the tool answers it: a query that no test, OpInfo entry or generic suite answers, and that
-    names nothing the index knows, is not found, with the names close to its words (a misspelt op: grid_sampel ->
-    grid_sample); a name it knows that no test mentions is that answer (no tests), not a typo."""
-    found = find_similar_tests(ix, query, limit)
-    if found.total or found.opinfos or found.generic is not None:
-        return found
-    words = sorted(set(found.query.split()), key=len, reverse=True)
-    close = [s for w in words for s in suggest(ix, w)]
-    if any(w.lower() in {c.lower() for c in close} for w in words):
-        return found
-    return NotFound("test or OpInfo entry", found.query, list(dict.fromkeys(close))[:8],
-                    "No test name, test body or OpInfo entry mentions it. Give an op, function or concept as tests "
-                    "name it ('softmax', 'torch.cumsum', 'nn.Linear', 'gradient clipping'); search() finds the exact "
-                    "name of an op or kernel.")
 
 
 def find_similar_tests(ix: Index, query: str, limit: int = 20, by_body: bool = True) -> SimilarTestsResult:

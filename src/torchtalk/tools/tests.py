@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..query import testfiles, tests
+from ..query import similar_tests, testfiles
 from ..render import next as nxt
 from ..render import tests as r_tests
 from . import knows
@@ -16,7 +16,7 @@ TOOLS = [
          "Example: find_similar_tests(\"cumsum\")",
          (Param("query", str, REQUIRED, "op, function or concept: cumsum, softmax, torch.nn.Linear", metavar="TEXT"),
           Param("limit", int, 20, "how many tests, 1..500", metavar="N")),
-         tests.similar_tests, r_tests.render_similar_tests, nxt.next_similar_tests),
+         similar_tests.similar_tests, r_tests.render_similar_tests, nxt.next_similar_tests),
     Tool("list_test_utils",
          "Which test helpers exist (decorators, fixtures, assertions)? Helpers in torch/testing/_internal, derived "
          "from the source, with file:line and a line on each: category 'fixtures', 'assertions', 'decorators', ... "

@@ -1,0 +1,47 @@
+"""find_similar_tests as the tool answers it: past what a query finds as asked, the tests of the op whose backward
+calls a backward op, and "not found" with close names for a query no test, entry or name answers."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..graph import graph
+from ..graph.nodes import op_node
+from ..graph.registry import registry
+from ..model import EdgeKind
+from ..store.reader import Index
+from .functions import suggest
+from .results import NotFound
+from .tests import SimilarTestsResult, find_similar_tests
+
+
+def similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsResult | NotFound:
+    """find_similar_tests as the tool answers it: a query that no test, OpInfo entry or generic suite answers, and that
+    names nothing the index knows, is not found, with the names close to its words (a misspelt op: grid_sampel ->
+    grid_sample); a name it knows that no test mentions is that answer (no tests), not a typo."""
+    found = find_similar_tests(ix, query, limit)
+    if found.total or found.opinfos or found.generic is not None:
+        return found
+    if (forward := _backward_of(ix, found.query)) is not None:  # conv_tbc_backward: conv_tbc's gradchecks run it
+        other = find_similar_tests(ix, forward, limit)
+        if other.total or other.opinfos:
+            return replace(other, query=found.query, note=(
+                f"No test names {found.query!r}: these are the tests of {forward!r}, whose derivatives.yaml formula "
+                "calls it (its gradient checks run it)"))
+    words = sorted(set(found.query.split()), key=len, reverse=True)
+    close = [s for w in words for s in suggest(ix, w)]
+    if any(w.lower() in {c.lower() for c in close} for w in words):
+        return found
+    return NotFound("test or OpInfo entry", found.query, list(dict.fromkeys(close))[:8],
+                    "No test name, test body or OpInfo entry mentions it. Give an op, function or concept as tests "
+                    "name it ('softmax', 'torch.cumsum', 'nn.Linear', 'gradient clipping'); search() finds the exact "
+                    "name of an op or kernel.")
+
+
+def _backward_of(ix: Index, name: str) -> str | None:
+    """The op whose backward formula calls op ``name`` (conv_tbc for conv_tbc_backward), or None."""
+    ops = registry(ix).lookup(name)
+    forward = [e.src.key.split(".")[0] for op in ops for e in graph(ix).into(op_node(op), [EdgeKind.BACKWARD])]
+    return next((f for f in forward if f != name.split(".")[0]), None)
+
+
