@@ -186,3 +186,5 @@ def test_a_choice_is_where_the_arms_reach_different_ops(ix):
     training = next(i for i, ln in enumerate(lines, 1) if "if self.training:" in ln)
     assert [c.head.line for c in res.choices] == [training], text
     assert [arm.ops for arm in res.choices[0].arms] == [["cumsum"], ["atan2"]], text
+    # a call not followed is named as written (it read "py:NNN": its key's last dot is the file's)
+    assert "- if self.training: self.hook.prepare_for_backward, op cumsum (chosen at " in text, text

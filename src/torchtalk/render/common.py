@@ -116,6 +116,16 @@ def op_names(full_names: list[str], limit: int = MAX_PATH_OPS) -> str:
     return text + (f", ... ({showing(limit, len(names), IN_STRUCTURED)})" if len(names) > limit else "")
 
 
+def _callee(e: Edge) -> str:
+    """An arm's call as a Paths line names it: an op, a function's last name, a call not followed as written
+    (``self.reducer.prepare_for_backward``: its key holds its site, whose last dot is the file's)."""
+    if e.dst.kind is NodeKind.OP:
+        return f"op {e.dst.key}"
+    if e.dst.kind is NodeKind.UNRESOLVED:
+        return e.written or e.dst.label.split(" at ", 1)[0]
+    return e.dst.key.rsplit(".", 1)[-1]
+
+
 def choice_lines(choices: list[Choice], common: list[str] | None = None) -> list[str]:
     """The paths a Python walk's code chooses between (query/pywalk.py), each arm with the line that chooses it
     and the ops reached through it; then the ops reached through calls no ``if`` guards (on every path)."""
@@ -128,8 +138,7 @@ def choice_lines(choices: list[Choice], common: list[str] | None = None) -> list
             continue
         out.append(f"\nPaths: {c.where.key} chooses at {c.head} ({len(c.arms)} arms)")
         for a in c.arms:
-            callees = ", ".join(e.dst.key.rsplit(".", 1)[-1] if e.dst.kind is not NodeKind.OP else f"op {e.dst.key}"
-                                for e in a.calls[:4])
+            callees = ", ".join(_callee(e) for e in a.calls[:4])
             call = a.calls[0]
             via = f", called at {call.site}" if call.branch and call.branch.chosen else ""
             ops = f": {len({o.split('.')[0] for o in a.ops})} ops: {op_names(a.ops)}" if a.ops else ": no op reached"
