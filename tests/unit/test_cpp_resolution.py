@@ -310,3 +310,24 @@ def test_a_function_handed_as_a_template_argument_has_that_call_as_its_caller_an
         ("at::native::repeat_cuda", handing, "handed", "compute_cuda")], text
     res, text = run(get_tool("cuda_kernels"), typed, function_name="at::native::repeat_cuda")
     assert "__global__ compute_cuda_kernel  aten/src/ATen/native/cuda/Repeat.cu:4" in text, text
+
+
+def test_a_method_called_on_what_a_smart_pointer_factory_made(tree):
+    """auto p = std::make_shared<T>(...); p->f(): the factory's result was untyped (636 such receivers in
+    torch/csrc), so IntraNodeComm::rendezvous and GraphTask::init_to_execute had no callers."""
+    from ..conftest import index_with
+    ix = index_with(tree, {
+        "torch/csrc/made.cpp": "namespace torch {\nstruct Foo {\n  void bar();\n};\nvoid Foo::bar() {}\n"
+                               "void f() {\n  auto p = std::make_shared<Foo>(1);\n  p->bar();\n"
+                               "  auto r = c10::make_intrusive<Foo>();\n  r->bar();\n"
+                               "  auto u = std::make_unique<Foo>();\n  u->bar();\n}\n}\n",
+        "c10/util/intrusive_ptr.h": "namespace c10 {\ntemplate <class TTarget>\nclass intrusive_ptr {\n public:\n"
+                                    "  TTarget* operator->() const noexcept { return target_; }\n  TTarget* target_;\n"
+                                    "};\ntemplate <class TTarget, class... Args>\n"
+                                    "inline intrusive_ptr<TTarget> make_intrusive(Args&&... args);\n}\n"})
+    try:
+        res, text = run(get_tool("called_by"), ix, function_name="torch::Foo::bar")
+        assert [str(e.site) for e in res.sections[0].callers] == [
+            "torch/csrc/made.cpp:8", "torch/csrc/made.cpp:10", "torch/csrc/made.cpp:12"], text
+    finally:
+        ix.close()
