@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,6 +82,16 @@ def index_with(tree: Path, files: dict[str, str]):
         (tree / rel).parent.mkdir(parents=True, exist_ok=True)
         (tree / rel).write_text(text)
     return _reindexed(tree)
+
+
+@contextmanager
+def indexed_with(tree: Path, files: dict[str, str]) -> Iterator[Any]:
+    """``index_with`` as a context: the Index, closed when the block ends."""
+    ix = index_with(tree, files)
+    try:
+        yield ix
+    finally:
+        ix.close()
 
 
 def _reindexed(tree: Path, codegen: bool = False):

@@ -34,7 +34,7 @@ from torchtalk.store.reader import Index
 from torchtalk.tools import get_tool, run
 
 from ..annotations import Expectations, Fact, facts, read_tree
-from ..conftest import FIXTURE_TREE
+from ..conftest import FIXTURE_TREE, indexed_with
 
 TREE = Expectations(read_tree(FIXTURE_TREE))
 
@@ -203,22 +203,18 @@ def test_a_using_directive_nominates_the_unnamed_namespace_in_its_namespace_too(
     """DilatedMaxPool2d.cpp's TORCH_META_FUNC(max_pool2d_with_indices) is in at::meta under ``using namespace
     at::native;`` and calls Pool.h's at::native::(anonymous)::pooling_output_shape<int64_t>(...): unresolved, so
     affected by a Pool.h change missed max_pool2d_with_indices (and called_by listed 49 callers, not this one)."""
-    from ..conftest import index_with
-    ix = index_with(tree, {
+    with indexed_with(tree, {
         "aten/src/ATen/native/PoolLike.h": (
             "namespace at::native {\nnamespace {\ntemplate <typename T>\ninline T out_shape(T size, T k) {\n"
             "  return size - k;\n}\n}  // namespace\n}  // namespace at::native\n"),
         "aten/src/ATen/native/PoolLike.cpp": (
             "#include <ATen/native/PoolLike.h>\nnamespace at::meta {\nusing namespace at::native;\n"
-            "int64_t meta_shape(int64_t s) {\n  return out_shape<int64_t>(s, 2);\n}\n}\n")})
-    try:
+            "int64_t meta_shape(int64_t s) {\n  return out_shape<int64_t>(s, 2);\n}\n}\n")}) as ix:
         res, _ = run(get_tool("calls"), ix, function_name="at::meta::meta_shape")
         assert [(e.dst.label, e.site.line) for e in res.sections[0].calls] == \
             [("at::native::(anonymous)::out_shape", 5)]
         res, _ = run(get_tool("called_by"), ix, function_name="at::native::(anonymous)::out_shape")
         assert [e.src.label for e in res.sections[0].callers] == ["at::meta::meta_shape"]
-    finally:
-        ix.close()
 
 
 def test_a_name_of_an_unnamed_namespace_nested_in_another_is_a_member_of_the_enclosing_namespace(tree):
@@ -315,8 +311,7 @@ def test_a_function_handed_as_a_template_argument_has_that_call_as_its_caller_an
 def test_a_method_called_on_what_a_smart_pointer_factory_made(tree):
     """auto p = std::make_shared<T>(...); p->f(): the factory's result was untyped (636 such receivers in
     torch/csrc), so IntraNodeComm::rendezvous and GraphTask::init_to_execute had no callers."""
-    from ..conftest import index_with
-    ix = index_with(tree, {
+    with indexed_with(tree, {
         "torch/csrc/made.cpp": "namespace torch {\nstruct Foo {\n  void bar();\n};\nvoid Foo::bar() {}\n"
                                "void f() {\n  auto p = std::make_shared<Foo>(1);\n  p->bar();\n"
                                "  auto r = c10::make_intrusive<Foo>();\n  r->bar();\n"
@@ -324,10 +319,7 @@ def test_a_method_called_on_what_a_smart_pointer_factory_made(tree):
         "c10/util/intrusive_ptr.h": "namespace c10 {\ntemplate <class TTarget>\nclass intrusive_ptr {\n public:\n"
                                     "  TTarget* operator->() const noexcept { return target_; }\n  TTarget* target_;\n"
                                     "};\ntemplate <class TTarget, class... Args>\n"
-                                    "inline intrusive_ptr<TTarget> make_intrusive(Args&&... args);\n}\n"})
-    try:
+                                    "inline intrusive_ptr<TTarget> make_intrusive(Args&&... args);\n}\n"}) as ix:
         res, text = run(get_tool("called_by"), ix, function_name="torch::Foo::bar")
         assert [str(e.site) for e in res.sections[0].callers] == [
             "torch/csrc/made.cpp:8", "torch/csrc/made.cpp:10", "torch/csrc/made.cpp:12"], text
-    finally:
-        ix.close()

@@ -17,7 +17,7 @@ import pytest
 
 from torchtalk.tools import get_tool, run
 
-from ..conftest import line_of, overlay_index
+from ..conftest import indexed_with, line_of, overlay_index
 
 OVERLAY = Path(__file__).parents[1] / "fixtures" / "tree_gpu_reach"
 CUDA = "aten/src/ATen/native/cuda"
@@ -181,37 +181,30 @@ def test_calls_lists_the_template_called_then_the_method_it_runs_on_the_object_h
 def test_a_name_of_cpu_and_cuda_code_means_its_cuda_definition_and_says_so(tree):
     """Note [A name of CPU and CUDA code] (query/cuda.py): cuda_kernels('GroupNormKernelImpl') answered from
     cpu/group_norm_kernel.cpp's definition (no launch) and never said cuda/group_norm_kernel.cu has one."""
-    from ..conftest import index_with
-    ix = index_with(tree, {
+    with indexed_with(tree, {
         "aten/src/ATen/native/cpu/norm_kernel.cpp": "namespace at::native {\nnamespace {\n"
                                                     "void NormKernelImpl(const Tensor& x) {}\n}\n}\n",
         "aten/src/ATen/native/cuda/norm_kernel.cu": "namespace at::native {\nnamespace {\n"
                                                     "__global__ void norm_cuda_kernel(float* y) {}\n"
                                                     "void NormKernelImpl(const Tensor& x) {\n"
-                                                    "  norm_cuda_kernel<<<1, 1>>>(nullptr);\n}\n}\n}\n"})
-    try:
+                                                    "  norm_cuda_kernel<<<1, 1>>>(nullptr);\n}\n}\n}\n"}) as ix:
         res, text = run(get_tool("cuda_kernels"), ix, function_name="NormKernelImpl")
         assert [k.name for k in res.kernels] == ["norm_cuda_kernel"], text
         assert "aten/src/ATen/native/cuda/norm_kernel.cu:4" in res.matched
         assert ("'NormKernelImpl' names 2 functions; this answer walks its CUDA definitions "
                 "(aten/src/ATen/native/cuda/norm_kernel.cu:4), not aten/src/ATen/native/cpu/norm_kernel.cpp:3: "
                 'cuda_kernels("aten/src/ATen/native/cpu/norm_kernel.cpp:3") asks about another') in text, text
-    finally:
-        ix.close()
+
 
 
 def test_a_kernel_declared_in_a_header_and_defined_elsewhere_is_one_kernel(tree):
     # cutlassB.h declares 209 fmha_ kernels that .cu files define: asked by name, each answered '2 __global__ kernels'
-    from ..conftest import index_with
-    ix = index_with(tree, {
+    with indexed_with(tree, {
         "aten/src/ATen/native/cuda/kernels/decl.h": "__global__ void fmha_like_kernel(float* p);\n",
         "aten/src/ATen/native/cuda/kernels/fmha_like.cu": "#include \"decl.h\"\n"
                                                           "__global__ void fmha_like_kernel(float* p) {}\n"
                                                           "void run_it() {\n"
-                                                          "  fmha_like_kernel<<<1, 1>>>(nullptr);\n}\n"})
-    try:
+                                                          "  fmha_like_kernel<<<1, 1>>>(nullptr);\n}\n"}) as ix:
         res, text = run(get_tool("cuda_kernels"), ix, function_name="fmha_like_kernel")
         assert [(k.name, [d.line for d in k.definitions]) for k in res.kernels] == [("fmha_like_kernel", [2])], text
         assert text.startswith("# GPU kernels for fmha_like_kernel (kernel name): 1 __global__ kernels"), text
-    finally:
-        ix.close()
