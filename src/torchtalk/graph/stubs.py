@@ -90,9 +90,13 @@ def registering(ix: Index, node: Node) -> list[Edge]:
     fn = symbol(ix, sid) if sid is not None else None
     if fn is None:
         return []
+    regs = _by_target(ix).get(fn.name, [])
+    if not regs:  # most functions: no registration names them (and their definitions are not read: impact walks
+        return []  # hundreds of functions, resize_output's took 1.2 s reading every run's and apply's)
     out = []
-    defined_in = {d.path for d in defs_by_name(ix, fn.name)}
-    for r in _by_target(ix).get(fn.name, []):
+    defined_in = {ix.path_of(r[0]) for r in ix.q("SELECT DISTINCT file_id FROM cpp_symbol WHERE name = ? AND "
+                                                  "is_definition", (fn.name,))}
+    for r in regs:
         if r.path != fn.path and (fn.is_file_local or r.path in defined_in):
             # a same-named kernel in another file's anonymous namespace; or the registering file has its own
             # (cpu/IndexKernel.cpp's REGISTER_DISPATCH(put_stub, &put_kernel) names its file-local put_kernel, never
