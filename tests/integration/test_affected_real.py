@@ -80,7 +80,8 @@ def test_native_functions_dispatch_line(real_index):
     res, _, _ = _ask(real_index, "aten/src/ATen/native/native_functions.yaml", 9223, "CUDA: index_select_cuda",
                      "CUDA: index_select_cuda_v2")
     assert [c.node.key for c in res.changed] == ["index_select"]
-    assert "dispatch line 9223 changed: CUDA: index_select_cuda" in res.changed[0].why
+    assert ("dispatch line 9223 changed (before the change: the tree holds the diff's old side): "
+            "CUDA: index_select_cuda") in res.changed[0].why
     assert res.device == "cuda"
     assert res.tests[0].name == "OpInfo('index_select')"
     assert res.tests[0].command == 'pytest test/test_ops.py -k "index_select and cuda"'

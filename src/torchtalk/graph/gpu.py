@@ -189,8 +189,11 @@ def _new_edges(ix: Index, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]
     g = graph(ix)
     if node.kind is NodeKind.OP:  # reached through the dispatcher: its kernel for CUDA
         return runs_for_cuda([e for e in g.out(node, [EdgeKind.KERNEL]) if gpu_edge(e)], False)
-    return [_in_arm(ix, e) for e in device_out(ix, node, [k for k in kinds if k in REACH_KINDS
-                                                         and k is not EdgeKind.KERNEL]) if gpu_edge(e)]
+    out = [_in_arm(ix, e) for e in device_out(ix, node, [k for k in kinds if k in REACH_KINDS
+                                                        and k is not EdgeKind.KERNEL]) if gpu_edge(e)]
+    # a callee called in a layout's arm and outside it (index_select_out_cuda's quantized arm and its else) is
+    # reached by the dense call first: the walk keeps the first edge to a node
+    return sorted(out, key=lambda e: e.branch is not None and e.branch.layout)
 
 
 def _in_arm(ix: Index, e: Edge) -> Edge:
