@@ -33,7 +33,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
-from ..model import Branch, Cut, CutKind, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, is_composite, runs_on
+from ..model import Cut, CutKind, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, is_composite, runs_on
 from ..model.dispatch import traced_by_autograd
 from ..model.paths import rocm_only_path
 from ..store.reader import Index
@@ -41,7 +41,7 @@ from .device_reach import device_out
 from .gpu_families import Template, functor_loc, is_library, library_edges, templates
 from .gpu_rank import composite_calls, whose
 from .graph import graph
-from .layout_arms import layout_arm
+from .layout_arms import layout_branch
 from .nodes import CPP_KINDS, symbol_id
 from .pp_branches import rocm_only
 from .stored_edges import read_stored
@@ -198,10 +198,8 @@ def _new_edges(ix: Index, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]
 
 def _in_arm(ix: Index, e: Edge) -> Edge:
     """The edge, with its layout arm when its call is made in one (Note [Layout arms] in graph/layout_arms.py)."""
-    site = e.site
-    arm = layout_arm(ix, site.path, site.line) if site is not None and site.path else None
-    return e if arm is None or site is None else replace(e, branch=Branch(arm.arm, Loc(site.path, arm.head),
-                                                                          layout=True))
+    branch = layout_branch(ix, e.site)
+    return e if branch is None else replace(e, branch=branch)
 
 
 @dataclass(frozen=True)

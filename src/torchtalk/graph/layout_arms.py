@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from ..model import Branch, Loc
 from ..store.reader import Index
 from .cpp_text import blank_code, close_bracket
 from .source_lines import file_lines
@@ -51,6 +52,12 @@ def layout_arm(ix: Index, path: str, line: int) -> Arm | None:
     """The innermost layout arm (Note [Layout arms]) that holds ``line`` of ``path``, or None."""
     found = [a for a in _arms(ix, path) if a.first <= line <= a.last]
     return min(found, key=lambda a: a.last - a.first) if found else None
+
+
+def layout_branch(ix: Index, site: Loc | None) -> Branch | None:
+    """The layout arm a call at ``site`` is made in, as an edge's branch (``Branch.layout``), or None."""
+    arm = layout_arm(ix, site.path, site.line) if site is not None and site.path else None
+    return Branch(arm.arm, Loc(site.path, arm.head), layout=True) if arm is not None and site is not None else None
 
 
 def _arms(ix: Index, path: str) -> list[Arm]:

@@ -28,7 +28,7 @@ from ..store.reader import Index
 from .cpp_callers import callers
 from .cpp_edges import out_edges
 from .cpp_types import structured_base
-from .layout_arms import layout_arm
+from .layout_arms import layout_branch
 from .nodes import autograd_node, cpp_node, op_node, symbol_id, unresolved_node
 from .op_refs import dispatch_calls, op_calls_into
 from .op_spellings import struct_op
@@ -154,7 +154,7 @@ def op_call_edges(ix: Index, node: Node) -> list[Edge]:
                 # comparison_op(self, other, static_cast<OutFunc>(at::logical_and_out)))
                 edges = out_edges(ix, fn)
                 for e in dispatch_calls(ix, fn, edges) + [e for e in edges if e.kind is EdgeKind.CALL]:
-                    here = arm or _layout_arm(ix, e)
+                    here = arm or layout_branch(ix, e.site)  # Note [Layout arms]: it runs for that layout only
                     if e.kind is EdgeKind.DISPATCH_CALL and e.dst.key != node.key and (
                             e.dst.key not in out or here is None and out[e.dst.key].branch is not None):
                         how = _how(k, node, e.dst, bool(via))
@@ -168,13 +168,6 @@ def op_call_edges(ix: Index, node: Node) -> list[Edge]:
                         nxt.append((e.dst, f" (through {e.dst.label.split('::')[-1]})", here))
             frontier = nxt
     return list(out.values())
-
-
-def _layout_arm(ix: Index, e: Edge) -> Branch | None:
-    """The layout arm a composite kernel's call is made in (Note [Layout arms] in graph/layout_arms.py): what it
-    reaches runs only for a sparse, nested or quantized tensor."""
-    arm = layout_arm(ix, e.site.path, e.site.line) if e.site is not None and e.site.path else None
-    return Branch(arm.arm, Loc(e.site.path, arm.head), layout=True) if arm is not None and e.site else None
 
 
 def _how(kernel: Edge, src: Node, dst: Node, helper: bool) -> EdgeHow:
