@@ -382,14 +382,7 @@ class Resolver:
 
     def _in_scope_of(self, s: str, name: str) -> list[CppSymbol]:
         ix = self.ix
-        q = f"{s}::{name}" if s else name
-        found = [x for x in symbols_named(ix, q) if self._visible(x)]
-        # names of an anonymous namespace are members of the enclosing one (an implicit using-directive), and so
-        # are those of one nested in it (the generated Register*.cpp: at::(anonymous)::(anonymous)::wrapper_CPU_add,
-        # which at::cpu::add calls)
-        for anon in ANONYMOUS_NESTING:
-            found += [x for x in symbols_named(ix, f"{s}::{anon}::{name}" if s else f"{anon}::{name}")
-                      if self._visible(x)]
+        found = self._members(s, name)
         for kind, target, us, p in named_usings(ix, name):
             if us == s and kind is UsingKind.DECLARATION and (p == self.caller.path or is_header(p)):
                 found += [x for x in symbols_named(ix, target.lstrip(":")) if self._visible(x)]
@@ -400,10 +393,19 @@ class Resolver:
             if syms:
                 return syms
             return []
-        for ns in nominated(ix, s, self.caller.path):  # with the anonymous namespaces in them, as above
-            for q in (f"{ns}::{name}", *(f"{ns}::{anon}::{name}" for anon in ANONYMOUS_NESTING)):
-                found += [x for x in symbols_named(ix, q) if self._visible(x)]
+        for ns in nominated(ix, s, self.caller.path):
+            found += self._members(ns, name)
         return _unique(found)
+
+    def _members(self, s: str, name: str) -> list[CppSymbol]:
+        """The visible functions ``name`` of namespace ``s``: its own, and those of the anonymous namespaces in it,
+        which are its members (an implicit using-directive), as are those of one nested in them (the generated
+        Register*.cpp: at::(anonymous)::(anonymous)::wrapper_CPU_add, which at::cpu::add calls), for a lookup in
+        ``s`` and for a using-directive nominating it alike (Pool.h's at::native::(anonymous)::pooling_output_shape
+        from at::meta under ``using namespace at::native;``)."""
+        prefix = f"{s}::" if s else ""
+        return [x for q in (f"{prefix}{name}", *(f"{prefix}{anon}::{name}" for anon in ANONYMOUS_NESTING))
+                for x in symbols_named(self.ix, q) if self._visible(x)]
 
     def _adl(self, name: str, call: CallSite) -> list[CppSymbol]:
         """Argument-dependent lookup: the namespaces of the arguments' classes."""
