@@ -1,5 +1,6 @@
 """C++ text at query time: brackets matched and argument lists split, on text the index keeps (parameter lists, call
-arguments, derivative formulas), without parsing it again."""
+arguments, derivative formulas), without parsing it again; code blanked of comments and literals, a line's comment
+found (also a Python line's, for the tools that read changed or test lines)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,20 @@ def blank_code(text: str) -> str:
     """``text`` with its comments, string and character literals and preprocessor lines blanked (spaces, newlines
     kept): brackets and keywords read as code, at the same offsets and lines."""
     return _BLANK.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
+
+
+def comment_at(line: str, mark: str) -> int:
+    """Where a line's comment starts (``mark``: ``//`` in C++, ``#`` in Python), outside quotes; -1 when it has none
+    (``s = 'a # b'`` has none)."""
+    quote = ""
+    for i, ch in enumerate(line):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif line.startswith(mark, i):
+            return i
+    return -1
 
 
 def close_bracket(text: str, open_at: int, pairs: tuple[str, str] = ("([{", ")]}"), limit: int = 4000) -> int:

@@ -22,6 +22,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from ..graph.cpp_text import comment_at
 from ..model import Loc
 from ..model.raises import BOILERPLATE
 from ..store.reader import Index
@@ -72,16 +73,7 @@ def needles_of(pieces: list[str]) -> list[str]:
 
 def _in_comment(data: bytes, at: int) -> bool:
     """Whether offset ``at`` of a Python file is in a ``#`` comment: a ``#`` before it on its line, outside quotes."""
-    prefix = data[data.rfind(b"\n", 0, at) + 1:at]
-    quote = 0  # the quote character open at this point, 0 for none
-    for ch in prefix:
-        if quote:
-            quote = 0 if ch == quote else quote
-        elif ch in b"'\"":
-            quote = ch
-        elif ch == ord("#"):
-            return True
-    return False
+    return comment_at(data[data.rfind(b"\n", 0, at) + 1:at].decode("utf-8", "replace"), "#") >= 0
 
 
 def tests_expecting(ix: Index, pieces: list[str], limit: int = 5) -> ExpectingTests | None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import BadArgument
+from ...graph.cpp_text import comment_at
 from ...model import Layer
 from ...model.change import ChangeStatus, DiffSide, FileKind, Language
 from ...model.paths import file_kind
@@ -159,17 +160,8 @@ def _code(line: str, lang: Language) -> str:
     t = line.strip()
     if lang is Language.CPP and (t.startswith(("/*", "*/", "* ")) or t == "*"):
         return ""
-    mark = "#" if lang is Language.PYTHON else "//"
-    quote = ""
-    for i, ch in enumerate(t):
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif t.startswith(mark, i):
-            t = t[:i]
-            break
-    code = " ".join(t.split())
+    at = comment_at(t, "#" if lang is Language.PYTHON else "//")
+    code = " ".join((t[:at] if at >= 0 else t).split())
     # Python's indentation is code (a line moved out of its block); C++'s is not
     return f"{len(line) - len(line.lstrip())}:{code}" if code and lang is Language.PYTHON else code
 
