@@ -203,6 +203,8 @@ def _node_detail(ix: Index, node: AutogradNode) -> str:
 def _function_hits(ix: Index, pq: Query) -> tuple[list[Scored], str]:
     """C++ functions and GPU kernels by name, through the trigram index (ranked after ops and bindings), and a note
     naming the names left out (Note [Names that flood])."""
+    if pq.py_scope and not pq.cpp_scope and len(pq.words) == 1:
+        return [], ""  # a dotted Python name: no C++ function is spelled so
     words = pq.fts
     if words:  # every word of the query (one for most): the names holding each
         match = " AND ".join('"' + w.replace('"', '""') + '"' for w in words)
@@ -214,7 +216,7 @@ def _function_hits(ix: Index, pq: Query) -> tuple[list[Scored], str]:
     # every C++ function of the name, an op's or a binding's too (at::native::randn after the op randn, whose hit
     # shows only the kernels; torch::nn::Conv2dImpl::forward whatever Python binding is named forward)
     ranked = sorted((r, len(n), n) for n in names if (r := rank(pq, n.lower())) is not None)
-    if not ranked or pq.py_scope and not pq.cpp_scope and len(pq.words) == 1:
+    if not ranked:
         return [], ""
     rank_of = {n: r for r, _length, n in ranked[:MAX_NAMES]}
     rows = ix.q(f"SELECT name, kind, qualname, file_id, line FROM cpp_symbol WHERE is_definition "
@@ -241,6 +243,7 @@ def _function_hits(ix: Index, pq: Query) -> tuple[list[Scored], str]:
 class _PyRow(NamedTuple):
     name_l: str
     fq: str  # module.qualname: torch.nn.functional.layer_norm, torch.optim.adamw.AdamW.step
+    fq_l: str  # the same, lower-cased (matched by every query: made once with the table)
     loc: Loc
     private: bool  # in a private module (torch._refs) or ONNX's symbolic functions
 
@@ -253,7 +256,7 @@ def _python_hits(ix: Index, pq: Query) -> list[Scored]:
     out: list[Scored] = []
     per_name: dict[str, int] = {}
     for row in _python_table(ix):
-        rank_ = rank_qualified(pq, row.name_l, row.fq.lower(), ".")
+        rank_ = rank_qualified(pq, row.name_l, row.fq_l, ".")
         if rank_ is None:
             continue
         seen = per_name[row.name_l] = per_name.get(row.name_l, 0) + 1
@@ -272,7 +275,7 @@ def _python_table(ix: Index) -> list[_PyRow]:
                 "SELECT module, qualname, name, file_id, line FROM py_function ORDER BY module, line"):
             fq = f"{module}.{qualname}" if module else qualname
             private = any(p.startswith("_") for p in module.split(".")) or ".onnx.symbolic" in f".{module}"
-            rows.append(_PyRow(name.lower(), fq, Loc(ix.path_of(file_id), line), private))
+            rows.append(_PyRow(name.lower(), fq, fq.lower(), Loc(ix.path_of(file_id), line), private))
         rows.sort(key=lambda r: (r.private, len(r.fq)))
         return rows
     return ix.cached("search_python", build)

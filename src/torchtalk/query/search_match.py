@@ -104,9 +104,11 @@ def rank_op(q: Query, full_l: str, name_l: str) -> int | None:
 def rank_qualified(q: Query, name_l: str, qualified_l: str, sep: str) -> int | None:
     """A C++ (``sep`` "::") or Python (".") function by its name, when the query's qualifier, if any, ends its own
     qualifier: ``native::add_out`` and ``at::native::add_out`` find ``at::native::add_out``."""
+    if len(q.words) > 1:
+        return rank(q, name_l)
     scope = q.cpp_scope if sep == "::" else q.py_scope
-    if len(q.words) > 1 or not scope:
-        return rank(q, name_l) if not (q.cpp_scope or q.py_scope) or len(q.words) > 1 else None
+    if not scope:  # unqualified: by its name; qualified the other language's way (a::b for a Python name): none
+        return None if q.cpp_scope or q.py_scope else rank(q, name_l)
     head = qualified_l[:-len(name_l) - len(sep)] if qualified_l.endswith(sep + name_l) else None
     if head is None or not (head == scope or head.endswith(sep + scope) or sep == "." and _reexported(head, scope)):
         return None
