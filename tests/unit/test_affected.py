@@ -30,7 +30,7 @@ from torchtalk.query.tests import find_similar_tests
 from torchtalk.tools import answer, get_tool, run
 
 from ..annotations import Expectations, read_tree
-from ..conftest import line_of
+from ..conftest import indexed_with, line_of
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 TREE_PY = Expectations(read_tree(FIXTURES / "tree_py"))
@@ -807,19 +807,15 @@ def test_a_helper_only_a_meta_function_calls_reaches_its_op(tree):
     calls Pool.h's pooling_output_shape; the generated wrappers that run the meta function are calls the index does
     not resolve, so affected by a Pool.h change missed max_pool2d_with_indices. Walked up, a meta function is its
     op's (and of the ops delegating to it); called_by names it so."""
-    from ..conftest import index_with
     src = (tree / "aten/src/ATen/native/BinaryOps.cpp").read_text().replace(
         "  build_borrowing_binary_float_op(maybe_get_output(), self, other);",
         "  build_borrowing_binary_float_op(maybe_get_output(), self, other);\n  check_shapes(self, other);")
-    ix = index_with(tree, {"aten/src/ATen/native/BinaryOps.cpp": src, "aten/src/ATen/native/ShapeCheck.h": (
-        "namespace at { namespace meta {\ninline void check_shapes(const Tensor& a, const Tensor& b) {}\n}}\n")})
-    try:
+    with indexed_with(tree, {"aten/src/ATen/native/BinaryOps.cpp": src, "aten/src/ATen/native/ShapeCheck.h": (
+        "namespace at { namespace meta {\ninline void check_shapes(const Tensor& a, const Tensor& b) {}\n}}\n")}) as ix:
         res, text, _ = ask(ix, names="aten/src/ATen/native/ShapeCheck.h:2")
         assert {"atan2", "atan2.out"} <= set(op_keys(res)), text
         res, text = run(get_tool("called_by"), ix, function_name="at::meta::structured_atan2::meta")
         assert "atan2.out: its meta function, run first by every backend's generated wrapper" in text, text
-    finally:
-        ix.close()
 
 
 @pytest.mark.parametrize("minus, plus, lang, only", [

@@ -23,7 +23,7 @@ from torchtalk.query.error_text import MAX_INPUT, MAX_MESSAGE, clean
 from torchtalk.store.reader import Index
 from torchtalk.tools import get_tool, run
 
-from ..conftest import FIXTURE_TREE, build_index
+from ..conftest import FIXTURE_TREE, build_index, indexed_with
 
 MAT = "RuntimeError: mat1 and mat2 shapes cannot be multiplied (64x10 and 20x30)"
 
@@ -662,20 +662,16 @@ def test_tests_named_after_a_python_function_are_those_of_files_importing_its_pa
     """Note [Tests of a Python function's package]: profiler's EnforceUnique.see raised 'duplicate key' and its tests
     to run were test_cuda.py's test_manual_seed (named like 'see'); a function that reaches no op has its tests in
     the files importing its package; the others are counted in a cut with the call that lists them."""
-    from ..conftest import index_with
-    ix = index_with(tree, {
+    with indexed_with(tree, {
         "torch/masked/maskedtensor/checks.py": "def layout_check(x):\n"
                                                "    raise ValueError('masked tensors of this layout are refused')\n",
         "test/test_masked.py": "from torch.masked.maskedtensor.checks import layout_check\n"
                                "from torch.testing._internal.common_utils import TestCase\n\n\n"
                                "class TestMasked(TestCase):\n    def test_layout_check(self):\n        pass\n",
         "test/test_other.py": "import torch\nfrom torch.testing._internal.common_utils import TestCase\n\n\n"
-                              "class TestOther(TestCase):\n    def test_layout_check(self):\n        pass\n"})
-    try:
+                              "class TestOther(TestCase):\n    def test_layout_check(self):\n        pass\n"}) as ix:
         r, text = ask(ix, "ValueError: masked tensors of this layout are refused")
         reach = r.sites[0].reach
         assert [(t.cls, t.loc.path) for t in reach.tests] == [("TestMasked", "test/test_masked.py")], text
         assert ('1 test(s) named like layout_check were left out: their files import nothing of '
                 'torch.masked.maskedtensor') in text
-    finally:
-        ix.close()

@@ -9,6 +9,8 @@ import pytest
 from torchtalk.graph.formulas import formula_calls
 from torchtalk.graph.registry import registry
 
+from ..conftest import indexed_with
+
 
 @pytest.fixture
 def calls(indexed):
@@ -117,16 +119,12 @@ def test_a_hand_written_tensor_method_that_calls_no_op_is_no_op_call(calls):
 def test_an_operand_a_functions_manual_helper_returns_is_its_type(tree):
     # add.Tensor's jvp self_t + maybe_multiply(other_t, alpha) listed add.Scalar: the helper's result (at::Tensor,
     # FunctionsManual.h) was of no known type
-    from ..conftest import index_with
     with open(tree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
         f.write("\n- func: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor\n  variants: function, "
                 "method\n")
-    ix = index_with(tree, {"torch/csrc/autograd/FunctionsManual.h": (
+    with indexed_with(tree, {"torch/csrc/autograd/FunctionsManual.h": (
         "namespace torch::autograd::generated::details {\n"
-        "at::Tensor maybe_multiply(const at::Tensor& t, const at::Scalar& s);\n}\n")})
-    try:
+        "at::Tensor maybe_multiply(const at::Tensor& t, const at::Scalar& s);\n}\n")}) as ix:
         reg = registry(ix)
         got = formula_calls(ix, reg, "self_t + maybe_multiply(other_t, alpha)", reg.by_full["add.Tensor"])
         assert [(c.name, c.ops) for c in got] == [("operator+", ("add.Tensor",)), ("maybe_multiply", ())]
-    finally:
-        ix.close()

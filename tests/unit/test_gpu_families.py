@@ -18,7 +18,7 @@ from torchtalk.model import Edge, EdgeKind, Node, NodeKind
 from torchtalk.model.cuda import library_match, library_of
 from torchtalk.tools import get_tool, run
 
-from ..conftest import line_of, overlay_index
+from ..conftest import indexed_with, line_of, overlay_index
 
 OVERLAY = Path(__file__).parents[1] / "fixtures" / "tree_gpu"
 CUDA = "aten/src/ATen/native/cuda"
@@ -210,20 +210,16 @@ def test_a_wrappers_accessor_in_a_library_namespace_is_no_library_call(gpu):
     """Note [Wrapper accessors]: descA.descriptor() on ATen's cuSPARSE descriptor wrapper (at::cuda::sparse::) was
     listed as a cuSPARSE call, 25 of them for triangular_solve; a method called on an object counts only when its
     own code does the library's work (set_mode calls cusparseSetMatFillMode)."""
-    from ..conftest import index_with
     tree, ix = gpu
     ix.close()
     blas = f"{CUDA}/Blas.cpp"
     src = (tree / blas).read_text().replace("  logaddexp_cuda(self, mat2);\n", (
         "  at::cuda::sparse::DnMatDescriptor desc;\n  cusparseSpMM(handle, desc.descriptor());\n"
         "  desc.set_mode(1);\n"))
-    ix = index_with(tree, {blas: src, "aten/src/ATen/cuda/CUDASparseDescriptors.h": (
+    with indexed_with(tree, {blas: src, "aten/src/ATen/cuda/CUDASparseDescriptors.h": (
         "namespace at::cuda::sparse {\nstruct DnMatDescriptor {\n  int descriptor() const { return d_; }\n"
-        "  void set_mode(int m) { cusparseSetMatFillMode(d_, m); }\n  int d_;\n};\n}\n")})
-    try:
+        "  void set_mode(int m) { cusparseSetMatFillMode(d_, m); }\n  int d_;\n};\n}\n")}) as ix:
         res, text = run(get_tool("cuda_kernels"), ix, function_name="bmm")
         got = [(lib.library, lib.site.written) for lib in res.libraries]
         assert ("cuSPARSE", "cusparseSpMM") in got and ("cuSPARSE", "desc.set_mode") in got, got
         assert all(w != "desc.descriptor" for _lib, w in got), got
-    finally:
-        ix.close()

@@ -14,7 +14,7 @@ from torchtalk.source.tree import find_source
 from torchtalk.store.reader import Index
 from torchtalk.tools import get_tool, run
 
-from ..conftest import FIXTURE_TREE, index_with, line_of
+from ..conftest import FIXTURE_TREE, index_with, indexed_with, line_of
 
 
 def call(ix, tool, **kw):
@@ -544,10 +544,9 @@ def test_the_calls_naming_a_python_name_are_those_a_like_query_finds(py_indexed)
     from torchtalk.store.reader import like_literal
     tree, ix = py_indexed
     ix.close()
-    ix = index_with(tree, {"torch/nn/called_by_case.py": (
+    with indexed_with(tree, {"torch/nn/called_by_case.py": (
         "import torch\n\ndef f(x):\n    torch.Add(x)\n    Add(x)\n    add(x)\n    torch.nn.functional.add(x)\n"
-        "    x.add(1)\n")})
-    try:
+        "    x.add(1)\n")}) as ix:
         with ix.using():
             lasts = {c.rsplit(".", 1)[-1] for (c,) in ix.q("SELECT callee FROM py_call WHERE callee IS NOT NULL")}
             assert {"add", "Add", "relu"} <= lasts
@@ -558,8 +557,7 @@ def test_the_calls_naming_a_python_name_are_those_a_like_query_finds(py_indexed)
             names = [r[2] for r in _calls_naming(ix, "add")]
             assert "torch.Add" in names and "add" in names and "Add" not in names  # LIKE's case, = 's exactness
             assert [r[2] for r in _calls_naming(ix, "nn.FUNCTIONAL.add")] == ["torch.nn.functional.add"]  # dotted
-    finally:
-        ix.close()
+
 
 
 def test_a_call_in_a_bound_lambda_is_the_python_names(py_indexed):
@@ -575,8 +573,7 @@ def test_a_call_in_a_bound_lambda_is_the_python_names(py_indexed):
     src = src.replace('  m.def("is_batchedtensor", &is_batchedtensor);\n',
                       '  m.def("is_batchedtensor", &is_batchedtensor);\n  m.def(\n      "maybe_depth",\n'
                       '      [](const at::Tensor& t) {\n        return depth_of(t);\n      });\n')
-    ix = index_with(tree, {init: src})
-    try:
+    with indexed_with(tree, {init: src}) as ix:
         at = line_of(tree, init, '"maybe_depth"') - 1  # the .def( line
         site = line_of(tree, init, "return depth_of(t);")
         res, text = call(ix, "called_by", function_name="torch::functorch::impl::depth_of")
@@ -585,5 +582,3 @@ def test_a_call_in_a_bound_lambda_is_the_python_names(py_indexed):
                 f"{init}:{site}") in text, text
         res, text = call(ix, "impact", function_name="torch::functorch::impl::depth_of")
         assert "torch._C._functorch.maybe_depth" in text and "initModule" not in text, text
-    finally:
-        ix.close()

@@ -9,7 +9,7 @@ from torchtalk.query.results import NotFound
 from torchtalk.query.tests import _name_score, _norm
 from torchtalk.tools import get_tool, run
 
-from ..conftest import index_with
+from ..conftest import index_with, indexed_with
 
 
 def call(ix, tool, **kw):
@@ -307,18 +307,14 @@ def test_a_backward_op_finds_the_opinfo_naming_it_its_aten_backward_name(py_inde
 def test_a_backward_op_no_test_names_has_the_tests_of_the_op_whose_formula_calls_it(py_indexed):
     # conv_tbc_backward, adaptive_max_pool2d_backward: 'No test names or test bodies mention it', though the forward
     # op's gradient checks run them (derivatives.yaml)
-    from ..conftest import index_with
     tree, ix = py_indexed
     ix.close()
     with open(tree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
         f.write("\n- func: threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor\n"
                 "  variants: function\n")
-    ix = index_with(tree, {})
-    try:
+    with indexed_with(tree, {}) as ix:
         relu, _ = call(ix, "find_similar_tests", query="relu")
         res, text = call(ix, "find_similar_tests", query="threshold_backward")
         assert res.tests == relu.tests and res.query == "threshold_backward", text
         assert "No test names 'threshold_backward': these are the tests of 'relu', whose derivatives.yaml formula" \
             in text, text
-    finally:
-        ix.close()

@@ -8,7 +8,7 @@ from torchtalk.errors import BadArgument
 from torchtalk.tools import get_tool, run
 
 from ..annotations import Expectations, read_tree
-from ..conftest import FIXTURE_TREE, index_with, line_of
+from ..conftest import FIXTURE_TREE, index_with, indexed_with, line_of
 
 LINEAR = Expectations(read_tree(FIXTURE_TREE.parent / "tree_py")).where("torch.nn.modules.linear.Linear")
 
@@ -592,30 +592,25 @@ def test_a_test_parameterized_expand_renames_runs_as_its_named_copies(py_indexed
     # test_x_0 and test_x_1, never test_x (the library marks it __test__ = False)
     tree, ix = py_indexed
     ix.close()
-    ix = index_with(tree, {"test/test_expand.py": (
+    with indexed_with(tree, {"test/test_expand.py": (
         "from parameterized import parameterized\nfrom torch.testing._internal.common_utils import TestCase\n\n\n"
         "class TestExpand(TestCase):\n    @parameterized.expand([(\"relu\",), (\"gelu-tanh\",)])\n"
-        "    def test_act(self, name):\n        pass\n")})
-    try:
+        "    def test_act(self, name):\n        pass\n")}) as ix:
         _res, text = call(ix, "test_file_info", file_path="test/test_expand.py")
         assert "test/test_expand.py::TestExpand::test_act_0_relu" in text, text
         assert "TestExpand.test_act_1_gelu_tanh" in text and "::TestExpand::test_act " not in text, text
-    finally:
-        ix.close()
+
 
 
 def test_a_modules_call_of_a_bound_name_reaches_the_overloads_its_arguments_take(py_indexed):
     # nn.GELU: F.gelu(input, approximate=...) listed gelu.out first; F.gelu = _add_docstr(torch._C._nn.gelu, ...)
     tree, ix = py_indexed
     ix.close()
-    ix = index_with(tree, {"torch/nn/modules/angle.py": (
+    with indexed_with(tree, {"torch/nn/modules/angle.py": (
         "import torch.nn.functional as F\nfrom .module import Module\n\n\nclass Angle(Module):\n"
-        "    def forward(self, input, other):\n        return F.atan2_of(input, other)\n")})
-    try:
+        "    def forward(self, input, other):\n        return F.atan2_of(input, other)\n")}) as ix:
         res, text = call(ix, "trace_module", module_name="torch.nn.modules.angle.Angle")
         binding = line_of(tree, "torch/nn/functional.py", "atan2_of = _add_docstr(")
         assert (f"- F.atan2_of -> torch.nn.functional.atan2_of = torch.atan2  torch/nn/functional.py:{binding} -> "
                 "op atan2  [at torch/nn/modules/angle.py:7]") in text, text
         assert [o.full_name for o, _via in res.ops.values()] == ["atan2"], text
-    finally:
-        ix.close()
