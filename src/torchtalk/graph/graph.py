@@ -61,8 +61,6 @@ def _stub_callers(ix: Index, node: Node) -> list[Edge]:
     return cpp_callers.stub_callers(ix, node) or stub_uses.stub_uses(ix, node)
 
 
-
-
 def _stub_calls(ix: Index, node: Node) -> list[Edge]:
     return stub_calls(ix, node, cpp_edges.out_edges(ix, node))
 
