@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from ..model import TENSOR_BINARY_OPERATORS, TENSOR_UNARY_OPERATORS, Op, Variant
 from ..store.reader import Index
-from .cpp_lookup import methods
+from .cpp_lookup import methods, return_type
 from .cpp_text import close_bracket, split_args, template_brackets
 from .cpp_types import Ty
 from .op_spellings import op_named
@@ -217,7 +217,7 @@ class _Operators:
                 if close < 0:
                     return None
                 args = [self._type(a) for a in split_args(e[pos:close])]
-                numbers = bool(args) and all(a is not None and a != _TENSOR for a in args)  # sqrt(M_PI): C's
+                numbers = bool(args) and all(a is not None and a.name in _CPP_NUMBERS for a in args)  # sqrt(M_PI): C's
                 name = _op_name(self.reg, head.group(1))
                 ty = _DOUBLE if numbers else (_returns(self.reg.by_name[name]) if name in self.reg.by_name
                                               else self._helper_returns(name))
@@ -249,10 +249,17 @@ class _Operators:
         ``sym_numel()``: numbers; ``sizes()``, ``options()``: not known here)."""
         if name in self.reg.by_name:
             return _returns(self.reg.by_name[name])
-        rets = {s.ret for s in methods(self.ix, _TENSOR, name)[1]}
+        defs = methods(self.ix, _TENSOR, name)[1]
+        rets = {s.ret for s in defs}
         if rets == {"Tensor"}:
             return _TENSOR
-        return Ty("int64_t") if rets and rets <= _CPP_NUMBERS else None
+        if rets and rets <= _CPP_NUMBERS:
+            return Ty("int64_t")
+        # one declared type, as C++ resolves it (scalar_type(): c10::ScalarType binds to(ScalarType), not
+        # to(Tensor)); a reference's or a template's is left unknown
+        types = {return_type(self.ix, s, _TENSOR) for s in defs}
+        (ty,) = types if len(types) == 1 else (None,)
+        return ty if ty is not None and not ty.args and not ty.ptr else None
 
 
 _NUMBERS = frozenset({"int", "SymInt", "float", "bool"})

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..graph import Step, down, graph
+from ..graph.formula_edges import calls_itself
 from ..graph.gpu import GPU_BACKENDS, KernelLaunch, LibraryCall, gpu_reach
 from ..graph.gpu_rank import nearest_first
 from ..graph.nodes import autograd_node, op_node, symbol_id
@@ -173,8 +174,12 @@ def _op_trace(ix: Index, op: Op, focus: str, cpp: bool,
         kernels.append(replace(base, entry=entry) if base else KernelInfo(entry))
     python = [p for p in reg.python_names(op) if p.kind is not PyApiKind.GENERATED_BINDING]
     source, match = derivative_entry(ix, op) or (op.full_name, DerivativeMatch.EXACT)
-    derivs = [DerivInfo(d, f, _formula_calls(ix, op, EdgeKind.BACKWARD) if focus == "full" else [],
-                        _formula_calls(ix, op, EdgeKind.FORWARD_AD) if focus == "full" else [], source, match)
+    full = focus == "full"
+    node = op_node(op)
+    derivs = [DerivInfo(d, f, _formula_calls(ix, op, EdgeKind.BACKWARD) if full else [],
+                        _formula_calls(ix, op, EdgeKind.FORWARD_AD) if full else [], source, match,
+                        full and calls_itself(ix, node, EdgeKind.BACKWARD),
+                        full and calls_itself(ix, node, EdgeKind.FORWARD_AD))
               for d, f in derivatives_of(ix, op)]
     refs = python_op_refs(ix, op) if focus == "full" else []
     generated = gen_q.for_op(ix, op) if focus != "yaml" else None

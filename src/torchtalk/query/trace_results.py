@@ -71,6 +71,9 @@ class DerivInfo:
     forward_ad: list[Edge] = field(default_factory=list)  # FORWARD_AD edges: those its forward-mode (JVP) ones call
     entry_of: str = ""  # the op whose entry it is: the traced op's own, or the one torchgen gives it
     match: DerivativeMatch = DerivativeMatch.EXACT  # how torchgen gave it (Note [The entry an op uses])
+    # whether its backward / forward-mode formulas call the op itself (no edge: Note [Formulas torchgen writes])
+    backward_itself: bool = False
+    forward_ad_itself: bool = False
 
 
 @dataclass

@@ -74,16 +74,18 @@ def autograd_lines(t: OpTrace, out: list[str]) -> None:
             out.append(f"- {f.variables}{tag}: {text}  ({f.loc})")
         # Only the backward formulas are the backward's calls; the forward-mode ones run for dual tensors only
         # (Note [Formula modes]).
-        _calls("backward calls", d.backward, out)
-        _calls("forward-mode AD (jvp) calls", d.forward_ad, out)
+        _calls("backward calls", d.backward, out, t.op.full_name if d.backward_itself else "")
+        _calls("forward-mode AD (jvp) calls", d.forward_ad, out, t.op.full_name if d.forward_ad_itself else "")
     if t.no_entry is not None:
         w = t.no_entry
         at = f" ({w.at})" if w.at else ""
         out.append("Autograd: no derivatives.yaml entry" + _NO_ENTRY[w.kind].format(kernel=w.kernel, at=at))
 
 
-def _calls(what: str, edges: list[Edge], out: list[str]) -> None:
-    if edges:
-        names = ", ".join(e.dst.key if e.dst.kind is NodeKind.OP else e.dst.label for e in edges[:12])
+def _calls(what: str, edges: list[Edge], out: list[str], itself: str = "") -> None:
+    """A formula's calls in a line; ``itself``, the op when they call it (no edge: Note [Formulas torchgen writes])."""
+    if edges or itself:
+        names = ", ".join([f"{itself} (itself)"] * bool(itself) +
+                          [e.dst.key if e.dst.kind is NodeKind.OP else e.dst.label for e in edges[:12]])
         more = f" (+{len(edges) - 12} more in {STRUCTURED})" if len(edges) > 12 else ""
         out.append(f"  {what}: {names}{more}")
