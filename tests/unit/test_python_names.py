@@ -447,6 +447,24 @@ def test_python_callers_of_an_op(py_indexed):
     assert "torch.nn.modules.activation.ReLU.forward  (via torch.nn.functional.relu, calls it (F.relu)" in text
 
 
+def test_a_python_caller_is_the_caller_of_the_overloads_its_arguments_fit(py_indexed):
+    # torch.cumprod(input, dim) passes no out=: it was listed among cumprod.out's callers (as torch.sigmoid(x) among
+    # sigmoid.out's); torch.cumsum(input, 0, out=total) is cumsum.out's
+    from torchtalk.graph.nodes import op_node
+    from torchtalk.graph.py_edges import bindings_into
+    from torchtalk.graph.registry import registry
+    from torchtalk.model import EdgeHow
+    _, ix = py_indexed
+    reg = registry(ix)
+
+    def callers(op):
+        return {e.src.key for e in bindings_into(ix, op_node(reg.by_full[op])) if e.how is EdgeHow.PY_CALLER}
+    assert "torch.nn.functional._cumprod" in callers("cumprod")
+    assert "torch.nn.functional._cumprod" not in callers("cumprod.out")
+    assert "torch.nn.functional._add_all" in callers("cumsum.out") & callers("cumsum")
+    assert "torch.nn.functional._cumsum" in callers("cumsum") - callers("cumsum.out")
+
+
 def test_attribute_getters_and_setters_are_bindings_of_the_attribute(py_indexed):
     """Note [Attribute bindings]: the PyGetSetDef table python_variable.cpp gives torch._C.TensorBase as its
     tp_getset binds Tensor.volatile's getter and setter, and Tensor._base's getter (no setter: nullptr)."""

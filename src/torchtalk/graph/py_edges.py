@@ -33,10 +33,12 @@ def bindings_into(ix: Index, node: Node) -> list[Edge]:
         names = sorted(registry(ix).python_names(op), key=lambda p: p.kind is not PyApiKind.GENERATED_BINDING)
         out = [Edge(binding_node(p.name, p.loc), node, EdgeKind.BINDING, p.loc, p.kind.value) for p in names]
         bound = {p.name for p in names}
-        return out + [e for e in python_callers(ix, node, lambda full: op in ops_of_python(ix, full))
+        # a call reaches the overloads its arguments fit (Note [Overloads by arguments]): torch.sigmoid(x) is no
+        # caller of sigmoid.out
+        return out + [e for e in python_callers(ix, node, lambda full, shape: op in _fitting(ix, full, shape))
                       if e.src.key not in bound]
     if node.kind is NodeKind.BINDING:
-        return python_callers(ix, node, lambda full: full == node.key)
+        return python_callers(ix, node, lambda full, _shape: full == node.key)
     sid = symbol_id(node)
     fn = symbol(ix, sid) if sid is not None else None
     if fn is None:
@@ -198,7 +200,17 @@ def entry_calls(ix: Index) -> dict[str, list[EntryCall]]:
     return table
 
 
-def python_callers(ix: Index, node: Node, reaches: Callable[[str], bool]) -> list[Edge]:
+Shape = tuple[int, str, str]  # a call's nargs, keywords and literals (Note [Overloads by arguments])
+
+
+def _fitting(ix: Index, full: str, shape: Shape) -> list[Op]:
+    """The ops Python name ``full`` reaches that a call of this shape can (all when the shape fits none)."""
+    nargs, keywords, literals = shape
+    return overloads_for(ops_of_python(ix, full), nargs, tuple(keywords.split(",")) if keywords else (), False,
+                         literals)
+
+
+def python_callers(ix: Index, node: Node, reaches: Callable[[str, Shape], bool]) -> list[Edge]:
     """BINDING edges from the public Python functions whose body calls ``node`` (an op, by any of its Python
     names, or a Python function), resolved as the interpreter binds the names; one per caller."""
     names = pynames(ix)
@@ -213,7 +225,7 @@ def python_callers(ix: Index, node: Node, reaches: Callable[[str], bool]) -> lis
             if fq in out or fq == node.key:
                 continue
             full = names.resolve_in(module, callee)
-            if reaches(full) or op is not None and _tensor_argument(names, fq, callee) \
+            if reaches(full, (nargs, keywords, literals)) or op is not None and _tensor_argument(names, fq, callee) \
                     and _tensor_method_reaches(ix, op, last, (nargs, keywords, literals)):
                 site = Loc(ix.path_of(file_id), line)
                 d = names.definition(fq)
