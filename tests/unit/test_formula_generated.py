@@ -112,3 +112,4 @@ def test_a_formula_calling_its_own_op_names_it(ix):
 def test_a_tensor_methods_declared_result_types_an_argument(ix):
     # self.scalar_type() is a c10::ScalarType (TensorBase.h): .to() of it is to.dtype, never to.other
     assert _out(ix, "mul.Tensor", EdgeKind.BACKWARD) == ["to.dtype"]
+

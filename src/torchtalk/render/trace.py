@@ -160,24 +160,42 @@ def _render_handwritten(t: OpTrace, out: list[str], shown: set[str]) -> None:
                    f"  [linked by {b.how}]")
 
 
-STRUCTURED_WHY = ("structured kernel: the out= overload's meta function (TORCH_META_FUNC) checks the inputs and "
+STRUCTURED_WHY = ("structured kernel{of}: the out= overload's meta function (TORCH_META_FUNC) checks the inputs and "
                   "sets the output's shape and dtype once; each backend's TORCH_IMPL_FUNC only computes into it, "
                   "and the functional and in-place overloads reuse both through structured_delegate")
-STUB_WHY = ("DispatchStub: the kernel calls a stub that picks the implementation at run time, per device and CPU "
+STUB_WHY = ("DispatchStub{of}: the kernel calls a stub that picks the implementation at run time, per device and CPU "
             "capability (AVX2/AVX512); each backend registers its own with REGISTER_DISPATCH, so a change to the "
             "arithmetic goes in the registered kernel, not in the caller")
-AUTOGEN_WHY = ("autogen: torchgen generates this op from the autogen: line of the entry named, with a "
+AUTOGEN_WHY = ("autogen{of}: torchgen generates this op from the autogen: line of the entry named, with a "
                "CompositeExplicitAutograd kernel it writes itself (an out= or functional variant)")
+_WHY_NAMED = 4  # the overloads or kernels a Why line names when it is not about every one
 
 
 def _context(r: TraceResult) -> list[str]:
+    """The Why lines, each naming what it is about when that is not every overload of the answer (mul's autogen line
+    is about mul.Scalar_out alone; hardtanh's stub line about its QuantizedCPU kernel)."""
+    everything = [t.op.full_name for t in r.ops]
+
+    def of(names: list[str]) -> str:
+        names = list(dict.fromkeys(names))
+        if names == everything:
+            return ""
+        more = f", +{len(names) - _WHY_NAMED} more" if len(names) > _WHY_NAMED else ""
+        return f" ({', '.join(names[:_WHY_NAMED])}{more})"
     out = []
-    if any(t.op.structured or t.op.structured_delegate for t in r.ops):
-        out.append(STRUCTURED_WHY)
-    if r.focus != "yaml" and any(k.stubs for t in r.ops for k in t.kernels):
-        out.append(STUB_WHY)
-    if any(t.op.autogen_from for t in r.ops):
-        out.append(AUTOGEN_WHY)
+    if structured := [t.op.full_name for t in r.ops if t.op.structured or t.op.structured_delegate]:
+        out.append(STRUCTURED_WHY.format(of=of(structured)))
+    stubs: dict[str, list[str]] = {}
+    for t in r.ops:
+        for k in t.kernels:
+            if k.stubs:
+                stubs.setdefault(t.op.full_name, []).append(str(k.entry.key))
+    if r.focus != "yaml" and stubs:
+        every_kernel = sum(map(len, stubs.values())) == sum(len(t.kernels) for t in r.ops)
+        out.append(STUB_WHY.format(of="" if every_kernel else of(
+            [f"{o}: {', '.join(dict.fromkeys(keys))} kernel{'s' * (len(set(keys)) > 1)}" for o, keys in stubs.items()])))
+    if autogen := [t.op.full_name for t in r.ops if t.op.autogen_from]:
+        out.append(AUTOGEN_WHY.format(of=of(autogen)))
     return out
 
 
