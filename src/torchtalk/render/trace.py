@@ -192,8 +192,9 @@ def _context(r: TraceResult) -> list[str]:
                 stubs.setdefault(t.op.full_name, []).append(str(k.entry.key))
     if r.focus != "yaml" and stubs:
         every_kernel = sum(map(len, stubs.values())) == sum(len(t.kernels) for t in r.ops)
-        out.append(STUB_WHY.format(of="" if every_kernel else of(
-            [f"{o}: {', '.join(dict.fromkeys(keys))} kernel{'s' * (len(set(keys)) > 1)}" for o, keys in stubs.items()])))
+        kernels = [f"{o}: {', '.join(dict.fromkeys(keys))} kernel{'s' * (len(set(keys)) > 1)}"
+                   for o, keys in stubs.items()]
+        out.append(STUB_WHY.format(of="" if every_kernel else of(kernels)))
     if autogen := [t.op.full_name for t in r.ops if t.op.autogen_from]:
         out.append(AUTOGEN_WHY.format(of=of(autogen)))
     return out
