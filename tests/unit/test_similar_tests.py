@@ -318,3 +318,20 @@ def test_a_backward_op_no_test_names_has_the_tests_of_the_op_whose_formula_calls
         assert res.tests == relu.tests and res.query == "threshold_backward", text
         assert "No test names 'threshold_backward': these are the tests of 'relu', whose derivatives.yaml formula" \
             in text, text
+
+
+def test_an_opinfo_k_keeps_the_ops_python_reference_and_rules_out_another_modules_op(tree):
+    # OpInfo('cholesky')'s -k kept linalg_cholesky (linalg.cholesky, another op) as if it were a reference of
+    # cholesky; _refs.linalg.svd is linalg.svd's reference and _refs._conversions.bfloat16 bfloat16's
+    from torchtalk.query.testmatch import exact_k
+    entries = {"torch/testing/_internal/common_methods_invocations.py": (
+        "from torch.testing._internal.opinfo.core import OpInfo, PythonRefInfo\n"
+        "op_db = [OpInfo('cholesky'), OpInfo('linalg.cholesky'), OpInfo('linalg.svd'), OpInfo('svd'),\n"
+        "         OpInfo('bfloat16')]\n"
+        "python_ref_db = [PythonRefInfo('_refs.linalg.svd', torch_opinfo_name='linalg.svd'),\n"
+        "                 PythonRefInfo('_refs._conversions.bfloat16', torch_opinfo_name='bfloat16')]\n")}
+    with indexed_with(tree, entries) as ix:
+        assert exact_k(ix, "cholesky") == "cholesky and not linalg_cholesky"
+        assert exact_k(ix, "linalg_svd") == "linalg_svd"
+        assert exact_k(ix, "svd") == "svd and not linalg_svd"
+        assert exact_k(ix, "bfloat16") == "bfloat16"

@@ -106,27 +106,42 @@ def namespace_files(ix: Index, namespace: str) -> set[int]:
 # every other entry whose formatted name holds it (nn_functional_normalize, log_normal). Those are ruled out by name
 # (``-k "normal and not nn_functional_normalize and not log_normal"``), each collision read from the tree's OpInfo
 # entries, and a collision that holds another one is ruled out by the shorter. The entry's own variants are other
-# entries too (normal_in_place is OpInfo('normal', variant_test_name='in_place'), with a command of its own).
+# entries too (normal_in_place is OpInfo('normal', variant_test_name='in_place'), with a command of its own). The one
+# other entry kept is the op's Python reference (python_ref_db: ``_refs.linalg.svd`` of linalg_svd,
+# ``_refs._conversions.bfloat16`` of bfloat16), whose tests run the op too; an entry of another module that only
+# ends in the name is another op (``linalg.cholesky`` is not ``cholesky``'s, and is ruled out).
 MAX_EXCLUDED = 6  # collisions named; past that the selection says it is broader (a substring match)
+_REFS = "_refs."  # the module of the Python references (torch/_refs)
 
 
-def formatted_names(ix: Index) -> dict[str, bool]:
-    """Every OpInfo entry's name as its generated tests spell it (name and variant, dots as underscores) -> whether
-    the name is in a module (_refs.linalg.svd)."""
-    def build() -> dict[str, bool]:
-        out: dict[str, bool] = {}
-        for name, variant in ix.q("SELECT name, variant_test_name FROM op_info_entry ORDER BY id"):
-            out.setdefault((name + (f".{variant}" if variant else "")).replace(".", "_").lower(), "." in name)
+def _formatted(name: str) -> str:
+    return name.replace(".", "_").lower()
+
+
+def formatted_names(ix: Index) -> dict[str, str]:
+    """Every OpInfo entry's name as its generated tests spell it (name and variant, dots as underscores) -> the
+    formatted name of the op it is the Python reference of ("" for any other entry)."""
+    def build() -> dict[str, str]:
+        out: dict[str, str] = {}
+        for name, variant, db in ix.q("SELECT name, variant_test_name, db FROM op_info_entry ORDER BY id"):
+            suffix = f".{variant}" if variant else ""
+            of = ""
+            if db == "python_ref_db" and name.startswith(_REFS):  # _refs._conversions.bfloat16 is bfloat16's
+                parts = name[len(_REFS):].split(".")
+                while len(parts) > 1 and parts[0].startswith("_"):
+                    parts = parts[1:]
+                of = _formatted(".".join(parts) + suffix)
+            out.setdefault(_formatted(name + suffix), of)
         return out
     return ix.cached("opinfo_formatted", build)
 
 
 def exact_k(ix: Index, sel: str) -> str:
-    """The -k expression selecting the tests of the entry formatted ``sel`` and no other entry's, but the same name's
-    in another module (_refs_linalg_svd, the reference of linalg_svd: its tests run the op too)."""
+    """The -k expression selecting the tests of the entry formatted ``sel`` and no other entry's, but its Python
+    reference's (_refs_linalg_svd, the reference of linalg_svd: its tests run the op too)."""
     low = sel.lower()
-    hits = sorted((n for n, dotted in formatted_names(ix).items()
-                   if low in n and n != low and not (dotted and n.endswith("_" + low))), key=len)
+    hits = sorted((n for n, ref_of in formatted_names(ix).items() if low in n and n != low and ref_of != low),
+                  key=len)
     kept: list[str] = []
     for n in hits:
         if not any(k in n for k in kept):
