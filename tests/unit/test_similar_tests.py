@@ -335,3 +335,18 @@ def test_an_opinfo_k_keeps_the_ops_python_reference_and_rules_out_another_module
         assert exact_k(ix, "linalg_svd") == "linalg_svd"
         assert exact_k(ix, "svd") == "svd and not linalg_svd"
         assert exact_k(ix, "bfloat16") == "bfloat16"
+
+
+def test_an_in_place_op_finds_the_opinfo_of_its_functional_forms_nn_functional_entry(tree):
+    # alpha_dropout_ listed no OpInfo, though test_ops runs it through OpInfo("nn.functional.alpha_dropout")'s
+    # in-place variant; alpha_dropout found it as F.alpha_dropout's
+    with open(tree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
+        f.write("\n- func: alpha_dropout(Tensor input, float p, bool train) -> Tensor\n"
+                "\n- func: alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)\n")
+    entries = {"torch/testing/_internal/common_methods_invocations.py": (
+        "from torch.testing._internal.opinfo.core import OpInfo\n"
+        "op_db = [OpInfo('nn.functional.alpha_dropout')]\n")}
+    with indexed_with(tree, entries) as ix:
+        for q in ("alpha_dropout", "alpha_dropout_"):
+            res, _ = call(ix, "find_similar_tests", query=q)
+            assert [o.name for o in res.opinfos] == ["nn.functional.alpha_dropout"], q

@@ -342,8 +342,9 @@ def _opinfos(ix: Index, key: str, ops: list[Op], asked: set[str]) -> list[OpInfo
     reg = registry(ix)
     own = {key} | {o.name.lower() for o in ops[:1]} | {functional(o.name).lower() for o in ops[:1] if o.is_inplace}
     names = own | {n.lower() for n in opinfo_names([*asked, *(p.name for o in ops[:1] for p in reg.python_names(o))])}
-    # a bare name is also torch.nn.functional's (grid_sample is F.grid_sample, whose entry is nn.functional.grid_sample)
-    names = (names | {f"torch.{n}" for n in names} | ({f"nn.functional.{key}"} if "." not in key else set())) - {""}
+    # a bare name is also torch.nn.functional's (grid_sample is F.grid_sample, whose entry is nn.functional.grid_sample;
+    # an in-place op's functional form too: alpha_dropout_ runs in nn.functional.alpha_dropout's in-place variant)
+    names = (names | {f"torch.{n}" for n in names} | {f"nn.functional.{n}" for n in own if n and "." not in n}) - {""}
     rows = []
     for k in sorted(names):
         rows += ix.q("SELECT name, ctor, variant_test_name, file_id, line, aten_name, aliases, db, flags, "
