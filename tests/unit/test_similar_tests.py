@@ -350,3 +350,21 @@ def test_an_in_place_op_finds_the_opinfo_of_its_functional_forms_nn_functional_e
         for q in ("alpha_dropout", "alpha_dropout_"):
             res, _ = call(ix, "find_similar_tests", query=q)
             assert [o.name for o in res.opinfos] == ["nn.functional.alpha_dropout"], q
+
+
+def test_a_name_joined_with_the_words_before_it_into_another_name_is_that_names_test():
+    # Note [Named after another name]: l1_loss's tests listed seven of smooth_l1_loss's; softmax's, log_softmax's
+    from functools import partial
+
+    from torchtalk.query.testmatch import names_another
+    known = frozenset({"smoothl1loss", "logsoftmax", "scaleddotproductattention", "l1loss", "softmax"})
+
+    def score(name, key):
+        nk = _norm(key)
+        norm = "test" + _norm(name[4:])
+        return _name_score(name, norm, nk, partial(names_another, name, key=nk, known=known, variants=frozenset()))
+    assert score("test_smooth_l1_loss_reduction_mean", "l1_loss") is None  # not named after it
+    assert score("test_log_softmax_dtype", "softmax") is None
+    assert score("test_scaled_dot_product_attention", "dot") is None  # words on both sides
+    assert score("test_quantized_l1_loss", "l1_loss") == 2  # another word, no other name: still l1_loss's
+    assert score("test_l1_loss_correct", "l1_loss") == 1

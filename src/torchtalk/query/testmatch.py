@@ -20,8 +20,10 @@ from .testquery import norm
 # out, 2d). It is another name's test when X joined with its first words is another name the tree defines: an op
 # (test_index_put_* is index_put's, test_log_softmax's "log" is log_softmax's), or a Python function or class under
 # torch/ (test_pad_sequence is torch.nn.utils.rnn.pad_sequence's, test_svd_lowrank torch.svd_lowrank's,
-# test_add_loggers torch.ao.ns's add_loggers). The names are the tree's, read once per index version; matched as
-# norm() spells them (pad_sequence and PadSequence alike).
+# test_add_loggers torch.ao.ns's add_loggers). So is a test whose words before X join it into another name the tree
+# defines (test_smooth_l1_loss is smooth_l1_loss's, not l1_loss's; test_log_softmax log_softmax's, not softmax's);
+# other words before X keep it X's (test_quantized_conv2d, test_nondeterministic_cumsum). The names are the tree's,
+# read once per index version; matched as norm() spells them (pad_sequence and PadSequence alike).
 MAX_JOINED = 3  # words after X tried as part of another name
 
 
@@ -62,10 +64,35 @@ def after(name: str, count: int) -> list[str]:
     return []
 
 
-def names_another(name: str, end: int, key: str, known: frozenset[str], variants: frozenset[str]) -> bool:
-    """Whether the name (``key`` matched, norm()'d, ending after ``end`` characters that are not underscores) goes
-    on to spell another name of the tree (Note [Named after another name])."""
+def before(name: str, count: int) -> list[str]:
+    """The words of ``name`` before its first ``count`` characters that are not underscores, but its leading
+    "test" (split at underscores)."""
+    seen = 0
+    for i, ch in enumerate(name):
+        if ch == "_":
+            continue
+        if seen == count:
+            words = [w for w in name[:i].split("_") if w]
+            return words[1:] if words and words[0].lower() == "test" else words
+        seen += 1
+    return []
+
+
+def names_another(name: str, start: int, end: int, key: str, known: frozenset[str], variants: frozenset[str]) -> bool:
+    """Whether the name (``key`` matched, norm()'d, between ``start`` and ``end`` characters that are not
+    underscores) spells another name of the tree with the words before or after it (Note [Named after another
+    name])."""
+    prefixes, joined = [], ""
+    for w in reversed(before(name, start)[-MAX_JOINED:]):
+        joined = norm(w) + joined
+        prefixes.append(joined)
     words = after(name, end)
+    tails, joined = [""], ""
+    for w in words[:MAX_JOINED]:
+        joined += norm(w)
+        tails.append(joined)
+    if any(p + key + t in known for p in prefixes for t in tails):  # test_scaled_dot_product_attention for dot
+        return True
     if not words or norm(words[0]) in variants or re.fullmatch(r"\d+d", words[0].lower()):
         return False
     joined = key

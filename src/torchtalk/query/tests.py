@@ -106,16 +106,16 @@ def _test_names(ix: Index) -> list[tuple[int, int, str, str]]:
         for mid, fid, n in ix.q("SELECT id, file_id, name FROM test_method")])
 
 
-def _name_score(name: str, norm: str, nkey: str, another: Callable[[int], bool] | None = None) -> int | None:
+def _name_score(name: str, norm: str, nkey: str, another: Callable[[int, int], bool] | None = None) -> int | None:
     """0: test_<op> (any spelling: test_group_norm, test_GroupNorm); 1: it starts with it (test_cumsum_bool,
     test_GroupNorm_general); 2: it names it after another word (test_quantized_conv2d); 3: inside a longer word
-    (test_digamma for igamma, test_igammac_common, test_addmm for add: another op's name), or followed by words
-    that make another name of the tree (``another`` of where it ends: test_pad_sequence for pad, Note [Named after
-    another name]); None: it does not."""
+    (test_digamma for igamma, test_igammac_common, test_addmm for add: another op's name), or with words before or
+    after it that make another name of the tree (``another`` of where it starts and ends: test_pad_sequence for pad,
+    test_smooth_l1_loss for l1_loss, Note [Named after another name]); None: it does not."""
     if norm == "test" + nkey:
         return 0
     found = [i for i in range(len(norm) - len(nkey) + 1) if norm.startswith(nkey, i)  # each place it is written
-             and not (another and another(i + len(nkey)))]
+             and not (another and another(i, i + len(nkey)))]
     if not found:
         return None
     # a word boundary in the name as written: after "_" or at a capital letter, and the name's start (op _test_foo)
