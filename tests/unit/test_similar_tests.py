@@ -368,3 +368,13 @@ def test_a_name_joined_with_the_words_before_it_into_another_name_is_that_names_
     assert score("test_scaled_dot_product_attention", "dot") is None  # words on both sides
     assert score("test_quantized_l1_loss", "l1_loss") == 2  # another word, no other name: still l1_loss's
     assert score("test_l1_loss_correct", "l1_loss") == 1
+
+
+def test_a_home_file_no_test_found_is_in_is_named_as_the_layouts(py_indexed):
+    # gcd's home was stated as test/test_torch.py, which holds no gcd test (they are in test_binary_ufuncs.py)
+    _tree, ix = py_indexed
+    res, text = call(ix, "find_similar_tests", query="cumsum")
+    assert res.home_tests and "Home test files (its tests named after it there rank first): " in text
+    res, text = call(ix, "find_similar_tests", query="mm")
+    assert res.home and not res.home_tests
+    assert "Home test files by PyTorch's layout (no test found is there): test/test_torch.py" in text

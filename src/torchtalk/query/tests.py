@@ -68,6 +68,7 @@ class SimilarTestsResult:
     opinfos: list[OpInfoHit]
     home: list[str] = field(default_factory=list)  # the op's home test files, whose tests named after it rank first
     home_why: str = ""
+    home_tests: int = 0  # the tests found in the home files (0: the layout names them, no test found is there)
     generic: DbEntry | None = None  # the module's ModuleInfo / the optimizer's OptimizerInfo entry (moduledb.py)
     note: str = ""  # how a query of several words was answered when no test holds them all
 
@@ -332,7 +333,9 @@ def _find_similar_tests(ix: Index, query: str, limit: int, by_body: bool) -> Sim
     ranked = [t for _s, t in sorted(scored.values(), key=lambda x: x[0])]
     asked = {q, f"torch.{stem}", entry[0] if entry else ""} - {""}
     listed = run_where_collected(ix, ranked[:limit])  # a mixin's or template's test: as a class that runs it
-    return SimilarTestsResult(q, listed, len(ranked), _opinfos(ix, key, ops, asked), home, home_why, entry_for(ix, q))
+    home_n = sum(1 for t in ranked if t.loc.path in home)
+    return SimilarTestsResult(q, listed, len(ranked), _opinfos(ix, key, ops, asked), home, home_why, home_n,
+                              entry_for(ix, q))
 
 
 def _opinfos(ix: Index, key: str, ops: list[Op], asked: set[str]) -> list[OpInfoHit]:

@@ -26,8 +26,10 @@ def render_similar_tests(r: SimilarTestsResult) -> str:
     out = [f"# tests for {r.query}: {showing(len(r.tests), r.total, raise_limit(r.total))}"]
     if r.note:
         out.append(r.note + ".")
-    if r.home:
+    if r.home and r.home_tests:
         out.append(f"Home test files (its tests named after it there rank first): {r.home_why}")
+    elif r.home:  # gcd's is test_torch.py by the layout, and its tests are in test_binary_ufuncs.py
+        out.append(f"Home test files by PyTorch's layout (no test found is there): {r.home_why}")
     for t in r.tests:
         where = f"{t.cls}.{t.name}" if t.cls else t.name
         decos = f"  @{' @'.join(d[:60] for d in t.decorators[:4])}" if t.decorators else ""
