@@ -378,3 +378,22 @@ def test_a_home_file_no_test_found_is_in_is_named_as_the_layouts(py_indexed):
     res, text = call(ix, "find_similar_tests", query="mm")
     assert res.home and not res.home_tests
     assert "Home test files by PyTorch's layout (no test found is there): test/test_torch.py" in text
+
+
+def test_an_op_no_test_names_has_the_tests_of_the_python_function_calling_it(py_indexed):
+    # _upsample_bicubic2d_aa: 'No test names or test bodies mention it', though F.interpolate(mode="bicubic",
+    # antialias=True) calls it and test_nn's interpolate tests run it
+    tree, ix = py_indexed
+    ix.close()
+    with open(tree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
+        f.write("\n- func: _resample_aa(Tensor self, float scale) -> Tensor\n  python_module: nn\n")
+    with open(tree / "torch/nn/functional.py", "a") as f:
+        f.write("\n\ndef resample(input, scale):\n    return torch._C._nn._resample_aa(input, scale)\n")
+    with open(tree / "test/test_nn.py", "a") as f:
+        f.write("\n\nclass TestResample(TestCase):\n    def test_resample_scales(self):\n"
+                "        torch.nn.functional.resample(torch.ones(2), 0.5)\n")
+    with indexed_with(tree, {}) as ix:
+        res, text = call(ix, "find_similar_tests", query="_resample_aa")
+        assert [t.name for t in res.tests] == ["test_resample_scales"], text
+        assert "No test names '_resample_aa': these are the tests of torch.nn.functional.resample, which calls it" \
+            in text, text

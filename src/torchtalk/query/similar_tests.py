@@ -1,5 +1,6 @@
 """find_similar_tests as the tool answers it: past what a query finds as asked, the tests of the op whose backward
-calls a backward op, and "not found" with close names for a query no test, entry or name answers."""
+calls a backward op or of the public Python function that calls the op, and "not found" with close names for a
+query no test, entry or name answers."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import replace
 from ..graph import graph
 from ..graph.nodes import op_node
 from ..graph.registry import registry
-from ..model import EdgeKind
+from ..model import EdgeHow, EdgeKind
 from ..store.reader import Index
 from .functions import suggest
 from .results import NotFound
@@ -22,12 +23,21 @@ def similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsResult 
     found = find_similar_tests(ix, query, limit)
     if found.total or found.opinfos or found.generic is not None:
         return found
-    if (forward := _backward_of(ix, found.query)) is not None:  # conv_tbc_backward: conv_tbc's gradchecks run it
+    forward = _backward_of(ix, found.query)
+    if forward is not None:  # conv_tbc_backward: conv_tbc's gradchecks run it
         other = find_similar_tests(ix, forward, limit)
         if other.total or other.opinfos:
             return replace(other, query=found.query, note=(
                 f"No test names {found.query!r}: these are the tests of {forward!r}, whose derivatives.yaml formula "
                 "calls it (its gradient checks run it)"))
+    # _upsample_bicubic2d_aa: F.interpolate(mode="bicubic", antialias=True) calls it, and its tests run it
+    for op in (found.query, *([forward] if forward else [])):
+        for caller in _python_callers(ix, op):
+            other = find_similar_tests(ix, caller, limit)
+            if other.total or other.opinfos:
+                calls = "it" if op == found.query else f"{op!r}, whose derivatives.yaml formula calls it"
+                return replace(other, query=found.query, note=(
+                    f"No test names {found.query!r}: these are the tests of {caller}, which calls {calls}"))
     words = sorted(set(found.query.split()), key=len, reverse=True)
     close = [s for w in words for s in suggest(ix, w)]
     if any(w.lower() in {c.lower() for c in close} for w in words):
@@ -36,6 +46,14 @@ def similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsResult 
                     "No test name, test body or OpInfo entry mentions it. Give an op, function or concept as tests "
                     "name it ('softmax', 'torch.cumsum', 'nn.Linear', 'gradient clipping'); search() finds the exact "
                     "name of an op or kernel.")
+
+
+def _python_callers(ix: Index, name: str) -> list[str]:
+    """The public Python functions that call op ``name`` (any overload), in the graph's order."""
+    ops = registry(ix).lookup(name)
+    found = [e.src.key for op in ops for e in graph(ix).into(op_node(op), [EdgeKind.BINDING])
+             if e.how is EdgeHow.PY_CALLER]
+    return list(dict.fromkeys(found))
 
 
 def _backward_of(ix: Index, name: str) -> str | None:
