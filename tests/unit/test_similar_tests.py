@@ -397,3 +397,21 @@ def test_an_op_no_test_names_has_the_tests_of_the_python_function_calling_it(py_
         assert [t.name for t in res.tests] == ["test_resample_scales"], text
         assert "No test names '_resample_aa': these are the tests of torch.nn.functional.resample, which calls it" \
             in text, text
+
+
+def test_an_op_called_by_a_public_function_outside_the_api_modules_has_its_tests(py_indexed):
+    # _unpack_dual: torch.autograd.forward_ad.unpack_dual calls torch._VF._unpack_dual, and its tests run it
+    tree, ix = py_indexed
+    ix.close()
+    with open(tree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
+        f.write("\n- func: _unpack_twin(Tensor(a) tensor, int level) -> (Tensor(a) primal, Tensor tangent)\n")
+    (tree / "torch/autograd").mkdir(parents=True, exist_ok=True)
+    (tree / "torch/autograd/twin_ad.py").write_text(
+        "import torch\n\n\ndef unpack_twin(tensor, level=0):\n    return torch._VF._unpack_twin(tensor, level)\n")
+    with open(tree / "test/test_nn.py", "a") as f:
+        f.write("\n\nclass TestTwin(TestCase):\n    def test_levels_roundtrip(self):\n"
+                "        torch.autograd.twin_ad.unpack_twin(torch.ones(2))\n")
+    with indexed_with(tree, {}) as ix:
+        res, text = call(ix, "find_similar_tests", query="_unpack_twin")
+        assert [t.name for t in res.tests] == ["test_levels_roundtrip"], text
+        assert "these are the tests of torch.autograd.twin_ad.unpack_twin, which calls it" in text, text

@@ -8,9 +8,11 @@ from dataclasses import replace
 
 from ..graph import graph
 from ..graph.nodes import op_node
+from ..graph.py_calls import ops_of_python
+from ..graph.pynames import pynames
 from ..graph.registry import registry
 from ..model import EdgeHow, EdgeKind
-from ..store.reader import Index
+from ..store.reader import Index, like_literal
 from .functions import suggest
 from .results import NotFound
 from .tests import SimilarTestsResult, find_similar_tests
@@ -49,10 +51,24 @@ def similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsResult 
 
 
 def _python_callers(ix: Index, name: str) -> list[str]:
-    """The public Python functions that call op ``name`` (any overload), in the graph's order."""
-    ops = registry(ix).lookup(name)
+    """The public Python functions that call op ``name`` (any overload): those of the Python API modules the graph
+    links (torch.nn, torch.functional, torch._tensor), then those of any public module of torch/
+    (torch.autograd.forward_ad.unpack_dual calls torch._VF._unpack_dual), by the call as written and resolved."""
+    reg = registry(ix)
+    ops = reg.lookup(name)
     found = [e.src.key for op in ops for e in graph(ix).into(op_node(op), [EdgeKind.BINDING])
              if e.how is EdgeHow.PY_CALLER]
+    lasts = {p.name.rsplit(".", 1)[-1] for op in ops for p in reg.python_names(op)}
+    names = pynames(ix)
+    for last in sorted(lasts):
+        for module, qualname, callee in ix.q(
+                "SELECT f.module, f.qualname, c.callee FROM py_call c JOIN py_function f ON f.id = c.func "
+                "WHERE c.recv = '' AND (c.callee = ? OR c.callee LIKE ? ESCAPE '\\') ORDER BY c.id",
+                (last, "%." + like_literal(last))):
+            if "<locals>" in qualname or any(p.startswith("_") for p in f"{module}.{qualname}".split(".")):
+                continue
+            if any(op in ops_of_python(ix, names.resolve_in(module, callee)) for op in ops):
+                found.append(f"{module}.{qualname}")
     return list(dict.fromkeys(found))
 
 
