@@ -814,8 +814,12 @@ def test_a_helper_only_a_meta_function_calls_reaches_its_op(tree):
         "namespace at { namespace meta {\ninline void check_shapes(const Tensor& a, const Tensor& b) {}\n}}\n")}) as ix:
         res, text, _ = ask(ix, names="aten/src/ATen/native/ShapeCheck.h:2")
         assert {"atan2", "atan2.out"} <= set(op_keys(res)), text
+        # the path says how: the meta function of the op (it printed "kernel of [] atan2", no dispatch key)
+        assert "called by TORCH_META_FUNC(atan2) <- meta function of atan2" in text and "[]" not in text, text
         res, text = run(get_tool("called_by"), ix, function_name="at::meta::structured_atan2::meta")
         assert "atan2.out: its meta function, run first by every backend's generated wrapper" in text, text
+        _res, text = run(get_tool("impact"), ix, function_name="at::meta::check_shapes", depth=2)
+        assert "(TORCH_META_FUNC(atan2) is its meta function; level 1)" in text, text
 
 
 @pytest.mark.parametrize("minus, plus, lang, only", [

@@ -248,7 +248,8 @@ def _impact_body(sec: ImpactSection, depth: int) -> tuple[list[str], list[Sectio
     if sec.ops:
         lines = []
         for op, edge, level in sec.ops:
-            how = f"{edge.dst.label} is its {edge.key} kernel" if edge.kind is EdgeKind.KERNEL else edge.kind.value
+            how = (f"{edge.dst.label} is its meta function" if edge.how is EdgeHow.META else  # Note [Meta functions]
+                   f"{edge.dst.label} is its {edge.key} kernel" if edge.kind is EdgeKind.KERNEL else edge.kind.value)
             lines.append(f"- {op.key}  {op.loc}  ({how}; level {level})")
         detail.append(Section([f"\nOps reached ({len(sec.ops)}):"], lines, "ops reached", shows, "ops", KEEP))
     if sec.python:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from ...graph import LevelCap, Walk, graph, up
 from ...graph.nodes import CPP_KINDS
 from ...graph.registry import registry
-from ...model import Cut, CutKind, Edge, EdgeKind, Node, NodeKind
+from ...model import Cut, CutKind, Edge, EdgeHow, EdgeKind, Node, NodeKind
 from ...model.change import Aspect
 from ...model.dispatch import Device, DispatchKey, device_of_key
 from ...store.reader import Index
@@ -70,6 +70,9 @@ def chain_text(ix: Index, start: Node, chain: list[Edge]) -> str:
     parts = [start.label]
     for e in chain:
         key = f" [{e.key}]" if e.key and e.kind is EdgeKind.STUB_KERNEL else ""
+        if e.how is EdgeHow.META:  # Note [Meta functions]: no dispatch key, every backend's wrapper runs it
+            parts.append(f"meta function of {e.src.label}")
+            continue
         if e.kind is EdgeKind.KERNEL:
             key = f" [{kernel_keys(ix, e)}]"  # the walk crossed one key: every key the op serves with it
         parts.append(f"{_STEP_WORDS.get(e.kind, e.kind.value)}{key} {e.src.label}")
