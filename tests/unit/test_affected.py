@@ -475,8 +475,9 @@ def test_native_functions_dispatch_line(cix):
                                           "index_select_cuda_v2"))
     assert [c.node.key for c in res.changed] == ["index_select"]
     # the patch is not applied: the tree's line is what the change replaces, and the answer says so
+    # both sides of the line as the diff writes them (it printed the tree's side alone: an added key went unsaid)
     assert ("dispatch line 91 changed (before the change: the tree holds the diff's old side): "
-            "CUDA: index_select_cuda") in res.changed[0].why
+            "CUDA: index_select_cuda -> CUDA: index_select_cuda_v2") in res.changed[0].why
     assert res.device == "cuda"
     assert res.tests[0].name == "OpInfo('index_select')"
     assert res.tests[0].command == 'pytest test/test_ops.py -k "index_select and cuda"'

@@ -48,6 +48,8 @@ class FileChange:
     removed: list[str] = field(default_factory=list)  # definitions the change deletes, from the diff's lines
     added: list[str] = field(default_factory=list)  # definitions only the patch has (not in the tree yet)
     problem: str = ""
+    # each hunk's changed lines (numbered as in the tree's copy) with its removed and added lines' text
+    edits: list[tuple[frozenset[int], tuple[str, ...], tuple[str, ...]]] = field(default_factory=list)
 
 
 class TreeFiles:
@@ -147,6 +149,7 @@ def _from_diff(fd: FileDiff, files: TreeFiles) -> FileChange:
         lines, gaps = h.changed(old=old)
         fc.lines |= lines
         fc.gaps |= gaps
+        fc.edits.append((frozenset(lines), tuple(t for _n, t in h.removed()), tuple(t for _n, t in h.added())))
     fc.removed, fc.added = gone, new if old else []
     if fc.side is DiffSide.NEITHER:
         fc.problem = ("the tree's copy matches neither side of the diff (edited since, or another version): "
