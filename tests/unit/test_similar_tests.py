@@ -415,3 +415,30 @@ def test_an_op_called_by_a_public_function_outside_the_api_modules_has_its_tests
         res, text = call(ix, "find_similar_tests", query="_unpack_twin")
         assert [t.name for t in res.tests] == ["test_levels_roundtrip"], text
         assert "these are the tests of torch.autograd.twin_ad.unpack_twin, which calls it" in text, text
+
+
+def test_an_op_no_test_mentions_is_no_tests_not_an_unknown_name(tree):
+    # quantized_batch_norm and native_norm were "not found" (exit 3) like a typo: no C++ function has their name
+    with open(tree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
+        f.write("\n- func: lonely_norm(Tensor self) -> Tensor\n")
+    with indexed_with(tree, {}) as ix:
+        res, text = call(ix, "find_similar_tests", query="lonely_norm")
+        assert not isinstance(res, NotFound) and res.total == 0, text
+        assert "No test names or test bodies mention it." in text
+
+
+def test_a_test_calling_the_op_through_the_dispatcher_is_its_test(py_indexed):
+    # slice_inverse: test_autograd.py calls torch.ops.aten.slice_inverse(...), which the body spellings missed; 30
+    # test files call aten.X.default(...) after aten = torch.ops.aten, which touches did not record
+    tree, ix = py_indexed
+    ix.close()
+    with open(tree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
+        f.write("\n- func: slice_twin(Tensor self, int dim) -> Tensor\n")
+    with open(tree / "test/test_nn.py", "a") as f:
+        f.write("\n\naten = torch.ops.aten\n\n\nclass TestViews(TestCase):\n    def test_replay(self):\n"
+                "        torch.ops.aten.slice_twin(torch.ones(2), 0)\n"
+                "    def test_replay_default(self):\n        aten.slice_twin.default(torch.ones(2), 0)\n")
+    with indexed_with(tree, {}) as ix:
+        res, text = call(ix, "find_similar_tests", query="slice_twin")
+        assert {(t.name, t.why) for t in res.tests} == {("test_replay", "calls torch.ops.aten.slice_twin"),
+                                                         ("test_replay_default", "calls aten.slice_twin")}, text

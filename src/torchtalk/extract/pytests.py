@@ -89,6 +89,12 @@ class _TestExtractor:
                     self.imported.add(alias)
                 if not self.relpath.startswith("torch/"):
                     self.imports.append(PyImport(alias, target, line))
+        # a module-level name for an imported chain is a root too: aten = torch.ops.aten (30 test files), so a
+        # body's aten.mm.default(...) is touched as written
+        for s in self.tree.body:
+            if s.__class__ is ast.Assign and len(s.targets) == 1 and s.targets[0].__class__ is Name and (
+                    (d := dotted(s.value)) is not None and d.partition(".")[0] in self.imported):
+                self.imported.add(s.targets[0].id)
         self._stmts(self.tree.body, -1, top=True, guard="")
         facts: FileFacts = {
             TestClass: self.classes,

@@ -89,6 +89,9 @@ class _MethodRow(NamedTuple):
     touches: str  # the names its body uses, space-separated
 
 
+_OPS_SPELLINGS = ("torch.ops.aten.", "aten.")  # an op called through the dispatcher (aten = torch.ops.aten)
+
+
 def _like(text: str) -> str:
     return "%" + like_literal(text) + "%"
 
@@ -322,12 +325,14 @@ def _find_similar_tests(ix: Index, query: str, limit: int, by_body: bool) -> Sim
                 [_like(sp) for sp in spellings]) if by_body else []
     bodies = [(row, set(row.touches.split())) for row in map(_MethodRow._make, rows)
               if all(w in _norm(f"{row.name} {row.touches}") for w in also)]
-    for method_call, batch in ((False, spellings[:1] + spellings[2:]), (True, spellings[1:2])):
+    # the op through the dispatcher, torch.ops.aten.X(...) / aten.X.default(...) (the SQL's ".X" finds them too)
+    by_op = [f"{p}{stem}" for p in _OPS_SPELLINGS] if ops else []
+    for method_call, batch in ((False, spellings[:1] + spellings[2:] + by_op), (True, spellings[1:2])):
         if method_call and len(scored) >= limit:
             break
         for spelling in batch:
             for row, touched in bodies:
-                if spelling in touched:
+                if spelling in touched or spelling in by_op and any(t.startswith(spelling + ".") for t in touched):
                     g = 2 if row.file_id in home_ids and not method_call else 4 if not method_call else 5
                     add(row, g, 0, f"calls {spelling}" + ("()" if method_call else ""), False)
     ranked = [t for _s, t in sorted(scored.values(), key=lambda x: x[0])]
