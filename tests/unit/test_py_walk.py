@@ -188,3 +188,18 @@ def test_a_choice_is_where_the_arms_reach_different_ops(ix):
     assert [arm.ops for arm in res.choices[0].arms] == [["cumsum"], ["atan2"]], text
     # a call not followed is named as written (it read "py:NNN": its key's last dot is the file's)
     assert "- if self.training: self.hook.prepare_for_backward, op cumsum (chosen at " in text, text
+
+
+def test_a_method_called_through_self_is_the_class_of_the_instance(ix):
+    """Note [Whose self] (graph/py_calls.py): ``_BatchNorm.forward``'s ``self._check_input_dim`` is the override of the
+    class ``self`` is an instance of: the traced class, or the class ``__init__`` made a submodule of (qat LinearBn1d's
+    ``self.bn = nn.BatchNorm1d(...)`` reached the abstract ``_NormBase._check_input_dim``), never the class around it
+    that happens to derive from the same base."""
+    def ops(cls):
+        res, text = run(get_tool("trace_module"), ix, module_name=f"torch.nn.modules.selves.{cls}")
+        return list(res.ops), text
+    assert ops("Norm2")[0] == ["atan2"]
+    got, text = ops("Holder")  # a Norm1 submodule: Norm1._check, not _Base._check (which raises)
+    assert got == ["cumsum"] and "-> torch.nn.modules.selves.Norm1._check " in text, text
+    got, text = ops("Wrapped")  # a Norm1 holding a Norm2: the inner forward's self is the Norm2
+    assert got == ["atan2"] and "-> torch.nn.modules.selves.Norm2._check " in text, text

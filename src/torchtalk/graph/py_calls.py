@@ -44,6 +44,19 @@ _OP_MODULES = ("torch._C._VariableFunctions.", "torch._VF.", "_VF.")
 _TENSOR_BASE = ("torch._C.TensorBase.", "torch._C._TensorBase.")
 
 
+# Note [Whose self]
+# ~~~~~~~~~~~~~~~~~
+# ``self.m()`` runs the ``m`` of the class ``self`` is an instance of, looked up from that class (Python's MRO), not
+# from the class whose method makes the call: ``_BatchNorm.forward`` calls ``self._check_input_dim(input)``, which
+# for a BatchNorm2d is ``BatchNorm2d._check_input_dim``, not the abstract ``_NormBase._check_input_dim``. A walk
+# knows that class where the code shows it: for the method it starts from (trace_module's class), for a method
+# called through ``self`` or ``super()`` (the caller's ``self``), and for the method an attribute's object runs
+# (``self.bn(x)`` with ``self.bn = nn.BatchNorm1d(...)`` in ``__init__``: a BatchNorm1d, Note [Submodules] in
+# model/python.py). Such a PY_CALL edge names that class in its ``key``, and query/pywalk.py walks the method it
+# reaches within that class's context (``PyContext``); a method reached any other way is its own class's, unless
+# the walk's context is a class that has it. A method reached with two classes (two submodules of different
+# classes running one inherited forward) is walked once, as the first class's.
+
 @dataclass(frozen=True)
 class PyContext:
     """What ``self`` is while methods are walked: its class and bases, nearest first."""
@@ -218,8 +231,9 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
             owner = fn.fq.rsplit(".", 1)[0]
             mro = mro[mro.index(owner) + 1:] if owner in mro else mro[1:]
         target = method_of(ix, mro, written.split(".")[1])
-        if target is not None:
-            return [Edge(src, function_node(target), EdgeKind.PY_CALL, site, written=written)]
+        if target is not None:  # self is the caller's self (Note [Whose self])
+            return [Edge(src, function_node(target), EdgeKind.PY_CALL, site, key=ctx.mro[0] if ctx.mro else "",
+                         written=written)]
         native = _native_method(ix, mro if written.startswith("self.") else [fn.fq.rsplit(".", 1)[0], *mro],
                                 written.split(".")[1])
         if native is not None:  # super().record(stream) in torch.cuda.Event: torch._C._CudaEventBase.record

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 
 from ..graph import Graph, Step, down
 from ..graph.library_impls import library_op_name, library_python
+from ..graph.py_calls import PyContext
+from ..graph.pynames import pynames
 from ..graph.walk import Rank
 from ..model import Cut, CutKind, Edge, EdgeKind, Loc, Node, NodeKind
 
@@ -88,11 +90,19 @@ def _key(n: Node) -> _Key:
 def walk_to_ops(g: Graph, start: Node, follow: Callable[[Step], bool], rank: Rank) -> PyWalk:
     """The walk from ``start`` to the ops (Note [Walk to the ops]), its choices and the ops on every path."""
     memo: dict[tuple[_Key, tuple[EdgeKind, ...]], list[Edge]] = {}
+    # Note [Whose self] in graph/py_calls.py: the class self is an instance of in a method the walk reached, as the
+    # edge reaching it first names it; a method without one is walked in ``g``'s context
+    selves: dict[_Key, str] = {}
+    classes = pynames(g.ix)
 
     def edges(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
         k = (_key(node), tuple(kinds))
         if k not in memo:
-            memo[k] = g.out(node, kinds)
+            cls = selves.get(_key(node))
+            memo[k] = (g.within(PyContext(classes.mro(cls))) if cls else g).out(node, kinds)
+            for e in memo[k]:
+                if e.kind is EdgeKind.PY_CALL and e.key and e.dst.kind is NodeKind.PY_FUNCTION:
+                    selves.setdefault(_key(e.dst), e.key)
         return memo[k]
 
     expanded: set[_Key] = {_key(start)}
