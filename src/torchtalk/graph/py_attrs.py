@@ -16,6 +16,20 @@ MODULE = "torch.nn.modules.module.Module"  # calling an instance of a subclass r
 AUTOGRAD_FUNCTION = "torch.autograd.function.Function"  # C.apply(...) of a subclass runs C.forward
 
 
+# Note [Whose self]
+# ~~~~~~~~~~~~~~~~~
+# ``self.m()`` runs the ``m`` of the class ``self`` is an instance of, looked up from that class (Python's MRO), not
+# from the class whose method makes the call: ``_BatchNorm.forward`` calls ``self._check_input_dim(input)``, which
+# for a BatchNorm2d is ``BatchNorm2d._check_input_dim``, not the abstract ``_NormBase._check_input_dim``. A walk
+# knows that class where the code shows it: for the method it starts from (trace_module's class), for a method
+# called through ``self`` or ``super()`` (the caller's ``self``), and for the method an attribute's object runs
+# (``self.bn(x)`` with ``self.bn = nn.BatchNorm1d(...)`` in ``__init__``: a BatchNorm1d, Note [Submodules] in
+# model/python.py). Such a PY_CALL edge names that class in its ``key``, and query/pywalk.py walks the method it
+# reaches within that class's context (``PyContext`` in graph/py_calls.py); a method reached any other way is its own
+# class's, unless the walk's context is a class that has it. A method reached with two classes (two submodules of
+# different classes running one inherited forward) is walked once, as the first class's.
+
+
 def hand_bound(ix: Index) -> dict[str, Loc]:
     """Python names bound by hand-written C++ (PyMethodDef entries, pybind11 .def) that no op answers: where each is
     bound (the first entry), once per index version. A call of one is a step into C++ (bindings_out follows it)."""

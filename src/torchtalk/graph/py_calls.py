@@ -31,6 +31,7 @@ from .py_attrs import (
     method_of,
     tensor_hand_bound,
 )
+from .py_branches import choice_paths
 from .py_call_index import calls_naming
 from .py_locals import item_calls, local_calls, nested_call, tensor_parameter
 from .pynames import PyDef, pynames
@@ -43,19 +44,6 @@ HIDDEN_PREFIXES = ("torch.overrides.", "torch._jit_internal.", "torch.jit.", "to
 _OP_MODULES = ("torch._C._VariableFunctions.", "torch._VF.", "_VF.")
 _TENSOR_BASE = ("torch._C.TensorBase.", "torch._C._TensorBase.")
 
-
-# Note [Whose self]
-# ~~~~~~~~~~~~~~~~~
-# ``self.m()`` runs the ``m`` of the class ``self`` is an instance of, looked up from that class (Python's MRO), not
-# from the class whose method makes the call: ``_BatchNorm.forward`` calls ``self._check_input_dim(input)``, which
-# for a BatchNorm2d is ``BatchNorm2d._check_input_dim``, not the abstract ``_NormBase._check_input_dim``. A walk
-# knows that class where the code shows it: for the method it starts from (trace_module's class), for a method
-# called through ``self`` or ``super()`` (the caller's ``self``), and for the method an attribute's object runs
-# (``self.bn(x)`` with ``self.bn = nn.BatchNorm1d(...)`` in ``__init__``: a BatchNorm1d, Note [Submodules] in
-# model/python.py). Such a PY_CALL edge names that class in its ``key``, and query/pywalk.py walks the method it
-# reaches within that class's context (``PyContext``); a method reached any other way is its own class's, unless
-# the walk's context is a class that has it. A method reached with two classes (two submodules of different
-# classes running one inherited forward) is walked once, as the first class's.
 
 @dataclass(frozen=True)
 class PyContext:
@@ -109,10 +97,11 @@ def py_call_edges(ix: Index, node: Node, ctx: PyContext | None = None) -> list[E
     out: list[Edge] = []
     seen: set[tuple[str, int, str, str, str, int]] = set()
     # A method of a local that holds a builtin (memo = set(); memo.add(m)) reaches nothing: Note [Builtin receivers]
-    for callee, line, file_id, arm, head, chosen, nargs, keywords, literals, made_by, over, local in ix.q(
-            "SELECT callee, line, file_id, branch, branch_line, chosen, nargs, keywords, literals, recv_call, over, "
-            "local "
-            "FROM py_call WHERE func = ? AND recv = '' ORDER BY line, id", (fn.row_id,)):
+    rows = ix.q("SELECT callee, line, file_id, branch, branch_line, chosen, nargs, keywords, literals, recv_call, "
+                "over, local, branch_arms, branch_past, branch_outer FROM py_call WHERE func = ? AND recv = '' "
+                "ORDER BY line, id", (fn.row_id,))
+    paths, top = choice_paths(names, fn, rows, HIDDEN_PREFIXES)
+    for callee, line, file_id, arm, head, chosen, nargs, keywords, literals, made_by, over, local, _, past, _ in rows:
         # The same call again in the same arm is shown once; in another arm of a choice it is that arm's work too
         # (TransformerDecoderLayer's norm_first and default arms call the same blocks); another shape may reach other
         # overloads (torch.sum(x), (x, 1))
@@ -122,8 +111,9 @@ def py_call_edges(ix: Index, node: Node, ctx: PyContext | None = None) -> list[E
         path = ix.path_of(file_id)
         edges = _call(ix, node, fn, callee, Loc(path, line), ctx, _shape(nargs, keywords, literals), made_by,
                       (over, bool(local)))
-        if arm:
-            branch = Branch(arm, Loc(path, head), Loc(path, chosen) if chosen else None)
+        if arm and paths.get(head, 2) > 1:
+            branch = Branch(arm, Loc(path, head), Loc(path, chosen) if chosen else None, arms=paths[head],
+                            past=bool(past), top=head in top)
             edges = [replace(e, branch=branch) for e in edges]
         out += edges
     return out
