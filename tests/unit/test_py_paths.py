@@ -71,17 +71,22 @@ def test_trace_module_reaches_the_ops_of_each_path_with_the_line_that_chooses_it
 
 def test_a_forward_that_branches_on_training_has_a_path_each(paths_indexed):
     res, text = call(paths_indexed, "trace_module", module_name="Noise")
-    (choice,) = res.choices
+    choice, relu = res.choices
     assert [(a.arm, a.ops) for a in choice.arms] == [("if self.training", ["relu_", "relu"]), ("else", ["rsqrt"])]
     assert choice.arms[0].chosen.line == 16  # a direct call chooses at its own line
+    # F.relu's `if inplace: return torch.relu_(input)`, then `return torch.relu(input)`: the rest past the return is
+    # the if's other arm (Note [Branch arms])
+    assert [(a.arm, a.ops) for a in relu.arms] == [("if inplace", ["relu_"]), ("past the return at line 17", ["relu"])]
     assert "unsqueeze" in res.ops and res.common == []  # unsqueeze is called under `if input.dim() == 0` only
     assert "Outside any if: no op" in text
 
 
-def test_arms_that_only_call_ops_are_not_paths(paths_indexed):
-    # F.relu: `if inplace: torch.relu_ ... else torch.relu`: one function's detail, not two paths
+def test_a_guard_returning_one_op_chooses_between_ops_and_an_if_of_one_arm_does_not(paths_indexed):
+    # F.relu: `if inplace: return torch.relu_(input)`, then `return torch.relu(input)`: two paths, reaching different
+    # ops (Note [Choices that change the ops]); before, the call past the return was taken for one on every path
     res, text = call(paths_indexed, "trace", function_name="F.relu", focus="yaml")
-    assert res.entry is not None and res.entry.choices == [] and "Paths:" not in text
+    assert res.entry is not None and [[a.ops for a in c.arms] for c in res.entry.choices] == [[["relu_"], ["relu"]]]
+    assert "- torch.relu at torch/nn/functional.py:19 [past the return at line 17] -> relu" in text, text
     res, _ = call(paths_indexed, "trace_module", module_name="AdamW")
     assert all(c.where.key != "torch.optim.adamw._multi_tensor_adamw" for c in res.choices)  # `if lr:` ops only
 

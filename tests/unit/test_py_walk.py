@@ -188,3 +188,63 @@ def test_a_choice_is_where_the_arms_reach_different_ops(ix):
     assert [arm.ops for arm in res.choices[0].arms] == [["cumsum"], ["atan2"]], text
     # a call not followed is named as written (it read "py:NNN": its key's last dot is the file's)
     assert "- if self.training: self.hook.prepare_for_backward, op cumsum (chosen at " in text, text
+
+
+def test_a_method_called_through_self_is_the_class_of_the_instance(ix):
+    """Note [Whose self] (graph/py_calls.py): ``_BatchNorm.forward``'s ``self._check_input_dim`` is the override of the
+    class ``self`` is an instance of: the traced class, or the class ``__init__`` made a submodule of (qat LinearBn1d's
+    ``self.bn = nn.BatchNorm1d(...)`` reached the abstract ``_NormBase._check_input_dim``), never the class around it
+    that happens to derive from the same base."""
+    def ops(cls):
+        res, text = run(get_tool("trace_module"), ix, module_name=f"torch.nn.modules.selves.{cls}")
+        return list(res.ops), text
+    assert ops("Norm2")[0] == ["atan2"]
+    got, text = ops("Holder")  # a Norm1 submodule: Norm1._check, not _Base._check (which raises)
+    assert got == ["cumsum"] and "-> torch.nn.modules.selves.Norm1._check " in text, text
+    got, text = ops("Wrapped")  # a Norm1 holding a Norm2: the inner forward's self is the Norm2
+    assert got == ["atan2"] and "-> torch.nn.modules.selves.Norm2._check " in text, text
+
+
+def test_the_ops_on_every_path_are_those_no_path_misses(ix):
+    """Note [Ops on every path] (query/pywalk.py): a call past an ``if`` that returns runs only when it did not
+    (Conv2d's ``_conv_forward``), either side of ``a if c else b`` only on its side (dropout), and an op every arm
+    of a choice reaches runs on every path (GRU's ``_VF.gru``); before, the first two were on every path and the
+    third on none."""
+    def traced(cls):
+        res, text = run(get_tool("trace_module"), ix, module_name=f"torch.nn.modules.every.{cls}")
+        return res, text
+    res, text = traced("Guarded")
+    assert res.common == [] and "Outside any if: no op" in text, text
+    assert [[(a.arm, a.ops) for a in c.arms] for c in res.choices] == [
+        [("if self.flag", ["cumsum"]), ("past the return at line 20", ["atan2"])]], text
+    res, text = traced("Ternary")
+    assert res.common == [] and [[(a.arm, a.ops) for a in c.arms] for c in res.choices] == [
+        [("if self.flag", ["cumsum"]), ("else", ["atan2"])]], text
+    # cumsum in every arm of the chain; cumprod in two of three and under an if of one arm; relu past a hand-over to
+    # __torch_function__ (Note [Hand-overs are no path] in graph/py_calls.py)
+    res, text = traced("BothArms")
+    assert sorted(res.common) == ["cumsum", "relu"], text
+    assert "Outside any if (on every path): cumsum, relu" in text, text
+    res, text = traced("OneArm")  # an if/elif with no else, then an arm that returns making no call: nothing for sure
+    assert res.common == [] and {"cumsum", "relu"} <= set(res.ops), text
+    # a choice in an arm of another may not run (cumsum); one past a hand-over runs on every path (relu, either way)
+    res, text = traced("Nested")
+    assert res.common == ["atan2", "relu"], text
+
+
+def test_calls_record_the_arm_of_a_ternary_and_past_a_return_with_the_arms_of_their_choice():
+    """Note [Branch arms]: two calls on one line in the two sides of ``a if c else b`` are told apart by column; a call
+    past an if that returns is in that if's other arm; ``branch_arms`` counts the way past a chain with no else."""
+    from torchtalk.extract.pymodules import extract_python
+    from torchtalk.model import PyCall
+    rel = "torch/nn/modules/every.py"
+    src = (Path(__file__).parents[1] / "fixtures/tree_pywalk" / rel).read_bytes()
+    got = {(c.callee, c.line): (c.branch, c.branch_line, c.branch_arms) for c in extract_python(rel, src)[PyCall]}
+    assert got[("x.cumsum", 26)] == ("if self.flag", 26, 2) and got[("x.atan2", 26)] == ("else", 26, 2)
+    assert got[("x.atan2", 21)] == ("past the return at line 20", 19, 2)
+    assert got[("handle_torch_function", 7)] == ("if has_torch_function_unary(x)", 6, 2)
+    assert got[("x.relu", 8)] == ("past the return at line 7", 6, 2)
+    assert got[("x.cumsum", 32)] == ("if self.flag", 31, 3)  # if, elif, else
+    assert got[("y.cumprod", 38)] == ("if self.other", 37, 2)  # and the way past it
+    assert got[("x.cumsum", 47)] == ("elif self.other", 44, 3)  # if, elif, and the way past both
+    assert got[("has_torch_function_unary", 6)][0] == ""  # the test of an if runs on every path

@@ -35,7 +35,10 @@ def test_list_modules_by_category(py_indexed):
     names = {c.name for group in res.groups.values() for c in group}
     assert names == {"Identity", "Linear", "LazyLinear", "ReLU"}  # not Module itself, not the mixin
     assert LINEAR in text and "torch/optim" not in text
-    assert [c.name for c in res.groups["activations"]] == ["ReLU"]
+    # grouped by the file that defines them (a category word filed MultiheadAttention, of activation.py, under
+    # "activations")
+    assert [c.name for c in res.groups["torch/nn/modules/activation.py"]] == ["ReLU"]
+    assert all(c.loc.path == path for path, group in res.groups.items() for c in group)
     res, _ = call(ix, "list_modules", category="optim")
     assert [c.name for c in res.groups["optimizers"]] == ["SGD"]
     # ReduceLROnPlateau derives from no scheduler class (as in 1.13.1) but is made on an optimizer and steps it;

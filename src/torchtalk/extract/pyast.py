@@ -313,43 +313,6 @@ def push_children(node: AST, stack: list) -> None:
             push(v)
 
 
-class BranchArms:
-    """The ``if``/``elif``/``else`` arms of one function body, as line spans (Note [Branch arms] in
-    model/python.py): ``of(line)`` is the innermost arm holding a line, as (arm as written, line of its chain's
-    ``if``). An ``elif`` is an ``if`` alone in its parent's ``else`` at the parent's column; ``else: if`` is not."""
-
-    __slots__ = ("spans", "_heads", "_texts")
-
-    def __init__(self) -> None:
-        self.spans: list[tuple[int, int, int, ast.If, str]] = []  # (first line, last line, chain's if line, if, arm)
-        self._heads: dict[int, int] = {}  # id(an elif's If) -> the line of its chain's if
-        self._texts: dict[tuple[int, str], str] = {}
-
-    def add(self, n: ast.If) -> None:
-        head = self._heads.get(id(n), n.lineno)
-        kind = "elif" if id(n) in self._heads else "if"
-        if n.body:
-            self.spans.append((n.body[0].lineno, n.body[-1].end_lineno or n.body[-1].lineno, head, n, kind))
-        orelse = n.orelse
-        if len(orelse) == 1 and orelse[0].__class__ is ast.If and orelse[0].col_offset == n.col_offset:
-            self._heads[id(orelse[0])] = head
-        elif orelse:
-            self.spans.append((orelse[0].lineno, orelse[-1].end_lineno or orelse[-1].lineno, head, n, "else"))
-
-    def of(self, line: int) -> tuple[str, int] | None:
-        best = None
-        for span in self.spans:
-            if span[0] <= line <= span[1] and (best is None or (span[0], -span[1]) > (best[0], -best[1])):
-                best = span
-        if best is None:
-            return None
-        _first, _last, head, n, kind = best
-        key = (id(n), kind)
-        if key not in self._texts:
-            self._texts[key] = "else" if kind == "else" else f"{kind} {text(n.test, 160)}"
-        return self._texts[key], head
-
-
 def instance_attrs(n: ast.Assign | ast.AnnAssign, owners: Collection[str] | None = ("self",)) -> list[tuple[str, str]]:
     """(target, constructor as written) of ``owner.attr = Ctor(...)`` for an owner in ``owners``: ``("self.proj",
     "Linear")`` in a method, ``("Variable._execution_engine", "ImperativeEngine")`` at module level with the module's

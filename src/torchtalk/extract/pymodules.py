@@ -28,9 +28,9 @@ from ..model import (
     RaiseSite,
 )
 from .opregs import kind_for, op_name, op_names, ref_op
+from .pyarms import NO_ARM, BranchArms, Pos
 from .pyast import (
     DEFS,
-    BranchArms,
     block_statements,
     call_shape,
     decorator_calls,
@@ -54,7 +54,7 @@ from .pyast import (
 from .pyrecv import BINDS, Receivers, annotation_kind, made_by
 from .raises_py import CALL_NAMES, HOOKS, PyRaises, on_call
 
-_FuncDef, _AsyncDef, _ClassDef = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef
+_FuncDef, _AsyncDef, _ClassDef, _IfExp = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.IfExp
 _Import, _ImportFrom, _Assign, _Lambda, _If = ast.Import, ast.ImportFrom, ast.Assign, ast.Lambda, ast.If
 EXPR = "<expr>"  # the receiver of a method call that is not a name: (-input).softmax -> "<expr>.softmax"
 _PROPERTY = {"property", "cached_property", "setter", "getter", "deleter", "abstractproperty"}
@@ -81,7 +81,7 @@ class _Extractor:
         self.module_funcs: dict[str, int] = {}  # module-level def name -> index
         self.is_refs = relpath.startswith("torch/_refs/")
         self.refs_all: set[str] | None = None
-        self.pending: list[tuple[list[int], dict[str, list[str]], dict[tuple[str, str], int], BranchArms | None]] = []
+        self.pending: list[tuple[list[int], dict[str, list[str]], dict[tuple[str, str], Pos], BranchArms | None]] = []
         self.open_scopes: list[Receivers] = []  # of the functions whose walk is under way
         self.raises = PyRaises(tree, self.aliases, data)
 
@@ -189,9 +189,10 @@ class _Extractor:
         first = len(calls)
         local: dict[str, list[str]] = {}  # func = _multi_tensor_sgd: callee aliases in a def
         strs: dict[str, list[ast.expr]] = {}  # msg = f"..."; msg += ...: messages built before a raise
-        assigned_at: dict[tuple[str, str], int] = {}  # (alias, value) -> the line of its first assignment
+        assigned_at: dict[tuple[str, str], Pos] = {}  # (alias, value) -> where its first assignment starts
         pending: list[int] = []  # calls through a bare local name, resolved at scope end
-        arms = BranchArms() if func >= 0 else None
+        arms = BranchArms(body) if func >= 0 else None
+        cols: dict[int, int] = {}  # a call of this scope (its index) -> its column: which arm of a line holds it
         recv = Receivers(args, self.open_scopes) if args is not None else None  # Note [Builtin receivers]
         params: dict[str, str] | None = None  # parameter -> default, once a `self.x = name` needs it
         stack = list(reversed(body))
@@ -209,6 +210,7 @@ class _Extractor:
                         pending.append(len(calls))
                     elif recv is not None and f.__class__ is Attribute and f.value.__class__ is Name:
                         recv.calls.append(len(calls))
+                    cols[len(calls)] = n.col_offset
                     append_call(PyCall(func, name, n.lineno, **call_shape(n)))
                     if name in CALL_NAMES:
                         on_call(self.raises, n, name, func, strs)
@@ -217,10 +219,12 @@ class _Extractor:
                         if kind is not None:
                             self._register(kind, n, -1, local)
                 elif f.__class__ is ast.Subscript and func >= 0 and (held := dotted(f.value)) is not None:
+                    cols[len(calls)] = n.col_offset
                     append_call(PyCall(func, f"{held}[]", n.lineno, **call_shape(n)))  # self.layers[i](x)
                     stack.append(f)
                 elif f.__class__ is Attribute and func >= 0:
                     # (-input).softmax(dim), x.view(...).sum(): a method of whatever the expression gives
+                    cols[len(calls)] = n.col_offset
                     append_call(PyCall(func, f"{EXPR}.{f.attr}", n.lineno, **call_shape(n), **made_by(f.value)))
                     stack.append(f.value)
                 elif f.__class__ is Call and self._call_of_registrar(n, f, func, local):
@@ -249,7 +253,7 @@ class _Extractor:
                     hook(self.raises, n, func, strs)
                 if recv is not None and t in BINDS:
                     recv.bind(n)
-                if t is _If and arms is not None:
+                if (t is _If or t is _IfExp) and arms is not None:
                     arms.add(n)
                 elif t is _Assign and func >= 0 and len(n.targets) == 1 and n.targets[0].__class__ is Name:
                     d = dotted(n.value)
@@ -257,7 +261,7 @@ class _Extractor:
                         vals = local.setdefault(n.targets[0].id, [])
                         if d not in vals:
                             vals.append(d)
-                            assigned_at[(n.targets[0].id, d)] = n.lineno
+                            assigned_at[(n.targets[0].id, d)] = (n.lineno, n.col_offset)
                 if func >= 0 and (t is _Assign or t is ast.AnnAssign) and n.value.__class__ is Call:
                     self.attrs += [PyAttr(func, t[len("self."):], ctor, n.lineno) for t, ctor in instance_attrs(n)]
                 elif args is not None and t is _Assign and n.value.__class__ is Name:
@@ -267,12 +271,7 @@ class _Extractor:
                                    for attr, param, default in param_attrs(n, params)]
                 push_children(n, stack)
         if arms is not None and arms.spans:
-            for i in range(first, len(calls)):
-                c = calls[i]
-                if c.func == func:
-                    arm = arms.of(c.line)
-                    if arm is not None:
-                        calls[i] = replace(c, branch=arm[0], branch_line=arm[1])
+            arms.mark(calls, first, func, cols)
         if recv is not None:
             recv.apply(calls, pending)
         if pending and local:
@@ -286,9 +285,9 @@ class _Extractor:
                 c = self.calls[i]
                 vals = [v for v in local.get(c.callee, ()) if v != c.callee]
                 for k, v in enumerate(vals):
-                    chosen = assigned_at[(c.callee, v)]
-                    arm = (arms.of(chosen) if arms is not None else None) or ("", 0)
-                    row = replace(c, callee=v, branch=arm[0], branch_line=arm[1], chosen=chosen, local=False)
+                    at = assigned_at[(c.callee, v)]
+                    arm = (arms.of(at) if arms is not None else None) or NO_ARM
+                    row = replace(c, callee=v, chosen=at[0], local=False, **arm)
                     if k == 0:
                         self.calls[i] = row
                     else:

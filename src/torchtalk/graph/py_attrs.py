@@ -16,6 +16,20 @@ MODULE = "torch.nn.modules.module.Module"  # calling an instance of a subclass r
 AUTOGRAD_FUNCTION = "torch.autograd.function.Function"  # C.apply(...) of a subclass runs C.forward
 
 
+# Note [Whose self]
+# ~~~~~~~~~~~~~~~~~
+# ``self.m()`` runs the ``m`` of the class ``self`` is an instance of, looked up from that class (Python's MRO), not
+# from the class whose method makes the call: ``_BatchNorm.forward`` calls ``self._check_input_dim(input)``, which
+# for a BatchNorm2d is ``BatchNorm2d._check_input_dim``, not the abstract ``_NormBase._check_input_dim``. A walk
+# knows that class where the code shows it: for the method it starts from (trace_module's class), for a method
+# called through ``self`` or ``super()`` (the caller's ``self``), and for the method an attribute's object runs
+# (``self.bn(x)`` with ``self.bn = nn.BatchNorm1d(...)`` in ``__init__``: a BatchNorm1d, Note [Submodules] in
+# model/python.py). Such a PY_CALL edge names that class in its ``key``, and query/pywalk.py walks the method it
+# reaches within that class's context (``PyContext`` in graph/py_calls.py); a method reached any other way is its own
+# class's, unless the walk's context is a class that has it. A method reached with two classes (two submodules of
+# different classes running one inherited forward) is walked once, as the first class's.
+
+
 def hand_bound(ix: Index) -> dict[str, Loc]:
     """Python names bound by hand-written C++ (PyMethodDef entries, pybind11 .def) that no op answers: where each is
     bound (the first entry), once per index version. A call of one is a step into C++ (bindings_out follows it)."""
@@ -176,8 +190,9 @@ def _parameter_calls(ix: Index, src: Node, module: str, params: list[tuple[str, 
         target = called_class_method(ix, d) if d is not None and d.kind is PyDefKind.CLASS else d
         if target is not None and target.kind in (PyDefKind.FUNCTION, PyDefKind.ASSIGN):
             node = function_node(target) if target.kind is PyDefKind.FUNCTION else assigned_node(target)
-            out.append(Edge(src, node, EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE, written=written, note=(
-                f"the default of parameter {param}={default}, set at {at}; a caller may pass another")))
+            made = d.fq if d is not None and d.kind is PyDefKind.CLASS else ""  # Note [Whose self]
+            out.append(Edge(src, node, EdgeKind.PY_CALL, site, key=made, how=EdgeHow.ATTRIBUTE, written=written,
+                            note=f"the default of parameter {param}={default}, set at {at}; a caller may pass another"))
     default, file_id, line, param = params[0]
     return out or [Edge(src, held_node(written, site), EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE, written=written,
                         note=f"holds parameter {param}{f' (default {default})' if default else ''}, set at "
@@ -195,15 +210,17 @@ def _held_calls(ix: Index, src: Node, module: str, made_by: list[tuple[str, int,
     for value, file_id, line in made_by:
         made = names.resolve_in(module, value)
         cls = names.definition(made)
+        instance = ""  # the class of the object, whose method the edge reaches: Note [Whose self]
         if cls is not None and cls.kind is PyDefKind.CLASS:
             target = called_class_method(ix, cls) if method is None else method_of(ix, names.mro(cls.fq), method)
             dst = function_node(target) if target is not None else None
+            instance = cls.fq
         else:
             bound = hand_bound(ix).get(f"{made}.{method}") if method is not None else None
             dst = binding_node(f"{made}.{method}", bound) if bound is not None else None
         if dst is not None and dst.key not in seen:
             seen.add(dst.key)
-            out.append(Edge(src, dst, EdgeKind.PY_CALL, site, how=EdgeHow.ATTRIBUTE,
+            out.append(Edge(src, dst, EdgeKind.PY_CALL, site, key=instance, how=EdgeHow.ATTRIBUTE,
                             note=f"{value}(...) at {ix.path_of(file_id)}:{line}", written=written))
     return out
 

@@ -31,6 +31,7 @@ from .py_attrs import (
     method_of,
     tensor_hand_bound,
 )
+from .py_branches import choice_paths
 from .py_call_index import calls_naming
 from .py_locals import item_calls, local_calls, nested_call, tensor_parameter
 from .pynames import PyDef, pynames
@@ -96,10 +97,11 @@ def py_call_edges(ix: Index, node: Node, ctx: PyContext | None = None) -> list[E
     out: list[Edge] = []
     seen: set[tuple[str, int, str, str, str, int]] = set()
     # A method of a local that holds a builtin (memo = set(); memo.add(m)) reaches nothing: Note [Builtin receivers]
-    for callee, line, file_id, arm, head, chosen, nargs, keywords, literals, made_by, over, local in ix.q(
-            "SELECT callee, line, file_id, branch, branch_line, chosen, nargs, keywords, literals, recv_call, over, "
-            "local "
-            "FROM py_call WHERE func = ? AND recv = '' ORDER BY line, id", (fn.row_id,)):
+    rows = ix.q("SELECT callee, line, file_id, branch, branch_line, chosen, nargs, keywords, literals, recv_call, "
+                "over, local, branch_arms, branch_past, branch_outer FROM py_call WHERE func = ? AND recv = '' "
+                "ORDER BY line, id", (fn.row_id,))
+    paths, top = choice_paths(names, fn, rows, HIDDEN_PREFIXES)
+    for callee, line, file_id, arm, head, chosen, nargs, keywords, literals, made_by, over, local, _, past, _ in rows:
         # The same call again in the same arm is shown once; in another arm of a choice it is that arm's work too
         # (TransformerDecoderLayer's norm_first and default arms call the same blocks); another shape may reach other
         # overloads (torch.sum(x), (x, 1))
@@ -109,8 +111,9 @@ def py_call_edges(ix: Index, node: Node, ctx: PyContext | None = None) -> list[E
         path = ix.path_of(file_id)
         edges = _call(ix, node, fn, callee, Loc(path, line), ctx, _shape(nargs, keywords, literals), made_by,
                       (over, bool(local)))
-        if arm:
-            branch = Branch(arm, Loc(path, head), Loc(path, chosen) if chosen else None)
+        if arm and paths.get(head, 2) > 1:
+            branch = Branch(arm, Loc(path, head), Loc(path, chosen) if chosen else None, arms=paths[head],
+                            past=bool(past), top=head in top)
             edges = [replace(e, branch=branch) for e in edges]
         out += edges
     return out
@@ -218,8 +221,9 @@ def _call(ix: Index, src: Node, fn: PyDef, written: str, site: Loc, ctx: PyConte
             owner = fn.fq.rsplit(".", 1)[0]
             mro = mro[mro.index(owner) + 1:] if owner in mro else mro[1:]
         target = method_of(ix, mro, written.split(".")[1])
-        if target is not None:
-            return [Edge(src, function_node(target), EdgeKind.PY_CALL, site, written=written)]
+        if target is not None:  # self is the caller's self (Note [Whose self])
+            return [Edge(src, function_node(target), EdgeKind.PY_CALL, site, key=ctx.mro[0] if ctx.mro else "",
+                         written=written)]
         native = _native_method(ix, mro if written.startswith("self.") else [fn.fq.rsplit(".", 1)[0], *mro],
                                 written.split(".")[1])
         if native is not None:  # super().record(stream) in torch.cuda.Event: torch._C._CudaEventBase.record

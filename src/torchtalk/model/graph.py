@@ -46,6 +46,9 @@ class Branch:
     arm: str  # "if fused and (not torch.jit.is_scripting())", "elif foreach", "else"
     head: Loc  # the ``if`` that starts the arm's chain
     chosen: Loc | None = None  # a call through a local alias: the assignment that chose this callee
+    arms: int = 0  # Python: the arms of the choice that are paths (Note [Hand-overs are no path] in graph/py_calls.py)
+    past: bool = False  # Python: the arm is the rest of a block past a return (Note [Branch arms])
+    top: bool = False  # Python: the choice is on every path through its function (Note [Ops on every path])
     layout: bool = False  # C++: the arm runs only for a tensor of a layout other than dense strided
 
 
@@ -55,10 +58,12 @@ class Edge:
 
     ``key`` qualifies the edge where its kind needs it: the dispatch key of a KERNEL, WRAPPER or
     AUTOGRAD edge, the backend of a STUB_KERNEL edge, the ``PyApiKind`` of a BINDING edge read from
-    the binding tables (``binding_kind``). ``how`` says how the edge was made (Note [Edge provenance]),
-    ``written`` the call or name as the source spells it (``at::empty``, ``self.add_``, ``F.linear``),
-    which tells apart two calls on one line. ``note`` is display text only ("structured_delegate
-    cumsum.out", a launch's ``<<<grid, block>>>``): nothing decides on it.
+    the binding tables (``binding_kind``), the class ``self`` is an instance of in the method a PY_CALL edge
+    reaches, where the caller's code shows it (``self.m()``, ``super().m()``: the caller's own; ``self.bn(x)``: the
+    class ``__init__`` made it of; Note [Whose self] in graph/py_attrs.py). ``how`` says how the edge was made
+    (Note [Edge provenance]), ``written`` the call or name as the source spells it (``at::empty``,
+    ``self.add_``, ``F.linear``), which tells apart two calls on one line. ``note`` is display text only
+    ("structured_delegate cumsum.out", a launch's ``<<<grid, block>>>``): nothing decides on it.
     """
 
     src: Node

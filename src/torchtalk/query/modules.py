@@ -272,31 +272,6 @@ def trace_module(ix: Index, module_name: str) -> TraceModuleResult | NotFound:
 
 # ------------------------------------------------------------------ list_modules
 
-GROUPS = OrderedDict([
-    ("activations", ("activation",)),
-    ("losses", ("loss",)),
-    ("normalization", ("batchnorm", "instancenorm", "normalization")),
-    ("containers", ("container",)),
-    ("convolution", ("conv",)),
-    ("pooling", ("pooling",)),
-    ("recurrent", ("rnn",)),
-    ("transformer and attention", ("transformer", "activation.MultiheadAttention")),
-    ("linear and embedding", ("linear", "sparse", "bilinear")),
-    ("dropout", ("dropout",)),
-    ("padding", ("padding",)),
-    ("shape and sampling", ("flatten", "fold", "pixelshuffle", "upsampling", "channelshuffle")),
-    ("distance", ("distance",)),
-])
-
-
-def _group_of(c: ClassInfo) -> str:
-    stem = c.module.rsplit(".", 1)[1] if c.module.startswith("torch.nn.modules.") else ""
-    for group, stems in GROUPS.items():
-        if stem in stems:
-            return group
-    return "other"
-
-
 @dataclass
 class ListModulesResult:
     category: str
@@ -325,12 +300,10 @@ def list_modules(ix: Index, category: str = "nn") -> ListModulesResult:
     if key in ("nn", "all"):
         mods = [c for c in _class_rows(ix, "roots LIKE '%module%' AND fq LIKE 'torch.nn.%'", ()) if public(c)
                 and not c.module.startswith(("torch.nn.quantized", "torch.nn.qat", "torch.nn.intrinsic"))]
-        for group in [*GROUPS, "other"]:
-            groups[group] = []
+        # grouped by the file that defines them, as the file says (MultiheadAttention is in activation.py): a word for
+        # a family of files would file it under activations, or need a list of names
         for c in sorted(mods, key=lambda c: (c.loc.path, c.loc.line)):
-            groups[_group_of(c)].append(c)
-        for group in [g for g, v in groups.items() if not v]:
-            del groups[group]
+            groups.setdefault(c.loc.path, []).append(c)
     if key in ("optim", "all"):
         opts = [c for c in _class_rows(ix, "roots LIKE '%optimizer%' AND fq LIKE 'torch.optim.%'", ()) if public(c)]
         groups["optimizers"] = sorted(opts, key=lambda c: c.name)

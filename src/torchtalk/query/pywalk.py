@@ -13,11 +13,21 @@ A function whose body chooses between functions in the arms of one if/elif/else 
 ``_single_tensor_adamw`` under ``else``, then calls ``func(...)``; a forward that calls one
 function under ``if self.training`` and another under ``else`` chooses the same way. Each arm
 lists the ops reached through it (its functions' reach, over the walk's own edges), so the
-answer groups the ops by path. The ops on every path are those reached through calls no ``if`` arm guards, of a
-choice or not (``if weight is not None: weight = weight.expand(...)`` in binary_cross_entropy is no path of its own,
-and its ``expand`` is on no path for sure); a call in a loop's body counts as made.
-An arm whose calls are all ops (``if maximize: torch._foreach_neg(...)``) is a detail of one
-path, not a path: a choice needs two arms that call Python functions.
+answer groups the ops by path (Note [Choices that change the ops] below says which are shown).
+
+Note [Ops on every path]: "Outside any if (on every path)" names the ops that run whichever way the code goes, and
+never one that may not run. A function reaches an op on every path when
+- it calls the op, or a function reaching it on every path, outside any arm (Note [Branch arms] in
+  model/python.py: an arm of an if/elif/else, of ``a if c else b``, or the rest of a block past a statement that may
+  return; so Conv2d's ``return F.conv2d(...)`` after ``if self.padding_mode != "zeros": return
+  F.conv2d(F.pad(...))`` is in an arm, and so is either side of dropout's ``_VF.dropout_(...) if inplace else
+  _VF.dropout(...)``); a call in a loop's body counts as made;
+- or every arm of one choice reaches it so (GRU's ``_VF.gru`` in both arms of ``if batch_sizes is None``), where
+  every arm that is a path (Note [Hand-overs are no path] in graph/py_calls.py) makes a call the walk took: an arm
+  with no call, or the way past an ``if`` with no ``else``, runs none of them. The choice must be on every path
+  itself: at the function's own level, not in an arm of another (``Branch.top``; the one path past a hand-over to
+  ``__torch_function__`` is every path). A choice nested in an arm counts for nothing (it may not run), and a
+  function whose walk is under way (a cycle) adds nothing.
 
 An op is a native_functions.yaml op or a TORCH_LIBRARY op of another namespace that Python calls as
 ``torch.ops.ns.op`` (Note [Library ops]: ``quantized::linear_relu_dynamic``), named ``ns::op``. A Python
@@ -32,6 +42,8 @@ from dataclasses import dataclass, field
 
 from ..graph import Graph, Step, down
 from ..graph.library_impls import library_op_name, library_python
+from ..graph.py_calls import PyContext
+from ..graph.pynames import pynames
 from ..graph.walk import Rank
 from ..model import Cut, CutKind, Edge, EdgeKind, Loc, Node, NodeKind
 
@@ -88,11 +100,19 @@ def _key(n: Node) -> _Key:
 def walk_to_ops(g: Graph, start: Node, follow: Callable[[Step], bool], rank: Rank) -> PyWalk:
     """The walk from ``start`` to the ops (Note [Walk to the ops]), its choices and the ops on every path."""
     memo: dict[tuple[_Key, tuple[EdgeKind, ...]], list[Edge]] = {}
+    # Note [Whose self] in graph/py_attrs.py: the class self is an instance of in a method the walk reached, as the
+    # edge reaching it first names it; a method without one is walked in ``g``'s context
+    selves: dict[_Key, str] = {}
+    classes = pynames(g.ix)
 
     def edges(node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
         k = (_key(node), tuple(kinds))
         if k not in memo:
-            memo[k] = g.out(node, kinds)
+            cls = selves.get(_key(node))
+            memo[k] = (g.within(PyContext(classes.mro(cls))) if cls else g).out(node, kinds)
+            for e in memo[k]:
+                if e.kind is EdgeKind.PY_CALL and e.key and e.dst.kind is NodeKind.PY_FUNCTION:
+                    selves.setdefault(_key(e.dst), e.key)
         return memo[k]
 
     expanded: set[_Key] = {_key(start)}
@@ -126,10 +146,9 @@ def walk_to_ops(g: Graph, start: Node, follow: Callable[[Step], bool], rank: Ran
 
     reach_memo: dict[_Key, dict[str, None]] = {}
 
-    def reach(node: Node, unconditional: bool = False) -> dict[str, None]:
-        """The ops reached from ``node`` over the walk's edges, in walk order; ``unconditional``: only over calls
-        no ``if`` arm guards."""
-        if not unconditional and _key(node) in reach_memo:
+    def reach(node: Node) -> dict[str, None]:
+        """The ops reached from ``node`` over the walk's edges, in walk order."""
+        if _key(node) in reach_memo:
             return reach_memo[_key(node)]
         out: dict[str, None] = {}
         seen: set[_Key] = {_key(node)}
@@ -137,8 +156,6 @@ def walk_to_ops(g: Graph, start: Node, follow: Callable[[Step], bool], rank: Ran
         while stack:
             n = stack.pop(0)
             for e in own(n):
-                if unconditional and e.branch is not None:
-                    continue
                 if e.dst.kind is NodeKind.OP:
                     out.setdefault(e.dst.key)
                 elif (lib := library_op(e.dst)) is not None:
@@ -146,9 +163,43 @@ def walk_to_ops(g: Graph, start: Node, follow: Callable[[Step], bool], rank: Ran
                 elif _key(e.dst) not in seen:
                     seen.add(_key(e.dst))
                     stack.append(e.dst)
-        if not unconditional:
-            reach_memo[_key(node)] = out
+        reach_memo[_key(node)] = out
         return out
+
+    always_memo: dict[_Key, set[str]] = {}
+
+    def op_of(e: Edge) -> str | None:
+        return e.dst.key if e.dst.kind is NodeKind.OP else library_op(e.dst)
+
+    def always(root: Node) -> set[str]:
+        """Note [Ops on every path]: the ops every path through ``root``'s body reaches, over the walk's edges."""
+        stack, under_way = [root], {_key(root)}
+        while stack and _key(root) not in always_memo:
+            n = stack[-1]
+            callee = next((e.dst for e in own(n) if op_of(e) is None and _key(e.dst) not in always_memo
+                           and _key(e.dst) not in under_way), None)
+            if callee is not None:  # its callees first; one whose walk is under way (a cycle) adds nothing
+                stack.append(callee)
+                under_way.add(_key(callee))
+                continue
+            out: set[str] = set()
+            arms: dict[Loc, dict[str, set[str]]] = {}
+            paths: dict[Loc, int] = {}
+            for e in own(n):
+                op = op_of(e)
+                got = {op} if op is not None else always_memo.get(_key(e.dst), set())
+                if e.branch is None:
+                    out |= got
+                elif e.branch.top:
+                    arms.setdefault(e.branch.head, {}).setdefault(e.branch.arm, set()).update(got)
+                    paths[e.branch.head] = e.branch.arms
+            for head, by_arm in arms.items():
+                if len(by_arm) >= paths[head]:  # every path of the choice makes calls the walk took
+                    out |= set.intersection(*by_arm.values())
+            always_memo[_key(n)] = out
+            stack.pop()
+            under_way.discard(_key(n))
+        return always_memo[_key(root)]
 
     choices: list[Choice] = []
     taken = {(_key(s.parent.node) if s.parent is not None else _key(start), _key(s.node), s.edge.site,
@@ -184,4 +235,5 @@ def walk_to_ops(g: Graph, start: Node, follow: Callable[[Step], bool], rank: Ran
             if len(names) > 1 and (not any(names) or len(set(names)) > 1 or decided and len(set(full)) > 1):
                 choices.append(choice)  # (arms reaching no op: the answer's one line of such paths)
     library_reached = {s.node.key: name for s in walk.steps if (name := library_op(s.node)) is not None}
-    return PyWalk(walk.steps, walk.cuts, choices, list(reach(start, unconditional=True)), again, library_reached)
+    every = always(start)
+    return PyWalk(walk.steps, walk.cuts, choices, [o for o in reach(start) if o in every], again, library_reached)

@@ -110,13 +110,14 @@ def by_relevance(r: TraceResult) -> list[OpTrace]:
     """Note [A Python function's ops by relevance]: the overloads a Python function reaches are detailed in the order
     a reader asks about them, as far as the budget goes: those of the op named as the function is (F.embedding_bag's
     embedding_bag.padding_idx, before the is_floating_point its checks call), then those a call outside any branch
-    reaches, then the rest, each group in the order of the calls. The lead lists every op by the call reaching it, so
-    the order decides which detail is cut, never which op is named."""
+    reaches (or past a return, the code's way on: F.relu's ``return torch.relu(input)`` after ``if inplace: return
+    torch.relu_(input)``), then the rest, each group in the order of the calls. The lead lists every op by the call
+    reaching it, so the order decides which detail is cut, never which op is named."""
     e = r.entry
     if e is None:
         return r.ops
     own = e.name.rsplit(".", 1)[-1].strip("_")
-    always = {c.dst.key for c in e.calls if c.dst.kind is NodeKind.OP and str(c.site) not in e.branches}
+    always = {c.dst.key for c in e.calls if c.dst.kind is NodeKind.OP and (c.branch is None or c.branch.past)}
     ranked = sorted(enumerate(r.ops), key=lambda it: (it[1].op.name.strip("_") != own,
                                                       it[1].op.full_name not in always, it[0]))
     return [t for _i, t in ranked]
