@@ -113,3 +113,26 @@ def test_a_helper_returning_parametrize_renames_its_tests(py_indexed):
             assert f"::TestMarked::{query}" not in run_.command and run_.command.startswith(
                 f'pytest {PATH} -k "TestMarked and {query}'), text
             assert res.page.tests[0].decorators[0].startswith(deco), text
+
+
+def test_a_helper_parametrize_above_ops_keeps_the_op_in_the_names(py_indexed):
+    """1.13.1's test_sparse_csr.py: ``@all_sparse_compressed_layouts() @ops(...) def test_consistency``: the layout,
+    then the op entry, then device and dtype (find_similar_tests named the op ``<op>`` once another parametrizer
+    renamed the test, and before that left the layout out)."""
+    tree, _ = py_indexed
+    code = ("import torch\n"
+            "from torch.testing._internal.common_device_type import instantiate_device_type_tests, ops\n"
+            "from torch.testing._internal.common_methods_invocations import op_db\n"
+            "from torch.testing._internal.common_utils import TestCase, parametrize, run_tests\n"
+            "def layouts():\n"
+            "    return parametrize('layout', ['csr', 'csc'])\n"
+            "class TestSparseCompressed(TestCase):\n"
+            "    @layouts()\n"
+            "    @ops(op_db)\n"
+            "    def test_consistency(self, layout, device, dtype, op):\n"
+            "        torch.cumsum(op, 0)\n"
+            "instantiate_device_type_tests(TestSparseCompressed, globals())\n")
+    with indexed_with(tree, {"test/test_sparse_helper_fixture.py": code}) as ix:
+        res, text = run(get_tool("find_similar_tests"), ix, query="cumsum", limit=50)
+        found = next(t for t in res.tests if t.name == "test_consistency")
+        assert found.generated[0] == "TestSparseCompressedCPU.test_consistency_<params>_cumsum_cpu_<dtype>", text
