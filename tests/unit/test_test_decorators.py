@@ -118,7 +118,7 @@ def test_a_helper_returning_parametrize_renames_its_tests(py_indexed):
 def test_a_helper_parametrize_above_ops_keeps_the_op_in_the_names(py_indexed):
     """1.13.1's test_sparse_csr.py: ``@all_sparse_compressed_layouts() @ops(...) def test_consistency``: the layout,
     then the op entry, then device and dtype (find_similar_tests named the op ``<op>`` once another parametrizer
-    renamed the test, and before that left the layout out)."""
+    renamed the test, and before that left the layout out); a name bound to ``ops(...)`` is an @ops."""
     tree, _ = py_indexed
     code = ("import torch\n"
             "from torch.testing._internal.common_device_type import instantiate_device_type_tests, ops\n"
@@ -131,8 +131,16 @@ def test_a_helper_parametrize_above_ops_keeps_the_op_in_the_names(py_indexed):
             "    @ops(op_db)\n"
             "    def test_consistency(self, layout, device, dtype, op):\n"
             "        torch.cumsum(op, 0)\n"
+            "    @unary_ops\n"
+            "    def test_alias(self, device, dtype, op):\n"
+            "        pass\n"
+            "unary_ops = ops(op_db)\n"
             "instantiate_device_type_tests(TestSparseCompressed, globals())\n")
     with indexed_with(tree, {"test/test_sparse_helper_fixture.py": code}) as ix:
         res, text = run(get_tool("find_similar_tests"), ix, query="cumsum", limit=50)
         found = next(t for t in res.tests if t.name == "test_consistency")
         assert found.generated[0] == "TestSparseCompressedCPU.test_consistency_<params>_cumsum_cpu_<dtype>", text
+        # test_sparse.py's ``_sparse_unary_ops = ops(sparse_unary_ufuncs, ...)`` is an @ops: an entry, then the dtype
+        res, text = run(get_tool("test_file_info"), ix, file_path="test/test_sparse_helper_fixture.py",
+                        query="test_alias")
+        assert res.page.runs[0].generated[0] == "TestSparseCompressedCPU.test_alias_<op>_cpu_<dtype>", text

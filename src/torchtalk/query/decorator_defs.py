@@ -10,7 +10,7 @@ assignment of the test file itself, else what the file imports, via graph/pyname
   ``def dispatch_registrations(...): ... return parametrize("registration", subtests)`` makes
   ``@dispatch_registrations(...)`` a ``@parametrize`` (it renames the test: Note [Parametrizers rename tests]);
   test_sparse_csr.py's ``all_sparse_compressed_layouts()`` too. A module-level ``x = parametrize(...)`` stands for
-  its value the same way.
+  its value the same way, and test_sparse.py's ``_sparse_unary_ops = ops(sparse_unary_ufuncs, ...)`` is an ``@ops``.
 - a function or assignment that hands back a decorator deciding where the test runs (``WHERE_IT_RUNS``: a skip,
   an expected failure, a device filter), or what one makes of the function, decides it too: common_utils'
   ``xpassIfTorchDynamo_np`` returns ``func if TEST_WITH_TORCHDYNAMO else unittest.expectedFailure(func)``, so

@@ -80,11 +80,14 @@ def renamers(ix: Index, path: str, decorators: list[str]) -> dict[str, Renamer]:
 
 def _through_helper(ix: Index, path: str, decorator: str, name: str) -> Renamer | None:
     """How a helper returning a parametrizer renames the tests it decorates: as the parametrizer it returns (a
-    ``parametrize(...)``: its values, one placeholder), named after the helper (Note [Decorators read from their
+    ``parametrize(...)``: its values, one placeholder; an ``ops(...)``: its entry, then a dtype), named after the
+    helper (Note [Decorators read from their
     definition] in query/decorator_defs.py); None when it returns none."""
     for where, text in stands_for(ix, path, decorator):
         if generator(text) == "parametrize":
             return Renamer(name, (), "<params>", False)
+        if generator(text) == "ops":  # _sparse_unary_ops = ops(sparse_unary_ufuncs, ...): an entry, then the dtype
+            return Renamer(name, (), "<op>", True)
         inner = renamers(ix, where, [text]).get(text)
         if inner is not None:
             return Renamer(name, inner.suffixes, inner.placeholder, inner.dtype)
