@@ -27,6 +27,9 @@ FILES = {
         "    subtests = [key]\n"
         "    return parametrize('registration', subtests)\n"
         "\n"
+        "import unittest\n"
+        "IS_X = False\n"
+        "@unittest.skipIf(IS_X, 'never')\n"
         "class TestBase(TestCase):\n"
         "    def test_len(self):\n"
         "        pass\n"
@@ -80,6 +83,11 @@ def test_a_class_lists_the_tests_it_inherits_from_classes_of_its_file(py_indexed
         assert f"- test_len  {PATH}:{line_of(tree, PATH, 'def test_len')}  (inherited from TestBase)" in text
         res, text = call(ix, file_path=PATH, class_name="TestDerived", query="test_len")
         assert res.page.runs[0].command == f"pytest {PATH}::TestDerived::test_len", text
+        # the base's class-level skip marks the class, and the class deriving from it inherits the mark
+        derived = next(c for c in res.classes if c.name == "TestDerived")
+        assert derived.from_bases == [("TestBase", "unittest.skipIf(IS_X, 'never')")], text
+        assert "@unittest.skipIf(IS_X, 'never') on TestBase, which it derives from: applies to each of its tests too" \
+            in text
         res, text = call(ix, file_path=f"{PATH}::TestDerived::test_len")  # a node id of it: the same test
         assert [(t.cls, t.name) for t in res.page.tests] == [("TestDerived", "test_len")], text
         assert res.page.runs[0].command == f"pytest {PATH}::TestDerived::test_len", text

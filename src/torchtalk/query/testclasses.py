@@ -67,6 +67,8 @@ class Classes:
     elsewhere: dict[str, tuple[str, list[tuple[str, str, int, str]]]] = field(default_factory=dict)
     deleted: dict[str, int] = field(default_factory=dict)  # class -> the line of the module-level ``del`` of it
     guards: dict[str, str] = field(default_factory=dict)  # class -> the module-level ``if`` it is defined under
+    ancestors: dict[str, list[str]] = field(default_factory=dict)  # collected class -> the classes it derives from
+    #                                                                 here or in another test file, nearest first
 
     def is_collected(self, cls: str) -> bool:
         return cls not in self.elsewhere and (not self.collected or not cls or cls in self.collected)
@@ -147,6 +149,7 @@ def test_classes(ix: Index, fid: int, source: str | None, own: dict[str, list[st
 
     for cls in sorted(out.collected):
         mine, above = set(own.get(cls, [])), ancestors(cls)
+        out.ancestors[cls] = above
         got = [(t, a) for a in above for t in own.get(a, []) if t not in mine]
         if got:
             out.inherited[cls] = list(dict.fromkeys(t for t, _a in got))

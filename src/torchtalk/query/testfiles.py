@@ -122,6 +122,8 @@ class TestClassInfo:
     decorators: list[str] = field(default_factory=list)  # on the class, deciding where it runs: each test has them
     imported_from: str = ""  # another file's TestCase this module imports (Note [Imported test classes])
     filled_at: int = 0  # the line of the call that adds its tests at import time (its count is not known)
+    from_bases: list[tuple[str, str]] = field(default_factory=list)  # (class of the file it derives from, one of
+    #                                                                   that class's ``decorators``): applies here too
 
 
 @dataclass
@@ -217,8 +219,11 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
     where = classes_of(ix, fid)  # Note [Where tests run]
     by_class = where.own  # class ('' for module-level functions) -> its tests, in source order
     source = "\n".join(file_lines(ix, path))
-    for name, bases, line, end, cdecos in ix.q("SELECT name, bases, line, end_line, decorators FROM test_class "
-                                               "WHERE file_id = ? ORDER BY line", (fid,)):
+    class_rows = ix.q("SELECT name, bases, line, end_line, decorators FROM test_class WHERE file_id = ? ORDER BY line",
+                      (fid,))
+    on_class = {name: [d for d in json.loads(cdecos or "[]") if runs_where(d) or decides_where(ix, path, d)]
+                for name, _b, _l, _e, cdecos in class_rows}
+    for name, bases, line, end, _cdecos in class_rows:
         spans[name] = (line, end)
         n, inherited = len(by_class.get(name, [])), len(where.inherited.get(name, [])) + where.copied.get(name, 0)
         filled = filled_at_import(source, name, line, end) if name in where.collected and not n + inherited else 0
@@ -231,8 +236,10 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
                                      list(dict.fromkeys(gen)), name in param, inherited, runs_in,
                                      where.is_collected(name), where.deleted.get(name, 0),
                                      where.guards.get(name, ""),
-                                     [d for d in json.loads(cdecos or "[]") if runs_where(d) or
-                                      decides_where(ix, path, d)], filled_at=filled))
+                                     on_class[name], filled_at=filled,
+                                     # a skip or xfail on a class marks it, and a class deriving from it inherits that
+                                     from_bases=[(a, d) for a in where.ancestors.get(name, [])
+                                                 for d in on_class.get(a, []) if d not in on_class[name]]))
     imported = _imported(ix, path, {c.name for c in classes})
     classes += imported
     functions = [(name, Loc(path, line)) for name, line in ix.q(
