@@ -265,6 +265,7 @@ def test_helpers_are_classified_from_their_source():
         "assert_allclose_ish": "assertions",
         "TestCase.assertEqual": "assertions",
         "TestCase.assertNotWarn": "assertions",
+        "TestCase.helper": "other",  # a test base's method asserting nothing (Note [Helper methods of the test bases])
         "freeze_rng_state": "fixtures",  # @contextmanager
         "make_symmetric_matrices": "fixtures",
         "sample_inputs_thing": "opinfo",  # an OpInfo entry's inputs, not a fixture
@@ -306,6 +307,59 @@ def test_the_assertions_of_every_test_base_are_listed():
             b"class Plain:\n    def assertNothing(self):\n        pass\n")
     cats = categories(extract_tests("torch/testing/_internal/jit_utils.py", code))
     assert cats["JitTestCase.assertAllFused"] == "assertions" and "Plain.assertNothing" not in cats
+
+
+def test_decorators_bound_by_assignment_are_decorators():
+    """inductor_utils' ``requires_gpu = functools.partial(unittest.skipIf, ...)`` and common_utils' ``skipIfNoDill =
+    unittest.skipIf(...)`` are decorators a test imports like any other (they were not listed at all); a decorated
+    function and a partial of a plain function are not."""
+    code = (b"import functools, unittest\n"
+            b"from functools import partial\n"
+            b"HAS_GPU = False\n"
+            b"requires_gpu = functools.partial(unittest.skipIf, not HAS_GPU, 'requires gpu')\n"
+            b"skipIfNoDill = unittest.skipIf(True, 'no dill')\n"
+            b"def skipDeviceIf(cond, msg, *, device):\n"
+            b"    def decorate_fn(fn):\n        return fn\n"
+            b"    return decorate_fn\n"
+            b"skipCUDAIf = functools.partial(skipDeviceIf, device='cuda')\n"
+            b"slow = skipIfNoDill\n"
+            b"def helper(x):\n    return x\n"
+            b"wrapped = skipIfNoDill(helper)\n"
+            b"threshold = partial(helper, 3)\n"
+            b"TOL = dict(atol=1)\n")
+    facts = extract_tests("torch/testing/_internal/inductor_utils.py", code)
+    got = {u.name: (u.kind, u.category, u.line) for u in facts["TestUtil"]}
+    assert got == {"requires_gpu": ("bound", "decorators", 4), "skipIfNoDill": ("bound", "decorators", 5),
+                   "skipDeviceIf": ("function", "decorators", 6), "skipCUDAIf": ("bound", "decorators", 10),
+                   "slow": ("bound", "decorators", 11), "helper": ("function", "other", 12)}
+    docs = {u.name: u.doc for u in facts["TestUtil"]}
+    assert docs["skipCUDAIf"] == "skipCUDAIf = functools.partial(skipDeviceIf, device='cuda')"
+
+
+def test_the_helper_methods_of_a_test_base_are_listed():
+    """JitTestCase.checkScript asserts through self.assertEqual: an assertion though not named assert* (it was
+    missing); one calling it asserts too; a plain helper is 'other', a generator of inputs a fixture; properties,
+    the unittest protocol, tests and private methods are not helpers; a context manager lists assert* only."""
+    code = (b"from torch.testing._internal.common_utils import TestCase\n"
+            b"class JitTestCase(TestCase):\n"
+            b"    def checkScript(self, fn, inputs):\n        self.assertEqual(fn(*inputs), fn(*inputs))\n"
+            b"    def checkModule(self, m, inputs):\n        return self.checkScript(m, inputs)\n"
+            b"    def run_pass(self, name, graph):\n        return graph\n"
+            b"    def gen_inputs(self):\n        self.assertTrue(True)\n        yield 1\n"
+            b"    @property\n    def world_size(self):\n        return 2\n"
+            b"    def setUp(self):\n        pass\n"
+            b"    def run(self, result=None):\n        pass\n"
+            b"    def test_itself(self):\n        self.checkScript(len, ([],))\n"
+            b"    def _private(self):\n        self.fail()\n"
+            b"class Guard:\n"
+            b"    def __enter__(self):\n        return self\n"
+            b"    def __exit__(self, *a):\n        pass\n"
+            b"    def check_it(self):\n        self.assertTrue(1)\n"
+            b"    def assertClean(self):\n        pass\n")
+    cats = categories(extract_tests("torch/testing/_internal/jit_utils.py", code))
+    assert cats == {"JitTestCase": "fixtures", "JitTestCase.checkScript": "assertions",
+                    "JitTestCase.checkModule": "assertions", "JitTestCase.run_pass": "other",
+                    "JitTestCase.gen_inputs": "fixtures", "Guard": "fixtures", "Guard.assertClean": "assertions"}
 
 
 def test_device_type_helpers():

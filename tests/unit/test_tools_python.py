@@ -322,11 +322,17 @@ def test_a_mixins_tests_run_in_the_test_cases_deriving_from_it(py_indexed):
     # a command names a class that runs the test; a test no generator renames is run by its node id
     assert "StoreTestBase: run one: pytest test/distributed/test_store.py::FileStoreTest::test_set_get_check" in text
     assert "FileStoreTest: run one: pytest test/distributed/test_store.py::FileStoreTest::test_refcount" in text
-    # a node id of an inherited test asks for the test where it is written
-    res, _ = call(ix, "test_file_info", file_path="test/distributed/test_store.py::HashStoreTest::test_append")
-    assert (res.page.class_name, [t.name for t in res.page.tests]) == ("StoreTestBase", ["test_append"])
-    res, _ = call(ix, "test_file_info", file_path="test/distributed/test_store.py::LibUvFileStoreTest::test_refcount")
-    assert (res.page.class_name, [t.name for t in res.page.tests]) == ("FileStoreTest", ["test_refcount"])
+    # a node id of an inherited test lists it as the test of the class it names, saying which class writes it, and
+    # runs it there (TestBase::test_x would run the base's copy: another class, its own setUp)
+    p = "test/distributed/test_store.py"
+    res, _ = call(ix, "test_file_info", file_path=f"{p}::HashStoreTest::test_append")
+    assert (res.page.class_name, [(t.name, t.origin) for t in res.page.tests]) == (
+        "HashStoreTest", [("test_append", "StoreTestBase")])
+    assert res.page.runs[0].command == f"pytest {p}::HashStoreTest::test_append"
+    res, _ = call(ix, "test_file_info", file_path=f"{p}::LibUvFileStoreTest::test_refcount")
+    assert (res.page.class_name, [(t.name, t.origin) for t in res.page.tests]) == (
+        "LibUvFileStoreTest", [("test_refcount", "FileStoreTest")])
+    assert res.page.runs[0].command == f"pytest {p}::LibUvFileStoreTest::test_refcount"
 
 
 def test_a_class_derived_from_another_test_files_class_runs_its_tests(py_indexed):

@@ -2,7 +2,8 @@
 
 TestUtil categories, decided from each helper's own source (first rule that holds):
 
-- assertions: a function named ``assert*``, or a ``TestCase`` method named ``assert*``.
+- assertions: a function named ``assert*``, or a ``TestCase`` method named ``assert*``; a test base's method
+  that asserts (Note [Helper methods of the test bases]).
 - opinfo inputs: a function named ``sample_inputs*``, ``reference_inputs*``, ``error_inputs*`` (the inputs an
   OpInfo entry gives the generic tests: hundreds of them, which would drown the fixtures).
 - fixtures (by form): a ``@contextmanager`` function, or one named ``instantiate_*``, ``make_*``.
@@ -13,14 +14,31 @@ TestUtil categories, decided from each helper's own source (first rule that hold
   such a nested def / a ``lambda fn: ...`` / another decorator of the file /
   ``unittest.skip*(...)``. Classes:
   ``__call__(self, fn)``, a ``_parametrize_test`` method (the parametrizer protocol),
-  or a base that is a decorator class of the same file.
+  or a base that is a decorator class of the same file. A module-level name bound to what such a factory
+  returns is one too (``requires_gpu = functools.partial(unittest.skipIf, not HAS_GPU, "requires gpu")``,
+  ``skipIfNoDill = unittest.skipIf(not TEST_DILL, "no dill")``, ``skipCUDAIf = partial(skipDeviceIf, ...)``,
+  an alias of a decorator of the file), unless the call hands it a function of the file (that is a decorated
+  function).
 - opinfo: a class named ``*Info`` or subclassing one of the file's opinfo classes.
 - fixtures (the rest): generator functions (test data such as ``generate_elementwise_binary_tensors``);
   classes with ``setUp``/``setUpClass``/``tearDown``, ``__enter__``+``__exit__``, or a
   base named ``*TestCase``/``*TestBase`` or being such a class of the same file.
 - other: anything else.
 
-Helpers are the public (no leading "_") module-level defs and classes of the file.
+Helpers are the public (no leading "_") module-level defs, classes and decorators bound by assignment of the
+file, and the helper methods of its test bases.
+
+Note [Helper methods of the test bases]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A test base is a class of the file deriving from a ``*TestCase`` / ``*TestBase`` (``TestCase``, ``JitTestCase``,
+``QuantizationTestCase``, ``DeviceTypeTestBase``) or from a test base of the file. Its tests' classes derive from
+it, so its public methods are what a test calls as ``self.x(...)``: each is listed as ``Class.method``, except
+the unittest protocol (``setUp``, ``tearDown``, ``run``...), dunders, properties (read, not called) and ``test*``
+methods (pytest collects those as tests of every class deriving from it). The function rules by name and form
+decide first (``assert*``: assertions; a generator of inputs is a fixture even if it asserts); of the rest, one
+that asserts is an assertion: it calls ``self.assert*`` / ``self.fail*`` or another of the class's assertions
+(``JitTestCase.checkScript`` calls ``self.assertEqual``; ``QuantizationTestCase.checkQuantDequant`` too), and
+the others are "other". Another fixture class (a context manager) lists its ``assert*`` methods only.
 """
 
 from __future__ import annotations
@@ -41,8 +59,12 @@ _FN_PARAMS = frozenset({
 # callees whose result is a decorator (unittest.skipIf(...), expectedFailure, xfail...)
 _DECORATOR_PREFIXES = ("skip", "expectedFailure", "xfail")
 _FIXTURE_PREFIXES = ("instantiate_", "make_")
+_TEST_BASES = ("TestCase", "TestBase")  # a class deriving from one is a test base
 _OPINFO_INPUTS = ("sample_inputs", "reference_inputs", "error_inputs")  # what an OpInfo entry gives its tests
 _SETUP = frozenset({"setUp", "setUpClass", "tearDown", "tearDownClass", "instantiate_test"})
+# unittest.TestCase's protocol, which a test base overrides for the runner: not what a test calls
+_PROTOCOL = frozenset({"run", "debug", "shortDescription", "id", "countTestCases", "defaultTestResult",
+                       "setUpModule", "tearDownModule", "doCleanups", "doClassCleanups"})
 
 # ---------------------------------------------------------------- helpers (TestUtil)
 
@@ -53,13 +75,18 @@ def classify_helpers(tree: ast.Module) -> list[TestUtil]:
     decorators: set[str] = set()  # decorator defs/classes of this file, also private ones
     opinfos: set[str] = set()
     fixtures: set[str] = set()
+    test_bases: set[str] = set()  # Note [Helper methods of the test bases]
     classes = {d.name: d for d in defs if d.__class__ is ast.ClassDef}
     funcs = {d.name: d for d in defs if d.__class__ is not ast.ClassDef}
+    bound = _bound(tree.body, set(funcs) | set(classes))
     # fixpoint: class rules look at bases, function rules at returned decorators
     for _ in range(8):
-        before = len(decorators) + len(opinfos) + len(fixtures)
+        before = len(decorators) + len(opinfos) + len(fixtures) + len(test_bases)
         for name, f in funcs.items():
             if name not in decorators and _is_decorator_fn(f, decorators):
+                decorators.add(name)
+        for name, a in bound.items():
+            if name not in decorators and _returns_decorator(a.value, {}, decorators, 0):
                 decorators.add(name)
         for name, c in classes.items():
             bases = {last_part(dotted(b) or "") for b in c.bases}
@@ -69,7 +96,9 @@ def classify_helpers(tree: ast.Module) -> list[TestUtil]:
                 opinfos.add(name)
             if _is_fixture_class(c, bases, fixtures):
                 fixtures.add(name)
-        if len(decorators) + len(opinfos) + len(fixtures) == before:
+            if any(b.endswith(_TEST_BASES) for b in bases) or bases & test_bases:
+                test_bases.add(name)
+        if len(decorators) + len(opinfos) + len(fixtures) + len(test_bases) == before:
             break
 
     out: list[TestUtil] = []
@@ -87,14 +116,69 @@ def classify_helpers(tree: ast.Module) -> list[TestUtil]:
             else:
                 cat = "other"
             out.append(TestUtil(name, UtilKind.CLASS, cat, d.lineno, _doc(d, name)))
-            if name in fixtures:  # TestCase and the test bases deriving from it (JitTestCase.assertAllFused)
-                for m in d.body:
-                    if m.__class__ in DEFS and m.name.startswith("assert"):
-                        out.append(TestUtil(f"{name}.{m.name}", UtilKind.METHOD, "assertions", m.lineno,
-                                            _doc(m, f"{name}.{m.name}")))
+            if name in fixtures:
+                out += _methods(d, name in test_bases)
         else:
             out.append(TestUtil(name, UtilKind.FUNCTION, _function_category(d, decorators), d.lineno, _doc(d, name)))
+    for name, a in bound.items():
+        if name in decorators and not name.startswith("_"):
+            out.append(TestUtil(name, UtilKind.BOUND, "decorators", a.lineno, _doc_of_bound(a, name)))
+    return sorted(out, key=lambda u: u.line)
+
+
+def _bound(body: list, defined: set[str]) -> dict[str, ast.Assign]:
+    """Module-level ``name = <call or name>`` (in if/try blocks too), the first binding of each name that no def or
+    class of the file also binds, and whose call hands no function of the file (``x = slowTest(helper)`` binds a
+    decorated function, not a decorator)."""
+    out: dict[str, ast.Assign] = {}
+    for s in block_statements(body):
+        if s.__class__ is not ast.Assign or len(s.targets) != 1 or s.targets[0].__class__ is not Name:
+            continue
+        name, v = s.targets[0].id, s.value
+        if name in defined or name in out or v.__class__ not in (Call, Name, ast.Attribute):
+            continue
+        handed = (v.args[1:] if last_part(dotted(v.func) or "") == "partial" else v.args) if v.__class__ is Call \
+            else []
+        if any(a.__class__ is Name and a.id in defined for a in handed):
+            continue
+        out[name] = s
     return out
+
+
+def _methods(c: ast.ClassDef, test_base: bool) -> list[TestUtil]:
+    """The helper methods of a fixture class (Note [Helper methods of the test bases])."""
+    methods = {m.name: m for m in c.body if m.__class__ in DEFS and not m.name.startswith(("_", "test"))
+               and m.name not in _SETUP and m.name not in _PROTOCOL and not _is_property(m)}
+    asserting = {n for n in methods if n.startswith("assert")}
+    while test_base:  # fixpoint: a method calling one of the class's assertions asserts too
+        more = {n for n, m in methods.items() if n not in asserting and _asserts(m, asserting)}
+        if not more:
+            break
+        asserting |= more
+    out = []
+    for n, m in methods.items():
+        cat = _function_category(m, set())  # by name and form first: a generator of inputs that asserts is a fixture
+        if cat == "other" and n in asserting:
+            cat = "assertions"
+        if cat != "assertions" and not test_base:
+            continue
+        out.append(TestUtil(f"{c.name}.{n}", UtilKind.METHOD, cat, m.lineno, _doc(m, f"{c.name}.{n}")))
+    return out
+
+
+def _is_property(f) -> bool:
+    """``@property`` / ``@x.setter``: read as an attribute, not called."""
+    return any(last_part(dotted(d) or "") in ("property", "setter", "getter", "deleter", "cached_property")
+               for d in f.decorator_list)
+
+
+def _asserts(f, asserting: set[str]) -> bool:
+    """Whether a method calls ``self.assert*`` / ``self.fail*`` or one of ``asserting`` on ``self``."""
+    for n in ast.walk(f):
+        if n.__class__ is Call and n.func.__class__ is ast.Attribute and n.func.value.__class__ is Name and \
+                n.func.value.id == "self" and (n.func.attr.startswith(("assert", "fail")) or n.func.attr in asserting):
+            return True
+    return False
 
 
 def _function_category(f, decorators: set[str]) -> str:
@@ -203,11 +287,13 @@ def _returns_decorator(r, nested: dict, decorators: set[str], depth: int) -> boo
         return any(_returns_decorator(b, nested, decorators, depth) for b in (r.body, r.orelse))
     if c is Call:
         name = last_part(dotted(r.func) or "")
-        if name == "partial" and r.args and r.args[0].__class__ is Name:
-            # partial(decorator, flag=...): a decorator with some arguments bound (common_dtensor's with_comms)
-            inner = r.args[0].id
-            return inner in decorators or (inner in nested and depth < 3 and
-                                           _is_decorator_fn(nested[inner], decorators, False, depth + 1))
+        if name == "partial" and r.args:
+            # partial(decorator, flag=...): a decorator with some arguments bound (common_dtensor's with_comms);
+            # partial(unittest.skipIf, cond, reason): a factory of one (inductor_utils' requires_gpu)
+            inner = dotted(r.args[0]) or ""
+            if inner in nested:
+                return depth < 3 and _is_decorator_fn(nested[inner], decorators, False, depth + 1)
+            return inner in decorators or last_part(inner).startswith(_DECORATOR_PREFIXES)
         return name.startswith(_DECORATOR_PREFIXES) or name in decorators
     return False
 
@@ -227,10 +313,15 @@ def _is_decorator_class(c: ast.ClassDef, bases: set[str], decorators: set[str]) 
 
 
 def _is_fixture_class(c: ast.ClassDef, bases: set[str], fixtures: set[str]) -> bool:
-    if bases & fixtures or any(b.endswith(("TestCase", "TestBase")) for b in bases):
+    if bases & fixtures or any(b.endswith(_TEST_BASES) for b in bases):
         return True
     names = {m.name for m in c.body if m.__class__ in DEFS}
     return bool(names & _SETUP) or {"__enter__", "__exit__"} <= names
+
+
+def _doc_of_bound(a: ast.Assign, name: str) -> str:
+    """What a bound decorator is bound to, as written (one line)."""
+    return " ".join(f"{name} = {ast.unparse(a.value)}".split())[:200]
 
 
 def _doc(node, name: str) -> str:

@@ -234,6 +234,7 @@ class UtilKind(StrEnum):
     FUNCTION = "function"
     CLASS = "class"
     METHOD = "method"
+    BOUND = "bound"  # a name a module-level assignment binds: requires_gpu = functools.partial(unittest.skipIf, ...)
 
 
 class PyApiKind(StrEnum):

@@ -36,10 +36,10 @@ import re
 from dataclasses import dataclass
 
 from ..graph.pynames import pynames
-from ..graph.source_lines import file_lines
 from ..link.pyclasses import module_of
 from ..model.tests import PARAMETRIZER_BASE
 from ..store.reader import Index
+from .decorator_defs import parsed, stands_for
 from .testnames import Renamer, callable_of, generator
 
 _DTYPE_KEYS = frozenset({"dtype", "dtypes"})
@@ -67,10 +67,31 @@ def renamers(ix: Index, path: str, decorators: list[str]) -> dict[str, Renamer]:
             out[d] = Renamer("expand", _expanded(d), "<index>", False)
             continue
         shape = _shape_of(ix, module_of(path), name)
-        if shape is None or not shape.renames:
+        if shape is None:
+            helper = _through_helper(ix, path, d, name.rsplit(".", 1)[-1])
+            if helper is not None:
+                out[d] = helper
+            continue
+        if not shape.renames:
             continue
         out[d] = Renamer(name.rsplit(".", 1)[-1], _suffixes(shape, d), shape.placeholder or "<params>", shape.dtype)
     return out
+
+
+def _through_helper(ix: Index, path: str, decorator: str, name: str) -> Renamer | None:
+    """How a helper returning a parametrizer renames the tests it decorates: as the parametrizer it returns (a
+    ``parametrize(...)``: its values, one placeholder; an ``ops(...)``: its entry, then a dtype), named after the
+    helper (Note [Decorators read from their
+    definition] in query/decorator_defs.py); None when it returns none."""
+    for where, text in stands_for(ix, path, decorator):
+        if generator(text) == "parametrize":
+            return Renamer(name, (), "<params>", False)
+        if generator(text) == "ops":  # _sparse_unary_ops = ops(sparse_unary_ufuncs, ...): an entry, then the dtype
+            return Renamer(name, (), "<op>", True)
+        inner = renamers(ix, where, [text]).get(text)
+        if inner is not None:
+            return Renamer(name, inner.suffixes, inner.placeholder, inner.dtype)
+    return None
 
 
 _EXPAND = re.compile(r"parameterized(\.parameterized)?\.expand")
@@ -112,13 +133,7 @@ def _shape_of(ix: Index, module: str, written: str) -> _Shape | None:
 
 
 def _class_at(ix: Index, path: str, line: int) -> ast.ClassDef | None:
-    trees: dict[str, ast.Module | None] = ix.cached("parametrizer_files", dict)
-    if path not in trees:
-        try:
-            trees[path] = ast.parse("\n".join(file_lines(ix, path)))
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            trees[path] = None
-    tree = trees[path]
+    tree = parsed(ix, path)
     return next((n for n in ast.walk(tree) if n.__class__ is ast.ClassDef and n.lineno == line), None) \
         if tree is not None else None
 

@@ -10,7 +10,10 @@ copies them into: a module-level call that hands a template class and a collecte
 suffix (``copy_tests(CommonTemplate, CpuTests, "cpu")``: ``CpuTests.test_bool_cpu``), as test/inductor's
 ``copy_tests`` does with ``setattr(other_cls, f"{name}_{suffix}", ...)``. A test of such a class is run as one of
 the class it runs in. A class the file deletes is not collected either, and one defined under a module-level
-``if`` is collected when that holds (Note [Classes pytest may not collect] in model/tests.py).
+``if`` is collected when that holds (Note [Classes pytest may not collect] in model/tests.py). A collected class
+runs the tests it inherits as its own (``TestDataLoaderPersistentWorkers(TestDataLoader)`` runs
+``TestDataLoaderPersistentWorkers::test_len``, written in TestDataLoader): test_file_info's list of that class
+lists them with it, each at the line where it is written and saying which class writes it.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ class _Test(Protocol):
     decorators: list[str]
     command: str
     generated: list[str]
+    opinfo: str | None
 
 
 T = TypeVar("T", bound=_Test)
@@ -63,6 +67,8 @@ class Classes:
     elsewhere: dict[str, tuple[str, list[tuple[str, str, int, str]]]] = field(default_factory=dict)
     deleted: dict[str, int] = field(default_factory=dict)  # class -> the line of the module-level ``del`` of it
     guards: dict[str, str] = field(default_factory=dict)  # class -> the module-level ``if`` it is defined under
+    ancestors: dict[str, list[str]] = field(default_factory=dict)  # collected class -> the classes it derives from
+    #                                                                 here or in another test file, nearest first
 
     def is_collected(self, cls: str) -> bool:
         return cls not in self.elsewhere and (not self.collected or not cls or cls in self.collected)
@@ -89,6 +95,24 @@ class Classes:
                 if where == cls and (base != test or not suffix) and base in self.own.get(template, []):
                     return template, base
         return None
+
+    def inherited_rows(self, rows: list[tuple[str, str, int, str]], cls: str
+                       ) -> tuple[list[tuple[str, str, int, str]], dict[tuple[str, str], str]]:
+        """The tests ``cls`` inherits from classes of its file (a base pytest also collects, a mixin it does not):
+        of ``rows`` (test_file_info's: class, test, line, decorators), those of the classes writing them, as rows of
+        ``cls`` (with the line and decorators where written, in source order), and (cls, test) -> the class writing
+        each. pytest runs them as ``cls``'s: ``TestDataLoaderPersistentWorkers::test_len``. Those of another file's
+        classes are ``elsewhere``'s."""
+        written = {(r[0], r[1]): r for r in rows}
+        out: list[tuple[str, str, int, str]] = []
+        origins: dict[tuple[str, str], str] = {}
+        for test in self.inherited.get(cls, []):
+            base = self.origin.get((cls, test), "")
+            row = written.get((base, test))
+            if row is not None and base not in self.elsewhere:
+                out.append((cls, test, row[2], row[3]))
+                origins[(cls, test)] = base
+        return sorted(out, key=lambda r: r[2]), origins
 
     def run_as(self, cls: str, name: str) -> tuple[str, str]:
         """The class and name a test of ``cls`` runs as (itself, when ``cls`` is collected or runs nowhere)."""
@@ -125,6 +149,7 @@ def test_classes(ix: Index, fid: int, source: str | None, own: dict[str, list[st
 
     for cls in sorted(out.collected):
         mine, above = set(own.get(cls, [])), ancestors(cls)
+        out.ancestors[cls] = above
         got = [(t, a) for a in above for t in own.get(a, []) if t not in mine]
         if got:
             out.inherited[cls] = list(dict.fromkeys(t for t, _a in got))
@@ -213,8 +238,8 @@ def run_where_collected(ix: Index, tests: list[T]) -> list[T]:
             others += [c for c in mine.own if c and "." not in c and c != where[1]]
         t.command = select_one(*where, t.decorators, opts, named, others).command
         if named:
-            t.generated = generated_names(where[1] if opts is None else t.cls, where[2], t.decorators, opts, None,
-                                          named)
+            t.generated = generated_names(where[1] if opts is None else t.cls, where[2], t.decorators, opts,
+                                          t.opinfo, named)
     return tests
 
 

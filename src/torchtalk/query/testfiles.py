@@ -18,6 +18,7 @@ from ..link.pyclasses import module_of
 from ..model import InstantiationKind, Loc
 from ..store.reader import Index
 from .args import MAX_LIMIT, check_int, clean_text, shown
+from .decorator_defs import decides_where
 from .parametrizers import renamers
 from .results import NotFound
 from .testclasses import Classes, classes_of, derived_elsewhere
@@ -121,6 +122,8 @@ class TestClassInfo:
     decorators: list[str] = field(default_factory=list)  # on the class, deciding where it runs: each test has them
     imported_from: str = ""  # another file's TestCase this module imports (Note [Imported test classes])
     filled_at: int = 0  # the line of the call that adds its tests at import time (its count is not known)
+    from_bases: list[tuple[str, str]] = field(default_factory=list)  # (class of the file it derives from, one of
+    #                                                                   that class's ``decorators``): applies here too
 
 
 @dataclass
@@ -216,8 +219,11 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
     where = classes_of(ix, fid)  # Note [Where tests run]
     by_class = where.own  # class ('' for module-level functions) -> its tests, in source order
     source = "\n".join(file_lines(ix, path))
-    for name, bases, line, end, cdecos in ix.q("SELECT name, bases, line, end_line, decorators FROM test_class "
-                                               "WHERE file_id = ? ORDER BY line", (fid,)):
+    class_rows = ix.q("SELECT name, bases, line, end_line, decorators FROM test_class WHERE file_id = ? ORDER BY line",
+                      (fid,))
+    on_class = {name: [d for d in json.loads(cdecos or "[]") if runs_where(d) or decides_where(ix, path, d)]
+                for name, _b, _l, _e, cdecos in class_rows}
+    for name, bases, line, end, _cdecos in class_rows:
         spans[name] = (line, end)
         n, inherited = len(by_class.get(name, [])), len(where.inherited.get(name, [])) + where.copied.get(name, 0)
         filled = filled_at_import(source, name, line, end) if name in where.collected and not n + inherited else 0
@@ -230,7 +236,10 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
                                      list(dict.fromkeys(gen)), name in param, inherited, runs_in,
                                      where.is_collected(name), where.deleted.get(name, 0),
                                      where.guards.get(name, ""),
-                                     [d for d in json.loads(cdecos or "[]") if runs_where(d)], filled_at=filled))
+                                     on_class[name], filled_at=filled,
+                                     # a skip or xfail on a class marks it, and a class deriving from it inherits that
+                                     from_bases=[(a, d) for a in where.ancestors.get(name, [])
+                                                 for d in on_class.get(a, []) if d not in on_class[name]]))
     imported = _imported(ix, path, {c.name for c in classes})
     classes += imported
     functions = [(name, Loc(path, line)) for name, line in ix.q(
@@ -271,18 +280,23 @@ def test_file_info(ix: Index, file_path: str, class_name: str = "", query: str =
     via = ""
     asked_as = node.parts if len(node.parts) == 2 else ("", "")  # the class a node id runs its test in, as named
     if len(node.parts) == 2 and (src := where.source_of(*node.parts)) is not None:
-        via = node.parts[0] if src[0] in where.elsewhere else ""
-        node = replace(node, parts=src)  # a test inherited or copied into the class pytest names
+        if src[0] not in where.elsewhere and (node.parts[0], src[1]) in where.origin:
+            node = replace(node, parts=(node.parts[0], src[1]))  # inherited from a class here: listed as its own
+        else:
+            via = node.parts[0] if src[0] in where.elsewhere else ""
+            node = replace(node, parts=src)  # a test inherited from another file's class or copied into the class
     names += where.elsewhere  # the classes of other files that tests run here are written in
     class_name, query = node_filters(node, names, generated, by_class, class_name, query)
     if class_name:
         class_name = generic_class(class_name, names, generated)
-    # the tests that run here as inherited from another file's classes (Note [Test imports]): after the file's own
-    rows = rows + [r for fq in _elsewhere_for(where, class_name) for r in where.elsewhere[fq][1]]
+    # a class's tests inherited from classes of this file, as its own rows (Note [Where tests run]); then those
+    # that run here as inherited from another file's classes (Note [Test imports]): after the file's own
+    from_bases, origins = where.inherited_rows(rows, class_name)
+    rows = rows + from_bases + [r for fq in _elsewhere_for(where, class_name) for r in where.elsewhere[fq][1]]
     page = test_page(path, rows, device, class_name, query, offset, lambda n: page_call(path, class_name, query, n),
                      partial(_run_as, ix, fid, path, where, asked_as),
                      {c: p for c, (p, _r) in where.elsewhere.items()},
-                     lambda p, d: renamers(ix, p, d))
+                     lambda p, d: renamers(ix, p, d), origins, lambda p, d: decides_where(ix, p, d))
     # Note [Tests added at import time]: a node id's test that no class writes, of a class a module-level call fills
     # (test_nn.py's add_test(...) runs setattr(TestNN, name, fn) for each module test of common_nn.py)
     added = filled_at_import(source, class_name, *spans[class_name], {ln for _k, _c, ln, _o in insts}) \

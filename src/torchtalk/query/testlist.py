@@ -52,13 +52,15 @@ class ListedTest:
     loc: Loc
     decorators: list[str]  # where it runs (WHERE_IT_RUNS), each cut to MAX_DECO_CHARS
     other_decorators: int  # how many more it has
+    origin: str = ""  # a test ``cls`` inherits: the class of the file that writes it (Note [Where tests run])
 
     @property
     def line(self) -> str:
         """The test as the answer lists it (also what the page budget counts)."""
         decos = "  " + " ".join(d if d.startswith("... ") else f"@{d}" for d in self.decorators) \
             if self.decorators else ""
-        return f"- {self.name}  {self.loc}{decos}"
+        origin = f"  (inherited from {self.origin})" if self.origin else ""
+        return f"- {self.name}  {self.loc}{origin}{decos}"
 
 
 @dataclass
@@ -171,16 +173,22 @@ def test_page(path: str, rows: list[tuple[str, str, int, str]], instantiation: d
               query: str, offset: int, call: Callable[[int], str],
               run_as: Callable[[str, str], tuple[str, str, str]] | None = None,
               paths: dict[str, str] | None = None,
-              renamers: Callable[[str, list[str]], Mapping[str, Renamer]] = lambda p, d: {}) -> TestPage:
+              renamers: Callable[[str, list[str]], Mapping[str, Renamer]] = lambda p, d: {},
+              origins: Mapping[tuple[str, str], str] | None = None,
+              decides: Callable[[str, str], bool] = lambda p, d: False) -> TestPage:
     """rows: (class as written, test name, line, decorators JSON) in source order; instantiation: class -> the
     options of instantiate_device_type_tests; call(offset) -> the call that shows the page from that offset;
     run_as(class, test) -> the file, class and name it runs as (Note [Where tests run] in query/testclasses.py:
     another file's class deriving from a mixin no class of this file runs);
     paths: the file of each class written in another file whose tests run in this one (its rows are listed
     whatever ``class_name``: the caller passes those it wants); renamers(file, decorators): those of the decorators
-    that are parametrizers other than @ops / @parametrize (query/parametrizers.py)."""
+    that are parametrizers other than @ops / @parametrize (query/parametrizers.py); origins: (class, test) -> the
+    class of the file that writes a test the class inherits, listed as the class's (its row is the class's);
+    decides(file, decorator): whether a decorator not named as one of WHERE_IT_RUNS decides where the test runs by
+    its definition (query/decorator_defs.py)."""
     q = query.lower()
     paths = paths or {}
+    origins = origins or {}
     chosen = [r for r in rows
               if (not class_name or r[0] == class_name or r[0] in paths) and (not q or q in r[1].lower())]
     tests: list[ListedTest] = []
@@ -188,8 +196,9 @@ def test_page(path: str, rows: list[tuple[str, str, int, str]], instantiation: d
     for cls, name, line, decos in chosen[offset:]:
         ds = json.loads(decos or "[]")
         named = renamers(paths.get(cls, path), ds) if ds else {}
-        where = shortened([d for d in ds if runs_where(d) or d in named])
-        t = ListedTest(cls, name, Loc(paths.get(cls, path), line), where, len(ds) - len(where))
+        where = shortened([d for d in ds if runs_where(d) or d in named or decides(paths.get(cls, path), d)])
+        t = ListedTest(cls, name, Loc(paths.get(cls, path), line), where, len(ds) - len(where),
+                       origins.get((cls, name), ""))
         if tests and used + len(t.line) > PAGE_BUDGET:
             break
         used += len(t.line) + 1

@@ -162,7 +162,9 @@ def _parts(decorators: list[str], opinfo: str | None, renamers: Mapping[str, Ren
             if not parts or parts[-1] != ["<params>"]:
                 parts.append(["<params>"])
         elif d in renamers:
-            parts.append(list(renamers[d].suffixes) or [renamers[d].placeholder])
+            part = list(renamers[d].suffixes) or [renamers[d].placeholder]
+            if part != ["<params>"] or not parts or parts[-1] != ["<params>"]:  # one placeholder for adjacent ones
+                parts.append(part)
     return parts
 
 

@@ -32,6 +32,7 @@ class FoundTest:
     decorators: list[str]
     generated: list[str] = field(default_factory=list)
     by_name: bool = False  # found by its name (``why`` says how), not by what its body calls
+    opinfo: str | None = None  # the OpInfo entry its @ops suffix names ("to_sparse_csc"), when it is the op asked
 
 
 @dataclass
@@ -282,7 +283,7 @@ def _find_similar_tests(ix: Index, query: str, limit: int, by_body: bool) -> Sim
         ops_stem = stem if any(generator(d) == "ops" for d in decorators) else None
         scored[mid] = (rank, FoundTest(
             name, cls, Loc(path, line), why, run_command(path, cls, name, decorators, opts), decorators,
-            generated_names(cls, name, decorators, opts, ops_stem), by_name))
+            generated_names(cls, name, decorators, opts, ops_stem), by_name, ops_stem))
 
     base_sql = ("SELECT m.id, m.file_id, coalesce(c.name, ''), m.name, m.line, m.decorators, m.touches "
                 "FROM test_method m LEFT JOIN test_class c ON c.id = m.cls ")

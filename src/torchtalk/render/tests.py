@@ -135,6 +135,9 @@ def render_test_file(r: TestFileInfo) -> str:
             extra.append(f"defined only if {c.guard}: pytest collects it only when that holds")
         if c.decorators:
             extra.append(" ".join(f"@{d}" for d in c.decorators) + " on the class: applies to each of its tests")
+        for base in dict.fromkeys(b for b, _d in c.from_bases):
+            extra.append(" ".join(f"@{d}" for b, d in c.from_bases if b == base) + f" on {base}, which it derives "
+                         "from: applies to each of its tests too")
         if c.filled_at:
             extra.append(f"tests added at import time ({c.loc.path}:{c.filled_at} passes it to a call), so how many "
                          "is not known from the source")
@@ -231,7 +234,8 @@ def _render_page(r: TestFileInfo, page: TestPage, out: list[str]) -> None:
             cls = t.cls
             run = runs[cls]
             how = "run one" if run.exact else "run (may select other tests too)"
-            on_class = next((c.decorators for c in r.classes if c.name == cls and c.decorators), [])
+            on_class = next((c.decorators + [d for _b, d in c.from_bases] for c in r.classes
+                             if c.name == cls and (c.decorators or c.from_bases)), [])
             out.append(f"{cls.rsplit('.', 1)[-1] or 'module level'}: {how}: {run.command}"
                        + (f"  (generated as {some(run.generated, 3)}{_placeholders(run.generated)})"
                           if run.generated else ""))

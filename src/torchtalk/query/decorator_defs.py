@@ -1,0 +1,145 @@
+"""What a decorator written on a test does, read from where the name it calls is defined.
+
+Note [Decorators read from their definition]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A test's decorator is often a helper of the test file or of torch/testing/_internal, whose name says nothing of
+what it does. Its definition does: the name is looked up as the interpreter would (a module-level def or
+assignment of the test file itself, else what the file imports, via graph/pynames.py), and read as written:
+
+- a function whose ``return`` hands back a decorator call stands for that call: test_vmap_registrations.py's
+  ``def dispatch_registrations(...): ... return parametrize("registration", subtests)`` makes
+  ``@dispatch_registrations(...)`` a ``@parametrize`` (it renames the test: Note [Parametrizers rename tests]);
+  test_sparse_csr.py's ``all_sparse_compressed_layouts()`` too. A module-level ``x = parametrize(...)`` stands for
+  its value the same way, and test_sparse.py's ``_sparse_unary_ops = ops(sparse_unary_ufuncs, ...)`` is an ``@ops``.
+- a function or assignment that hands back a decorator deciding where the test runs (``WHERE_IT_RUNS``: a skip,
+  an expected failure, a device filter), or what one makes of the function, decides it too: common_utils'
+  ``xpassIfTorchDynamo_np`` returns ``func if TEST_WITH_TORCHDYNAMO else unittest.expectedFailure(func)``, so
+  outside dynamo its tests are expected to fail, and the test lists show it. What its body calls on the way does
+  not count (``instantiate_parametrized_tests`` runs the parametrizers but decides nothing of where tests run).
+
+Returns are read through at most ``_DEPTH`` helpers (a helper returning another's call).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..graph.pynames import pynames
+from ..graph.source_lines import file_lines
+from ..link.pyclasses import module_of
+from ..model import PyDefKind
+from ..store.reader import Index
+from .testlist import runs_where
+from .testnames import callable_of
+
+_DEPTH = 3
+_DEF = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def parsed(ix: Index, path: str) -> ast.Module | None:
+    """The file's AST (None when it does not parse), memoised per index version."""
+    trees: dict[str, ast.Module | None] = ix.cached("parsed_test_files", dict)
+    if path not in trees:
+        try:
+            trees[path] = ast.parse("\n".join(file_lines(ix, path)))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            trees[path] = None
+    return trees[path]
+
+
+def definition(ix: Index, path: str, written: str) -> tuple[str, ast.AST] | None:
+    """(file, its def or assignment) that the callable ``written`` in file ``path`` names, or None."""
+    memo: dict[tuple[str, str], tuple[str, ast.AST] | None] = ix.cached("decorator_definitions", dict)
+    key = (path, written)
+    if key not in memo:
+        memo[key] = _definition(ix, path, written)
+    return memo[key]
+
+
+def _definition(ix: Index, path: str, written: str) -> tuple[str, ast.AST] | None:
+    if "." not in written:
+        here = _module_level(parsed(ix, path), written)
+        if here is not None:
+            return path, here
+    names = pynames(ix)
+    d = names.definition(names.resolve_in(module_of(path), written))
+    if d is None or d.kind not in (PyDefKind.FUNCTION, PyDefKind.ASSIGN) or d.cls:
+        return None
+    tree = parsed(ix, d.loc.path)
+    node = next((n for n in ast.walk(tree) if isinstance(n, (*_DEF, ast.Assign)) and n.lineno == d.loc.line),
+                None) if tree is not None else None
+    return (d.loc.path, node) if node is not None else None
+
+
+def _module_level(tree: ast.Module | None, name: str) -> ast.AST | None:
+    """The last module-level def of ``name`` in ``tree`` (the one bound when the tests run), else its last
+    assignment (``parametrize_axis = parametrize(...)``)."""
+    if tree is None:
+        return None
+    stmts = _statements(tree.body)
+    defs = [s for s in stmts if isinstance(s, _DEF) and s.name == name]
+    assigns = [s for s in stmts if isinstance(s, ast.Assign) and
+               any(t.__class__ is ast.Name and t.id == name for t in s.targets)]
+    return defs[-1] if defs else assigns[-1] if assigns else None
+
+
+def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """A body's statements and those of its if/try blocks (not of defs or classes)."""
+    out: list[ast.stmt] = []
+    for s in body:
+        out.append(s)
+        if isinstance(s, (ast.If, ast.Try)):
+            out += _statements(s.body) + _statements(s.orelse)
+            for h in getattr(s, "handlers", []):
+                out += _statements(h.body)
+    return out
+
+
+def returned_calls(node: ast.AST) -> list[ast.Call]:
+    """The calls a helper hands back: each ``return`` of a def (its own, not its nested defs'), both arms of a
+    conditional one; the value of an assignment."""
+    values: list[ast.expr] = []
+    if isinstance(node, ast.Assign):
+        values.append(node.value)
+    elif isinstance(node, _DEF):
+        todo: list[ast.AST] = list(node.body)
+        while todo:
+            n = todo.pop()
+            if isinstance(n, (*_DEF, ast.ClassDef, ast.Lambda)):
+                continue
+            if isinstance(n, ast.Return) and n.value is not None:
+                values.append(n.value)
+            todo.extend(ast.iter_child_nodes(n))
+    out: list[ast.Call] = []
+    while values:
+        v = values.pop()
+        if isinstance(v, ast.IfExp):
+            values += [v.body, v.orelse]
+        elif isinstance(v, ast.Call):
+            out.append(v)
+    return out
+
+
+def stands_for(ix: Index, path: str, decorator: str, depth: int = 0) -> list[tuple[str, str]]:
+    """The decorators (file they are written in, text) that ``decorator`` on a test of ``path`` hands back (Note
+    [Decorators read from their definition]): those its helper returns, through helpers returning helpers' calls;
+    [] when it is not such a helper."""
+    name = callable_of(decorator)
+    found = definition(ix, path, name) if name else None
+    if found is None or depth >= _DEPTH:
+        return []
+    where, node = found
+    out: list[tuple[str, str]] = []
+    for call in returned_calls(node):
+        text = ast.unparse(call)
+        out.append((where, text))
+        out += stands_for(ix, where, text, depth + 1)
+    return out
+
+
+def decides_where(ix: Index, path: str, decorator: str) -> bool:
+    """Whether a decorator whose name is not one of WHERE_IT_RUNS decides where the test runs by what it is
+    defined as: it hands back one that does (``return func if ... else unittest.expectedFailure(func)``; Note
+    [Decorators read from their definition]). What its body calls on the way does not count
+    (instantiate_parametrized_tests runs the parametrizers, and decides nothing of where a test runs)."""
+    return any(runs_where(text) for _p, text in stands_for(ix, path, decorator))
