@@ -181,19 +181,6 @@ def _structured_ops(ix: Index, meta_name: str) -> list[Op]:
 
 # ------------------------------------------------------------------ native_functions.yaml, derivatives.yaml, tags
 
-EDIT_SHOWN = 160  # characters of a changed YAML line's two sides that an answer shows
-
-
-def _edit(fc: FileChange, line: int, tree_reads: str) -> str:
-    """What a diff makes of a changed line, both sides as written ("CPU, CUDA: lerp_Scalar -> CPU, CUDA, Meta:
-    lerp_Scalar"), or what the tree reads there when the hunk has no line on one side."""
-    for lines, minus, plus in fc.edits:
-        if line in lines and minus and plus:
-            text = f"{' / '.join(t.strip() for t in minus)} -> {' / '.join(t.strip() for t in plus)}"
-            return text if len(text) <= EDIT_SHOWN else text[:EDIT_SHOWN] + " ..."
-    return tree_reads
-
-
 def _native_yaml(ix: Index, fc: FileChange) -> ChangeMap:
     out = ChangeMap()
     reg = registry(ix)
@@ -204,10 +191,9 @@ def _native_yaml(ix: Index, fc: FileChange) -> ChangeMap:
         rows = [d for d in reg.own.get(op.full_name, []) if d.line in fc.lines]
         if rows:
             before = " (before the change: the tree holds the diff's old side)" if fc.side is DiffSide.OLD else ""
-            why = f"dispatch line {rows[0].line} changed{before}: " + _edit(fc, rows[0].line, ", ".join(
+            why = f"dispatch line {rows[0].line} changed{before}: " + (fc.edit(rows[0].line) or ", ".join(
                 f"{d.key}: {d.kernel}" for d in rows))
-            devices = {device_of_key(d.key) for d in rows}
-            device = devices.pop() if len(devices) == 1 else None
+            device = devices.pop() if len(devices := {device_of_key(d.key) for d in rows}) == 1 else None
         else:
             why, device = f"entry changed (line {first})", None
         out.nodes.append(ChangedNode(op_node(op), why, fc.path, first, device=device))

@@ -35,6 +35,9 @@ _LINES = re.compile(r"^(?P<path>[^\s:]+?):(?P<a>\d+)(?:-(?P<b>\d+))?$")
 _LINE_WRITTEN = re.compile(r"^(?P<path>[^\s:]+?):(?P<rest>[^:].*)$")  # path:-5, path:abc
 
 
+EDIT_SHOWN = 160  # characters of a changed line's two sides that an answer shows
+
+
 @dataclass
 class FileChange:
     written: str  # the path as the input wrote it
@@ -50,6 +53,15 @@ class FileChange:
     problem: str = ""
     # each hunk's changed lines (numbered as in the tree's copy) with its removed and added lines' text
     edits: list[tuple[frozenset[int], tuple[str, ...], tuple[str, ...]]] = field(default_factory=list)
+
+    def edit(self, line: int) -> str:
+        """What the diff makes of a changed line, both sides as written ("CPU, CUDA: lerp_Scalar -> CPU, CUDA, Meta:
+        lerp_Scalar", at most EDIT_SHOWN characters); "" when its hunk has no line on one side."""
+        for lines, minus, plus in self.edits:
+            if line in lines and minus and plus:
+                text = f"{' / '.join(t.strip() for t in minus)} -> {' / '.join(t.strip() for t in plus)}"
+                return text if len(text) <= EDIT_SHOWN else text[:EDIT_SHOWN] + " ..."
+        return ""
 
 
 class TreeFiles:
