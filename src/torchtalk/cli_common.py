@@ -6,16 +6,16 @@ import argparse
 
 # Exit codes (README, "Using it"); argparse itself exits 2 on a malformed command line.
 EXIT_OK = 0
-EXIT_PROBLEM = 1  # doctor or setup found a problem, status has no index to report on, or an internal error
-EXIT_ERROR = 2  # bad arguments, no source tree, an index that cannot be built or read
+EXIT_PROBLEM = 1  # doctor or setup found a problem, or an internal error
+EXIT_ERROR = 2  # bad arguments, no source tree, an index that cannot be built or read (a tool command, or status)
 EXIT_NOT_FOUND = 3  # the tool answered "not found" (the answer, with close matches, is on stdout)
 EXIT_INTERRUPTED = 130  # Ctrl-C
 EXIT_TERMINATED = 143  # SIGTERM
 
 EPILOG = (f"exit codes: {EXIT_OK} answered; {EXIT_NOT_FOUND} the name asked for is not in the index (the answer "
           f"lists close matches); {EXIT_ERROR} bad arguments, no source tree, or an index that cannot be built "
-          f"or read; {EXIT_PROBLEM} doctor/setup found a problem, or an internal error; {EXIT_INTERRUPTED} "
-          f"interrupted (Ctrl-C); {EXIT_TERMINATED} terminated (SIGTERM).")
+          f"or read (for status: no usable index); {EXIT_PROBLEM} doctor/setup found a problem, or an internal "
+          f"error; {EXIT_INTERRUPTED} interrupted (Ctrl-C); {EXIT_TERMINATED} terminated (SIGTERM).")
 
 STATUS_HELP = ("what get_status reports, from the index as it is: nothing is built or refreshed, so it shows "
                "whether the index is stale (`get-status`, like every tool command, refreshes the index first)")
