@@ -41,6 +41,27 @@ def test_a_name_given_twice_differently_is_an_error(tree):
     assert r.returncode == 0 and r.stdout.startswith("# trace relu")
 
 
+def test_json_errors_are_a_json_object_on_stdout(tree, tmp_path):
+    """Note [JSON errors]: with --json every failure prints {"kind": "error", ...} on stdout (was: stdout empty)."""
+    def error_of(*args: str, code: int = 2) -> str:
+        r = tt(*args)
+        assert r.returncode == code, (args, r.stderr)
+        data = json.loads(r.stdout)
+        assert set(data) == {"kind", "error"} and data["kind"] == "error", data
+        assert data["error"] in r.stderr  # the same message as stderr's
+        return data["error"]
+
+    src = ("--source", str(tree))
+    assert "no index yet" in error_of("status", "--json", *src)  # before any command builds it
+    assert "from 1 to 500" in error_of("search", "relu", "--limit", "0", "--json", *src)  # the query's check
+    assert "invalid int value: 'x'" in error_of("search", "relu", "--limit", "x", "--json", *src)  # argparse's
+    assert "function_name is empty" in error_of("trace", "", "--json", *src)
+    assert "got two function_names" in error_of("trace", "softmax", "--function-name", "add", "--json", *src)
+    assert "does not exist" in error_of("trace", "relu", "--json", "--source", str(tmp_path / "nowhere"))
+    r = tt("search", "relu", "--limit", "x", *src)  # without --json stdout stays empty
+    assert r.returncode == 2 and r.stdout == ""
+
+
 def test_search_backend_flag(tree):
     r = tt("search", "cumsum", "--backend", "MPS", "--source", str(tree))
     assert r.returncode == 0 and "cumsum_out_mps" in r.stdout
