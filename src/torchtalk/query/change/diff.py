@@ -19,6 +19,7 @@ from ...errors import BadArgument
 from ...model.change import ChangeStatus, HunkLine, Language
 
 MAX_DIFF_CHARS = 2_000_000
+SPLIT_HINT = "Split the change (e.g. `git diff -- aten/`) or give names instead"  # for a diff over the limit
 MAX_FILES = 100
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -113,8 +114,7 @@ def parse_diff(text: object) -> list[FileDiff]:
     if not isinstance(text, str):
         raise BadArgument(f"diff must be the text of a unified diff, not {type(text).__name__}")
     if len(text) > MAX_DIFF_CHARS:
-        raise BadArgument(f"diff is {len(text):,} characters long; the limit is {MAX_DIFF_CHARS:,}. Split the change "
-                          "(e.g. `git diff -- aten/`) or give names instead")
+        raise BadArgument(f"diff is {len(text):,} characters long; the limit is {MAX_DIFF_CHARS:,}. {SPLIT_HINT}")
     if any("\ud800" <= c <= "\udfff" for c in text):
         raise BadArgument("diff is not valid Unicode text (it holds a lone surrogate); send the diff as UTF-8")
     files: list[FileDiff] = []
