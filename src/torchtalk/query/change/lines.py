@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ...errors import BadArgument
 from ...graph.cpp_text import comment_at
-from ...model import Layer
+from ...model import FileStatus, Layer
 from ...model.change import ChangeStatus, DiffSide, FileKind, Language
 from ...model.paths import file_kind
 from ...store.reader import Index
@@ -58,6 +58,16 @@ class TreeFiles:
         self.root = ix.source_root
         self.indexed: dict[str, tuple[int, Layer]] = ix.cached("change_files", lambda: {
             p: (fid, Layer(layer)) for fid, p, layer in ix.q("SELECT id, path, layer FROM files")})
+        # Files the index lists but never read (too large, NUL bytes, unreadable, a symlink out of the tree): why.
+        self.skipped: dict[str, str] = ix.cached("change_skipped", lambda: dict(ix.q(
+            "SELECT path, reason FROM files WHERE status = ?", (FileStatus.SKIPPED.value,))))
+
+    def not_read(self, rel: str) -> str:
+        """The problem of a changed file the index skipped ("" when it read it): nothing of it is indexed, so
+        none of its lines is "outside any definition"; and it is not read here either (it may lead out of the
+        tree)."""
+        why = self.skipped.get(rel)
+        return "" if why is None else f"skipped by the index ({why or 'not read'}): nothing of it is indexed"
 
     def kind(self, rel: str) -> FileKind:
         got = self.indexed.get(rel)
@@ -114,6 +124,9 @@ def _from_diff(fd: FileDiff, files: TreeFiles) -> FileChange:
     if problem or not fd.status.has_lines:
         return fc
     fc.kind = files.kind(path)
+    if skipped := files.not_read(path):
+        fc.problem = skipped
+        return fc
     text = files.lines(path)
     if text is None and fd.status not in (ChangeStatus.ADDED, ChangeStatus.DELETED):
         fc.problem = f"{path} is not in the source tree: nothing of it is indexed"
@@ -229,6 +242,8 @@ def from_path_name(files: TreeFiles, name: str) -> FileChange | None:
         if not m and "." not in path.rsplit("/", 1)[-1]:
             return None  # torch.nn/whatever: a dotted or qualified name, not a path
         return FileChange(name, "", ChangeStatus.LINES, problem=f"{shown(written)} is not a file of the source tree")
+    if skipped := files.not_read(path):
+        return FileChange(name, path, ChangeStatus.LINES, files.kind(path), problem=skipped)
     if not m:
         return FileChange(name, path, ChangeStatus.LINES, files.kind(path), whole=True)
     a = int(m.group("a"))
