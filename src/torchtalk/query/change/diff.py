@@ -201,8 +201,8 @@ def parse_diff(text: object) -> list[FileDiff]:
         raise BadArgument(f"diff changes {len(files)} files; the limit is {MAX_FILES}. Give part of it "
                           "(e.g. `git diff -- aten/src/ATen/native`)")
     for f in files:
-        if f.status is ChangeStatus.MODIFIED and f.old_path and f.new_path and f.old_path != f.new_path:
-            f.status = ChangeStatus.RENAMED
+        # A rename is what git's "rename from/to" says. Two names on ---/+++ alone are two copies of one file
+        # compared (diff -u X.orig X, git diff --no-index old/ new/): the file is the new one, modified.
         if f.status.has_lines and not f.hunks and not f.problem:
             f.status = ChangeStatus.MODE if f.status is ChangeStatus.MODIFIED else f.status
     return files
