@@ -17,9 +17,12 @@ from .cli_common import (  # noqa: F401  (the exit codes are the command's: test
     EXIT_PROBLEM,
     EXIT_TERMINATED,
     STATUS_HELP,
+    Parser,
     add_codegen,
     add_source,
+    json_error,
     subcommand,
+    wants_json,
 )
 from .errors import IndexUnavailable, TorchTalkError
 
@@ -30,7 +33,7 @@ def _build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line; for a ``command`` of PLAIN_COMMANDS, without `view` and the tools' subcommands: importing
     the tools takes ~0.3 s, which `torchtalk index` after an edit would spend before its refresh starts."""
     from .source.fetch import DEFAULT_VERSION, KNOWN_VERSIONS
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="torchtalk", epilog=EPILOG,
         description="Answers about PyTorch internals from a raw source tree: Python -> op registry -> "
                     "C++/CUDA kernels -> autograd -> tests, with file:line.")
@@ -132,6 +135,14 @@ def _err(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def _fail(args, message: str, code: int = EXIT_ERROR, prefix: str = "error: ") -> int:
+    """``message`` on stderr; with --json, the JSON error on stdout too (Note [JSON errors])."""
+    _err(prefix + message)
+    if getattr(args, "json", False):
+        print(json_error(message if prefix == "error: " else prefix + message), flush=True)
+    return code
+
+
 def _say(msg: str) -> None:
     """A progress message on stderr, marked as TorchTalk's like the other lines there."""
     _err(f"torchtalk: {msg}")
@@ -212,13 +223,11 @@ def cmd_tool(args) -> int:
         if i == 0 and prm.type is str:
             flag = getattr(args, f"_{prm.name}", None)
             if value is not None and flag is not None and flag != value:  # never one of two names silently
-                _err(f"error: {tool.name} got two {prm.name}s ({value!r} and --{prm.name.replace('_', '-')} "
-                     f"{flag!r}); give one")
-                return EXIT_ERROR
+                return _fail(args, f"{tool.name} got two {prm.name}s ({value!r} and "
+                                   f"--{prm.name.replace('_', '-')} {flag!r}); give one")
             value = value if value is not None else flag
         if value is None and prm.required:
-            _err(f"error: {tool.name} needs {prm.name} ({prm.help})")
-            return EXIT_ERROR
+            return _fail(args, f"{tool.name} needs {prm.name} ({prm.help})")
         kwargs[prm.name] = prm.default if value is None else value
     file_args(tool, kwargs)
     stale: list[str] = []
@@ -333,6 +342,7 @@ def _on_terminate(signum, frame) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = _build_parser(argv[0] if argv else None)
+    Parser.json_errors = wants_json(argv)
     args = parser.parse_args(argv)
     if not args.command:
         parser.print_help()
@@ -347,8 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return handlers.get(args.command, cmd_tool)(args)
     except TorchTalkError as exc:
-        _err(f"error: {exc}")
-        return EXIT_ERROR
+        return _fail(args, str(exc))
     except KeyboardInterrupt:
         _err("torchtalk: interrupted")
         return EXIT_INTERRUPTED
@@ -360,8 +369,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # never a traceback to the user
         if os.environ.get("TORCHTALK_DEBUG"):
             raise
-        _err(f"internal error: {type(exc).__name__}: {exc} (set TORCHTALK_DEBUG=1 for a traceback)")
-        return EXIT_PROBLEM
+        return _fail(args, f"{type(exc).__name__}: {exc} (set TORCHTALK_DEBUG=1 for a traceback)", EXIT_PROBLEM,
+                     "internal error: ")
     finally:
         if previous is not None:  # main() may run inside another program (tests)
             signal.signal(signal.SIGINT, previous[0])

@@ -9,23 +9,43 @@ import stat
 import sys
 
 from .errors import BadArgument
-from .query.change.diff import MAX_DIFF_CHARS
+from .query.change.diff import MAX_DIFF_CHARS, SPLIT_HINT
 from .query.error_text import MAX_INPUT
 
 # Tool parameters whose text the CLI reads from a file ('-': stdin) rather than from the command line.
 FILE_PARAMS = {("affected", "diff"): "read the unified diff from FILE ('-' for stdin); with no names, --rev or "
                                      "--diff, a diff piped to stdin is read (`git diff | torchtalk affected`)"}
 STDIN_WAIT_S = 10
+# An error_origin message from stdin is read whole up to this (the query keeps a long traceback's end, and says so).
+MAX_MESSAGE_CHARS = 50 * MAX_INPUT
+DIFF_HINT = f"the limit is {MAX_DIFF_CHARS:,}. {SPLIT_HINT}"
+MESSAGE_HINT = "give the traceback's last lines (the error is at its end)"
 
 
-def _read_text(path: str, what: str, limit: int = MAX_DIFF_CHARS) -> str:
+def _size(f) -> int | None:
+    """The size in bytes of a regular file's open handle (None: a pipe, a device, a terminal)."""
+    try:
+        st = os.fstat(f.fileno())
+    except (OSError, ValueError, AttributeError):
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+
+def _read_text(path: str, what: str, limit: int = MAX_DIFF_CHARS, hint: str = DIFF_HINT) -> str:
+    """The text of ``path`` ('-': stdin). Reading stops past ``limit`` characters, so a longer text is refused
+    here, as "more than" the limit (and the file's size when it has one): its length was never counted."""
     try:
         if path == "-":
-            return sys.stdin.read(limit + 1)
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read(MAX_DIFF_CHARS + 1)  # beyond the limit the query says so
+            text, size, shown = sys.stdin.read(limit + 1), _size(sys.stdin), "stdin"
+        else:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text, size, shown = f.read(limit + 1), _size(f), f"{what} {path}"
     except OSError as exc:
         raise BadArgument(f"{what} {path}: cannot read it ({exc.strerror or exc})") from None
+    if len(text) > limit:
+        of_size = f" (it is {size:,} bytes)" if size is not None else ""
+        raise BadArgument(f"{shown} holds more than {limit:,} characters{of_size}; {hint}")
+    return text
 
 
 def _piped_stdin() -> str | None:
@@ -56,4 +76,4 @@ def file_args(tool, kwargs: dict) -> None:
     if tool.name == "affected" and all(kwargs.get(k) is None for k in ("names", "diff", "rev")):
         kwargs["diff"] = _piped_stdin()
     if tool.name == "error_origin" and kwargs.get("message") == "-":  # a traceback piped in: `... | error-origin -`
-        kwargs["message"] = _read_text("-", "stdin", 10 * MAX_INPUT)  # the error is at a long traceback's end
+        kwargs["message"] = _read_text("-", "stdin", MAX_MESSAGE_CHARS, MESSAGE_HINT)

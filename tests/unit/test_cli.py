@@ -41,6 +41,48 @@ def test_a_name_given_twice_differently_is_an_error(tree):
     assert r.returncode == 0 and r.stdout.startswith("# trace relu")
 
 
+def test_json_errors_are_a_json_object_on_stdout(tree, tmp_path):
+    """Note [JSON errors]: with --json every failure prints {"kind": "error", ...} on stdout (was: stdout empty)."""
+    def error_of(*args: str, code: int = 2) -> str:
+        r = tt(*args)
+        assert r.returncode == code, (args, r.stderr)
+        data = json.loads(r.stdout)
+        assert set(data) == {"kind", "error"} and data["kind"] == "error", data
+        assert data["error"] in r.stderr  # the same message as stderr's
+        return data["error"]
+
+    src = ("--source", str(tree))
+    assert "no index yet" in error_of("status", "--json", *src)  # before any command builds it
+    assert "from 1 to 500" in error_of("search", "relu", "--limit", "0", "--json", *src)  # the query's check
+    assert "invalid int value: 'x'" in error_of("search", "relu", "--limit", "x", "--json", *src)  # argparse's
+    assert "function_name is empty" in error_of("trace", "", "--json", *src)
+    assert "got two function_names" in error_of("trace", "softmax", "--function-name", "add", "--json", *src)
+    assert "does not exist" in error_of("trace", "relu", "--json", "--source", str(tmp_path / "nowhere"))
+    r = tt("search", "relu", "--limit", "x", *src)  # without --json stdout stays empty
+    assert r.returncode == 2 and r.stdout == ""
+
+
+def test_over_long_input_is_reported_as_more_than_the_limit_never_as_limit_plus_one(tree, tmp_path):
+    """The CLI reads a diff or a piped message only up to its limit: it said "2,000,001 characters long" for a
+    52 MB diff, and "200,001" for a 2 MB error_origin message, lengths it never counted."""
+    from torchtalk.query.change.diff import MAX_DIFF_CHARS
+    big = tmp_path / "big.diff"
+    big.write_text("+" * (3 * MAX_DIFF_CHARS))
+    r = tt("affected", "--diff", str(big), "--source", str(tree))
+    assert r.returncode == 2 and f"holds more than {MAX_DIFF_CHARS:,} characters (it is {3 * MAX_DIFF_CHARS:,} " \
+        "bytes)" in r.stderr, r.stderr
+    assert f"{MAX_DIFF_CHARS + 1:,}" not in r.stderr
+    r = tt("affected", "--diff", "/dev/zero", "--source", str(tree))  # no size to give
+    assert r.returncode == 2 and f"--diff /dev/zero holds more than {MAX_DIFF_CHARS:,} characters;" in r.stderr
+    # A long traceback piped to error_origin is read whole (its error is at the end), and its length is exact.
+    frames = "".join(f'  File "/x/torch/nn/m.py", line {i}, in f\n    y = g(x)\n' for i in range(60_000))
+    text = "Traceback (most recent call last):\n" + frames + "RuntimeError: zzz qqq\n"
+    r = subprocess.run([sys.executable, "-m", "torchtalk", "error-origin", "-", "--source", str(tree)], input=text,
+                       capture_output=True, text=True, env=dict(os.environ), timeout=300)
+    assert f"the input is {len(text):,} characters long; its last" in r.stdout, r.stdout[:2000]
+    assert "zzz qqq" in r.stdout.splitlines()[0]
+
+
 def test_search_backend_flag(tree):
     r = tt("search", "cumsum", "--backend", "MPS", "--source", str(tree))
     assert r.returncode == 0 and "cumsum_out_mps" in r.stdout

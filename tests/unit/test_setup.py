@@ -249,11 +249,13 @@ def test_setup_asks_on_a_terminal_and_a_no_fetches_nothing(workdir, tmp_path):
 
 
 def test_status_never_builds_and_reports_after_setup(tree, workdir, tmp_path):
+    # No usable index or no tree exits 2, as a tool command does for them (README, "Using it"; was 1).
     r = tt("status", "--source", str(tree), cwd=workdir)
-    assert r.returncode == 1 and "no index yet" in r.stderr and "`torchtalk setup`" in r.stderr
+    assert r.returncode == 2 and "no index yet" in r.stderr and "`torchtalk setup`" in r.stderr
     assert not find_source(tree).index_path.exists()
     r = tt("status", cwd=workdir)  # no tree at all
-    assert r.returncode == 1 and "torchtalk setup --fetch" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "torchtalk setup --fetch" in r.stderr and "Traceback" not in r.stderr
+    assert tt("trace", "relu", cwd=workdir).returncode == 2  # the same exit code for the same missing tree
 
     env = {**os.environ, "PATH": no_claude_path(tmp_path)}
     assert tt("setup", "--source", str(tree), "--no-codegen", "--no-register", cwd=workdir, env=env).returncode == 0

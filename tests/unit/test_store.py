@@ -27,7 +27,7 @@ def _op(name, line):
 
 
 def _add(w, path, facts):
-    w.add_file(path, Layer.OPS, 1, 1, "h", FileStatus.OK, "", encode_facts(facts))
+    w.add_file(path, Layer.OPS, (1, 1, 1, 1), "h", FileStatus.OK, "", encode_facts(facts))
 
 
 def _build(path, facts, base_ok=False):

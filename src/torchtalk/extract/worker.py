@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from ..model import FileFacts, FileProblems, FileStatus, Layer
 from ..model.paths import NATIVE_FUNCTIONS, TAGS, TESTING_INTERNAL
-from ..source.files import Unreadable, read_limited
+from ..source.files import NO_STAMP, Stamp, Unreadable, read_limited, stamp_of
 from ..store.codec import Row, encode_facts
 from . import native_yaml
 from .bindtext import add_binding_text
@@ -40,8 +40,7 @@ class Task(NamedTuple):
 class Result(NamedTuple):
     relpath: str
     layer: Layer
-    size: int
-    mtime_ns: int
+    stamp: Stamp  # what the file was read at (Note [File stamps])
     hash: str
     status: FileStatus | None  # None: same hash as before, nothing to write
     reason: str  # why a file was skipped, or what failed in it
@@ -85,15 +84,15 @@ def run_task(task: Task) -> Result:
 
 def _run_task(task: Task) -> Result:
     def result(status: FileStatus | None, reason: str = "", facts: dict[str, list[Row]] | None = None) -> Result:
-        return Result(task.relpath, task.layer, st.st_size, st.st_mtime_ns, digest, status, reason, facts)
+        return Result(task.relpath, task.layer, stamp_of(st), digest, status, reason, facts)
 
     try:
         st, data = read_limited(task.abspath)
     except Unreadable as exc:  # a FIFO, a file grown past the limit, a read that never ends
-        return Result(task.relpath, task.layer, 0, 0, "", FileStatus.SKIPPED, str(exc), None)
+        return Result(task.relpath, task.layer, NO_STAMP, "", FileStatus.SKIPPED, str(exc), None)
     except OSError as exc:
-        return Result(task.relpath, task.layer, 0, 0, "", FileStatus.SKIPPED, f"unreadable ({exc.strerror or exc})",
-                      None)
+        return Result(task.relpath, task.layer, NO_STAMP, "", FileStatus.SKIPPED,
+                      f"unreadable ({exc.strerror or exc})", None)
     digest = hashlib.blake2b(data, digest_size=16).hexdigest()
     if digest == task.old_hash:
         return result(None)

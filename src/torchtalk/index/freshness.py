@@ -2,13 +2,14 @@
 
 Note [Freshness]
 ~~~~~~~~~~~~~~~~
-The tree is watched (``source/watch.py``, inotify): each event names a path, kept as a *candidate* until a
-stat of it matches what the index holds for it (``source.files.entry_at`` against the files table). So
-``changed(ix)`` is exact for the index version asked about, and costs one non-blocking read when nothing
-happened (the 2.6.0 tree: ~15 us; a walk of it costs 0.2-0.7 s). A full comparison (a walk) is made once at
-start, and again only when the kernel lost events (its queue overflowed, a directory moved). The
-generators' inputs (torchgen, templates, the YAMLs) are watched too: a change there leaves the generated
-layer stale until a refresh re-runs them. Without inotify (not Linux, out of watches) every check walks.
+The tree is watched (``source/watch.py``, inotify): each event names a path, kept as a *candidate* until its
+stamp (size, mtime, ctime, inode: Note [File stamps] in ``source/files.py``) matches what the index holds for it
+(``source.files.entry_at`` against the files table). So ``changed(ix)`` is exact for the index version asked
+about, and costs one non-blocking read when nothing happened (the 2.6.0 tree: ~15 us; a walk of it costs
+0.2-0.7 s). A full comparison (a walk) is made once at start, and again only when the kernel lost events (its
+queue overflowed, a directory moved). The generators' inputs (torchgen, templates, the YAMLs) are watched too: a
+change there leaves the generated layer stale until a refresh re-runs them. Without inotify (not Linux, out of
+watches) every check walks.
 
 The server (``server/freshness.py``, ``server/backend.py``) asks before each answer and refreshes first;
 ``query/status.py`` asks for ``get_status``.
@@ -26,17 +27,19 @@ from ..source.codegen.inputs import INPUT_DIRS, INPUT_FILES, codegen_inputs_hash
 from ..source.files import entry_at, layer_of, list_files
 from ..source.watch import TreeWatch
 from ..store.reader import Index
+from ..store.schema import STAMP_COLUMNS
 
 log = logging.getLogger("torchtalk")
 
 
 def walk_changes(ix: Index, root: Path) -> list[str]:
-    """Hand-written files whose size or mtime differ from the index (plus new and deleted ones): a walk of the
-    tree, 0.2-0.7 s on 2.6.0. Exact at the moment it runs; never cached (an answer "fresh" must be true)."""
-    indexed = {p: (s, m) for p, s, m in ix.q("SELECT path, size, mtime_ns FROM files WHERE generated = 0")}
+    """Hand-written files whose stamp differs from the index (Note [File stamps]; plus new and deleted ones): a
+    walk of the tree, 0.2-0.7 s on 2.6.0. Exact at the moment it runs; never cached (an answer "fresh" must be
+    true)."""
+    indexed = {r[0]: r[1:] for r in ix.q(f"SELECT path, {STAMP_COLUMNS} FROM files WHERE generated = 0")}
     entries = list_files(root)
     current = {e.relpath for e in entries}
-    changed = [e.relpath for e in entries if indexed.get(e.relpath) != (e.size, e.mtime_ns)]
+    changed = [e.relpath for e in entries if indexed.get(e.relpath) != e.stamp]
     changed += [p for p in indexed if p not in current]
     return sorted(changed)
 
@@ -102,12 +105,12 @@ class Freshness:
         if not self._candidates:
             return set()
         marks = ",".join("?" * len(self._candidates))
-        indexed = {p: (s, m) for p, s, m in ix.q(f"SELECT path, size, mtime_ns FROM files WHERE path IN ({marks})",
-                                                 sorted(self._candidates))}
+        indexed = {r[0]: r[1:] for r in ix.q(f"SELECT path, {STAMP_COLUMNS} FROM files WHERE path IN ({marks})",
+                                             sorted(self._candidates))}
         out = set()
         for rel in self._candidates:
             entry = entry_at(self.root, rel)
-            now = (entry.size, entry.mtime_ns) if entry is not None else None
+            now = entry.stamp if entry is not None else None
             if now != indexed.get(rel):
                 out.add(rel)
         return out

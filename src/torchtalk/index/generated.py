@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..model import CodegenState, Layer
 from ..source.codegen import CodegenJob, codegen_inputs_hash, generated_files_to_index, read_manifest, start_codegen
-from ..source.files import FileEntry
+from ..source.files import FileEntry, stamp_of
 from ..source.tree import SourceTree
 from ..store.db import WriteFailed
 
@@ -89,5 +89,5 @@ def finish(tree: SourceTree, plan: GeneratedPlan) -> list[FileEntry]:
             st = os.stat(path)
         except OSError:
             continue
-        out.append(FileEntry(PREFIX + rel, str(path), Layer.GENERATED, st.st_size, st.st_mtime_ns))
+        out.append(FileEntry(PREFIX + rel, str(path), Layer.GENERATED, stamp_of(st)))
     return out

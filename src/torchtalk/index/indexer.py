@@ -39,7 +39,7 @@ from ..store.db import (
     remove_temps,
 )
 from ..store.keys import IdsExhausted
-from ..store.schema import SCHEMA_VERSION
+from ..store.schema import SCHEMA_VERSION, STAMP_COLUMNS
 from . import generated
 from .pipeline import Batch, IndexReport, Workers
 
@@ -63,7 +63,7 @@ INDEXER_VERSION = f"{__version__}+x22-{code_digest('extract', 'model', 'source',
 
 
 def _existing_state(tree: SourceTree) -> tuple[dict[str, tuple] | None, str, dict[str, str]]:
-    """Files in the current index (path -> size, mtime_ns, hash, layer) and its meta, or None and why."""
+    """Files in the current index (path -> stamp, hash, layer) and its meta, or None and why."""
     path = tree.index_path
     problem = check_file(path)
     if problem == "missing":
@@ -84,7 +84,8 @@ def _existing_state(tree: SourceTree) -> tuple[dict[str, tuple] | None, str, dic
             return None, f"index made by indexer {meta.get('indexer_version')}, now {INDEXER_VERSION}; rebuilding", {}
         if meta.get("source_root") != str(tree.root):
             return None, "index belongs to another tree; rebuilding", {}
-        files = {r[0]: tuple(r[1:]) for r in conn.execute("SELECT path, size, mtime_ns, hash, layer FROM files")}
+        files = {r[0]: (tuple(r[1:5]), r[5], r[6])
+                 for r in conn.execute(f"SELECT path, {STAMP_COLUMNS}, hash, layer FROM files")}
         return files, "refresh", meta
     except Exception as exc:  # corrupt pages surface only when read
         return None, f"index unreadable ({exc}); rebuilding", {}
@@ -102,8 +103,7 @@ def plan(entries: list[FileEntry], existing: dict | None, keep_prefix: str | Non
     if existing is None:
         return entries, []
     current = {e.relpath for e in entries}
-    changed = [e for e in entries
-               if (old := existing.get(e.relpath)) is None or old[0] != e.size or old[1] != e.mtime_ns]
+    changed = [e for e in entries if (old := existing.get(e.relpath)) is None or old[0] != e.stamp]
     removed = [p for p in existing if p not in current and not (keep_prefix and p.startswith(keep_prefix))]
     return changed, removed
 

@@ -101,13 +101,13 @@ class Batch:
         # In the order of their ids (hand-written files by path, then generated ones: Note [Canonical ids]): a
         # full build then appends every file's rows to the tables.
         self.entries = sorted(todo, key=lambda e: (e.layer is Layer.GENERATED, e.relpath))
-        self.tasks = [Task(e.relpath, e.abspath, e.layer, old[2] if (old := existing.get(e.relpath)) else "")
+        self.tasks = [Task(e.relpath, e.abspath, e.layer, old[1] if (old := existing.get(e.relpath)) else "")
                       for e in self.entries if not e.skip]
         self.results: Iterator[Result] = iter(())
 
     def prepare(self, writer: IndexWriter, report: IndexReport) -> None:
         """Drop the removed files, give the new ones their ids, record the skipped ones."""
-        ids = {p: v[0] for p, v in writer.files().items()}
+        ids = writer.files()
         for path in self.removed:
             if path in ids:
                 writer.remove_file(ids.pop(path))
@@ -121,7 +121,7 @@ class Batch:
             if e.skip:
                 if e.relpath in self.known:
                     writer.remove_file(ids[e.relpath])
-                writer.add_file(e.relpath, e.layer, e.size, e.mtime_ns, "", FileStatus.SKIPPED, e.skip, None,
+                writer.add_file(e.relpath, e.layer, e.stamp, "", FileStatus.SKIPPED, e.skip, None,
                                 generated=e.layer is Layer.GENERATED, file_id=ids[e.relpath])
                 report.skipped.append(f"{e.relpath}: {e.skip}")
 
@@ -137,12 +137,12 @@ class Batch:
                 advance(res.relpath)
                 report.add_cpu(f"extract {res.layer} (workers)", res.cpu)
                 if res.status is None:  # same content as the index has
-                    writer.touch_file(ids[res.relpath], res.size, res.mtime_ns)
+                    writer.touch_file(ids[res.relpath], res.stamp)
                     report.unchanged += 1
                 else:
                     if res.relpath in known:
                         writer.remove_file(ids[res.relpath])
-                    writer.add_file(res.relpath, res.layer, res.size, res.mtime_ns, res.hash, res.status,
+                    writer.add_file(res.relpath, res.layer, res.stamp, res.hash, res.status,
                                     res.reason, res.facts, generated=res.layer is Layer.GENERATED,
                                     file_id=ids[res.relpath])
                     report.parsed += 1

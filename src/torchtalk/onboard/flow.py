@@ -214,27 +214,33 @@ def register_once(cmd: list[str], scope: str) -> bool:
 
 
 def status(source: str | None, as_json: bool) -> int:
-    """What get_status reports, from the index as it is (nothing is built)."""
+    """What get_status reports, from the index as it is (nothing is built). No source tree or no usable index
+    exits as a tool command does for them (EXIT_ERROR): status is the command a script asks first."""
+    from ..cli_common import EXIT_ERROR, EXIT_OK, json_error
     from ..store.reader import Index
     from ..tools import answer, get_tool, to_json
     tool = get_tool("get_status")
+
+    def fail(message: str) -> int:  # with --json, stdout holds the error too (Note [JSON errors])
+        err(f"torchtalk: {message}")
+        if as_json:
+            out(json_error(message))
+        return EXIT_ERROR
+
     try:
         tree = find_source(source)
     except SourceError as exc:
-        err(f"torchtalk: no index to report on: {_first_sentence(exc)}; set one up with {FIX_SOURCE}.")
-        return 1
+        return fail(f"no index to report on: {_first_sentence(exc)}; set one up with {FIX_SOURCE}.")
     problem = index_problem(tree)
     # A damaged index still has a status to report (get_status says it is damaged); a missing one has not.
     if problem and reported_damage(tree.index_path) is None:
-        err(f"torchtalk: no usable index for {tree.root} ({problem}); build it with {FIX_INDEX}.")
-        return 1
+        return fail(f"no usable index for {tree.root} ({problem}); build it with {FIX_INDEX}.")
     ix = Index(tree.index_path, tree.root)
     try:
         a = answer(tool, ix)
     except (TorchTalkError, sqlite3.DatabaseError) as exc:
-        err(f"torchtalk: no usable index for {tree.root} ({problem or exc}); build it with {FIX_INDEX}.")
-        return 1
+        return fail(f"no usable index for {tree.root} ({problem or exc}); build it with {FIX_INDEX}.")
     finally:
         ix.close()
     out(to_json(tool, a) if as_json else a.text)
-    return 0
+    return EXIT_OK

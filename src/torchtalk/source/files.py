@@ -1,6 +1,6 @@
 """List the files of a tree that TorchTalk indexes, by layer, with their stat; read one safely.
 
-A refresh starts here: comparing (size, mtime_ns) with what the index holds
+A refresh starts here: comparing each file's stamp (Note [File stamps]) with what the index holds
 tells which files may have changed without reading any of them. Symlinks are
 followed only when they stay inside the tree. Only regular files are read, and
 within a size and a time limit (``read_limited``): a file that became a FIFO
@@ -28,6 +28,26 @@ READ_TIMEOUT_S = 30.0
 _CHUNK = 1 << 20
 _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
+
+
+# Note [File stamps]
+# ~~~~~~~~~~~~~~~~~~
+# A file is read again when its stamp differs from the one the index recorded: (size, mtime_ns, ctime_ns, inode),
+# one stat, as cheap as size and mtime alone. Size and mtime miss an edit that keeps both (``touch -r`` after an
+# edit, ``cp -p``, ``rsync -t``, tar, a same-length edit within the mtime's granularity); ctime moves with every
+# write and cannot be set back, and a rename over the file (what ``sed -i`` and most editors do) gives a new inode.
+# A stamp that moved is not a change yet: the worker hashes the content and re-extracts only when the hash
+# differs (``touch_file`` records the new stamp otherwise), so a chmod, or a tree restored with ``cp -a`` where
+# every ctime and inode is new, costs one read and hash per file, not a re-extraction.
+Stamp = tuple[int, int, int, int]  # (size, mtime_ns, ctime_ns, inode)
+NO_STAMP: Stamp = (0, 0, 0, 0)  # a file listed but not read (skipped): nothing of it is indexed
+_INT64 = 1 << 63
+
+
+def stamp_of(st: os.stat_result) -> Stamp:
+    """The stamp of a stat (Note [File stamps]); the inode folded into SQLite's signed 64 bits."""
+    ino = st.st_ino if st.st_ino < _INT64 else st.st_ino - 2 * _INT64
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, ino
 
 
 class Unreadable(Exception):
@@ -73,8 +93,7 @@ class FileEntry:
     relpath: str
     abspath: str
     layer: Layer
-    size: int
-    mtime_ns: int
+    stamp: Stamp  # NO_STAMP for a file not read (Note [File stamps])
     skip: str = ""  # why it is not parsed ("" = parse it)
 
 
@@ -122,18 +141,19 @@ def _walk(root: Path, top: str, out: list[FileEntry], real_root: str) -> None:
                 odd = _printable(rel)
                 if odd is not None:
                     if (odd_layer := layer_of(odd)) is not None:
-                        out.append(FileEntry(odd, entry.path, odd_layer, 0, 0, "file name is not valid UTF-8"))
+                        out.append(FileEntry(odd, entry.path, odd_layer, NO_STAMP, "file name is not valid UTF-8"))
                     continue
                 try:
                     if entry.is_symlink():
                         target = os.path.realpath(entry.path)
                         if not _inside(entry.path, real_root):
                             if (layer := layer_of(rel)) is not None:
-                                out.append(FileEntry(rel, entry.path, layer, 0, 0, "symlink leads outside the tree"))
+                                out.append(FileEntry(rel, entry.path, layer, NO_STAMP,
+                                                     "symlink leads outside the tree"))
                             continue
                         if not os.path.exists(target):
                             if (layer := layer_of(rel)) is not None:
-                                out.append(FileEntry(rel, entry.path, layer, 0, 0, "broken symlink"))
+                                out.append(FileEntry(rel, entry.path, layer, NO_STAMP, "broken symlink"))
                             continue
                         if os.path.isdir(target):
                             continue  # never walk linked directories: cycles, duplicates
@@ -146,17 +166,17 @@ def _walk(root: Path, top: str, out: list[FileEntry], real_root: str) -> None:
                     st = entry.stat()
                     odd = not_regular(st.st_mode)
                     if odd:  # a FIFO or a device would block or never end: listed, so the user hears of it
-                        out.append(FileEntry(rel, entry.path, layer, 0, 0, odd))
+                        out.append(FileEntry(rel, entry.path, layer, NO_STAMP, odd))
                         continue
                     skip = ""
                     if st.st_size > MAX_FILE_BYTES:
                         skip = f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB"
                     elif not os.access(entry.path, os.R_OK):
                         skip = "unreadable (permission denied)"
-                    out.append(FileEntry(rel, entry.path, layer, st.st_size, st.st_mtime_ns, skip))
+                    out.append(FileEntry(rel, entry.path, layer, stamp_of(st), skip))
                 except OSError as exc:
                     if (layer := layer_of(rel)) is not None:
-                        out.append(FileEntry(rel, entry.path, layer, 0, 0, f"unreadable ({exc.strerror})"))
+                        out.append(FileEntry(rel, entry.path, layer, NO_STAMP, f"unreadable ({exc.strerror})"))
 
 
 def entry_at(root: Path, rel: str) -> FileEntry | None:
@@ -166,7 +186,7 @@ def entry_at(root: Path, rel: str) -> FileEntry | None:
     odd_name = _printable(rel)
     if odd_name is not None:
         odd_layer = layer_of(odd_name)
-        return FileEntry(odd_name, path, odd_layer, 0, 0, "file name is not valid UTF-8") if odd_layer else None
+        return FileEntry(odd_name, path, odd_layer, NO_STAMP, "file name is not valid UTF-8") if odd_layer else None
     layer = layer_of(rel)
     if layer is None:
         return None
@@ -180,29 +200,28 @@ def entry_at(root: Path, rel: str) -> FileEntry | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        return FileEntry(rel, path, layer, 0, 0, f"unreadable ({exc.strerror})")
+        return FileEntry(rel, path, layer, NO_STAMP, f"unreadable ({exc.strerror})")
     if stat.S_ISLNK(lst.st_mode):
         if not _inside(path, real_root):
-            return FileEntry(rel, path, layer, 0, 0, "symlink leads outside the tree")
+            return FileEntry(rel, path, layer, NO_STAMP, "symlink leads outside the tree")
         if not os.path.exists(path):
-            return None if layer is Layer.OPS else FileEntry(rel, path, layer, 0, 0, "broken symlink")
+            return None if layer is Layer.OPS else FileEntry(rel, path, layer, NO_STAMP, "broken symlink")
     try:
         st = os.stat(path)
     except OSError as exc:
-        return FileEntry(rel, path, layer, 0, 0, f"unreadable ({exc.strerror})")
+        return FileEntry(rel, path, layer, NO_STAMP, f"unreadable ({exc.strerror})")
     if stat.S_ISDIR(st.st_mode):
         return None
     odd = not_regular(st.st_mode)
     if odd:
-        return FileEntry(rel, path, layer, 0, 0, odd)
+        return FileEntry(rel, path, layer, NO_STAMP, odd)
     if st.st_size > MAX_FILE_BYTES:
         if layer is Layer.OPS:
-            return FileEntry(rel, path, layer, 0, 0, f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
-        return FileEntry(rel, path, layer, st.st_size, st.st_mtime_ns,
-                         f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
+            return FileEntry(rel, path, layer, NO_STAMP, f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
+        return FileEntry(rel, path, layer, stamp_of(st), f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
     if layer is not Layer.OPS and not os.access(path, os.R_OK):
-        return FileEntry(rel, path, layer, st.st_size, st.st_mtime_ns, "unreadable (permission denied)")
-    return FileEntry(rel, path, layer, st.st_size, st.st_mtime_ns)
+        return FileEntry(rel, path, layer, stamp_of(st), "unreadable (permission denied)")
+    return FileEntry(rel, path, layer, stamp_of(st))
 
 
 def list_files(root: Path) -> list[FileEntry]:
@@ -222,8 +241,7 @@ def list_files(root: Path) -> list[FileEntry]:
             skip = not_regular(st.st_mode) or ""  # a FIFO or device would block or never end
         elif st.st_size > MAX_FILE_BYTES:
             skip = f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MB"
-        out.append(FileEntry(rel, str(p), Layer.OPS, st.st_size if not skip else 0, st.st_mtime_ns if not skip else 0,
-                             skip))
+        out.append(FileEntry(rel, str(p), Layer.OPS, NO_STAMP if skip else stamp_of(st), skip))
     for top in CPP_ROOTS + PY_ROOTS:
         # A top-level directory that is a link out of the tree is not part of it.
         if (root / top).is_dir() and _inside(str(root / top), real_root):

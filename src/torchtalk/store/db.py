@@ -222,9 +222,8 @@ class IndexWriter:
 
     # ------------------------------------------------------------ files and facts
 
-    def files(self) -> dict[str, tuple[int, int, int, str, str]]:
-        """path -> (id, size, mtime_ns, hash, layer) of what the index holds now."""
-        return {r[0]: r[1:] for r in self.conn.execute("SELECT path, id, size, mtime_ns, hash, layer FROM files")}
+    def files(self) -> dict[str, int]:  # path -> id of what the index holds now
+        return {r[0]: r[1] for r in self.conn.execute("SELECT path, id FROM files")}
 
     def file_ids(self, files: Iterable[tuple[str, bool]]) -> dict[str, int]:
         """path -> id for files to add, given as (path, generated) (Note [Canonical ids]): a path the index
@@ -243,11 +242,12 @@ class IndexWriter:
                 self.changed.add(t)
         self.conn.execute("DELETE FROM files WHERE id = ?", (file_id,))
 
-    def touch_file(self, file_id: int, size: int, mtime_ns: int) -> None:
-        """Same content, new stat: remember the stat so the next refresh skips the hash."""
-        self.conn.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, file_id))
+    def touch_file(self, file_id: int, stamp: tuple[int, int, int, int]) -> None:
+        """Same content, new stamp: remember it so the next refresh skips the hash (Note [File stamps])."""
+        self.conn.execute("UPDATE files SET (size, mtime_ns, ctime_ns, ino) = (?, ?, ?, ?) WHERE id = ?",
+                          (*stamp, file_id))
 
-    def add_file(self, path: str, layer: Layer, size: int, mtime_ns: int, digest: str, status: FileStatus,
+    def add_file(self, path: str, layer: Layer, stamp: tuple[int, int, int, int], digest: str, status: FileStatus,
                  reason: str, facts: dict[str, list[Row]] | None, generated: bool = False,
                  file_id: int | None = None) -> int:
         """Record one file and its facts (rows per table, as ``store.codec.encode_facts`` makes them), under
@@ -257,9 +257,9 @@ class IndexWriter:
         if facts:
             self.ids.written((generated, path))
         self.conn.execute(
-            "INSERT INTO files (id, path, layer, size, mtime_ns, hash, status, reason, generated) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (file_id, path, str(layer), size, mtime_ns, digest, str(status), reason, int(generated)),
+            "INSERT INTO files (id, path, layer, size, mtime_ns, ctime_ns, ino, hash, status, reason, generated) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (file_id, path, str(layer), *stamp, digest, str(status), reason, int(generated)),
         )
         if facts:
             self._insert_facts(file_id, (generated, path), facts)

@@ -13,7 +13,10 @@ import sqlite3
 from ..model import FACT_TABLES, CallKind
 from .codec import codec_for_table
 
-SCHEMA_VERSION = 28  # 28: op_info_entry.aten_backward_name
+SCHEMA_VERSION = 29  # 29: files.ctime_ns and files.ino (Note [File stamps]); 28: op_info_entry.aten_backward_name
+
+# The columns of files that hold a file's stamp, in the order of source.files.Stamp.
+STAMP_COLUMNS = "size, mtime_ns, ctime_ns, ino"
 
 # Extra indexes per table, beyond file_id (every table) and the primary key.
 INDEXES: dict[str, list[str]] = {
@@ -48,8 +51,10 @@ CREATE TABLE IF NOT EXISTS files (
     id INTEGER PRIMARY KEY,
     path TEXT NOT NULL UNIQUE,      -- relative to the source root; "<generated>/..." for generated code
     layer TEXT NOT NULL,            -- model.Layer
-    size INTEGER NOT NULL,
+    size INTEGER NOT NULL,          -- size .. ino: the stamp it was read at (Note [File stamps] in source/files.py)
     mtime_ns INTEGER NOT NULL,
+    ctime_ns INTEGER NOT NULL,
+    ino INTEGER NOT NULL,
     hash TEXT NOT NULL,
     status TEXT NOT NULL,           -- model.FileStatus
     reason TEXT NOT NULL DEFAULT '', -- why a file was skipped or what failed in it
@@ -131,5 +136,5 @@ def all_indexes_ddl() -> list[str]:
     return [stmt for t in FACT_TABLES for stmt in index_ddl(t)]
 
 
-__all__ = ["SCHEMA_VERSION", "INDEXES", "all_tables_ddl", "all_indexes_ddl", "index_ddl", "LINK_DDL",
+__all__ = ["SCHEMA_VERSION", "STAMP_COLUMNS", "INDEXES", "all_tables_ddl", "all_indexes_ddl", "index_ddl", "LINK_DDL",
            "missing_tables", "required_tables"]

@@ -5,8 +5,9 @@ next to the Markdown text, and ``torchtalk <tool> --json`` prints the same objec
 script and an agent read one format. The shape is an envelope,
 ``{"kind": "result" | "not_found", "result": {...}, "next": [...], "stale": ""}``: MCP wants an object at the root,
 and ``kind`` tells a consumer which of the two result types follows without guessing
-from its fields. The models are derived from the query dataclasses' type hints, so the
-schema cannot drift from what the queries return.
+from its fields. A command that fails prints ``{"kind": "error", "error": "..."}`` instead
+(Note [JSON errors] in cli_common.py; not in the schema: MCP answers a failure with is_error).
+The models are derived from the query dataclasses' type hints, so the schema cannot drift from what the queries return.
 """
 
 from __future__ import annotations

@@ -123,6 +123,9 @@ def _map_file(ix: Index, files: TreeFiles, fc: FileChange, m: MappedChange) -> N
         file_line(fc.kind, len(gen.layers), fc.problem or f"{gen.role}: everything generated from it is affected")
         return
     fid = files.indexed.get(fc.path, (None, None))[0]
+    if fc.path in files.skipped:  # listed by the index, never read: no facts to map its lines to
+        file_line(fc.kind, 0, fc.problem)
+        return
     if fid is None:
         file_line(FileKind.OTHER, 0, fc.problem or "not indexed (build files, docs, scripts and third-party code "
                                                    "have no code facts)")

@@ -19,6 +19,7 @@ from ...errors import BadArgument
 from ...model.change import ChangeStatus, HunkLine, Language
 
 MAX_DIFF_CHARS = 2_000_000
+SPLIT_HINT = "Split the change (e.g. `git diff -- aten/`) or give names instead"  # for a diff over the limit
 MAX_FILES = 100
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -113,8 +114,7 @@ def parse_diff(text: object) -> list[FileDiff]:
     if not isinstance(text, str):
         raise BadArgument(f"diff must be the text of a unified diff, not {type(text).__name__}")
     if len(text) > MAX_DIFF_CHARS:
-        raise BadArgument(f"diff is {len(text):,} characters long; the limit is {MAX_DIFF_CHARS:,}. Split the change "
-                          "(e.g. `git diff -- aten/`) or give names instead")
+        raise BadArgument(f"diff is {len(text):,} characters long; the limit is {MAX_DIFF_CHARS:,}. {SPLIT_HINT}")
     if any("\ud800" <= c <= "\udfff" for c in text):
         raise BadArgument("diff is not valid Unicode text (it holds a lone surrogate); send the diff as UTF-8")
     files: list[FileDiff] = []
@@ -201,8 +201,8 @@ def parse_diff(text: object) -> list[FileDiff]:
         raise BadArgument(f"diff changes {len(files)} files; the limit is {MAX_FILES}. Give part of it "
                           "(e.g. `git diff -- aten/src/ATen/native`)")
     for f in files:
-        if f.status is ChangeStatus.MODIFIED and f.old_path and f.new_path and f.old_path != f.new_path:
-            f.status = ChangeStatus.RENAMED
+        # A rename is what git's "rename from/to" says. Two names on ---/+++ alone are two copies of one file
+        # compared (diff -u X.orig X, git diff --no-index old/ new/): the file is the new one, modified.
         if f.status.has_lines and not f.hunks and not f.problem:
             f.status = ChangeStatus.MODE if f.status is ChangeStatus.MODIFIED else f.status
     return files

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ...errors import BadArgument
 from ...graph.cpp_text import comment_at
-from ...model import Layer
+from ...model import FileStatus, Layer
 from ...model.change import ChangeStatus, DiffSide, FileKind, Language
 from ...model.paths import file_kind
 from ...store.reader import Index
@@ -72,6 +72,22 @@ class TreeFiles:
         self.root = ix.source_root
         self.indexed: dict[str, tuple[int, Layer]] = ix.cached("change_files", lambda: {
             p: (fid, Layer(layer)) for fid, p, layer in ix.q("SELECT id, path, layer FROM files")})
+        # Files the index lists but never read (too large, NUL bytes, unreadable, a symlink out of the tree): why.
+        self.skipped: dict[str, str] = ix.cached("change_skipped", lambda: dict(ix.q(
+            "SELECT path, reason FROM files WHERE status = ?", (FileStatus.SKIPPED.value,))))
+
+    def not_read(self, rel: str) -> str:
+        """The problem of a changed file the index skipped ("" when it read it): nothing of it is indexed, so
+        none of its lines is "outside any definition"; and it is not read here either (it may lead out of the
+        tree)."""
+        why = self.skipped.get(rel)
+        return "" if why is None else f"skipped by the index ({why or 'not read'}): nothing of it is indexed"
+
+    def ending_with(self, written: str) -> list[str]:
+        """Indexed files whose path ends with ``written`` as whole components (ReduceOps.cpp, native/X.cpp: a
+        diff made inside a directory of the tree names its files from there)."""
+        tail = "/" + written.strip("/")
+        return sorted(p for p in self.indexed if p.endswith(tail))
 
     def kind(self, rel: str) -> FileKind:
         got = self.indexed.get(rel)
@@ -120,20 +136,38 @@ def _side(text: list[str] | None, fd: FileDiff) -> DiffSide:
 def _from_diff(fd: FileDiff, files: TreeFiles) -> FileChange:
     root = str(files.root) if files.root else None
     path, problem = "", ""
-    for written in dict.fromkeys(p for p in (fd.new_path, fd.old_path) if p):
+    names = list(dict.fromkeys(p for p in (fd.new_path, fd.old_path) if p))
+    for written in names:
         path, problem = tree_path(written, files.exists, root)
         if problem or files.exists(path):
             break
+    else:  # named from a directory of the tree (diff -u run in aten/src/ATen/native): the one file ending so
+        ends = next((got for w in names if not w.startswith("/") if (got := files.ending_with(w))), [])
+        if len(ends) > 1 and fd.hunks:  # the one whose text the hunks match (Note [Diff sides])
+            ends = [p for p in ends if _side(files.lines(p), fd) is not DiffSide.NEITHER] or ends
+        if len(ends) == 1:
+            path = ends[0]
+        elif ends:
+            path, problem = "", (f"{names[0]} is not a path of the tree, and {len(ends)} files end so: "
+                                 f"{', '.join(ends[:4])}{', ...' if len(ends) > 4 else ''}; give the path from the "
+                                 "tree's root")
     fc = FileChange(fd.path, path, fd.status, problem=problem or fd.problem)
     if problem or not fd.status.has_lines:
         return fc
     fc.kind = files.kind(path)
+    if skipped := files.not_read(path):
+        fc.problem = skipped
+        return fc
     text = files.lines(path)
     if text is None and fd.status not in (ChangeStatus.ADDED, ChangeStatus.DELETED):
         fc.problem = f"{path} is not in the source tree: nothing of it is indexed"
         return fc
-    if fd.status is ChangeStatus.RENAMED and fd.old_path and tree_path(fd.old_path, files.exists, root)[0] == path:
+    if fd.status is ChangeStatus.RENAMED and all(tree_path(p, files.exists, root)[0] == path for p in names):
         fc.status = ChangeStatus.MODIFIED  # two copies of one file (git diff --no-index old/ new/)
+    if fc.status is ChangeStatus.RENAMED and not fd.hunks:
+        fc.problem = (f"renamed from {fd.old_path} to {fd.new_path}, no line changed: its definitions are the same; "
+                      "what names its path (build files, includes) changes with it")
+        return fc
     fc.side = _side(text, fd)
     lang = fc.kind.language
     minus = [t for h in fd.hunks for _n, t in h.removed()]
@@ -244,6 +278,8 @@ def from_path_name(files: TreeFiles, name: str) -> FileChange | None:
         if not m and "." not in path.rsplit("/", 1)[-1]:
             return None  # torch.nn/whatever: a dotted or qualified name, not a path
         return FileChange(name, "", ChangeStatus.LINES, problem=f"{shown(written)} is not a file of the source tree")
+    if skipped := files.not_read(path):
+        return FileChange(name, path, ChangeStatus.LINES, files.kind(path), problem=skipped)
     if not m:
         return FileChange(name, path, ChangeStatus.LINES, files.kind(path), whole=True)
     a = int(m.group("a"))
