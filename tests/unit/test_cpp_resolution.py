@@ -323,3 +323,17 @@ def test_a_method_called_on_what_a_smart_pointer_factory_made(tree):
         res, text = run(get_tool("called_by"), ix, function_name="torch::Foo::bar")
         assert [str(e.site) for e in res.sections[0].callers] == [
             "torch/csrc/made.cpp:8", "torch/csrc/made.cpp:10", "torch/csrc/made.cpp:12"], text
+
+
+def test_a_body_of_macros_from_another_file_says_its_calls_are_not_listed(tree):
+    # Adam::serialize's body is one macro of serialize.h: "No calls found in its body." read as "calls nothing"
+    from torchtalk.tools import get_tool, run
+
+    from ..conftest import indexed_with
+    with indexed_with(tree, {
+        "aten/src/ATen/native/CallMacro.h": "#define CALL_HELPER(x) helper(x)\n",
+        "aten/src/ATen/native/UsesMacro.cpp": ('#include "CallMacro.h"\nnamespace at { namespace native {\n'
+                                               "void uses_macro(int x) {\n  CALL_HELPER(x);\n}\n}}\n")}) as ix:
+        _res, text = run(get_tool("calls"), ix, function_name="at::native::uses_macro")
+        assert "No calls found in its body outside the macros it uses (below)." in text, text
+        assert "Macros used, not expanded here (their calls are not listed): CALL_HELPER" in text, text
