@@ -334,6 +334,10 @@ class Typer:
         vals = [c for c in args.named_children if c.type != "comment"]
         if not vals:
             return 0, ""
+        if args.has_error or any(v.type == "parameter_pack_expansion" for v in vals):
+            # f(args...), or a list the parser could not read (a lambda's init-capture, an #ifdef inside): the count
+            # is not known (Note [Argument counts] in graph/signatures.py)
+            return -1, ""
         tes = [self.expr(v, pos) for v in vals]
         joined = ";".join(tes)
         return len(vals), joined if any(tes) and len(joined) <= 2 * _MAX_TE else ""
