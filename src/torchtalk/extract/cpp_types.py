@@ -331,6 +331,10 @@ class Typer:
         args = n.child_by_field_name("arguments")
         if args is None:
             return -1, ""
+        return self.arg_list(args, pos)
+
+    def arg_list(self, args, pos: int) -> tuple[int, str]:
+        """``args`` for an argument list (or a braced list) itself."""
         vals = [c for c in args.named_children if c.type != "comment"]
         if not vals:
             return 0, ""
