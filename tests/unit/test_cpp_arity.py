@@ -115,3 +115,19 @@ def test_defaults_packs_varargs_and_counts_a_macro_writes_still_fit(tree):
         assert len([label for label, _ in got if label == "c10::packed"]) == 2  # with the pack empty and not
         assert _callers(ix, "c10::two") == ["c10::forwards"]
         assert _callers(ix, "c10::wrap") == ["c10::captures"]  # a list the parser does not read: count unknown
+
+
+def test_an_ops_kernel_takes_fewer_arguments_only_where_no_overload_takes_them(tree):
+    """at::native::copy_(self, src, non_blocking): its declaration with the op's default is generated at build time,
+    so ``copy_(self, src)`` in at::native still calls it; ``pin_memory<T>(size)`` calls the template of one
+    parameter, not the kernel ``pin_memory(self, device)`` (a Tensor where a Storage is: its .mutable_data() was
+    lost)."""
+    with indexed_with(tree, {"aten/src/ATen/native/Copying.cpp": (
+            "namespace at::native {\nTensor& copy_(Tensor& self, const Tensor& src, bool non_blocking) {\n"
+            "  return self;\n}\nint copy_(int64_t n) {\n  return 0;\n}\n"
+            "Tensor& copy_twice(Tensor& self, const Tensor& src) {\n  return copy_(self, src);\n}\n"
+            "int copy_count() {\n  return copy_(some_count());\n}\n}  // namespace at::native\n")}) as ix:
+        res, _ = run(get_tool("calls"), ix, function_name="at::native::copy_twice")
+        assert [(e.dst.loc.line, e.how.value) for e in res.sections[0].calls] == [(2, "direct")]
+        res, _ = run(get_tool("calls"), ix, function_name="at::native::copy_count")
+        assert [(e.dst.loc.line, e.how.value) for e in res.sections[0].calls] == [(5, "direct")]

@@ -652,7 +652,9 @@ class Resolver:
         groups = [(key[3], g) for key, g in funcs.items()]  # (a function template of its own?, the function)
         nargs = self._count(call)
         if nargs >= 0:  # only a function whose parameters take the arguments: Note [Argument counts]
-            groups = [(tmpl, g) for tmpl, g in groups if any(self._takes(s, nargs) for s in g)]
+            fit = [(tmpl, g) for tmpl, g in groups if any(signature(s.params).takes(nargs) for s in g)]
+            # else an op's kernel whose defaults the tree does not show (``_native_kernel``)
+            groups = fit or [(tmpl, g) for tmpl, g in groups if any(self._takes(s, nargs) for s in g)]
             if not groups:
                 return UNRESOLVED
         if len(groups) > 1:
@@ -691,8 +693,10 @@ class Resolver:
         return call.nargs
 
     def _takes(self, s: CppSymbol, nargs: int) -> bool:
-        """Whether ``s`` can take ``nargs`` arguments; an op's kernel in at::native any number up to its
-        parameters' (its declaration's defaults are not in the tree: ``_native_kernel``)."""
+        """Whether ``s`` can take ``nargs`` arguments, an op's kernel in at::native any number up to its
+        parameters' (its declaration's defaults are not in the tree: ``_native_kernel``): a candidate only where no
+        function that shows it takes them is (``pin_memory<T>(size)`` is the template of one parameter, not the
+        kernel ``pin_memory(self, device)``)."""
         sig = signature(s.params)
         return sig.takes(nargs) or nargs <= len(sig.types) and self._native_kernel(s)
 
