@@ -131,3 +131,19 @@ def test_an_ops_kernel_takes_fewer_arguments_only_where_no_overload_takes_them(t
         assert [(e.dst.loc.line, e.how.value) for e in res.sections[0].calls] == [(2, "direct")]
         res, _ = run(get_tool("calls"), ix, function_name="at::native::copy_count")
         assert [(e.dst.loc.line, e.how.value) for e in res.sections[0].calls] == [(5, "direct")]
+
+
+def test_a_definition_whose_declaration_the_index_lost_takes_fewer_arguments(tree):
+    """EliminateNoOps(subgraph) calls eliminate_no_ops.cpp's EliminateNoOps(graph, custom_ops), whose header
+    declaration (``custom_ops = {}``) tree-sitter does not read: the call keeps it."""
+    header = ("namespace torch::jit {\nbool EliminateNoOps(\n    std::shared_ptr<Graph>& graph,\n"
+              "    std::unordered_set<c10::Symbol> custom_ops = {});\n}\n")
+    source = ("#include <torch/csrc/jit/passes/no_ops.h>\nnamespace torch::jit {\n"
+              "bool EliminateNoOps(std::shared_ptr<Graph>& graph,\n"
+              "    std::unordered_set<c10::Symbol> custom_ops) {\n  return true;\n}\n}\n")
+    caller = ("#include <torch/csrc/jit/passes/no_ops.h>\nnamespace torch::jit {\n"
+              "void freeze(std::shared_ptr<Graph>& g) {\n  EliminateNoOps(g);\n}\n}\n")
+    with indexed_with(tree, {"torch/csrc/jit/passes/no_ops.h": header, "torch/csrc/jit/passes/no_ops.cpp": source,
+                             "torch/csrc/jit/passes/freeze.cpp": caller}) as ix:
+        assert not ix.q("SELECT 1 FROM cpp_symbol s JOIN files f ON f.id = s.file_id WHERE f.path LIKE '%no_ops.h'")
+        assert _callers(ix, "torch::jit::EliminateNoOps") == ["torch::jit::freeze"]

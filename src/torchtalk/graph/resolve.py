@@ -693,12 +693,21 @@ class Resolver:
         return call.nargs
 
     def _takes(self, s: CppSymbol, nargs: int) -> bool:
-        """Whether ``s`` can take ``nargs`` arguments, an op's kernel in at::native any number up to its
-        parameters' (its declaration's defaults are not in the tree: ``_native_kernel``): a candidate only where no
-        function that shows it takes them is (``pin_memory<T>(size)`` is the template of one parameter, not the
-        kernel ``pin_memory(self, device)``)."""
+        """Whether ``s`` can take ``nargs`` arguments, counting defaults the index does not show: any number up to
+        its parameters' for an op's kernel in at::native (its declaration is generated: ``_native_kernel``) and for
+        a function of a source file called from another with no declaration in the index (one is in scope there,
+        and the parser lost it: ``EliminateNoOps(graph)``, whose header declares ``custom_ops = {}``). Only where
+        no function that shows its parameters takes the count (``pin_memory<T>(size)`` is the template of one
+        parameter, not the kernel ``pin_memory(self, device)``)."""
         sig = signature(s.params)
-        return sig.takes(nargs) or nargs <= len(sig.types) and self._native_kernel(s)
+        if sig.takes(nargs):
+            return True
+        return nargs <= len(sig.types) and (self._native_kernel(s) or self._declaration_unread(s))
+
+    def _declaration_unread(self, s: CppSymbol) -> bool:
+        """A definition in another source file whose declaration the index does not hold (see ``_takes``)."""
+        return s.is_definition and not s.is_file_local and not is_header(s.path) and s.path != self.caller.path \
+            and all(d.is_definition for d in symbols_named(self.ix, s.qualname))
 
     def _prefer(self, defs: list[CppSymbol]) -> Resolution:
         real = [d for d in defs if d.is_definition]

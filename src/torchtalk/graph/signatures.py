@@ -21,8 +21,11 @@ from .cpp_text import split_args
 # ``#ifdef`` lines among the arguments). extract/cpp_types.py records an unknown count for those; the resolver
 # reads a macro's call from the arguments' type expressions. Where no candidate takes the count, the call reaches
 # none of them (graph/resolve.py ``choose``): the function it calls is one lookup did not find (a base's
-# overload, one a macro writes, the standard library's). An op's kernel in at::native takes fewer than its
-# definition's parameters (Note [Lookup that finds no viable function] in graph/resolve.py).
+# overload, one a macro writes, the standard library's). Where no candidate takes it as written, one may take
+# fewer arguments than its definition's parameters when its defaults are not in the index: an op's kernel in
+# at::native (Note [Lookup that finds no viable function] in graph/resolve.py), and a function of a source file
+# called from another with no declaration indexed (tree-sitter loses some: ``(std::shared_ptr<Graph>& graph,
+# std::unordered_set<c10::Symbol> custom_ops = {})``).
 
 # a parameter written as a macro: an upper-case name with an underscore, or one called (no declarator follows)
 _MACRO_PARAM = re.compile(r"^[A-Z][A-Z0-9]*_[A-Z0-9_]*$|^[A-Z][A-Z0-9_]*\s*\(.*\)$", re.S)
