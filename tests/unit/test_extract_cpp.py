@@ -766,15 +766,20 @@ def test_a_variable_made_from_a_call_is_a_call_though_the_grammar_reads_a_declar
     # Note [Calls read as declarations]: python_anomaly_mode.cpp's THPObjectPtr parent_node_(functionToPyObject(
     # parent_node)); is the most vexing parse; with a literal argument the grammar reads the call itself
     from torchtalk.extract.cpp import extract_cpp
-    from torchtalk.model import CallSite
+    from torchtalk.model import CallKind, CallSite
     src = (b"namespace torch::autograd {\nvoid assign_parent(const Node& parent_node, Node* b) {\n"
            b"  THPObjectPtr parent_node_(functionToPyObject(parent_node));\n"
            b"  THPObjectPtr grads(python::wrap_variables(parent_node, b));\n"
            b"  THPObjectPtr tup(PyTuple_New(2));\n"
            b"  THPObjectPtr x(bar(parent_node, /*inplace=*/b)), y(baz(qux(b)));\n  Foo z(int(b));\n}\n}\n")
-    calls = [(c.callee, c.qualifier, c.line, c.nargs) for c in extract_cpp("torch/csrc/autograd/x.cpp", src)[CallSite]]
+    sites = extract_cpp("torch/csrc/autograd/x.cpp", src)[CallSite]
+    calls = [(c.callee, c.qualifier, c.line, c.nargs) for c in sites if c.kind is CallKind.CALL]
     assert calls == [("functionToPyObject", "", 3, 1), ("wrap_variables", "python", 4, 2), ("PyTuple_New", "", 5, 1),
                      ("bar", "", 6, 2), ("baz", "", 6, 1), ("qux", "", 6, 1)]  # every declarator, nested, no int()
+    # each variable is constructed (Note [Constructions written as declarations]); Foo z(int(b)) declares a function
+    assert [(c.callee, c.line, c.nargs) for c in sites if c.kind is CallKind.CONSTRUCT] == \
+        [("THPObjectPtr", 3, 1), ("THPObjectPtr", 4, 1), ("THPObjectPtr", 5, 1), ("THPObjectPtr", 6, 1),
+         ("THPObjectPtr", 6, 1)]
 
 
 def test_numeric_limits_members_are_of_their_type():

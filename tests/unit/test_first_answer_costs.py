@@ -8,8 +8,8 @@ import pytest
 from torchtalk.graph import cpp_callers, cpp_edges, stubs
 from torchtalk.graph.cpp_types import all_classes, all_usings, classes, named_usings, split_qualified
 from torchtalk.graph.nodes import cpp_node
-from torchtalk.graph.overloads import signature
 from torchtalk.graph.qualifiers import qualifiers
+from torchtalk.graph.signatures import signature
 from torchtalk.graph.symbols import defs_by_name, prefetch_symbols, symbol
 from torchtalk.model import EdgeKind, RegistrationKind, SymbolKind, UsingKind
 from torchtalk.model.cuda import library_of

@@ -155,10 +155,12 @@ class Calls:
         is a variable made from a call, which C++'s grammar (and tree-sitter) reads as the declaration of a function
         ``parent_`` taking a ``functionToPyObject`` that takes a ``node`` (the most vexing parse): no function is
         declared so in PyTorch's bodies, so each such parameter, of each declarator and nested in another, is recorded
-        as the call it is (``int(a)`` is a conversion)."""
+        as the call it is (``int(a)`` is a conversion). The variable itself is constructed (Note [Constructions
+        written as declarations])."""
         for d in n.children_by_field_name("declarator"):
             if d.type == "function_declarator":
                 self._vexing_params(d.child_by_field_name("parameters"), caller)
+            self._declared(n.child_by_field_name("type"), d, caller)
 
     def _vexing_params(self, params, caller: int) -> None:
         for prm in params.named_children if params is not None else ():

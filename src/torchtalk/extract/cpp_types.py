@@ -331,9 +331,17 @@ class Typer:
         args = n.child_by_field_name("arguments")
         if args is None:
             return -1, ""
+        return self.arg_list(args, pos)
+
+    def arg_list(self, args, pos: int) -> tuple[int, str]:
+        """``args`` for an argument list (or a braced list) itself."""
         vals = [c for c in args.named_children if c.type != "comment"]
         if not vals:
             return 0, ""
+        if args.has_error or any(v.type == "parameter_pack_expansion" for v in vals):
+            # f(args...), or a list the parser could not read (a lambda's init-capture, an #ifdef inside): the count
+            # is not known (Note [Argument counts] in graph/signatures.py)
+            return -1, ""
         tes = [self.expr(v, pos) for v in vals]
         joined = ";".join(tes)
         return len(vals), joined if any(tes) and len(joined) <= 2 * _MAX_TE else ""

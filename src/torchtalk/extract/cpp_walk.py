@@ -26,6 +26,7 @@ from ..model import (
     UsingKind,
 )
 from .cpp_calls import Calls
+from .cpp_constructs import Constructions
 from .cpp_decls import Declarations
 from .cpp_defs import Definitions
 from .cpp_regs import Regs
@@ -69,7 +70,7 @@ _COMMON_NS = frozenset({
     "quantized", "xpu", "hip", "lazy", "tensorexpr", "fuser", "mobile", "aoti", "functional",
 })
 
-class Walker(Definitions, Declarations, Calls):
+class Walker(Definitions, Declarations, Calls, Constructions):
     """Extracts facts from one parsed buffer into syms/calls/regs/usings."""
 
     def __init__(self, text: str, root, caps: dict, *, relpath: str, is_cuda: bool,

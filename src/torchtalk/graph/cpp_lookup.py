@@ -41,6 +41,7 @@ from .cpp_types import (
     structured_base,
     symbols_named,
 )
+from .signatures import signature
 
 _MAX_DEPTH = 8
 
@@ -221,16 +222,17 @@ def ancestry(ix: Index, ty: Ty) -> list[Ty]:
 
 def methods(ix: Index, ty: Ty, name: str) -> tuple[Ty | None, list[CppSymbol]]:
     """Member functions ``name`` of ``ty`` as C++ finds them: in the nearest class of its ancestry that declares
-    the name (a derived class's ``name`` hides the base's). (owner, symbols); (None, []) if none."""
+    the name (a derived class's ``name`` hides the base's), with those a ``using Base::name;`` in it brings in
+    (all but the ones its own of the same parameters hide). (owner, symbols); (None, []) if none."""
     for t in ancestry(ix, ty):
         found = [s for s in symbols_named(ix, f"{t.name}::{name}") if not s.kind.is_gpu_kernel]
-        if found:
-            return t, found
         brought = using_base(ix, t, name)
-        if brought is not None:
-            owner, syms = methods(ix, brought, name)
-            if syms:
-                return owner, syms
+        owner, syms = methods(ix, brought, name) if brought is not None else (None, [])
+        if found:
+            own = {signature(s.params).key for s in found}
+            return t, found + [s for s in syms if signature(s.params).key not in own]
+        if syms:
+            return owner, syms
     return None, []
 
 

@@ -12,15 +12,13 @@ Ops are scored the same way from their schema, as torchgen writes their C++ sign
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from functools import lru_cache
 
 from ..model import CppSymbol, DispatchEntry, EntryOrigin, Op
 from ..store.reader import Index
 from .aten_library import library_kernel_definitions
 from .cpp_lookup import ancestry, class_scope, resolve_type
-from .cpp_text import split_args
 from .cpp_types import Scope, Ty, scope_chain
+from .signatures import signature
 from .symbols import kernel_definitions
 
 _SCHEMA_CPP = {
@@ -31,94 +29,6 @@ _SCHEMA_CPP = {
 }
 _SCHEMA_LIST = {"int": "int64_t", "SymInt": "c10::SymInt", "Tensor": "at::Tensor", "float": "double",
                 "bool": "bool", "Dimname": "at::Dimname", "Scalar": "c10::Scalar"}
-
-
-@dataclass(frozen=True, slots=True)
-class Signature:
-    types: tuple[str, ...]  # parameter types as written
-    required: int  # parameters without a default
-    variadic: bool
-
-    def takes(self, nargs: int) -> bool:
-        return nargs < 0 or self.required <= nargs and (self.variadic or nargs <= len(self.types))
-
-    @property
-    def key(self) -> tuple[str, ...]:
-        """What tells two declarations of one function from two overloads: the types' last components."""
-        return _overload_key(self.types)
-
-
-_QUALIFIERS = re.compile(r"\w+::|\s+")
-_NAMESPACES = re.compile(r"(?:\b\w+)?::")
-
-
-@lru_cache(maxsize=1 << 16)
-def _overload_key(types: tuple[str, ...]) -> tuple[str, ...]:
-    """``Signature.key``, memoised: choosing among overloads asks it of every candidate of every call site. A
-    type's qualifiers (const) and template arguments count, their namespaces do not (``optional<at::Tensor>``
-    is ``optional<Tensor>``, another type than ``optional<TensorBase>``; ``const at::Tensor&`` is ``const
-    Tensor&``, never ``Tensor&``)."""
-    out = []
-    for t in types:
-        head, _, targs = t.replace("*", "").partition("<")
-        key = _NAMESPACES.sub("", head)  # const at::Tensor& is const Tensor& (its const kept)
-        if targs:
-            key += "<" + _QUALIFIERS.sub("", targs)
-        out.append(key + "*" * t.count("*"))
-    return tuple(out)
-
-
-@lru_cache(maxsize=1 << 16)
-def signature(params: str) -> Signature:
-    """``(const Tensor& self, int64_t dim = 0, ...)`` -> types, required count, variadic. Memoised: choosing
-    among overloads reads the same few thousand parameter lists for every call site of a name."""
-    body = params.strip()
-    if body.startswith("(") and body.endswith(")"):
-        body = body[1:-1]
-    body = body.strip()
-    if not body or body == "void":
-        return Signature((), 0, False)
-    types: list[str] = []
-    required = 0
-    variadic = False
-    for p in split_args(body):
-        if p.endswith("...") or p == "...":
-            variadic = True
-            continue
-        default = _top_eq(p)
-        decl = p[:default].strip() if default >= 0 else p
-        types.append(_param_type(decl))
-        if default < 0 and len(types) == required + 1:
-            required += 1
-    return Signature(tuple(types), required, variadic)
-
-
-def _top_eq(p: str) -> int:
-    depth = 0
-    for i, ch in enumerate(p):
-        if ch in "<([{":
-            depth += 1
-        elif ch in ">)]}":
-            depth -= 1
-        elif ch == "=" and depth == 0 and p[i - 1:i] not in ("=", "!", "<", ">") and p[i + 1:i + 2] != "=":
-            return i
-    return -1
-
-
-def _param_type(decl: str) -> str:
-    """``const Tensor& self`` -> ``const Tensor&``; ``int64_t`` -> ``int64_t``; ``T (&arr)[N]`` kept as is."""
-    d = decl.strip()
-    if d.endswith("]"):
-        d = d[: d.rfind("[")].strip() + "*"
-    i = len(d)
-    while i > 0 and (d[i - 1].isalnum() or d[i - 1] == "_"):
-        i -= 1
-    name, head = d[i:], d[:i].rstrip()
-    if name and head and not head.endswith(("::", "<", ",")) and name not in ("int", "long", "short", "char",
-                                                                          "double", "float", "bool", "unsigned",
-                                                                          "signed", "const", "volatile"):
-        return head
-    return d
 
 
 def param_types(ix: Index, sym: CppSymbol, owner: Ty | None) -> tuple[Ty | None, ...]:
@@ -347,7 +257,7 @@ def _written(t: str) -> str:
 def native_overloads(ix: Index, op: Op, defs: list[CppSymbol]) -> list[CppSymbol]:
     """Of ``defs`` (the definitions a kernel's name finds), the ones that are ``op``'s kernel (Note [Kernel
     overloads]); ``defs`` itself when they are one signature or nothing decides."""
-    if len({_overload_key(signature(d.params).types) for d in defs}) <= 1:
+    if len({signature(d.params).key for d in defs}) <= 1:
         return defs
     args = [schema_type(a.type) for a in (*(a for a in op.schema.arguments if not a.out),
                                            *(a for a in op.schema.arguments if a.out))]

@@ -40,7 +40,8 @@ from collections import defaultdict
 
 from ..model import CallKind, CallSite, CppSymbol, SymbolKind
 from ..store.reader import Index
-from .overloads import param_types, signature
+from .overloads import param_types
+from .signatures import signature
 from .symbols import defs_by_name
 
 

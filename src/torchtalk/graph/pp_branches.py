@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from ..model import CppSymbol
 from ..store.reader import Index
-from .overloads import signature
+from .signatures import signature
 from .source_lines import file_lines
 
 _DIRECTIVE = re.compile(r"^\s*#\s*(if|ifdef|ifndef|elif|else|endif)\b(.*)$")

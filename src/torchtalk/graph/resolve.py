@@ -23,6 +23,7 @@ cpp_lookup.py, overloads.py).
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from functools import lru_cache
 
@@ -73,15 +74,18 @@ from .op_spellings import (
     struct_op,
     stub_names,
 )
-from .overloads import op_call_signatures, op_signature, param_types, return_of, score, signature
+from .overloads import op_call_signatures, op_signature, param_types, return_of, score
 from .registry import OpRegistry, registry
 from .resolution import BUILTIN, UNRESOLVED, UNRESOLVED_STD, Resolution, TargetKind
 from .resolved import stored, stored_resolution
+from .signatures import signature
 from .symbols import calls_from, defs_in_file, gpu_kernels_named, symbol
 
 __all__ = ["Resolution", "Resolver", "TargetKind", "UNRESOLVED", "op_named", "ops_of", "resolve", "resolver",
            "stub_names"]
 
+# an argument that calls a macro: an upper-case name of three characters or more (``K()`` is a template parameter's)
+_MACRO_CALL = re.compile(r"^c:[A-Z][A-Z0-9_]{2,}/\d+$")
 _MAX_NESTING = 3  # type evaluation that needs call resolution that needs type evaluation ...
 
 
@@ -287,7 +291,10 @@ class Resolver:
         if ty is None or ty.ptr or ty.is_builtin or ty.is_std or not is_class(self.ix, ty.name):
             return UNRESOLVED
         ctors = [s for s in symbols_named(self.ix, f"{ty.name}::{split_last(ty.name)[0]}") if self._visible(s)]
-        return self.choose(ctors, call, ty) if ctors else Resolution(TargetKind.LOCAL)
+        res = self.choose(ctors, call, ty) if ctors else Resolution(TargetKind.LOCAL)
+        if res.kind is TargetKind.UNRESOLVED and call.nargs == 1:
+            return Resolution(TargetKind.LOCAL)  # no declared one takes it: the implicit copy or move constructor
+        return res
 
     def _helper_wins(self, found: list[CppSymbol], ops: tuple[str, ...], call: CallSite) -> bool:
         """at::X is the op unless a visible, non-template helper named X takes the arguments better."""
@@ -386,13 +393,10 @@ class Resolver:
         for kind, target, us, p in named_usings(ix, name):
             if us == s and kind is UsingKind.DECLARATION and (p == self.caller.path or is_header(p)):
                 found += [x for x in symbols_named(ix, target.lstrip(":")) if self._visible(x)]
+        if s and is_class(ix, s):  # its own with those its using-declarations bring in, else its bases'
+            return _unique(found + methods(ix, Ty(s), name)[1])
         if found:
             return _unique(found)
-        if s and is_class(ix, s):
-            owner, syms = methods(ix, Ty(s), name)
-            if syms:
-                return syms
-            return []
         for ns in nominated(ix, s, self.caller.path):
             found += self._members(ns, name)
         return _unique(found)
@@ -437,8 +441,9 @@ class Resolver:
     # at::Tensor), the op. So when none of the functions lookup found accepts the call's argument count, the
     # functions of the arguments' namespaces that do, else (an argument of a class of namespace ``at``: Functions.h
     # is generated, its ops stand for it) the op overloads that do, are what it calls; when neither has one, the
-    # call keeps what lookup found. An op's kernel in at::native is never ruled out so: its declaration with the
-    # op's default arguments is generated at build time, so its definition's parameters do not tell.
+    # call reaches none of them (Note [Argument counts] in graph/signatures.py). An op's kernel in at::native is
+    # never ruled out so: its declaration with the op's default arguments is generated at build time, so its
+    # definition's parameters do not tell.
     def _native_kernel(self, s: CppSymbol) -> bool:
         """An op's kernel in at::native (a dispatch table names it): its declaration, which torchgen writes into
         the build's NativeFunctions.h with the op's default arguments, is not in the tree, so a call with fewer
@@ -645,12 +650,19 @@ class Resolver:
             funcs.setdefault((s.qualname, signature(s.params).key, s.is_file_local and s.path,
                               own_template(self.ix, s)), []).append(s)
         groups = [(key[3], g) for key, g in funcs.items()]  # (a function template of its own?, the function)
+        nargs = self._count(call)
+        if nargs >= 0:  # only a function whose parameters take the arguments: Note [Argument counts]
+            fit = [(tmpl, g) for tmpl, g in groups if any(signature(s.params).takes(nargs) for s in g)]
+            # else an op's kernel whose defaults the tree does not show (``_native_kernel``)
+            groups = fit or [(tmpl, g) for tmpl, g in groups if any(self._takes(s, nargs) for s in g)]
+            if not groups:
+                return UNRESOLVED
         if len(groups) > 1:
             # only a template takes template arguments (``t.data_ptr<float>()``), and a template of no parameters
             # deduces nothing, so a call without them means another function (``options.dtype()`` is ``dtype()
             # const``, not ``template <T> dtype()``)
-            fit = [(tmpl, g) for tmpl, g in groups if signature(g[0].params).takes(call.nargs)
-                   and (tmpl if call.explicit else not (tmpl and not signature(g[0].params).types))]
+            fit = [(tmpl, g) for tmpl, g in groups
+                   if (tmpl if call.explicit else not (tmpl and not signature(g[0].params).types))]
             groups = fit or groups
         if len(groups) > 1:
             args = self.arg_types(call)
@@ -671,6 +683,31 @@ class Resolver:
             kind = TargetKind.DEFS if any(d.is_definition for d in defs) else TargetKind.DECLS
             return Resolution(kind, defs, candidates=True)
         return self._prefer(groups[0][1])
+
+    @staticmethod
+    def _count(call: CallSite) -> int:
+        """The call's argument count as choosing among functions reads it: not known (-1) when an argument is a
+        macro's call, which may write several (Note [Argument counts])."""
+        if call.nargs > 0 and call.args and any(_MACRO_CALL.match(te) for te in call.args.split(";")):
+            return -1
+        return call.nargs
+
+    def _takes(self, s: CppSymbol, nargs: int) -> bool:
+        """Whether ``s`` can take ``nargs`` arguments, counting defaults the index does not show: any number up to
+        its parameters' for an op's kernel in at::native (its declaration is generated: ``_native_kernel``) and for
+        a function of a source file called from another with no declaration in the index (one is in scope there,
+        and the parser lost it: ``EliminateNoOps(graph)``, whose header declares ``custom_ops = {}``). Only where
+        no function that shows its parameters takes the count (``pin_memory<T>(size)`` is the template of one
+        parameter, not the kernel ``pin_memory(self, device)``)."""
+        sig = signature(s.params)
+        if sig.takes(nargs):
+            return True
+        return nargs <= len(sig.types) and (self._native_kernel(s) or self._declaration_unread(s))
+
+    def _declaration_unread(self, s: CppSymbol) -> bool:
+        """A definition in another source file whose declaration the index does not hold (see ``_takes``)."""
+        return s.is_definition and not s.is_file_local and not is_header(s.path) and s.path != self.caller.path \
+            and all(d.is_definition for d in symbols_named(self.ix, s.qualname))
 
     def _prefer(self, defs: list[CppSymbol]) -> Resolution:
         real = [d for d in defs if d.is_definition]
@@ -793,7 +830,9 @@ class Resolver:
         if not syms:
             return None
         fit = [s for s in syms if signature(s.params).takes(nargs)] or syms
-        for s in fit:
+        # of overloads the count fits, a function before a template (C++ prefers it where the arguments tie:
+        # ``options.device()`` is ``Device device() const``, not ``template <typename... Args> device(Args&&...)``)
+        for s in sorted(fit, key=lambda s: own_template(ix, s)):
             rt = return_type(ix, s, owner)
             if rt is not None:
                 return rt
@@ -823,6 +862,11 @@ class Resolver:
         implied = CallSite.implied(self.caller.id, callee, CallKind.CALL, qualifier=qual, nargs=nargs)
         res = resolver(ix, self.caller, self.nesting + 1).call(implied) if self.nesting < _MAX_NESTING else \
             UNRESOLVED
+        if res.kind is TargetKind.UNRESOLVED and nargs >= 0 and self.nesting < _MAX_NESTING:
+            # no function lookup found takes the count: a call argument-dependent lookup answers, which needs the
+            # arguments' types (Note [Lookup that finds no viable function]) a type expression does not give; its
+            # type is read from what lookup found, as a method's (``_method_type``)
+            res = resolver(ix, self.caller, self.nesting + 1).call(replace(implied, nargs=-1))
         if res.kind is TargetKind.OP:
             rets = {return_of(self.reg.by_full[o]) for o in res.ops if o in self.reg.by_full}
             return rets.pop() if len(rets) == 1 else None

@@ -1,0 +1,149 @@
+"""A C++ call reaches only a function whose parameters can take its argument count (Note [Argument counts] in
+graph/signatures.py): defaults, parameter packs and varargs counted, a count a macro or a pack expansion writes
+left unknown, and a class's overload set joined with what its ``using Base::f;`` brings in."""
+
+from __future__ import annotations
+
+from torchtalk.graph.signatures import signature
+from torchtalk.tools import get_tool, run
+
+from ..conftest import indexed_with
+
+_HASH_MAP = """namespace ska {
+template <typename K, typename V>
+class table {
+ public:
+  template <typename... Args>
+  int emplace(K&& key, Args&&... args) { return 0; }
+};
+template <typename K, typename V>
+class hash_map : public table<K, V> {
+  using Table = table<K, V>;
+ public:
+  using Table::emplace;
+  int emplace() { return emplace(K(), V()); }
+};
+}  // namespace ska
+"""
+
+_USER = """#include <c10/util/hash_map.h>
+#include <c10/util/shapes.h>
+namespace c10 {
+int two_args(ska::hash_map<int, int>& m) {
+  return m.emplace(1, 2);
+}
+int no_args(ska::hash_map<int, int>& m) {
+  return m.emplace();
+}
+int one(int a);
+int wrong_count() {
+  return one(1, 2);
+}
+int with_defaults() {
+  return defaulted(1) + packed(1) + packed(1, 2, 3) + varargs(1, 2, 3) + gemm(1, 2) + gemm(MY_ARGS(x));
+}
+int captures(int n) {
+  return wrap([pf(n), x{n}](int y) { return y; });
+}
+template <typename... A>
+int forwards(A&&... a) {
+  return two(std::forward<A>(a)...);
+}
+}  // namespace c10
+"""
+
+_SHAPES = """#define GEMM_ARGTYPES int a, int b
+namespace c10 {
+int defaulted(int a, int b = 0);
+template <typename... Ts>
+int packed(int a, Ts&&... ts) { return a; }
+int varargs(int a, ...);
+int gemm(GEMM_ARGTYPES);
+int two(int a, int b);
+template <typename F>
+int wrap(F f) { return 0; }
+}  // namespace c10
+"""
+
+_SHAPES_CPP = """#include <c10/util/shapes.h>
+namespace c10 {
+int defaulted(int a, int b) { return a + b; }
+int varargs(int a, ...) { return a; }
+int gemm(int a, int b) { return a; }
+int two(int a, int b) { return a; }
+}  // namespace c10
+"""
+
+
+def _callers(ix, name: str) -> list[str]:
+    res, text = run(get_tool("called_by"), ix, function_name=name)
+    return sorted(e.src.label for sec in res.sections for e in sec.callers)
+
+
+def test_signatures_count_packs_varargs_defaults_and_macro_lists():
+    assert signature("(K&& key, Args&&... args)").takes(1)
+    assert signature("(K&& key, Args&&... args)").takes(4)
+    assert not signature("(K&& key, Args&&... args)").takes(0)
+    assert signature("(std::tuple<Args...>&& t)").takes(1)
+    assert not signature("(std::tuple<Args...>&& t)").takes(2)
+    assert signature("(int a, int b = 0)").takes(1) and not signature("(int a, int b = 0)").takes(3)
+    assert signature("(CUDABLAS_GEMM_ARGTYPES(float))").takes(13)
+    assert signature("(TORCH_DSA_KERNEL_ARGS)").takes(2)
+    assert not signature("()").takes(2)
+    assert signature("(int a, void* b #ifdef HAVE_X, void* c #endif)").takes(3)  # #ifdef branches: not known
+
+
+def test_a_call_reaches_no_function_its_argument_count_does_not_fit(tree):
+    """flat_hash_map::emplace() (no parameters) had 29 callers on 2.6.0, each passing arguments: they call the
+    emplace(Key&&, Args&&...) its ``using Table::emplace;`` brings in. And a lone candidate of another count is
+    no call of it (``one(1, 2)``)."""
+    with indexed_with(tree, {"c10/util/hash_map.h": _HASH_MAP, "c10/util/shapes.h": _SHAPES,
+                             "c10/util/shapes.cpp": _SHAPES_CPP, "c10/core/user.cpp": _USER}) as ix:
+        assert _callers(ix, "ska::hash_map::emplace") == ["c10::no_args"]
+        assert _callers(ix, "ska::table::emplace") == ["c10::two_args", "ska::hash_map::emplace"]
+        assert _callers(ix, "c10::one") == []
+        res, _ = run(get_tool("calls"), ix, function_name="c10::wrong_count")
+        assert [e.dst.label for e in res.sections[0].calls] == []
+
+
+def test_defaults_packs_varargs_and_counts_a_macro_writes_still_fit(tree):
+    with indexed_with(tree, {"c10/util/hash_map.h": _HASH_MAP, "c10/util/shapes.h": _SHAPES,
+                             "c10/util/shapes.cpp": _SHAPES_CPP, "c10/core/user.cpp": _USER}) as ix:
+        res, _ = run(get_tool("calls"), ix, function_name="c10::with_defaults")
+        got = [(e.dst.label, e.site.line) for e in res.sections[0].calls]
+        assert sorted({label for label, _ in got}) == ["c10::defaulted", "c10::gemm", "c10::packed", "c10::varargs"]
+        assert len([label for label, _ in got if label == "c10::packed"]) == 2  # with the pack empty and not
+        assert _callers(ix, "c10::two") == ["c10::forwards"]
+        assert _callers(ix, "c10::wrap") == ["c10::captures"]  # a list the parser does not read: count unknown
+
+
+def test_an_ops_kernel_takes_fewer_arguments_only_where_no_overload_takes_them(tree):
+    """at::native::copy_(self, src, non_blocking): its declaration with the op's default is generated at build time,
+    so ``copy_(self, src)`` in at::native still calls it; ``pin_memory<T>(size)`` calls the template of one
+    parameter, not the kernel ``pin_memory(self, device)`` (a Tensor where a Storage is: its .mutable_data() was
+    lost)."""
+    with indexed_with(tree, {"aten/src/ATen/native/Copying.cpp": (
+            "namespace at::native {\nTensor& copy_(Tensor& self, const Tensor& src, bool non_blocking) {\n"
+            "  return self;\n}\nint copy_(int64_t n) {\n  return 0;\n}\n"
+            "Tensor& copy_twice(Tensor& self, const Tensor& src) {\n  return copy_(self, src);\n}\n"
+            "int copy_count() {\n  return copy_(some_count());\n}\n}  // namespace at::native\n")}) as ix:
+        res, _ = run(get_tool("calls"), ix, function_name="at::native::copy_twice")
+        assert [(e.dst.loc.line, e.how.value) for e in res.sections[0].calls] == [(2, "direct")]
+        res, _ = run(get_tool("calls"), ix, function_name="at::native::copy_count")
+        assert [(e.dst.loc.line, e.how.value) for e in res.sections[0].calls] == [(5, "direct")]
+
+
+def test_a_definition_whose_declaration_the_index_lost_takes_fewer_arguments(tree):
+    """EliminateNoOps(subgraph) calls eliminate_no_ops.cpp's EliminateNoOps(graph, custom_ops), whose header
+    declaration (``custom_ops = {}``) tree-sitter does not read: the call keeps it."""
+    header = ("namespace torch::jit {\nbool EliminateNoOps(\n    std::shared_ptr<Graph>& graph,\n"
+              "    std::unordered_set<c10::Symbol> custom_ops = {});\n}\n")
+    source = ("#include <torch/csrc/jit/passes/no_ops.h>\nnamespace torch::jit {\n"
+              "bool EliminateNoOps(std::shared_ptr<Graph>& graph,\n"
+              "    std::unordered_set<c10::Symbol> custom_ops) {\n  return true;\n}\n}\n")
+    caller = ("#include <torch/csrc/jit/passes/no_ops.h>\nnamespace torch::jit {\n"
+              "void freeze(std::shared_ptr<Graph>& g) {\n  EliminateNoOps(g);\n}\n}\n")
+    with indexed_with(tree, {"torch/csrc/jit/passes/no_ops.h": header, "torch/csrc/jit/passes/no_ops.cpp": source,
+                             "torch/csrc/jit/passes/freeze.cpp": caller}) as ix:
+        assert not ix.q("SELECT 1 FROM cpp_symbol s JOIN files f ON f.id = s.file_id WHERE f.path LIKE '%no_ops.h'")
+        assert _callers(ix, "torch::jit::EliminateNoOps") == ["torch::jit::freeze"]
