@@ -13,7 +13,7 @@ import sqlite3
 from ..model import FACT_TABLES, CallKind
 from .codec import codec_for_table
 
-SCHEMA_VERSION = 28  # 28: op_info_entry.aten_backward_name
+SCHEMA_VERSION = 29  # 29: py_class_fq.exported
 
 # Extra indexes per table, beyond file_id (every table) and the primary key.
 INDEXES: dict[str, list[str]] = {
@@ -86,7 +86,9 @@ CREATE TABLE py_class_fq (
     file_id INTEGER NOT NULL,
     line INTEGER NOT NULL,
     bases TEXT NOT NULL,       -- JSON list of resolved base names (as written when unresolvable)
-    roots TEXT NOT NULL        -- space-separated: module optimizer lr_scheduler testcase
+    roots TEXT NOT NULL,       -- space-separated: module optimizer lr_scheduler testcase
+    exported TEXT NOT NULL     -- space-separated, shortest first: the names the packages above its module export it
+                               -- under ("torch.nn.Linear torch.nn.modules.Linear"), "" for none (link/pyclasses.py)
 );
 CREATE INDEX py_class_fq_fq ON py_class_fq(fq);
 CREATE INDEX py_class_fq_name ON py_class_fq(name);
