@@ -81,8 +81,8 @@ def _dump(conn: sqlite3.Connection) -> dict[str, Any]:
     out["py_api"] = [(*r[:4], path_of[r[4]], r[5]) for r in conn.execute(
         "SELECT name, kind, op, target, file_id, line FROM py_api ORDER BY rowid")]
     fq = []
-    for r in conn.execute("SELECT source, ref, fq, module, name, file_id, line, bases, roots FROM py_class_fq "
-                          "ORDER BY id"):
+    for r in conn.execute("SELECT source, ref, fq, module, name, file_id, line, bases, roots, exported "
+                          "FROM py_class_fq ORDER BY id"):
         table = "py_class" if r[0] == "py" else "test_class"
         fq.append((r[0], local[table].get(r[1], ("dangling", r[1])), *r[2:5], path_of[r[5]], *r[6:]))
     out["py_class_fq"] = fq

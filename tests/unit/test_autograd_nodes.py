@@ -154,6 +154,8 @@ def test_nodes_are_linked_searched_and_traced(tree):
         "exact")
     assert hit.detail == ("apply() <generated>/torch/csrc/autograd/generated/Functions.cpp:8; "
                           "grad_fn of max.dim [AutogradNestedTensor]")
+    # its struct is a C++ class too, and its one hit is the autograd node's (query/search_classes.py)
+    assert [h.kind for h in res.hits if h.match == "exact"] == ["autograd node"], text
 
     res, text = call(ix, "trace", function_name="Atan2Backward0", focus="yaml")
     assert [t.op.full_name for t in res.ops] == ["atan2"]

@@ -27,6 +27,12 @@ def test_bases_resolve_transitively_through_imports_and_reexports(py_indexed):
     assert rows["torch.optim.lr_scheduler.ReduceLROnPlateau"] == "lr_scheduler"  # by what it does, not its bases
     assert rows["torch.optim.lr_scheduler._Averager"] == ""  # a step() without an optimizer
     assert rows["test.test_nn.TestNNDeviceType"] == "testcase"  # TestCase of torch.testing._internal
+    # the names the packages above a class export it under, shortest first (search matches torch.nn.Linear so)
+    exported = dict(ix.q("SELECT fq, exported FROM py_class_fq"))
+    assert exported["torch.nn.modules.linear.Linear"] == "torch.nn.Linear torch.nn.modules.Linear"
+    assert exported["torch.optim.lr_scheduler.StepLR"] == "torch.optim.StepLR"
+    assert exported["torch.optim.lr_scheduler._Averager"] == ""
+    assert exported["test.test_nn.TestNNDeviceType"] == ""  # a test file's class: no package exports it
 
 
 def test_list_modules_by_category(py_indexed):

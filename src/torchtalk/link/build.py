@@ -23,5 +23,5 @@ def build_links(writer: IndexWriter) -> None:
     if writer.incremental and not writer.changed & INPUT_TABLES:
         return
     writer.rebuild_link_table("py_class_fq")
-    conn.executemany("INSERT INTO py_class_fq (source, ref, fq, module, name, file_id, line, bases, roots) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", class_rows(conn))
+    conn.executemany("INSERT INTO py_class_fq (source, ref, fq, module, name, file_id, line, bases, roots, exported) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", class_rows(conn))

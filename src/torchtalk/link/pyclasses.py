@@ -170,5 +170,20 @@ def class_rows(conn: sqlite3.Connection) -> list[tuple[object, ...]]:
     rows: list[tuple[object, ...]] = []
     for fq, (source, ref, module, name, file_id, line, _bases) in r.classes.items():
         rows.append((source, ref, fq, module, name, file_id, line, json.dumps(bases_fq[fq]),
-                     " ".join(sorted(roots(fq)))))
+                     " ".join(sorted(roots(fq))), " ".join(exported_as(r, fq, module, name)) if source == "py" else ""))
     return rows
+
+
+def exported_as(r: Resolver, fq: str, module: str, name: str) -> list[str]:
+    """The names the packages above a class's module export it under, shortest first: torch.nn.modules.linear.Linear
+    is torch.nn.Linear and torch.nn.modules.Linear (``from .modules import *``, ``from .linear import Linear``),
+    torch._tensor.Tensor is torch.Tensor. A package inside a private one (torch._C.x) exports nothing public."""
+    parts = module.split(".")
+    out = []
+    for i in range(1, len(parts)):
+        if parts[i - 1].startswith("_"):
+            break
+        public = f"{'.'.join(parts[:i])}.{name}"
+        if r.canonical(public) == fq:
+            out.append(public)
+    return out

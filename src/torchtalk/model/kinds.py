@@ -273,7 +273,10 @@ class HitKind(StrEnum):
     OP = "op"
     BINDING = "binding"  # a Python name bound to native code
     PY_FUNCTION = "Python function"  # a function or method of the tree's torch/ package
+    PY_CLASS = "Python class"  # a class of the tree's torch/ package
     CPP_FUNCTION = "C++ function"
+    CPP_CLASS = "C++ class"  # a class, struct or union with a body
+    CPP_ENUM = "C++ enum"  # an enum with a body
     GPU_KERNEL = "GPU kernel"
     STUB = "DispatchStub"
     AUTOGRAD_NODE = "autograd node"

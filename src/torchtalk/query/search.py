@@ -1,10 +1,10 @@
-"""search: ops, their kernels and Python bindings by name, ranked exact > prefix > substring."""
+"""search: ops, their kernels, Python bindings, functions and classes, C++ functions and classes, stubs and autograd
+nodes by name, ranked exact > prefix > substring."""
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..errors import BadArgument
@@ -15,50 +15,17 @@ from ..graph.overloads import op_kernel_definitions
 from ..graph.registry import registry
 from ..graph.resolve import stub_names
 from ..graph.stubs import stub_declared
-from ..model import CppSymbol, DispatchEntry, EdgeKind, HitKind, Loc, MatchKind, Op, SymbolKind
+from ..model import DispatchEntry, EdgeKind, HitKind, Loc, MatchKind, Op, SymbolKind
 from ..store.reader import Index, like_literal
 from .args import MAX_LIMIT, check_int, clean_text, shown
 from .functions import suggest as cpp_suggest
 from .results import NotFound
-from .search_match import Query, parse, rank, rank_l, rank_op, rank_qualified
+from .search_classes import class_hits, class_names, constructor_of
+from .search_classes import warm as warm_classes
+from .search_match import Group, Query, parse, rank, rank_l, rank_op, rank_qualified
+from .search_results import MATCHES, PER_NAME, KernelHit, Scored, SearchHit, SearchResult
 
-
-@dataclass
-class KernelHit:
-    entry: DispatchEntry
-    defs: list[CppSymbol]
-
-
-@dataclass
-class SearchHit:
-    kind: HitKind
-    name: str
-    loc: Loc | None
-    match: MatchKind
-    detail: str = ""  # schema for ops, target for bindings
-    kernels: list[KernelHit] = field(default_factory=list)
-
-
-@dataclass
-class SearchResult:
-    query: str
-    backend: str | None
-    hits: list[SearchHit]
-    total: int
-    limit: int
-    notes: list[str] = field(default_factory=list)
-    other_backends: list[str] = field(default_factory=list)  # with a backend: ops the query matches without its kernel
-
-
-# Hits sort by (rank: exact 0 .. kernel 3, group: op 0, binding 1, Python function of a public module 2, stub 3, C++
-# function 4, Python function of a private module 5, autograd node 6, a C++ name's definitions beyond PER_NAME 7
-# (Note [Names that flood]), name length, name).
-SortKey = tuple[int, int, int, str]
-Scored = tuple[SortKey, SearchHit, Op | None]
 Binding = tuple[str, str, Loc]  # (kind, target or op, loc) of a Python name in py_api
-
-
-_MATCHES = [MatchKind.EXACT, MatchKind.PREFIX, MatchKind.SUBSTRING, MatchKind.KERNEL]  # by rank
 
 
 def backends(ix: Index) -> list[str]:
@@ -100,9 +67,9 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
             if not kernels:
                 without_key.append(((rank_, len(rec.name), rec.full_name), rec.full_name))
                 continue
-        hit = SearchHit(HitKind.OP, rec.full_name, rec.loc, match or _MATCHES[rank_],
+        hit = SearchHit(HitKind.OP, rec.full_name, rec.loc, match or MATCHES[rank_],
                         str(rec.schema), [KernelHit(d, []) for d in kernels])
-        scored.append(((rank_, 0, len(rec.name), rec.full_name), hit, rec))
+        scored.append(((rank_, Group.OP, len(rec.name), rec.full_name), hit, rec))
     if pq.op_only and any(k[0] == 0 for k, _h, _r in scored):  # aten::add: add's overloads, not addmm's
         scored = [t for t in scored if t[0][0] == 0]
     names_left = ""
@@ -115,22 +82,26 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
                 continue
             kind, _target, loc = bindings[0]
             detail = ", ".join(sorted({t for _k, t, _l in bindings if t}))[:200]
-            scored.append(((rank_, 1, len(name), name), SearchHit(HitKind.BINDING, name, loc, _MATCHES[rank_],
-                                                                    f"{kind} -> {detail}"), None))
+            scored.append(((rank_, Group.BINDING, len(name), name),
+                           SearchHit(HitKind.BINDING, name, loc, MATCHES[rank_], f"{kind} -> {detail}"), None))
         scored += _python_hits(ix, pq)
         functions, names_left = _function_hits(ix, pq)
         scored += functions
-        scored += _named_hits(pq, HitKind.STUB, 3, sorted(stub_names(ix)), lambda n: stub_declared(ix, n))
+        scored += class_hits(ix, pq)
+        scored += _named_hits(pq, HitKind.STUB, Group.STUB, sorted(stub_names(ix)), lambda n: stub_declared(ix, n))
         nodes = autograd_nodes(ix)
-        scored += _named_hits(pq, HitKind.AUTOGRAD_NODE, 6, list(nodes), lambda n: nodes[n].loc)
+        scored += _named_hits(pq, HitKind.AUTOGRAD_NODE, Group.AUTOGRAD_NODE, list(nodes), lambda n: nodes[n].loc)
     if not scored and not without_key:
-        return NotFound("op, kernel, binding, Python function or C++ function", q, _suggest(ix, pq),
+        what = f"op with a {key} kernel" if key else "op, kernel, binding, Python function or class, C++ function or " \
+                                                     "class"
+        return NotFound(what, q, _suggest(ix, pq, ops_only=key is not None),
                         hint="search matches names exactly, by prefix or by a part of them; try a shorter part.")
     scored.sort(key=lambda t: t[0])
     hits = [h for _s, h, _r in scored[:limit]]
     for h in hits:
         if h.kind is HitKind.AUTOGRAD_NODE:
             h.detail = _node_detail(ix, nodes[h.name])
+        h.constructor = constructor_of(ix, h)
     by_name = {h.name: r for _s, h, r in scored[:limit] if r is not None}
     for h in hits:
         if h.name not in by_name:
@@ -150,34 +121,68 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
     return res
 
 
-def _suggest(ix: Index, pq: Query, n: int = 8) -> list[str]:
-    """Close names of every kind for a query nothing contains (a typo: ``sofmax``), ops first."""
+def _suggest(ix: Index, pq: Query, n: int = 8, ops_only: bool = False) -> list[str]:
+    """Close names of every kind for a query nothing contains (a typo: ``sofmax``), ops first: names search finds,
+    so the query itself is never one (Note [Close matches search finds])."""
     last = pq.last if len(pq.words) == 1 else pq.op
     if pq.op_only:  # torch.ops.aten.add.Tensr: an op's overloads
         return registry(ix).suggest(pq.text, n)
-    names = registry(ix).suggest(last, n) + cpp_suggest(ix, last, n)
+    if ops_only:  # with a backend, search looks at ops only
+        return registry(ix).suggest(last, n)
+    names = registry(ix).suggest(last, n) + _found_names(ix, cpp_suggest(ix, last, n * 3))[:n]
     names += difflib.get_close_matches(pq.binding, [b for b, _l, _e in _binding_table(ix)], n=n, cutoff=0.6)
     names += difflib.get_close_matches(pq.text, sorted(stub_names(ix)) + list(autograd_nodes(ix)), n=n, cutoff=0.7)
     names += difflib.get_close_matches(last, _python_names(ix), n=n, cutoff=0.6)
+    names += difflib.get_close_matches(pq.spelled or last, class_names(ix), n=n, cutoff=0.6)
     # each kind's closest, then all of them by how close they are (CatBakward0: CatBackward0 before op names)
     asked = (pq.text if len(pq.words) > 1 else last).lower()
     return sorted(dict.fromkeys(names), key=lambda x: -difflib.SequenceMatcher(None, asked, x.lower()).ratio())[:n]
 
 
+# Note [Close matches search finds]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A name search does not find is answered with close names, and each is one search finds: its next call answers.
+# The trigram index of names holds every name the index has, also those no hit is: a class's constructors
+# (TensorIterator::TensorIterator), functions only declared, registration blocks. Suggested from it as they are,
+# "TensorIterator" was answered "not found; close matches: TensorIterator" (a constructor's name, before classes
+# were hits). Its names are kept only when search hits them: a C++ function's definition, or a name of another
+# kind of hit. With a backend, search looks at ops only, and suggests ops only.
+
+
+def _found_names(ix: Index, names: list[str]) -> list[str]:
+    """The names search finds by themselves, of these from the trigram index (Note [Close matches search finds])."""
+    if not names:
+        return []
+    defined = {r[0] for r in ix.q(f"SELECT DISTINCT name FROM cpp_symbol WHERE is_definition AND kind IN "
+                                  f"({','.join('?' * len(_FUNCTION_KINDS))}) AND name IN "
+                                  f"({','.join('?' * len(names))})", (*_FUNCTION_KINDS, *names))}
+    return [n for n in names if n in defined or n.lower() in _hit_names(ix)]
+
+
+def _hit_names(ix: Index) -> frozenset[str]:
+    """Lower-cased, the names of every hit but C++ functions: ops, their kernels, bindings, Python functions, classes,
+    stubs and autograd nodes."""
+    def build() -> frozenset[str]:
+        ops = {x for r in _op_table(ix) for x in (r.full_l, r.name_l, *r.kernels_l)}
+        return frozenset(ops | {b for _n, b, _e in _binding_table(ix)} | set(_python_names(ix)) |
+                         {c.lower() for c in class_names(ix)} |
+                         {n.lower() for n in stub_names(ix)} | {n.lower() for n in autograd_nodes(ix)})
+    return ix.cached("search_hit_names", build)
+
+
 MAX_NAMES = 60  # C++ names whose definitions are listed (the best-ranked; the others are named in a note)
-PER_NAME = 3  # definitions of a name ranked with the other hits; the rest rank after them (Note [Names that flood])
 _FUNCTION_KINDS = tuple(k.value for k in (SymbolKind.FUNCTION, SymbolKind.METHOD, SymbolKind.IMPL_FUNC,
                                          SymbolKind.GLOBAL_KERNEL, SymbolKind.DEVICE_FUNCTION, SymbolKind.METAL_KERNEL))
 
 
-def _named_hits(pq: Query, kind: HitKind, group: int, names: list[str],
+def _named_hits(pq: Query, kind: HitKind, group: Group, names: list[str],
                 where: Callable[[str], Loc | None]) -> list[Scored]:
     """Hits among a small list of names (stubs, autograd nodes), ranked like the others."""
     out: list[Scored] = []
     for n in names:
         rank_ = rank_qualified(pq, n.lower(), n.lower(), "::")
         if rank_ is not None:
-            out.append(((rank_, group, len(n), n), SearchHit(kind, n, where(n), _MATCHES[rank_]), None))
+            out.append(((rank_, group, len(n), n), SearchHit(kind, n, where(n), MATCHES[rank_]), None))
     return out
 
 
@@ -198,6 +203,9 @@ def _node_detail(ix: Index, node: AutogradNode) -> str:
 # and every one is counted in the total, so "showing 20 of N" and its limit= name what is left. Names are ranked
 # over every name containing the query (an exact one is never lost among thousands that contain it: search "run"),
 # and the definitions of the best MAX_NAMES names are listed; a note counts the names left and says how to narrow.
+# Classes are grouped so too, per name (query/search_classes.py): Vectorized's 54 specializations, the 57 classes
+# named CachedGraph of the MPS files; a header's class comes before a .cpp file's own, a primary template before its
+# specializations, torch.nn.Linear before the quantized Linears.
 
 
 def _function_hits(ix: Index, pq: Query) -> tuple[list[Scored], str]:
@@ -231,8 +239,8 @@ def _function_hits(ix: Index, pq: Query) -> tuple[list[Scored], str]:
             continue
         seen = per_name[name] = per_name.get(name, 0) + 1
         label = HitKind.GPU_KERNEL if SymbolKind(kind).is_gpu_kernel else HitKind.CPP_FUNCTION
-        out.append(((rank_, 4 if seen <= PER_NAME else 7, len(name), qualname),
-                    SearchHit(label, qualname, Loc(ix.path_of(file_id), line), _MATCHES[rank_], kind), None))
+        out.append(((rank_, Group.CPP if seen <= PER_NAME else Group.FLOOD, len(name), qualname),
+                    SearchHit(label, qualname, Loc(ix.path_of(file_id), line), MATCHES[rank_], kind), None))
     left = len(ranked) - len(rank_of)
     note = (f"C++ functions: the definitions of the {len(rank_of)} best-matching names are counted and listed; "
             f"{left} more names contain {pq.last if len(pq.words) == 1 else pq.text!r} (a longer query narrows "
@@ -260,9 +268,9 @@ def _python_hits(ix: Index, pq: Query) -> list[Scored]:
         if rank_ is None:
             continue
         seen = per_name[row.name_l] = per_name.get(row.name_l, 0) + 1
-        group = 7 if seen > PER_NAME else 5 if row.private else 2
+        group = Group.FLOOD if seen > PER_NAME else Group.PRIVATE_PY if row.private else Group.PUBLIC_PY
         out.append(((rank_, group, len(row.fq), row.fq), SearchHit(HitKind.PY_FUNCTION, row.fq, row.loc,
-                                                                   _MATCHES[rank_]), None))
+                                                                   MATCHES[rank_]), None))
     return out
 
 
@@ -324,7 +332,10 @@ def _bindings(ix: Index) -> dict[str, list[Binding]]:
 
 
 def warm(ix: Index) -> None:
-    """Build the tables every search reads (ops, Python names), off a first answer's path (the server's warm-up)."""
+    """Build the tables every search reads (ops, Python names, classes), off a first answer's path (the server's
+    warm-up)."""
     _op_table(ix)
     _binding_table(ix)
     _python_table(ix)
+    warm_classes(ix)
+    _hit_names(ix)  # a first name not found, answered with close names search finds

@@ -14,11 +14,37 @@ helper that contains it).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import IntEnum
 
 # Qualifiers that name an op (ops are at::X, at::native::X kernels, aten::X in schemas and torch.ops.aten.X in Python)
 _OP_QUALIFIERS = ("torch.ops.aten.", "aten::", "aten.", "at::native::", "at::_ops::", "at::", "torch::")
 _DISPATCHER_PREFIXES = ("torch.ops.aten.", "aten::", "aten.")  # an op as the dispatcher names it, nothing else
 _PY_ALIASES = {"F.": "torch.nn.functional.", "nn.": "torch.nn.", "torch.Tensor.": "Tensor."}
+
+
+class Group(IntEnum):
+    """A hit's place among the hits of its match kind (exact, prefix, ...), best first: hits sort by (match kind,
+    group, name length, name)."""
+
+    NAMED_CLASS = 0  # a public class named as the query spells it, case too (Note [Classes by their spelling])
+    OP = 1
+    BINDING = 2
+    PUBLIC_PY = 3  # a Python function or class of a public module, or a class a public package exports
+    STUB = 4
+    CPP = 5  # a C++ function, GPU kernel or class
+    PRIVATE_PY = 6  # a Python function or class of a private module (torch._refs) or ONNX's symbolic functions
+    AUTOGRAD_NODE = 7
+    FLOOD = 8  # a name's definitions past the first few (Note [Names that flood] in search.py)
+
+
+# Note [Classes by their spelling]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Search matches names whatever their case: "linear" finds the op linear and the class Linear. But a query spelled as
+# a class is, case and all ("Linear", "torch.nn.Linear", "TensorIterator", "at::Tensor"), names that class: it leads
+# (Group.NAMED_CLASS), before the op linear and the bindings and functions named linear, which follow it. Classes
+# are CamelCase and ops, functions and bindings mostly are not, so "linear" keeps its order (the op first, the class
+# with the Python functions). A private Python class leads only when a public package exports it (torch._tensor.Tensor
+# is torch.Tensor); a class named so in a private module does not.
 
 
 def rank_l(q: str, n: str) -> int | None:
@@ -44,6 +70,12 @@ class Query:
     py_scope: str  # a dotted query's module part ("torch.nn.functional" for F.layer_norm), "" for none
     last: str  # the name it ends in: the C++ or Python name's last component, lower-cased
     op_only: bool = False  # spelled as the dispatcher names an op (aten::add, torch.ops.aten.add): ops only
+    dotted: str = ""  # a one-word query as Python spells it, case kept ("torch.nn.Linear" for nn.Linear)
+
+    @property
+    def spelled(self) -> str:
+        """The name a one-word query ends in, case kept ("Linear" for torch.nn.Linear, "Tensor" for at::Tensor)."""
+        return "" if len(self.words) > 1 else self.text.rsplit("::", 1)[-1].rsplit(".", 1)[-1]
 
     @property
     def fts(self) -> list[str]:
@@ -64,18 +96,19 @@ def parse(text: str) -> Query:
             op = low[len(prefix):]
             break
     op_only = low.startswith(_DISPATCHER_PREFIXES)
-    binding = low
+    dotted = t
     for alias, full in _PY_ALIASES.items():
         if t.startswith(alias):
-            binding = (full + t[len(alias):]).lower()
+            dotted = full + t[len(alias):]
             break
+    binding = dotted.lower()
     cpp_scope, last = "", low
     if "::" in low:
         cpp_scope, last = low.rsplit("::", 1)
     py_scope = ""
     if "." in binding and "::" not in low:
         py_scope, last = binding.rsplit(".", 1)
-    return Query(t, (low,), op, binding, cpp_scope, py_scope, last, op_only)
+    return Query(t, (low,), op, binding, cpp_scope, py_scope, last, op_only, dotted)
 
 
 def rank(q: Query, name_l: str) -> int | None:

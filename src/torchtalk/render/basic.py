@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 from ..model import HitKind
-from ..query.search import SearchResult
+from ..query.search_results import SearchResult
 from ..query.status import StatusResult
+from .budget import STRUCTURED, Section, fitted
 from .common import IN_STRUCTURED, first, raise_limit, showing
+
+_DETAILED = (HitKind.AUTOGRAD_NODE, HitKind.PY_CLASS, HitKind.CPP_CLASS, HitKind.CPP_ENUM)  # their detail is shown
 
 
 def render_search(r: SearchResult) -> str:
     scope = f" (backend {r.backend})" if r.backend else ""
-    out = [f"# search {r.query}{scope}: {showing(len(r.hits), r.total, raise_limit(r.total))}"]
+    lead = [f"# search {r.query}{scope}: {showing(len(r.hits), r.total, raise_limit(r.total))}"]
     if not r.hits and r.other_backends:
-        out.append(f"No op with a {r.backend} kernel matches it (ops without one do: below).")
+        lead.append(f"No op with a {r.backend} kernel matches it (ops without one do: below).")
     elif not r.hits:
-        out.append("No op, kernel, binding or C++ function name contains it.")
+        lead.append("No op, kernel, binding, Python function or class, C++ function or class name contains it.")
+    # One outline within the budget (Note [Answer budget]): cut, every hit's line stays before any op's detail.
+    out: list[str] = []
     for h in r.hits:
         if h.kind is HitKind.OP:
             out.append(f"- op {h.name}  {h.loc}  [{h.match}]")
@@ -28,11 +33,10 @@ def render_search(r: SearchResult) -> str:
         elif h.kind is HitKind.BINDING:
             out.append(f"- binding {h.name}  {h.loc}  [{h.match}]  {h.detail}")
         else:
-            detail = f"  {h.detail}" if h.detail and h.kind is HitKind.AUTOGRAD_NODE else ""
+            detail = f"  {h.detail}" if h.detail and h.kind in _DETAILED else ""
             out.append(f"- {h.kind} {h.name}  {h.loc}  [{h.match}]{detail}")
-    for n in r.notes:
-        out.append(f"Note: {n}")
-    return "\n".join(out)
+    hits = Section([], out, what="the hits and their ops' kernels", shows=STRUCTURED, outline=True)
+    return fitted(lead, [hits], [f"Note: {n}" for n in r.notes])
 
 
 def render_status(r: StatusResult) -> str:

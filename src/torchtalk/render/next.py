@@ -20,7 +20,7 @@ from ..query.cuda import CudaKernelsResult, KernelLaunch, LibraryCall, near
 from ..query.library_ops import first_kernel
 from ..query.modules import ListModulesResult, TraceModuleResult
 from ..query.results import NotFound
-from ..query.search import SearchResult
+from ..query.search_results import SearchResult
 from ..query.testfiles import TestFileInfo, TestUtilsResult
 from ..query.tests import SimilarTestsResult
 from ..query.trace_results import TraceResult
@@ -96,8 +96,15 @@ def next_trace(r: TraceResult) -> list[str]:
 
 
 def next_search(r: SearchResult) -> list[str]:
+    out: list[str] = []
+    lead = r.hits[0] if r.hits else None
+    if lead is not None and lead.kind is HitKind.PY_CLASS:  # its bases, constructor and forward/step to the ops
+        out.append(call("trace_module", lead.name))
+    elif lead is not None and lead.constructor:  # a C++ class: who constructs it
+        out.append(call("called_by", lead.constructor))
     top = _first(r.hits, lambda h: h.kind is HitKind.OP)
-    out: list[str] = [call("trace", top.name)] if top else []
+    if top:
+        out.append(call("trace", top.name))
     stub = _first(r.hits, lambda h: h.kind is HitKind.STUB)
     if stub and not top:
         out.append(call("called_by", stub.name))

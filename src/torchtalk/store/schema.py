@@ -13,7 +13,8 @@ import sqlite3
 from ..model import FACT_TABLES, CallKind
 from .codec import codec_for_table
 
-SCHEMA_VERSION = 29  # 29: files.ctime_ns and files.ino (Note [File stamps]); 28: op_info_entry.aten_backward_name
+SCHEMA_VERSION = 30  # 30: py_class_fq.exported; 29: files.ctime_ns and files.ino (Note [File stamps]); 28:
+#                      op_info_entry.aten_backward_name
 
 # The columns of files that hold a file's stamp, in the order of source.files.Stamp.
 STAMP_COLUMNS = "size, mtime_ns, ctime_ns, ino"
@@ -91,7 +92,9 @@ CREATE TABLE py_class_fq (
     file_id INTEGER NOT NULL,
     line INTEGER NOT NULL,
     bases TEXT NOT NULL,       -- JSON list of resolved base names (as written when unresolvable)
-    roots TEXT NOT NULL        -- space-separated: module optimizer lr_scheduler testcase
+    roots TEXT NOT NULL,       -- space-separated: module optimizer lr_scheduler testcase
+    exported TEXT NOT NULL     -- space-separated, shortest first: the names the packages above its module export it
+                               -- under ("torch.nn.Linear torch.nn.modules.Linear"), "" for none (link/pyclasses.py)
 );
 CREATE INDEX py_class_fq_fq ON py_class_fq(fq);
 CREATE INDEX py_class_fq_name ON py_class_fq(name);

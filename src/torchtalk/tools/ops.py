@@ -32,10 +32,11 @@ TOOLS = [
           Param("focus", str, "full", "yaml | dispatch | full", q_trace.FOCUS), FORMAT),
          q_trace.trace, r_trace.render_trace, nxt.next_trace, knows.op),
     Tool("search",
-         "What is the exact name of the op or kernel I mean? Finds ops, their kernels, Python bindings and "
-         "functions, C++ functions, GPU kernels, DispatchStubs and autograd nodes by name (exact, then prefix, then "
-         "substring), spelled as code writes it (at::native::add_out, aten::add, torch.Tensor.add_, F.layer_norm) "
-         "or as words ('flash attention'); a name nothing contains is not found, with close matches. Optionally "
+         "What is the exact name of the op, kernel or class I mean? Finds ops, their kernels, Python bindings, "
+         "functions and classes, C++ functions and classes, GPU kernels, DispatchStubs and autograd nodes by name "
+         "(exact, then prefix, then substring), spelled as code writes it (at::native::add_out, aten::add, "
+         "torch.Tensor.add_, F.layer_norm, torch.nn.Linear, at::TensorIterator) or as words ('flash attention'); a "
+         "name nothing contains is not found, with close matches. Optionally "
          "only ops with a kernel for one dispatch key (backend='CUDA', 'MPS', 'QuantizedCPU'...). Use it when you "
          "do not know the exact name. Example: search(\"conv\", backend=\"CUDA\")",
          (Param("query", str, REQUIRED, "name or part of a name", metavar="TEXT"),
