@@ -402,3 +402,21 @@ def test_the_servers_warm_up_holds_one_connection(gpu, monkeypatch):  # noqa: F8
     _warm_up(ix)
     assert lookups[0] > 100, "the warm-up makes many lookups"
     assert borrows[0] == 1
+
+
+def test_a_worker_that_cannot_open_the_index_fails_its_tasks_not_the_pool(tmp_path):
+    # a pool replaces a worker whose initializer raises with another, forever: a store built while the index was
+    # replaced by one of another schema kept two processes respawning; the error is the tasks' now
+    import pytest as _pytest
+
+    from torchtalk.errors import IndexUnavailable
+    from torchtalk.graph import resolved_build as rb
+    bad = tmp_path / "index.db"
+    bad.write_bytes(b"not a database")
+    rb._init(bad, tmp_path, (tmp_path / "resolved.db", "build"))
+    with _pytest.raises(IndexUnavailable):
+        rb._run([1])
+    with _pytest.raises(IndexUnavailable):
+        rb._walk_ops(["add.Tensor"])
+    rb._worker_error = None
+    rb._worker_ix = None

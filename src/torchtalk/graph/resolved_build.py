@@ -198,28 +198,42 @@ def _tasks(ix: Index) -> list[tuple[int, list[int]]]:
 
 
 _worker_ix: Index | None = None
+_worker_error: Exception | None = None
 
 
 def _init(index_path: Path, source_root: Path, store: tuple[Path, str] | None) -> None:
     """A worker: its index, resolving calls as asked (``store`` None), or reading those of the store being built
-    at ``store`` (its path and build: the GPU walks)."""
-    global _worker_ix
-    if _worker_ix is not None:  # the build's first phase, in this process (one worker)
-        _worker_ix.close()
-    _worker_ix = Index(index_path, source_root)
-    if store is None:
-        without_store(_worker_ix)
-    else:
-        use_store(_worker_ix, open_resolved(index_path, store[1], store[0]))
-    warm_resolution(_worker_ix)
+    at ``store`` (its path and build: the GPU walks). What fails here is raised by the worker's first task: a pool
+    replaces a worker whose initializer raises with another, forever (an index replaced by one of another schema
+    while the store was built kept two processes respawning)."""
+    global _worker_ix, _worker_error
+    try:
+        if _worker_ix is not None:  # the build's first phase, in this process (one worker)
+            _worker_ix.close()
+        _worker_ix = Index(index_path, source_root)
+        if store is None:
+            without_store(_worker_ix)
+        else:
+            use_store(_worker_ix, open_resolved(index_path, store[1], store[0]))
+        warm_resolution(_worker_ix)
+        _worker_error = None
+    except Exception as exc:  # noqa: BLE001 - reported by the tasks, in the parent
+        _worker_error = exc
+
+
+def _ready() -> Index:
+    """The worker's index, or what failed when it was opened, raised."""
+    if _worker_error is not None:
+        raise _worker_error
+    assert _worker_ix is not None
+    return _worker_ix
 
 
 def _walk_ops(ops: list[str]) -> tuple[list[str], list[WalkRow]]:
     """These ops, and the rows of the GPU walks the store keeps for them (Note [Stored GPU walks] in
     store/resolved.py): each op's at MAX_DEPTH, and when it found nothing and was cut, the look further cuda_kernels
     takes then; the walk below each of its kernels for a key that runs on a GPU (trace's GPU lines), once."""
-    ix = _worker_ix
-    assert ix is not None
+    ix = _ready()
     with ix.using():  # Note [A batch holds its connection]
         return _walk_ops_held(ix, ops)
 
@@ -252,8 +266,7 @@ def _walk_ops_held(ix: Index, ops: list[str]) -> tuple[list[str], list[WalkRow]]
 def _run(file_ids: list[int]) -> tuple[list[int], int, list[Row], list[EdgeRow]]:
     """Resolve the call sites of these files: (the files, sites, rows of those that resolve to something, the edges
     they make: Note [Stored edges])."""
-    ix = _worker_ix
-    assert ix is not None
+    ix = _ready()
     with ix.using():  # Note [A batch holds its connection]
         return _run_held(ix, file_ids)
 
