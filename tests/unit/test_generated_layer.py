@@ -280,3 +280,21 @@ def test_python_names_are_the_ones_the_generated_bindings_bind(tree):
         assert not {n for n, o in names if o == "add.Tensor" and n.startswith("torch.")}
     finally:
         ix.close()
+
+
+def test_impact_walks_up_a_generated_wrapper_to_its_op(tree):
+    # RegisterCPU.cpp's wrapper_CPU_cos_out_out copies its structured kernel's result with copy_: walked up, a
+    # wrapper was a dead end that took a place of impact's bounded level (copy_'s depth-3 answer reached 46 ops,
+    # not 88); it is the kernel the dispatcher runs for its op (WRAPPER)
+    torchgen = TORCHGEN.replace("return at::native::%s(self);", "return at::native::copy_result(self);").replace(
+        "% (name, kernel))", "% (name,))")
+    assert torchgen != TORCHGEN
+    _add_generators(tree, torchgen=torchgen)
+    (tree / "aten/src/ATen/native/CopyResult.cpp").write_text(
+        "namespace at { namespace native {\nTensor copy_result(const Tensor& self) {\n  return self;\n}\n}}\n")
+    st = find_source(tree)
+    refresh(st, workers=1)
+    ix = Index(st.index_path, st.root)
+    res, text = run(get_tool("impact"), ix, function_name="at::native::copy_result", depth=2)
+    ops = {n.key for n, _e, _lv in res.sections[0].ops}
+    assert {"relu", "index_select", "mm"} <= ops, text

@@ -22,8 +22,11 @@ from .results import Ambiguous, NotFound
 
 MAX_LEVEL_NODES = 60
 MAX_DEPTH = 5  # impact's largest depth=
+# A generated wrapper (RegisterCPU.cpp's wrapper_CPU_cos_out_out, which copies a structured kernel's result with
+# copy_) is the kernel the dispatcher runs for its op and key: walked up, it is that op's (WRAPPER), not a dead end
+# that takes a place of the level's walk.
 IMPACT_KINDS = frozenset({EdgeKind.CALL, EdgeKind.LAUNCH, EdgeKind.KERNEL, EdgeKind.DISPATCH_CALL, EdgeKind.STUB_KERNEL,
-                          EdgeKind.STUB_CALL, EdgeKind.BINDING, EdgeKind.ENTRY})
+                          EdgeKind.STUB_CALL, EdgeKind.BINDING, EdgeKind.ENTRY, EdgeKind.WRAPPER})
 REGISTRATION_KINDS = frozenset({EdgeKind.KERNEL, EdgeKind.STUB_KERNEL, EdgeKind.BINDING, EdgeKind.WRAPPER,
                                 EdgeKind.ENTRY})
 
