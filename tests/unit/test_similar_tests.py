@@ -380,41 +380,38 @@ def test_a_home_file_no_test_found_is_in_is_named_as_the_layouts(py_indexed):
     assert "Home test files by PyTorch's layout (no test found is there): test/test_torch.py" in text
 
 
-def test_an_op_no_test_names_has_the_tests_of_the_python_function_calling_it(py_indexed):
-    # _upsample_bicubic2d_aa: 'No test names or test bodies mention it', though F.interpolate(mode="bicubic",
-    # antialias=True) calls it and test_nn's interpolate tests run it
-    tree, ix = py_indexed
+def _with_op(tree, ix, op_yaml, appended):
+    """The fixture tree's Index after appending an op to native_functions.yaml and text to files (created with their
+    directories if missing): a context, as indexed_with."""
     ix.close()
-    with open(tree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
-        f.write("\n- func: _resample_aa(Tensor self, float scale) -> Tensor\n  python_module: nn\n")
-    with open(tree / "torch/nn/functional.py", "a") as f:
-        f.write("\n\ndef resample(input, scale):\n    return torch._C._nn._resample_aa(input, scale)\n")
-    with open(tree / "test/test_nn.py", "a") as f:
-        f.write("\n\nclass TestResample(TestCase):\n    def test_resample_scales(self):\n"
-                "        torch.nn.functional.resample(torch.ones(2), 0.5)\n")
-    with indexed_with(tree, {}) as ix:
-        res, text = call(ix, "find_similar_tests", query="_resample_aa")
-        assert [t.name for t in res.tests] == ["test_resample_scales"], text
-        assert "No test names '_resample_aa': these are the tests of torch.nn.functional.resample, which calls it" \
-            in text, text
+    for rel, text in {"aten/src/ATen/native/native_functions.yaml": op_yaml, **appended}.items():
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        with open(tree / rel, "a") as f:
+            f.write(text)
+    return indexed_with(tree, {})
 
 
-def test_an_op_called_by_a_public_function_outside_the_api_modules_has_its_tests(py_indexed):
-    # _unpack_dual: torch.autograd.forward_ad.unpack_dual calls torch._VF._unpack_dual, and its tests run it
+# _upsample_bicubic2d_aa: 'No test names or test bodies mention it', though F.interpolate(mode="bicubic",
+# antialias=True) calls it and test_nn's interpolate tests run it; _unpack_dual, called by
+# torch.autograd.forward_ad.unpack_dual, outside the API modules the graph links Python callers in
+@pytest.mark.parametrize("op, module, caller, written, test", [
+    ("_resample_aa(Tensor self, float scale) -> Tensor\n  python_module: nn", "torch/nn/functional.py", "resample",
+     "torch._C._nn._resample_aa(input, scale)", "test_resample_scales"),
+    ("_unpack_twin(Tensor(a) input, float scale) -> (Tensor(a) primal, Tensor tangent)", "torch/autograd/twin_ad.py",
+     "unpack_twin", "torch._VF._unpack_twin(input, scale)", "test_levels_roundtrip"),
+])
+def test_an_op_no_test_names_has_the_tests_of_the_python_function_calling_it(py_indexed, op, module, caller,
+                                                                               written, test):
     tree, ix = py_indexed
-    ix.close()
-    with open(tree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
-        f.write("\n- func: _unpack_twin(Tensor(a) tensor, int level) -> (Tensor(a) primal, Tensor tangent)\n")
-    (tree / "torch/autograd").mkdir(parents=True, exist_ok=True)
-    (tree / "torch/autograd/twin_ad.py").write_text(
-        "import torch\n\n\ndef unpack_twin(tensor, level=0):\n    return torch._VF._unpack_twin(tensor, level)\n")
-    with open(tree / "test/test_nn.py", "a") as f:
-        f.write("\n\nclass TestTwin(TestCase):\n    def test_levels_roundtrip(self):\n"
-                "        torch.autograd.twin_ad.unpack_twin(torch.ones(2))\n")
-    with indexed_with(tree, {}) as ix:
-        res, text = call(ix, "find_similar_tests", query="_unpack_twin")
-        assert [t.name for t in res.tests] == ["test_levels_roundtrip"], text
-        assert "these are the tests of torch.autograd.twin_ad.unpack_twin, which calls it" in text, text
+    full = module.removesuffix(".py").replace("/", ".") + "." + caller
+    with _with_op(tree, ix, f"\n- func: {op}\n", {
+            module: f"\nimport torch\n\n\ndef {caller}(input, scale):\n    return {written}\n",
+            "test/test_nn.py": (f"\n\nclass TestCaller(TestCase):\n    def {test}(self):\n"
+                                f"        {full}(torch.ones(2), 0.5)\n")}) as ix:
+        name = op.split("(")[0]
+        res, text = call(ix, "find_similar_tests", query=name)
+        assert [t.name for t in res.tests] == [test], text
+        assert f"No test names {name!r}: these are the tests of {full}, which calls it" in text, text
 
 
 def test_an_op_no_test_mentions_is_no_tests_not_an_unknown_name(tree):
@@ -431,14 +428,10 @@ def test_a_test_calling_the_op_through_the_dispatcher_is_its_test(py_indexed):
     # slice_inverse: test_autograd.py calls torch.ops.aten.slice_inverse(...), which the body spellings missed; 30
     # test files call aten.X.default(...) after aten = torch.ops.aten, which touches did not record
     tree, ix = py_indexed
-    ix.close()
-    with open(tree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
-        f.write("\n- func: slice_twin(Tensor self, int dim) -> Tensor\n")
-    with open(tree / "test/test_nn.py", "a") as f:
-        f.write("\n\naten = torch.ops.aten\n\n\nclass TestViews(TestCase):\n    def test_replay(self):\n"
-                "        torch.ops.aten.slice_twin(torch.ones(2), 0)\n"
-                "    def test_replay_default(self):\n        aten.slice_twin.default(torch.ones(2), 0)\n")
-    with indexed_with(tree, {}) as ix:
+    with _with_op(tree, ix, "\n- func: slice_twin(Tensor self, int dim) -> Tensor\n", {"test/test_nn.py": (
+            "\n\naten = torch.ops.aten\n\n\nclass TestViews(TestCase):\n    def test_replay(self):\n"
+            "        torch.ops.aten.slice_twin(torch.ones(2), 0)\n"
+            "    def test_replay_default(self):\n        aten.slice_twin.default(torch.ones(2), 0)\n")}) as ix:
         res, text = call(ix, "find_similar_tests", query="slice_twin")
         assert {(t.name, t.why) for t in res.tests} == {("test_replay", "calls torch.ops.aten.slice_twin"),
                                                          ("test_replay_default", "calls aten.slice_twin")}, text

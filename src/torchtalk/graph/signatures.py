@@ -4,6 +4,7 @@ it takes more (Note [Argument counts])."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -96,30 +97,27 @@ def signature(params: str) -> Signature:
     return Signature(tuple(types), required, variadic, unknown)
 
 
+def _top(text: str) -> Iterator[int]:
+    """The positions of ``text`` outside any bracket (brackets themselves left out)."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth -= 1
+        elif depth == 0:
+            yield i
+
+
 def _pack(decl: str) -> bool:
     """Whether a parameter is C varargs or a parameter pack: ``...`` outside brackets (``std::tuple<Args...> t``
     and ``R (C::*)(Args...)`` are one parameter each)."""
-    depth = 0
-    for i, ch in enumerate(decl):
-        if ch in "<([{":
-            depth += 1
-        elif ch in ">)]}":
-            depth -= 1
-        elif ch == "." and depth == 0 and decl.startswith("...", i):
-            return True
-    return False
+    return any(decl.startswith("...", i) for i in _top(decl))
 
 
 def _top_eq(p: str) -> int:
-    depth = 0
-    for i, ch in enumerate(p):
-        if ch in "<([{":
-            depth += 1
-        elif ch in ">)]}":
-            depth -= 1
-        elif ch == "=" and depth == 0 and p[i - 1:i] not in ("=", "!", "<", ">") and p[i + 1:i + 2] != "=":
-            return i
-    return -1
+    return next((i for i in _top(p) if p[i] == "=" and p[i - 1:i] not in ("=", "!", "<", ">") and
+                 p[i + 1:i + 2] != "="), -1)
 
 
 def _param_type(decl: str) -> str:
