@@ -137,3 +137,8 @@ def test_a_binding_named_as_asked_is_exact_and_words_run_together_find_an_op(spe
                                                                                        MatchKind.EXACT)]
     res, _ = _search(ix, "indexselect")  # layernorm: layer_norm
     assert "index_select" in [h.name for h in res.hits if h.kind is HitKind.OP]
+    # the words run together are the whole name: exact (layernorm's layer_norm fell off the first page, a
+    # substring behind the LayerNorm classes), and a prefix as a prefix
+    assert [(h.name, h.match) for h in res.hits][0] == ("index_select", MatchKind.EXACT)
+    res, _ = _search(ix, "indexsel")
+    assert ("index_select", MatchKind.PREFIX) in [(h.name, h.match) for h in res.hits]

@@ -129,8 +129,9 @@ def rank_op(q: Query, full_l: str, name_l: str) -> int | None:
     bare = name_l.lstrip("_")
     if bare != name_l and rank_l(q.op, bare) == 0:
         found.append(1)
-    if not found and "_" not in q.op and "_" in name_l and rank_l(q.op, name_l.replace("_", "")) is not None:
-        found.append(2)  # layernorm: layer_norm, as words run together
+    joined = rank_l(q.op, name_l.replace("_", "")) if not found and "_" not in q.op and "_" in name_l else None
+    if joined is not None:
+        found.append(joined)  # layernorm: layer_norm, as words run together (exact, then prefix, then a part)
     return min(found, default=None)
 
 
