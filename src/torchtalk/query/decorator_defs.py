@@ -23,6 +23,8 @@ Returns are read through at most ``_DEPTH`` helpers (a helper returning another'
 from __future__ import annotations
 
 import ast
+import re
+import textwrap
 
 from ..graph.pynames import pynames
 from ..graph.source_lines import file_lines
@@ -36,15 +38,56 @@ _DEPTH = 3
 _DEF = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
+_BLOCK = 2000  # lines a statement read alone may span
+_PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError)
+
+
 def parsed(ix: Index, path: str) -> ast.Module | None:
-    """The file's AST (None when it does not parse), memoised per index version."""
+    """The file's AST (None when it does not parse), memoised per index version: only where a statement read alone
+    does not parse (a file can be 1.2 MB: common_methods_invocations.py takes 0.7 s)."""
     trees: dict[str, ast.Module | None] = ix.cached("parsed_test_files", dict)
     if path not in trees:
         try:
             trees[path] = ast.parse("\n".join(file_lines(ix, path)))
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
+        except _PARSE_ERRORS:
             trees[path] = None
     return trees[path]
+
+
+def statement_at(ix: Index, path: str, line: int, kinds: tuple[type, ...], whole: bool = True) -> ast.AST | None:
+    """The statement of one of ``kinds`` starting at ``line`` of ``path`` (a def's line, past its decorators),
+    parsed alone: its lines up to the next one indented no deeper (memoised per index version); with ``whole``,
+    the whole file parsed when those do not parse alone (a string's lines at column 0), for a line the index
+    knows a definition starts at."""
+    memo: dict[tuple[str, int], ast.AST | None] = ix.cached("statements_at", dict)
+    if (path, line) not in memo:
+        node = _alone(file_lines(ix, path), line)
+        if node is None and whole and (tree := parsed(ix, path)) is not None:
+            node = next((n for n in ast.walk(tree) if isinstance(n, (*_DEF, ast.ClassDef, ast.Assign)) and
+                         n.lineno == line), None)
+        memo[(path, line)] = node
+    found = memo[(path, line)]
+    return found if isinstance(found, kinds) else None
+
+
+def _alone(lines: list[str], line: int) -> ast.stmt | None:
+    if not 0 < line <= len(lines):
+        return None
+    first = lines[line - 1]
+    indent, end = len(first) - len(first.lstrip()), line
+    while end < len(lines) and end - line < _BLOCK:
+        text = lines[end].strip()
+        if text and not text.startswith(("#", ")", "]", "}")) and len(lines[end]) - len(lines[end].lstrip()) <= indent:
+            break
+        end += 1
+    try:
+        tree = ast.parse(textwrap.dedent("\n".join(lines[line - 1:end])))
+    except _PARSE_ERRORS:
+        return None
+    if not tree.body:
+        return None
+    ast.increment_lineno(tree, line - 1)
+    return tree.body[0]
 
 
 def definition(ix: Index, path: str, written: str) -> tuple[str, ast.AST] | None:
@@ -58,41 +101,47 @@ def definition(ix: Index, path: str, written: str) -> tuple[str, ast.AST] | None
 
 def _definition(ix: Index, path: str, written: str) -> tuple[str, ast.AST] | None:
     if "." not in written:
-        here = _module_level(parsed(ix, path), written)
+        here = _module_level(ix, path, written)
         if here is not None:
             return path, here
     names = pynames(ix)
     d = names.definition(names.resolve_in(module_of(path), written))
     if d is None or d.kind not in (PyDefKind.FUNCTION, PyDefKind.ASSIGN) or d.cls:
         return None
-    tree = parsed(ix, d.loc.path)
-    node = next((n for n in ast.walk(tree) if isinstance(n, (*_DEF, ast.Assign)) and n.lineno == d.loc.line),
-                None) if tree is not None else None
+    node = statement_at(ix, d.loc.path, d.loc.line, (*_DEF, ast.Assign))
     return (d.loc.path, node) if node is not None else None
 
 
-def _module_level(tree: ast.Module | None, name: str) -> ast.AST | None:
-    """The last module-level def of ``name`` in ``tree`` (the one bound when the tests run), else its last
-    assignment (``parametrize_axis = parametrize(...)``)."""
-    if tree is None:
-        return None
-    stmts = _statements(tree.body)
-    defs = [s for s in stmts if isinstance(s, _DEF) and s.name == name]
-    assigns = [s for s in stmts if isinstance(s, ast.Assign) and
-               any(t.__class__ is ast.Name and t.id == name for t in s.targets)]
-    return defs[-1] if defs else assigns[-1] if assigns else None
+def _module_level(ix: Index, path: str, name: str) -> ast.AST | None:
+    """The last module-level def of ``name`` in file ``path`` (the one bound when the tests run), else its last
+    assignment (``parametrize_axis = parametrize(...)``); one in an if or try block counts, one in a def or a
+    class does not. Found in the text, each read alone (statement_at)."""
+    lines = file_lines(ix, path)
+    pattern = re.compile(rf"\s*(?:(?:async\s+)?def\s+{re.escape(name)}\s*\(|{re.escape(name)}\s*(?::[^=]*)?=(?!=))")
+    defs: list[int] = []
+    assigns: list[int] = []
+    for i, text in enumerate(lines):
+        if name in text and pattern.match(text) and _at_module_level(lines, i):
+            (defs if text.lstrip().startswith(("def ", "async ")) else assigns).append(i + 1)
+    for line in (defs[-1:] or assigns[-1:]):
+        return statement_at(ix, path, line, (*_DEF, ast.Assign), whole=False)
+    return None
 
 
-def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
-    """A body's statements and those of its if/try blocks (not of defs or classes)."""
-    out: list[ast.stmt] = []
-    for s in body:
-        out.append(s)
-        if isinstance(s, (ast.If, ast.Try)):
-            out += _statements(s.body) + _statements(s.orelse)
-            for h in getattr(s, "handlers", []):
-                out += _statements(h.body)
-    return out
+def _at_module_level(lines: list[str], i: int) -> bool:
+    """Whether line ``i`` starts a statement at module level or in an if/try/with block there: each line it is
+    indented under opens a block (ends with ``:``) and none is a def or a class (``dtypes=[...]`` indented under
+    ``@ops(`` is a keyword argument, not a statement)."""
+    indent = len(lines[i]) - len(lines[i].lstrip())
+    while indent and i:
+        i -= 1
+        text = lines[i].split("#", 1)[0].strip()
+        depth = len(lines[i]) - len(lines[i].lstrip())
+        if text and depth < indent:
+            if text.startswith(("def ", "async def ", "class ")) or not text.endswith(":"):
+                return False
+            indent = depth
+    return True
 
 
 def returned_calls(node: ast.AST) -> list[ast.Call]:

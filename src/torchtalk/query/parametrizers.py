@@ -39,7 +39,7 @@ from ..graph.pynames import pynames
 from ..link.pyclasses import module_of
 from ..model.tests import PARAMETRIZER_BASE
 from ..store.reader import Index
-from .decorator_defs import parsed, stands_for
+from .decorator_defs import stands_for, statement_at
 from .testnames import Renamer, callable_of, generator
 
 _DTYPE_KEYS = frozenset({"dtype", "dtypes"})
@@ -133,9 +133,8 @@ def _shape_of(ix: Index, module: str, written: str) -> _Shape | None:
 
 
 def _class_at(ix: Index, path: str, line: int) -> ast.ClassDef | None:
-    tree = parsed(ix, path)
-    return next((n for n in ast.walk(tree) if n.__class__ is ast.ClassDef and n.lineno == line), None) \
-        if tree is not None else None
+    found = statement_at(ix, path, line, (ast.ClassDef,))
+    return found if isinstance(found, ast.ClassDef) else None
 
 
 def read_shape(cls: ast.ClassDef) -> _Shape:
