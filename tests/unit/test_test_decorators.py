@@ -165,7 +165,8 @@ def test_definitions_are_read_alone_not_by_parsing_their_files(py_indexed, monke
     monkeypatch.setattr(decorator_defs, "parsed", whole_file)
     tree, _ = py_indexed
     files = dict(FILES)
-    files[PATH] = files[PATH].replace("@layouts()\n", "@ops(\n        op_db,\n        layouts=[1]\n    )\n    @layouts()\n")
+    files[PATH] = files[PATH].replace("@layouts()\n",
+                                      "@ops(\n        op_db,\n        layouts=[1]\n    )\n    @layouts()\n")
     with indexed_with(tree, files) as ix:
         res, text = call(ix, file_path=PATH, class_name="TestMarked", query="test_to_dense")
         assert res.page.runs[0].generated == ["TestMarked.test_to_dense_<op>_<params>"], text
