@@ -478,6 +478,17 @@ def test_native_functions_dispatch_line(cix):
     # both sides of the line as the diff writes them (it printed the tree's side alone: an added key went unsaid)
     assert ("dispatch line 91 changed (before the change: the tree holds the diff's old side): "
             "CUDA: index_select_cuda -> CUDA: index_select_cuda_v2") in res.changed[0].why
+    # one hunk changing two entries' lines: each op shows its own line (it showed the hunk's every line)
+    text = (tree / "aten/src/ATen/native/native_functions.yaml").read_text().split("\n")
+    mod = list(text)
+    mod[90] = mod[90].replace("index_select_cuda", "index_select_cuda_v2")
+    mod[97] = mod[97].replace("index_select_out_cuda", "index_select_out_cuda_v2")
+    rel = "aten/src/ATen/native/native_functions.yaml"
+    two = "".join(x + "\n" for x in difflib.unified_diff(text, mod, f"a/{rel}", f"b/{rel}", lineterm=""))
+    res, _, _ = ask(ix, diff=two)
+    why = {c.node.key: c.why for c in res.changed}
+    assert why["index_select"].endswith(": CUDA: index_select_cuda -> CUDA: index_select_cuda_v2"), why
+    assert why["index_select.out"].endswith(": CUDA: index_select_out_cuda -> CUDA: index_select_out_cuda_v2"), why
     assert res.device == "cuda"
     assert res.tests[0].name == "OpInfo('index_select')"
     assert res.tests[0].command == 'pytest test/test_ops.py -k "index_select and cuda"'

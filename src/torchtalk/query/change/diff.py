@@ -66,6 +66,23 @@ class Hunk:
             block = []
         return lines, gaps
 
+    def pairs(self, old: bool) -> list[tuple[int, str, str]]:
+        """Each replaced line: (its number on one side, its removed text, its added text), the i-th removed line of a
+        run of changes paired with the run's i-th added line (a line only one side has is in no pair)."""
+        out: list[tuple[int, str, str]] = []
+        run: list[tuple[int, int, HunkLine, str]] = []
+        for (n_old, op, text), (n_new, _op, _t) in zip(self._numbered(True) + [(0, HunkLine.CONTEXT, "")],
+                                                       self._numbered(False) + [(0, HunkLine.CONTEXT, "")],
+                                                       strict=True):
+            if op is not HunkLine.CONTEXT:
+                run.append((n_old, n_new, op, text))
+                continue
+            minus = [(o, t) for o, _n, op_, t in run if op_ is HunkLine.REMOVED]
+            plus = [(n, t) for _o, n, op_, t in run if op_ is HunkLine.ADDED]
+            out += [(o if old else n, a, b) for (o, a), (n, b) in zip(minus, plus, strict=False)]
+            run = []
+        return out
+
     def _numbered(self, old: bool) -> list[tuple[int, HunkLine, str]]:
         n = self.old_start if old else self.new_start
         own = HunkLine.own(old)

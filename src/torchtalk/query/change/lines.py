@@ -51,17 +51,17 @@ class FileChange:
     removed: list[str] = field(default_factory=list)  # definitions the change deletes, from the diff's lines
     added: list[str] = field(default_factory=list)  # definitions only the patch has (not in the tree yet)
     problem: str = ""
-    # each hunk's changed lines (numbered as in the tree's copy) with its removed and added lines' text
-    edits: list[tuple[frozenset[int], tuple[str, ...], tuple[str, ...]]] = field(default_factory=list)
+    # a replaced line (numbered as in the tree's copy) -> its removed and added text (Hunk.pairs)
+    edits: dict[int, tuple[str, str]] = field(default_factory=dict)
 
     def edit(self, line: int) -> str:
-        """What the diff makes of a changed line, both sides as written ("CPU, CUDA: lerp_Scalar -> CPU, CUDA, Meta:
-        lerp_Scalar", at most EDIT_SHOWN characters); "" when its hunk has no line on one side."""
-        for lines, minus, plus in self.edits:
-            if line in lines and minus and plus:
-                text = f"{' / '.join(t.strip() for t in minus)} -> {' / '.join(t.strip() for t in plus)}"
-                return text if len(text) <= EDIT_SHOWN else text[:EDIT_SHOWN] + " ..."
-        return ""
+        """What the diff makes of a replaced line, both sides as written ("CPU, CUDA: lerp_Scalar -> CPU, CUDA, Meta:
+        lerp_Scalar", at most EDIT_SHOWN characters); "" when only one side has it."""
+        if line not in self.edits:
+            return ""
+        before, after = self.edits[line]
+        text = f"{before.strip()} -> {after.strip()}"
+        return text if len(text) <= EDIT_SHOWN else text[:EDIT_SHOWN] + " ..."
 
 
 class TreeFiles:
@@ -195,7 +195,7 @@ def _from_diff(fd: FileDiff, files: TreeFiles) -> FileChange:
         lines, gaps = h.changed(old=old)
         fc.lines |= lines
         fc.gaps |= gaps
-        fc.edits.append((frozenset(lines), tuple(t for _n, t in h.removed()), tuple(t for _n, t in h.added())))
+        fc.edits.update((n, (a, b)) for n, a, b in h.pairs(old))
     fc.removed, fc.added = gone, new if old else []
     if fc.side is DiffSide.NEITHER:
         fc.problem = ("the tree's copy matches neither side of the diff (edited since, or another version): "
