@@ -172,3 +172,15 @@ def test_definitions_are_read_alone_not_by_parsing_their_files(py_indexed, monke
         assert res.page.runs[0].generated == ["TestMarked.test_to_dense_<op>_<params>"], text
         res, text = call(ix, file_path=PATH, class_name="TestBase", query="test_compress")
         assert res.page.tests[0].decorators == ["xpassIfTorchDynamo_np"], text
+
+
+def test_a_helper_returning_a_call_of_itself_ends(py_indexed):
+    # renamers and the helpers they read through called each other with no bound: a RecursionError, shown as an
+    # internal error
+    tree, _ = py_indexed
+    files = dict(FILES)
+    files[PATH] = files[PATH].replace("def layouts(name='layout'):\n    return parametrize(name, ['csr', 'csc'])\n",
+                                      "def layouts(name='layout'):\n    return layouts(name)\n")
+    with indexed_with(tree, files) as ix:
+        res, text = call(ix, file_path=PATH, class_name="TestMarked", query="test_to_dense")
+        assert res.page.tests[0].name == "test_to_dense", text

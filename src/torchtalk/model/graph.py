@@ -46,7 +46,8 @@ class Branch:
     arm: str  # "if fused and (not torch.jit.is_scripting())", "elif foreach", "else"
     head: Loc  # the ``if`` that starts the arm's chain
     chosen: Loc | None = None  # a call through a local alias: the assignment that chose this callee
-    arms: int = 0  # Python: the arms of the choice that are paths (Note [Hand-overs are no path] in graph/py_calls.py)
+    # Python: the arms of the choice that are paths (Note [Hand-overs are no path] in graph/py_branches.py)
+    arms: int = 0
     past: bool = False  # Python: the arm is the rest of a block past a return (Note [Branch arms])
     top: bool = False  # Python: the choice is on every path through its function (Note [Ops on every path])
     layout: bool = False  # C++: the arm runs only for a tensor of a layout other than dense strided

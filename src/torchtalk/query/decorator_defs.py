@@ -17,7 +17,7 @@ assignment of the test file itself, else what the file imports, via graph/pyname
   outside dynamo its tests are expected to fail, and the test lists show it. What its body calls on the way does
   not count (``instantiate_parametrized_tests`` runs the parametrizers but decides nothing of where tests run).
 
-Returns are read through at most ``_DEPTH`` helpers (a helper returning another's call).
+Returns are read through at most ``HELPER_DEPTH`` helpers (a helper returning another's call, or its own).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from ..store.reader import Index
 from .testlist import runs_where
 from .testnames import callable_of
 
-_DEPTH = 3
+HELPER_DEPTH = 3
 _DEF = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -175,7 +175,7 @@ def stands_for(ix: Index, path: str, decorator: str, depth: int = 0) -> list[tup
     [] when it is not such a helper."""
     name = callable_of(decorator)
     found = definition(ix, path, name) if name else None
-    if found is None or depth >= _DEPTH:
+    if found is None or depth >= HELPER_DEPTH:
         return []
     where, node = found
     out: list[tuple[str, str]] = []

@@ -39,7 +39,7 @@ from ..graph.pynames import pynames
 from ..link.pyclasses import module_of
 from ..model.tests import PARAMETRIZER_BASE
 from ..store.reader import Index
-from .decorator_defs import stands_for, statement_at
+from .decorator_defs import HELPER_DEPTH, stands_for, statement_at
 from .testnames import Renamer, callable_of, generator
 
 _DTYPE_KEYS = frozenset({"dtype", "dtypes"})
@@ -55,9 +55,10 @@ class _Shape:
     dtype: bool
 
 
-def renamers(ix: Index, path: str, decorators: list[str]) -> dict[str, Renamer]:
+def renamers(ix: Index, path: str, decorators: list[str], depth: int = 0) -> dict[str, Renamer]:
     """The decorators of a test of ``path`` that are parametrizers other than @ops / @parametrize (which
-    query/testnames.py names itself) -> how they rename it (Note [Parametrizers rename tests])."""
+    query/testnames.py names itself) -> how they rename it (Note [Parametrizers rename tests]); ``depth``: the
+    helpers read through to get here (a helper returning a call of itself ends)."""
     out: dict[str, Renamer] = {}
     for d in decorators:
         name = callable_of(d)
@@ -68,7 +69,7 @@ def renamers(ix: Index, path: str, decorators: list[str]) -> dict[str, Renamer]:
             continue
         shape = _shape_of(ix, module_of(path), name)
         if shape is None:
-            helper = _through_helper(ix, path, d, name.rsplit(".", 1)[-1])
+            helper = _through_helper(ix, path, d, name.rsplit(".", 1)[-1], depth) if depth < HELPER_DEPTH else None
             if helper is not None:
                 out[d] = helper
             continue
@@ -78,7 +79,7 @@ def renamers(ix: Index, path: str, decorators: list[str]) -> dict[str, Renamer]:
     return out
 
 
-def _through_helper(ix: Index, path: str, decorator: str, name: str) -> Renamer | None:
+def _through_helper(ix: Index, path: str, decorator: str, name: str, depth: int) -> Renamer | None:
     """How a helper returning a parametrizer renames the tests it decorates: as the parametrizer it returns (a
     ``parametrize(...)``: its values, one placeholder; an ``ops(...)``: its entry, then a dtype), named after the
     helper (Note [Decorators read from their
@@ -88,7 +89,7 @@ def _through_helper(ix: Index, path: str, decorator: str, name: str) -> Renamer 
             return Renamer(name, (), "<params>", False)
         if generator(text) == "ops":  # _sparse_unary_ops = ops(sparse_unary_ufuncs, ...): an entry, then the dtype
             return Renamer(name, (), "<op>", True)
-        inner = renamers(ix, where, [text]).get(text)
+        inner = renamers(ix, where, [text], depth + 1).get(text)
         if inner is not None:
             return Renamer(name, inner.suffixes, inner.placeholder, inner.dtype)
     return None

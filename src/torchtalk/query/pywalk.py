@@ -23,7 +23,7 @@ never one that may not run. A function reaches an op on every path when
   F.conv2d(F.pad(...))`` is in an arm, and so is either side of dropout's ``_VF.dropout_(...) if inplace else
   _VF.dropout(...)``); a call in a loop's body counts as made;
 - or every arm of one choice reaches it so (GRU's ``_VF.gru`` in both arms of ``if batch_sizes is None``), where
-  every arm that is a path (Note [Hand-overs are no path] in graph/py_calls.py) makes a call the walk took: an arm
+  every arm that is a path (Note [Hand-overs are no path] in graph/py_branches.py) makes a call the walk took: an arm
   with no call, or the way past an ``if`` with no ``else``, runs none of them. The choice must be on every path
   itself: at the function's own level, not in an arm of another (``Branch.top``; the one path past a hand-over to
   ``__torch_function__`` is every path). A choice nested in an arm counts for nothing (it may not run), and a

@@ -37,6 +37,10 @@ def backends(ix: Index) -> list[str]:
 
 def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -> SearchResult | NotFound:
     q = clean_text(query, "query", "conv")
+    if not any(ch.isalnum() for ch in q):  # "::" or "." matched every qualified name as a prefix, in 0.6 s
+        return NotFound("op, kernel, binding, Python function or class, C++ function or class", q, [],
+                        "the query has no letter or digit: give a name or a part of one ('conv', "
+                        "'at::native::add_out', 'torch.nn.Linear')")
     limit = check_int(limit, "limit", 1, MAX_LIMIT)
     key = None
     if backend is not None and not (isinstance(backend, str) and not backend.strip()):

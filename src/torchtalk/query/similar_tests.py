@@ -17,6 +17,8 @@ from .functions import suggest
 from .results import NotFound
 from .tests import SimilarTestsResult, find_similar_tests
 
+CALLERS_TRIED = 3  # Python callers of an op no test names whose tests are looked for, in the graph's order
+
 
 def similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsResult | NotFound:
     """find_similar_tests as the tool answers it: a query that no test, OpInfo entry or generic suite answers, and that
@@ -34,7 +36,7 @@ def similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsResult 
                 "calls it (its gradient checks run it)"))
     # _upsample_bicubic2d_aa: F.interpolate(mode="bicubic", antialias=True) calls it, and its tests run it
     for op in (found.query, *([forward] if forward else [])):
-        for caller in _python_callers(ix, op):
+        for caller in _python_callers(ix, op)[:CALLERS_TRIED]:  # each is a whole search of the tests
             other = find_similar_tests(ix, caller, limit)
             if other.total or other.opinfos:
                 calls = "it" if op == found.query else f"{op!r}, whose derivatives.yaml formula calls it"

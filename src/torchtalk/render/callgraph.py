@@ -126,7 +126,7 @@ def _calls_body(sec: CallsSection) -> tuple[list[str], list[Section]]:
         out.append(Section([f"\nFunctions it names without calling ({len(groups)}: run by what it hands them to):"],
                            lines, "functions named without a call", shows, "references"))
     if sec.macros:  # the index expands a macro in its own file only: what these expand to is not listed above
-        out.append(Section(["\nMacros used, not expanded here (their calls are not listed): " +
+        out.append(Section(["\nMacros used, not expanded here (what their definitions call is not listed): " +
                             ", ".join(sec.macros[:30])], (), "macros used", shows))
     if not (sec.calls or sec.ops or sec.stubs or sec.launches or sec.unresolved or sec.references):
         # Adam::serialize's one line is _TORCH_OPTIM_SERIALIZE_WITH_TEMPLATE_ARG(...), a call of serialize<...>

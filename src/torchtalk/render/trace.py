@@ -180,8 +180,8 @@ def _context(r: TraceResult) -> list[str]:
         names = list(dict.fromkeys(names))
         if names == everything:
             return ""
-        more = f", +{len(names) - _WHY_NAMED} more" if len(names) > _WHY_NAMED else ""
-        return f" ({', '.join(names[:_WHY_NAMED])}{more})"
+        more = f"; +{len(names) - _WHY_NAMED} more" if len(names) > _WHY_NAMED else ""
+        return f" ({'; '.join(names[:_WHY_NAMED])}{more})"
     out = []
     if structured := [t.op.full_name for t in r.ops if t.op.structured or t.op.structured_delegate]:
         out.append(STRUCTURED_WHY.format(of=of(structured)))
