@@ -64,6 +64,12 @@ FILES = {
 }
 
 
+def _edited(old: str, new: str) -> dict[str, str]:
+    """FILES with ``old`` replaced by ``new`` in the test file (once, and it must be there)."""
+    assert PATH in FILES and old in FILES[PATH]
+    return {**FILES, PATH: FILES[PATH].replace(old, new, 1)}
+
+
 def call(ix, **kw):
     return run(get_tool("test_file_info"), ix, **kw)
 
@@ -164,9 +170,7 @@ def test_definitions_are_read_alone_not_by_parsing_their_files(py_indexed, monke
         raise AssertionError("a whole file was parsed")
     monkeypatch.setattr(decorator_defs, "parsed", whole_file)
     tree, _ = py_indexed
-    files = dict(FILES)
-    files[PATH] = files[PATH].replace("@layouts()\n",
-                                      "@ops(\n        op_db,\n        layouts=[1]\n    )\n    @layouts()\n")
+    files = _edited("@layouts()\n", "@ops(\n        op_db,\n        layouts=[1]\n    )\n    @layouts()\n")
     with indexed_with(tree, files) as ix:
         res, text = call(ix, file_path=PATH, class_name="TestMarked", query="test_to_dense")
         assert res.page.runs[0].generated == ["TestMarked.test_to_dense_<op>_<params>"], text
@@ -178,9 +182,7 @@ def test_a_helper_returning_a_call_of_itself_ends(py_indexed):
     # renamers and the helpers they read through called each other with no bound: a RecursionError, shown as an
     # internal error
     tree, _ = py_indexed
-    files = dict(FILES)
-    files[PATH] = files[PATH].replace("def layouts(name='layout'):\n    return parametrize(name, ['csr', 'csc'])\n",
-                                      "def layouts(name='layout'):\n    return layouts(name)\n")
+    files = _edited("    return parametrize(name, ['csr', 'csc'])\n", "    return layouts(name)\n")
     with indexed_with(tree, files) as ix:
         res, text = call(ix, file_path=PATH, class_name="TestMarked", query="test_to_dense")
         assert res.page.tests[0].name == "test_to_dense", text
