@@ -4,7 +4,9 @@ query no test, entry or name answers."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
+from itertools import islice
 
 from ..graph import graph
 from ..graph.nodes import op_node
@@ -36,7 +38,7 @@ def similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsResult 
                 "calls it (its gradient checks run it)"))
     # _upsample_bicubic2d_aa: F.interpolate(mode="bicubic", antialias=True) calls it, and its tests run it
     for op in (found.query, *([forward] if forward else [])):
-        for caller in _python_callers(ix, op)[:CALLERS_TRIED]:  # each is a whole search of the tests
+        for caller in islice(_python_callers(ix, op), CALLERS_TRIED):  # each is a whole search of the tests
             other = find_similar_tests(ix, caller, limit)
             if other.total or other.opinfos:
                 calls = "it" if op == found.query else f"{op!r}, whose derivatives.yaml formula calls it"
@@ -52,14 +54,18 @@ def similar_tests(ix: Index, query: str, limit: int = 20) -> SimilarTestsResult 
                     "name of an op or kernel.")
 
 
-def _python_callers(ix: Index, name: str) -> list[str]:
-    """The public Python functions that call op ``name`` (any overload): those of the Python API modules the graph
-    links (torch.nn, torch.functional, torch._tensor), then those of any public module of torch/
-    (torch.autograd.forward_ad.unpack_dual calls torch._VF._unpack_dual), by the call as written and resolved."""
+def _python_callers(ix: Index, name: str) -> Iterator[str]:
+    """The public Python functions that call op ``name`` (any overload), each once: those of the Python API modules
+    the graph links (torch.nn, torch.functional, torch._tensor), then those of any public module of torch/
+    (torch.autograd.forward_ad.unpack_dual calls torch._VF._unpack_dual), by the call as written and resolved; the
+    calls of the whole tree are read only when the first are not enough."""
     reg = registry(ix)
     ops = reg.lookup(name)
-    found = [e.src.key for op in ops for e in graph(ix).into(op_node(op), [EdgeKind.BINDING])
-             if e.how is EdgeHow.PY_CALLER]
+    seen: set[str] = set()
+    for e in (e for op in ops for e in graph(ix).into(op_node(op), [EdgeKind.BINDING])):
+        if e.how is EdgeHow.PY_CALLER and e.src.key not in seen:
+            seen.add(e.src.key)
+            yield e.src.key
     lasts = {p.name.rsplit(".", 1)[-1] for op in ops for p in reg.python_names(op)}
     names = pynames(ix)
     for last in sorted(lasts):
@@ -67,11 +73,12 @@ def _python_callers(ix: Index, name: str) -> list[str]:
                 "SELECT f.module, f.qualname, c.callee FROM py_call c JOIN py_function f ON f.id = c.func "
                 "WHERE c.recv = '' AND (c.callee = ? OR c.callee LIKE ? ESCAPE '\\') ORDER BY c.id",
                 (last, "%." + like_literal(last))):
-            if "<locals>" in qualname or any(p.startswith("_") for p in f"{module}.{qualname}".split(".")):
+            fq = f"{module}.{qualname}"
+            if fq in seen or "<locals>" in qualname or any(p.startswith("_") for p in fq.split(".")):
                 continue
             if any(op in ops_of_python(ix, names.resolve_in(module, callee)) for op in ops):
-                found.append(f"{module}.{qualname}")
-    return list(dict.fromkeys(found))
+                seen.add(fq)
+                yield fq
 
 
 def _backward_of(ix: Index, name: str) -> str | None:
