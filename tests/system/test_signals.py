@@ -249,3 +249,29 @@ def test_view_ends_on_a_signal(indexed, sig, code, word):
     assert got == code and took <= LIMIT_S, f"exit {got} after {took:.1f} s: {err[-2000:]}"
     assert f"torchtalk: {word}" in err and "Traceback" not in err, err
     assert not _left(family)
+
+
+class _Backend:
+    stopped = 0
+
+    def stop(self) -> None:
+        self.stopped += 1
+
+
+def test_a_signal_while_uvicorn_sets_up_is_a_stop_not_a_failure(monkeypatch):
+    """A worker still starting when its parent stopped it: the SIGTERM came while uvicorn configured its
+    logging, outside the try that turns ``Stopped`` into an exit code, so the worker logged "HTTP worker ...
+    failed" with a traceback (seen once in CI, 2 workers under load)."""
+    import uvicorn
+
+    from torchtalk.server import http
+    from torchtalk.server.signals import Stopped
+
+    def config(*args, **kwargs):
+        raise Stopped(128 + signal.SIGTERM)
+
+    monkeypatch.setattr(uvicorn, "Config", config)
+    backend = _Backend()
+    with socket.socket() as sock:
+        assert http.serve_uvicorn(lambda *a: None, sock, backend, lifespan="on") == 143
+    assert backend.stopped == 1

@@ -87,17 +87,20 @@ def serve_uvicorn(app, sock: socket.socket, backend: Backend, lifespan: str) -> 
         guard.stop(signal.Signals(signum).name)
         stopping.start()
 
-    config = uvicorn.Config(guard, log_level="warning", access_log=False, lifespan=lifespan, http=TimedH11,
-                            timeout_graceful_shutdown=GRACEFUL_S)
-    server = StoppingServer(config, on_signal)
+    server = None
     try:
+        # Built inside the try: a signal arriving while uvicorn sets up its logging (a worker still starting
+        # when its parent stops it) is a stop like any other, not a worker's failure with a traceback.
+        config = uvicorn.Config(guard, log_level="warning", access_log=False, lifespan=lifespan, http=TimedH11,
+                                timeout_graceful_shutdown=GRACEFUL_S)
+        server = StoppingServer(config, on_signal)
         stop_on_signals()  # uvicorn hands a caught signal back to these once it has shut down
         server.run(sockets=[sock])
     except Stopped as exc:
         return exc.code
     finally:
         backend.stop()
-    return 128 + server.signum if server.signum else 0
+    return 128 + server.signum if server is not None and server.signum else 0
 
 
 def run_worker(sock: socket.socket, source: str | None, codegen: bool, host: str, state: BuildState,
@@ -127,6 +130,8 @@ def _fork_worker(sock: socket.socket, source: str | None, codegen: bool, host: s
     code = 1
     try:
         code = run_worker(sock, source, codegen, host, state, unblock=old)
+    except Stopped as exc:  # a signal where no handler above caught it: a stop, not a failure
+        code = exc.code
     except BaseException:
         log.exception("HTTP worker %d failed", os.getpid())
     finally:
