@@ -114,10 +114,10 @@ def run_worker(sock: socket.socket, source: str | None, codegen: bool, host: str
         app = build_server(backend).streamable_http_app(
             stateless_http=True, json_response=True, host=host,
             custom_starlette_routes=view_routes(backend, is_loopback(host)))
-    except Stopped as exc:
+        return serve_uvicorn(app, sock, backend, lifespan="on")
+    except Stopped as exc:  # before serve_uvicorn's own try (which stops the backend itself)
         backend.stop()
         return exc.code
-    return serve_uvicorn(app, sock, backend, lifespan="on")
 
 
 def _fork_worker(sock: socket.socket, source: str | None, codegen: bool, host: str, state: BuildState) -> int:
