@@ -366,3 +366,26 @@ def test_an_overload_in_another_case_or_one_its_op_lacks_offers_the_ops_overload
     for asked, first in (("add.tensor", "add.Tensor"), ("aten::add.nonexist", "add.Tensor")):
         res, text = call(ix, "trace", function_name=asked)
         assert isinstance(res, NotFound) and res.suggestions[:2] == [first, "add.out"], text
+
+
+def test_the_cpp_functions_torchgen_writes_for_an_op_are_that_op(indexed):
+    # trace("at::asin") was "No op named" while aten::asin was the op: C++ code calls an op as at::X, at::X_out,
+    # at::_ops::S::call or at::<key>::X (Note [Op call spellings]), and each says how it reaches the kernel
+    _, ix = indexed
+    for asked, first, how in (("at::atan2", "atan2", "it calls the dispatcher"),
+                              ("at::atan2_out", "atan2.out", "it calls the dispatcher"),
+                              ("at::_ops::add_Tensor::call", "add.Tensor", "it calls the dispatcher"),
+                              ("at::cpu::atan2", "atan2", "cpu kernel: it calls that kernel, not the dispatcher")):
+        res, text = call(ix, "trace", function_name=asked, focus="yaml")
+        assert [t.op.full_name for t in res.ops][:1] == [first], (asked, text)
+        assert how in text.splitlines()[1], (asked, text)
+    res, _ = call(ix, "trace", function_name="at::native::atan2")  # a kernel's namespace names no op
+    assert isinstance(res, NotFound)
+
+
+def test_a_name_in_another_case_is_offered_the_op_it_spells(indexed):
+    # trace("ADD") had "No close matches": names compared as written, and ops are lower-case
+    _, ix = indexed
+    for asked in ("ADD", "torch.ATAN2"):
+        res, text = call(ix, "trace", function_name=asked)
+        assert isinstance(res, NotFound) and res.suggestions[:1] == [asked.split(".")[-1].lower()], text

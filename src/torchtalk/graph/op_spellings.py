@@ -21,6 +21,8 @@ OP_NAMESPACES = {"at", "torch", "at::_ops", "at::redispatch"}
 KEY_NAMESPACES = {"at::cpu", "at::cuda", "at::meta", "at::mps", "at::compositeexplicitautograd",
                   "at::compositeimplicitautograd", "at::compositeexplicitautogradnonfunctional",
                   "at::compositeimplicitautogradnestedtensor", "at::redispatch", "at::symint"}
+# of those, the ones whose functions call one key's kernel directly, without the dispatcher (at::cpu::add)
+KERNEL_NAMESPACES = KEY_NAMESPACES - {"at::redispatch", "at::symint"}
 STRUCT_QUALIFIERS = ("at::_ops::", "_ops::")  # at::_ops::add_Tensor::call: the op whose struct is add_Tensor
 _DISPATCH_PREFIX = "__dispatch_"  # torchgen's __dispatch_X: how hand-written Tensor methods dispatch
 # Receivers that are Tensors in ATen code by convention: used only where the file does not show the type.
@@ -60,6 +62,17 @@ def op_named(reg: OpRegistry, name: str) -> tuple[str, ...]:
             outs = [op.full_name for op in reg.by_name.get(stem, []) if op.is_out]
             if outs:
                 return tuple(outs)
+    return ()
+
+
+def cpp_api_ops(ix: Index, reg: OpRegistry, name: str) -> tuple[str, ...]:
+    """The ops a C++ op-API function names, written as C++ code calls it (Note [Op call spellings]): at::asin,
+    at::add_out, at::cuda::add, at::_ops::add_Tensor::call; () for any other name (at::native::add is a kernel)."""
+    qual, _, last = name.strip().rpartition("::")
+    if last in ("call", "redispatch") and qual.startswith(STRUCT_QUALIFIERS):
+        return (op,) if (op := struct_op(ix, reg, qual)) else ()
+    if qual in OP_NAMESPACES or qual in KEY_NAMESPACES:
+        return op_named(reg, last)
     return ()
 
 

@@ -124,9 +124,14 @@ class OpRegistry:
             return list(dict.fromkeys(same + [o.full_name for o in self.by_name.get(base, [])]))[:n]
         if "::" in t or t.startswith(("torch.", "F.", "Tensor.")):
             t = t.split("::")[-1].split(".")[-1]
-        names = list(self.by_name)
-        close = difflib.get_close_matches(t, names, n=n, cutoff=0.6)
-        contains = sorted((x for x in names if t and t in x and x not in close), key=len)[: max(0, n - len(close))]
+        # compared lower-cased, as op names are written (ADD: add)
+        lowered: dict[str, str] = {}
+        for x in self.by_name:
+            lowered.setdefault(x.lower(), x)
+        t = t.lower()
+        close = [lowered[x] for x in difflib.get_close_matches(t, list(lowered), n=n, cutoff=0.6)]
+        contains = sorted((x for x in self.by_name if t and t in x.lower() and x not in close),
+                          key=len)[: max(0, n - len(close))]
         return close + contains
 
     def python_names(self, op: Op) -> list[PyName]:

@@ -18,6 +18,7 @@ from ..graph.gpu_rank import nearest_first
 from ..graph.nodes import autograd_node, op_node, symbol_id
 from ..graph.op_derivatives import derivative_entry, derivatives_of
 from ..graph.op_edges import autograd_nodes
+from ..graph.op_spellings import KERNEL_NAMESPACES, cpp_api_ops
 from ..graph.overloads import op_kernel_definitions
 from ..graph.pp_branches import twin_branches
 from ..graph.py_attrs import assigned_node, function_node
@@ -71,12 +72,20 @@ def ops_named(ix: Index, name: str) -> tuple[list[Op], PythonEntry | None, str]:
     walked = _python_function(ix, spelled) if spelled is not None and spelled.kind is PyDefKind.FUNCTION else None
     if walked is not None and walked[1]:
         return walked[1], walked[0], ""
-    ops = registry(ix).lookup(name)
+    reg = registry(ix)
+    ops = reg.lookup(name)
     entry = None
     via = ""
     if not ops:  # a Python function or name (walked once: the one above, when it reached no op)
         d = spelled if "." in name else _py_definition(ix, name)
         entry, ops = walked or (_python_function(ix, d) if d is not None else (None, []))
+    if not ops and "::" in name:
+        ops = [reg.by_full[f] for f in cpp_api_ops(ix, reg, name) if f in reg.by_full]
+        if ops:
+            key = name.strip().rpartition("::")[0]
+            how = (f"'s {key.split('::')[-1]} kernel: it calls that kernel, not the dispatcher"
+                   if key in KERNEL_NAMESPACES else ": it calls the dispatcher")
+            via = f"{name} is the C++ function torchgen writes for op {ops[0].name}{how} (Note [Op call spellings])."
     if not ops:
         ops = _node_creators(ix, name)
         if ops:
