@@ -308,3 +308,22 @@ def test_a_caller_whose_call_does_not_decide_the_overload_is_marked_maybe(tree):
         assert line.endswith("(maybe: the call's arguments fit other overloads of the name too)"), text
     finally:
         ix.close()
+
+
+def test_a_stub_kernel_registered_once_per_cpu_capability_is_one_line_of_called_by(tree):
+    # called_by("svd_stub") listed at::native::svd_kernel six times, one line per REGISTER_*_DISPATCH macro
+    ix = index_with(tree, {"aten/src/ATen/native/cpu/CumKernels.cpp": (
+        "namespace at::native {\n"
+        "static void cumsum_cpu_kernel(const Tensor& result, const Tensor& self, int64_t dim) {}\n"
+        "REGISTER_ARCH_DISPATCH(cumsum_stub, DEFAULT, &cumsum_cpu_kernel)\n"
+        "REGISTER_AVX512_DISPATCH(cumsum_stub, &cumsum_cpu_kernel)\n"
+        "REGISTER_AVX2_DISPATCH(cumsum_stub, &cumsum_cpu_kernel)\n"
+        "}\n")})
+    res, text = call(ix, "called_by", function_name="cumsum_stub")
+    assert len(res.sections[0].registrations) >= 3  # the structured answer keeps each registration
+    lines = [line for line in text.splitlines() if "cumsum_cpu_kernel" in line]
+    path = "aten/src/ATen/native/cpu/CumKernels.cpp"
+    assert len(lines) == 1 and lines[0].endswith(
+        f"[registered {path}:3-5 (REGISTER_ARCH_DISPATCH, REGISTER_AVX512_DISPATCH, REGISTER_AVX2_DISPATCH)]"), text
+    assert re.search(r"Kernels registered for it \(\d+, in \d+ registrations\)", text), text
+    ix.close()

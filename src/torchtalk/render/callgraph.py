@@ -10,7 +10,17 @@ from ..query.callgraph import CalledByResult, CalledBySection, CallsResult, Call
 from ..query.cuts import node_arg, tool_call
 from ..query.results import Ambiguous
 from .budget import BUDGET, STRUCTURED, Section, fitted, size
-from .common import IN_STRUCTURED, PASSED, ambiguous, cut_lines, first, showing, stub_kernels
+from .common import (
+    IN_STRUCTURED,
+    PASSED,
+    ambiguous,
+    cut_lines,
+    first,
+    kernel_groups,
+    registered_at,
+    showing,
+    stub_kernels,
+)
 
 MAX_UNRESOLVED = 40
 MAX_PY_CALLERS = 4  # Python calls of one hand-written binding named on its line (the structured answer has all)
@@ -182,8 +192,12 @@ def _called_by_body(sec: CalledBySection) -> tuple[list[str], list[Section]]:
     refs = [f"\nReferenced without a call ({len(sec.references)}: put in a table or handed on, run by what holds it):"]
     refs += [f"- {e.src}  [referenced at {e.site}]" for e in sec.references]
     if sec.symbol is None:
-        regs = [f"\nKernels registered for it ({len(sec.registrations) + len(sec.no_kernel)}):"]
-        regs += [f"- {e.key}: {e.dst}  [registered {e.site} {e.note}]" for e in sec.registrations]
+        kernels = [f"- {g[0].key}: {g[0].dst}  [registered {registered_at(g)}]"
+                   for g in kernel_groups(sec.registrations)]
+        n = len(kernels) + len(sec.no_kernel)
+        times = len(sec.registrations) + len(sec.no_kernel)
+        regs = [f"\nKernels registered for it ({n}{f', in {times} registrations' if times != n else ''}):"]
+        regs += kernels
         regs += [f"- {r.key}: none ({r.detail})  [registered {r.loc}]" for r in sec.no_kernel]
     elif sec.registrations:
         regs = [f"\nRegistrations that point at it ({len(sec.registrations)}):"]

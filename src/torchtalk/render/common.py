@@ -72,28 +72,36 @@ def cut_lines(cuts: list[Cut]) -> list[str]:
 PASSED = {EdgeHow.PASSED_ON: "passed on", EdgeHow.TEXT: "passed on, found in the source text"}  # how a stub is used
 
 
-def stub_kernel(k: Edge, also: Sequence[Edge] = ()) -> str:
-    """A DispatchStub's kernel (a STUB_KERNEL edge): its name, where it is defined, where it is registered; ``also``:
-    the same kernel's other registrations for the same key (one per CPU capability: REGISTER_ARCH_DISPATCH,
-    REGISTER_AVX2_DISPATCH, ...), on consecutive lines of one file written as one range."""
-    where = f"defined {k.dst.loc}, " if k.dst.loc else ""
-    regs = [k, *also]
+def registered_at(regs: Sequence[Edge]) -> str:
+    """Where a kernel is registered: each registration's site and macro, those on consecutive lines of one file (one
+    per CPU capability: REGISTER_ARCH_DISPATCH, REGISTER_AVX2_DISPATCH, ...) written as one range."""
+    k = regs[0]
     lines = [r.site.line if r.site else 0 for r in regs]
     if len(regs) > 1 and k.site and all(r.site and r.site.path == k.site.path for r in regs) \
             and lines == list(range(lines[0], lines[0] + len(lines))):
-        at = f"{k.site}-{lines[-1]} ({', '.join(r.note for r in regs)})"
-    else:
-        at = ", ".join(f"{r.site} {r.note}" for r in regs)
-    return f"{k.dst.label.split('::')[-1]}  ({where}registered {at})"
+        return f"{k.site}-{lines[-1]} ({', '.join(r.note for r in regs)})"
+    return ", ".join(f"{r.site} {r.note}" for r in regs)
+
+
+def stub_kernel(k: Edge, also: Sequence[Edge] = ()) -> str:
+    """A DispatchStub's kernel (a STUB_KERNEL edge): its name, where it is defined, where it is registered; ``also``:
+    the same kernel's other registrations for the same key (registered_at)."""
+    where = f"defined {k.dst.loc}, " if k.dst.loc else ""
+    return f"{k.dst.label.split('::')[-1]}  ({where}registered {registered_at([k, *also])})"
+
+
+def kernel_groups(kernels: Sequence[Edge]) -> list[list[Edge]]:
+    """A stub's registrations, grouped by key and kernel (a kernel registered once per CPU capability: one group)."""
+    groups: dict[tuple[str, str], list[Edge]] = {}
+    for k in kernels:
+        groups.setdefault((k.key, k.dst.key), []).append(k)
+    return list(groups.values())
 
 
 def stub_kernels(kernels: Sequence[Edge]) -> list[str]:
     """A stub's kernels, "KEY: kernel (...)" each, a kernel registered for one key several times (once per CPU
     capability) on one line."""
-    groups: dict[tuple[str, str], list[Edge]] = {}
-    for k in kernels:
-        groups.setdefault((k.key, k.dst.key), []).append(k)
-    return [f"{regs[0].key}: {stub_kernel(regs[0], regs[1:])}" for regs in groups.values()]
+    return [f"{regs[0].key}: {stub_kernel(regs[0], regs[1:])}" for regs in kernel_groups(kernels)]
 
 
 MAX_PATH_OPS = 24  # op names shown per path; the structured answer holds all
