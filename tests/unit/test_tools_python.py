@@ -54,6 +54,18 @@ def test_list_modules_by_category(py_indexed):
     assert "is not a category" in text and {c.name for g in res.groups.values() for c in g} >= {"Linear", "LazyLinear"}
 
 
+def test_list_modules_takes_a_package_as_its_category_and_a_module_path_as_where_classes_are(py_indexed):
+    # list_modules("torch.optim") was "0 classes ... No class matches": searched as a class name
+    _, ix = py_indexed
+    for spelled, category in (("torch.optim", "optim"), ("torch.nn", "nn"), ("nn.modules", "nn")):
+        res, _ = call(ix, "list_modules", category=spelled)
+        assert res.total == call(ix, "list_modules", category=category)[0].total > 0, spelled
+    for path in ("torch.optim.lr_scheduler", "optim.lr_scheduler"):
+        res, text = call(ix, "list_modules", category=path)
+        assert {c.name for g in res.groups.values() for c in g} == {"LRScheduler", "ReduceLROnPlateau", "StepLR"}, text
+        assert "classes defined in module torch.optim.lr_scheduler" in text
+
+
 def test_list_modules_takes_exported_private_modules_and_ranks_test_classes_last(py_indexed):
     """torch.optim.Adafactor lives in torch/optim/_adafactor.py and torch/optim/__init__.py exports it: listed; its
     private helper class is not. A search lists a test file's own module class after the library's."""

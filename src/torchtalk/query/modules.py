@@ -280,9 +280,20 @@ class ListModulesResult:
     notes: list[str] = field(default_factory=list)
 
 
+# The categories as their packages are spelled (list_modules("torch.optim") is the category optim)
+_CATEGORY_PACKAGES = {"torch.nn": "nn", "torch.nn.modules": "nn", "nn.modules": "nn", "torch.optim": "optim"}
+
+
+def _package(cat: str) -> str:
+    """A dotted name as a module path of the tree (nn.modules.loss: torch.nn.modules.loss); "" for a bare word."""
+    if "." not in cat.strip("."):
+        return ""
+    return cat if cat.startswith("torch.") else f"torch.{cat}"
+
+
 def list_modules(ix: Index, category: str = "nn") -> ListModulesResult:
     cat = clean_text(category, "category", "nn", max_len=200)
-    key = cat.lower()
+    key = _CATEGORY_PACKAGES.get(cat.lower(), cat.lower())
     groups: OrderedDict[str, list[ClassInfo]] = OrderedDict()
 
     roots = {name for names in ROOTS.values() for name in names}
@@ -312,13 +323,20 @@ def list_modules(ix: Index, category: str = "nn") -> ListModulesResult:
         groups["learning-rate schedulers"] = sorted(scheds, key=lambda c: c.name)
     if key not in ("nn", "optim", "all"):
         like = "%" + like_literal(cat) + "%"
-        rows = _class_rows(ix, "name LIKE ? ESCAPE '\\' AND roots != ''", (like,))
+        package = _package(cat)
+        if package:  # a module path (torch.nn.modules.loss, torch.optim.lr_scheduler): the classes defined under it
+            rows = _class_rows(ix, "(module = ? OR module LIKE ? ESCAPE '\\') AND roots != ''",
+                               (package, like_literal(package) + ".%"))
+        if not package or not rows:
+            rows = _class_rows(ix, "name LIKE ? ESCAPE '\\' AND roots != ''", (like,))
         rows = list({(c.fq, str(c.loc)): c for c in rows}.values())  # a class the index holds twice, once
         for c in sorted(rows, key=lambda c: (_rank(c), c.name)):
             label = {"module": "nn modules", "optimizer": "optimizers", "lr_scheduler": "learning-rate schedulers",
                      "testcase": "test cases"}.get(c.roots[0], "classes")
             groups.setdefault(label, []).append(c)
         res = ListModulesResult(cat, groups, sum(len(v) for v in groups.values()))
-        res.notes.append(f"'{cat}' is not a category (nn, optim, all), so it was searched in class names.")
+        res.notes.append(f"'{cat}' is not a category (nn, optim, all), so the classes defined in module {package} "
+                         "and its submodules are listed." if package and rows else
+                         f"'{cat}' is not a category (nn, optim, all), so it was searched in class names.")
         return res
     return ListModulesResult(key, groups, sum(len(v) for v in groups.values()))

@@ -20,8 +20,9 @@ TOOLS = [
     Tool("list_modules",
          "Which nn modules, optimizers and schedulers exist, and where? Lists them with file:line: category 'nn' "
          "(nn.Module subclasses under torch.nn, grouped: activations, losses, normalization, containers, ...), "
-         "'optim' (Optimizer subclasses, and LR schedulers separately), 'all' (both); any other value searches "
-         "class names. Example: list_modules(\"optim\")",
-         (Param("category", str, "nn", "nn | optim | all | a name to search", metavar="CATEGORY"),),
+         "'optim' (Optimizer subclasses, and LR schedulers separately), 'all' (both); a module path "
+         "(torch.nn.modules.loss) lists the classes defined under it; any other value searches class names. "
+         "Example: list_modules(\"optim\")",
+         (Param("category", str, "nn", "nn | optim | all | a module path | a name to search", metavar="CATEGORY"),),
          modules.list_modules, r_mod.render_list_modules, nxt.next_list_modules),
 ]
