@@ -248,6 +248,48 @@ def test_a_type_objects_methods_are_named_by_its_tp_name(py_indexed):
         ix.close()
 
 
+def test_a_types_slot_tables_bind_its_dunders(py_indexed):
+    """Note [Slot tables]: ``t[i]`` runs the PyMappingMethods' mp_subscript; trace("Tensor.__getitem__") was "No op
+    named ..., No close matches" (only tp_methods tables were read). By position, or by designated initializer."""
+    tree, ix = py_indexed
+    ix.close()
+    ix = index_with(tree, {"torch/csrc/autograd/python_variable_slots.cpp": (
+        "namespace torch::autograd {\n"
+        "Py_ssize_t THPVariable_length(PyObject* self) { return 0; }\n"
+        "PyObject* THPVariable_getitem(PyObject* self, PyObject* index) { return nullptr; }\n"
+        "static PyMappingMethods THPVariable_as_mapping = {\n"
+        "    THPVariable_length,\n"
+        "    THPVariable_getitem, // mp_subscript\n"
+        "    nullptr, /* mp_ass_subscript */\n"
+        "};\n"
+        "static PySequenceMethods THPSeq_as_sequence = {\n"
+        "    .sq_contains = THPSeq_contains,\n"
+        "    .sq_concat = wrap_fn<decltype(&sq_concat), &sq_concat>,\n"
+        "};\n"
+        "PyTypeObject THPSeqType = {\n"
+        "    PyVarObject_HEAD_INIT(nullptr, 0)\n"
+        "    \"torch._C._Seq\", /* tp_name */\n"
+        "    &THPSeq_as_sequence, /* tp_as_sequence */\n"
+        "};\n"
+        "PyTypeObject THPVariableType = {\n"
+        "    PyVarObject_HEAD_INIT(nullptr, 0)\n"
+        "    \"torch._C.TensorBase\", /* tp_name */\n"
+        "    nullptr, /* tp_as_number */\n"
+        "    &THPVariable_as_mapping, /* tp_as_mapping */\n"
+        "};\n}\n")})
+    try:
+        names = {r[0]: r[1] for r in ix.q("SELECT name, target FROM py_api WHERE kind = 'pymethoddef'")}
+        assert names["Tensor.__getitem__"] == "THPVariable_getitem" and names["Tensor.__len__"] == "THPVariable_length"
+        assert "Tensor.__setitem__" not in names  # a null slot binds nothing
+        assert names["torch._C._Seq.__contains__"] == "THPSeq_contains"
+        assert "torch._C._Seq.__add__" not in names  # not a function the tree names
+        res, text = call(ix, "trace", function_name="Tensor.__getitem__")
+        assert [(b.python_name, b.function.name) for b in res.bindings] == \
+            [("Tensor.__getitem__", "THPVariable_getitem")], text
+    finally:
+        ix.close()
+
+
 def test_python_calls_into_hand_written_bindings_reach_their_cpp(py_indexed):
     """A Python call of a name hand-written C++ binds (torch._C.is_grad_enabled, or torch.is_grad_enabled through
     torch/__init__.py's star import of torch._C) steps into that binding and on to its C++ function; a builtin

@@ -46,12 +46,14 @@ _TABLE_FN = re.compile(rb"PyMethodDef\s*\*\s*([\w:]+)\s*\(\s*\)\s*\{\s*return\s+
 _MODULE_METHODS = re.compile(rb"PyModuleDef\s+\w+\s*=\s*\{\s*PyModuleDef_HEAD_INIT\s*,\s*\"([\w.]+)\"\s*,"
                              rb"[^,{}]*,[^,{}]*,\s*(?:std::data\()?(\w+)")
 _TYPE_NAME = re.compile(rb"PyTypeObject\s+([\w:]+)\s*=\s*\{\s*PyVarObject_HEAD_INIT\([^)]*\)\s*\"([\w.]+)\"")
-_TYPE_METHODS = re.compile(rb"\b(\w+)\.tp_(?:methods|getset)\s*=\s*(?:std::data\()?(\w+)")
+_TABLE_SLOTS = rb"tp_(?:methods|getset|as_mapping|as_sequence|as_number)"  # the type's slots holding a table
+_TYPE_METHODS = re.compile(rb"\b(\w+)\." + _TABLE_SLOTS + rb"\s*=\s*&?\s*(?:std::data\()?(\w+)")
 # The table given in the initializer itself, in CPython's commented style: THPEngine_methods, /* tp_methods */, or
 # const_cast<PyMethodDef*>(std::data(THPDevice_methods)), /* tp_methods */ (the type is the PyTypeObject around it);
 # its PyGetSetDef table so too: THPVariable_properties, /* tp_getset */ (Note [Attribute bindings]).
-_TYPE_INIT_METHODS = re.compile(rb"(?:const_cast<\s*Py(?:MethodDef|GetSetDef)\s*\*\s*>\(\s*)?(?:std::data\(\s*)?(\w+)"
-                                rb"\s*\)?\s*\)?\s*,\s*/\*\s*tp_(?:methods|getset)\s*\*/")
+# A slot table so too: &THPVariable_as_mapping, /* tp_as_mapping */ (Note [Slot tables] in cpp_regs.py).
+_TYPE_INIT_METHODS = re.compile(rb"(?:const_cast<\s*Py(?:MethodDef|GetSetDef)\s*\*\s*>\(\s*)?(?:std::data\(\s*)?"
+                                rb"&?\s*(\w+)\s*\)?\s*\)?\s*,\s*/\*\s*" + _TABLE_SLOTS + rb"\s*\*/")
 # PyModule_AddObject(module, "_ImperativeEngine", (PyObject*)&THPEngineType): the type is an attribute of that module
 # under that name, whatever its tp_name says (torch._C._ImperativeEngine is the type named torch._C._EngineBase).
 _ADD_TYPE = re.compile(rb"PyModule_AddObject\(\s*(\w+)\s*,\s*\"(\w+)\"\s*,\s*\(\s*PyObject\s*\*\s*\)\s*&(\w+)\s*\)")
@@ -61,7 +63,7 @@ _RENAME = re.compile(rb"\bml_name\s*=\s*\w+\.(first|second)\b")
 # cast, ``auto m = py::cast<py::module>(module)`` in torch/csrc/cuda/python_comm.cpp, is one).
 _TOKENS = (b"def_submodule", b"import(", b"PyImport_ImportModule", b"py::handle(", b"py::cast<py",
            b"reinterpret_borrow<py", b"class_", b"PyModule_Create", b"PyModuleDef", b"PyMethodDef",
-           b"THPUtils_addPyMethodDefs", b"tp_methods", b"tp_getset", b"ml_name", b"PythonArgParser")
+           b"THPUtils_addPyMethodDefs", b"tp_methods", b"tp_getset", b"tp_as_", b"ml_name", b"PythonArgParser")
 
 
 def binding_text_facts(data: bytes, symbols: list[CppSymbol]) -> list[GeneratedFact]:
@@ -115,7 +117,7 @@ def binding_text_facts(data: bytes, symbols: list[CppSymbol]) -> list[GeneratedF
     type_defs = list(_TYPE_NAME.finditer(data))
     types = {m.group(1): m.group(2).decode() for m in type_defs}
     methods(_TYPE_METHODS, lambda m: f"type {m.group(2).decode()} {types.get(m.group(1), '?')}")
-    if type_defs and (b"tp_methods */" in data or b"tp_getset */" in data):
+    if type_defs and (b"tp_methods */" in data or b"tp_getset */" in data or b"tp_as_" in data):
         starts_of = [m.start() for m in type_defs]
         for m in _TYPE_INIT_METHODS.finditer(data):
             i = bisect.bisect_right(starts_of, m.start()) - 1

@@ -21,6 +21,36 @@ _ARCH_KEY = {
     "REGISTER_XPU_DISPATCH": "XPU", "REGISTER_MTIA_DISPATCH": "MTIA",
     "REGISTER_PRIVATEUSE1_DISPATCH": "PrivateUse1",
 }
+# Note [Slot tables]: CPython's PyMappingMethods, PySequenceMethods and PyNumberMethods hold a type's operators
+# by position (``static PyMappingMethods THPVariable_as_mapping = {THPVariable_length, THPVariable_getitem,
+# THPVariable_setitem};``, given to torch._C.TensorBase as ``&THPVariable_as_mapping, /* tp_as_mapping */``): each
+# function is the binding of a dunder (``t[i]`` calls THPVariable_getitem), recorded as a PyMethodDef entry of that
+# name in a table named after the struct (bindtext.py finds the type it is given to, as for tp_methods). The
+# dunders per slot, in CPython's order (None: a reserved slot); a designated initializer (.mp_subscript = f) names
+# its slot.
+_SLOTS = {
+    "PyMappingMethods": (("mp_length", "__len__"), ("mp_subscript", "__getitem__"),
+                         ("mp_ass_subscript", "__setitem__")),
+    "PySequenceMethods": (("sq_length", "__len__"), ("sq_concat", "__add__"), ("sq_repeat", "__mul__"),
+                          ("sq_item", "__getitem__"), ("was_sq_slice", None), ("sq_ass_item", "__setitem__"),
+                          ("was_sq_ass_slice", None), ("sq_contains", "__contains__"),
+                          ("sq_inplace_concat", "__iadd__"), ("sq_inplace_repeat", "__imul__")),
+    "PyNumberMethods": tuple((f"nb_{n}", d) for n, d in (
+        ("add", "__add__"), ("subtract", "__sub__"), ("multiply", "__mul__"), ("remainder", "__mod__"),
+        ("divmod", "__divmod__"), ("power", "__pow__"), ("negative", "__neg__"), ("positive", "__pos__"),
+        ("absolute", "__abs__"), ("bool", "__bool__"), ("invert", "__invert__"), ("lshift", "__lshift__"),
+        ("rshift", "__rshift__"), ("and", "__and__"), ("xor", "__xor__"), ("or", "__or__"), ("int", "__int__"),
+        ("reserved", None), ("float", "__float__"), ("inplace_add", "__iadd__"), ("inplace_subtract", "__isub__"),
+        ("inplace_multiply", "__imul__"), ("inplace_remainder", "__imod__"), ("inplace_power", "__ipow__"),
+        ("inplace_lshift", "__ilshift__"), ("inplace_rshift", "__irshift__"), ("inplace_and", "__iand__"),
+        ("inplace_xor", "__ixor__"), ("inplace_or", "__ior__"), ("floor_divide", "__floordiv__"),
+        ("true_divide", "__truediv__"), ("inplace_floor_divide", "__ifloordiv__"),
+        ("inplace_true_divide", "__itruediv__"), ("index", "__index__"), ("matrix_multiply", "__matmul__"),
+        ("inplace_matrix_multiply", "__imatmul__"))),
+}
+_SLOT_TABLE = re.compile(r"\b(PyMappingMethods|PySequenceMethods|PyNumberMethods)\s+(\w+)\s*=?\s*\{")
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+_PLAIN_FN = re.compile(r"[A-Za-z_][\w:]*")
 _TABLE = re.compile(r"\b(PyMethodDef|PyGetSetDef)\s*>?\s*(\w+)\s*(?:\[\s*\w*\s*\])?\s*=\s*\{")
 _NAME_CAST = re.compile(r"^\s*\(\s*(?:const\s+)?char\s*\*\s*\)")
 _NOT_CODE = frozenset({
@@ -51,6 +81,8 @@ class Regs:
             self.dispatch()
         if "PyMethodDef" in self.text or "PyGetSetDef" in self.text:
             self.tables()
+        if "Methods" in self.text:
+            self.slot_tables()
 
     def line_at(self, pos: int) -> int:
         if self._nl is None:
@@ -120,6 +152,46 @@ class Regs:
                     target = clean_target(fields[i], line) if len(fields) > i else ""
                     if target or kind is RegistrationKind.PYMETHODDEF:
                         self.w.regs.append(Registration(kind, name, target, table, line, table, scope))
+
+
+    def slot_tables(self) -> None:
+        """Note [Slot tables]: each function of a PyMappingMethods / PySequenceMethods / PyNumberMethods initializer,
+        a PYMETHODDEF entry named by its slot's dunder."""
+        text = self.text
+        for m in _SLOT_TABLE.finditer(text):
+            if not self.is_code(m.start(), m.start() + len(m.group(1))):
+                continue
+            slots = _SLOTS[m.group(1)]
+            open_idx = m.end() - 1
+            end = match_close(text, open_idx)
+            line = self.line_at(m.start())
+            scope = self.w.enclosing_def(m.start())
+            named = {slot: dunder for slot, dunder in slots}
+            for i, field in enumerate(_slot_fields(text[open_idx + 1 : end - 1])):
+                slot, eq, value = field.partition("=") if field.startswith(".") else ("", "", field)
+                dunder = named.get(slot.strip(" .")) if eq else (slots[i][1] if i < len(slots) else None)
+                target = clean_target(value, line)
+                if dunder and _PLAIN_FN.fullmatch(target):
+                    self.w.regs.append(Registration(RegistrationKind.PYMETHODDEF, dunder, target, m.group(2), line,
+                                                    m.group(2), scope))
+
+
+def _slot_fields(body: str) -> list[str]:
+    """The initializers of a slot struct, comments dropped, split at top-level commas (also outside ``<...>``:
+    ``wrap_tuple_fn<decltype(&f), &f>`` is one)."""
+    body = _COMMENT.sub(" ", body)
+    fields, depth, start = [], 0, 0
+    for i, ch in enumerate(body):
+        if ch in "([{<":
+            depth += 1
+        elif ch in ")]}" or ch == ">" and body[i - 1] != "-":  # not the arrow of p->f
+            depth -= 1
+        elif ch == "," and depth == 0:
+            fields.append(body[start:i].strip())
+            start = i + 1
+    if body[start:].strip():
+        fields.append(body[start:].strip())
+    return fields
 
 
 _METHOD = (RegistrationKind.PYMETHODDEF,)
