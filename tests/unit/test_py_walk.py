@@ -285,6 +285,7 @@ def test_a_choice_holds_the_calls_of_the_choices_nested_in_its_arms(ix):
         [("if hx is None", ["cumsum"]), ("else", ["atan2"])]], text
     chosen = f"chosen at torch/nn/modules/every.py:{_line('hx = hx.atan2(x) if self.flag else hx')}"
     assert res.common == ["relu"] and f"- else: op atan2 ({chosen})" in text, text
+    assert "- if hx is None: op cumsum (chosen at " in text, text  # two calls of cumsum, named once
     # a hand-over nested in an arm is no path of its own choice, and the call past it stays in the arm around it:
     # before, cumsum was on every path, and the outer arm, whose own calls are plumbing, no path either
     res, text = run(get_tool("trace_module"), ix, module_name="torch.nn.modules.every.HandedInArm")
@@ -292,6 +293,12 @@ def test_a_choice_holds_the_calls_of_the_choices_nested_in_its_arms(ix):
     assert [[(a.arm, a.ops) for a in c.arms] for c in res.choices] == [
         [("if self.flag", ["cumsum"]), (f"past the return at line {returned}", ["atan2"])]], text
     assert res.common == [], text
+    # Note [Arms hold their nested choices]: the rest past a return holds the next choices, not nested alternatives,
+    # so a row of `if c: return ...` is not one choice per if, each arm listing all that follows
+    res, text = run(get_tool("trace_module"), ix, module_name="torch.nn.modules.every.Cascade")
+    returned = _line("return x.atan2(x)", "class Cascade(Module):")
+    assert [[(a.arm, a.ops) for a in c.arms] for c in res.choices] == [
+        [("if self.other", ["atan2"]), (f"past the return at line {returned}", ["relu"])]], text
 
 
 def test_an_except_handler_is_an_arm_and_finally_runs_on_every_path(ix):

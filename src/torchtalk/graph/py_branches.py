@@ -19,6 +19,14 @@ from .pynames import PyDef, PyNames
 # their edges carry no branch (or the arm around that choice, when it is nested in one). An arm with no call at all
 # (``if not self.training: return input``) stays a path; so does one whose calls are in choices nested in it.
 
+# Note [Arms hold their nested choices]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A call in a choice nested in an arm is a call of that arm too (``Branch.within``): GRUCell's ``else: hx =
+# hx.unsqueeze(0) if not is_batched else hx`` reaches unsqueeze where ``if hx is None`` reaches zeros, and an arm whose
+# own calls are plumbing but whose nested choice calls an op is a path. The rest of a block past a return (a ``past``
+# arm) holds the code's next choices rather than nested alternatives: interpolate's twenty ``if ...: return ...`` in a
+# row are each a choice of their own, not each one the arm of the one before, so a past arm's calls are its own.
+
 ArmRow = tuple[int, str, int, bool]  # (head line, arm as written, arms of its choice, past): PyCall's branch fields
 
 
@@ -60,10 +68,11 @@ def choice_paths(names: PyNames, fn: PyDef, rows: list[tuple[Any, ...]], hidden:
 
 def branch_of(chain: list[ArmRow], path: str, chosen: int, paths: dict[int, int], top: set[int]) -> Branch | None:
     """A call's arm as its edges carry it: the innermost of the arms around it that is a path of its choice (Note
-    [Hand-overs are no path]), with those around it that are; None when no arm around it is a path."""
+    [Hand-overs are no path]), with those around it that are and that hold its calls (Note [Arms hold their nested
+    choices]); None when no arm around it is a path."""
     live = [a for a in chain if paths.get(a[0], 2) > 1]
     if not live:
         return None
     head, arm, _arms, past = live[-1]
     return Branch(arm, Loc(path, head), Loc(path, chosen) if chosen else None, arms=paths[head], past=past,
-                  top=head in top, within=tuple((Loc(path, h), a) for h, a, _n, _p in live[:-1]))
+                  top=head in top, within=tuple((Loc(path, h), a) for h, a, _n, p in live[:-1] if not p))

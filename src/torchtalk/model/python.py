@@ -97,8 +97,9 @@ class PyCall:
     # on, which a reader ranks with the calls outside any arm) from an arm as written. ``branch_within``: the arms
     # holding this one's choice, outermost first, each as (head line, arm as written, arms of its choice, past): an
     # arm's calls are those of the choices nested in it too (GRUCell's ``hx.unsqueeze(0) if not is_batched else hx``
-    # is in the ``else`` of ``if hx is None``, which reaches unsqueeze where the ``if`` reaches zeros), and what runs
-    # on every path of a nested choice runs only on the paths through its arm.
+    # is in the ``else`` of ``if hx is None``, which reaches unsqueeze where the ``if`` reaches zeros; a past arm's are
+    # its own: Note [Arms hold their nested choices] in graph/py_branches.py), and what runs on every path of a nested
+    # choice runs only on the paths through its arm.
     branch: str = ""
     branch_line: int = 0
     branch_arms: int = 0  # the arms of that choice, the way past them when none is taken counted (Note [Branch arms])
