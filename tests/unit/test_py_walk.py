@@ -248,3 +248,85 @@ def test_calls_record_the_arm_of_a_ternary_and_past_a_return_with_the_arms_of_th
     assert got[("y.cumprod", 38)] == ("if self.other", 37, 2)  # and the way past it
     assert got[("x.cumsum", 47)] == ("elif self.other", 44, 3)  # if, elif, and the way past both
     assert got[("has_torch_function_unary", 6)][0] == ""  # the test of an if runs on every path
+
+
+
+EVERY = Path(__file__).parents[1] / "fixtures/tree_pywalk/torch/nn/modules/every.py"
+
+
+def _line(text: str, after: str = "") -> int:
+    """The line of every.py holding ``text`` (stripped), the first past the line holding ``after``."""
+    lines = [ln.strip() for ln in EVERY.read_text().splitlines()]
+    start = lines.index(after) if after else 0
+    return lines.index(text, start) + 1
+
+
+def test_an_arm_reaches_the_ops_of_the_choices_nested_in_it():
+    """Note [Branch arms]: a call records the arms around its own choice (``branch_within``), outermost first: GRUCell's
+    ``else: hx = hx.unsqueeze(0) if not is_batched else hx`` is in the else of ``if hx is None``."""
+    from torchtalk.extract.pymodules import extract_python
+    from torchtalk.model import PyCall
+    calls = {(c.callee, c.line): c for c in extract_python("torch/nn/modules/every.py", EVERY.read_bytes())[PyCall]}
+    atan2 = calls[("hx.atan2", _line("hx = hx.atan2(x) if self.flag else hx"))]
+    assert (atan2.branch, atan2.branch_within) == ("if self.flag", ((_line("if hx is None:"), "else", 2, False),))
+    # past a hand-over nested in an arm: in the arm around it too
+    handed = _line("if self.flag:", "class HandedInArm(Module):")
+    cumsum = calls[("x.cumsum", _line("return x.cumsum(0)", "class HandedInArm(Module):"))]
+    assert (cumsum.branch_line, cumsum.branch_past, cumsum.branch_within) == (
+        handed + 1, True, ((handed, "if self.flag", 2, False),))
+
+
+def test_a_choice_holds_the_calls_of_the_choices_nested_in_its_arms(ix):
+    """GRUCell, LSTMCell and RNNCell lost their Paths: ``if hx is None`` chose zeros in its if arm and unsqueeze in a
+    conditional expression of its else arm, which held the call alone, so the if's else made no call and the choice
+    was one of an arm. A call in a choice nested in an arm is a call of that arm too (``Branch.within``)."""
+    res, text = run(get_tool("trace_module"), ix, module_name="torch.nn.modules.every.Cell")
+    assert [[(a.arm, a.ops) for a in c.arms] for c in res.choices] == [
+        [("if hx is None", ["cumsum"]), ("else", ["atan2"])]], text
+    chosen = f"chosen at torch/nn/modules/every.py:{_line('hx = hx.atan2(x) if self.flag else hx')}"
+    assert res.common == ["relu"] and f"- else: op atan2 ({chosen})" in text, text
+    assert "- if hx is None: op cumsum (chosen at " in text, text  # two calls of cumsum, named once
+    # a hand-over nested in an arm is no path of its own choice, and the call past it stays in the arm around it:
+    # before, cumsum was on every path, and the outer arm, whose own calls are plumbing, no path either
+    res, text = run(get_tool("trace_module"), ix, module_name="torch.nn.modules.every.HandedInArm")
+    returned = _line("return handle_torch_function(self.forward, (x,), x)")
+    assert [[(a.arm, a.ops) for a in c.arms] for c in res.choices] == [
+        [("if self.flag", ["cumsum"]), (f"past the return at line {returned}", ["atan2"])]], text
+    assert res.common == [], text
+    # Note [Arms hold their nested choices]: the rest past a return holds the next choices, not nested alternatives,
+    # so a row of `if c: return ...` is not one choice per if, each arm listing all that follows
+    res, text = run(get_tool("trace_module"), ix, module_name="torch.nn.modules.every.Cascade")
+    returned = _line("return x.atan2(x)", "class Cascade(Module):")
+    assert [[(a.arm, a.ops) for a in c.arms] for c in res.choices] == [
+        [("if self.other", ["atan2"]), (f"past the return at line {returned}", ["relu"])]], text
+
+
+def test_an_except_handler_is_an_arm_and_finally_runs_on_every_path(ix):
+    """Note [Branch arms]: a try's body and ``finally`` run on every path, each ``except`` is an alternative arm, and
+    the try's ``else`` the way none is taken; before, a handler's calls were on every path."""
+    res, text = run(get_tool("trace_module"), ix, module_name="torch.nn.modules.every.Caught")
+    assert sorted(res.common) == ["cumsum", "relu"] and "atan2" in res.ops, text
+    res, text = run(get_tool("trace_module"), ix, module_name="torch.nn.modules.every.CaughtElse")
+    assert [[(a.arm, a.ops) for a in c.arms] for c in res.choices] == [
+        [("except (RuntimeError, ValueError)", ["cumsum"]), ("except", ["cumsum"]), ("else", ["atan2"])]], text
+    assert sorted(res.common) == ["cumsum", "relu"], text
+
+
+def test_every_kind_of_arm_is_read_and_decides_as_an_enum():
+    """What kind of arm a span is decides its text and how its choice counts paths: an ``ArmKind`` (model/), never a
+    string compared (it was "ternary-else", "past 20"). every.py holds each kind."""
+    import ast
+
+    from torchtalk.extract.pyarms import CHOICES, BranchArms
+    from torchtalk.model import ArmKind
+    tree = ast.parse(EVERY.read_bytes())
+    kinds: set[ArmKind] = set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, ast.FunctionDef):
+            arms = BranchArms(fn.body)
+            for n in ast.walk(fn):
+                if n.__class__ in CHOICES:
+                    arms.add(n)
+            assert all(isinstance(s.kind, ArmKind) for s in arms.spans)
+            kinds |= {s.kind for s in arms.spans}
+    assert kinds == set(ArmKind)

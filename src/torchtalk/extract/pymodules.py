@@ -28,7 +28,7 @@ from ..model import (
     RaiseSite,
 )
 from .opregs import kind_for, op_name, op_names, ref_op
-from .pyarms import NO_ARM, BranchArms, Pos
+from .pyarms import CHOICES, NO_ARM, BranchArms, Pos
 from .pyast import (
     DEFS,
     block_statements,
@@ -54,8 +54,8 @@ from .pyast import (
 from .pyrecv import BINDS, Receivers, annotation_kind, made_by
 from .raises_py import CALL_NAMES, HOOKS, PyRaises, on_call
 
-_FuncDef, _AsyncDef, _ClassDef, _IfExp = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.IfExp
-_Import, _ImportFrom, _Assign, _Lambda, _If = ast.Import, ast.ImportFrom, ast.Assign, ast.Lambda, ast.If
+_FuncDef, _AsyncDef, _ClassDef = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef
+_Import, _ImportFrom, _Assign, _Lambda = ast.Import, ast.ImportFrom, ast.Assign, ast.Lambda
 EXPR = "<expr>"  # the receiver of a method call that is not a name: (-input).softmax -> "<expr>.softmax"
 _PROPERTY = {"property", "cached_property", "setter", "getter", "deleter", "abstractproperty"}
 
@@ -253,7 +253,7 @@ class _Extractor:
                     hook(self.raises, n, func, strs)
                 if recv is not None and t in BINDS:
                     recv.bind(n)
-                if (t is _If or t is _IfExp) and arms is not None:
+                if t in CHOICES and arms is not None:
                     arms.add(n)
                 elif t is _Assign and func >= 0 and len(n.targets) == 1 and n.targets[0].__class__ is Name:
                     d = dotted(n.value)

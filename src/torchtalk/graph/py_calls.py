@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ..model import Branch, Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op, PyDefKind
+from ..model import Edge, EdgeHow, EdgeKind, Loc, Node, NodeKind, Op, PyDefKind
 from ..store.reader import Index
 from .library_impls import library_python
 from .nodes import binding_node, op_node, unresolved_node
@@ -31,7 +31,7 @@ from .py_attrs import (
     method_of,
     tensor_hand_bound,
 )
-from .py_branches import choice_paths
+from .py_branches import arms_around, branch_of, choice_paths
 from .py_call_index import calls_naming
 from .py_locals import item_calls, local_calls, nested_call, tensor_parameter
 from .pynames import PyDef, pynames
@@ -98,10 +98,11 @@ def py_call_edges(ix: Index, node: Node, ctx: PyContext | None = None) -> list[E
     seen: set[tuple[str, int, str, str, str, int]] = set()
     # A method of a local that holds a builtin (memo = set(); memo.add(m)) reaches nothing: Note [Builtin receivers]
     rows = ix.q("SELECT callee, line, file_id, branch, branch_line, chosen, nargs, keywords, literals, recv_call, "
-                "over, local, branch_arms, branch_past, branch_outer FROM py_call WHERE func = ? AND recv = '' "
+                "over, local, branch_arms, branch_past, branch_within FROM py_call WHERE func = ? AND recv = '' "
                 "ORDER BY line, id", (fn.row_id,))
     paths, top = choice_paths(names, fn, rows, HIDDEN_PREFIXES)
-    for callee, line, file_id, arm, head, chosen, nargs, keywords, literals, made_by, over, local, _, past, _ in rows:
+    for row in rows:
+        callee, line, file_id, arm, head, chosen, nargs, keywords, literals, made_by, over, local, *_ = row
         # The same call again in the same arm is shown once; in another arm of a choice it is that arm's work too
         # (TransformerDecoderLayer's norm_first and default arms call the same blocks); another shape may reach other
         # overloads (torch.sum(x), (x, 1))
@@ -111,9 +112,7 @@ def py_call_edges(ix: Index, node: Node, ctx: PyContext | None = None) -> list[E
         path = ix.path_of(file_id)
         edges = _call(ix, node, fn, callee, Loc(path, line), ctx, _shape(nargs, keywords, literals), made_by,
                       (over, bool(local)))
-        if arm and paths.get(head, 2) > 1:
-            branch = Branch(arm, Loc(path, head), Loc(path, chosen) if chosen else None, arms=paths[head],
-                            past=bool(past), top=head in top)
+        if (branch := branch_of(arms_around(row), path, chosen, paths, top)) is not None:
             edges = [replace(e, branch=branch) for e in edges]
         out += edges
     return out

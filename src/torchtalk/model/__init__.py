@@ -15,6 +15,7 @@ from .facts import NO_REF
 from .graph import Branch, Cut, Edge, Node
 from .kinds import (
     TEMPLATE_ARGUMENT,
+    ArmKind,
     CallKind,
     ClassKind,
     CodegenState,
@@ -85,8 +86,8 @@ class FileProblems:
     """The key of ``FileFacts`` under which an extractor lists what it could not read in a file."""
 
 __all__ = [
-    "Argument", "Branch", "COMPOSITE_KEYS", "CallKind", "CallSite", "ClassKind", "CodegenState", "CppClass", "CppField",
-    "CppSymbol", "Cut", "CutKind", "Derivative", "DerivativeFormula", "DerivativeMatch", "DispatchEntry",
+    "ArmKind", "Argument", "Branch", "COMPOSITE_KEYS", "CallKind", "CallSite", "ClassKind", "CodegenState", "CppClass",
+    "CppField", "CppSymbol", "Cut", "CutKind", "Derivative", "DerivativeFormula", "DerivativeMatch", "DispatchEntry",
     "DispatchKey", "Edge", "EdgeHow", "EdgeKind", "EntryOrigin", "FACT_TABLES", "FileFacts", "FileProblems",
     "FileStatus", "FormulaMode", "FunctionSchema", "GENERATED_PREFIX", "GeneratedFact", "GeneratedKind", "HitKind",
     "InstantiationKind", "Layer", "Loc", "MatchKind", "NO_REF", "NoEntry", "Node", "NodeKind", "Op", "OpDispatch",

@@ -50,6 +50,8 @@ class Branch:
     arms: int = 0
     past: bool = False  # Python: the arm is the rest of a block past a return (Note [Branch arms])
     top: bool = False  # Python: the choice is on every path through its function (Note [Ops on every path])
+    # Python: the arms holding this one's choice, outermost first, as (head, arm): the arm's calls are theirs too
+    within: tuple[tuple[Loc, str], ...] = ()
     layout: bool = False  # C++: the arm runs only for a tensor of a layout other than dense strided
 
 

@@ -213,6 +213,16 @@ class PyReceiver(StrEnum):
     BUILTINS = "builtins"  # bound to builtins of more than one kind (a dict, later a list of its items)
 
 
+class ArmKind(StrEnum):
+    """What makes a span of a Python function's body an arm of a choice (Note [Branch arms] in model/python.py)."""
+
+    IF = "if"  # the body of an ``if``, or ``a`` of ``a if c else b``
+    ELIF = "elif"  # the body of an ``elif``
+    ELSE = "else"  # an if chain's ``else``, ``b`` of ``a if c else b``, a try's ``else`` (its body did not raise)
+    EXCEPT = "except"  # a handler of a ``try``: one alternative each
+    PAST = "past"  # the rest of a block past a statement that may return (the way on when it did not)
+
+
 class PyOpRefKind(StrEnum):
     """Where an op is given Python meaning."""
 

@@ -82,23 +82,29 @@ class PyCall:
     #              a call through a local alias (func = _single_tensor_sgd; func()) names the target
     line: int
     # Note [Branch arms]: the innermost arm of the function that guards the call, as ast.unparse writes it ("if
-    # fused and (not torch.jit.is_scripting())", "elif foreach", "else"), and the line of the ``if`` that starts its
-    # chain (arms of one chain share it: they are the alternatives of one choice); for a call through a local alias,
-    # the arm that guards the assignment choosing this callee. An arm is one of an ``if``/``elif``/``else`` chain, of
-    # a conditional expression (``_VF.dropout_(...) if inplace else _VF.dropout(...)``: "if inplace" and "else",
-    # told apart by column on one line), or the rest of a block past a statement that may return ("past the return
-    # at line 538": ``if self.padding_mode != "zeros": return F.conv2d(F.pad(...))`` then ``return F.conv2d(...)``;
-    # the second runs only when the first did not, and is the if's other arm; past a loop, try or with holding a
-    # return, the arm of a choice of that statement's line). ``branch_arms`` counts the arms of the choice with the
-    # way past them all when none is taken (an ``if`` without ``else``: one more), so a reader tells an arm that
-    # makes no call from one not there; ``branch_past`` tells the rest of a block past a return (the code's way on,
-    # which a reader ranks with the calls outside any arm) from an arm as written; ``branch_outer``, the choice
-    # this one is nested in (what runs on every path of a nested choice runs only on the paths through its arm).
+    # fused and (not torch.jit.is_scripting())", "elif foreach", "else", "except ImportError"), and the line of the
+    # statement that starts its choice (arms of one choice share it: they are its alternatives); for a call through a
+    # local alias, the arm that guards the assignment choosing this callee. An arm (``ArmKind``) is one of an
+    # ``if``/``elif``/``else`` chain, of a conditional expression (``_VF.dropout_(...) if inplace else
+    # _VF.dropout(...)``: "if inplace" and "else", told apart by column on one line), a handler of a ``try`` (each
+    # ``except`` is an alternative, and the try's ``else``, run when its body did not raise, is the way past them: the
+    # body and ``finally`` run on every path), or the rest of a block past a statement that may return ("past the
+    # return at line 538": ``if self.padding_mode != "zeros": return F.conv2d(F.pad(...))`` then ``return
+    # F.conv2d(...)``; the second runs only when the first did not, and is the if's other arm; past a loop, try or with
+    # holding a return, the arm of a choice of that statement's line). ``branch_arms`` counts the arms of the choice
+    # with the way past them all when none is taken (an ``if`` without ``else``: one more), so a reader tells an arm
+    # that makes no call from one not there; ``branch_past`` tells the rest of a block past a return (the code's way
+    # on, which a reader ranks with the calls outside any arm) from an arm as written. ``branch_within``: the arms
+    # holding this one's choice, outermost first, each as (head line, arm as written, arms of its choice, past): an
+    # arm's calls are those of the choices nested in it too (GRUCell's ``hx.unsqueeze(0) if not is_batched else hx``
+    # is in the ``else`` of ``if hx is None``, which reaches unsqueeze where the ``if`` reaches zeros; a past arm's are
+    # its own: Note [Arms hold their nested choices] in graph/py_branches.py), and what runs on every path of a nested
+    # choice runs only on the paths through its arm.
     branch: str = ""
     branch_line: int = 0
     branch_arms: int = 0  # the arms of that choice, the way past them when none is taken counted (Note [Branch arms])
     branch_past: bool = False  # the arm is the rest of a block past a return: the way on when the if did not return
-    branch_outer: int = 0  # the head line of the choice whose arm holds this one's head; 0: the function's own level
+    branch_within: tuple[tuple[int, str, int, bool], ...] = ()  # the arms around this one's choice, outermost first
     chosen: int = 0  # func = _fused_adamw; func(...): the line of the assignment (0 for a call by its own name)
     recv: PyReceiver = PyReceiver.UNKNOWN  # ``x.m()``: what x holds, when the function shows it is a builtin
     recv_call: str = ""  # ``x.m()`` with x bound once, to ``f(...)``: f as written (Note [Builtin receivers])

@@ -12,16 +12,19 @@ A function whose body chooses between functions in the arms of one if/elif/else 
 ``_fused_adamw`` under ``if fused``, ``_multi_tensor_adamw`` under ``elif foreach`` and
 ``_single_tensor_adamw`` under ``else``, then calls ``func(...)``; a forward that calls one
 function under ``if self.training`` and another under ``else`` chooses the same way. Each arm
-lists the ops reached through it (its functions' reach, over the walk's own edges), so the
-answer groups the ops by path (Note [Choices that change the ops] below says which are shown).
+lists the ops reached through it (its functions' reach, over the walk's own edges), the calls of
+the choices nested in it included (``Branch.within``: GRUCell's ``else: hx = hx.unsqueeze(0) if
+not is_batched else hx`` reaches unsqueeze where ``if hx is None`` reaches zeros), so the answer
+groups the ops by path (Note [Choices that change the ops] below says which are shown).
 
 Note [Ops on every path]: "Outside any if (on every path)" names the ops that run whichever way the code goes, and
 never one that may not run. A function reaches an op on every path when
 - it calls the op, or a function reaching it on every path, outside any arm (Note [Branch arms] in
-  model/python.py: an arm of an if/elif/else, of ``a if c else b``, or the rest of a block past a statement that may
-  return; so Conv2d's ``return F.conv2d(...)`` after ``if self.padding_mode != "zeros": return
-  F.conv2d(F.pad(...))`` is in an arm, and so is either side of dropout's ``_VF.dropout_(...) if inplace else
-  _VF.dropout(...)``); a call in a loop's body counts as made;
+  model/python.py: an arm of an if/elif/else, of ``a if c else b``, a try's ``except`` handler (or its ``else``), or
+  the rest of a block past a statement that may return; so Conv2d's ``return F.conv2d(...)`` after ``if
+  self.padding_mode != "zeros": return F.conv2d(F.pad(...))`` is in an arm, and so is either side of dropout's
+  ``_VF.dropout_(...) if inplace else _VF.dropout(...)``, and a call in an ``except``); a call in a loop's body, a
+  try's body or its ``finally`` counts as made;
 - or every arm of one choice reaches it so (GRU's ``_VF.gru`` in both arms of ``if batch_sizes is None``), where
   every arm that is a path (Note [Hand-overs are no path] in graph/py_branches.py) makes a call the walk took: an arm
   with no call, or the way past an ``if`` with no ``else``, runs none of them. The choice must be on every path
@@ -208,8 +211,9 @@ def walk_to_ops(g: Graph, start: Node, follow: Callable[[Step], bool], rank: Ran
     for node in order:
         by_head: dict[Loc, dict[str, list[Edge]]] = {}
         for e in own(node):
-            if e.kind is EdgeKind.PY_CALL and e.branch is not None:
-                by_head.setdefault(e.branch.head, {}).setdefault(e.branch.arm, []).append(e)
+            if e.kind is EdgeKind.PY_CALL and e.branch is not None:  # in its arm and those around it (Branch.within)
+                for head, arm in (*e.branch.within, (e.branch.head, e.branch.arm)):
+                    by_head.setdefault(head, {}).setdefault(arm, []).append(e)
             # a call of an op too (it is no less a call), not the op a name is bound to (F.linear = torch._C._nn.linear)
             if (e.kind is EdgeKind.PY_CALL or e.dst.kind is not NodeKind.OP) and (
                     _key(node), _key(e.dst), e.site, e.written) not in taken:

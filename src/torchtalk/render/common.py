@@ -146,7 +146,7 @@ def choice_lines(choices: list[Choice], common: list[str] | None = None) -> list
             continue
         out.append(f"\nPaths: {c.where.key} chooses at {c.head} ({len(c.arms)} arms)")
         for a in c.arms:
-            callees = ", ".join(_callee(e) for e in a.calls[:4])
+            callees = ", ".join(list(dict.fromkeys(_callee(e) for e in a.calls))[:4])  # two calls of one name: once
             call = a.calls[0]
             via = f", called at {call.site}" if call.branch and call.branch.chosen else ""
             ops = f": {len({o.split('.')[0] for o in a.ops})} ops: {op_names(a.ops)}" if a.ops else ": no op reached"
