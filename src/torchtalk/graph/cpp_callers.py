@@ -18,6 +18,7 @@ from ..store.reader import Index
 from .cpp_edges import call_edges, out_edges
 from .handed import function_templates, handed_methods
 from .nodes import cpp_node, symbol_id
+from .op_spellings import DISPATCH_HELPER_PREFIX, op_spellings
 from .overrides import is_virtual, overridden
 from .qualifiers import qualifiers
 from .registry import registry
@@ -53,7 +54,7 @@ def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
         # other call sites (thousands of method calls for a name like copy_) to find none.
         groups = [[i for i, c in enumerate(named.calls) if c.kind is CallKind.LAUNCH]]
         handed = _handed_launches(ix).get(target.id, [])
-    elif len(named.calls) >= NAMED_LIMIT:  # a name written more often than read at once: as calls_named reads it
+    elif len(named.calls) >= NAMED_LIMIT:  # a name written this often: its sites resolved one by one, not kept
         return _callers_of_sites(ix, target, kind, quals)
     else:
         # Only call sites that could name it: written with a qualifier its scope allows, or, when it is a method,
@@ -80,7 +81,7 @@ def _callers(ix: Index, node: Node, kind: EdgeKind) -> list[Edge]:
                         kind)
 
 
-NAMED_LIMIT = 20000  # call sites of one name read at most (as calls_named)
+NAMED_LIMIT = 20000  # call sites of one name from which a function's callers resolve them one by one
 
 
 def _handed_launches(ix: Index) -> dict[int, list[Edge]]:
@@ -213,17 +214,20 @@ class _Named:
 
 
 def _named(ix: Index, name: str) -> _Named:
+    """Every call site naming ``name`` (however many: Note [Every caller of an op])."""
     memo: dict[str, _Named] = ix.cached("cpp_sites_named", dict)
     if name not in memo:
-        memo[name] = _Named(calls_named(ix, name, limit=NAMED_LIMIT))
+        memo[name] = _Named(calls_named(ix, name, limit=-1))
     return memo[name]
 
 
 def _callers_of_sites(ix: Index, target: CppSymbol, kind: EdgeKind, quals: frozenset[str]) -> list[Edge]:
-    """Callers among the sites calls_named reads (at most NAMED_LIMIT of each kind of query), resolved one by one."""
-    sites = calls_named(ix, target.name, tuple(sorted(quals)), limit=NAMED_LIMIT)
+    """Callers among every site of the name, resolved one by one (those written with a qualifier its scope allows
+    first)."""
+    every = _named(ix, target.name).calls
+    sites = [c for c in every if c.qualifier in quals]
     if target.kind in (SymbolKind.METHOD, SymbolKind.CONSTRUCTOR):
-        sites += [c for c in calls_named(ix, target.name, limit=NAMED_LIMIT) if c.qualifier not in quals]
+        sites += [c for c in every if c.qualifier not in quals]
     out = []
     missed: list[tuple[CallSite, CppSymbol | None]] = []
     for call in sites:
@@ -288,51 +292,53 @@ def _same(dst: Node, target: CppSymbol, ix: Index) -> bool:
             and not target.is_file_local)
 
 
-def op_callers(ix: Index, node: Node, cap: int = 400) -> list[Edge]:
-    """DISPATCH_CALL edges into an op: C++ functions that call it through the dispatcher, in any spelling
-    (memoised per index version)."""
+def op_callers(ix: Index, node: Node) -> list[Edge]:
+    """DISPATCH_CALL edges into an op: C++ functions that call it through the dispatcher, in any spelling, every one,
+    by site (memoised per index version)."""
     memo: dict[str, list[Edge]] = ix.cached("op_callers", dict)
     if node.key not in memo:
-        memo[node.key] = _op_callers(ix, node, cap)
+        memo[node.key] = _op_callers(ix, node)
     return memo[node.key]
 
 
-def _op_callers(ix: Index, node: Node, cap: int) -> list[Edge]:
+# Note [Every caller of an op]
+# An op's callers are every site whose resolution reaches it, whatever name the site writes, by site: the store of
+# resolved calls reads them by what each edge reaches (Note [Stored edges] in store/resolved.py), and resolving as
+# asked finds them among the sites of every name a call of the op can be written with, which are those op_named and
+# dispatch_helper_ops read as the op (op_spellings: at::X_symint_outf is one of X.out's), and at::_ops::S::call and
+# ::redispatch; every site of each name, however many the tree has. None is left out: a walk up through the op
+# (impact) ranks them and records what its fan-out leaves (Note [No silent cut] in walk.py). Both ways give the same
+# edges, in the same order. Once, these were cut at 400 after two different orders (on 2.6.0, impact of
+# at::native::copy_ at depth 2 answered 1,611 callers from the store and 976 without it, of op copy_'s 2,482 call
+# sites), and X_symint_outf was not among the names read.
+def _op_callers(ix: Index, node: Node) -> list[Edge]:
     reg = registry(ix)
     op = reg.by_full.get(node.key)
     if op is None:
         return []
     read = stored_op_callers(ix, op.full_name)  # Note [Stored edges] in store/resolved.py
     if read is not None:
-        return _by_site(read)[:cap]
-    base = op.name
-    names = [base, f"{base}_symint"]
-    if op.is_out:
-        names += [f"{base}_out", f"{base}_outf", f"{base}_symint_out", f"{base}_outf_symint", f"{base}_out_symint"]
+        return _by_site(read)
+    names = list(dict.fromkeys([op.name, f"{op.name}_symint", *op_spellings(op),
+                                *(f"{op.name}{s}" for s in (("_outf_symint", "_out_symint") if op.is_out else ())),
+                                f"{DISPATCH_HELPER_PREFIX}{op.name}"]))
     structs = frozenset(f"{p}_ops::{op.struct_name}" for p in ("at::", "", "::at::"))
     # The sites of each spelling (shared with every other op and function of that name), those of at::_ops::S::call
-    # and ::redispatch by their qualifier; resolved in order, a chunk at a time, until the cap.
+    # and ::redispatch by their qualifier.
     lists: list[tuple[_Named, frozenset[str] | None]] = [(_named(ix, n), None) for n in names]
-    for via in _VIA:
-        named = _named(ix, via)
-        lists.append((named, structs) if len(named.calls) < NAMED_LIMIT
-                     else (_Named(calls_named(ix, via, tuple(sorted(structs)), limit=NAMED_LIMIT)), None))
+    lists += [(_named(ix, via), structs) for via in _VIA]
     out: list[Edge] = []
     for named, quals in lists:
-        sites = list(range(len(named.calls))) if quals is None else named.qualified(quals)
-        for k in range(0, len(sites), _CHUNK):
-            chunk = named.may_dispatch(ix, sites[k:k + _CHUNK], op.full_name)
-            named.resolve(ix, chunk)
-            for i in chunk:
-                e = next((e for e in named.dispatching.get(i, ()) if e.dst.key == op.full_name), None)
-                if e is not None:
-                    out.append(e)
-                    if len(out) >= cap:
-                        return _by_site(out)
+        sites = named.may_dispatch(ix, list(range(len(named.calls))) if quals is None else named.qualified(quals),
+                                   op.full_name)
+        named.resolve(ix, sites)
+        for i in sites:
+            e = next((e for e in named.dispatching.get(i, ()) if e.dst.key == op.full_name), None)
+            if e is not None:
+                out.append(e)
     return _by_site(out)
 
 
-_CHUNK = 256  # call sites resolved at a time where a cap may stop early
 _VIA = ("call", "redispatch")  # at::_ops::S::call / ::redispatch: every op's callers read these names' sites
 
 
@@ -345,7 +351,10 @@ def warm_op_callers(ix: Index) -> None:
 
 
 def _by_site(edges: list[Edge]) -> list[Edge]:
-    return sorted(edges, key=lambda e: (str(e.site.path), e.site.line) if e.site else ("", 0))
+    """By site, then caller and the call as written: an order of the edges alone, not of the order they were found in
+    (the store finds them by site id, resolving as asked name by name: Note [Every caller of an op])."""
+    return sorted(edges, key=lambda e: ((str(e.site.path), e.site.line) if e.site else ("", 0), e.src.key, e.written,
+                                        e.how.value))
 
 
 def unresolved_callers(ix: Index, node: Node) -> list[Edge]:

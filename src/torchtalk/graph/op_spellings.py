@@ -24,7 +24,7 @@ KEY_NAMESPACES = {"at::cpu", "at::cuda", "at::meta", "at::mps", "at::compositeex
 # of those, the ones whose functions call one key's kernel directly, without the dispatcher (at::cpu::add)
 KERNEL_NAMESPACES = KEY_NAMESPACES - {"at::redispatch", "at::symint"}
 STRUCT_QUALIFIERS = ("at::_ops::", "_ops::")  # at::_ops::add_Tensor::call: the op whose struct is add_Tensor
-_DISPATCH_PREFIX = "__dispatch_"  # torchgen's __dispatch_X: how hand-written Tensor methods dispatch
+DISPATCH_HELPER_PREFIX = "__dispatch_"  # torchgen's __dispatch_X: how hand-written Tensor methods dispatch
 # Receivers that are Tensors in ATen code by convention: used only where the file does not show the type.
 _TENSOR_NAMES = {"self", "other", "result", "out", "output", "input", "grad", "grad_output", "grad_input",
                  "tensor", "weight", "bias", "src", "source", "index", "indices", "values", "mask", "t"}
@@ -120,9 +120,9 @@ def methods_fitting(ops: list[Op], nargs: int) -> tuple[str, ...]:
 def dispatch_helper_ops(reg: OpRegistry, name: str) -> tuple[str, ...]:
     """The ops torchgen's ``__dispatch_X`` reaches (how hand-written Tensor methods of manual_cpp_binding
     ops dispatch); () for other names."""
-    if not name.startswith(_DISPATCH_PREFIX):
+    if not name.startswith(DISPATCH_HELPER_PREFIX):
         return ()
-    return tuple(o.full_name for o in reg.by_name.get(name[len(_DISPATCH_PREFIX):], ()))
+    return tuple(o.full_name for o in reg.by_name.get(name[len(DISPATCH_HELPER_PREFIX):], ()))
 
 
 def may_name_op(qual: str, caller_qualname: str, caller_parent: str) -> bool:
