@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from ..model import CppSymbol, NodeKind, Op, SymbolKind
+from ..model import Branch, CppSymbol, NodeKind, Op, SymbolKind
 from ..model.ops import DEFAULT_OVERLOAD
 from ..model.paths import NATIVE_FUNCTIONS
 from ..query.cuts import tool_call
@@ -46,13 +46,16 @@ def _stubs(info: KernelInfo, out: list[str]) -> None:
 def _launches(info: KernelInfo, op: str, out: list[str]) -> None:
     """Its launches and library calls, nearest first (Note [Nearest first]), each naming the other op whose code it
     is; one line per kernel or library function a function launches or calls, with every path:line it does so at."""
-    groups: OrderedDict[tuple[str, str, str, str], list[GpuLine]] = OrderedDict()
+    groups: OrderedDict[tuple[str, str, str, str, Branch | None], list[GpuLine]] = OrderedDict()
     for g in info.gpu:
-        groups.setdefault((g.site.dst.key, g.site.src.key, g.via, g.library), []).append(g)
+        groups.setdefault((g.site.dst.key, g.site.src.key, g.via, g.library, g.arm), []).append(g)
     for lines in list(groups.values())[:MAX_LAUNCHES]:
         g, e = lines[0], lines[0].site
         at = ", ".join(str(x.site.site) for x in lines)  # each path:line whole, as every answer writes one
-        by = f" by {e.src.label}" + (f"  ({g.via}'s code)" if g.via else "")
+        # what runs only for a sparse, nested, quantized or MKLDNN tensor says so (Note [Layout arms])
+        only = f"only in `{g.arm.arm}` at {g.arm.head}" if g.arm is not None else ""
+        whose = "; ".join(p for p in (f"{g.via}'s code" if g.via else "", only) if p)
+        by = f" by {e.src.label}" + (f"  ({whose})" if whose else "")
         note = f" ({e.note})" if e.note else ""  # a library call's chain (Note [Builder chains])
         what = f"{g.library}: {e.written or e.dst.label}{note}" if g.library else f"CUDA {e.dst.label}"
         if not g.library and e.dst.kind is NodeKind.GPU_KERNEL and e.dst.key.isdigit():
