@@ -198,15 +198,17 @@ def test_a_kernel_and_its_explicit_specialization_launched_once_are_one_kernel_o
 
 
 def test_traces_gpu_lines_say_which_run_only_in_a_layout_arm(picked):
-    # trace's GPU lines of a kernel are its walk: a launch made only for a nested tensor says so, with the arm's
-    # ``if``, and the dense launch does not (narrow's row stated a device sync its quantized arm alone makes)
+    # trace's GPU lines of a kernel are its walk: a launch made only for a nested tensor comes under a line naming
+    # the arm's ``if``, after the dense launch (narrow's row stated a device sync its quantized arm alone makes)
     tree, ix = picked
     res, text = run(get_tool("trace"), ix, function_name="pick_dense")
     cu = "aten/src/ATen/native/cuda/Pick.cu"
-    lines = {ln.split(": __global__", 1)[0].strip(): ln for ln in text.splitlines() if "CUDA kernel pick_" in ln}
-    nested = f"only in `if (self.is_nested())` at {cu}:{line_of(tree, cu, 'if (self.is_nested())')}"
-    assert lines["CUDA kernel pick_nested_kernel"].endswith(f"({nested})"), text
-    assert "only in" not in lines["CUDA kernel pick_dense_kernel"], text
+    lines = text.splitlines()
+    dense = next(i for i, ln in enumerate(lines) if "CUDA kernel pick_dense_kernel" in ln)
+    nested = next(i for i, ln in enumerate(lines) if "CUDA kernel pick_nested_kernel" in ln)
+    arm = f"    only in `if (self.is_nested())` at {cu}:{line_of(tree, cu, 'if (self.is_nested())')}:"
+    assert dense < nested and lines[nested - 1] == arm and arm not in lines[:dense], text
+    assert lines[dense].startswith("    CUDA") and lines[nested].startswith("      CUDA"), text
     (kernel,) = res.ops[0].kernels
     arms = {g.site.dst.label.split("::")[-1]: g.arm for g in kernel.gpu}
     assert arms["pick_dense_kernel"] is None and arms["pick_nested_kernel"].arm == "if (self.is_nested())"
