@@ -105,6 +105,7 @@ namespace c10 {
 struct IValue {
   IValue(const char* s) {}
   at::Tensor toTensor() const;
+  friend bool operator==(const IValue& lhs, const IValue& rhs);
 };
 inline bool operator==(const IValue& lhs, const IValue& rhs) {
   return (lhs.toTensor() != rhs.toTensor()).is_nonzero();
@@ -119,6 +120,9 @@ Tensor grid(const Tensor& self, c10::string_view indexing) {
     return self;
   }
   return self;
+}
+bool same(const c10::IValue& a, const c10::IValue& b) {
+  return a == b;
 }
 } // namespace at::native
 """
@@ -139,3 +143,7 @@ def test_a_friend_operator_in_its_class_is_the_one_its_operands_choose(tree, tmp
         sec, text = _calls(ix, "at::native::grid")
         assert [(e.dst.label, e.how.value) for e in sec.calls] == [("c10::basic_string_view::operator==", "direct")], \
             text
+        # a friend the class only declares is the namespace's function: its definition, not a second candidate
+        sec, text = _calls(ix, "at::native::same")
+        assert [(e.dst.label, e.how.value, e.dst.loc.path) for e in sec.calls] == [
+            ("c10::operator==", "direct", "aten/src/ATen/core/IValueLike.h")], text

@@ -543,7 +543,9 @@ class Resolver:
     # operator==(basic_string_view lhs, basic_string_view rhs)``) is no member: it takes every operand as a parameter,
     # and only argument-dependent lookup finds it, for an operand of that class. The index records it in the class
     # (c10::basic_string_view::operator==), so a member lookup finds it and a member's parameter count rules it out;
-    # it is a candidate beside the non-member ones instead, scored on all the operands. Without it ``indexing == "xy"``
+    # it is a candidate beside the non-member ones instead, scored on all the operands. A friend the class only
+    # declares (IValue's ``friend bool operator==(const IValue&, const IValue&);``) is the namespace's function, whose
+    # definition lookup finds as it is: not another candidate. Without it ``indexing == "xy"``
     # (a string_view and a literal, in 1.13.1's meshgrid) chose among every other ``operator==`` in scope, IValue's
     # among them, and the GPU walk went on into IValue's tensor comparison and its device sync.
     def _hidden_friends(self, operands: list[Ty | None], name: str, nargs: int, count: int) -> list[CppSymbol]:
@@ -553,8 +555,8 @@ class Resolver:
         for ty in operands:
             if ty is None or ty.ptr or ty.is_builtin or ty.is_std or not is_class(self.ix, ty.name):
                 continue
-            out += [s for s in methods(self.ix, ty, name)[1]
-                    if signature(s.params).takes(count) and not signature(s.params).takes(nargs)]
+            out += [s for s in methods(self.ix, ty, name)[1] if s.is_definition
+                    and signature(s.params).takes(count) and not signature(s.params).takes(nargs)]
         return out
 
     def _method_untyped(self, call: CallSite) -> Resolution:
