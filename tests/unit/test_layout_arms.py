@@ -195,3 +195,20 @@ def test_a_kernel_and_its_explicit_specialization_launched_once_are_one_kernel_o
                                               line_of(tree, cu, "pick_values_kernel<bool>(bool* out)")]
     assert len(k.launches) == 1
     assert text.count(f"- launched at {cu}:{line_of(tree, cu, 'pick_values_kernel<scalar_t><<<')}") == 1, text
+
+
+def test_traces_gpu_lines_say_which_run_only_in_a_layout_arm(picked):
+    # trace's GPU lines of a kernel are its walk: a launch made only for a nested tensor comes under a line naming
+    # the arm's ``if``, after the dense launch (narrow's row stated a device sync its quantized arm alone makes)
+    tree, ix = picked
+    res, text = run(get_tool("trace"), ix, function_name="pick_dense")
+    cu = "aten/src/ATen/native/cuda/Pick.cu"
+    lines = text.splitlines()
+    dense = next(i for i, ln in enumerate(lines) if "CUDA kernel pick_dense_kernel" in ln)
+    nested = next(i for i, ln in enumerate(lines) if "CUDA kernel pick_nested_kernel" in ln)
+    arm = f"    only in `if (self.is_nested())` at {cu}:{line_of(tree, cu, 'if (self.is_nested())')}:"
+    assert dense < nested and lines[nested - 1] == arm and arm not in lines[:dense], text
+    assert lines[dense].startswith("    CUDA") and lines[nested].startswith("      CUDA"), text
+    (kernel,) = res.ops[0].kernels
+    arms = {g.site.dst.label.split("::")[-1]: g.arm for g in kernel.gpu}
+    assert arms["pick_dense_kernel"] is None and arms["pick_nested_kernel"].arm == "if (self.is_nested())"

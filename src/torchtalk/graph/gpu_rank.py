@@ -62,7 +62,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol, TypeVar
 
-from ..model import Edge, EdgeHow, EdgeKind, Node, NodeKind, is_composite, variant_base
+from ..model import Branch, Edge, EdgeHow, EdgeKind, Node, NodeKind, is_composite, variant_base
 from ..model.cuda import ALLOCATOR, RUNTIME, is_setup
 from ..store.reader import Index
 from .op_edges import kernel_of
@@ -214,6 +214,12 @@ def nearness(chain: Sequence[Edge], hops: int, backward: bool, key: str = "", ot
     copy = any(e.how is EdgeHow.AUTOGEN_COPY for e in chain) or (
         other and bool(chain) and chain[0].kind is EdgeKind.KERNEL and chain[0].how is EdgeHow.AUTOGEN)
     # a call made in an arm only a sparse, nested, quantized tensor takes (Note [Layout arms] in layout_arms.py)
-    layout = layout_specific(chain, key) or any(e.branch is not None and e.branch.layout
-                                                for e in (*chain, *([site] if site else [])))
+    layout = layout_specific(chain, key) or layout_arm(chain, site) is not None
     return Nearness(layout, copy, backward, housekeeping, hops, other, len(chain))
+
+
+def layout_arm(chain: Sequence[Edge], site: Edge | None = None) -> Branch | None:
+    """The first arm taken only for a sparse, nested, quantized or MKLDNN tensor that a chain (and the launch or
+    library call ``site`` it ends in) passes (Note [Layout arms] in layout_arms.py), or None."""
+    return next((e.branch for e in (*chain, *([site] if site else [])) if e.branch is not None and e.branch.layout),
+                None)

@@ -532,10 +532,32 @@ class Resolver:
                 return self.choose(fit, call, owner)
         texts = [call.recv, *(call.args.split(";") if call.args else [""] * max(call.nargs, 0))]
         free = replace(call, kind=CallKind.CALL, recv="", nargs=len(texts), args=";".join(texts))
-        found = list({s.id: s for s in self.lookup(name, "")[1] + self._adl(name, free)}.values())
+        found = list({s.id: s for s in self.lookup(name, "")[1] + self._adl(name, free)
+                      + self._hidden_friends(operands, name, call.nargs, len(texts))}.values())
         fit = [s for s in found if signature(s.params).takes(len(texts))
                and score(self.ix, operands, param_types(self.ix, s, None)) is not None]
         return self.choose(fit, free) if fit else BUILTIN
+
+    # Note [Hidden friends]
+    # An operator a class defines in its body as a friend (c10::basic_string_view's ``friend constexpr bool
+    # operator==(basic_string_view lhs, basic_string_view rhs)``) is no member: it takes every operand as a parameter,
+    # and only argument-dependent lookup finds it, for an operand of that class. The index records it in the class
+    # (c10::basic_string_view::operator==), so a member lookup finds it and a member's parameter count rules it out;
+    # it is a candidate beside the non-member ones instead, scored on all the operands. A friend the class only
+    # declares (IValue's ``friend bool operator==(const IValue&, const IValue&);``) is the namespace's function, whose
+    # definition lookup finds as it is: not another candidate. Without it ``indexing == "xy"``
+    # (a string_view and a literal, in 1.13.1's meshgrid) chose among every other ``operator==`` in scope, IValue's
+    # among them, and the GPU walk went on into IValue's tensor comparison and its device sync.
+    def _hidden_friends(self, operands: list[Ty | None], name: str, nargs: int, count: int) -> list[CppSymbol]:
+        """The operators ``name`` the operands' classes define as friends in their body (Note [Hidden friends]): a
+        member of one of them whose parameters take every operand, where a member's take one fewer."""
+        out: list[CppSymbol] = []
+        for ty in operands:
+            if ty is None or ty.ptr or ty.is_builtin or ty.is_std or not is_class(self.ix, ty.name):
+                continue
+            out += [s for s in methods(self.ix, ty, name)[1] if s.is_definition
+                    and signature(s.params).takes(count) and not signature(s.params).takes(nargs)]
+        return out
 
     def _method_untyped(self, call: CallSite) -> Resolution:
         """The file does not show the receiver's type: a method of the caller's own class (this->f(), or a

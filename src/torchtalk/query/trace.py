@@ -14,7 +14,7 @@ from dataclasses import replace
 from ..graph import Step, down, graph
 from ..graph.formula_edges import calls_itself
 from ..graph.gpu import GPU_BACKENDS, KernelLaunch, LibraryCall, gpu_reach
-from ..graph.gpu_rank import nearest_first
+from ..graph.gpu_rank import layout_arm, nearest_first
 from ..graph.nodes import autograd_node, op_node, symbol_id
 from ..graph.op_derivatives import derivative_entry, derivatives_of
 from ..graph.op_edges import autograd_nodes
@@ -229,7 +229,7 @@ def _kernel(ix: Index, op: Op, entry: DispatchEntry, focus: str) -> KernelInfo:
             name = label.split("<")[0]  # the kernel or library function, not its overload or instantiation
             if e.site and (e.site.path, e.site.line, name) not in seen:
                 seen.add((e.site.path, e.site.line, name))
-                info.gpu.append(GpuLine(e, _library(x), via))
+                info.gpu.append(GpuLine(e, _library(x), via, layout_arm(x.chain, e)))
         info.launches = [g.site for g in info.gpu if not g.library]  # the LAUNCH edges alone, in the same order
         info.gpu_cuts += gpu_cuts([c for r in reaches for c in r.cuts])
     if focus == "full" and is_composite(entry.key):

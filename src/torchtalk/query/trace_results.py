@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from ..graph.registry import PyName
 from ..model import (
+    Branch,
     CppSymbol,
     Cut,
     Derivative,
@@ -47,6 +48,9 @@ class GpuLine:
     site: Edge  # the LAUNCH edge, or the call into the library (CALL or UNRESOLVED)
     library: str = ""  # the library called (cuBLAS, CUDA runtime, ...); "" for a launch
     via: str = ""  # the other op whose code it is (Note [Nearest first]); "" for the op's own
+    # the arm of an ``if`` taken only for a sparse, nested, quantized or MKLDNN tensor the way to it passes (Note
+    # [Layout arms]): the line runs only for such tensors, which the answer says; None when its path is the dense one
+    arm: Branch | None = None
 
 
 @dataclass

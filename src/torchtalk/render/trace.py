@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from ..model import CppSymbol, NodeKind, Op, SymbolKind
+from ..model import Branch, CppSymbol, NodeKind, Op, SymbolKind
 from ..model.ops import DEFAULT_OVERLOAD
 from ..model.paths import NATIVE_FUNCTIONS
 from ..query.cuts import tool_call
@@ -46,11 +46,19 @@ def _stubs(info: KernelInfo, out: list[str]) -> None:
 def _launches(info: KernelInfo, op: str, out: list[str]) -> None:
     """Its launches and library calls, nearest first (Note [Nearest first]), each naming the other op whose code it
     is; one line per kernel or library function a function launches or calls, with every path:line it does so at."""
-    groups: OrderedDict[tuple[str, str, str, str], list[GpuLine]] = OrderedDict()
+    groups: OrderedDict[tuple[str, str, str, str, Branch | None], list[GpuLine]] = OrderedDict()
     for g in info.gpu:
-        groups.setdefault((g.site.dst.key, g.site.src.key, g.via, g.library), []).append(g)
-    for lines in list(groups.values())[:MAX_LAUNCHES]:
+        groups.setdefault((g.site.dst.key, g.site.src.key, g.via, g.library, g.arm), []).append(g)
+    arms = list(dict.fromkeys(g.arm for g in info.gpu if g.arm is not None))  # each arm's lines together
+    ordered = sorted(groups.values(), key=lambda lines: -1 if lines[0].arm is None else arms.index(lines[0].arm))
+    arm: Branch | None = None
+    for lines in ordered[:MAX_LAUNCHES]:
         g, e = lines[0], lines[0].site
+        # what runs only for a sparse, nested, quantized or MKLDNN tensor (Note [Layout arms]) comes after the dense
+        # path (Note [Nearest first]), under a line naming the arm it is reached through
+        if g.arm is not None and g.arm != arm:
+            out.append(f"    only in `{g.arm.arm}` at {g.arm.head}:")
+        arm = g.arm
         at = ", ".join(str(x.site.site) for x in lines)  # each path:line whole, as every answer writes one
         by = f" by {e.src.label}" + (f"  ({g.via}'s code)" if g.via else "")
         note = f" ({e.note})" if e.note else ""  # a library call's chain (Note [Builder chains])
@@ -58,7 +66,7 @@ def _launches(info: KernelInfo, op: str, out: list[str]) -> None:
         if not g.library and e.dst.kind is NodeKind.GPU_KERNEL and e.dst.key.isdigit():
             what = f"CUDA kernel {e.dst.label.removeprefix('__global__ ').split('::')[-1]}: __global__ at " \
                    f"{e.dst.loc}, launched <<<>>>"
-        out.append(f"    {what} at {at}{by}")
+        out.append(f"    {'  ' if arm is not None else ''}{what} at {at}{by}")
     if len(groups) > MAX_LAUNCHES:
         out.append(f"    CUDA: ... showing {MAX_LAUNCHES} of {len(groups)} GPU lines (launches and library calls); "
                    f"{tool_call('cuda_kernels', op)} lists them all")
