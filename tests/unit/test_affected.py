@@ -204,7 +204,7 @@ def test_cpu_kernel_registered_with_register_dispatch_reaches_its_ops_through_th
     assert "registered for [CPU] cumsum_stub <- used by TORCH_IMPL_FUNC(cumsum_out)" in cumsum.path
     assert any(e.how is EdgeHow.PASSED_ON for e in cumsum.chain)
     assert res.device == "cpu" and "Only CPU code changed" in text
-    assert res.run_first[0] == 'pytest test/test_ops.py -k "cumsum_with_dtype and cpu"'
+    assert res.run_first[0] == 'pytest test/test_ops.py -k "_cumsum_with_dtype_ and cpu"'
     assert nxt[0] == 'trace("cumsum")' and nxt[1] == 'impact("aten/src/ATen/native/cpu/CumKernels.cpp:5", depth=2)'
 
 
@@ -215,7 +215,7 @@ def test_cuda_kernel_suggests_cuda_variants_and_drops_tests_of_other_devices(cix
     assert res.device == "cuda"
     assert set(op_keys(res)) == {"atan2", "atan2.out"}
     by_name = {t.name: t for t in res.tests}
-    assert by_name["OpInfo('atan2')"].command == 'pytest test/test_ops.py -k "atan2 and cuda"'
+    assert by_name["OpInfo('atan2')"].command == 'pytest test/test_ops.py -k "_atan2_ and cuda"'
     t = by_name["TestBinaryUfuncs.test_atan2"]
     assert t.generated == ["TestBinaryUfuncsCUDA.test_atan2_cuda"] and t.command.endswith('and cuda"')
     # @onlyCPU and the MPS-only class cannot run the CUDA kernel.
@@ -277,7 +277,7 @@ def test_cuda_kernel_of_an_internal_op_finds_the_python_functions_and_modules_ab
                                   "torch.nn.functional.embedding -> torch.nn.functional._no_grad_embedding_renorm_")
     by_name = {t.name: t for t in res.tests}
     assert by_name["OpInfo('nn.functional.embedding')"].command == \
-        'pytest test/test_ops.py -k "nn_functional_embedding and cuda"'
+        'pytest test/test_ops.py -k "_nn_functional_embedding_ and cuda"'
     assert by_name["ModuleInfo(nn.Embedding)"].command == 'pytest test/test_modules.py -k "nn_Embedding_ and cuda"'
     on = [t.name for t in res.tests if t.on_device]
     off = [t.name for t in res.tests if not t.on_device]
@@ -300,7 +300,7 @@ def test_a_decomposition_change_is_not_tested_through_eager_modules(ctree):
         res, _text, _ = ask(ix, names=f"torch/_decomp/decompositions.py:{line}")
         assert "relu" in op_keys(res) and "torch.nn.functional.relu" in res.python
         assert not res.modules and not [t for t in res.tests if t.kind.value == "module"]
-        assert 'pytest test/test_decomp.py -k "relu"' in res.run_first
+        assert 'pytest test/test_decomp.py -k "_relu_"' in res.run_first
     finally:
         ix.close()
 
@@ -331,11 +331,11 @@ def test_a_backward_ops_kernel_is_tested_through_the_forward_op_whose_formula_ca
         res, _text, _ = ask(ix, names="aten/src/ATen/native/Threshold.cpp:3")  # pass_grad, a helper of the kernel
         assert op_keys(res)[0] == "threshold_backward" and "relu" in op_keys(res)
         cmds = [t.command for t in res.tests]
-        assert 'pytest test/test_ops_gradients.py -k "relu"' in cmds
+        assert 'pytest test/test_ops_gradients.py -k "_relu_"' in cmds
         # past the walk's depth the forward op is not reached, and still gives the tests
         res, _text, _ = ask(ix, names="aten/src/ATen/native/Threshold.cpp:3", depth=1)
         assert op_keys(res) == ["threshold_backward"]
-        assert 'pytest test/test_ops_gradients.py -k "relu"' in [t.command for t in res.tests]
+        assert 'pytest test/test_ops_gradients.py -k "_relu_"' in [t.command for t in res.tests]
         assert any("whose backward formula calls threshold_backward" in t.why for t in res.tests)
     finally:
         ix.close()
@@ -355,7 +355,7 @@ def test_a_backward_ops_decomposition_is_checked_through_the_forward_ops_entry(c
         ix.close()
     assert op_keys(res)[:2] == ["threshold_backward", "relu"]
     decomp = {t.command for t in res.tests if t.name.startswith("test/test_decomp.py")}
-    assert decomp == {'pytest test/test_decomp.py -k "relu"'}
+    assert decomp == {'pytest test/test_decomp.py -k "_relu_"'}
 
 
 def test_a_forward_op_looked_up_for_its_backward_hides_no_cut(ctree, monkeypatch):
@@ -426,16 +426,16 @@ def test_opinfo_family_suites_are_the_files_whose_ops_lists_hold_the_entry(ctree
         ix.close()
     grad_tests = [t.name for t in grad.tests]
     assert not any("family" in n for n in grad_tests), grad_tests
-    assert atan2.command == 'pytest test/test_ops.py -k "atan2"'
+    assert atan2.command == 'pytest test/test_ops.py -k "_atan2_"'
     assert [(f.path, f.lists, f.tests) for f in atan2.suites] == [
         ("test/test_binary_family.py", ("binary_ufuncs",), 2),
         ("test/test_sparse_family.py", ("sparse_binary_ufuncs",), 2)]
     assert [(f.path, f.lists) for f in relu.suites] == [("test/test_unary_family.py", ("unary_ufuncs",))]
     assert ("also run by the @ops(binary_ufuncs) tests of test/test_binary_family.py (2): "
-            'pytest test/test_binary_family.py -k "atan2"') in similar
+            'pytest test/test_binary_family.py -k "_atan2_"') in similar
     by_name = {t.name: t for t in res.tests}
     fam = by_name["test/test_binary_family.py for atan2"]
-    assert fam.command == 'pytest test/test_binary_family.py -k "atan2 and cuda"'
+    assert fam.command == 'pytest test/test_binary_family.py -k "_atan2_ and cuda"'
     assert fam.why.startswith("its @ops(binary_ufuncs) tests run op atan2 through OpInfo('atan2')")
     assert "test/test_sparse_family.py for atan2" in by_name and "test/test_ref_family.py for atan2" not in by_name
     assert "test/test_njt_family.py for atan2" not in by_name
@@ -491,7 +491,7 @@ def test_native_functions_dispatch_line(cix):
     assert why["index_select.out"].endswith(": CUDA: index_select_out_cuda -> CUDA: index_select_out_cuda_v2"), why
     assert res.device == "cuda"
     assert res.tests[0].name == "OpInfo('index_select')"
-    assert res.tests[0].command == 'pytest test/test_ops.py -k "index_select and cuda"'
+    assert res.tests[0].command == 'pytest test/test_ops.py -k "_index_select_ and cuda"'
     # A line of a structured op's entry: the ops delegating to it change with it.
     res, _, _ = ask(ix, diff=edit_diff(tree, "aten/src/ATen/native/native_functions.yaml", 41, "True", "False"))
     assert {c.node.key: c.why.split(":")[0] for c in res.changed} == {"cumsum.out": "entry changed (line 41)",
@@ -504,7 +504,7 @@ def test_derivatives_formula_is_the_ops_backward(cix):
     assert [(c.node.key, c.aspect) for c in res.changed] == [("atan2", "backward")]
     assert "derivatives.yaml formula for self, other changed (line 7)" in res.changed[0].why
     cmds = [t.command for t in res.tests]
-    assert cmds[:2] == ['pytest test/test_ops.py -k "atan2"', 'pytest test/test_ops_gradients.py -k "atan2"']
+    assert cmds[:2] == ['pytest test/test_ops.py -k "_atan2_"', 'pytest test/test_ops_gradients.py -k "_atan2_"']
 
 
 def test_a_forward_mode_formula_is_the_ops_forward_mode_ad(ctree):
@@ -525,8 +525,8 @@ def test_a_forward_mode_formula_is_the_ops_forward_mode_ad(ctree):
     assert res.changed[0].why.startswith(f"forward-mode AD: derivatives.yaml forward-mode formula for result "
                                          f"changed (line {line})")
     cmds = [t.command for t in res.tests]
-    assert 'pytest test/test_ops_fwd_gradients.py -k "atan2"' in cmds
-    assert 'pytest test/test_ops_gradients.py -k "atan2"' not in cmds
+    assert 'pytest test/test_ops_fwd_gradients.py -k "_atan2_"' in cmds
+    assert 'pytest test/test_ops_gradients.py -k "_atan2_"' not in cmds
 
 
 def test_nn_module_forward(cix):
@@ -548,7 +548,7 @@ def test_decomposition_reaches_its_op_and_the_decomposition_suite(cix):
     res, _, _ = ask(ix, diff=edit_diff(tree, "torch/_decomp/decompositions.py", 9, "dtype=dtype", "dtype=None"))
     ops = {c.node.key: c for c in res.changed if c.node.kind.value == "op"}
     assert set(ops) == {"cumsum", "cumsum.out"} and all(c.aspect == "decomposition" for c in ops.values())
-    assert 'pytest test/test_decomp.py -k "cumsum_with_dtype"' in res.run_first
+    assert 'pytest test/test_decomp.py -k "_cumsum_with_dtype_"' in res.run_first
 
 
 def test_python_function_finds_the_modules_calling_it(cix):
@@ -625,7 +625,7 @@ def test_opinfo_entry_and_sample_inputs(cix):
     tree, ix = cix
     mi = "torch/testing/_internal/common_methods_invocations.py"
     res, _, _ = ask(ix, diff=edit_diff(tree, mi, 12, "False", "True"))
-    assert [(t.name, t.command) for t in res.tests] == [("OpInfo('atan2')", 'pytest test/test_ops.py -k "atan2"')]
+    assert [(t.name, t.command) for t in res.tests] == [("OpInfo('atan2')", 'pytest test/test_ops.py -k "_atan2_"')]
     assert not res.files[0].note  # the line is inside an entry, not "outside any definition"
     res, _, _ = ask(ix, diff=edit_diff(tree, mi, 5, "None", "1"))
     assert res.tests[0].name == "OpInfo('index_select')" and "matched by name" in res.tests[0].why

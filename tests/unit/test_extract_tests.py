@@ -113,6 +113,20 @@ def test_touches_name_ops_and_modules_not_asserts_or_dtypes():
     assert ".item" in ms["TestPlain", "test_plain"].touches.split()  # method on a subscript
 
 
+def test_a_name_a_test_binds_to_an_imported_chain_is_touched_as_written_in_that_test_only():
+    # aten = torch.ops.aten inside a test (test_x86inductor_quantizer.py's test_linear_unary): its aten.relu.default
+    # was not recorded, as the name was a root only when bound at module level; it is written as the chain it names
+    src = ("import torch\nclass TestQ:\n    def test_unary(self):\n        aten = torch.ops.aten\n"
+           "        self.check(aten.relu.default, aten.gelu.default)\n"
+           "    def test_nested(self):\n        with ctx():\n            ops = torch.ops\n            a = ops.aten\n"
+           "            a.add.Tensor(x, y)\n"
+           "    def test_other(self):\n        self.check(aten.relu.default)\n")
+    ms = {m.name: m.touches.split() for m in extract_tests("test/test_q.py", src.encode())["TestMethod"]}
+    assert ms["test_unary"] == ["torch.ops.aten", "torch.ops.aten.relu.default", "torch.ops.aten.gelu.default"]
+    assert ms["test_nested"] == ["torch.ops", "torch.ops.aten", "torch.ops.aten.add.Tensor"]
+    assert ms["test_other"] == []
+
+
 def test_touches_are_bounded():
     body = "\n".join(f"    torch.op{i}(x)" for i in range(MAX_TOUCHES + 50))
     facts = extract_tests("test/test_big.py", f"import torch\ndef test_big():\n{body}\n".encode())

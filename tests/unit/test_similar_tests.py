@@ -1,6 +1,7 @@
 """find_similar_tests: the op's home test files first, and what the generic @ops tests do to this op."""
 
 import ast
+import re
 
 import pytest
 
@@ -199,7 +200,7 @@ def test_tests_named_after_another_name_and_a_namespace_ops_short_name(py_indexe
             ("test/test_linalg.py", "test_eig_numpy"), ("test/test_linalg.py", "test_eig_compare_backends")]
         res, _ = call(ix, "find_similar_tests", query="normal")
         assert [o.command.split(" -k ")[1] for o in res.opinfos] == [
-            '"normal and not normal_in_place and not nn_functional_normalize"', '"normal_in_place"']
+            '"_normal_ and not _normal_in_place_"', '"_normal_in_place_"']
     finally:
         ix.close()
 
@@ -331,10 +332,55 @@ def test_an_opinfo_k_keeps_the_ops_python_reference_and_rules_out_another_module
         "python_ref_db = [PythonRefInfo('_refs.linalg.svd', torch_opinfo_name='linalg.svd'),\n"
         "                 PythonRefInfo('_refs._conversions.bfloat16', torch_opinfo_name='bfloat16')]\n")}
     with indexed_with(tree, entries) as ix:
-        assert exact_k(ix, "cholesky") == "cholesky and not linalg_cholesky"
-        assert exact_k(ix, "linalg_svd") == "linalg_svd"
-        assert exact_k(ix, "svd") == "svd and not linalg_svd"
-        assert exact_k(ix, "bfloat16") == "bfloat16"
+        assert exact_k(ix, "cholesky", "test/test_ops.py") == "_cholesky_ and not _linalg_cholesky_"
+        assert exact_k(ix, "linalg_svd", "test/test_ops.py") == "_linalg_svd_"
+        assert exact_k(ix, "svd", "test/test_ops.py") == "_svd_ and not _linalg_svd_"
+        assert exact_k(ix, "bfloat16", "test/test_ops.py") == "_bfloat16_"
+
+
+def _k_selects(expr: str, name: str) -> bool:
+    """pytest -k as it matches a unittest test: each word a case-insensitive substring of the test's name or its
+    parents' (class, module); not > and > or."""
+    words = re.findall(r"\(|\)|[^\s()]+", expr)
+    py = " ".join(w if w in ("and", "or", "not", "(", ")") else
+                  repr(any(w.lower() in n.lower() for n in (name, "TestCommonCPU", "test_ops.py"))) for w in words)
+    return bool(eval(py))  # noqa: S307 - True/False/and/or/not/parentheses only
+
+
+def test_an_opinfo_k_selects_its_entrys_generated_tests_and_no_others(tree):
+    # -k bfloat16 (OpInfo('bfloat16')) selected every entry's bfloat16 tests (test_out_abs_cpu_bfloat16), -k T every
+    # test of TestCommon, -k neg every entry's test_neg_view: anchored on the underscores around the entry's name,
+    # with the suite's test names holding it ruled out and their runs of the entry put back
+    from torchtalk.query.testmatch import exact_k
+    names = ["bfloat16", "float", "float_power", "neg", "T", "abs", "_foreach_abs", "view_as", "as_strided",
+             "bool", "div.trunc", "div.floor"]
+    entries = {"torch/testing/_internal/common_methods_invocations.py": (
+        "from torch.testing._internal.opinfo.core import OpInfo\n"
+        "op_db = [OpInfo('bfloat16'), OpInfo('float'), OpInfo('float_power'), OpInfo('neg'), OpInfo('T'),\n"
+        "         OpInfo('abs'), OpInfo('_foreach_abs'), OpInfo('view_as'), OpInfo('as_strided'), OpInfo('bool'),\n"
+        "         OpInfo('div', variant_test_name='trunc'), OpInfo('div', variant_test_name='floor')]\n"),
+        "test/test_ops.py": (
+        "from torch.testing._internal.common_device_type import ops\n"
+        "from torch.testing._internal.common_methods_invocations import op_db\n"
+        "from torch.testing._internal.common_utils import TestCase\n"
+        "class TestCommon(TestCase):\n"
+        + "".join(f"    @ops(op_db)\n    def test_{t}(self, device, dtype, op):\n        pass\n"
+                  for t in ("out", "neg_view", "conj_view", "non_standard_bool_values", "dtypes"))
+        + "    def test_float_ops(self, device):\n        pass\n")}
+    templates = ["test_out", "test_neg_view", "test_conj_view", "test_non_standard_bool_values", "test_dtypes"]
+    ids = {n: [f"{t}_{n.replace('.', '_')}_{d}_{dt}" for t in templates for d in ("cpu", "cuda")
+               for dt in ("float32", "bfloat16", "bool", "float64")] for n in names}
+    others = ["test_float_ops_cpu"]
+    with indexed_with(tree, entries) as ix:
+        for n in names:
+            expr = exact_k(ix, n.replace(".", "_"), "test/test_ops.py")
+            picked = {m for m in names for i in ids[m] if _k_selects(expr, i)}
+            assert picked == {n}, (n, expr, picked)
+            assert all(_k_selects(expr, i) for i in ids[n]), (n, expr)
+            assert not any(_k_selects(expr, i) for i in others), (n, expr)
+        assert exact_k(ix, "neg", "test/test_ops.py") == \
+            "(_neg_ and not test_neg_view or test_neg_view_neg_)"
+        assert exact_k(ix, "abs", "test/test_ops.py") == "_abs_ and not __foreach_abs_"
 
 
 def test_an_in_place_op_finds_the_opinfo_of_its_functional_forms_nn_functional_entry(tree):

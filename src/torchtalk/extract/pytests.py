@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import json
 from ast import Attribute, Call, Constant, Name
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 
 from ..model import (
@@ -91,10 +92,7 @@ class _TestExtractor:
                     self.imports.append(PyImport(alias, target, line))
         # a module-level name for an imported chain is a root too: aten = torch.ops.aten (30 test files), so a
         # body's aten.mm.default(...) is touched as written
-        for s in self.tree.body:
-            if s.__class__ is ast.Assign and len(s.targets) == 1 and s.targets[0].__class__ is Name and (
-                    (d := dotted(s.value)) is not None and d.partition(".")[0] in self.imported):
-                self.imported.add(s.targets[0].id)
+        self.imported |= set(_chain_names(self.tree.body, self.imported, {}))
         self._stmts(self.tree.body, -1, top=True, guard="")
         facts: FileFacts = {
             TestClass: self.classes,
@@ -167,7 +165,10 @@ class _TestExtractor:
     def _test(self, s, cls: int) -> None:
         self.methods.append(TestMethod(
             cls, s.name, s.lineno, s.end_lineno or s.lineno, json.dumps(decorator_texts(s)),
-            " ".join(touches(s.body, self.imported)),
+            # a name the test binds itself (aten = torch.ops.aten inside test_linear_unary, in a with block) is
+            # touched as the chain it names: aten.relu.default as torch.ops.aten.relu.default
+            " ".join(touches(s.body, self.imported,
+                             _chain_names(block_statements(s.body), self.imported, {}, self.imported))),
         ))
 
     def _instantiation(self, call: Call) -> None:
@@ -190,6 +191,22 @@ class _TestExtractor:
 def _module_imports(body: list) -> list:
     """Imports that run at module level (inside if/try blocks too, not inside defs)."""
     return [s for s in block_statements(body) if s.__class__ in (ast.Import, ast.ImportFrom)]
+
+
+def _chain_names(stmts: list, roots: set[str], out: dict[str, str],
+                 shadow: AbstractSet[str] = frozenset()) -> dict[str, str]:
+    """The names ``stmts`` bind to a chain rooted at one of ``roots`` or at a name bound before (``aten =
+    torch.ops.aten``) -> that chain, through the names bound before (``ops = torch.ops; a = ops.aten``: a ->
+    torch.ops.aten); a name of ``shadow`` (bound already) is left as it is."""
+    for s in stmts:
+        if s.__class__ is ast.Assign and len(s.targets) == 1 and s.targets[0].__class__ is Name and (
+                (d := dotted(s.value)) is not None and s.targets[0].id not in shadow):
+            root, dot, rest = d.partition(".")
+            if root in out:
+                out[s.targets[0].id] = out[root] + dot + rest
+            elif root in roots:
+                out[s.targets[0].id] = d
+    return out
 
 
 def _both(guard: str, cond: str) -> str:
@@ -265,13 +282,15 @@ def _option(node, constants: dict[str, object]) -> object:
     return v if v is not None else {UNREAD: text(node)}
 
 
-def touches(body: list, imported: set[str]) -> list[str]:
+def touches(body: list, imported: set[str], bound: dict[str, str] | None = None) -> list[str]:
     """Names a test body uses that may denote ops or modules, first seen first.
 
     ``torch.cumsum(...)``/``F.softmax``/``nn.Linear`` (chains rooted at an imported
     name, called or not), ``.cumsum_`` (a method called on anything else), and bare
-    calls of imported names. ``self.assertX(...)`` and dtype attributes are left out.
+    calls of imported names. ``self.assertX(...)`` and dtype attributes are left out. A name of ``bound`` (one the
+    body binds to a chain) is written as its chain.
     """
+    bound = bound or {}
     seen: dict[str, None] = {}
     stack = list(reversed(body))
     pop, push = stack.pop, stack.append
@@ -289,8 +308,10 @@ def touches(body: list, imported: set[str]) -> list[str]:
                     seen["." + f.attr] = None
                     push(f.value)
                 else:
-                    root, _, rest = d.partition(".")
-                    if root in imported:
+                    root, dot, rest = d.partition(".")
+                    if root in bound:
+                        seen[bound[root] + dot + rest] = None
+                    elif root in imported:
                         seen[d] = None
                     elif root == "self" or root == "cls":
                         if "." in rest:  # self.linear.forward(...): a method call
@@ -298,8 +319,8 @@ def touches(body: list, imported: set[str]) -> list[str]:
                     else:
                         seen["." + f.attr] = None
             elif fc is Name:
-                if f.id in imported:
-                    seen[f.id] = None
+                if f.id in bound or f.id in imported:
+                    seen[bound.get(f.id, f.id)] = None
             else:
                 push(f)
             for k in reversed(n.keywords):
@@ -311,9 +332,9 @@ def touches(body: list, imported: set[str]) -> list[str]:
             if d is None:
                 push(n.value)
             else:
-                root, _, rest = d.partition(".")
-                if root in imported and not (rest in _NOT_OPS and "." not in rest):
-                    seen[d] = None
+                root, dot, rest = d.partition(".")
+                if (root in imported or root in bound) and not (rest in _NOT_OPS and "." not in rest):
+                    seen[bound[root] + dot + rest if root in bound else d] = None
         else:
             push_children(n, stack)
     return list(seen)[:MAX_TOUCHES]

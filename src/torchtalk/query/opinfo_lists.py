@@ -32,6 +32,7 @@ class FamilySuite:
     path: str
     lists: tuple[str, ...]  # its @ops lists that hold the entry (sparse_unary_ufuncs)
     tests: int  # its @ops tests that take them
+    command: str = ""  # the pytest command running the entry's tests there (Note [Exact -k selections])
 
 
 @dataclass(frozen=True)

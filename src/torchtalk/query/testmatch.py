@@ -129,15 +129,27 @@ def namespace_files(ix: Index, namespace: str) -> set[int]:
 
 # Note [Exact -k selections]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~
-# ``pytest -k normal`` selects every test whose name holds "normal": OpInfo('normal')'s generated tests, and those of
-# every other entry whose formatted name holds it (nn_functional_normalize, log_normal). Those are ruled out by name
-# (``-k "normal and not nn_functional_normalize and not log_normal"``), each collision read from the tree's OpInfo
-# entries, and a collision that holds another one is ruled out by the shorter. The entry's own variants are other
-# entries too (normal_in_place is OpInfo('normal', variant_test_name='in_place'), with a command of its own). The one
-# other entry kept is the op's Python reference (python_ref_db: ``_refs.linalg.svd`` of linalg_svd,
+# ``pytest -k normal`` selects every test whose name (or a parent's: class, module) holds "normal", case-insensitively.
+# An entry's generated tests are named test_<template>_<entry>_<device>_<dtype> (dots as underscores; @parametrize
+# values may come between entry and device), so the entry's name always has an underscore on both sides, and the
+# selection is anchored on them: ``_normal_``. Bare, it would also select every test whose template or dtype holds the
+# word (``-k bfloat16`` each entry's bfloat16 tests, ``-k float`` each float32 one, ``-k T`` every TestCommon test).
+# What the anchor still selects is ruled out by name, read from the tree:
+# - other entries whose name holds it (``_normal_`` in nn_functional_normal_: ``and not _nn_functional_normal_``,
+#   the excluded names anchored too, so that none is part of the entry's own test names); a collision that holds
+#   another one is ruled out by the shorter. The entry's own variants are other entries too (normal_in_place is
+#   OpInfo('normal', variant_test_name='in_place'), with a command of its own).
+# - test names of the suite that hold it (test_neg_view for neg, test_non_standard_bool_values for bool), or end in
+#   its first words (test_conj_view, whose as_strided tests hold _view_as_): each test's own runs of the entry are
+#   put back (``(_neg_ and not test_neg_view or test_neg_view_neg_) and ...``); a test name the file's name holds is
+#   ruled out with the underscore after it.
+# Every collision is named: the longest list is a few lines (norm's 17 in PyTorch 2.6).
+# The one other entry kept is the op's Python reference (python_ref_db: ``_refs.linalg.svd`` of linalg_svd,
 # ``_refs._conversions.bfloat16`` of bfloat16), whose tests run the op too; an entry of another module that only
-# ends in the name is another op (``linalg.cholesky`` is not ``cholesky``'s, and is ruled out).
-MAX_EXCLUDED = 6  # collisions named; past that the selection says it is broader (a substring match)
+# ends in the name is another op (``linalg.cholesky`` is not ``cholesky``'s, and is ruled out). Names that differ only
+# in case (OpInfo('T') and OpInfo('t')) are one name to -k and cannot be told apart.
+# Nor can two (template, entry) pairs that spell one name: test_non_contig_index + add and test_non_contig + index_add
+# (test_unary_ufuncs.py) are both test_non_contig_index_add_cpu_float32.
 _REFS = "_refs."  # the module of the Python references (torch/_refs)
 
 
@@ -163,14 +175,45 @@ def formatted_names(ix: Index) -> dict[str, str]:
     return ix.cached("opinfo_formatted", build)
 
 
-def exact_k(ix: Index, sel: str) -> str:
-    """The -k expression selecting the tests of the entry formatted ``sel`` and no other entry's, but its Python
-    reference's (_refs_linalg_svd, the reference of linalg_svd: its tests run the op too)."""
-    low = sel.lower()
-    hits = sorted((n for n, ref_of in formatted_names(ix).items() if low in n and n != low and ref_of != low),
-                  key=len)
+def _suite_tests(ix: Index, path: str) -> list[str]:
+    """The test names defined in the test file ``path`` (every class's), lowercased."""
+    fid = ix.file_ids().get(path)
+    return [n.lower() for (n,) in ix.q("SELECT DISTINCT name FROM test_method WHERE file_id = ?", (fid,))] \
+        if fid is not None else []
+
+
+def _shortest(names: list[str]) -> list[str]:
+    """``names`` without those holding a shorter one (that one rules them out too), shortest first."""
     kept: list[str] = []
-    for n in hits:
+    for n in sorted(names, key=len):
         if not any(k in n for k in kept):
             kept.append(n)
-    return " and not ".join([sel, *kept[:MAX_EXCLUDED]])
+    return kept
+
+
+def exact_k(ix: Index, sel: str, path: str) -> str:
+    """The -k expression selecting, in the test file ``path``, the generated tests of the entry formatted ``sel``
+    and no other test but its Python reference's (_refs_linalg_svd, the reference of linalg_svd: its tests run the
+    op too) (Note [Exact -k selections])."""
+    low = sel.lower()
+    anchor = f"_{low}_"
+    entries = [f"_{n}_" for n, ref_of in formatted_names(ix).items()
+               if anchor in f"_{n}_" and n != low and ref_of != low]
+    # a test name holding the anchor, or ending in its first words when an entry's name starts with the others:
+    # test_conj_view's tests of as_strided hold _view_as_
+    names = [f"{n}_" for n in formatted_names(ix)]
+    heads = [anchor[:i + 1] for i in range(1, len(anchor) - 1)
+             if anchor[i] == "_" and any(n.startswith(anchor[i + 1:]) for n in names)]
+    tests = _suite_tests(ix, path)
+    # a test name as written (test_abs_zero, run undecorated, has no underscore after it), but one the file's
+    # name holds (every test's parent) with its underscore
+    module = path.rsplit("/", 1)[-1].lower()
+    excluded = _shortest([t if t not in module else f"{t}_" for t in tests
+                          if anchor in f"{t}_" or any(f"{t}_".endswith(h) for h in heads)])
+    core = f"_{sel}_"
+    if excluded:  # the entry's own tests that an exclusion holds, back (test_neg_view_neg_); not one that is no
+        #           more than an exclusion (test_non_contig's expand tests are test_non_contig_expand's names)
+        back = sorted(f"{t}_{sel}_" for t in tests if any(x in f"{t}{anchor}" and f"{t}{anchor}" not in f"{x}_"
+                                                           for x in excluded))
+        core = "(" + " and not ".join([core, *excluded]) + "".join(f" or {b}" for b in back) + ")"
+    return " and not ".join([core, *_shortest(entries)])

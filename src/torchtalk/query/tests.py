@@ -380,8 +380,10 @@ def _opinfos(ix: Index, key: str, ops: list[Op], asked: set[str]) -> list[OpInfo
         # (foreach_unary_op_db: test_foreach.py)
         in_db = files.get(db, [])
         where = "test/test_ops.py" if not in_db or "test/test_ops.py" in in_db else in_db[0]
-        hit = OpInfoHit(name, ctor, variant, Loc(ix.path_of(fid), line), f'pytest {where} -k "{exact_k(ix, sel)}"',
-                        db=db, suites=[f for f in family_suites(ix, ctor, db, flags) if f.path != where],
+        hit = OpInfoHit(name, ctor, variant, Loc(ix.path_of(fid), line),
+                        f'pytest {where} -k "{exact_k(ix, sel, where)}"', db=db,
+                        suites=[replace(f, command=f'pytest {f.path} -k "{exact_k(ix, sel, f.path)}"')
+                                for f in family_suites(ix, ctor, db, flags) if f.path != where],
                         backward=backward if backward.lower() in names else "")
         for mark, cls, test, device, dtypes, mfid, mline, entry in ix.q(
                 "SELECT mark, test_class, test_name, device_type, dtypes, file_id, line, entry FROM op_test_mark "

@@ -53,10 +53,9 @@ def render_similar_tests(r: SimilarTestsResult) -> str:
             of = f"  (its aten_backward_name={o.backward!r}: its gradient tests run it)" if o.backward else ""
             out.append(f"- {o.ctor}('{o.name}'){variant}  {o.loc}{of}")
             out.append(f"    run: {o.command}")
-            sel = o.command.rsplit(" -k ", 1)[-1] if " -k " in o.command else ""
             for f in o.suites:  # Note [OpInfo lists]
                 out.append(f"    also run by the @ops({', '.join(f.lists)}) tests of {f.path} ({f.tests}): "
-                           f"pytest {f.path}" + (f" -k {sel}" if sel else ""))
+                           + (f.command or f"pytest {f.path}"))
             own = [m for m in o.marks if m.entry == o.name]
             refs = [m for m in o.marks if m.entry and m.entry != o.name]
             lists = [m for m in o.marks if not m.entry]

@@ -131,6 +131,11 @@ def _command(path: str, cls: str, name: str) -> str:
     return f'pytest {path} -k "{sel}"' if sel else f"pytest {path}"
 
 
+def _ops_command(ix: Index, sel: str) -> str:
+    """The command running an entry's tests of test/test_ops.py (Note [Exact -k selections])."""
+    return f'pytest test/test_ops.py -k "{exact_k(ix, sel, "test/test_ops.py")}"'
+
+
 def _opinfo_sel(name: str, variant: str) -> str:
     return name.replace(".", "_") + (f"_{variant}" if variant else "")
 
@@ -159,8 +164,7 @@ def changed_opinfos(ix: Index, infos: list[ChangedOpInfo], device: Device | None
     return [AffectedTest(f"OpInfo('{o.name}')" + (f" variant {o.variant!r}" if o.variant else ""), o.loc,
                          TestReason.OPINFO,
                          o.name, f"OpInfo entry: {o.why}",
-                         with_device(f'pytest test/test_ops.py -k "{exact_k(ix, _opinfo_sel(o.name, o.variant))}"',
-                                     device))
+                         with_device(_ops_command(ix, _opinfo_sel(o.name, o.variant)), device))
             for o in infos]
 
 
@@ -185,7 +189,7 @@ def op_tests(ix: Index, op: OpForTests, device: Device | None) -> list[AffectedT
     present = _present(ix)
     out = []
     hits = [(h.name, h.variant, h.loc, h.command, h.suites) for h in found.opinfos]
-    hits += [(n, v, loc, f'pytest test/test_ops.py -k "{exact_k(ix, _opinfo_sel(n, v))}"', [])
+    hits += [(n, v, loc, _ops_command(ix, _opinfo_sel(n, v)), [])
              for n, v, loc in _opinfos_named(ix, op.python, {(h[0], h[1]) for h in hits})]
     for name, variant, loc, command, suites in hits:
         label = f"OpInfo('{name}')" + (f" variant {variant!r}" if variant else "")
@@ -199,7 +203,8 @@ def op_tests(ix: Index, op: OpForTests, device: Device | None) -> list[AffectedT
         if not op.aspects:
             out += [AffectedTest(f"{f.path} for {sel}", Loc(f.path, 1), TestReason.OPINFO, op.op,
                                  f"its @ops({', '.join(f.lists)}) tests run op {op.op} through {label} ({op.path})",
-                                 with_device(f'pytest {f.path} -k "{exact_k(ix, sel)}"', device)) for f in suites]
+                                 with_device(f'pytest {f.path} -k "{exact_k(ix, sel, f.path)}"', device))
+                    for f in suites]
     # The suites that check what changed for every OpInfo op; -k matches the op inside OpInfo names too
     # (mse_loss selects test_..._nn_functional_mse_loss_...).
     # (only through an OpInfo entry: an op without one is in none of these suites, and -k with its name selects
@@ -212,7 +217,7 @@ def op_tests(ix: Index, op: OpForTests, device: Device | None) -> list[AffectedT
                     out.append(AffectedTest(f"{suite} for {sel}", Loc(suite, 1), TestReason.OPINFO, op.op,
                                             f"its {aspect} changed: {suite} checks that for every OpInfo op "
                                             f"({op.path})",
-                                            with_device(f'pytest {suite} -k "{exact_k(ix, sel)}"', device)))
+                                            with_device(f'pytest {suite} -k "{exact_k(ix, sel, suite)}"', device)))
     out += _found(ix, found.tests, op.base, op.op, op.path, device)
     return out
 
