@@ -69,7 +69,8 @@ class Site(NamedTuple):
 class PieceHit(NamedTuple):
     piece: str
     at: int  # offset in the matched message; -1 when it is not there
-    length: int  # characters of the piece found there: all of them, or its start (a message edited or cut)
+    length: int  # characters of the piece found there: all of them, or a part (a message edited or cut)
+    start: int = 0  # where that part starts in the piece (the message starts inside it: Note [A part of a message])
 
 
 class Match(NamedTuple):
@@ -81,6 +82,7 @@ class Match(NamedTuple):
     same_class: bool
     cut: bool  # the message stops inside this site's text (``shown`` counts the text before its end)
     hits: list[PieceHit]
+    opened: bool = False  # the message starts inside this site's text (Note [A part of a message])
     headless: bool = False  # matched against its own message only, the macro's head not in the message
     contradicts: bool = False  # it cannot raise the class the pasted text names (Note [A class that rules out])
 
@@ -88,13 +90,16 @@ class Match(NamedTuple):
     def key(self) -> tuple[object, ...]:
         """Sort key: best first."""
         s = self.site
-        return (-self.hint, self.contradicts, -round(self.coverage, 3), -round(self.shown, 3), not self.same_class,
-                s.rank, len(s.pieces), s.path, s.line)
+        return (-self.hint, self.contradicts, -round(self.coverage, 3), -round(self.shown, 3), self.opened,
+                not self.exact, not self.same_class, s.rank, len(s.pieces), s.path, s.line)
 
     @property
     def text_key(self) -> tuple[object, ...]:
-        """Matches with equal text keys print the same message as far as the message shows."""
-        return (self.hint, round(self.coverage, 3), round(self.shown, 3), self.site.part(self.headless)[0])
+        """Matches with equal text keys print the same message as far as the message shows (a message that starts
+        inside their text: the same part of it, Note [A part of a message])."""
+        text = tuple(h.piece[h.start:h.start + h.length] for h in self.hits if h.at >= 0) if self.opened else \
+            self.site.part(self.headless)[0]
+        return (self.hint, round(self.coverage, 3), round(self.shown, 3), text)
 
 
 # Note [A class that rules out]
@@ -210,11 +215,52 @@ class Aligned(NamedTuple):
     exact: bool  # every piece found in order, anchored at both ends
     cut: int  # literal characters of the pieces after the message's end (it stops inside the site's text)
     hits: list[PieceHit]
+    head: int = 0  # literal characters before the message's start (it starts inside the site's text: Note [A part
+    #                of a message])
+
+
+# Note [A part of a message]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Users paste a part of a message as often as all of it: a printed value and what comes before it dropped
+# ("can't be cast to the desired output type" of "result type Float can't be cast to the desired output type
+# Long"), a line taken from the middle of a wrapped one, a first word written in lower case ("expected kernel_size
+# equals to 2" of "It is expected kernel_size equals to 2, but got size 3"). So the text may start inside a site's
+# text, not only stop there: the message lying inside one piece covers all of it; else the first piece found may be
+# found by its end, the message's start (upper and lower case alike). The site's text before the message's start
+# (and after its end) is outside what was pasted: it is not counted as missing, so a site printing the part shows
+# all of it, and ranks after a site printing the message from its start only when they match alike.
+
+
+def _inside(pieces: tuple[str, ...], msg: str) -> Aligned | None:
+    """The message as a part of one piece (Note [A part of a message]): all of it covered, the rest cut."""
+    low = msg.lower()
+    for i, p in enumerate(pieces):
+        at = p.lower().find(low)
+        if at >= 0 and len(p) > len(msg):
+            head = sum(_letters(q) for q in pieces[:i]) + _letters(p[:at])
+            cut = sum(_letters(q) for q in pieces[i + 1:]) + _letters(p[at + len(msg):])
+            hits = [PieceHit(q, 0, len(msg), at) if k == i else PieceHit(q, -1, 0) for k, q in enumerate(pieces) if q]
+            return Aligned(_letters(msg), False, cut, hits, head)
+    return None
+
+
+def _tail(piece: str, msg: str) -> int:
+    """Where the longest end of ``piece`` that starts the message begins in it (upper and lower case alike), or -1;
+    the end is 12 characters or more, or the whole piece (Note [A part of a message])."""
+    lp, lm = piece.lower(), msg.lower()
+    need = min(MIN_PREFIX, len(piece))
+    j = lp.find(lm[:need])
+    while j >= 0:
+        if lm.startswith(lp[j:]):
+            return j
+        j = lp.find(lm[:need], j + 1)
+    return -1
 
 
 def align(pieces: tuple[str, ...], msg: str) -> Aligned:
     """Find a site's pieces in the message, in order. A message that stops inside the site's text (pasted
-    short, or cut by a terminal) matches the pieces before its end; the start of the next piece may end it."""
+    short, or cut by a terminal) matches the pieces before its end; the start of the next piece may end it. One
+    that starts inside it matches from there (Note [A part of a message])."""
     last = len(pieces) - 1
     pos = 0
     covered = 0
@@ -222,6 +268,7 @@ def align(pieces: tuple[str, ...], msg: str) -> Aligned:
     hits = []
     first_missing = -1  # the first piece not found whole, when every piece after it is missing too
     broken = False  # a piece is missing before one that was found: the message is no cut-short copy
+    head = 0  # literal characters before the message's start (it starts inside the site's text)
     for i, p in enumerate(pieces):
         if not p:
             continue
@@ -233,6 +280,16 @@ def align(pieces: tuple[str, ...], msg: str) -> Aligned:
         else:
             at = msg.find(p, pos)
             exact = exact and i != last
+        if at < 0 and not covered:
+            j = _tail(p, msg)
+            if j >= 0:  # the message starts inside this piece, or with it in another case
+                exact = False
+                head = sum(_letters(q) for q in pieces[:i]) + _letters(p[:j])
+                hits.append(PieceHit(p, 0, len(p) - j, j))
+                first_missing = -1
+                covered += _letters(p[j:])
+                pos = len(p) - j
+                continue
         if at < 0:
             exact = False
             k, at = _prefix(p, msg, pos)
@@ -244,6 +301,9 @@ def align(pieces: tuple[str, ...], msg: str) -> Aligned:
                 pos = at + k
             continue
         hits.append(PieceHit(p, at, len(p)))
+        if not covered and i:  # the message starts at a value or after it: the pieces before are outside it
+            head = sum(_letters(q) for q in pieces[:i])
+            first_missing = -1
         if first_missing >= 0:
             broken = True
         covered += _letters(p)
@@ -256,7 +316,11 @@ def align(pieces: tuple[str, ...], msg: str) -> Aligned:
         if not got:
             covered += _letters(p[:k])
         cut = sum(_letters(q) for q in pieces[first_missing:]) - _letters(p[:k])
-    return Aligned(covered, exact, cut, hits)
+    if not exact and (covered < _letters(msg) or not cut and not head):
+        inside = _inside(pieces, msg)  # the message inside one piece; or its start, the rest of the piece cut
+        if inside is not None and inside.covered >= covered:
+            return inside
+    return Aligned(covered, exact, cut, hits, head)
 
 
 def _prefix(piece: str, msg: str, pos: int) -> tuple[int, int]:
@@ -326,8 +390,8 @@ def match(ix: Index, cleaned: Cleaned) -> tuple[list[Match], int]:
         hint = max((_hint(h, s) for h in cleaned.hints), default=0)
         raised = s.exception.rsplit(".", 1)[-1].lstrip("_")
         same = bool(exc) and raised == exc
-        shown = a.covered / max(1, literal - a.cut)
-        out.append(Match(s, hint, a.covered / size, shown, a.exact, same, a.cut > 0, a.hits, headless,
+        shown = a.covered / max(1, literal - a.cut - a.head)
+        out.append(Match(s, hint, a.covered / size, shown, a.exact, same, a.cut > 0, a.hits, a.head > 0, headless,
                          _contradicts(exc, raised)))
     out.sort(key=lambda m: m.key)
     return out, len(cands)

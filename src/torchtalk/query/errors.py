@@ -44,7 +44,8 @@ _FUNC_COLS = codec(PyFunction).select()
 class PieceMatch:
     piece: str
     at: int  # where it is in the message (as matched: whitespace runs as one space); -1 when missing
-    length: int  # characters of the piece found there (fewer than all: only its start is in the message)
+    length: int  # characters of the piece found there (fewer than all: only a part is in the message)
+    start: int = 0  # where that part starts in the piece (the message starts inside it)
 
 
 @dataclass
@@ -64,6 +65,7 @@ class ErrorSite:
     exact: bool  # every piece found in order, anchored at both ends
     hinted: bool  # the pasted text names this line, or its function in its file ("Exception raised from", a frame)
     cut: bool  # the message stops inside this site's text (the pieces after its end are not counted)
+    opened: bool  # the message starts inside this site's text (the pieces before its start are not counted)
     pieces: list[PieceMatch]
     reach: Reach | None = None  # None when not walked (see ErrorOriginResult.cuts)
 
@@ -121,10 +123,10 @@ def _site(ix: Index, m: Match, walk: float, tests_until: float, message: str) ->
             reach = py_reach(ix, fn.id, node.key, fn.cls, fn.name, tests_until, node, json.loads(fn.decorators or "[]"))
         elif node.kind is not NodeKind.PY_FUNCTION:
             reach = cpp_reach(ix, node, walk, tests_until, message)
-    pieces = [PieceMatch(h.piece, h.at, h.length) for h in m.hits]
+    pieces = [PieceMatch(h.piece, h.at, h.length, h.start) for h in m.hits]
     return ErrorSite(rs.loc, rs.end_line, Layer.PYTHON if rs.is_python else Layer.CPP, rs.kind, rs.macro, rs.exception,
                      rs.condition, rs.template, rs.via, node, round(m.coverage, 3), round(m.shown, 3), m.exact,
-                     m.hint == 2, m.cut, pieces, reach)
+                     m.hint == 2, m.cut, m.opened, pieces, reach)
 
 
 def warm(ix: Index) -> None:
@@ -183,7 +185,9 @@ def error_origin(ix: Index, message: str, limit: int = DEFAULT_LIMIT) -> ErrorOr
                     "another site's function walks it")
     if total > len(shown) and verdict is not Verdict.NONE:
         cuts.append(f"sites: showing {len(shown)} of {total} (limit={min(total, MAX_SITES)} shows more)")
-    expecting = tests_expecting(ix, [p.piece for p in sites[0].pieces if p.at >= 0]) \
+    # the best site's text, or the part of it the message shows when the message starts inside it
+    expecting = tests_expecting(ix, [p.piece[p.start:p.start + p.length] if p.start else p.piece
+                                     for p in sites[0].pieces if p.at >= 0]) \
         if sites and verdict is not Verdict.NONE else None
     return ErrorOriginResult(cleaned.message, cleaned.exception, verdict, sites, total, same, candidates,
                              cleaned.hints, cleaned.foreign, cleaned.notes, cuts, expecting)

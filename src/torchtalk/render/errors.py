@@ -45,9 +45,16 @@ def chain_text(start: Node, chain: list[Edge]) -> str:
     return " <- ".join(parts)
 
 
+def _part(p: PieceMatch) -> str:
+    """Which part of a piece the message shows: all of it, its start, its end or a part inside it."""
+    if p.length == len(p.piece):
+        return f"{p.piece!r} at {p.at}"
+    which = "the end" if p.start and p.start + p.length == len(p.piece) else "a part" if p.start else "the start"
+    return f"{which} of {p.piece!r} ({p.piece[p.start:p.start + p.length]!r}) at {p.at}"
+
+
 def _pieces(pieces: list[PieceMatch]) -> str:
-    found = [f"{p.piece!r} at {p.at}" if p.length == len(p.piece) else
-             f"the start of {p.piece!r} ({p.piece[:p.length]!r}) at {p.at}" for p in pieces if p.at >= 0]
+    found = [_part(p) for p in pieces if p.at >= 0]
     missing = [repr(p.piece) for p in pieces if p.at < 0]
     out = []
     if found:
@@ -123,7 +130,8 @@ def _site(i: int, s: ErrorSite, detail: bool, out: list[str]) -> None:
                    f"  check (raised when it fails): {s.condition}")
     out.append(f"  prints: {s.template!r}")
     if detail or not s.exact:
-        cut = "; the message stops inside its text" if s.cut else ""
+        ends = " and ".join(w for w, on in (("starts", s.opened), ("stops", s.cut)) if on)
+        cut = f"; the message {ends} inside its text" if ends else ""
         out.append(f"  pieces: {_pieces(s.pieces)} (covers {s.coverage:.0%} of the message{cut})")
     if s.reach is not None:
         _reach(s, s.reach, out)
@@ -166,6 +174,10 @@ def render_error_origin(r: ErrorOriginResult) -> str:
     if first is None:
         return "\n".join(out)
     lead = _VERDICT[r.verdict]
+    if r.verdict is Verdict.MATCH and (first.opened or first.cut) and first.coverage >= 1:
+        where = "around" if first.opened and first.cut else "before" if first.opened else "after"
+        # Note [A part of a message]
+        lead = f"All of the message is in the best site's text, which prints more {where} it (a part was pasted)."
     if r.same_text > 1 and r.verdict is Verdict.WEAK:  # none prints the message: they only match it alike
         lead = f"{lead} {r.same_text} of them match it equally (the message cannot tell them apart)."
     elif r.same_text > 1:
