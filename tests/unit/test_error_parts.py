@@ -45,3 +45,67 @@ def test_a_message_that_starts_inside_a_piece_counts_what_is_before_it_as_outsid
     assert a.hits[1].start == len(" can't ") and a.hits[1].at == 0
     whole = align(pieces, "result type Float can't be cast to the desired output type Long")
     assert whole.head == 0 and whole.covered == len("result type  can't be cast to the desired output type ")
+
+
+POOL = ('namespace at { namespace native {\nstruct QPool {\n  static Tensor run(Tensor x) {\n'
+        '    TORCH_CHECK(x.dim() == 4, "qpool: expected a four dimensional quantized input, got ", x.dim());\n'
+        '    return x;\n  }\n};\nstruct QLinear {\n  static Tensor run(Tensor x) { return x; }\n};\n'
+        'TORCH_LIBRARY_IMPL(quantized, QuantizedCPU, m) {\n  m.impl("quantized::pool", TORCH_FN(QPool::run));\n'
+        '  m.impl("quantized::linear", TORCH_FN(QLinear::run));\n'
+        '  m.impl("quantized::linear2", TORCH_FN(QLinear::run));\n'
+        '}\nvoid pool_user(ThreadPool& pool) {\n  pool.run(1);\n}\n}}\n')
+
+
+def test_callers_found_by_name_are_said_to_be_calls_of_the_name_and_other_classes_are_left_out(tree, monkeypatch):
+    """F19/F18: QMaxPool_arr_args::run was 'called at 299 sites; too many to walk, so by name' with a thread pool's
+    run as its callers, and the ops above read 'showing 1 of 1' though the walk was cut (Note [Callers by name])."""
+    from torchtalk.query import error_reach
+
+    monkeypatch.setattr(error_reach, "FAN_IN", 1)
+    with indexed_with(tree, {"aten/src/ATen/native/quantized/Pool.cpp": POOL}) as ix:
+        r, text = ask(ix, "qpool: expected a four dimensional quantized input, got 3")
+        reach = r.sites[0].reach
+        (fan,) = reach.fan_in
+        assert fan.by_name and fan.other_classes == 2 and fan.sites == 2, text  # QLinear::run twice left out
+        assert [e.site.line for e in fan.samples][:1] == [12], text  # the reference naming QPool first
+        assert "calls of any function of that name, not its callers" in text and "2 more written on other " \
+            "classes left out" in text and 'called_by("aten/src/ATen/native/quantized/Pool.cpp:3")' in text, text
+        assert "e.g. a call in at::native::pool_user" in text, text
+        assert reach.ops_partial
+
+
+def test_a_check_under_a_preprocessor_condition_says_the_build_decides(tree):
+    """F7: the stand-in for a build without BLAS was 'raised always (its condition is false)'."""
+    src = ('namespace at { namespace native {\nvoid apply_solve(Tensor& a) {\n#if !AT_BUILD_WITH_BLAS()\n'
+           '  TORCH_CHECK(false, "Calling torch.solve_thing on a CPU tensor requires compiling PyTorch with BLAS.");\n'
+           '#else\n  solve(a);\n#endif\n}\n}}\n')
+    with indexed_with(tree, {"aten/src/ATen/native/Solve.cpp": src}) as ix:
+        r, text = ask(ix, "Calling torch.solve_thing on a CPU tensor requires compiling")
+        assert r.sites[0].branch == "#if !AT_BUILD_WITH_BLAS()", text
+        assert "only in a build where #if !AT_BUILD_WITH_BLAS() holds" in text and "raised always" not in text
+
+
+def test_a_needle_whose_words_many_sites_hold_together_is_not_searched_for():
+    """F7: 'Calling torch' (the head of 'Calling torch.triangular_solve on a CPU tensor ...') was taken as dynamo's
+    tests expecting the message: its words are in hundreds of the tree's messages."""
+    from torchtalk.query.error_match import Sites
+    from torchtalk.query.error_tests import needles_of
+
+    n = 1000
+    data = Sites([None] * n, {"calling": list(range(250)), "torch": list(range(900)),  # type: ignore[list-item]
+                              "triangular_solve": [1], "requires": list(range(40)), "blas": [1, 2]}, {})
+    pieces = ["Calling torch.triangular_solve requires BLAS."]
+    assert needles_of(pieces) == ["Calling torch", "triangular_solve requires BLAS"]  # by words alone: both
+    assert needles_of(pieces, data) == ["triangular_solve requires BLAS"]
+
+
+def test_the_sites_past_those_walked_name_the_call_that_walks_the_next(tree):
+    """F22: 'what leads there is walked for the first 3 sites; impact("path:line") on another site's function'."""
+    funcs = "".join(f'void im2col_{i}(IntArrayRef k) {{\n  TORCH_CHECK(k.size() == 2, "It is expected kernel_size '
+                    f'equals to 2, but got size ", k.size());\n}}\n' for i in range(5))
+    with indexed_with(tree, {"aten/src/ATen/native/Im2Col.cpp": "namespace at { namespace native {\n" + funcs
+                             + "}}\n"}) as ix:
+        r, text = ask(ix, "It is expected kernel_size equals to 2, but got size 3")
+        assert len(r.sites) == 5, text
+        fourth = r.sites[3].function.loc
+        assert f'impact("{fourth.path}:{fourth.line}", depth=3) walks site 4\'s function' in text, text
