@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from torchtalk.model.raises import Verdict
-from torchtalk.query.error_match import align
+from torchtalk.query.error_align import align
 from torchtalk.tools import get_tool, run
 
 from ..conftest import indexed_with
@@ -109,3 +109,48 @@ def test_the_sites_past_those_walked_name_the_call_that_walks_the_next(tree):
         assert len(r.sites) == 5, text
         fourth = r.sites[3].function.loc
         assert f'impact("{fourth.path}:{fourth.line}", depth=3) walks site 4\'s function' in text, text
+
+
+def test_an_op_python_calls_privately_has_the_tests_of_the_public_function_above_it(tree):
+    """F9 (Note [Tests of an op Python calls privately]): col2im's only Python name is torch._C._nn.col2im; its
+    check's tests (test_nn.py's test_fold_invalid_arg) are named after torch.nn.functional.fold, which calls it."""
+    from torchtalk.query.error_test_names import public_api, tests_for
+
+    assert public_api(["torch._C._nn.col2im"], ["torch._C._nn.col2im", "torch.nn.functional.fold",
+                                                "torch.nn.modules.fold.Fold.forward"]) == "torch.nn.functional.fold"
+    assert public_api(["torch.cat"], ["torch.cat", "torch.nn.functional.multi_head_attention_forward"]) == ""
+    files = {"torch/nn/functional.py": "import torch\n\n\ndef fold(input, output_size):\n"
+                                      "    return torch._C._nn.col2im(input, output_size)\n",
+             "test/test_nn.py": "import torch.nn.functional as F\nfrom torch.testing._internal.common_utils import "
+                                "TestCase\n\n\nclass TestNN(TestCase):\n    def test_fold_invalid_arg(self):\n"
+                                "        F.fold(1, 2)\n",
+             "test/fx/test_const_fold.py": "from torch.testing._internal.common_utils import TestCase\n\n\n"
+                                           "class TestConstFold(TestCase):\n    def test_fold_module(self):\n"
+                                           "        pass\n"}
+    with indexed_with(tree, files) as ix:
+        shown, _opinfos, tests, cut = tests_for(ix, ["linear"], 5, None, "torch.nn.functional.fold")
+        assert shown == "linear and torch.nn.functional.fold"
+        assert ("TestNN", "test_fold_invalid_arg") in {(t.cls, t.name) for t in tests}
+        assert "test_fold_module" not in {t.name for t in tests} and "import nothing of torch.nn.functional" in cut
+
+
+def test_a_message_pasted_with_its_class_starts_where_a_site_starts(tree):
+    """Note [A part of a message]: 'RuntimeError: Given groups=1, ...' led with qconv.cpp's '[QConv2D] Given
+    groups=' check, whose ', ' pieces match the commas of the printed sizes, above Convolution.cpp's."""
+    conv = ('namespace at { namespace native {\nvoid check_shape_forward(Tensor input, IntArrayRef w, int groups) {\n'
+            '  TORCH_CHECK(input.size(1) == w[1] * groups, "Given groups=", groups, ", weight of size ", w,\n'
+            '              ", expected input", input.sizes(), " to have ", w[1] * groups, " channels, but got ",\n'
+            '              input.size(1), " channels instead");\n}\n}}\n')
+    qconv = ('namespace at { namespace native {\nvoid qconv_check(int C, int g, int M, int kh, int kw, int N, int H,'
+             ' int W) {\n  TORCH_CHECK(C == 3, "[QConv2D] Given groups=", g, ", weight of size ", M, ", ", kh, ", ",'
+             ' kw, ", ", C,\n              ", expected input (NCHW) ", N, ", ", C, ", ", H, ", ", W, " to have ", C,'
+             '\n              " channels, but got ", C, " channels instead");\n}\n}}\n')
+    msg = ("Given groups=1, weight of size [8, 3, 3, 3], expected input[1, 4, 16, 16] to have 3 channels, but got 4 "
+           "channels instead")
+    with indexed_with(tree, {"aten/src/ATen/native/Convolution.cpp": conv,
+                             "aten/src/ATen/native/quantized/cpu/qconv.cpp": qconv}) as ix:
+        r, text = ask(ix, "RuntimeError: " + msg)
+        assert [s.loc.path for s in r.sites][:2] == ["aten/src/ATen/native/Convolution.cpp",
+                                                     "aten/src/ATen/native/quantized/cpu/qconv.cpp"], text
+        r, text = ask(ix, msg)  # without its class the message may start anywhere: the site covering more leads
+        assert r.sites[0].loc.path == "aten/src/ATen/native/quantized/cpu/qconv.cpp" and r.sites[0].opened, text

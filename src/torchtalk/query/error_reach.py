@@ -37,7 +37,7 @@ from ..store.reader import Index
 from .change.tests import base_name
 from .cuts import named, node_arg, tool_call
 from .error_fan_in import FanIn, by_name, summary
-from .error_test_names import tests_for, tests_of_its_package
+from .error_test_names import public_api, tests_for, tests_of_its_package
 from .tests import FoundTest
 
 DEPTH = 3  # calls walked up from the raising function (registrations cost none)
@@ -222,7 +222,8 @@ def cpp_reach(ix: Index, func: Node, budget: float, tests_until: float, message:
     if len(ops) > MAX_OPS:
         reach.cuts.append(f"ops: showing the {MAX_OPS} closest of {len(ops)}")
     device = device_of_path(func.loc.path) if func.loc is not None else None
-    _tests(ix, reach, [o.op.key for o in reach.ops], tests_until, device)
+    api = public_api(reach.ops[0].python, reach.python) if reach.ops else ""
+    _tests(ix, reach, [o.op.key for o in reach.ops], tests_until, device, api)
     return reach
 
 
@@ -293,7 +294,8 @@ def py_reach(ix: Index, func_id: int, fq: str, cls: str, name: str, tests_until:
     return reach
 
 
-def _tests(ix: Index, reach: Reach, names: list[str], until: float, device: Device | None = None) -> None:
+def _tests(ix: Index, reach: Reach, names: list[str], until: float, device: Device | None = None,
+           api: str = "") -> None:
     """Tests for the first name, and past an internal op for the first public one (error_test_names.tests_for: the
     OpInfo entries first) when there is time left before ``until`` (0: not asked for); the name is kept so the answer
     can name the call either way. A site in code of one ``device`` (aten/src/ATen/native/cuda/) leaves out the
@@ -307,7 +309,8 @@ def _tests(ix: Index, reach: Reach, names: list[str], until: float, device: Devi
                           f"find_similar_tests(\"{base}\") lists them")
         return
     began = ix.work_clock()
-    reach.tests_for, opinfos, reach.tests = tests_for(ix, names, MAX_TESTS, device)
+    reach.tests_for, opinfos, reach.tests, cut = tests_for(ix, names, MAX_TESTS, device, api)
+    reach.cuts += [cut] if cut else []
     reach.tests_cpu = ix.work_clock() - began
     reach.tests_looked_up = True
     reach.opinfos = [f"OpInfo('{n}')" + (f" variant {v!r}" if v else "") + f": {c}" for n, v, c in opinfos[:2]]
