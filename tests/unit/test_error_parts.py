@@ -150,7 +150,7 @@ def test_a_message_pasted_with_its_class_starts_where_a_site_starts(tree):
     with indexed_with(tree, {"aten/src/ATen/native/Convolution.cpp": conv,
                              "aten/src/ATen/native/quantized/cpu/qconv.cpp": qconv}) as ix:
         r, text = ask(ix, "RuntimeError: " + msg)
-        assert [s.loc.path for s in r.sites][:2] == ["aten/src/ATen/native/Convolution.cpp",
+        assert r.same_text == 1 and [s.loc.path for s in r.sites][:2] == ["aten/src/ATen/native/Convolution.cpp",
                                                      "aten/src/ATen/native/quantized/cpu/qconv.cpp"], text
         r, text = ask(ix, msg)  # without its class the message may start anywhere: the site covering more leads
         assert r.sites[0].loc.path == "aten/src/ATen/native/quantized/cpu/qconv.cpp" and r.sites[0].opened, text

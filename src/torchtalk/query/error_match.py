@@ -95,7 +95,7 @@ class Match(NamedTuple):
         inside their text: the same part of it, Note [A part of a message])."""
         text = tuple(h.piece[h.start:h.start + h.length] for h in self.hits if h.at >= 0) if self.opened else \
             self.site.part(self.headless)[0]
-        return (self.hint, round(self.coverage, 3), round(self.shown, 3), text)
+        return (self.hint, self.demoted, round(self.coverage, 3), round(self.shown, 3), text)
 
 
 # Note [A class that rules out]
