@@ -154,3 +154,22 @@ def test_a_message_pasted_with_its_class_starts_where_a_site_starts(tree):
                                                      "aten/src/ATen/native/quantized/cpu/qconv.cpp"], text
         r, text = ask(ix, msg)  # without its class the message may start anywhere: the site covering more leads
         assert r.sites[0].loc.path == "aten/src/ATen/native/quantized/cpu/qconv.cpp" and r.sites[0].opened, text
+
+
+def test_overloads_of_one_name_are_summarised_by_name_once(tree, monkeypatch):
+    """F25: conv1d's check printed the same 'at::native::conv2d is called at 50 sites' block twice, once per
+    overload of conv2d: the sites of a name are the same for each."""
+    from torchtalk.query import error_reach
+
+    monkeypatch.setattr(error_reach, "FAN_IN", 2)
+    src = ('namespace at { namespace native {\nvoid check_input(int x) {\n'
+           '  TORCH_CHECK(x > 0, "conv_thing: expected a positive channel quantity here, got ", x);\n}\n'
+           'Tensor conv_thing(Tensor a) {\n  check_input(1);\n  return a;\n}\n'
+           'Tensor conv_thing(Tensor a, int b) {\n  check_input(b);\n  return a;\n}\n'
+           'void user_a(Tensor t) {\n  conv_thing(t);\n}\nvoid user_b(Tensor t) {\n  conv_thing(t, 1);\n}\n'
+           'void user_c(Tensor t) {\n  conv_thing(t, 2);\n}\n}}\n')
+    with indexed_with(tree, {"aten/src/ATen/native/ConvThing.cpp": src}) as ix:
+        r, text = ask(ix, "conv_thing: expected a positive channel quantity here, got 0")
+        fans = r.sites[0].reach.fan_in
+        assert [f.callee.label for f in fans] == ["at::native::conv_thing"], text
+        assert text.count("a function named conv_thing is called at") == 1, text

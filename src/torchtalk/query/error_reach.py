@@ -93,6 +93,7 @@ class _Into:
         self.timed_out = False
         self.calls = 0  # the raising function's own edges are always read
         self.keys: dict[str, set[str]] = {}  # op -> the dispatch keys of its kernels the walk came up through
+        self.named: set[str] = set()  # the names whose sites are summarised by name (Note [Callers by name])
 
     def __call__(self, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
         late = self.calls and self.ix.work_clock() > self.deadline
@@ -138,6 +139,9 @@ class _Into:
                     for e in real if (key := symbol_id(e.src)) is not None and e.site is not None]
             self.fan_in.append(summary(self.ix, node, rows, len(real), self.prefer))
             return sym
+        if sym.name in self.named:  # another overload of the name: the same sites, summarised once
+            return sym
+        self.named.add(sym.name)
         rows, others = by_name(self.ix, sym)  # Note [Callers by name]
         self.fan_in.append(summary(self.ix, node, rows, len(rows), self.prefer, True, others))
         return sym
