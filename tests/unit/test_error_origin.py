@@ -600,7 +600,7 @@ def test_sites_alike_in_a_weak_match_are_not_said_to_print_the_message():
 
     site = errors_query.ErrorSite(errors_query.Loc("c10/x.cpp", 3), 3, Layer.CPP, RaiseKind.CHECK, "TORCH_CHECK",
                                   "RuntimeError", "", "invalid device pointer: {ptr}", "", None, 0.4, 0.5, False, False,
-                                  False, [])
+                                  False, False, "", [])
     r = errors_query.ErrorOriginResult("cudaGetDevice returns invalid device -1", "", Verdict.WEAK, [site, site], 2, 2,
                                        9)
     text = render_error_origin(r)

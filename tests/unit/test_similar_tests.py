@@ -216,7 +216,7 @@ def test_an_internal_ops_tests_go_on_to_the_public_op_and_the_tests_calling_it(p
         "    def test_softmax(self):\n        torch.softmax(torch.ones(2), 0)\n\n"
         "    def test_fast_path(self):\n        torch._softmax(torch.ones(2), 0, False)\n")})
     try:
-        shown, _opinfos, tests = tests_for(ix, ["_softmax"], 5, None)
+        shown, _opinfos, tests, _cut = tests_for(ix, ["_softmax"], 5, None)
         assert shown == "_softmax (internal) and softmax"
         assert {(t.name, t.by_name) for t in tests if t.loc.path == "test/test_softmaxes.py"} == {
             ("test_fast_path", False), ("test_softmax", True)}

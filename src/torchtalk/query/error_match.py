@@ -23,16 +23,17 @@ from ..model import GENERATED_PREFIX, RaiseKind
 from ..model.paths import CPP_FRONTEND, backend_of_path
 from ..model.raises import ASSERT_HEAD, CHECK_TAIL, HintKind, as_printed, assert_parts
 from ..store.reader import Index
+from .error_align import PieceHit, align
+from .error_align import letters as _letters
 from .error_text import Cleaned, Where
 
 MAX_CANDIDATES = 300  # sites aligned in full
-MIN_PREFIX = 12  # characters of a piece's start that count when the whole piece is not in the message
+STARTS = 0.5  # share of a message a site printing it from its start covers to rank before sites it starts inside
 _WORD = re.compile(r"[a-z_][a-z0-9_]{2,}")
 _CONST_GAP = re.compile(r'"(?:\w+::)*(?:[A-Z][A-Z0-9_]{3,}|k[A-Z]\w+)"')
 _IDENT = re.compile(r"^(?:\w+::)*(\w+)$")
 _SPACE = re.compile(r"\s+")
 _LOOSE = re.compile(r"\s\s|\\[ntr]")  # whitespace a squash changes, in a piece or its JSON
-_NO_DIGITS = str.maketrans("", "", "0123456789")
 SEP = "\x00"  # where a macro's own text was in a message (Note [Assert boilerplate]): no piece holds it
 # Directories of code that runs for one layout, library or subsystem only (a device's code is told by
 # model.paths.backend_of_path).
@@ -66,12 +67,6 @@ class Site(NamedTuple):
         return (self.pieces[self.own:], self.own_literal) if headless and self.own else (self.pieces, self.literal)
 
 
-class PieceHit(NamedTuple):
-    piece: str
-    at: int  # offset in the matched message; -1 when it is not there
-    length: int  # characters of the piece found there: all of them, or its start (a message edited or cut)
-
-
 class Match(NamedTuple):
     site: Site
     hint: int  # 2: the pasted text names this site's line; 1: its C++ file
@@ -81,20 +76,26 @@ class Match(NamedTuple):
     same_class: bool
     cut: bool  # the message stops inside this site's text (``shown`` counts the text before its end)
     hits: list[PieceHit]
+    opened: bool = False  # the message starts inside this site's text (Note [A part of a message])
     headless: bool = False  # matched against its own message only, the macro's head not in the message
     contradicts: bool = False  # it cannot raise the class the pasted text names (Note [A class that rules out])
+    demoted: bool = False  # the message starts inside its text, though a class before it says where it starts
+    #                        and another site's text starts there (Note [A part of a message])
 
     @property
     def key(self) -> tuple[object, ...]:
         """Sort key: best first."""
         s = self.site
-        return (-self.hint, self.contradicts, -round(self.coverage, 3), -round(self.shown, 3), not self.same_class,
-                s.rank, len(s.pieces), s.path, s.line)
+        return (-self.hint, self.contradicts, self.demoted, -round(self.coverage, 3), -round(self.shown, 3),
+                self.opened, not self.exact, not self.same_class, s.rank, len(s.pieces), s.path, s.line)
 
     @property
     def text_key(self) -> tuple[object, ...]:
-        """Matches with equal text keys print the same message as far as the message shows."""
-        return (self.hint, round(self.coverage, 3), round(self.shown, 3), self.site.part(self.headless)[0])
+        """Matches with equal text keys print the same message as far as the message shows (a message that starts
+        inside their text: the same part of it, Note [A part of a message])."""
+        text = tuple(h.piece[h.start:h.start + h.length] for h in self.hits if h.at >= 0) if self.opened else \
+            self.site.part(self.headless)[0]
+        return (self.hint, self.demoted, round(self.coverage, 3), round(self.shown, 3), text)
 
 
 # Note [A class that rules out]
@@ -123,10 +124,6 @@ def _rank(path: str) -> int:
     special = (path.startswith((GENERATED_PREFIX, CPP_FRONTEND)) or backend_of_path(path) not in ("", "CPU")
                or _SPECIAL.intersection(parts[:-1]))
     return 1 if special else 0
-
-
-def _letters(text: str) -> int:
-    return len(text.translate(_NO_DIGITS))
 
 
 class Sites(NamedTuple):
@@ -205,75 +202,6 @@ def _substitute(pieces: list[str], gaps: list[str], consts: dict[str, list[tuple
     return out
 
 
-class Aligned(NamedTuple):
-    covered: int  # literal characters found in order, digits aside
-    exact: bool  # every piece found in order, anchored at both ends
-    cut: int  # literal characters of the pieces after the message's end (it stops inside the site's text)
-    hits: list[PieceHit]
-
-
-def align(pieces: tuple[str, ...], msg: str) -> Aligned:
-    """Find a site's pieces in the message, in order. A message that stops inside the site's text (pasted
-    short, or cut by a terminal) matches the pieces before its end; the start of the next piece may end it."""
-    last = len(pieces) - 1
-    pos = 0
-    covered = 0
-    exact = True
-    hits = []
-    first_missing = -1  # the first piece not found whole, when every piece after it is missing too
-    broken = False  # a piece is missing before one that was found: the message is no cut-short copy
-    for i, p in enumerate(pieces):
-        if not p:
-            continue
-        if i == 0:
-            at = 0 if msg.startswith(p) else msg.find(p)
-            exact = exact and at == 0
-        elif i == last and msg.endswith(p) and len(msg) - len(p) >= pos:
-            at = len(msg) - len(p)
-        else:
-            at = msg.find(p, pos)
-            exact = exact and i != last
-        if at < 0:
-            exact = False
-            k, at = _prefix(p, msg, pos)
-            hits.append(PieceHit(p, at, k))
-            if first_missing < 0:
-                first_missing = i
-            if k:
-                covered += _letters(p[:k])
-                pos = at + k
-            continue
-        hits.append(PieceHit(p, at, len(p)))
-        if first_missing >= 0:
-            broken = True
-        covered += _letters(p)
-        pos = at + len(p)
-    cut = 0
-    if first_missing > 0 and covered and not broken:
-        p = pieces[first_missing]
-        got = next(h.length for h in hits if h.piece is p)
-        k = got or next((k for k in range(min(len(p), len(msg) - pos), 0, -1) if msg.endswith(p[:k])), 0)
-        if not got:
-            covered += _letters(p[:k])
-        cut = sum(_letters(q) for q in pieces[first_missing:]) - _letters(p[:k])
-    return Aligned(covered, exact, cut, hits)
-
-
-def _prefix(piece: str, msg: str, pos: int) -> tuple[int, int]:
-    """(length, offset) of the longest start of ``piece`` (12 characters or more) in ``msg`` after ``pos``, or
-    (0, -1): a message edited or cut short inside a long piece still shows where it was."""
-    lo, hi = MIN_PREFIX, len(piece) - 1
-    if hi < lo or msg.find(piece[:lo], pos) < 0:
-        return 0, -1
-    while lo < hi:  # found(k) is monotone: a longer start found means every shorter one is
-        mid = (lo + hi + 1) // 2
-        if msg.find(piece[:mid], pos) >= 0:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo, msg.find(piece[:lo], pos)
-
-
 def _candidates(data: Sites, msg: str) -> set[int]:
     """Sites holding the message's words, the best MAX_CANDIDATES by summed inverse frequency (so a site
     with many of its common words can outrank one with a rare word a value printed); words more than half
@@ -326,8 +254,10 @@ def match(ix: Index, cleaned: Cleaned) -> tuple[list[Match], int]:
         hint = max((_hint(h, s) for h in cleaned.hints), default=0)
         raised = s.exception.rsplit(".", 1)[-1].lstrip("_")
         same = bool(exc) and raised == exc
-        shown = a.covered / max(1, literal - a.cut)
-        out.append(Match(s, hint, a.covered / size, shown, a.exact, same, a.cut > 0, a.hits, headless,
+        shown = a.covered / max(1, literal - a.cut - a.head)
+        out.append(Match(s, hint, a.covered / size, shown, a.exact, same, a.cut > 0, a.hits, a.head > 0, headless,
                          _contradicts(exc, raised)))
+    if exc and any(not m.opened and m.coverage >= STARTS for m in out):
+        out = [m._replace(demoted=True) if m.opened else m for m in out]
     out.sort(key=lambda m: m.key)
     return out, len(cands)

@@ -16,11 +16,9 @@ decomposition or ref) reaches it.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from ..errors import BadArgument
 from ..graph import FREE, LevelCap, graph, up
 from ..graph.cpp_callers import callers
 from ..graph.nodes import CPP_KINDS, cpp_node, op_node, py_node, symbol_id
@@ -31,15 +29,15 @@ from ..graph.resolution import TargetKind
 from ..graph.resolve import resolve as resolve_call
 from ..graph.resolved import stored
 from ..graph.symbols import CALL_COLS, call_count, symbol
-from ..model import CallSite, CppSymbol, Cut, Edge, EdgeKind, Loc, Node, NodeKind, is_composite
+from ..model import CallSite, CppSymbol, Cut, Edge, EdgeKind, Node, NodeKind, is_composite
 from ..model.dispatch import Device
 from ..model.paths import device_of_path
 from ..store.codec import rows_facts
 from ..store.reader import Index
 from .change.tests import base_name
 from .cuts import named, node_arg, tool_call
-from .error_test_names import tests_for, tests_of_its_package
-from .excerpt import resolve
+from .error_fan_in import FanIn, by_name, summary
+from .error_test_names import public_api, tests_for, tests_of_its_package
 from .tests import FoundTest
 
 DEPTH = 3  # calls walked up from the raising function (registrations cost none)
@@ -49,7 +47,6 @@ FAN_IN = 25  # call sites of one name above which its callers are summarised, no
 MAX_BY_NAME = 300  # call sites read when finding them by name
 MAX_OPS = 12
 MAX_TESTS = 5
-SAMPLES = 4  # callers shown of a much-called function
 REACH_KINDS = frozenset({EdgeKind.CALL, EdgeKind.KERNEL, EdgeKind.STUB_KERNEL, EdgeKind.STUB_CALL, EdgeKind.BINDING,
                          EdgeKind.WRAPPER, EdgeKind.OP_CALL})
 BY_NAME = "found by name: {}"  # the note of an OP_CALL edge found from the call's spelling, not resolved
@@ -61,18 +58,6 @@ class OpReach:
     depth: int  # calls from the raising function (registrations cost none)
     chain: list[Edge]  # from the raising function up to the op, each edge as the graph has it
     python: list[str]  # the op's Python names
-
-
-@dataclass
-class FanIn:
-    """A function on the way up called from too many sites to walk through: its call sites, summarised."""
-
-    callee: Node
-    sites: int
-    generated: int  # of them in generated code (<generated>/..., the Register*.cpp wrappers)
-    files: list[tuple[str, int]]  # the files with most of them
-    samples: list[Edge]  # a few call sites, each a CALL edge from its caller (found by name; note: the line)
-    entries: list[Edge]  # WRAPPER / KERNEL edges into the samples: the ops that dispatch to them
 
 
 @dataclass
@@ -88,6 +73,8 @@ class Reach:
     tests_for: str = ""  # the name tests are for ("" when not asked for)
     tests_looked_up: bool = False  # False: not within the answer's budget (a cut names the call that lists them)
     tests_cpu: float = 0.0  # the work clock the test lookup took (not the walks' to spend)
+    ops_partial: bool = False  # the walk up was cut (a budget, a cap, a much-called function summarised): more ops
+    #                            than ops_total may reach it
     opinfos: list[str] = field(default_factory=list)  # its OpInfo entries, each with the command running it
     tests: list[FoundTest] = field(default_factory=list)
     cuts: list[str] = field(default_factory=list)  # the answer's own budgets
@@ -106,6 +93,7 @@ class _Into:
         self.timed_out = False
         self.calls = 0  # the raising function's own edges are always read
         self.keys: dict[str, set[str]] = {}  # op -> the dispatch keys of its kernels the walk came up through
+        self.named: set[str] = set()  # the names whose sites are summarised by name (Note [Callers by name])
 
     def __call__(self, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
         late = self.calls and self.ix.work_clock() > self.deadline
@@ -149,11 +137,13 @@ class _Into:
             ids = self.ix.file_ids()
             rows = [(int(key), ids.get(e.site.path, -1), e.site.line, e.src.label.rsplit("::", 1)[-1])
                     for e in real if (key := symbol_id(e.src)) is not None and e.site is not None]
-            self.fan_in.append(_summary(self.ix, node, rows, len(real), self.prefer))
+            self.fan_in.append(summary(self.ix, node, rows, len(real), self.prefer))
             return sym
-        rows = self.ix.q("SELECT c.caller, c.file_id, c.line, s.name FROM cpp_call c JOIN cpp_symbol s "
-                         "ON s.id = c.caller WHERE c.callee = ?", (sym.name,))
-        self.fan_in.append(_summary(self.ix, node, rows, n, self.prefer))
+        if sym.name in self.named:  # another overload of the name: the same sites, summarised once
+            return sym
+        self.named.add(sym.name)
+        rows, others = by_name(self.ix, sym)  # Note [Callers by name]
+        self.fan_in.append(summary(self.ix, node, rows, len(rows), self.prefer, True, others))
         return sym
 
 
@@ -185,50 +175,6 @@ def _op_callers_by_name(ix: Index, node: Node, keys: set[str]) -> list[Edge]:
                 out[k.src.key] = Edge(k.src, node, EdgeKind.OP_CALL, call.loc, k.key,
                                       BY_NAME.format(f"{sym.display} calls {call.qualifier}::{call.callee}"))
     return list(out.values())
-
-
-def _summary(ix: Index, node: Node, rows: list[tuple[int, int, int, str]], total: int, prefer: str) -> FanIn:
-    """The call sites of a much-called function (``rows``: caller id, file id, line, caller's name; its resolved
-    callers, or without the store of resolved calls the sites of its name): by file, and a few callers (those the
-    message names first, then one per file, spread over the rest), with the call as written and the op each is a
-    wrapper or kernel of."""
-    paths = ix.paths()
-    files = Counter(paths.get(f, "?") for _c, f, _l, _n in rows)
-    generated = sum(n for p, n in files.items() if p.startswith("<generated>/"))
-    picks: dict[int, tuple[int, int]] = {}
-    named = [r for r in rows if r[3] in prefer]
-    firsts = list({r[1]: r for r in reversed(rows)}.values())[::-1]
-    for c, f, ln, _n in named + firsts + rows[:: max(1, len(rows) // 3)]:
-        if len(picks) < SAMPLES and c not in picks:
-            picks[c] = (f, ln)
-    g = graph(ix)
-    samples: list[Edge] = []
-    entries: list[Edge] = []
-    for caller, (fid, line) in picks.items():
-        sym = symbol(ix, caller)
-        if sym is None:
-            continue
-        src = cpp_node(sym)
-        samples.append(Edge(src, node, EdgeKind.CALL, Loc(paths.get(fid, "?"), line),
-                            written=_written(ix, fid, line)))
-        entries += g.into(src, [EdgeKind.WRAPPER] if src.kind is NodeKind.WRAPPER else [EdgeKind.KERNEL])[:1]
-    return FanIn(node, total, generated, files.most_common(4), samples, entries)
-
-
-def _written(ix: Index, fid: int, line: int) -> str:
-    """The source line of a call site, as written (found by name, not resolved); the last few files read
-    are kept, since the samples of one summary mostly share a (large, generated) file."""
-    memo: dict[int, list[str]] = ix.cached("error_call_lines", dict)
-    lines = memo.get(fid)
-    if lines is None:
-        try:
-            lines = resolve(ix, ix.path_of(fid)).read_bytes().decode("utf-8", "replace").splitlines()
-        except (BadArgument, OSError):
-            lines = []
-        if len(memo) >= 4:
-            memo.pop(next(iter(memo)))
-        memo[fid] = lines
-    return lines[line - 1].strip()[:200] if 0 < line <= len(lines) else ""
 
 
 def cpp_reach(ix: Index, func: Node, budget: float, tests_until: float, message: str = "") -> Reach:
@@ -268,6 +214,7 @@ def cpp_reach(ix: Index, func: Node, budget: float, tests_until: float, message:
                             o.op.key.startswith("_"), "out" in o.op.key.partition(".")[2], o.op.key))
     reach.ops_total = len(ops)
     reach.ops = ops[:MAX_OPS]
+    reach.ops_partial = bool(into.fan_in or into.timed_out or walk.cuts)
     for o in reach.ops:
         python.update(dict.fromkeys(n for n in o.python if not n.startswith("torch._C._")))
     reach.python = list(python)[:12]
@@ -279,7 +226,8 @@ def cpp_reach(ix: Index, func: Node, budget: float, tests_until: float, message:
     if len(ops) > MAX_OPS:
         reach.cuts.append(f"ops: showing the {MAX_OPS} closest of {len(ops)}")
     device = device_of_path(func.loc.path) if func.loc is not None else None
-    _tests(ix, reach, [o.op.key for o in reach.ops], tests_until, device)
+    api = public_api(reach.ops[0].python, reach.python) if reach.ops else ""
+    _tests(ix, reach, [o.op.key for o in reach.ops], tests_until, device, api)
     return reach
 
 
@@ -350,7 +298,8 @@ def py_reach(ix: Index, func_id: int, fq: str, cls: str, name: str, tests_until:
     return reach
 
 
-def _tests(ix: Index, reach: Reach, names: list[str], until: float, device: Device | None = None) -> None:
+def _tests(ix: Index, reach: Reach, names: list[str], until: float, device: Device | None = None,
+           api: str = "") -> None:
     """Tests for the first name, and past an internal op for the first public one (error_test_names.tests_for: the
     OpInfo entries first) when there is time left before ``until`` (0: not asked for); the name is kept so the answer
     can name the call either way. A site in code of one ``device`` (aten/src/ATen/native/cuda/) leaves out the
@@ -364,7 +313,8 @@ def _tests(ix: Index, reach: Reach, names: list[str], until: float, device: Devi
                           f"find_similar_tests(\"{base}\") lists them")
         return
     began = ix.work_clock()
-    reach.tests_for, opinfos, reach.tests = tests_for(ix, names, MAX_TESTS, device)
+    reach.tests_for, opinfos, reach.tests, cut = tests_for(ix, names, MAX_TESTS, device, api)
+    reach.cuts += [cut] if cut else []
     reach.tests_cpu = ix.work_clock() - began
     reach.tests_looked_up = True
     reach.opinfos = [f"OpInfo('{n}')" + (f" variant {v!r}" if v else "") + f": {c}" for n, v, c in opinfos[:2]]

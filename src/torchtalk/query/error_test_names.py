@@ -43,11 +43,37 @@ def public_above(ix: Index, key: str) -> str:
     return next((b for _d, _i, k in sorted(ops) if not internal(b := base_name(k))), "")
 
 
-def tests_for(ix: Index, names: list[str], limit: int, device: Device | None,
-              ) -> tuple[str, list[tuple[str, str, str]], list[FoundTest]]:
-    """(what the tests are for, as an answer says it; OpInfo entries (name, variant, command); tests) for the op
-    keys ``names``, closest first (Note [Tests of an internal op]). A site in code of one ``device`` leaves out the
-    tests written for another device (TestMPS)."""
+def public_api(op_python: list[str], python: list[str]) -> str:
+    """Note [Tests of an op Python calls privately]: the first public Python name reaching a site (``python``) when
+    the nearest op has none of its own (``op_python``), else ""."""
+    def public(n: str) -> bool:
+        return n.startswith("torch.") and not any(internal(p) for p in n.split(".")[1:])
+    if any(public(n) for n in op_python):
+        return ""
+    return next((n for n in python if public(n) and not n.endswith((".forward", ".__call__"))), "")
+
+
+# Note [Tests of an op Python calls privately]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An op whose only Python name is private (col2im: torch._C._nn.col2im) is what a public function calls
+# (torch.nn.functional.fold, which nn.Fold calls): its tests are named after that function (test_nn.py's
+# test_fold_invalid_arg, test_fold), few after the op. So past the op's own tests, the tests named after the first
+# public Python name the walk reached are looked up, kept only in files importing its package (Note [Tests of a
+# Python function's package]: "fold" names fx's constant folding tests too).
+def _api_tests(ix: Index, api: str, limit: int, device: Device | None) -> tuple[list[FoundTest], str]:
+    module, _, name = api.rpartition(".")
+    found = find_similar_tests(ix, name, limit, by_body=False)
+    tests = [t for t in found.tests if for_device(t.loc.path, t.cls, t.generated, device)[0]]
+    row = ix.one("SELECT id FROM py_function WHERE module = ? AND qualname = ?", (module, name))
+    return tests_of_its_package(ix, tests, 0, row[0], name) if row else (tests, "")
+
+
+def tests_for(ix: Index, names: list[str], limit: int, device: Device | None, api: str = "",
+              ) -> tuple[str, list[tuple[str, str, str]], list[FoundTest], str]:
+    """(what the tests are for, as an answer says it; OpInfo entries (name, variant, command); tests; a cut or "")
+    for the op keys ``names``, closest first (Note [Tests of an internal op]), and for a public Python ``api`` above
+    them (Note [Tests of an op Python calls privately]). A site in code of one ``device`` leaves out the tests
+    written for another device (TestMPS)."""
     base = base_name(names[0])
     lookups = [(base, False)]
     if internal(base):
@@ -60,6 +86,10 @@ def tests_for(ix: Index, names: list[str], limit: int, device: Device | None,
         opinfos += [(o.name, o.variant, o.command) for o in found.opinfos if (o.name, o.variant) not in
                     {(n, v) for n, v, _c in opinfos}]
         per.append([t for t in found.tests if for_device(t.loc.path, t.cls, t.generated, device)[0]])
+    cut = ""
+    if api:
+        above, cut = _api_tests(ix, api, limit, device)
+        per.append(above)
     tests: list[FoundTest] = []
     seen: set[tuple[str, str, str]] = set()
     for k in range(max(map(len, per), default=0)):  # each name's first tests in turn
@@ -67,8 +97,9 @@ def tests_for(ix: Index, names: list[str], limit: int, device: Device | None,
             if k < len(group) and (t := group[k]) and (key := (t.loc.path, t.cls, t.name)) not in seen:
                 seen.add(key)
                 tests.append(t)
-    shown = " and ".join(n + (" (internal)" if internal(n) and len(lookups) > 1 else "") for n, _b in lookups)
-    return shown, opinfos, tests
+    shown = " and ".join([n + (" (internal)" if internal(n) and len(lookups) > 1 else "") for n, _b in lookups]
+                         + ([api] if api else []))
+    return shown, opinfos, tests, cut
 
 
 def tests_of_its_package(ix: Index, tests: list[FoundTest], opinfos: int, func_id: int, subject: str,

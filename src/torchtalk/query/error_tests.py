@@ -8,7 +8,10 @@ whatever it is named after. The needles are runs of plain text (letters, digits,
 punctuation: nothing a regex would escape, and no clause break , : ; after which a test's pattern often stops) in
 the site's literal pieces (never a run of a macro's own text, which every site of it prints: Note [Assert
 boilerplate]), each at least ``MIN_NEEDLE`` characters and more than one word (an identifier alone,
-``allgather_coalesced``, is what tests call, not a message), so that a regex spelling of the message, or of one
+``allgather_coalesced``, is what tests call, not a message) whose words the tree's raise sites hold together
+rarely (were they spread over the sites at random, fewer than one would hold them all: "Calling torch", the head of
+"Calling torch.triangular_solve on a CPU tensor requires compiling ...", is in dynamo's tests of "Calling
+torch.func.vmap(compiled_fn)"; "size mismatch" in hundreds), so that a regex spelling of the message, or of one
 clause, still holds one: the message's first run (a test often asserts the head: "expected 'self' and 'other' to
 have same size" of the dense-sparse add check) and the longest others, at most ``MAX_NEEDLES``. The test files (and
 torch/testing/_internal, where OpInfo error inputs live) are searched for them as bytes, each hit placed in the test
@@ -19,6 +22,7 @@ tens of ms on a warm page cache): nothing is cached, so a refreshed test is seen
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -26,6 +30,7 @@ from ..graph.cpp_text import comment_at
 from ..model import Loc
 from ..model.raises import BOILERPLATE
 from ..store.reader import Index
+from .error_match import _WORD, Sites, sites
 from .testclasses import run_where_collected
 from .testnames import generated_names, run_command
 from .tests import FoundTest, device_instantiations
@@ -61,12 +66,20 @@ def _specific(run: str) -> bool:
     return any(len(w) >= 4 and w.lower() not in _GENERIC for w in re.findall(r"[A-Za-z_]\w*", run))
 
 
-def needles_of(pieces: list[str]) -> list[str]:
+def _rare(run: str, data: Sites) -> bool:
+    """Whether the raise sites hold a run's words together rarely enough to tell a message by (Note [Tests that
+    expect a message]): were its words spread over the sites at random, fewer than one site would hold them all."""
+    n = max(1, len(data.sites))
+    words = set(_WORD.findall(run.lower()))
+    return sum(math.log(n / max(1, len(data.words.get(w, ())))) for w in words) >= math.log(n)
+
+
+def needles_of(pieces: list[str], data: Sites | None = None) -> list[str]:
     """The plain-text runs of the pieces searched for (Note [Tests that expect a message]): the first, then the
-    longest others; [] when none is ``MIN_NEEDLE`` long, of several words, and of a word more specific than any
-    message's (``_GENERIC``)."""
+    longest others; [] when none is ``MIN_NEEDLE`` long, of several words, of a word more specific than any
+    message's (``_GENERIC``) and, given the tree's raise sites, rare among them."""
     runs = [r for p in pieces for m in _PLAIN.finditer(p) if len(r := m.group(0).strip()) >= MIN_NEEDLE and " " in r
-            and not any(r in b for b in BOILERPLATE) and _specific(r)]
+            and not any(r in b for b in BOILERPLATE) and _specific(r) and (data is None or _rare(r, data))]
     runs = list(dict.fromkeys(runs))
     return runs[:1] + sorted(runs[1:], key=len, reverse=True)[:MAX_NEEDLES - 1]
 
@@ -78,7 +91,7 @@ def _in_comment(data: bytes, at: int) -> bool:
 
 def tests_expecting(ix: Index, pieces: list[str], limit: int = 5) -> ExpectingTests | None:
     """The tests whose bodies spell a plain run of ``pieces`` (None: no run is long enough)."""
-    needles = needles_of(pieces)
+    needles = needles_of(pieces, sites(ix))
     if not needles:
         return None
     raws = [n.encode() for n in needles]

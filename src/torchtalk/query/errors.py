@@ -14,12 +14,14 @@ import json
 from dataclasses import dataclass, field
 
 from ..graph.nodes import cpp_node, py_node
+from ..graph.pp_branches import branches_at
 from ..graph.symbols import symbol
 from ..model import Layer, Loc, Node, NodeKind, PyFunction, RaiseKind, RaiseSite
 from ..model.raises import Verdict
 from ..store.codec import codec, row_fact
 from ..store.reader import Index
 from .args import check_int
+from .cuts import node_arg, tool_call
 from .error_match import Match, match, sites
 from .error_reach import Reach, cpp_reach, py_reach
 from .error_tests import ExpectingTests, tests_expecting
@@ -44,7 +46,8 @@ _FUNC_COLS = codec(PyFunction).select()
 class PieceMatch:
     piece: str
     at: int  # where it is in the message (as matched: whitespace runs as one space); -1 when missing
-    length: int  # characters of the piece found there (fewer than all: only its start is in the message)
+    length: int  # characters of the piece found there (fewer than all: only a part is in the message)
+    start: int = 0  # where that part starts in the piece (the message starts inside it)
 
 
 @dataclass
@@ -64,6 +67,8 @@ class ErrorSite:
     exact: bool  # every piece found in order, anchored at both ends
     hinted: bool  # the pasted text names this line, or its function in its file ("Exception raised from", a frame)
     cut: bool  # the message stops inside this site's text (the pieces after its end are not counted)
+    opened: bool  # the message starts inside this site's text (the pieces before its start are not counted)
+    branch: str  # C++: the preprocessor branches the line is compiled in ("#if !AT_BUILD_WITH_BLAS()"), "" when none
     pieces: list[PieceMatch]
     reach: Reach | None = None  # None when not walked (see ErrorOriginResult.cuts)
 
@@ -121,10 +126,18 @@ def _site(ix: Index, m: Match, walk: float, tests_until: float, message: str) ->
             reach = py_reach(ix, fn.id, node.key, fn.cls, fn.name, tests_until, node, json.loads(fn.decorators or "[]"))
         elif node.kind is not NodeKind.PY_FUNCTION:
             reach = cpp_reach(ix, node, walk, tests_until, message)
-    pieces = [PieceMatch(h.piece, h.at, h.length) for h in m.hits]
+    pieces = [PieceMatch(h.piece, h.at, h.length, h.start) for h in m.hits]
     return ErrorSite(rs.loc, rs.end_line, Layer.PYTHON if rs.is_python else Layer.CPP, rs.kind, rs.macro, rs.exception,
                      rs.condition, rs.template, rs.via, node, round(m.coverage, 3), round(m.shown, 3), m.exact,
-                     m.hint == 2, m.cut, pieces, reach)
+                     m.hint == 2, m.cut, m.opened, _branch(ix, rs), pieces, reach)
+
+
+def _branch(ix: Index, rs: RaiseSite) -> str:
+    """The preprocessor branches a C++ raise site is compiled in, innermost last: a build without them has no such
+    check (a stand-in for a build without a library raises only there)."""
+    if rs.is_python:
+        return ""
+    return " and ".join(b.part for b in branches_at(ix, rs.loc.path, rs.loc.line) if b.part)
 
 
 def warm(ix: Index) -> None:
@@ -179,11 +192,15 @@ def error_origin(ix: Index, message: str, limit: int = DEFAULT_LIMIT) -> ErrorOr
             if s.reach is not None:
                 walks_until += s.reach.tests_cpu  # the walks' budget is theirs: a test lookup spends none of it
     if len(shown) > REACH_SITES and verdict is not Verdict.NONE:
-        cuts.append(f"what leads there is walked for the first {REACH_SITES} sites; impact(\"path:line\") on "
-                    "another site's function walks it")
+        nxt = next((s.function for s in sites[REACH_SITES:] if s.function is not None and s.function.loc), None)
+        how = (f"{tool_call('impact', node_arg(nxt), depth=3)} walks site {REACH_SITES + 1}'s function, and likewise "
+               "for the others" if nxt is not None else "impact(\"path:line\") on another site's function walks it")
+        cuts.append(f"what leads there is walked for the first {REACH_SITES} sites; {how}")
     if total > len(shown) and verdict is not Verdict.NONE:
         cuts.append(f"sites: showing {len(shown)} of {total} (limit={min(total, MAX_SITES)} shows more)")
-    expecting = tests_expecting(ix, [p.piece for p in sites[0].pieces if p.at >= 0]) \
+    # the best site's text, or the part of it the message shows when the message starts inside it
+    expecting = tests_expecting(ix, [p.piece[p.start:p.start + p.length] if p.start else p.piece
+                                     for p in sites[0].pieces if p.at >= 0]) \
         if sites and verdict is not Verdict.NONE else None
     return ErrorOriginResult(cleaned.message, cleaned.exception, verdict, sites, total, same, candidates,
                              cleaned.hints, cleaned.foreign, cleaned.notes, cuts, expecting)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..model import Edge, EdgeHow, EdgeKind, Layer, Node, is_composite
 from ..model.raises import Verdict
-from ..query.cuts import describe
+from ..query.cuts import describe, node_arg
 from ..query.error_reach import Reach
 from ..query.error_tests import ExpectingTests
 from ..query.errors import ErrorOriginResult, ErrorSite, PieceMatch
@@ -45,9 +45,16 @@ def chain_text(start: Node, chain: list[Edge]) -> str:
     return " <- ".join(parts)
 
 
+def _part(p: PieceMatch) -> str:
+    """Which part of a piece the message shows: all of it, its start, its end or a part inside it."""
+    if p.length == len(p.piece):
+        return f"{p.piece!r} at {p.at}"
+    which = "the end" if p.start and p.start + p.length == len(p.piece) else "a part" if p.start else "the start"
+    return f"{which} of {p.piece!r} ({p.piece[p.start:p.start + p.length]!r}) at {p.at}"
+
+
 def _pieces(pieces: list[PieceMatch]) -> str:
-    found = [f"{p.piece!r} at {p.at}" if p.length == len(p.piece) else
-             f"the start of {p.piece!r} ({p.piece[:p.length]!r}) at {p.at}" for p in pieces if p.at >= 0]
+    found = [_part(p) for p in pieces if p.at >= 0]
     missing = [repr(p.piece) for p in pieces if p.at < 0]
     out = []
     if found:
@@ -67,7 +74,11 @@ def _reach(s: ErrorSite, r: Reach, out: list[str]) -> None:
     if r.registered:
         out.append(f"  Registered for: {', '.join(r.registered)}")
     if r.ops:
-        out.append(f"  Ops that reach it ({showing(min(len(r.ops), MAX_CHAIN_OPS), r.ops_total)}), closest first:")
+        shown = min(len(r.ops), MAX_CHAIN_OPS)
+        # a walk that was cut found some of the ops only: the count is a floor, and the cuts below say what was left
+        count = (f"at least {r.ops_total}, showing {shown}; the walk up was cut (below)" if r.ops_partial else
+                 showing(shown, r.ops_total))
+        out.append(f"  Ops that reach it ({count}), closest first:")
         for o in r.ops[:MAX_CHAIN_OPS]:
             py = f"  Python: {', '.join(o.python)}" if o.python else ""
             out.append(f"  - {o.op.label}  {o.op.loc}  depth {o.depth}{py}")
@@ -82,13 +93,21 @@ def _reach(s: ErrorSite, r: Reach, out: list[str]) -> None:
         out += [f"  - {e.src.label}  {e.site}" for e in r.callers[:5]]
     for f in r.fan_in:
         gen = f", {f.generated:,} of them in generated code" if f.generated else ""
-        out.append(f"  {f.callee.label} is called at {f.sites:,} sites{gen}; too many to walk, so by name: "
-                   + ", ".join(f"{p} ({n:,})" for p, n in f.files))
+        files = ", ".join(f"{p} ({n:,})" for p, n in f.files)
+        if f.by_name:  # Note [Callers by name]
+            name = f.callee.label.rsplit("::", 1)[-1]
+            other = f", {f.other_classes:,} more written on other classes left out" if f.other_classes else ""
+            out.append(f"  {f.callee.label}: a function named {name} is called at {f.sites:,} sites{gen}{other}; "
+                       f"too many to resolve, so these are calls of any function of that name, not its callers "
+                       f"({call('called_by', node_arg(f.callee))} resolves them): {files}")
+        else:
+            out.append(f"  {f.callee.label} is called at {f.sites:,} sites{gen}; too many to walk, its callers by "
+                       f"file: {files}")
         ops = {w.dst.key: w for w in f.entries}
         for e in f.samples:
             w = ops.get(e.src.key)
             serves = f"  ({_UP[w.kind]} [{w.key}] {w.src.label})" if w is not None else ""
-            out.append(f"    e.g. {e.src.label}  {e.site}{serves}")
+            out.append(f"    e.g. {'a call in ' if f.by_name else ''}{e.src.label}  {e.site}{serves}")
             if e.written:
                 out.append(f"         {e.written}")
     if r.python:
@@ -119,11 +138,15 @@ def _site(i: int, s: ErrorSite, detail: bool, out: list[str]) -> None:
         # `if` whose test holds
         out.append(f"  raised when: {s.condition}" if s.language is Layer.PYTHON and s.macro.startswith("raise ")
                    else
-                   "  raised always (its condition is false)" if s.condition == "false" else
+                   "  raised whenever this line runs (its condition is false): the code around it decides" if
+                   s.condition == "false" else
                    f"  check (raised when it fails): {s.condition}")
+    if s.branch:
+        out.append(f"  only in a build where {s.branch} holds (the build decides whether this check exists)")
     out.append(f"  prints: {s.template!r}")
     if detail or not s.exact:
-        cut = "; the message stops inside its text" if s.cut else ""
+        ends = " and ".join(w for w, on in (("starts", s.opened), ("stops", s.cut)) if on)
+        cut = f"; the message {ends} inside its text" if ends else ""
         out.append(f"  pieces: {_pieces(s.pieces)} (covers {s.coverage:.0%} of the message{cut})")
     if s.reach is not None:
         _reach(s, s.reach, out)
@@ -166,6 +189,10 @@ def render_error_origin(r: ErrorOriginResult) -> str:
     if first is None:
         return "\n".join(out)
     lead = _VERDICT[r.verdict]
+    if r.verdict is Verdict.MATCH and (first.opened or first.cut) and first.coverage >= 1:
+        where = "around" if first.opened and first.cut else "before" if first.opened else "after"
+        # Note [A part of a message]
+        lead = f"All of the message is in the best site's text, which prints more {where} it (a part was pasted)."
     if r.same_text > 1 and r.verdict is Verdict.WEAK:  # none prints the message: they only match it alike
         lead = f"{lead} {r.same_text} of them match it equally (the message cannot tell them apart)."
     elif r.same_text > 1:
