@@ -60,3 +60,21 @@ def test_an_ops_callers_are_every_site_reaching_it_the_same_with_and_without_the
     assert live["cumsum"] == sorted(live["cumsum"], key=lambda c: (c[1], c[2], c[0], c[3]))
     site = line_of(tree, SPELLED, "at::cumsum_symint_outf(")
     assert ("at::native::cumsum_symint_outf_caller", SPELLED, site, "at::cumsum_symint_outf") in live["cumsum.out"]
+
+
+def test_an_ops_callers_put_the_trees_own_code_before_generated_wrappers():
+    """A walk's fan-out keeps an op's first callers: by path alone, ``<generated>/`` sorted first and the generated
+    structured wrappers' ``outputs_[0].get().copy_(...)`` filled the 400 an impact of op copy_ keeps."""
+    from torchtalk.graph.cpp_callers import _by_site
+    from torchtalk.model import Edge, EdgeKind, Loc
+
+    op = Node(NodeKind.OP, "copy_", "copy_")
+
+    def caller(path: str, line: int) -> Edge:
+        return Edge(Node(NodeKind.CPP_FUNCTION, f"{path}:{line}", f"f{line}"), op, EdgeKind.DISPATCH_CALL,
+                    Loc(path, line))
+
+    edges = [caller("<generated>/aten/src/ATen/RegisterCPU.cpp", 9), caller("aten/src/ATen/native/Copy.cpp", 5),
+             caller("<generated>/aten/src/ATen/RegisterCPU.cpp", 3), caller("aten/src/ATen/native/Blas.cpp", 7)]
+    assert [(e.site.path.split("/")[-1], e.site.line) for e in _by_site(edges)] == [
+        ("Blas.cpp", 7), ("Copy.cpp", 5), ("RegisterCPU.cpp", 3), ("RegisterCPU.cpp", 9)]

@@ -351,10 +351,13 @@ def warm_op_callers(ix: Index) -> None:
 
 
 def _by_site(edges: list[Edge]) -> list[Edge]:
-    """By site, then caller and the call as written: an order of the edges alone, not of the order they were found in
-    (the store finds them by site id, resolving as asked name by name: Note [Every caller of an op])."""
-    return sorted(edges, key=lambda e: ((str(e.site.path), e.site.line) if e.site else ("", 0), e.src.key, e.written,
-                                        e.how.value))
+    """Hand-written sites before generated ones, then by site, caller and the call as written: an order of the edges
+    alone, not of the order they were found in (the store finds them by site id, resolving as asked name by name:
+    Note [Every caller of an op]). A walk's fan-out takes the first: the tree's own code before the generated
+    wrappers' boilerplate (by path alone, ``<generated>/`` sorts first: the structured wrappers'
+    ``outputs_[0].get().copy_(...)`` filled the 400 callers of op copy_ an impact keeps)."""
+    return sorted(edges, key=lambda e: ((e.site.in_generated, str(e.site.path), e.site.line) if e.site
+                                        else (True, "", 0), e.src.key, e.written, e.how.value))
 
 
 def unresolved_callers(ix: Index, node: Node) -> list[Edge]:
