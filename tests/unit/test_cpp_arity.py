@@ -147,3 +147,41 @@ def test_a_definition_whose_declaration_the_index_lost_takes_fewer_arguments(tre
                              "torch/csrc/jit/passes/freeze.cpp": caller}) as ix:
         assert not ix.q("SELECT 1 FROM cpp_symbol s JOIN files f ON f.id = s.file_id WHERE f.path LIKE '%no_ops.h'")
         assert _callers(ix, "torch::jit::EliminateNoOps") == ["torch::jit::freeze"]
+
+
+_TABLE_ARGS = ("std::pair<K, V>, K, H, detailv3::KeyOrValueHasher<K, std::pair<K, V>, H>, E,\n"
+               "      detailv3::KeyOrValueEquality<K, std::pair<K, V>, E>, A,\n"
+               "      typename std::allocator_traits<A>::template rebind_alloc<\n"
+               "          detailv3::sherwood_v3_entry<std::pair<K, V>>>")
+_FLAT_MAP = f"""namespace ska {{
+namespace detailv3 {{
+template <typename T, typename FindKey, typename H, typename HW, typename E, typename EW, typename A, typename EA>
+class sherwood_v3_table {{
+ public:
+  template <typename Key, typename... Args>
+  int emplace(Key&& key, Args&&... args) {{ return 0; }}
+}};
+}}  // namespace detailv3
+template <typename K, typename V, typename H, typename E, typename A>
+class flat_hash_map : public detailv3::sherwood_v3_table<
+      {_TABLE_ARGS}> {{
+  using Table = detailv3::sherwood_v3_table<
+      {_TABLE_ARGS}>;
+
+ public:
+  using Table::emplace;
+  int emplace() {{ return 0; }}
+}};
+}}  // namespace ska
+"""
+
+
+def test_a_long_class_scope_alias_brings_in_its_members(tree):
+    """ska's ``using Table = detailv3::sherwood_v3_table<...>;`` (324 characters) was not indexed (aliases over 200
+    characters were dropped), so ``using Table::emplace;`` brought nothing in and ``lookup.emplace(name, handle)``
+    on a flat_hash_map reached no function: only flat_hash_map::emplace(), which takes no arguments."""
+    user = ("#include <c10/util/flat_hash_map.h>\nnamespace c10 {\n"
+            "void add(ska::flat_hash_map<int, int, H, E, A>& lookup) {\n  lookup.emplace(1, 2);\n}\n}\n")
+    with indexed_with(tree, {"c10/util/flat_hash_map.h": _FLAT_MAP, "c10/core/add.cpp": user}) as ix:
+        assert len(ix.q("SELECT name FROM cpp_using WHERE alias = 'Table'")[0][0]) > 200
+        assert _callers(ix, "ska::detailv3::sherwood_v3_table::emplace") == ["c10::add"]
