@@ -134,16 +134,105 @@ def test_an_ops_kernel_takes_fewer_arguments_only_where_no_overload_takes_them(t
 
 
 def test_a_definition_whose_declaration_the_index_lost_takes_fewer_arguments(tree):
-    """EliminateNoOps(subgraph) calls eliminate_no_ops.cpp's EliminateNoOps(graph, custom_ops), whose header
-    declaration (``custom_ops = {}``) tree-sitter does not read: the call keeps it."""
-    header = ("namespace torch::jit {\nbool EliminateNoOps(\n    std::shared_ptr<Graph>& graph,\n"
-              "    std::unordered_set<c10::Symbol> custom_ops = {});\n}\n")
+    """EliminateNoOps(subgraph) calls eliminate_no_ops.cpp's EliminateNoOps(graph, custom_ops) when no declaration
+    of it (with the default ``custom_ops = {}``) is indexed, its header not in the tree: the call keeps it."""
     source = ("#include <torch/csrc/jit/passes/no_ops.h>\nnamespace torch::jit {\n"
               "bool EliminateNoOps(std::shared_ptr<Graph>& graph,\n"
               "    std::unordered_set<c10::Symbol> custom_ops) {\n  return true;\n}\n}\n")
     caller = ("#include <torch/csrc/jit/passes/no_ops.h>\nnamespace torch::jit {\n"
               "void freeze(std::shared_ptr<Graph>& g) {\n  EliminateNoOps(g);\n}\n}\n")
-    with indexed_with(tree, {"torch/csrc/jit/passes/no_ops.h": header, "torch/csrc/jit/passes/no_ops.cpp": source,
+    with indexed_with(tree, {"torch/csrc/jit/passes/no_ops.cpp": source,
                              "torch/csrc/jit/passes/freeze.cpp": caller}) as ix:
-        assert not ix.q("SELECT 1 FROM cpp_symbol s JOIN files f ON f.id = s.file_id WHERE f.path LIKE '%no_ops.h'")
         assert _callers(ix, "torch::jit::EliminateNoOps") == ["torch::jit::freeze"]
+
+
+_FOREACH = """namespace at::native {
+class Tensor {};
+class Scalar {};
+template <typename T>
+class ArrayRef {};
+using TensorList = ArrayRef<Tensor>;
+namespace {
+inline bool check_fast_path_restrictions(
+    ArrayRef<TensorList> tensorLists,
+    ArrayRef<Scalar> scalarList = {},
+    bool does_op_promote_integer_inputs_to_float = false) {
+  return _check_tensors_share_device_and_dtype(tensorLists);
+}
+inline bool can_use_fast_route(
+    ArrayRef<TensorList> tensorLists,
+    ArrayRef<Scalar> scalarList = {},
+    bool does_op_promote_integer_inputs_to_float = false) {
+  return check_fast_path_restrictions(tensorLists, scalarList, does_op_promote_integer_inputs_to_float);
+}
+inline bool can_use_fast_route(TensorList tensors1, TensorList tensors2, bool promote = false) {
+  return can_use_fast_route({tensors1, tensors2}, {}, promote);
+}
+}  // namespace
+bool EliminateNoOps(
+    std::shared_ptr<Graph>& graph,
+    std::unordered_set<c10::Symbol> custom_ops = {});
+bool _check_tensors_share_device_and_dtype(ArrayRef<TensorList> tensorLists) { return true; }
+void foreach_add(TensorList self, ArrayRef<Scalar> scalars) {
+  can_use_fast_route({self}, scalars);
+}
+}  // namespace at::native
+"""
+
+
+def test_a_braced_default_after_a_template_typed_parameter_keeps_the_function(tree):
+    """tree-sitter read ``(ArrayRef<TensorList> tensorLists, ArrayRef<Scalar> scalarList = {}, ...)`` at namespace
+    scope as a variable constructed from expressions: ForeachUtils.h's check_fast_path_restrictions and one
+    can_use_fast_route were not indexed, and their 65 callers on 2.6.0 reached the other overload, or none (Note
+    [Braced default arguments] in extract/cpp.py)."""
+    with indexed_with(tree, {"aten/src/ATen/native/ForeachUtils.h": _FOREACH}) as ix:
+        rows = ix.q("SELECT s.name, s.line, s.params FROM cpp_symbol s JOIN files f ON f.id = s.file_id "
+                    "WHERE f.path LIKE '%ForeachUtils.h' ORDER BY s.line")
+        assert [(r[0], r[1]) for r in rows] == [
+            ("check_fast_path_restrictions", 8), ("can_use_fast_route", 14), ("can_use_fast_route", 20),
+            ("EliminateNoOps", 24), ("_check_tensors_share_device_and_dtype", 27), ("foreach_add", 28)]
+        assert rows[1][2] == ("(ArrayRef<TensorList> tensorLists, ArrayRef<Scalar> scalarList = {}, "
+                              "bool does_op_promote_integer_inputs_to_float = false)")  # as written
+        assert signature(rows[3][2]).takes(1)  # the prototype's default counts
+        assert _callers(ix, "check_fast_path_restrictions") == ["at::native::(anonymous)::can_use_fast_route"]
+        assert _callers(ix, "_check_tensors_share_device_and_dtype") == [
+            "at::native::(anonymous)::check_fast_path_restrictions"]
+        res, _ = run(get_tool("calls"), ix, function_name="at::native::foreach_add")
+        assert [e.dst.loc.line for e in res.sections[0].calls] == [14]  # one list and a scalar list: not (a, b)
+
+_TABLE_ARGS = ("std::pair<K, V>, K, H, detailv3::KeyOrValueHasher<K, std::pair<K, V>, H>, E,\n"
+               "      detailv3::KeyOrValueEquality<K, std::pair<K, V>, E>, A,\n"
+               "      typename std::allocator_traits<A>::template rebind_alloc<\n"
+               "          detailv3::sherwood_v3_entry<std::pair<K, V>>>")
+_FLAT_MAP = f"""namespace ska {{
+namespace detailv3 {{
+template <typename T, typename FindKey, typename H, typename HW, typename E, typename EW, typename A, typename EA>
+class sherwood_v3_table {{
+ public:
+  template <typename Key, typename... Args>
+  int emplace(Key&& key, Args&&... args) {{ return 0; }}
+}};
+}}  // namespace detailv3
+template <typename K, typename V, typename H, typename E, typename A>
+class flat_hash_map : public detailv3::sherwood_v3_table<
+      {_TABLE_ARGS}> {{
+  using Table = detailv3::sherwood_v3_table<
+      {_TABLE_ARGS}>;
+
+ public:
+  using Table::emplace;
+  int emplace() {{ return 0; }}
+}};
+}}  // namespace ska
+"""
+
+
+def test_a_long_class_scope_alias_brings_in_its_members(tree):
+    """ska's ``using Table = detailv3::sherwood_v3_table<...>;`` (324 characters) was not indexed (aliases over 200
+    characters were dropped), so ``using Table::emplace;`` brought nothing in and ``lookup.emplace(name, handle)``
+    on a flat_hash_map reached no function: only flat_hash_map::emplace(), which takes no arguments."""
+    user = ("#include <c10/util/flat_hash_map.h>\nnamespace c10 {\n"
+            "void add(ska::flat_hash_map<int, int, H, E, A>& lookup) {\n  lookup.emplace(1, 2);\n}\n}\n")
+    with indexed_with(tree, {"c10/util/flat_hash_map.h": _FLAT_MAP, "c10/core/add.cpp": user}) as ix:
+        assert len(ix.q("SELECT name FROM cpp_using WHERE alias = 'Table'")[0][0]) > 200
+        assert _callers(ix, "ska::detailv3::sherwood_v3_table::emplace") == ["c10::add"]

@@ -83,3 +83,52 @@ def test_a_declaration_with_arguments_constructs_its_type(tree):
         assert _callers(ix, "c10/cuda/Guard.cpp:6") == []  # OptionalCUDAGuard()
         res, _ = run(get_tool("calls"), ix, function_name="at::native::sync")
         assert ("at::native::make_index", 8) in [(e.dst.label, e.site.line) for e in res.sections[0].calls]
+
+
+_ITER_H = """namespace at {
+class TensorIteratorBase {};
+class TensorIterator final : public TensorIteratorBase {
+ public:
+  TensorIterator();
+  TensorIterator(const TensorIteratorBase& iter);
+  TensorIterator(int a, int b);
+};
+}  // namespace at
+"""
+
+_ITER_CPP = """#include <ATen/Iter.h>
+namespace at {
+TensorIterator::TensorIterator() {}
+TensorIterator::TensorIterator(const TensorIteratorBase& iter) {}
+TensorIterator::TensorIterator(int a, int b) {}
+void split(const TensorIteratorBase& iter, int n) {
+  auto copied = new TensorIterator(iter);
+  auto fresh = new TensorIterator;
+  auto many = new TensorIterator[n];
+  auto unique = std::make_unique<TensorIterator>(n, n);
+  auto intrusive = c10::make_intrusive<at::TensorIterator>();
+  auto shared = std::make_shared<std::vector<int>>(n);
+  auto ints = std::make_unique<int[]>(n);
+}
+template <typename T>
+void made(int n) {
+  auto p = std::make_unique<T>(n);
+}
+}  // namespace at
+"""
+
+
+def test_new_and_the_factories_construct_with_their_arguments_counted(tree):
+    """``new TensorIterator(iter)`` (a copy) was a caller of every TensorIterator constructor, the default one among
+    them: a new-expression recorded no argument count (Note [Argument counts]). And ``std::make_unique<T>(args)``
+    ran no constructor at all (Note [Factories construct] in model/cpp.py)."""
+    with indexed_with(tree, {"aten/src/ATen/Iter.h": _ITER_H, "aten/src/ATen/Iter.cpp": _ITER_CPP}) as ix:
+        sites = ix.q("SELECT c.callee, c.qualifier, c.line, c.nargs FROM cpp_call c JOIN files f ON f.id = c.file_id "
+                     "WHERE c.kind = ? AND f.path LIKE ?", (CallKind.CONSTRUCT.value, "%/Iter.cpp"))
+        # no site for a standard library type, a builtin array or a template's parameter
+        assert sorted(map(tuple, sites)) == [("TensorIterator", "", 7, 1), ("TensorIterator", "", 8, 0),
+                                             ("TensorIterator", "", 9, 0), ("TensorIterator", "", 10, 2),
+                                             ("TensorIterator", "at", 11, 0)]
+        assert _callers(ix, "aten/src/ATen/Iter.cpp:3") == [("at::split", 8), ("at::split", 9), ("at::split", 11)]
+        assert _callers(ix, "aten/src/ATen/Iter.cpp:4") == [("at::split", 7)]
+        assert _callers(ix, "aten/src/ATen/Iter.cpp:5") == [("at::split", 10)]

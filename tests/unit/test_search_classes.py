@@ -122,6 +122,24 @@ def test_a_cpp_class_name_that_floods(ix):
     assert res.total == 6 and "showing 3 of 6" in text
 
 
+@pytest.mark.parametrize("q", ["Vectorized<float>", "at::vec::Vectorized<float>", "vec::Vectorized< float >"])
+def test_a_specialization_as_answers_print_it(ix, q):
+    """Answers print a class template's specialization as ``at::vec::Vectorized<float>``; search answered "not
+    found" for that spelling (Note [Search spellings] in query/search_match.py)."""
+    res, text = _search(ix, q)
+    assert [(h.kind, h.name) for h in res.hits] == [(HitKind.CPP_CLASS, "at::vec::Vectorized<float>")], text
+
+
+def test_a_specialization_no_class_has_is_the_primary_template(ix):
+    """Vectorized<short>: no specialization for short, so the primary template (the one C++ instantiates); the
+    .cpp file's Vectorized is no template; no Python name is spelled with template arguments (a C++ function of the
+    name is: a function template's instance)."""
+    res, text = _search(ix, "Vectorized<short>")
+    assert [h.name for h in res.hits] == ["at::vec::Vectorized"], text
+    res, text = _search(ix, "Linear<float>")
+    assert [(h.kind, h.name) for h in res.hits] == [(HitKind.CPP_FUNCTION, "at::native::linear")], text
+
+
 def test_close_matches_are_names_search_finds_never_the_query(ix):
     """only_declared_fn is a name of the index (a declaration) that no hit is: not found, and not a close match of
     itself; every close match is found."""

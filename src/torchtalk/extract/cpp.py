@@ -95,6 +95,7 @@ def extract_cpp(relpath: str, data: bytes) -> FileFacts:
                       macro_spans=spans, scopes=scan_scopes(buf.decode("latin-1")))
         return _with_constants(_once(_by_slices(buf, slices, parser, captures, common), span_lines), text)
     caps = captures(root)
+    tree, caps = _reread_defaults(buf, tree, caps, parser, captures)
     scopes = None
     top = 0
     if tree.root_node.has_error:
@@ -104,7 +105,7 @@ def extract_cpp(relpath: str, data: bytes) -> FileFacts:
             # the rest of the file: retry keeping one branch of each unbalanced group.
             buf2 = resolve_conditionals(buf)
             tree2 = parser.parse(buf2)
-            caps2 = captures(tree2.root_node)
+            tree2, caps2 = _reread_defaults(buf2, tree2, captures(tree2.root_node), parser, captures)
             if _damage(caps2) < lost:
                 buf, tree, caps = buf2, tree2, caps2
         top = _top_level_errors(tree.root_node)
@@ -156,11 +157,58 @@ def _by_slices(buf: bytes, slices: list[tuple[int, int]], parser, captures, comm
         prev = start
         chunk = buf[start:end]
         ctree = parser.parse(chunk)
-        w = Walker(chunk.decode("latin-1"), ctree.root_node, captures(ctree.root_node),
-                   byte_base=start, line_base=line, **common)
+        ctree, caps = _reread_defaults(chunk, ctree, captures(ctree.root_node), parser, captures)
+        w = Walker(chunk.decode("latin-1"), ctree.root_node, caps, byte_base=start, line_base=line, **common)
         w.run()
         _append(out, w)
     return out
+
+
+# Note [Braced default arguments]
+# ``inline bool can_use_fast_route(ArrayRef<TensorList> tensorLists, ArrayRef<Scalar> scalarList = {}, ...) {``:
+# at namespace scope, a parameter of a template type with a braced default (``= {}``) makes tree-sitter-cpp read the
+# declarator as a variable constructed from expressions (``ArrayRef < TensorList > tensorLists``, ``scalarList =
+# {}``), and the body after it as a stray block: the function is lost, or a prototype's defaults are (a call of fewer
+# arguments then reaches no declaration; Note [Argument counts] in graph/signatures.py). Such a list is no variable's:
+# no code assigns in the arguments constructing a namespace-scope variable. Where a declaration at namespace scope has
+# one (an assignment of a braced list in its init_declarator's arguments), the buffer is parsed again with each such
+# braced list written as ``0`` padded to its length (same offsets, same lines), which reads as the parameter list it
+# is; the walk reads the text as written (``scalarList = {}``).
+_SCOPE_PARENTS = frozenset({"translation_unit", "declaration_list", "template_declaration", "linkage_specification"})
+
+
+def _reread_defaults(buf: bytes, tree, caps: dict, parser, captures) -> tuple:
+    """(tree, captures) of ``buf``, parsed again when it holds parameter lists read as expressions (Note [Braced
+    default arguments])."""
+    spans = [(n.start_byte, n.end_byte) for n in caps.get("init", ()) if _braced_default(n)]
+    if not spans:
+        return tree, caps
+    out = bytearray(buf)
+    for start, end in spans:
+        out[start:end] = b"0" + bytes(c if c == 0x0A else 0x20 for c in buf[start + 1:end])
+    tree = parser.parse(bytes(out))
+    return tree, captures(tree.root_node)
+
+
+def _braced_default(n) -> bool:
+    """Whether the braced list ``n`` is a default argument tree-sitter read as an assignment in the arguments of a
+    namespace-scope variable's initialisation: ``(ArrayRef<T> a, ArrayRef<S> b = {})``."""
+    p = n.parent
+    if p is None or p.type != "assignment_expression" or p.child_by_field_name("right") != n or (
+            p.child_by_field_name("left") is None or p.child_by_field_name("left").type != "identifier"):
+        return False
+    p = p.parent
+    while p is not None and p.type == "binary_expression":
+        p = p.parent
+    if p is None or p.type != "argument_list" or p.parent is None or p.parent.type != "init_declarator":
+        return False
+    decl = p.parent.parent
+    if decl is None or decl.type != "declaration":
+        return False
+    up = decl.parent
+    while up is not None and up.type.startswith("preproc_"):
+        up = up.parent
+    return up is not None and up.type in _SCOPE_PARENTS
 
 
 def _merge_small(buf: bytes, chunks: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -1,4 +1,4 @@
-"""Calls in a C++/CUDA buffer: call expressions, kernel launches, ``new T(...)``.
+"""Calls in a C++/CUDA buffer: call expressions, kernel launches, references.
 
 A mixin of ``cpp_walk.Walker``: its methods read and fill the walker's state (text,
 typer, calls). Each call keeps its callee as written, its receiver's type expression and
@@ -54,7 +54,7 @@ _CONSTRUCTED = re.compile(r"^([A-Za-z_][\w:]*)\s*(<.*>)?\s*(\(\s*\)|\{\s*\})$", 
 
 
 class Calls:
-    """The walker's handlers of call expressions and ``new`` expressions."""
+    """The walker's handlers of call expressions."""
 
     def _call(self, n, caller: int, lib) -> None:
         f = n.child_by_field_name("function")
@@ -149,6 +149,7 @@ class Calls:
             self._refs(n.child_by_field_name("arguments"), caller)
             if explicit:
                 self._template_refs(f, caller)
+                self._made(n, f, qual, callee, nargs, args, caller)
 
     def _vexing(self, n, caller: int) -> None:
         """Note [Calls read as declarations]: in a function body, ``THPObjectPtr parent_(functionToPyObject(node));``
@@ -320,14 +321,6 @@ class Calls:
             text = text[len("func_wrapper("):].lstrip("&* ")
         m = _FUNCTOR_NAME.match(text)
         return m.group(0) if m else collapse(text)[:_RECV_MAX]
-
-    def _new(self, n, caller: int) -> None:
-        ty = n.child_by_field_name("type")
-        if ty is None:
-            return
-        parts, callee = split_scope(strip_templates(self.t(ty)))
-        if callee and ty.type != "primitive_type":
-            self.calls.append(CallSite(caller, callee, "::".join(parts), self.line(n), CallKind.CONSTRUCT, ""))
 
 
 def _last_scope_args(raw: str) -> str:

@@ -157,8 +157,10 @@ class Declarations:
                 return
             nm = names
             written = self.t(tn)
-        if len(written) > 200 or "{" in written:
+        if "{" in written:  # a class or enum defined in place: its own fact
             return
+        # any length: cutlass's and ska's class-scope ``using Table = sherwood_v3_table<...8 arguments...>;`` (324
+        # characters) is what their members (``using Table::emplace;``) are found through
         target = u(type_text(written, ptrs))
         scope = "::".join(self.scope(cur, n.start_byte))
         p = n.parent  # an alias template: template <typename Node> using NodePtr = std::shared_ptr<Node>;

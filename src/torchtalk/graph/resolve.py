@@ -29,6 +29,7 @@ from functools import lru_cache
 
 from ..model import TEMPLATE_ARGUMENT, CallKind, CallSite, CppSymbol, Op, SymbolKind, UsingKind, Variant
 from ..model.cpp import ANONYMOUS_NESTING, TypeBase, TypeExpr, TypeStep, TypeStepKind
+from ..model.factories import FACTORIES
 from ..model.paths import ATEN_TEMPLATES, rocm_only_path
 from ..store.reader import Index
 from .cpp_lookup import (
@@ -864,8 +865,10 @@ class Resolver:
         """The type of ``NAME(args)``: a constructor's class, an op's return type, a function's return type."""
         ix = self.ix
         head, _, targs = name.partition("<")
-        if head.lstrip(":") in _FACTORIES and targs.endswith(">"):  # std::make_shared<T>(...): a shared_ptr<T>
-            return resolve_type(ix, f"{_FACTORIES[head.lstrip(':')]}<{targs}", self.scope)
+        # std::make_shared<T>(...): a shared_ptr<T> (Note [Factories construct] in model/factories.py; 636 such
+        # receivers in torch/csrc were untyped: IntraNodeComm::rendezvous, GraphTask::init_to_execute had no callers)
+        if head.lstrip(":") in FACTORIES and targs.endswith(">"):
+            return resolve_type(ix, f"{FACTORIES[head.lstrip(':')]}<{targs}", self.scope)
         # a class named as a function is a construction: TensorIteratorConfig(), Tensor(x), IntArrayRef(v)
         as_type = resolve_type(ix, name, self.scope)
         if as_type is not None and not as_type.is_builtin:
@@ -906,13 +909,6 @@ class Resolver:
     def _global_kernels(self, name: str) -> list[CppSymbol]:
         return [s for s in gpu_kernels_named(self.ix, name) if s.kind is SymbolKind.GLOBAL_KERNEL]
 
-
-# The smart pointer a factory makes: auto p = std::make_shared<T>(...); p->f() calls T::f (636 such receivers in
-# torch/csrc were untyped: IntraNodeComm::rendezvous, GraphTask::init_to_execute had no callers)
-_FACTORIES = {"std::make_shared": "std::shared_ptr", "make_shared": "std::shared_ptr",
-              "std::make_unique": "std::unique_ptr", "make_unique": "std::unique_ptr",
-              "c10::make_intrusive": "c10::intrusive_ptr", "make_intrusive": "c10::intrusive_ptr",
-              "at::make_intrusive": "c10::intrusive_ptr"}
 
 
 # Note [Host code calls no device code]

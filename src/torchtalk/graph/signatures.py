@@ -25,8 +25,9 @@ from .cpp_text import split_args
 # overload, one a macro writes, the standard library's). Where no candidate takes it as written, one may take
 # fewer arguments than its definition's parameters when its defaults are not in the index: an op's kernel in
 # at::native (Note [Lookup that finds no viable function] in graph/resolve.py), and a function of a source file
-# called from another with no declaration indexed (tree-sitter loses some: ``(std::shared_ptr<Graph>& graph,
-# std::unordered_set<c10::Symbol> custom_ops = {})``).
+# called from another with no declaration indexed (its header not in the tree). A construction counts its arguments
+# as a call does: ``new T(args)``, ``new T`` and ``new T[n]`` (none: the default constructor), ``T x(args);`` (Note
+# [Constructions written as declarations]), ``std::make_unique<T>(args)`` (Note [Factories construct]).
 
 # a parameter written as a macro: an upper-case name with an underscore, or one called (no declarator follows)
 _MACRO_PARAM = re.compile(r"^[A-Z][A-Z0-9]*_[A-Z0-9_]*$|^[A-Z][A-Z0-9_]*\s*\(.*\)$", re.S)

@@ -92,9 +92,11 @@ def search(ix: Index, query: str, backend: str | None = None, limit: int = 20) -
         functions, names_left = _function_hits(ix, pq)
         scored += functions
         scored += class_hits(ix, pq)
-        scored += _named_hits(pq, HitKind.STUB, Group.STUB, sorted(stub_names(ix)), lambda n: stub_declared(ix, n))
         nodes = autograd_nodes(ix)
-        scored += _named_hits(pq, HitKind.AUTOGRAD_NODE, Group.AUTOGRAD_NODE, list(nodes), lambda n: nodes[n].loc)
+        if not pq.targs:  # a stub or an autograd node is no template
+            scored += _named_hits(pq, HitKind.STUB, Group.STUB, sorted(stub_names(ix)),
+                                  lambda n: stub_declared(ix, n))
+            scored += _named_hits(pq, HitKind.AUTOGRAD_NODE, Group.AUTOGRAD_NODE, list(nodes), lambda n: nodes[n].loc)
     if not scored and not without_key:
         what = f"op with a {key} kernel" if key else "op, kernel, binding, Python function or class, C++ function or " \
                                                      "class"
@@ -227,7 +229,8 @@ def _function_hits(ix: Index, pq: Query) -> tuple[list[Scored], str]:
                                     (like_literal(pq.last) + "%",))]
     # every C++ function of the name, an op's or a binding's too (at::native::randn after the op randn, whose hit
     # shows only the kernels; torch::nn::Conv2dImpl::forward whatever Python binding is named forward)
-    ranked = sorted((r, len(n), n) for n in names if (r := rank(pq, n.lower())) is not None)
+    # a name with template arguments (foo<float>) is a function template's instance: the name itself only
+    ranked = sorted((r, len(n), n) for n in names if (r := rank(pq, n.lower())) is not None and not (pq.targs and r))
     if not ranked:
         return [], ""
     rank_of = {n: r for r, _length, n in ranked[:MAX_NAMES]}
@@ -263,7 +266,7 @@ class _PyRow(NamedTuple):
 def _python_hits(ix: Index, pq: Query) -> list[Scored]:
     """Python functions and methods of the tree's torch/ by name, or by a dotted name (``F.layer_norm``): those of
     public modules after the bindings, of private ones after the C++ functions (Note [Names that flood] per name)."""
-    if pq.cpp_scope and len(pq.words) == 1:
+    if pq.cpp_scope and len(pq.words) == 1 or pq.targs:  # at::Tensor, Vectorized<float>: no Python name
         return []
     out: list[Scored] = []
     per_name: dict[str, int] = {}

@@ -10,7 +10,7 @@ from ..graph.op_edges import autograd_nodes
 from ..graph.pynames import pynames
 from ..model import ClassKind, CppClass, HitKind, Loc, MatchKind, SymbolKind
 from ..store.reader import Index
-from .search_match import Group, Query, rank, rank_qualified
+from .search_match import Group, Query, args_key, rank, rank_qualified
 from .search_results import MATCHES, PER_NAME, Scored, SearchHit
 
 # What a Python class derives from (link/pyclasses.py ROOTS), as its hit says it
@@ -89,7 +89,7 @@ def class_hits(ix: Index, pq: Query) -> list[Scored]:
     per_name: dict[str, int] = {}
     reexport: list[str | None] = []  # what the query names through the packages' imports, once asked
     part = pq.last if len(pq.words) == 1 else ""  # a one-word query's name is part of every name it matches
-    for py in _python_classes(ix):
+    for py in _python_classes(ix) if not pq.targs else ():  # Vectorized<float> is no Python name
         if part not in py.name_l:
             continue
         rank_ = _py_rank(ix, pq, py, reexport)
@@ -99,15 +99,16 @@ def class_hits(ix: Index, pq: Query) -> list[Scored]:
             out.append(((rank_, group, len(py.shown), py.fq),
                         SearchHit(HitKind.PY_CLASS, py.fq, py.loc, MATCHES[rank_], py.detail), None))
     per_name.clear()
-    for c in _cpp_classes(ix):
-        if part not in c.name_l:
-            continue
-        rank_ = rank_qualified(pq, c.name_l, c.qualname_l, "::")
-        if rank_ is not None:
-            hit, name = c.hit(MATCHES[rank_]), c.cls.name
-            seen = per_name[name] = per_name.get(name, 0) + 1
-            out.append(((rank_, _group(pq, rank_, name, seen, c.public, Group.CPP), len(hit.name), hit.name), hit,
-                        None))
+    cpp = [(c, rank_) for c in _cpp_classes(ix) if part in c.name_l
+           and (rank_ := rank_qualified(pq, c.name_l, c.qualname_l, "::")) is not None]
+    if pq.targs:  # Vectorized<float>: the specializations for those arguments, else the primary template
+        specialized = {c.qualname_l for c, _r in cpp if c.cls.spec and args_key(c.cls.spec) == pq.targs}
+        cpp = [(c, r) for c, r in cpp if r == 0 and (args_key(c.cls.spec) == pq.targs if c.cls.spec else
+                                                     c.cls.tparams and c.qualname_l not in specialized)]
+    for c, rank_ in cpp:
+        hit, name = c.hit(MATCHES[rank_]), c.cls.name
+        seen = per_name[name] = per_name.get(name, 0) + 1
+        out.append(((rank_, _group(pq, rank_, name, seen, c.public, Group.CPP), len(hit.name), hit.name), hit, None))
     return out
 
 

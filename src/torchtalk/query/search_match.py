@@ -8,13 +8,20 @@ name is matched on the part of the query that spells it: the last component for 
 checked against the name's own (``at::native::add_out`` finds ``at::native::add_out``, never
 ``at::cpu::add_out``); exact, then prefix, then substring, as before. An op's name past its leading underscores
 matches as a prefix (``conv_depthwise2d`` finds the op ``_conv_depthwise2d`` with the prefixes, not after every
-helper that contains it).
+helper that contains it). A C++ name ending in template arguments (``Vectorized<float>``, as an answer prints a class
+template's specialization, or ``at::vec::Vectorized<c10::Half>``, as code writes it) is matched on the name without
+them, and names the classes those arguments make: the specializations for them (their namespaces aside), or the primary
+template where no specialization is for them (the one C++ instantiates); a C++ function of the name is listed too (a
+function template's instance), no op, binding or Python name.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import IntEnum
+
+from ..model.cpp import split_template_args
 
 # Qualifiers that name an op (ops are at::X, at::native::X kernels, aten::X in schemas and torch.ops.aten.X in Python)
 _OP_QUALIFIERS = ("torch.ops.aten.", "aten::", "aten.", "at::native::", "at::_ops::", "at::", "torch::")
@@ -71,11 +78,14 @@ class Query:
     last: str  # the name it ends in: the C++ or Python name's last component, lower-cased
     op_only: bool = False  # spelled as the dispatcher names an op (aten::add, torch.ops.aten.add): ops only
     dotted: str = ""  # a one-word query as Python spells it, case kept ("torch.nn.Linear" for nn.Linear)
+    targs: str = ""  # the template arguments a C++ name ends in, as args_key reads them ("float" for Vectorized<float>)
 
     @property
     def spelled(self) -> str:
-        """The name a one-word query ends in, case kept ("Linear" for torch.nn.Linear, "Tensor" for at::Tensor)."""
-        return "" if len(self.words) > 1 else self.text.rsplit("::", 1)[-1].rsplit(".", 1)[-1]
+        """The name a one-word query ends in, case kept ("Linear" for torch.nn.Linear, "Tensor" for at::Tensor,
+        "Vectorized" for Vectorized<float>)."""
+        name = split_template_args(self.text)[0] if self.targs else self.text
+        return "" if len(self.words) > 1 else name.rsplit("::", 1)[-1].rsplit(".", 1)[-1]
 
     @property
     def fts(self) -> list[str]:
@@ -83,8 +93,23 @@ class Query:
         return [w for w in (self.words if len(self.words) > 1 else (self.last,)) if len(w) >= 3]
 
 
+_NAMESPACES = re.compile(r"\b\w+::")
+
+
+def args_key(targs: str) -> str:
+    """Template arguments as a specialization's are compared: no spaces, no namespaces (``c10::Half, int`` is
+    ``Half,int``, as ``Vectorized<Half>`` is written in its namespace)."""
+    return _NAMESPACES.sub("", re.sub(r"\s+", "", targs))
+
+
 def parse(text: str) -> Query:
     t = text.strip()
+    name, targs = split_template_args(t) if t.endswith(">") else (t, "")
+    if targs.strip() and name and not any(ch.isspace() for ch in name):  # at::vec::Vectorized<c10::Half, 2>
+        low = t.lower()
+        cpp_scope, _, last = name.lower().rpartition("::")
+        # op and binding: the text as asked, which no op or Python name is
+        return Query(t, (low,), low, low, cpp_scope, "", last, targs=args_key(targs))
     words = tuple(w.lower() for w in t.split())
     if len(words) > 1:
         joined = "_".join(words)
