@@ -90,14 +90,16 @@ def _op_calls(info: KernelInfo, out: list[str]) -> None:
 def _detail_rank(tier: KeyTier, gpu: bool) -> int:
     """The rank a kernel's detail is kept by when its overload is cut (Note [Key order]; 0 is the top lines'): the
     default path's (dense, then composite kernels) first, its C++, stubs, their kernels and the ops it calls before
-    its GPU lines; then the other kernels' C++, stubs and op calls, tier by tier; then their GPU lines."""
+    its GPU lines; then the other kernels' C++, stubs and op calls, tier by tier; then (OTHER_DETAIL) the detail that
+    is no kernel's; then the other kernels' GPU lines."""
     if tier <= KeyTier.COMPOSITE:
         return 1 + 2 * tier + gpu
-    return 1 + 2 * (KeyTier.COMPOSITE + 1) + tier + gpu * len(KeyTier)
+    return 1 + 2 * (KeyTier.COMPOSITE + 1) + tier + gpu * (len(KeyTier) + 1)
 
 
-# the detail that is not a kernel's (the bindings' parsers, the ops autograd's formulas call): after the dense path's
-OTHER_DETAIL = _detail_rank(KeyTier.DENSE, True)
+# the detail that is no kernel's (the bindings' parsers, the grad_fn an autograd kernel creates, the ops autograd's
+# formulas call): after every kernel's C++ location, before the GPU lines of the kernels off the default path
+OTHER_DETAIL = _detail_rank(KeyTier.OTHER, False) + 1
 
 
 def _render_kernels(t: OpTrace, focus: str, shown: set[str], out: list[str], cpp: bool, ranks: dict[int, int]) \
