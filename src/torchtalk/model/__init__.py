@@ -10,7 +10,16 @@ from __future__ import annotations
 from typing import Any
 
 from .cpp import CallSite, CppClass, CppField, CppSymbol, GeneratedFact, Registration, Using
-from .dispatch import COMPOSITE_KEYS, DispatchKey, is_composite, parse_key, runs_on, traced_by_autograd
+from .dispatch import (
+    COMPOSITE_KEYS,
+    DispatchKey,
+    KeyTier,
+    is_composite,
+    key_tier,
+    parse_key,
+    runs_on,
+    traced_by_autograd,
+)
 from .facts import NO_REF
 from .graph import Branch, Cut, Edge, Node
 from .kinds import (
@@ -90,12 +99,12 @@ __all__ = [
     "CppField", "CppSymbol", "Cut", "CutKind", "Derivative", "DerivativeFormula", "DerivativeMatch", "DispatchEntry",
     "DispatchKey", "Edge", "EdgeHow", "EdgeKind", "EntryOrigin", "FACT_TABLES", "FileFacts", "FileProblems",
     "FileStatus", "FormulaMode", "FunctionSchema", "GENERATED_PREFIX", "GeneratedFact", "GeneratedKind", "HitKind",
-    "InstantiationKind", "Layer", "Loc", "MatchKind", "NO_REF", "NoEntry", "Node", "NodeKind", "Op", "OpDispatch",
-    "OpInfoEntry", "OpInfoList", "OpTestMark",
+    "InstantiationKind", "KeyTier", "Layer", "Loc", "MatchKind", "NO_REF", "NoEntry", "Node", "NodeKind", "Op",
+    "OpDispatch", "OpInfoEntry", "OpInfoList", "OpTestMark",
     "PY_MODULES", "PyApiKind", "PyAssign", "PyAttr", "PyCall", "PyClass", "PyDefKind",
     "PyFunction", "PyFunctionKind", "PyImport", "PyOpRef", "PyOpRefKind", "PyReceiver", "RaiseKind", "RaiseSite",
     "Registration", "RegistrationKind", "Return", "SchemaError", "StrEnum", "SymbolKind", "TABLE_OF",
     "TEMPLATE_ARGUMENT", "TENSOR_BINARY_OPERATORS", "TENSOR_UNARY_OPERATORS", "Tag",
     "TestClass", "TestInstantiation", "TestMethod", "TestUtil", "Using", "UsingKind", "UtilKind", "Variant",
-    "is_composite", "parse_key", "runs_on", "traced_by_autograd", "variant_base",
+    "is_composite", "key_tier", "parse_key", "runs_on", "traced_by_autograd", "variant_base",
 ]

@@ -9,6 +9,7 @@ records it against the YAML line and keeps the rest of the file.
 from __future__ import annotations
 
 import difflib
+from enum import IntEnum
 
 from .kinds import StrEnum
 
@@ -259,3 +260,40 @@ def backend_of(key: str) -> str:
 def device_of_key(key: str) -> Device | None:
     """The one device a kernel registered under ``key`` runs on (None: any, or none of the tests' devices)."""
     return DEVICE_OF_BACKEND.get(backend_of(key))
+
+
+# Note [Key order]
+# ~~~~~~~~~~~~~~~~
+# An op's kernels are listed, and kept when an answer is cut, most common first: the tensors most code runs on are
+# dense (strided) CPU and CUDA ones, so that path (through structured_delegate or a ufunc) and the DispatchStub
+# kernels below it are what a contributor reads and edits first; then the composite kernels that serve every
+# backend; then dense tensors on the other devices (MPS, XPU, Meta ...); then the other layouts (sparse, sparse
+# compressed, nested), quantized tensors, and the rest (Mkldnn, ZeroTensor, Vulkan, Metal, batching rules ...).
+# native_functions.yaml writes the explicit keys in no such order, and a structured_delegate op's dense keys come
+# from its out= op's table after its own, so without this order a cut took the dense path's detail first.
+class KeyTier(IntEnum):
+    """How common the tensors a key's kernel runs for are, most common first (Note [Key order])."""
+
+    DENSE = 0  # CPU and CUDA (HIP: ROCm's CUDA) strided tensors
+    COMPOSITE = 1  # one kernel for every backend
+    DEVICE = 2  # strided tensors on another backend component (MPS, XPU, Meta, XLA ...)
+    LAYOUT = 3  # sparse, sparse compressed and nested tensors
+    QUANTIZED = 4
+    OTHER = 5  # MkldnnCPU, ZeroTensor, Vulkan, Metal, batching rules, autograd and other wrappers
+
+
+DENSE_BACKENDS = frozenset({"CPU", "CUDA", "HIP"})
+TIER_OF_FUNCTIONALITY = {"": KeyTier.DEVICE, "Sparse": KeyTier.LAYOUT, "SparseCsr": KeyTier.LAYOUT,
+                         "NestedTensor": KeyTier.LAYOUT, "Quantized": KeyTier.QUANTIZED, "Autograd": KeyTier.OTHER}
+
+
+def key_tier(key: str) -> KeyTier:
+    """Where a kernel registered under ``key`` comes in an op's kernels (Note [Key order])."""
+    if key in DENSE_BACKENDS:
+        return KeyTier.DENSE
+    if key == DispatchKey.CompositeImplicitAutogradNestedTensor:
+        return KeyTier.LAYOUT
+    if is_composite(key):
+        return KeyTier.COMPOSITE
+    backend = backend_of(key)
+    return TIER_OF_FUNCTIONALITY[key[: -len(backend)]] if backend else KeyTier.OTHER

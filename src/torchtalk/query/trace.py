@@ -38,6 +38,7 @@ from ..model import (
     PyApiKind,
     PyDefKind,
     is_composite,
+    key_tier,
     runs_on,
 )
 from ..model.ops import DEFAULT_OVERLOAD
@@ -129,7 +130,7 @@ def trace(ix: Index, function_name: str, focus: str = "full") -> TraceResult | N
     if entry is not None and len(ops) > MAX_ENTRY_OPS:  # a Python function that reaches many ops: the nearest
         ops, rest = ops[:MAX_ENTRY_OPS], ops[MAX_ENTRY_OPS:]
     cpp = has_cpp(ix) and focus != "yaml"
-    cache: dict[tuple[str, bool, tuple[int, ...]], KernelInfo] = {}
+    cache: dict[tuple[str, bool, tuple[int, ...], bool], KernelInfo] = {}
     traces = [_op_trace(ix, op, focus, cpp, cache) for op in ops]
     keys = {k.entry.key for t in traces for k in t.kernels}
     result = TraceResult(name, focus, traces, _related(reg.by_name, ops), {k: v for k, v in COMPOSITE_KEYS.items()
@@ -169,16 +170,22 @@ def _node_creators(ix: Index, name: str) -> list[Op]:
 
 
 def _op_trace(ix: Index, op: Op, focus: str, cpp: bool,
-              cache: dict[tuple[str, bool, tuple[int, ...]], KernelInfo]) -> OpTrace:
+              cache: dict[tuple[str, bool, tuple[int, ...], bool], KernelInfo]) -> OpTrace:
     reg = registry(ix)
     entries = [e for e in reg.dispatch(op) if not e.delegate] if focus == "yaml" else reg.dispatch(op)
+    entries = sorted(entries, key=lambda e: key_tier(e.key))  # the dense path first (Note [Key order])
+    # a kernel's name and the overloads of it this op takes (arange and arange.start name one kernel, and take two
+    # of its overloads: Note [Kernel overloads])
+    defs = {id(e): (e.kernel, e.structured, tuple(d.id for d in op_kernel_definitions(ix, op, e)) if cpp else ())
+            for e in entries}
+    # Its GPU lines are those of a kernel some key of which runs on CUDA: CPU and CUDA share mul_out, but a Vulkan
+    # kernel named like the composite one (expand) is other code, and the ops it calls run for Vulkan tensors.
+    on_gpu = {defs[id(e)] for e in entries if any(runs_on(e.key, b) for b in GPU_BACKENDS)}
     kernels = []
     for entry in entries:
-        # a kernel's name and the overloads of it this op takes (arange and arange.start name one kernel, and
-        # take two of its overloads: Note [Kernel overloads])
-        key = (entry.kernel, entry.structured, tuple(d.id for d in op_kernel_definitions(ix, op, entry)) if cpp else ())
+        key = (*defs[id(entry)], defs[id(entry)] in on_gpu)
         if cpp and key not in cache:
-            cache[key] = _kernel(ix, op, entry, focus)
+            cache[key] = _kernel(ix, op, entry, focus, key[-1])
         base = cache.get(key)
         kernels.append(replace(base, entry=entry) if base else KernelInfo(entry))
     python = [p for p in reg.python_names(op) if p.kind is not PyApiKind.GENERATED_BINDING]
@@ -199,7 +206,7 @@ def _op_trace(ix: Index, op: Op, focus: str, cpp: bool,
     return OpTrace(op, kernels, python, derivs, refs, generated, callers, hand, without)
 
 
-def _kernel(ix: Index, op: Op, entry: DispatchEntry, focus: str) -> KernelInfo:
+def _kernel(ix: Index, op: Op, entry: DispatchEntry, focus: str, on_gpu: bool) -> KernelInfo:
     g = graph(ix)
     info = KernelInfo(entry)
     edges = [e for e in g.out(op_node(op), [EdgeKind.KERNEL])
@@ -212,8 +219,7 @@ def _kernel(ix: Index, op: Op, entry: DispatchEntry, focus: str) -> KernelInfo:
     info.stubs = [StubUse(s.edge, g.out(s.node, [EdgeKind.STUB_KERNEL])) for s in walk.steps
                   if s.edge.kind is EdgeKind.STUB_CALL]
     info.cuts = calls_cuts(walk.cuts)
-    if focus == "full" and any(runs_on(e.key, b) for e in registry(ix).dispatch(op) if e.kernel == entry.kernel
-                               for b in GPU_BACKENDS):
+    if focus == "full" and on_gpu:
         # The GPU lines of a kernel that runs on CUDA are its walk of graph/gpu.py, the one cuda_kernels composes.
         reaches = [gpu_reach(ix, root) for root in roots]  # listed as cuda_kernels lists them (Note [Nearest first])
         seen: set[tuple[str, int, str]] = set()

@@ -16,7 +16,11 @@ one ``Cut:`` line naming what it was and the call that shows it (``trace("upsamp
 ``called_by("at::native::copy_")``), so nothing is dropped silently. The budget is on the text
 only: the structured answer (MCP structuredContent, CLI --json) keeps everything. A section whose
 items are an outline (a trace overload: each dispatch key, its C++ indented below it) keeps, when
-cut in part, its least indented items first, in their order: every key before any key's detail.
+cut in part, its least indented items first, in their order: every key before any key's detail. Its
+detail may come ranked (``ranks``: lower first, then the least indented, then in order): a trace keeps
+the dense CPU/CUDA kernels' detail before a sparse or Vulkan kernel's (Note [Key order] in
+model/dispatch.py). A heading of indented items is never shown without the first of them: the
+renderer makes the two one item (a trace's "calls ops (1):" and the op it calls).
 """
 
 from __future__ import annotations
@@ -48,6 +52,9 @@ class Section:
     # its key): cut in part, the least indented are kept first (every key before any key's detail), in their order.
     outline: bool = False
     total: int = 0  # the items there are, when ``items`` holds only the first of them (0: ``items`` is all)
+    # An outline's items' ranks, one per item (empty: all 0): cut in part, the lower ranks are kept first, each
+    # least indented first and in order (the top items, rank 0, before any detail).
+    ranks: Sequence[int] = ()
 
     @property
     def count(self) -> int:
@@ -62,11 +69,15 @@ class Section:
 
     @cached_property
     def _outline_order(self) -> list[int]:
-        """The items' indices, least indented first, in their order (``fit`` asks ``kept`` for each k it tries)."""
+        """The items' indices, by rank, least indented first, in their order (``fit`` asks ``kept`` for each k it
+        tries)."""
         depth = [len(x) - len(x.lstrip(" ")) for x in self.items]
-        return sorted(range(len(depth)), key=lambda j: (depth[j], j))
+        rank = list(self.ranks) or [0] * len(depth)
+        return sorted(range(len(depth)), key=lambda j: (rank[j], depth[j], j))
 
     def __post_init__(self) -> None:
+        if self.ranks and len(self.ranks) != len(self.items):
+            raise ValueError(f"a Section's ranks are one per item; got {len(self.ranks)} for {len(self.items)}")
         if not self.what or not self.shows:
             raise ValueError(f"a Section needs what it is and the call that shows it (Note [Answer budget]); "
                              f"got what={self.what!r} shows={self.shows!r} for {list(self.head)[:1]}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from ..model import Branch, CppSymbol, NodeKind, Op, SymbolKind
+from ..model import Branch, CppSymbol, KeyTier, NodeKind, Op, SymbolKind, key_tier
 from ..model.ops import DEFAULT_OVERLOAD
 from ..model.paths import NATIVE_FUNCTIONS
 from ..query.cuts import tool_call
@@ -75,24 +75,45 @@ def _launches(info: KernelInfo, op: str, out: list[str]) -> None:
 def _op_calls(info: KernelInfo, out: list[str]) -> None:
     if not info.op_calls:
         return
-    out.append(f"    calls ops ({len(info.op_calls)}; each runs its own kernels):")
     # overloads one call may be (its arguments do not tell): one line; two calls on one line (``at::_unsafe_view(
     # at::mul(a, b), shape)``) are two, told apart by the call as written
     by_site: dict[tuple[str, str], list[OpCall]] = {}
     for c in info.op_calls[:MAX_OP_CALLS]:
         by_site.setdefault((str(c.edge.site), c.edge.written), []).append(c)
+    lines = []
     for (site, _written), calls in by_site.items():
         keys = [f"{c.edge.dst.key} -> " + first([f"{e.key}: {e.kernel}" for e in c.kernels], 5, "; ") for c in calls]
         if len(calls) > 1:
-            out.append(f"      {' | '.join(c.edge.dst.key for c in calls)}  (called at {site}; the call does not say "
-                       "which)" + "".join(f"\n        {k}" for k in keys))
+            lines.append(f"      {' | '.join(c.edge.dst.key for c in calls)}  (called at {site}; the call does not "
+                         "say which)" + "".join(f"\n        {k}" for k in keys))
         else:
-            out.append(f"      {calls[0].edge.dst.key}  (called at {site}) -> {keys[0].split(' -> ', 1)[1]}")
+            lines.append(f"      {calls[0].edge.dst.key}  (called at {site}) -> {keys[0].split(' -> ', 1)[1]}")
+    # the heading and the first op are one item: a cut never leaves the heading alone (Note [Answer budget])
+    out.append(f"    calls ops ({len(info.op_calls)}; each runs its own kernels):\n{lines[0]}")
+    out += lines[1:]
     if len(info.op_calls) > MAX_OP_CALLS:
         out.append(f"      ... showing {MAX_OP_CALLS} of {len(info.op_calls)}")
 
 
-def _render_kernels(t: OpTrace, focus: str, shown: set[str], out: list[str], cpp: bool) -> None:
+def _detail_rank(tier: KeyTier, gpu: bool) -> int:
+    """The rank a kernel's detail is kept by when its overload is cut (Note [Key order]; 0 is the top lines'): the
+    default path's (dense, then composite kernels) first, its C++, stubs, their kernels and the ops it calls before
+    its GPU lines; then the other kernels' C++, stubs and op calls, tier by tier; then (OTHER_DETAIL) the detail that
+    is no kernel's; then the other kernels' GPU lines."""
+    if tier <= KeyTier.COMPOSITE:
+        return 1 + 2 * tier + gpu
+    return 1 + 2 * (KeyTier.COMPOSITE + 1) + tier + gpu * (len(KeyTier) + 1)
+
+
+# the detail that is no kernel's (the bindings' parsers, the grad_fn an autograd kernel creates, the ops autograd's
+# formulas call): after every kernel's C++ location, before the GPU lines of the kernels off the default path
+OTHER_DETAIL = _detail_rank(KeyTier.OTHER, False) + 1
+
+
+def _render_kernels(t: OpTrace, focus: str, shown: set[str], out: list[str], cpp: bool, ranks: dict[int, int]) \
+        -> None:
+    """Each kernel's key line, then its C++, stubs, op calls and GPU lines; ``ranks`` gets each detail line's rank
+    (out's index -> rank: Note [Key order])."""
     for (kernel, via), infos in _kernel_groups(t.kernels).items():
         keys = ", ".join(i.entry.key for i in infos)
         info = infos[0]
@@ -100,10 +121,13 @@ def _render_kernels(t: OpTrace, focus: str, shown: set[str], out: list[str], cpp
         out.append(f"- {keys}: {kernel}{note}  ({info.entry.source} {info.entry.loc})")
         if focus == "yaml" or not cpp:
             continue
+        tier = min(key_tier(i.entry.key) for i in infos)
+        start = len(out)
         seen = f"{kernel} {' '.join(str(d.loc) for d in info.definitions)}"  # one overload of a name is not another
         if seen in shown:
             if info.definitions:
                 out.append(f"    C++: {info.definitions[0].display}  {info.definitions[0].loc} (details above)")
+            ranks.update({k: _detail_rank(tier, False) for k in range(start, len(out))})
             continue
         shown.add(seen)
         if not info.definitions:
@@ -112,7 +136,9 @@ def _render_kernels(t: OpTrace, focus: str, shown: set[str], out: list[str], cpp
         out += [f"    C++: {_cpp_line(d, info.branches.get(d.id, ''))}" for d in info.definitions[:4]]
         _stubs(info, out)
         _op_calls(info, out)
+        gpu = len(out)
         _launches(info, t.op.name, out)
+        ranks.update({k: _detail_rank(tier, k >= gpu) for k in range(start, len(out))})
 
 
 def _render_generated(t: OpTrace, out: list[str], shown: set[str]) -> None:
@@ -242,6 +268,7 @@ def _op_section(r: TraceResult, t: OpTrace, shown: set[str], sections: dict[tupl
     """One overload's detail: its registry entry, Python names, kernels per key, generated code, autograd."""
     op = t.op
     out: list[str] = []
+    ranks: dict[int, int] = {}  # a kernel's detail lines' ranks (Note [Key order]); the top lines' are 0
     if r.focus == "full" and t.python:
         if same := _same_as(sections, "python", [p.name for p in t.python], op.full_name):
             out.append(f"Python: as {same}")
@@ -264,7 +291,7 @@ def _op_section(r: TraceResult, t: OpTrace, shown: set[str], sections: dict[tupl
             out.append(f"- ... {showing(12, len(t.py_refs), IN_STRUCTURED)}")
     if t.kernels:
         out.append("Dispatch:" if r.focus == "yaml" else "Dispatch -> C++:")
-        _render_kernels(t, r.focus, shown, out, r.cpp_indexed)
+        _render_kernels(t, r.focus, shown, out, r.cpp_indexed, ranks)
     elif op.dispatch_empty:
         out.append("Dispatch: `dispatch: {}` in native_functions.yaml: no kernel here and no implicit "
                    "CompositeImplicitAutograd one; its kernels are registered elsewhere (torch.library)")
@@ -280,8 +307,9 @@ def _op_section(r: TraceResult, t: OpTrace, shown: set[str], sections: dict[tupl
     alone = tool_call("trace", op.full_name if "." in op.full_name else f"{op.full_name}{DEFAULT_OVERLOAD}", **focus)
     # The one overload asked about: its own call would be this answer again; the typed answer holds it whole.
     shows = alone if len(r.ops) > 1 else f"{STRUCTURED} of {tool_call('trace', r.query, **focus)}"
+    rank = [0 if not line.startswith(" ") else ranks.get(k, OTHER_DETAIL) for k, line in enumerate(out)]
     return Section(["", f"## {op.full_name}  {op.loc}", f"    {op.schema}", _facts(op)], out,
-                   what=f"overload {op.full_name}", shows=shows, outline=True)
+                   what=f"overload {op.full_name}", shows=shows, outline=True, ranks=rank)
 
 
 def render_trace(r: TraceResult) -> str:
