@@ -212,3 +212,22 @@ def test_traces_gpu_lines_say_which_run_only_in_a_layout_arm(picked):
     (kernel,) = res.ops[0].kernels
     arms = {g.site.dst.label.split("::")[-1]: g.arm for g in kernel.gpu}
     assert arms["pick_dense_kernel"] is None and arms["pick_nested_kernel"].arm == "if (self.is_nested())"
+
+
+def test_a_virtual_calls_overrides_in_one_library_are_one_gpu_line():
+    """``allocator.allocate`` in StorageImpl's constructor reaches two overrides, both the caching allocator's: trace
+    printed the same line twice (the structured answer keeps both)."""
+    from torchtalk.model import DispatchEntry, DispatchKey, Edge, EntryOrigin, Loc, Node, NodeKind
+    from torchtalk.query.trace_results import GpuLine, KernelInfo
+    from torchtalk.render.trace import _launches
+
+    ctor = Node(NodeKind.CPP_FUNCTION, "7", "c10::StorageImpl::StorageImpl", Loc("c10/core/StorageImpl.h", 80))
+    lines = [GpuLine(Edge(ctor, Node(NodeKind.CPP_FUNCTION, key, "allocate"), EdgeKind.CALL,
+                          Loc("c10/core/StorageImpl.h", line), written="allocator.allocate"),
+                     library="CUDA caching allocator", via="empty")
+             for key in ("48228", "48601") for line in (84, 85)]
+    info = KernelInfo(DispatchEntry(DispatchKey.CUDA, "k", Loc("y.yaml", 1), EntryOrigin.TABLE), gpu=lines)
+    out: list[str] = []
+    _launches(info, "empty", out)
+    assert out == ["    CUDA caching allocator: allocator.allocate at c10/core/StorageImpl.h:84, "
+                   "c10/core/StorageImpl.h:85 by c10::StorageImpl::StorageImpl  (empty's code)"]

@@ -48,7 +48,9 @@ def _launches(info: KernelInfo, op: str, out: list[str]) -> None:
     is; one line per kernel or library function a function launches or calls, with every path:line it does so at."""
     groups: OrderedDict[tuple[str, str, str, str, Branch | None], list[GpuLine]] = OrderedDict()
     for g in info.gpu:
-        groups.setdefault((g.site.dst.key, g.site.src.key, g.via, g.library, g.arm), []).append(g)
+        # by what the line says: a virtual call's overrides of one library (allocator.allocate) read as one line
+        said = (g.library, g.site.written or g.site.dst.label) if g.library else ("", g.site.dst.key)
+        groups.setdefault((*said, g.site.src.label, g.via, g.arm), []).append(g)
     arms = list(dict.fromkeys(g.arm for g in info.gpu if g.arm is not None))  # each arm's lines together
     ordered = sorted(groups.values(), key=lambda lines: -1 if lines[0].arm is None else arms.index(lines[0].arm))
     arm: Branch | None = None
@@ -59,7 +61,7 @@ def _launches(info: KernelInfo, op: str, out: list[str]) -> None:
         if g.arm is not None and g.arm != arm:
             out.append(f"    only in `{g.arm.arm}` at {g.arm.head}:")
         arm = g.arm
-        at = ", ".join(str(x.site.site) for x in lines)  # each path:line whole, as every answer writes one
+        at = ", ".join(dict.fromkeys(str(x.site.site) for x in lines))  # each path:line whole, once
         by = f" by {e.src.label}" + (f"  ({g.via}'s code)" if g.via else "")
         note = f" ({e.note})" if e.note else ""  # a library call's chain (Note [Builder chains])
         what = f"{g.library}: {e.written or e.dst.label}{note}" if g.library else f"CUDA {e.dst.label}"
