@@ -86,7 +86,7 @@ def ops_named(ix: Index, name: str) -> tuple[list[Op], PythonEntry | None, str]:
             key = name.strip().rpartition("::")[0]
             how = (f"'s {key.split('::')[-1]} kernel: it calls that kernel, not the dispatcher"
                    if key in KERNEL_NAMESPACES else ": it calls the dispatcher")
-            via = f"{name} is the C++ function torchgen writes for op {ops[0].name}{how} (Note [Op call spellings])."
+            via = f"{name} is the C++ function generated for op {ops[0].name}{how} (Note [Op call spellings])."
     if not ops:
         ops = _node_creators(ix, name)
         if ops:
