@@ -140,6 +140,20 @@ def test_a_specialization_no_class_has_is_the_primary_template(ix):
     assert [(h.kind, h.name) for h in res.hits] == [(HitKind.CPP_FUNCTION, "at::native::linear")], text
 
 
+def test_a_specialization_is_of_the_template_spelled_as_asked(tree):
+    """A C++ name's case is part of it: ``Vectorized<double>`` listed ``policies::vectorized`` (another class, a
+    primary template of three parameters) as an exact match, names being compared lower-cased."""
+    files = dict(FILES)
+    files["aten/src/ATen/native/cuda/MemoryAccess.cuh"] = (
+        "namespace at { namespace native { namespace memory { namespace policies {\n"
+        "template <int vec_size, typename data_t, int elems_per_thread> struct vectorized {};\n}}}}\n")
+    with indexed_with(tree, files) as ix:
+        res, text = _search(ix, "Vectorized<double>")
+        assert [h.name for h in res.hits] == ["at::vec::Vectorized<double>"], text
+        res, text = _search(ix, "vectorized<double>")
+        assert [h.name for h in res.hits] == ["at::native::memory::policies::vectorized"], text
+
+
 def test_close_matches_are_names_search_finds_never_the_query(ix):
     """only_declared_fn is a name of the index (a declaration) that no hit is: not found, and not a close match of
     itself; every close match is found."""

@@ -383,6 +383,21 @@ def test_the_cpp_functions_torchgen_writes_for_an_op_are_that_op(indexed):
     assert isinstance(res, NotFound)
 
 
+def test_the_cpp_function_of_a_key_is_that_of_the_overloads_with_a_kernel_for_it(tree):
+    # trace("at::cuda::add") traced add.Scalar too, which has no CUDA kernel: torchgen writes no at::cuda:: for it
+    with open(tree / "aten/src/ATen/native/native_functions.yaml", "a") as f:
+        f.write("\n- func: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor\n  variants: function\n"
+                "  dispatch:\n    CompositeExplicitAutograd: add\n")
+    ix = index_with(tree, {})
+    try:
+        res, text = call(ix, "trace", function_name="at::cuda::add", focus="yaml")
+        assert [t.op.full_name for t in res.ops] == ["add.Tensor"], text
+        res, text = call(ix, "trace", function_name="at::compositeexplicitautograd::add", focus="yaml")
+        assert [t.op.full_name for t in res.ops] == ["add.Scalar"], text
+    finally:
+        ix.close()
+
+
 def test_a_name_in_another_case_is_offered_the_op_it_spells(indexed):
     # trace("ADD") had "No close matches": names compared as written, and ops are lower-case
     _, ix = indexed

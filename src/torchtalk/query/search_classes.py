@@ -102,6 +102,8 @@ def class_hits(ix: Index, pq: Query) -> list[Scored]:
     cpp = [(c, rank_) for c in _cpp_classes(ix) if part in c.name_l
            and (rank_ := rank_qualified(pq, c.name_l, c.qualname_l, "::")) is not None]
     if pq.targs:  # Vectorized<float>: the specializations for those arguments, else the primary template
+        # a template is named as spelled: a C++ name's case is part of it (policies::vectorized is another class)
+        cpp = [(c, r) for c, r in cpp if c.cls.name == pq.spelled]
         specialized = {c.qualname_l for c, _r in cpp if c.cls.spec and args_key(c.cls.spec) == pq.targs}
         cpp = [(c, r) for c, r in cpp if r == 0 and (args_key(c.cls.spec) == pq.targs if c.cls.spec else
                                                      c.cls.tparams and c.qualname_l not in specialized)]

@@ -82,8 +82,10 @@ def ops_named(ix: Index, name: str) -> tuple[list[Op], PythonEntry | None, str]:
         entry, ops = walked or (_python_function(ix, d) if d is not None else (None, []))
     if not ops and "::" in name:
         ops = [reg.by_full[f] for f in cpp_api_ops(ix, reg, name) if f in reg.by_full]
+        key = name.strip().rpartition("::")[0]
+        if key in KERNEL_NAMESPACES:  # at::cuda::add exists for the overloads with a CUDA kernel only
+            ops = [op for op in ops if any(e.key.value.lower() == key.split("::")[-1] for e in reg.dispatch(op))]
         if ops:
-            key = name.strip().rpartition("::")[0]
             how = (f"'s {key.split('::')[-1]} kernel: it calls that kernel, not the dispatcher"
                    if key in KERNEL_NAMESPACES else ": it calls the dispatcher")
             via = f"{name} is the C++ function generated for op {ops[0].name}{how} (Note [Op call spellings])."
