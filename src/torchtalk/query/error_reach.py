@@ -93,7 +93,7 @@ class _Into:
         self.timed_out = False
         self.calls = 0  # the raising function's own edges are always read
         self.keys: dict[str, set[str]] = {}  # op -> the dispatch keys of its kernels the walk came up through
-        self.named: set[str] = set()  # the names whose sites are summarised by name (Note [Callers by name])
+        self.named: set[str] = set()  # the functions (qualified names) whose sites are summarised by name (Note [Callers by name])
 
     def __call__(self, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
         late = self.calls and self.ix.work_clock() > self.deadline
@@ -139,9 +139,11 @@ class _Into:
                     for e in real if (key := symbol_id(e.src)) is not None and e.site is not None]
             self.fan_in.append(summary(self.ix, node, rows, len(real), self.prefer))
             return sym
-        if sym.name in self.named:  # another overload of the name: the same sites, summarised once
+        # another overload of the function: the same sites, summarised once (by its qualified name: by_name keeps
+        # the sites of its own class, so A::run's summary is not B::run's)
+        if sym.qualname in self.named:
             return sym
-        self.named.add(sym.name)
+        self.named.add(sym.qualname)
         rows, others = by_name(self.ix, sym)  # Note [Callers by name]
         self.fan_in.append(summary(self.ix, node, rows, len(rows), self.prefer, True, others))
         return sym
