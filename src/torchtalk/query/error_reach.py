@@ -93,7 +93,7 @@ class _Into:
         self.timed_out = False
         self.calls = 0  # the raising function's own edges are always read
         self.keys: dict[str, set[str]] = {}  # op -> the dispatch keys of its kernels the walk came up through
-        self.named: set[str] = set()  # the functions (qualified names) whose sites are summarised by name (Note [Callers by name])
+        self.named: set[str] = set()  # functions (qualified) summarised by name (Note [Callers by name])
 
     def __call__(self, node: Node, kinds: Collection[EdgeKind]) -> list[Edge]:
         late = self.calls and self.ix.work_clock() > self.deadline
