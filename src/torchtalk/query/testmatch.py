@@ -191,6 +191,11 @@ def _shortest(names: list[str]) -> list[str]:
     return kept
 
 
+def opinfo_command(ix: Index, sel: str, path: str) -> str:
+    """The command running, in the test file ``path``, the generated tests of the entry formatted ``sel`` (exact_k)."""
+    return f'pytest {path} -k "{exact_k(ix, sel, path)}"'
+
+
 def exact_k(ix: Index, sel: str, path: str) -> str:
     """The -k expression selecting, in the test file ``path``, the generated tests of the entry formatted ``sel``
     and no other test but its Python reference's (_refs_linalg_svd, the reference of linalg_svd: its tests run the

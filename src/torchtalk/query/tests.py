@@ -16,7 +16,7 @@ from .args import MAX_LIMIT, check_int, clean_text, shown
 from .moduledb import DbEntry, entry_for
 from .opinfo_lists import FamilySuite, db_files, family_suites
 from .testclasses import run_where_collected
-from .testmatch import exact_k, known_names, names_another, namespace_files, namespace_short, variant_words
+from .testmatch import known_names, names_another, namespace_files, namespace_short, opinfo_command, variant_words
 from .testnames import generated_names, generator, run_command
 from .testquery import entry_named, functional, named_home_file, opinfo_names, terms, word_stem
 from .testquery import norm as _norm
@@ -381,8 +381,8 @@ def _opinfos(ix: Index, key: str, ops: list[Op], asked: set[str]) -> list[OpInfo
         in_db = files.get(db, [])
         where = "test/test_ops.py" if not in_db or "test/test_ops.py" in in_db else in_db[0]
         hit = OpInfoHit(name, ctor, variant, Loc(ix.path_of(fid), line),
-                        f'pytest {where} -k "{exact_k(ix, sel, where)}"', db=db,
-                        suites=[replace(f, command=f'pytest {f.path} -k "{exact_k(ix, sel, f.path)}"')
+                        opinfo_command(ix, sel, where), db=db,
+                        suites=[replace(f, command=opinfo_command(ix, sel, f.path))
                                 for f in family_suites(ix, ctor, db, flags) if f.path != where],
                         backward=backward if backward.lower() in names else "")
         for mark, cls, test, device, dtypes, mfid, mline, entry in ix.q(

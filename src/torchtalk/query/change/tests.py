@@ -20,7 +20,7 @@ from ...model.dispatch import Device
 from ...store.reader import Index
 from ..moduledb import SUITES, entry_for
 from ..testclasses import device_copy, runs_where
-from ..testmatch import exact_k
+from ..testmatch import opinfo_command
 from ..testnames import generated_names
 from ..testquery import opinfo_names
 from ..tests import FoundTest, device_instantiations, find_similar_tests
@@ -133,7 +133,7 @@ def _command(path: str, cls: str, name: str) -> str:
 
 def _ops_command(ix: Index, sel: str) -> str:
     """The command running an entry's tests of test/test_ops.py (Note [Exact -k selections])."""
-    return f'pytest test/test_ops.py -k "{exact_k(ix, sel, "test/test_ops.py")}"'
+    return opinfo_command(ix, sel, "test/test_ops.py")
 
 
 def _opinfo_sel(name: str, variant: str) -> str:
@@ -203,7 +203,7 @@ def op_tests(ix: Index, op: OpForTests, device: Device | None) -> list[AffectedT
         if not op.aspects:
             out += [AffectedTest(f"{f.path} for {sel}", Loc(f.path, 1), TestReason.OPINFO, op.op,
                                  f"its @ops({', '.join(f.lists)}) tests run op {op.op} through {label} ({op.path})",
-                                 with_device(f'pytest {f.path} -k "{exact_k(ix, sel, f.path)}"', device))
+                                 with_device(opinfo_command(ix, sel, f.path), device))
                     for f in suites]
     # The suites that check what changed for every OpInfo op; -k matches the op inside OpInfo names too
     # (mse_loss selects test_..._nn_functional_mse_loss_...).
@@ -217,7 +217,7 @@ def op_tests(ix: Index, op: OpForTests, device: Device | None) -> list[AffectedT
                     out.append(AffectedTest(f"{suite} for {sel}", Loc(suite, 1), TestReason.OPINFO, op.op,
                                             f"its {aspect} changed: {suite} checks that for every OpInfo op "
                                             f"({op.path})",
-                                            with_device(f'pytest {suite} -k "{exact_k(ix, sel, suite)}"', device)))
+                                            with_device(opinfo_command(ix, sel, suite), device)))
     out += _found(ix, found.tests, op.base, op.op, op.path, device)
     return out
 
