@@ -16,11 +16,10 @@ from ..graph.nodes import cpp_node
 from ..graph.symbols import symbol
 from ..model import CallKind, CppSymbol, Edge, EdgeKind, Loc, Node, NodeKind, SymbolKind
 from ..store.reader import Index
-from .error_match import _rank
+from .error_match import is_test_path
 from .excerpt import resolve
 
 SAMPLES = 4  # callers shown of a much-called function
-TEST_RANK = 2  # error_match._rank of a test file
 
 
 @dataclass
@@ -70,7 +69,7 @@ def summary(ix: Index, node: Node, rows: list[tuple[int, int, int, str]], total:
     files = Counter(paths.get(f, "?") for _c, f, _l, _n in rows)
     generated = sum(n for p, n in files.items() if p.startswith("<generated>/"))
     # a test's calls are none a user's error went through: its files after the others, its sites never samples
-    rows = [r for r in rows if _rank(paths.get(r[1], "?")) != TEST_RANK] or rows
+    rows = [r for r in rows if not is_test_path(paths.get(r[1], "?"))] or rows
     picks: dict[int, tuple[int, int]] = {}
     named = [r for r in rows if r[3] in prefer]
     firsts = list({r[1]: r for r in reversed(rows)}.values())[::-1]
@@ -88,7 +87,7 @@ def summary(ix: Index, node: Node, rows: list[tuple[int, int, int, str]], total:
         samples.append(Edge(src, node, EdgeKind.CALL, Loc(paths.get(fid, "?"), line),
                             written=_written(ix, fid, line)))
         entries += g.into(src, [EdgeKind.WRAPPER] if src.kind is NodeKind.WRAPPER else [EdgeKind.KERNEL])[:1]
-    ranked = sorted(files.items(), key=lambda pn: (_rank(pn[0]) == TEST_RANK, -pn[1]))
+    ranked = sorted(files.items(), key=lambda pn: (is_test_path(pn[0]), -pn[1]))
     return FanIn(node, total, generated, ranked[:4], samples, entries, named_only, other_classes)
 
 

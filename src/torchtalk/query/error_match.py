@@ -115,12 +115,18 @@ def _contradicts(pasted: str, raised: str) -> bool:
     return bool(pasted and raised) and pasted != raised and _ASSERT in (pasted, raised)
 
 
+def is_test_path(path: str) -> bool:
+    """A file of tests: under test/, tests/ or testing/, or named test_*."""
+    parts = path.split("/")
+    return "test" in parts or "testing" in parts or "tests" in parts or parts[-1].startswith("test_")
+
+
 def _rank(path: str) -> int:
     """0: code; 1: generated code (one copy per op), the C++ frontend (Python never runs it) or code for one
     device, layout or backend; 2: tests."""
-    parts = path.split("/")
-    if "test" in parts or "testing" in parts or "tests" in parts or parts[-1].startswith("test_"):
+    if is_test_path(path):
         return 2
+    parts = path.split("/")
     special = (path.startswith((GENERATED_PREFIX, CPP_FRONTEND)) or backend_of_path(path) not in ("", "CPU")
                or _SPECIAL.intersection(parts[:-1]))
     return 1 if special else 0
