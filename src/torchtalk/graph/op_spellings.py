@@ -7,6 +7,7 @@ PyTorch's to decide.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import NamedTuple
 
 from ..model import Op, RegistrationKind
 from ..store.reader import Index
@@ -65,15 +66,28 @@ def op_named(reg: OpRegistry, name: str) -> tuple[str, ...]:
     return ()
 
 
-def cpp_api_ops(ix: Index, reg: OpRegistry, name: str) -> tuple[str, ...]:
+class CppApi(NamedTuple):
+    """The ops a C++ op-API function is generated for, and the kernel it calls: "" the dispatcher, else the
+    name of the key's namespace ("cuda" for at::cuda::add, which calls the CUDA kernel directly)."""
+
+    ops: tuple[str, ...]
+    kernel: str = ""
+
+
+def cpp_api_ops(ix: Index, reg: OpRegistry, name: str) -> CppApi:
     """The ops a C++ op-API function names, written as C++ code calls it (Note [Op call spellings]): at::asin,
-    at::add_out, at::cuda::add, at::_ops::add_Tensor::call; () for any other name (at::native::add is a kernel)."""
+    at::add_out, at::cuda::add (the overloads with a CUDA kernel only: torchgen writes it for those),
+    at::_ops::add_Tensor::call; no op for any other name (at::native::add is a kernel)."""
     qual, _, last = name.strip().rpartition("::")
     if last in ("call", "redispatch") and qual.startswith(STRUCT_QUALIFIERS):
-        return (op,) if (op := struct_op(ix, reg, qual)) else ()
+        return CppApi((op,) if (op := struct_op(ix, reg, qual)) else ())
+    if qual in KERNEL_NAMESPACES:
+        key = qual.rsplit("::", 1)[-1]
+        return CppApi(tuple(f for f in op_named(reg, last)
+                            if any(e.key.value.lower() == key for e in reg.dispatch(reg.by_full[f]))), key)
     if qual in OP_NAMESPACES or qual in KEY_NAMESPACES:
-        return op_named(reg, last)
-    return ()
+        return CppApi(op_named(reg, last))
+    return CppApi(())
 
 
 def op_spellings(op: Op) -> tuple[str, ...]:

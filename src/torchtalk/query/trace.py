@@ -18,7 +18,7 @@ from ..graph.gpu_rank import layout_arm, nearest_first
 from ..graph.nodes import autograd_node, op_node, symbol_id
 from ..graph.op_derivatives import derivative_entry, derivatives_of
 from ..graph.op_edges import autograd_nodes
-from ..graph.op_spellings import KERNEL_NAMESPACES, cpp_api_ops
+from ..graph.op_spellings import cpp_api_ops
 from ..graph.overloads import op_kernel_definitions
 from ..graph.pp_branches import twin_branches
 from ..graph.py_attrs import assigned_node, function_node
@@ -81,13 +81,11 @@ def ops_named(ix: Index, name: str) -> tuple[list[Op], PythonEntry | None, str]:
         d = spelled if "." in name else _py_definition(ix, name)
         entry, ops = walked or (_python_function(ix, d) if d is not None else (None, []))
     if not ops and "::" in name:
-        ops = [reg.by_full[f] for f in cpp_api_ops(ix, reg, name) if f in reg.by_full]
-        key = name.strip().rpartition("::")[0]
-        if key in KERNEL_NAMESPACES:  # at::cuda::add exists for the overloads with a CUDA kernel only
-            ops = [op for op in ops if any(e.key.value.lower() == key.split("::")[-1] for e in reg.dispatch(op))]
+        api = cpp_api_ops(ix, reg, name)
+        ops = [reg.by_full[f] for f in api.ops if f in reg.by_full]
         if ops:
-            how = (f"'s {key.split('::')[-1]} kernel: it calls that kernel, not the dispatcher"
-                   if key in KERNEL_NAMESPACES else ": it calls the dispatcher")
+            how = (f"'s {api.kernel} kernel: it calls that kernel, not the dispatcher" if api.kernel
+                   else ": it calls the dispatcher")
             via = f"{name} is the C++ function generated for op {ops[0].name}{how} (Note [Op call spellings])."
     if not ops:
         ops = _node_creators(ix, name)
