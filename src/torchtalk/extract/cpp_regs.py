@@ -13,7 +13,16 @@ from bisect import bisect_right
 from ..model import Registration, RegistrationKind
 from ..model.paths import backend_of_path
 from .cpp_state import WalkState
-from .cpp_text import call_args, clean_target, collapse, match_close, skip_quoted, split_args, string_value
+from .cpp_text import (
+    call_args,
+    clean_target,
+    collapse,
+    match_close,
+    skip_quoted,
+    split_args,
+    string_value,
+    strip_comments,
+)
 
 _DISPATCH = re.compile(r"\b((?:ALSO_)?REGISTER_(?:\w+_)?DISPATCH|DECLARE_DISPATCH|DEFINE_DISPATCH)\s*\(")
 _ARCH_KEY = {
@@ -49,7 +58,6 @@ _SLOTS = {
         ("inplace_matrix_multiply", "__imatmul__"))),
 }
 _SLOT_TABLE = re.compile(r"\b(PyMappingMethods|PySequenceMethods|PyNumberMethods)\s+(\w+)\s*=?\s*\{")
-_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 _PLAIN_FN = re.compile(r"[A-Za-z_][\w:]*")
 _TABLE = re.compile(r"\b(PyMethodDef|PyGetSetDef)\s*>?\s*(\w+)\s*(?:\[\s*\w*\s*\])?\s*=\s*\{")
 _NAME_CAST = re.compile(r"^\s*\(\s*(?:const\s+)?char\s*\*\s*\)")
@@ -179,7 +187,7 @@ class Regs:
 def _slot_fields(body: str) -> list[str]:
     """The initializers of a slot struct, comments dropped, split at top-level commas (also outside ``<...>``:
     ``wrap_tuple_fn<decltype(&f), &f>`` is one)."""
-    body = _COMMENT.sub(" ", body)
+    body = strip_comments(body)
     fields, depth, start = [], 0, 0
     for i, ch in enumerate(body):
         if ch in "([{<":
